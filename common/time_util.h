@@ -1,0 +1,35 @@
+// Time helpers shared by the scheduler, the agent and the CLI.
+//
+// Times inside trainctl are int64 milliseconds since the Unix epoch ("ms"); protobuf Timestamps
+// and Durations appear only at the API edge.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "google/protobuf/duration.pb.h"
+#include "google/protobuf/timestamp.pb.h"
+
+namespace trainctl {
+
+// Wall-clock now, in ms since the epoch.
+int64_t WallNowMs();
+
+// Converts ms since the epoch to a Timestamp; 0 gives an empty (unset) Timestamp.
+google::protobuf::Timestamp MsToTimestamp(int64_t ms);
+int64_t TimestampToMs(const google::protobuf::Timestamp& ts);
+
+int64_t DurationToMs(const google::protobuf::Duration& d);
+google::protobuf::Duration MsToDuration(int64_t ms);
+
+// "2026-11-21T03:44:36Z" (UTC, seconds precision).
+std::string FormatRfc3339(int64_t ms);
+
+// A short age for tables: "42s", "5m", "3h", "2d".
+std::string FormatAge(int64_t ms);
+
+// Parses "1.5s", "300ms", "5m", "2h", "1h30m", "90" (seconds). Negative values are rejected.
+absl::StatusOr<int64_t> ParseDurationMs(const std::string& text);
+
+}  // namespace trainctl
