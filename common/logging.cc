@@ -11,8 +11,8 @@ absl::Status SetupLogging(const std::string& name, const std::string& level) {
   spdlog::level::level_enum lvl = spdlog::level::from_str(level);
   if (lvl == spdlog::level::off && level != "off") {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--log-level must be one of trace, debug, info, warn, error, critical, off; got \"",
-        level, "\""));
+        "--log-level must be one of trace, debug, info, warn, error, critical, off; got \"", level,
+        "\""));
   }
   auto logger = spdlog::stderr_logger_mt(name);
   logger->set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %l %n: %v", spdlog::pattern_time_type::utc);

@@ -7,10 +7,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-#define TC_RETURN_IF_ERROR(expr)                    \
-  do {                                              \
-    ::absl::Status tc_status_ = (expr);             \
-    if (!tc_status_.ok()) return tc_status_;        \
+#define TC_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::absl::Status tc_status_ = (expr);      \
+    if (!tc_status_.ok()) return tc_status_; \
   } while (0)
 
 #define TC_CONCAT_INNER_(a, b) a##b

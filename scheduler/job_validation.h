@@ -1,0 +1,33 @@
+// Validation of a submitted JobSpec, and the defaults filled into it.
+//
+// Pure functions: every error is INVALID_ARGUMENT with the field path in JSON-mapping names,
+// e.g. "workerPools[1].replicaCount must be 1..4096, got 0", so a person can fix the spec.
+#pragma once
+
+#include "absl/status/status.h"
+#include "trainctl/v1/job.pb.h"
+
+namespace trainctl::sched {
+
+// Limits on every input (see ValidateJobSpec).
+inline constexpr int kMaxPools = 16;
+inline constexpr int kMaxReplicasPerPool = 4096;
+inline constexpr int kMaxReplicasPerJob = 4096;
+inline constexpr int kMaxDisplayNameLength = 128;
+inline constexpr int kMaxArgs = 1024;
+inline constexpr int kMaxArgLength = 64 * 1024;
+inline constexpr int kMaxEnv = 256;
+inline constexpr int kMaxLabels = 32;
+inline constexpr int kDefaultStopGraceMs = 10'000;
+inline constexpr char kDefaultProject[] = "default";
+
+// Checks `spec` against every rule of the job API. Returns the first error found.
+absl::Status ValidateJobSpec(const v1::JobSpec& spec);
+
+// Fills documented defaults (project, stop grace period). REQUIRES: ValidateJobSpec(spec).ok().
+void ApplyDefaults(v1::JobSpec* spec);
+
+// True for DNS-label-like names: [a-z0-9]([-a-z0-9]*[a-z0-9])?, 1..max_len characters.
+bool IsDnsLabel(const std::string& name, size_t max_len);
+
+}  // namespace trainctl::sched

@@ -1,0 +1,123 @@
+#include "scheduler/launch_env.h"
+
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/time_util.h"
+
+namespace trainctl::sched {
+namespace {
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          absl::StrAppend(&out, "\\u00", absl::Hex(c, absl::kZeroPad2));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string AddressOf(const v1::Replica& r, const std::string& job_id,
+                      const std::map<std::string, Node>& nodes) {
+  auto it = nodes.find(r.node());
+  std::string host = it == nodes.end() ? r.node() : it->second.address;
+  return absl::StrCat(host, ":", BasePort(job_id) + r.rank());
+}
+
+}  // namespace
+
+int BasePort(const std::string& job_id) {
+  // 600 slots of 64 ports in 20000..58399: replicas of one job on one host get distinct ports.
+  return 20000 + static_cast<int>(std::hash<std::string>{}(job_id) % 600) * 64;
+}
+
+std::string ClusterSpecJson(const v1::Job& job, int replica_index,
+                            const std::map<std::string, Node>& nodes, bool vertex) {
+  const auto& pools = job.spec().worker_pools();
+  std::vector<std::string> pool_entries;
+  for (int p = 0; p < pools.size(); ++p) {
+    std::vector<std::string> addrs;
+    for (const v1::Replica& r : job.replicas()) {
+      if (r.pool() == pools[p].name()) addrs.push_back(JsonString(AddressOf(r, job.id(), nodes)));
+    }
+    std::string key = vertex ? absl::StrCat("workerpool", p) : pools[p].name();
+    pool_entries.push_back(absl::StrCat(JsonString(key), ":[", absl::StrJoin(addrs, ","), "]"));
+  }
+  const v1::Replica& self = job.replicas(replica_index);
+  std::string task_type = self.pool();
+  if (vertex) {
+    for (int p = 0; p < pools.size(); ++p) {
+      if (pools[p].name() == self.pool()) task_type = absl::StrCat("workerpool", p);
+    }
+  }
+  int attempt = job.attempts().empty() ? 0 : job.attempts().rbegin()->number();
+  std::string json = absl::StrCat("{\"cluster\":{", absl::StrJoin(pool_entries, ","),
+                                  "},\"task\":{\"type\":", JsonString(task_type),
+                                  ",\"index\":", self.index(), "}");
+  if (vertex) {
+    absl::StrAppend(&json, ",\"environment\":\"cloud\",\"job\":{\"id\":", JsonString(job.id()),
+                    "}}");
+  } else {
+    absl::StrAppend(&json, ",\"job\":{\"id\":", JsonString(job.id()), ",\"attempt\":", attempt,
+                    "}}");
+  }
+  return json;
+}
+
+v1::LaunchReplica BuildLaunch(const v1::Job& job, int replica_index,
+                              const std::map<std::string, Node>& nodes) {
+  const v1::Replica& r = job.replicas(replica_index);
+  const v1::WorkerPool* pool = nullptr;
+  for (const v1::WorkerPool& p : job.spec().worker_pools()) {
+    if (p.name() == r.pool()) pool = &p;
+  }
+  int attempt = job.attempts().empty() ? 1 : job.attempts().rbegin()->number();
+  v1::LaunchReplica launch;
+  launch.set_run_id(MakeRunId(job.id(), attempt, r.name(), r.restart_count()));
+  launch.set_job_id(job.id());
+  launch.set_attempt(attempt);
+  launch.set_replica_name(r.name());
+  launch.set_restart(r.restart_count());
+  launch.set_checkpoint_dir(job.checkpoint_dir());
+  if (pool != nullptr) {
+    for (const std::string& a : pool->command()) launch.add_argv(a);
+    for (const std::string& a : pool->args()) launch.add_argv(a);
+    *launch.mutable_resources() = pool->resources();
+    for (const auto& [k, v] : pool->env()) (*launch.mutable_env())[k] = v;
+  }
+  const v1::Replica& primary = job.replicas(0);
+  auto primary_node = nodes.find(primary.node());
+  auto& env = *launch.mutable_env();
+  env["TRAINCTL_JOB_ID"] = job.id();
+  env["TRAINCTL_ATTEMPT"] = absl::StrCat(attempt);
+  env["TRAINCTL_REPLICA_NAME"] = r.name();
+  env["TRAINCTL_RESTART_COUNT"] = absl::StrCat(r.restart_count());
+  env["TRAINCTL_NODE"] = r.node();
+  env["RANK"] = absl::StrCat(r.rank());
+  env["WORLD_SIZE"] = absl::StrCat(job.replicas_size());
+  env["MASTER_ADDR"] = primary_node == nodes.end() ? primary.node() : primary_node->second.address;
+  env["MASTER_PORT"] = absl::StrCat(BasePort(job.id()));
+  env["TRAINCTL_CLUSTER_SPEC"] = ClusterSpecJson(job, replica_index, nodes, /*vertex=*/false);
+  env["CLUSTER_SPEC"] = ClusterSpecJson(job, replica_index, nodes, /*vertex=*/true);
+  env["TRAINCTL_CHECKPOINT_DIR"] = job.checkpoint_dir();
+  env["AIP_CHECKPOINT_DIR"] = job.checkpoint_dir();
+  return launch;
+}
+
+}  // namespace trainctl::sched

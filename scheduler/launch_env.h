@@ -1,0 +1,32 @@
+// The LaunchReplica message for one replica: argv, and the environment every replica sees.
+//
+// Environment (DESIGN.md, R3, R10): TRAINCTL_JOB_ID, TRAINCTL_ATTEMPT, TRAINCTL_REPLICA_NAME,
+// TRAINCTL_RESTART_COUNT, TRAINCTL_NODE, RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
+// TRAINCTL_CLUSTER_SPEC, TRAINCTL_CHECKPOINT_DIR, and Vertex AI's CLUSTER_SPEC and
+// AIP_CHECKPOINT_DIR so code written for Vertex runs unchanged. The pool's own env comes first;
+// trainctl's variables win on a clash.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "scheduler/model.h"
+
+namespace trainctl::sched {
+
+// The first port of a job's replica ports: MASTER_PORT, and the port of rank r is base + r.
+// Derived from the job id so it survives a scheduler restart without being stored.
+int BasePort(const std::string& job_id);
+
+// REQUIRES: every replica of `job` has a node, and each such node is in `nodes`.
+v1::LaunchReplica BuildLaunch(const v1::Job& job, int replica_index,
+                              const std::map<std::string, Node>& nodes);
+
+// The cluster spec JSON of the job's current placement, as seen from `replica_index`.
+// vertex=false: {"cluster":{"chief":["h:p"],"worker":[...]},"task":{"type":"worker","index":1},
+//                "job":{"id":"j-...","attempt":1}}
+// vertex=true:  pools named workerpool0..N, plus "environment":"cloud".
+std::string ClusterSpecJson(const v1::Job& job, int replica_index,
+                            const std::map<std::string, Node>& nodes, bool vertex);
+
+}  // namespace trainctl::sched

@@ -1,0 +1,41 @@
+// Gang placement: all replicas of a job on nodes with free resources, or none.
+//
+// Pure and deterministic: the same nodes and demands always give the same answer. The policy
+// spreads replicas: each replica goes to the fitting node with the most free resources left
+// (gpus first, then memory, then cpu), ties broken by node name. Spreading keeps one host's
+// failure from taking a whole job's replicas with it and balances load on CPU-only hosts; a
+// packing policy for GPU fragmentation can replace ChooseNode without touching callers.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "scheduler/model.h"
+
+namespace trainctl::sched {
+
+struct NodeFree {
+  std::string name;
+  // Free now: allocatable minus what placed replicas hold.
+  Res free;
+};
+
+struct ReplicaDemand {
+  // For messages: "worker-2".
+  std::string replica;
+  Res need;
+};
+
+// Returns one node name per demand, in the order of `demands`, or RESOURCE_EXHAUSTED whose
+// message says what is missing, e.g. "no node has 4 free gpus for worker-2 (most free: 2 on
+// node-b)".
+absl::StatusOr<std::vector<std::string>> PlaceGang(const std::vector<ReplicaDemand>& demands,
+                                                   std::vector<NodeFree> nodes);
+
+// Returns OK when some node of `nodes` (by allocatable size, ignoring current use) could ever
+// hold a replica needing `need`; otherwise FAILED_PRECONDITION naming the shortfall.
+absl::Status CheckFitsLargestNode(const std::string& path, const Res& need,
+                                  const std::vector<Node>& nodes);
+
+}  // namespace trainctl::sched

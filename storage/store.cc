@@ -1,0 +1,330 @@
+#include "storage/store.h"
+
+#include <sqlite3.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/status_macros.h"
+#include "common/time_util.h"
+#include "storage/statement.h"
+
+namespace trainctl::storage {
+namespace {
+
+// Migration i takes the schema from version i to i + 1. Append only; never edit a shipped one.
+const char* const kMigrations[] = {
+    // 0 -> 1: the first schema.
+    R"sql(
+    CREATE TABLE jobs (
+      id        TEXT PRIMARY KEY,
+      project   TEXT NOT NULL,
+      state     INTEGER NOT NULL,
+      priority  INTEGER NOT NULL,
+      create_ms INTEGER NOT NULL,
+      update_ms INTEGER NOT NULL,
+      data      BLOB NOT NULL            -- trainctl.v1.Job without attempts
+    );
+    CREATE INDEX jobs_by_state ON jobs(state, priority, create_ms);
+    CREATE TABLE attempts (
+      job_id   TEXT NOT NULL REFERENCES jobs(id),
+      number   INTEGER NOT NULL,
+      state    INTEGER NOT NULL,
+      reason   TEXT NOT NULL,
+      start_ms INTEGER NOT NULL,
+      end_ms   INTEGER NOT NULL,
+      nodes    TEXT NOT NULL,            -- comma-separated node names
+      PRIMARY KEY (job_id, number)
+    );
+    CREATE TABLE replica_runs (
+      run_id    TEXT PRIMARY KEY,        -- job/attempt/replica/restart
+      job_id    TEXT NOT NULL REFERENCES jobs(id),
+      attempt   INTEGER NOT NULL,
+      replica   TEXT NOT NULL,
+      restart   INTEGER NOT NULL,
+      node      TEXT NOT NULL,
+      state     INTEGER NOT NULL,
+      pid       INTEGER NOT NULL,
+      exit_code INTEGER,
+      signal    INTEGER,
+      oom       INTEGER NOT NULL,
+      message   TEXT NOT NULL,
+      start_ms  INTEGER NOT NULL,
+      end_ms    INTEGER NOT NULL
+    );
+    CREATE INDEX runs_by_job ON replica_runs(job_id, attempt);
+    CREATE TABLE nodes (
+      name              TEXT PRIMARY KEY,
+      address           TEXT NOT NULL,
+      capacity_cpu      REAL NOT NULL,
+      capacity_mem_mb   INTEGER NOT NULL,
+      capacity_gpus     INTEGER NOT NULL,
+      alloc_cpu         REAL NOT NULL,
+      alloc_mem_mb      INTEGER NOT NULL,
+      alloc_gpus        INTEGER NOT NULL,
+      labels            TEXT NOT NULL,   -- k=v lines
+      agent_instance    TEXT NOT NULL,
+      registered_ms     INTEGER NOT NULL,
+      last_heartbeat_ms INTEGER NOT NULL
+    );
+    CREATE TABLE events (
+      seq     INTEGER PRIMARY KEY AUTOINCREMENT,
+      time_ms INTEGER NOT NULL,
+      job_id  TEXT NOT NULL,
+      attempt INTEGER NOT NULL,
+      replica TEXT NOT NULL,
+      node    TEXT NOT NULL,
+      type    TEXT NOT NULL,
+      reason  TEXT NOT NULL
+    );
+    CREATE INDEX events_by_job ON events(job_id, seq);
+    CREATE INDEX events_by_node ON events(node, seq);
+    )sql",
+};
+static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Store::kSchemaVersion);
+
+std::string JoinLabels(const std::map<std::string, std::string>& labels) {
+  std::vector<std::string> lines;
+  for (const auto& [k, v] : labels) lines.push_back(absl::StrCat(k, "=", v));
+  return absl::StrJoin(lines, "\n");
+}
+
+std::map<std::string, std::string> SplitLabels(const std::string& text) {
+  std::map<std::string, std::string> labels;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(line, absl::MaxSplits('=', 1));
+    labels[kv.first] = kv.second;
+  }
+  return labels;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close(db);
+    return absl::InternalError(absl::StrCat("cannot open database ", path, ": ", msg));
+  }
+  std::unique_ptr<Store> store(new Store(db));
+  sqlite3_busy_timeout(db, 5000);
+  TC_RETURN_IF_ERROR(store->Exec("PRAGMA journal_mode=WAL"));
+  TC_RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=FULL"));
+  TC_RETURN_IF_ERROR(store->Exec("PRAGMA foreign_keys=ON"));
+  TC_RETURN_IF_ERROR(store->Migrate());
+  return store;
+}
+
+Store::~Store() { sqlite3_close(db_); }
+
+absl::Status Store::Exec(const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : "unknown error";
+    sqlite3_free(err);
+    return absl::InternalError(absl::StrCat("sqlite: ", msg));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> Store::SchemaVersion() {
+  Statement st(db_, "PRAGMA user_version");
+  TC_RETURN_IF_ERROR(st.status());
+  TC_ASSIGN_OR_RETURN(bool row, st.Step());
+  return row ? static_cast<int>(st.Int(0)) : 0;
+}
+
+absl::Status Store::Migrate() {
+  TC_ASSIGN_OR_RETURN(int version, SchemaVersion());
+  if (version > kSchemaVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the database has schema version ", version, ", newer than this trainctld supports (",
+        kSchemaVersion, "); run a newer trainctld or restore a backup"));
+  }
+  for (int v = version; v < kSchemaVersion; ++v) {
+    TC_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+    absl::Status s = Exec(kMigrations[v]);
+    if (s.ok()) s = Exec(absl::StrCat("PRAGMA user_version=", v + 1).c_str());
+    if (!s.ok()) {
+      Exec("ROLLBACK").IgnoreError();
+      return absl::InternalError(
+          absl::StrCat("migrating the schema to version ", v + 1, ": ", s.message()));
+    }
+    TC_RETURN_IF_ERROR(Exec("COMMIT"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Snapshot> Store::Load() {
+  Snapshot snap;
+  std::map<std::string, size_t> index;
+  {
+    Statement st(db_, "SELECT id, data FROM jobs ORDER BY create_ms, id");
+    TC_RETURN_IF_ERROR(st.status());
+    for (;;) {
+      TC_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      v1::Job job;
+      if (!job.ParseFromString(st.Bytes(1))) {
+        return absl::DataLossError(absl::StrCat("job ", st.Text(0), ": unreadable row"));
+      }
+      index[job.id()] = snap.jobs.size();
+      snap.jobs.push_back(std::move(job));
+    }
+  }
+  {
+    Statement st(db_,
+                 "SELECT job_id, number, state, reason, start_ms, end_ms, nodes FROM attempts "
+                 "ORDER BY job_id, number");
+    TC_RETURN_IF_ERROR(st.status());
+    for (;;) {
+      TC_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      auto it = index.find(st.Text(0));
+      if (it == index.end()) continue;
+      v1::Attempt* a = snap.jobs[it->second].add_attempts();
+      a->set_number(static_cast<int32_t>(st.Int(1)));
+      a->set_state(static_cast<v1::JobState>(st.Int(2)));
+      a->set_reason(st.Text(3));
+      *a->mutable_start_time() = MsToTimestamp(st.Int(4));
+      *a->mutable_end_time() = MsToTimestamp(st.Int(5));
+      for (absl::string_view n : absl::StrSplit(st.Text(6), ',', absl::SkipEmpty())) {
+        a->add_nodes(std::string(n));
+      }
+    }
+  }
+  {
+    Statement st(db_,
+                 "SELECT name, address, capacity_cpu, capacity_mem_mb, capacity_gpus, alloc_cpu, "
+                 "alloc_mem_mb, alloc_gpus, labels, agent_instance, registered_ms, "
+                 "last_heartbeat_ms FROM nodes ORDER BY name");
+    TC_RETURN_IF_ERROR(st.status());
+    for (;;) {
+      TC_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      sched::Node n;
+      n.name = st.Text(0);
+      n.address = st.Text(1);
+      n.capacity = {st.Double(2), st.Int(3), st.Int(4)};
+      n.allocatable = {st.Double(5), st.Int(6), st.Int(7)};
+      n.labels = SplitLabels(st.Text(8));
+      n.agent_instance = st.Text(9);
+      n.registered_ms = st.Int(10);
+      n.last_heartbeat_ms = st.Int(11);
+      snap.nodes.push_back(std::move(n));
+    }
+  }
+  {
+    Statement st(db_, "SELECT run_id, job_id, attempt, replica, restart, node FROM replica_runs");
+    TC_RETURN_IF_ERROR(st.status());
+    for (;;) {
+      TC_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      sched::ReplicaRun r;
+      r.run_id = st.Text(0);
+      r.job_id = st.Text(1);
+      r.attempt = static_cast<int32_t>(st.Int(2));
+      r.replica = st.Text(3);
+      r.restart = static_cast<int32_t>(st.Int(4));
+      r.node = st.Text(5);
+      snap.runs.push_back(std::move(r));
+    }
+  }
+  return snap;
+}
+
+absl::Status Store::Commit(const Batch& batch) {
+  if (batch.empty()) return absl::OkStatus();
+  TC_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  absl::Status s = [&]() -> absl::Status {
+    Statement job_st(db_,
+                     "INSERT INTO jobs (id, project, state, priority, create_ms, update_ms, data) "
+                     "VALUES (?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET state=excluded.state, "
+                     "update_ms=excluded.update_ms, data=excluded.data");
+    TC_RETURN_IF_ERROR(job_st.status());
+    for (const v1::Job& job : batch.jobs) {
+      v1::Job row = job;
+      row.clear_attempts();
+      TC_RETURN_IF_ERROR(
+          job_st.Run({job.id(), job.project(), int64_t{job.state()}, int64_t{job.priority()},
+                      TimestampToMs(job.create_time()), TimestampToMs(job.update_time()),
+                      Blob{row.SerializeAsString()}}));
+    }
+    Statement att_st(db_,
+                     "INSERT OR REPLACE INTO attempts (job_id, number, state, reason, start_ms, "
+                     "end_ms, nodes) VALUES (?,?,?,?,?,?,?)");
+    TC_RETURN_IF_ERROR(att_st.status());
+    for (const auto& [job_id, a] : batch.attempts) {
+      TC_RETURN_IF_ERROR(att_st.Run({job_id, int64_t{a.number()}, int64_t{a.state()}, a.reason(),
+                                     TimestampToMs(a.start_time()), TimestampToMs(a.end_time()),
+                                     absl::StrJoin(a.nodes(), ",")}));
+    }
+    Statement run_st(db_,
+                     "INSERT OR REPLACE INTO replica_runs (run_id, job_id, attempt, replica, "
+                     "restart, node, state, pid, exit_code, signal, oom, message, start_ms, "
+                     "end_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    TC_RETURN_IF_ERROR(run_st.status());
+    for (const sched::ReplicaRun& r : batch.runs) {
+      TC_RETURN_IF_ERROR(run_st.Run({r.run_id, r.job_id, int64_t{r.attempt}, r.replica,
+                                     int64_t{r.restart}, r.node, int64_t{r.state}, r.pid,
+                                     r.exit_code ? Value(int64_t{*r.exit_code}) : Value(Null{}),
+                                     r.signal ? Value(int64_t{*r.signal}) : Value(Null{}),
+                                     int64_t{r.oom_killed}, r.message, r.start_ms, r.end_ms}));
+    }
+    Statement node_st(db_,
+                      "INSERT OR REPLACE INTO nodes (name, address, capacity_cpu, "
+                      "capacity_mem_mb, capacity_gpus, alloc_cpu, alloc_mem_mb, alloc_gpus, "
+                      "labels, agent_instance, registered_ms, last_heartbeat_ms) VALUES "
+                      "(?,?,?,?,?,?,?,?,?,?,?,?)");
+    TC_RETURN_IF_ERROR(node_st.status());
+    for (const sched::Node& n : batch.nodes) {
+      TC_RETURN_IF_ERROR(node_st.Run({n.name, n.address, n.capacity.cpu, n.capacity.memory_mb,
+                                      n.capacity.gpus, n.allocatable.cpu, n.allocatable.memory_mb,
+                                      n.allocatable.gpus, JoinLabels(n.labels), n.agent_instance,
+                                      n.registered_ms, n.last_heartbeat_ms}));
+    }
+    Statement ev_st(db_,
+                    "INSERT INTO events (time_ms, job_id, attempt, replica, node, type, reason) "
+                    "VALUES (?,?,?,?,?,?,?)");
+    TC_RETURN_IF_ERROR(ev_st.status());
+    for (const sched::Event& e : batch.events) {
+      TC_RETURN_IF_ERROR(ev_st.Run(
+          {e.time_ms, e.job_id, int64_t{e.attempt}, e.replica, e.node, e.type, e.reason}));
+    }
+    return absl::OkStatus();
+  }();
+  if (!s.ok()) {
+    Exec("ROLLBACK").IgnoreError();
+    return s;
+  }
+  return Exec("COMMIT");
+}
+
+absl::StatusOr<std::vector<sched::Event>> Store::ListEvents(const EventQuery& q) {
+  Statement st(db_,
+               "SELECT time_ms, job_id, attempt, replica, node, type, reason FROM events "
+               "WHERE (?1 = '' OR job_id = ?1) AND (?2 = '' OR node = ?2) AND "
+               "(?3 = '' OR type = ?3) AND time_ms >= ?4 ORDER BY seq DESC LIMIT ?5");
+  TC_RETURN_IF_ERROR(st.status());
+  TC_RETURN_IF_ERROR(st.Bind({q.job_id, q.node, q.type, q.since_ms, int64_t{q.limit}}));
+  std::vector<sched::Event> out;
+  for (;;) {
+    TC_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    sched::Event e;
+    e.time_ms = st.Int(0);
+    e.job_id = st.Text(1);
+    e.attempt = static_cast<int32_t>(st.Int(2));
+    e.replica = st.Text(3);
+    e.node = st.Text(4);
+    e.type = st.Text(5);
+    e.reason = st.Text(6);
+    out.push_back(std::move(e));
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace trainctl::storage

@@ -1,0 +1,90 @@
+// Durable state of trainctld in one SQLite file (WAL mode).
+//
+// Tables: jobs (one row per job: indexed columns plus the Job message without its attempts),
+// attempts, replica_runs (every launched process), nodes, and the append-only events table.
+// The schema is versioned; Open() applies every pending migration in order, each in its own
+// transaction, and refuses a database written by a newer trainctld.
+//
+// Store knows rows, not policy: it writes what the scheduler core decided and reads it back.
+// Commit() applies one batch in a single transaction (group commit of a reconcile-loop turn):
+// either all of it is durable when Commit returns OK, or none of it is.
+//
+// Thread-safety: a Store is used by one thread at a time (the reconcile loop owns it).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "scheduler/model.h"
+#include "trainctl/v1/job.pb.h"
+
+struct sqlite3;
+
+namespace trainctl::storage {
+
+// The whole persisted state, as loaded at start-up.
+struct Snapshot {
+  // Each job with its attempts, oldest first.
+  std::vector<v1::Job> jobs;
+  std::vector<sched::Node> nodes;
+  std::vector<sched::ReplicaRun> runs;
+};
+
+// Everything one reconcile-loop turn changed.
+struct Batch {
+  // Job rows to upsert; their attempts are ignored here (see `attempts`).
+  std::vector<v1::Job> jobs;
+  // (job id, attempt) rows to upsert.
+  std::vector<std::pair<std::string, v1::Attempt>> attempts;
+  std::vector<sched::ReplicaRun> runs;
+  std::vector<sched::Node> nodes;
+  std::vector<sched::Event> events;
+
+  bool empty() const {
+    return jobs.empty() && attempts.empty() && runs.empty() && nodes.empty() && events.empty();
+  }
+};
+
+struct EventQuery {
+  std::string job_id;
+  std::string node;
+  std::string type;
+  int64_t since_ms = 0;
+  // Newest `limit` matching events, returned oldest first.
+  int32_t limit = 1000;
+};
+
+class Store {
+ public:
+  // The schema version this build writes.
+  static constexpr int kSchemaVersion = 1;
+
+  // Opens (creating if needed) the database at `path` and migrates it to kSchemaVersion.
+  // FAILED_PRECONDITION if it was written by a newer version; INTERNAL on I/O errors.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
+
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  absl::StatusOr<Snapshot> Load();
+
+  // Applies `batch` atomically and durably (synchronous=FULL).
+  absl::Status Commit(const Batch& batch);
+
+  absl::StatusOr<std::vector<sched::Event>> ListEvents(const EventQuery& q);
+
+  absl::StatusOr<int> SchemaVersion();
+
+ private:
+  explicit Store(sqlite3* db) : db_(db) {}
+  absl::Status Exec(const char* sql);
+  absl::Status Migrate();
+
+  sqlite3* const db_;
+};
+
+}  // namespace trainctl::storage
