@@ -1,0 +1,104 @@
+#include "server/agent_registry.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace trainctl::server {
+
+void AgentRegistry::Attach(const std::string& node, std::shared_ptr<AgentChannel> channel) {
+  std::shared_ptr<AgentChannel> old;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    old = std::move(channels_[node]);
+    channels_[node] = std::move(channel);
+  }
+  if (old) old->Close("replaced by a newer connection from the same node");
+}
+
+bool AgentRegistry::Detach(const std::string& node, const AgentChannel* channel) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = channels_.find(node);
+  if (it == channels_.end() || it->second.get() != channel) return false;
+  channels_.erase(it);
+  return true;
+}
+
+bool AgentRegistry::IsConnected(const std::string& node) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return channels_.count(node) > 0;
+}
+
+void AgentRegistry::Send(const std::string& node, const v1::SchedulerMessage& msg) {
+  std::shared_ptr<AgentChannel> ch;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = channels_.find(node);
+    if (it == channels_.end()) return;
+    ch = it->second;
+  }
+  ch->Send(msg);
+}
+
+void AgentRegistry::RequestLog(const std::string& node, v1::ReadLog req, LogCallback done) {
+  std::shared_ptr<AgentChannel> ch;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = channels_.find(node);
+    if (it != channels_.end()) {
+      ch = it->second;
+      req.set_request_id(next_request_id_++);
+      pending_logs_[req.request_id()] = {node, std::chrono::steady_clock::now() + kLogReadTimeout,
+                                         std::move(done)};
+    }
+  }
+  if (!ch) {
+    done(absl::UnavailableError(
+        absl::StrCat("node ", node,
+                     " is not connected, so its logs cannot be read now; retry when its agent "
+                     "is back")));
+    return;
+  }
+  v1::SchedulerMessage msg;
+  *msg.mutable_read_log() = std::move(req);
+  ch->Send(msg);
+}
+
+void AgentRegistry::CompleteLog(const v1::LogData& data) {
+  LogCallback done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_logs_.find(data.request_id());
+    if (it == pending_logs_.end()) return;  // expired already
+    done = std::move(it->second.done);
+    pending_logs_.erase(it);
+  }
+  if (!data.error().empty()) {
+    done(absl::NotFoundError(data.error()));
+  } else {
+    done(data);
+  }
+}
+
+void AgentRegistry::ExpireLogRequests() {
+  std::vector<std::pair<std::string, LogCallback>> expired;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto now = std::chrono::steady_clock::now();
+    for (auto it = pending_logs_.begin(); it != pending_logs_.end();) {
+      bool gone = channels_.count(it->second.node) == 0;
+      if (gone || now >= it->second.deadline) {
+        expired.push_back({it->second.node, std::move(it->second.done)});
+        it = pending_logs_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& [node, done] : expired) {
+    done(absl::UnavailableError(
+        absl::StrCat("node ", node, " did not answer the log read in time; retry")));
+  }
+}
+
+}  // namespace trainctl::server

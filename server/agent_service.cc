@@ -1,0 +1,198 @@
+#include "server/agent_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <deque>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "scheduler/job_validation.h"
+
+namespace trainctl::server {
+namespace {
+
+using Reactor = grpc::ServerBidiReactor<v1::AgentMessage, v1::SchedulerMessage>;
+
+// The channel half of a session. It outlives the reactor: the registry and the loop may hold it
+// after the stream ended, and then Send() does nothing.
+class SessionChannel : public AgentChannel {
+ public:
+  explicit SessionChannel(Reactor* reactor) : reactor_(reactor) {}
+
+  void Send(const v1::SchedulerMessage& msg) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (reactor_ == nullptr || finishing_) return;
+    outbox_.push_back(msg);
+    if (!writing_) {
+      writing_ = true;
+      reactor_->StartWrite(&outbox_.front());
+    }
+  }
+
+  void Close(const std::string& why) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (reactor_ == nullptr || finishing_) return;
+    finishing_ = true;
+    reactor_->Finish(grpc::Status(grpc::StatusCode::ABORTED, why));
+  }
+
+  // Reactor callbacks.
+  void WriteDone(bool ok) {
+    std::lock_guard<std::mutex> lock(mu_);
+    outbox_.pop_front();
+    if (!ok || reactor_ == nullptr || finishing_ || outbox_.empty()) {
+      writing_ = false;
+      return;
+    }
+    reactor_->StartWrite(&outbox_.front());
+  }
+  void Finish(const grpc::Status& status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (reactor_ == nullptr || finishing_) return;
+    finishing_ = true;
+    reactor_->Finish(status);
+  }
+  void Detach() {
+    std::lock_guard<std::mutex> lock(mu_);
+    reactor_ = nullptr;
+  }
+
+ private:
+  std::mutex mu_;
+  Reactor* reactor_;                         // guarded by mu_; null after OnDone
+  std::deque<v1::SchedulerMessage> outbox_;  // guarded by mu_; front() is being written
+  bool writing_ = false;                     // guarded by mu_
+  bool finishing_ = false;                   // guarded by mu_
+};
+
+class AgentSession : public Reactor {
+ public:
+  AgentSession(ReconcileLoop* loop, AgentRegistry* registry, std::string peer)
+      : loop_(loop),
+        registry_(registry),
+        peer_(std::move(peer)),
+        channel_(std::make_shared<SessionChannel>(this)) {
+    StartRead(&in_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      channel_->Finish(grpc::Status::OK);
+      return;
+    }
+    if (node_.empty() && !in_.has_register_()) {
+      channel_->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                                    "the first message on an agent stream must be register"));
+      return;
+    }
+    if (Handle(in_)) StartRead(&in_);
+  }
+
+  void OnWriteDone(bool ok) override { channel_->WriteDone(ok); }
+
+  void OnDone() override {
+    channel_->Detach();
+    if (!node_.empty() && registry_->Detach(node_, channel_.get())) {
+      spdlog::info("agent {} disconnected ({})", node_, peer_);
+      std::string node = node_;
+      loop_->Post([node](Turn& t) { t.core.AgentDisconnected(node, t.now, t.fx); });
+    }
+    delete this;
+  }
+
+ private:
+  // Runs after the commit of the turn that applied report `seq`.
+  std::function<void()> AckAfterCommit(uint64_t seq) {
+    std::shared_ptr<SessionChannel> ch = channel_;
+    return [ch, seq] {
+      v1::SchedulerMessage ack;
+      ack.mutable_ack()->set_seq(seq);
+      ch->Send(ack);
+    };
+  }
+
+  // Returns false when the stream was finished and must not read again.
+  bool Handle(const v1::AgentMessage& m) {
+    const uint64_t seq = m.seq();
+    switch (m.msg_case()) {
+      case v1::AgentMessage::kRegister: {
+        const v1::Register& reg = m.register_();
+        if (!sched::IsDnsLabel(reg.node(), 63)) {
+          channel_->Finish(grpc::Status(
+              grpc::StatusCode::INVALID_ARGUMENT,
+              absl::StrCat("register.node must be 1..63 characters of a-z, 0-9 and '-', got \"",
+                           reg.node(), "\"")));
+          return false;
+        }
+        if (!node_.empty() && node_ != reg.node()) {
+          channel_->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                                        "an agent stream cannot change its node name"));
+          return false;
+        }
+        node_ = reg.node();
+        spdlog::info("agent {} registered from {} ({} runs)", node_, peer_, reg.runs_size());
+        registry_->Attach(node_, channel_);
+        std::shared_ptr<SessionChannel> ch = channel_;
+        auto ack_seq = AckAfterCommit(seq);
+        loop_->Post([reg, ch, ack_seq](Turn& t) {
+          v1::SchedulerMessage ack;
+          *ack.mutable_register_ack() = t.core.AgentRegistered(reg, t.now, t.fx);
+          t.after_commit->push_back([ch, ack, ack_seq] {
+            ch->Send(ack);
+            ack_seq();
+          });
+        });
+        break;
+      }
+      case v1::AgentMessage::kHeartbeat: {
+        std::string node = node_;
+        loop_->Post([node](Turn& t) { t.core.Heartbeat(node, t.now); });
+        break;
+      }
+      case v1::AgentMessage::kReplicaStarted: {
+        std::string node = node_;
+        v1::ReplicaStarted started = m.replica_started();
+        auto ack = AckAfterCommit(seq);
+        loop_->Post([node, started, ack](Turn& t) {
+          t.core.ReplicaStarted(node, started, t.now, t.fx);
+          t.after_commit->push_back(ack);
+        });
+        break;
+      }
+      case v1::AgentMessage::kReplicaExited: {
+        std::string node = node_;
+        v1::ReplicaExited exited = m.replica_exited();
+        auto ack = AckAfterCommit(seq);
+        loop_->Post([node, exited, ack](Turn& t) {
+          t.core.ReplicaExited(node, exited, t.now, t.fx);
+          t.after_commit->push_back(ack);
+        });
+        break;
+      }
+      case v1::AgentMessage::kLogData:
+        registry_->CompleteLog(m.log_data());
+        break;
+      case v1::AgentMessage::MSG_NOT_SET:
+        break;
+    }
+    return true;
+  }
+
+  ReconcileLoop* const loop_;
+  AgentRegistry* const registry_;
+  const std::string peer_;
+  const std::shared_ptr<SessionChannel> channel_;
+  // Set by the first register; touched only by reactor callbacks, which never run concurrently
+  // for reads.
+  std::string node_;
+  v1::AgentMessage in_;
+};
+
+}  // namespace
+
+grpc::ServerBidiReactor<v1::AgentMessage, v1::SchedulerMessage>* AgentServiceImpl::Connect(
+    grpc::CallbackServerContext* ctx) {
+  return new AgentSession(loop_, registry_, ctx->peer());
+}
+
+}  // namespace trainctl::server

@@ -1,0 +1,224 @@
+#include "server/job_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+
+namespace trainctl::server {
+namespace {
+
+// A WatchJob stream: sends the newest state of one job until a terminal state went out.
+class WatchReactor : public grpc::ServerWriteReactor<v1::Job>,
+                     public JobWatcher,
+                     public std::enable_shared_from_this<WatchReactor> {
+ public:
+  // The hub holds a shared_ptr while subscribed; the reactor keeps itself alive until OnDone.
+  static std::shared_ptr<WatchReactor> Create() {
+    auto w = std::shared_ptr<WatchReactor>(new WatchReactor());
+    w->self_ = w;
+    return w;
+  }
+
+  bool Push(const v1::Job& job) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_) return false;
+    pending_ = job;
+    has_pending_ = true;
+    if (!writing_) WriteNextLocked();
+    return true;
+  }
+
+  void FinishWith(const grpc::Status& status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_) return;
+    finished_ = true;
+    Finish(status);
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    writing_ = false;
+    if (finished_) return;
+    if (!ok) {
+      finished_ = true;
+      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "watch stream broken"));
+      return;
+    }
+    if (sched::IsTerminal(current_.state())) {
+      finished_ = true;
+      Finish(grpc::Status::OK);
+      return;
+    }
+    if (has_pending_) WriteNextLocked();
+  }
+
+  void OnCancel() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_) return;
+    finished_ = true;
+    Finish(grpc::Status::CANCELLED);
+  }
+
+  void OnDone() override {
+    std::shared_ptr<WatchReactor> self;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      finished_ = true;
+      self = std::move(self_);
+    }
+    // `self` may be the last reference: *this is destroyed here, after the lock is released.
+  }
+
+ private:
+  WatchReactor() = default;
+
+  void WriteNextLocked() {
+    current_ = std::move(pending_);
+    has_pending_ = false;
+    writing_ = true;
+    StartWrite(&current_);
+  }
+
+  std::mutex mu_;
+  std::shared_ptr<WatchReactor> self_;  // guarded by mu_
+  v1::Job current_;                     // guarded by mu_; being written
+  v1::Job pending_;                     // guarded by mu_
+  bool has_pending_ = false;            // guarded by mu_
+  bool writing_ = false;                // guarded by mu_
+  bool finished_ = false;               // guarded by mu_
+};
+
+}  // namespace
+
+grpc::ServerUnaryReactor* JobServiceImpl::CreateJob(grpc::CallbackServerContext* ctx,
+                                                    const v1::CreateJobRequest* req,
+                                                    v1::Job* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  v1::JobSpec spec = req->spec();
+  loop_->Post([reactor, resp, spec](Turn& t) {
+    absl::StatusOr<v1::Job> job = t.core.SubmitJob(spec, t.now, t.fx);
+    if (job.ok()) *resp = *job;
+    absl::Status status = job.status();
+    t.after_commit->push_back([reactor, status] { reactor->Finish(ToGrpcStatus(status)); });
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* ctx,
+                                                 const v1::GetJobRequest* req, v1::Job* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  std::string id = req->id();
+  loop_->Post([reactor, resp, id](Turn& t) {
+    const v1::Job* job = t.core.FindJob(id);
+    absl::Status status = absl::OkStatus();
+    if (job == nullptr) {
+      status = absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+    } else {
+      *resp = *job;
+    }
+    t.after_commit->push_back([reactor, status] { reactor->Finish(ToGrpcStatus(status)); });
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* ctx,
+                                                   const v1::ListJobsRequest* req,
+                                                   v1::ListJobsResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  sched::ListJobsQuery q;
+  q.page_size = req->page_size();
+  q.page_token = req->page_token();
+  q.project = req->project();
+  for (int s : req->states()) q.states.insert(static_cast<v1::JobState>(s));
+  loop_->Post([reactor, resp, q](Turn& t) {
+    std::string next;
+    absl::StatusOr<std::vector<const v1::Job*>> jobs = t.core.ListJobs(q, &next);
+    if (jobs.ok()) {
+      for (const v1::Job* j : *jobs) *resp->add_jobs() = *j;
+      resp->set_next_page_token(next);
+    }
+    absl::Status status = jobs.status();
+    t.after_commit->push_back([reactor, status] { reactor->Finish(ToGrpcStatus(status)); });
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext* ctx,
+                                                    const v1::CancelJobRequest* req,
+                                                    v1::Job* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  std::string id = req->id();
+  loop_->Post([reactor, resp, id](Turn& t) {
+    absl::StatusOr<v1::Job> job = t.core.CancelJob(id, t.now, t.fx);
+    if (job.ok()) *resp = *job;
+    absl::Status status = job.status();
+    t.after_commit->push_back([reactor, status] { reactor->Finish(ToGrpcStatus(status)); });
+  });
+  return reactor;
+}
+
+grpc::ServerWriteReactor<v1::Job>* JobServiceImpl::WatchJob(grpc::CallbackServerContext* ctx,
+                                                            const v1::WatchJobRequest* req) {
+  (void)ctx;
+  std::shared_ptr<WatchReactor> w = WatchReactor::Create();
+  std::string id = req->id();
+  WatchHub* hub = hub_;
+  loop_->Post([w, id, hub](Turn& t) {
+    const v1::Job* job = t.core.FindJob(id);
+    if (job == nullptr) {
+      w->FinishWith(
+          grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job ", id, " not found")));
+      return;
+    }
+    // Subscribing on the loop thread, with the current state, misses no later update.
+    if (w->Push(*job) && !sched::IsTerminal(job->state())) hub->Subscribe(id, w);
+  });
+  return w.get();
+}
+
+grpc::ServerUnaryReactor* JobServiceImpl::ReadLogs(grpc::CallbackServerContext* ctx,
+                                                   const v1::ReadLogsRequest* req,
+                                                   v1::ReadLogsResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  if (req->max_bytes() < 0 || req->max_bytes() > (4 << 20) || req->offset() < 0) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                 "maxBytes must be 0..4194304 and offset >= 0"));
+    return reactor;
+  }
+  v1::ReadLogsRequest r = *req;
+  AgentRegistry* registry = registry_;
+  loop_->Post([reactor, resp, r, registry](Turn& t) {
+    std::string node, run_id;
+    bool finished = false;
+    // An unset restart means "latest"; restart 0 is only meaningful with an explicit attempt.
+    int32_t restart = (r.attempt() == 0 && r.restart() == 0) ? -1 : r.restart();
+    absl::Status located =
+        t.core.LocateRun(r.job_id(), r.replica(), r.attempt(), restart, &node, &run_id, &finished);
+    t.after_commit->push_back([=] {
+      if (!located.ok()) {
+        reactor->Finish(ToGrpcStatus(located));
+        return;
+      }
+      v1::ReadLog read;
+      read.set_run_id(run_id);
+      read.set_offset(r.offset());
+      read.set_max_bytes(r.max_bytes() == 0 ? (1 << 20) : r.max_bytes());
+      registry->RequestLog(node, read, [reactor, resp](absl::StatusOr<v1::LogData> data) {
+        if (!data.ok()) {
+          reactor->Finish(ToGrpcStatus(data.status()));
+          return;
+        }
+        resp->set_data(data->data());
+        resp->set_next_offset(data->next_offset());
+        resp->set_complete(data->complete());
+        reactor->Finish(grpc::Status::OK);
+      });
+    });
+  });
+  return reactor;
+}
+
+}  // namespace trainctl::server

@@ -1,0 +1,38 @@
+#include "server/watch_hub.h"
+
+#include <vector>
+
+namespace trainctl::server {
+
+void WatchHub::Subscribe(const std::string& job_id, std::shared_ptr<JobWatcher> w) {
+  std::lock_guard<std::mutex> lock(mu_);
+  watchers_.emplace(job_id, std::move(w));
+}
+
+void WatchHub::Publish(const v1::Job& job) {
+  std::vector<std::shared_ptr<JobWatcher>> targets;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto [begin, end] = watchers_.equal_range(job.id());
+    for (auto it = begin; it != end; ++it) targets.push_back(it->second);
+  }
+  std::vector<JobWatcher*> finished;
+  for (auto& w : targets) {
+    if (!w->Push(job)) finished.push_back(w.get());
+  }
+  if (finished.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [begin, end] = watchers_.equal_range(job.id());
+  for (auto it = begin; it != end;) {
+    bool done = false;
+    for (JobWatcher* f : finished) done |= it->second.get() == f;
+    it = done ? watchers_.erase(it) : std::next(it);
+  }
+}
+
+void WatchHub::Clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  watchers_.clear();
+}
+
+}  // namespace trainctl::server

@@ -1,0 +1,39 @@
+// Fan-out of job updates to WatchJob streams.
+//
+// The reconcile loop publishes every job it changed after each commit; a watcher receives the
+// newest state of its job, coalescing updates it had no time to send (a watcher needs the latest
+// state, not every intermediate one), and the stream ends after a terminal state is sent.
+//
+// Thread-safety: every method may be called from any thread. Subscribe and Publish are called
+// on the loop thread, so a watcher that subscribes with the current snapshot misses no update.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "trainctl/v1/job.pb.h"
+
+namespace trainctl::server {
+
+class JobWatcher {
+ public:
+  virtual ~JobWatcher() = default;
+  // Delivers the job's newest state. Returns false once the watcher is finished.
+  virtual bool Push(const v1::Job& job) = 0;
+};
+
+class WatchHub {
+ public:
+  void Subscribe(const std::string& job_id, std::shared_ptr<JobWatcher> w);
+  void Publish(const v1::Job& job);
+  // Closes every watcher (server shutdown).
+  void Clear();
+
+ private:
+  std::mutex mu_;
+  std::multimap<std::string, std::shared_ptr<JobWatcher>> watchers_;  // guarded by mu_
+};
+
+}  // namespace trainctl::server
