@@ -1,0 +1,296 @@
+#include "agents/agent.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "spdlog/spdlog.h"
+
+namespace trainctl::agent {
+namespace {
+
+using Stream =
+    grpc::ClientReaderWriterInterface<trainctl::v1::AgentMessage, trainctl::v1::SchedulerMessage>;
+
+constexpr absl::Duration kDefaultHeartbeat = absl::Milliseconds(2000);
+
+std::string RandomInstanceId() {
+  std::random_device device;
+  std::mt19937_64 rng((static_cast<uint64_t>(device()) << 32) ^ device());
+  return absl::StrFormat("%016x", rng());
+}
+
+// A channel whose own reconnect backoff matches the agent's, so a scheduler that comes back is
+// found within max_backoff rather than gRPC's default of up to two minutes.
+std::shared_ptr<grpc::Channel> MakeChannel(const Agent::Options& options) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+              static_cast<int>(absl::ToInt64Milliseconds(options.initial_backoff)));
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
+              static_cast<int>(absl::ToInt64Milliseconds(options.initial_backoff)));
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
+              static_cast<int>(absl::ToInt64Milliseconds(options.max_backoff)));
+  return grpc::CreateCustomChannel(options.scheduler, grpc::InsecureChannelCredentials(), args);
+}
+
+}  // namespace
+
+Agent::Agent(Options options)
+    : options_(std::move(options)),
+      instance_(RandomInstanceId()),
+      stub_(trainctl::v1::AgentService::NewStub(MakeChannel(options_))),
+      heartbeat_interval_(kDefaultHeartbeat),
+      launcher_([this] {
+        ProcessLauncher::Options launcher_options;
+        launcher_options.work_dir = options_.work_dir;
+        launcher_options.poll_interval = options_.poll_interval;
+        launcher_options.on_started = [this](trainctl::v1::ReplicaStarted started) {
+          trainctl::v1::AgentMessage report;
+          *report.mutable_replica_started() = std::move(started);
+          AddReport(std::move(report));
+        };
+        launcher_options.on_exited = [this](trainctl::v1::ReplicaExited exited) {
+          trainctl::v1::AgentMessage report;
+          *report.mutable_replica_exited() = std::move(exited);
+          AddReport(std::move(report));
+        };
+        return launcher_options;
+      }()) {
+  worker_ = std::thread([this] { WorkerLoop(); });
+}
+
+Agent::~Agent() {
+  {
+    absl::MutexLock lock(&mu_);
+    worker_exit_ = true;
+    stopped_ = true;
+    if (context_ != nullptr) context_->TryCancel();
+  }
+  worker_.join();
+}
+
+size_t Agent::UnackedReports() const {
+  absl::MutexLock lock(&mu_);
+  return reports_.size();
+}
+
+void Agent::AddReport(trainctl::v1::AgentMessage report) {
+  absl::MutexLock lock(&mu_);
+  reports_.Add(std::move(report));
+}
+
+void Agent::Run() {
+  absl::Duration backoff = options_.initial_backoff;
+  std::mt19937_64 rng(std::random_device{}());
+  std::uniform_real_distribution<double> jitter(0.8, 1.2);
+  while (true) {
+    bool registered = RunStream();
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopped_) break;
+    }
+    if (registered) backoff = options_.initial_backoff;
+    absl::Duration delay = backoff * jitter(rng);
+    spdlog::info("reconnecting to the scheduler at {} in {}", options_.scheduler,
+                 absl::FormatDuration(absl::Trunc(delay, absl::Milliseconds(1))));
+    SleepUnlessStopped(delay);
+    backoff = std::min(backoff * 2, options_.max_backoff);
+  }
+  spdlog::info("agent stopped");
+}
+
+void Agent::SleepUnlessStopped(absl::Duration d) {
+  absl::MutexLock lock(&mu_);
+  auto stopped = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopped_; };
+  mu_.AwaitWithTimeout(absl::Condition(&stopped), d);
+}
+
+trainctl::v1::AgentMessage Agent::StartStream() {
+  // Running processes first, taken before mu_: a run whose exit is being reported shows here
+  // as running, and its exit report (added before the launcher forgets the process) overrides.
+  std::vector<trainctl::v1::KnownRun> running = launcher_.KnownRuns();
+  trainctl::v1::AgentMessage message;
+  trainctl::v1::Register& reg = *message.mutable_register_();
+  reg.set_node(options_.node);
+  reg.set_address(options_.address);
+  *reg.mutable_capacity() = options_.capacity;
+  *reg.mutable_allocatable() = options_.allocatable;
+  reg.mutable_labels()->insert(options_.labels.begin(), options_.labels.end());
+  reg.set_agent_version(kVersion);
+  reg.set_agent_instance(instance_);
+
+  absl::MutexLock lock(&mu_);
+  reports_.RestartStream();
+  outbox_.clear();
+  stream_broken_ = false;
+  registered_ = false;
+  heartbeat_interval_ = kDefaultHeartbeat;
+  next_heartbeat_ = absl::Now() + heartbeat_interval_;
+  std::map<std::string, trainctl::v1::KnownRun> runs;
+  for (trainctl::v1::KnownRun& run : running) runs[run.run_id()] = std::move(run);
+  for (trainctl::v1::KnownRun& exited : reports_.UnackedExits()) {
+    trainctl::v1::KnownRun& run = runs[exited.run_id()];
+    run.set_run_id(exited.run_id());
+    run.set_running(false);
+  }
+  for (auto& entry : runs) *reg.add_runs() = std::move(entry.second);
+  message.set_seq(++seq_);
+  return message;
+}
+
+bool Agent::RunStream() {
+  grpc::ClientContext context;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) return false;
+    context_ = &context;
+  }
+  std::unique_ptr<Stream> stream = stub_->Connect(&context);
+  trainctl::v1::AgentMessage reg = StartStream();
+  size_t runs = reg.register_().runs_size();
+  bool wrote = stream->Write(reg);
+  std::thread reader;
+  if (wrote) {
+    spdlog::info("connected to the scheduler at {}; registered node {} with {} known runs",
+                 options_.scheduler, options_.node, runs);
+    reader = std::thread([this, &stream] { ReadLoop(stream.get()); });
+    WriteLoop(stream.get());
+  }
+  context.TryCancel();
+  if (reader.joinable()) reader.join();
+  grpc::Status status = stream->Finish();
+  absl::MutexLock lock(&mu_);
+  context_ = nullptr;
+  if (!stopped_) {
+    spdlog::warn("{} the scheduler at {}: {} ({})",
+                 wrote ? "lost the stream to" : "cannot connect to", options_.scheduler,
+                 status.error_message().empty() ? "stream closed" : status.error_message(),
+                 static_cast<int>(status.error_code()));
+  }
+  return registered_;
+}
+
+void Agent::WriteLoop(Stream* stream) {
+  while (true) {
+    trainctl::v1::AgentMessage message;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopped_ || stream_broken_ || !outbox_.empty() || reports_.NextUnsent() != nullptr;
+      };
+      mu_.AwaitWithDeadline(absl::Condition(&ready), next_heartbeat_);
+      if (stopped_ || stream_broken_) return;
+      if (!outbox_.empty()) {
+        message = std::move(outbox_.front());
+        outbox_.pop_front();
+        message.set_seq(++seq_);
+      } else if (const trainctl::v1::AgentMessage* report = reports_.NextUnsent()) {
+        message = *report;
+        message.set_seq(++seq_);
+        reports_.MarkSent(message.seq());
+      } else if (absl::Now() >= next_heartbeat_) {
+        message.mutable_heartbeat()->set_running_replicas(launcher_.ActiveCount());
+        message.set_seq(++seq_);
+        next_heartbeat_ = absl::Now() + heartbeat_interval_;
+      } else {
+        continue;
+      }
+    }
+    if (!stream->Write(message)) {
+      absl::MutexLock lock(&mu_);
+      stream_broken_ = true;
+      return;
+    }
+  }
+}
+
+void Agent::ReadLoop(Stream* stream) {
+  trainctl::v1::SchedulerMessage message;
+  while (stream->Read(&message)) Handle(message);
+  absl::MutexLock lock(&mu_);
+  stream_broken_ = true;
+}
+
+void Agent::Handle(const trainctl::v1::SchedulerMessage& message) {
+  switch (message.msg_case()) {
+    case trainctl::v1::SchedulerMessage::kRegisterAck: {
+      int32_t ms = message.register_ack().heartbeat_interval_ms();
+      absl::MutexLock lock(&mu_);
+      registered_ = true;
+      heartbeat_interval_ = ms > 0 ? absl::Milliseconds(ms) : kDefaultHeartbeat;
+      next_heartbeat_ = std::min(next_heartbeat_, absl::Now() + heartbeat_interval_);
+      spdlog::info("registration acknowledged; heartbeat every {}",
+                   absl::FormatDuration(heartbeat_interval_));
+      break;
+    }
+    case trainctl::v1::SchedulerMessage::kLaunch:
+    case trainctl::v1::SchedulerMessage::kStop: {
+      absl::MutexLock lock(&mu_);
+      commands_.push_back(message);
+      break;
+    }
+    case trainctl::v1::SchedulerMessage::kReadLog: {
+      const trainctl::v1::ReadLog& read = message.read_log();
+      trainctl::v1::AgentMessage reply;
+      *reply.mutable_log_data() = launcher_.ReadLog(read.run_id(), read.offset(), read.max_bytes());
+      reply.mutable_log_data()->set_request_id(read.request_id());
+      absl::MutexLock lock(&mu_);
+      outbox_.push_back(std::move(reply));
+      break;
+    }
+    case trainctl::v1::SchedulerMessage::kAck: {
+      absl::MutexLock lock(&mu_);
+      reports_.Ack(message.ack().seq());
+      break;
+    }
+    case trainctl::v1::SchedulerMessage::MSG_NOT_SET:
+      spdlog::warn("ignoring an empty or unknown message from the scheduler");
+      break;
+  }
+}
+
+void Agent::WorkerLoop() {
+  while (true) {
+    trainctl::v1::SchedulerMessage command;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return worker_exit_ || !commands_.empty();
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (commands_.empty()) return;
+      command = std::move(commands_.front());
+      commands_.pop_front();
+    }
+    if (command.has_launch()) {
+      spdlog::info("run {}: launch requested", command.launch().run_id());
+      launcher_.Launch(command.launch());
+    } else if (command.has_stop()) {
+      const trainctl::v1::StopReplica& stop = command.stop();
+      absl::Status status = launcher_.Stop(stop.run_id(), stop.grace_period_ms(), stop.reason());
+      if (!status.ok())
+        spdlog::warn("run {}: cannot stop: {}", stop.run_id(), std::string(status.message()));
+    }
+  }
+}
+
+void Agent::Shutdown(absl::Duration grace, absl::Duration ack_wait) {
+  spdlog::info("shutting down: stopping every replica (grace {})", absl::FormatDuration(grace));
+  launcher_.RejectNewLaunches("the agent is shutting down");
+  launcher_.StopAll(absl::ToInt64Milliseconds(grace), "the agent is shutting down");
+  if (!launcher_.WaitUntilIdle(absl::Now() + grace + absl::Seconds(5))) {
+    spdlog::warn("some replicas were still running after the grace period");
+  }
+  absl::MutexLock lock(&mu_);
+  auto all_acked = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return reports_.empty(); };
+  if (!mu_.AwaitWithTimeout(absl::Condition(&all_acked), ack_wait)) {
+    spdlog::warn("{} reports were not acknowledged by the scheduler", reports_.size());
+  }
+  stopped_ = true;
+  if (context_ != nullptr) context_->TryCancel();
+}
+
+}  // namespace trainctl::agent

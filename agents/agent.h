@@ -1,0 +1,133 @@
+// Agent is trainctl-agent's connection to the scheduler: it registers the node, turns the
+// scheduler's commands into ProcessLauncher calls, and delivers the launcher's reports.
+//
+// One bidirectional AgentService.Connect stream at a time. Each stream opens with Register; then
+// the agent sends heartbeats (every RegisterAck.heartbeat_interval_ms, 2s until the ack) and
+// every ReplicaStarted/ReplicaExited report, and keeps each report until an Ack covers it,
+// sending the unacknowledged ones again, in order, after every reconnect. Every AgentMessage
+// gets the next value of one per-process counter as its seq.
+//
+// When the stream breaks or the scheduler cannot be reached, the agent reconnects with
+// exponential backoff (200ms doubling to 5s, with jitter). Replicas keep running meanwhile:
+// only the scheduler (StopReplica) or Shutdown() stops them.
+//
+//   Agent agent(options);
+//   std::thread waiter([&] { WaitForSignal(); agent.Shutdown(absl::Seconds(10), absl::Seconds(2));
+//   }); agent.Run();  // returns after Shutdown()
+//
+// Threads: Run()'s caller connects and writes; one reader thread per stream handles
+// SchedulerMessages (acks, log reads); one worker thread runs launches and stops in arrival
+// order; the launcher's threads add reports. Thread-safety: Run() once; Shutdown() from any
+// thread, once.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "agents/launcher.h"
+#include "agents/report_buffer.h"
+#include "trainctl/v1/agent.grpc.pb.h"
+
+namespace grpc {
+class ClientContext;
+}
+
+namespace trainctl::agent {
+
+class Agent {
+ public:
+  struct Options {
+    // The scheduler's agent endpoint, a gRPC target ("host:port").
+    std::string scheduler;
+    std::string node;
+    std::string address;
+    // Absolute; must exist.
+    std::string work_dir;
+    trainctl::v1::NodeResources capacity;
+    trainctl::v1::NodeResources allocatable;
+    std::map<std::string, std::string> labels;
+    // Reconnect backoff: starts at `initial_backoff`, doubles up to `max_backoff`, +-20% jitter.
+    absl::Duration initial_backoff = absl::Milliseconds(200);
+    absl::Duration max_backoff = absl::Seconds(5);
+    // Passed to the launcher.
+    absl::Duration poll_interval = absl::Milliseconds(20);
+  };
+
+  static constexpr char kVersion[] = "0.1.0";
+
+  explicit Agent(Options options);
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+  // Ends the worker thread; the launcher's destructor kills replicas still running, so call
+  // Shutdown() first for a graceful end.
+  ~Agent();
+
+  // Connects, serves and reconnects until Shutdown(); then returns.
+  void Run();
+
+  // Stops accepting launches, stops every replica (SIGTERM, SIGKILL after `grace`), waits until
+  // they are reaped, waits up to `ack_wait` for the scheduler to acknowledge every report, then
+  // makes Run() return. Blocks until then (Run() itself may still be finishing).
+  void Shutdown(absl::Duration grace, absl::Duration ack_wait);
+
+  // A random id, new for every process.
+  const std::string& instance() const { return instance_; }
+  // The number of reports not acknowledged yet.
+  size_t UnackedReports() const;
+
+ private:
+  // Runs one stream from Register to its end. Returns true when it got a RegisterAck.
+  bool RunStream();
+  // Writes queued messages and heartbeats until the stream breaks or the agent stops.
+  void WriteLoop(grpc::ClientReaderWriterInterface<trainctl::v1::AgentMessage,
+                                                   trainctl::v1::SchedulerMessage>* stream);
+  void ReadLoop(grpc::ClientReaderWriterInterface<trainctl::v1::AgentMessage,
+                                                  trainctl::v1::SchedulerMessage>* stream);
+  void Handle(const trainctl::v1::SchedulerMessage& message);
+  void WorkerLoop();
+  // Builds the Register for a new stream and resets the per-stream state.
+  trainctl::v1::AgentMessage StartStream();
+  void AddReport(trainctl::v1::AgentMessage report);
+  // Sleeps `d` unless the agent stops first.
+  void SleepUnlessStopped(absl::Duration d);
+
+  // Constant after construction.
+  const Options options_;
+  const std::string instance_;
+  std::unique_ptr<trainctl::v1::AgentService::Stub> stub_;
+
+  // Lock order: mu_ before the launcher's lock (the launcher calls back with no lock held).
+  mutable absl::Mutex mu_;
+  // State below is protected by mu_.
+  // Last seq given to a message.
+  uint64_t seq_ ABSL_GUARDED_BY(mu_) = 0;
+  ReportBuffer reports_ ABSL_GUARDED_BY(mu_);
+  // Non-report messages (LogData) waiting for the writer; dropped when the stream ends.
+  std::deque<trainctl::v1::AgentMessage> outbox_ ABSL_GUARDED_BY(mu_);
+  // Launch and stop commands waiting for the worker, oldest first.
+  std::deque<trainctl::v1::SchedulerMessage> commands_ ABSL_GUARDED_BY(mu_);
+  // The current stream's context, to cancel it; null between streams.
+  grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool stream_broken_ ABSL_GUARDED_BY(mu_) = false;
+  bool registered_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_);
+  absl::Time next_heartbeat_ ABSL_GUARDED_BY(mu_);
+  // Set when Run() must return.
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  // Ends the worker thread (destructor).
+  bool worker_exit_ ABSL_GUARDED_BY(mu_) = false;
+
+  // Declared last: its callbacks use the members above, and its destructor (which kills
+  // leftover replicas) runs first.
+  ProcessLauncher launcher_;
+  std::thread worker_;
+};
+
+}  // namespace trainctl::agent

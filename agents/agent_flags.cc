@@ -1,0 +1,152 @@
+#include "agents/agent_flags.h"
+
+#include <cmath>
+#include <functional>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace trainctl::agent {
+namespace {
+
+absl::Status BadValue(absl::string_view flag, absl::string_view want, absl::string_view got) {
+  return absl::InvalidArgumentError(absl::StrCat(flag, ": expected ", want, ", got \"", got, "\""));
+}
+
+template <typename Int>
+absl::Status ParseInt(absl::string_view flag, absl::string_view text, Int min, Int* out) {
+  Int value;
+  if (!absl::SimpleAtoi(text, &value) || value < min) {
+    return BadValue(flag, min > 0 ? "a positive integer" : "a non-negative integer", text);
+  }
+  *out = value;
+  return absl::OkStatus();
+}
+
+absl::Status ParseCpu(absl::string_view flag, absl::string_view text, bool allow_zero,
+                      double* out) {
+  double value;
+  if (!absl::SimpleAtod(text, &value) || !std::isfinite(value) || value < 0 ||
+      (value == 0 && !allow_zero)) {
+    return BadValue(flag, allow_zero ? "a non-negative number" : "a positive number", text);
+  }
+  *out = value;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateNodeName(absl::string_view name) {
+  bool ok = !name.empty() && name.size() <= 63 && name.front() != '-' && name.back() != '-';
+  for (char c : name) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-');
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--node: \"", name,
+      "\" is not a valid node name: use at most 63 lowercase letters, digits and '-', starting "
+      "and ending with a letter or digit"));
+}
+
+absl::StatusOr<std::map<std::string, std::string>> ParseLabels(absl::string_view text) {
+  std::map<std::string, std::string> labels;
+  if (text.empty()) return labels;
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    if (kv.first.empty() || item.find('=') == absl::string_view::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--labels: expected key=value pairs separated by commas, got \"", item, "\""));
+    }
+    if (!labels.emplace(kv.first, kv.second).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--labels: label \"", kv.first, "\" is given twice"));
+    }
+  }
+  return labels;
+}
+
+std::string AgentUsage() {
+  return R"(usage: trainctl-agent --scheduler HOST:PORT --node NAME --work-dir DIR [flag]...
+
+Runs the replicas the trainctl scheduler places on this node.
+
+Required:
+  --scheduler HOST:PORT    address of the scheduler's agent endpoint
+  --node NAME              unique node name: lowercase letters, digits and '-', at most 63
+  --work-dir DIR           where job working directories and logs live; created if missing
+
+Optional:
+  --address ADDR           address other replicas use to reach this node (default: hostname)
+  --cpus N                 CPU cores to offer (default: detected from the CPU affinity mask)
+  --memory-mb N            memory to offer, in MiB (default: detected, MemTotal)
+  --gpus N                 GPUs to offer (default: detected, number of /dev/nvidia<N>)
+  --reserve-cpu N          CPU cores kept back from trainctl (default: 0)
+  --reserve-memory-mb N    memory kept back from trainctl, in MiB (default: 0)
+  --labels k=v,k=v         node labels (default: none)
+  --log-level LEVEL        trace, debug, info, warn, error, critical or off (default: info)
+  --help                   print this text and exit
+
+Flags take their value as "--flag value" or "--flag=value". On SIGTERM or SIGINT the agent stops
+its replicas (SIGTERM, then SIGKILL after 10s), reports their exits and exits 0.
+)";
+}
+
+absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args) {
+  AgentFlags flags;
+  using Setter = std::function<absl::Status(const std::string& flag, const std::string& value)>;
+  const std::map<std::string, Setter> setters = {
+      {"--scheduler", [&](auto&, auto& v) { return flags.scheduler = v, absl::OkStatus(); }},
+      {"--node", [&](auto&, auto& v) { return flags.node = v, absl::OkStatus(); }},
+      {"--work-dir", [&](auto&, auto& v) { return flags.work_dir = v, absl::OkStatus(); }},
+      {"--address", [&](auto&, auto& v) { return flags.address = v, absl::OkStatus(); }},
+      {"--log-level", [&](auto&, auto& v) { return flags.log_level = v, absl::OkStatus(); }},
+      {"--cpus", [&](auto& f, auto& v) { return ParseCpu(f, v, false, &flags.cpus.emplace()); }},
+      {"--memory-mb",
+       [&](auto& f, auto& v) { return ParseInt<int64_t>(f, v, 1, &flags.memory_mb.emplace()); }},
+      {"--gpus",
+       [&](auto& f, auto& v) { return ParseInt<int32_t>(f, v, 0, &flags.gpus.emplace()); }},
+      {"--reserve-cpu", [&](auto& f, auto& v) { return ParseCpu(f, v, true, &flags.reserve_cpu); }},
+      {"--reserve-memory-mb",
+       [&](auto& f, auto& v) { return ParseInt<int64_t>(f, v, 0, &flags.reserve_memory_mb); }},
+      {"--labels",
+       [&](auto&, auto& v) {
+         absl::StatusOr<std::map<std::string, std::string>> labels = ParseLabels(v);
+         if (!labels.ok()) return labels.status();
+         flags.labels = *std::move(labels);
+         return absl::OkStatus();
+       }},
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      flags.help = true;
+      return flags;
+    }
+    size_t eq = arg.find('=');
+    std::string name = arg.substr(0, eq);
+    auto it = setters.find(name);
+    if (it == setters.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(arg.rfind("-", 0) == 0 ? "unknown flag " : "unexpected argument ", "\"",
+                       name, "\" (see --help)"));
+    }
+    std::string value;
+    if (eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+    } else if (i + 1 < args.size()) {
+      value = args[++i];
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(name, ": missing value"));
+    }
+    if (absl::Status s = it->second(name, value); !s.ok()) return s;
+  }
+  for (const auto& [flag, value] :
+       {std::pair<const char*, const std::string&>{"--scheduler", flags.scheduler},
+        {"--node", flags.node},
+        {"--work-dir", flags.work_dir}}) {
+    if (value.empty()) return absl::InvalidArgumentError(absl::StrCat(flag, " is required"));
+  }
+  if (absl::Status s = ValidateNodeName(flags.node); !s.ok()) return s;
+  return flags;
+}
+
+}  // namespace trainctl::agent

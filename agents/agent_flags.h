@@ -1,0 +1,54 @@
+// The trainctl-agent command line: parsing, validation and usage text.
+//
+//   absl::StatusOr<AgentFlags> flags = ParseAgentFlags({"--scheduler", "sched:7070", ...});
+//   if (!flags.ok()) { std::cerr << flags.status().message(); return 2; }
+//
+// Error messages name the offending flag. Thread-safe: the functions keep no state.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace trainctl::agent {
+
+struct AgentFlags {
+  // --help was given; nothing else is validated.
+  bool help = false;
+  // Required.
+  std::string scheduler;
+  std::string node;
+  std::string work_dir;
+  // Empty: gethostname().
+  std::string address;
+  // Unset: detected.
+  std::optional<double> cpus;
+  std::optional<int64_t> memory_mb;
+  std::optional<int32_t> gpus;
+  int64_t reserve_memory_mb = 0;
+  double reserve_cpu = 0;
+  std::map<std::string, std::string> labels;
+  std::string log_level = "info";
+};
+
+// Parses the arguments after the program name. Accepts "--flag value" and "--flag=value".
+// INVALID_ARGUMENT naming the flag for an unknown flag, a missing or malformed value, or a
+// missing required flag.
+absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args);
+
+// The --help text: every flag with its default.
+std::string AgentUsage();
+
+// OK when `name` is DNS-label-like: [a-z0-9]([-a-z0-9]*[a-z0-9])?, at most 63 characters.
+absl::Status ValidateNodeName(absl::string_view name);
+
+// Parses "k=v,k=v" (empty text: no labels). Keys must be non-empty and unique.
+absl::StatusOr<std::map<std::string, std::string>> ParseLabels(absl::string_view text);
+
+}  // namespace trainctl::agent

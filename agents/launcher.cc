@@ -1,0 +1,402 @@
+#include "agents/launcher.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "agents/proc_stats.h"
+#include "agents/spawn.h"
+#include "common/time_util.h"
+#include "spdlog/spdlog.h"
+
+namespace trainctl::agent {
+namespace {
+
+// Exited runs kept in memory (for idempotent Launch and exact ReadLog); older ones are forgotten.
+constexpr size_t kMaxExitedRuns = 4096;
+constexpr int64_t kDefaultLogChunk = 1 << 20;
+constexpr int64_t kMaxLogChunk = (4 << 20) - (64 << 10);
+
+std::string DescribeStatus(int status) {
+  if (WIFEXITED(status)) return absl::StrCat("exited with code ", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    return absl::StrCat("was killed by signal ", WTERMSIG(status), " (",
+                        strsignal(WTERMSIG(status)), ")");
+  }
+  return absl::StrCat("ended with wait status ", status);
+}
+
+}  // namespace
+
+ProcessLauncher::ProcessLauncher(Options options) : options_(std::move(options)) {
+  monitor_ = std::thread([this] { MonitorLoop(); });
+}
+
+ProcessLauncher::~ProcessLauncher() {
+  {
+    absl::MutexLock lock(&mu_);
+    shutting_down_ = true;
+  }
+  monitor_.join();
+  absl::MutexLock lock(&mu_);
+  for (auto& [run_id, run] : runs_) {
+    if (run.state != RunState::kRunning) continue;
+    kill(-run.pid, SIGKILL);
+    while (waitpid(run.pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    spdlog::warn("run {} killed: the launcher was destroyed", run_id);
+  }
+}
+
+void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
+  const std::string& run_id = launch.run_id();
+  RunIdParts parts{launch.job_id(), launch.attempt(), launch.replica_name(), launch.restart()};
+  std::string reject_reason;
+  {
+    absl::MutexLock lock(&mu_);
+    if (runs_.count(run_id) > 0) {
+      spdlog::info("run {}: launch ignored, the run is already known", run_id);
+      return;
+    }
+    Run& run = runs_[run_id];
+    run.parts = parts;
+    run.memory_limit_bytes = std::max<int64_t>(launch.resources().memory_mb(), 0) << 20;
+    reject_reason = reject_reason_;
+  }
+  if (!reject_reason.empty()) {
+    ReportLaunchFailure(run_id, absl::UnavailableError(reject_reason), "", -1);
+    return;
+  }
+  absl::Status valid = CheckPathComponent("job id", parts.job_id);
+  if (valid.ok()) valid = CheckPathComponent("replica name", parts.replica_name);
+  if (valid.ok() && (parts.attempt < 0 || parts.restart < 0)) {
+    valid = absl::InvalidArgumentError("negative attempt or restart");
+  }
+  if (valid.ok() && run_id != MakeRunId(parts)) {
+    valid = absl::InvalidArgumentError(
+        absl::StrCat("run id \"", run_id, "\" does not match \"", MakeRunId(parts), "\""));
+  }
+  if (!valid.ok()) {
+    // The scheduler sent a malformed launch; that is never the user's fault.
+    ReportLaunchFailure(run_id, absl::InternalError(valid.message()), "", -1);
+    return;
+  }
+
+  const std::string working_dir = RunWorkingDir(options_.work_dir, parts);
+  const std::string log_path = RunLogPath(options_.work_dir, parts);
+  {
+    absl::MutexLock lock(&mu_);
+    runs_[run_id].log_path = log_path;
+  }
+  absl::Status dirs = MakeDirs(working_dir);
+  if (dirs.ok()) dirs = MakeDirs(log_path.substr(0, log_path.rfind('/')));
+  if (dirs.ok() && !launch.checkpoint_dir().empty()) dirs = MakeDirs(launch.checkpoint_dir());
+  if (!dirs.ok()) {
+    ReportLaunchFailure(run_id, dirs, log_path, -1);
+    return;
+  }
+  int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) {
+    ReportLaunchFailure(
+        run_id,
+        absl::InternalError(absl::StrCat("cannot open ", log_path, ": ", std::strerror(errno))),
+        log_path, -1);
+    return;
+  }
+
+  SpawnRequest request;
+  request.argv.assign(launch.argv().begin(), launch.argv().end());
+  std::map<std::string, std::string> overlay(launch.env().begin(), launch.env().end());
+  request.env = MergeEnvironment(
+      options_.base_environment.empty() ? CurrentEnvironment() : options_.base_environment,
+      overlay);
+  request.working_dir = working_dir;
+  request.output_fd = log_fd;
+  int64_t start_time_ms = WallNowMs();
+  absl::StatusOr<pid_t> pid = SpawnProcess(request);
+  if (!pid.ok()) {
+    ReportLaunchFailure(run_id, pid.status(), log_path, log_fd);
+    close(log_fd);
+    return;
+  }
+  close(log_fd);
+  spdlog::info("run {}: started pid {}: {}", run_id, *pid, absl::StrJoin(request.argv, " "));
+  FinishLaunch(run_id, *pid, start_time_ms);
+}
+
+void ProcessLauncher::FinishLaunch(const std::string& run_id, pid_t pid, int64_t start_time_ms) {
+  trainctl::v1::ReplicaStarted started;
+  started.set_run_id(run_id);
+  started.set_pid(pid);
+  started.set_start_time_ms(start_time_ms);
+  // Reported before the monitor can see the process, so the exit report always comes second.
+  if (options_.on_started) options_.on_started(started);
+  absl::MutexLock lock(&mu_);
+  Run& run = runs_[run_id];
+  run.pid = pid;
+  run.start_time_ms = start_time_ms;
+  run.state = RunState::kRunning;
+  if (run.stop_requested) {
+    SignalLocked(run_id, run, run.kill_at <= absl::Now() ? SIGKILL : SIGTERM);
+  }
+}
+
+void ProcessLauncher::ReportLaunchFailure(const std::string& run_id, const absl::Status& error,
+                                          const std::string& log_path, int log_fd) {
+  const bool is_user = error.code() == absl::StatusCode::kInvalidArgument;
+  spdlog::info("run {}: launch failed ({}): {}", run_id, is_user ? "user error" : "host error",
+               std::string(error.message()));
+  if (log_fd >= 0) {
+    std::string line = absl::StrCat("trainctl-agent: ", error.message(), "\n");
+    ssize_t ignored = write(log_fd, line.data(), line.size());
+    (void)ignored;
+  }
+  trainctl::v1::ReplicaExited exited;
+  exited.set_run_id(run_id);
+  exited.set_launch_failed(true);
+  exited.set_launch_error(SanitizeUtf8(error.message()));
+  exited.set_launch_error_is_user(is_user);
+  exited.set_end_time_ms(WallNowMs());
+  if (options_.on_exited) options_.on_exited(exited);
+  absl::MutexLock lock(&mu_);
+  Run& run = runs_[run_id];
+  run.state = RunState::kExited;
+  if (run.log_path.empty()) run.log_path = log_path;
+  exited_order_.push_back(run_id);
+  ForgetOldRunsLocked();
+}
+
+void ProcessLauncher::SignalLocked(const std::string& run_id, Run& run, int sig) {
+  if (run.state != RunState::kRunning) return;  // Not started yet, or already reaped.
+  if (kill(-run.pid, sig) != 0 && errno != ESRCH) {
+    spdlog::warn("run {}: kill({}, {}): {}", run_id, -run.pid, sig, std::strerror(errno));
+  }
+  if (sig == SIGKILL) run.kill_sent = true;
+}
+
+absl::Status ProcessLauncher::Stop(const std::string& run_id, int64_t grace_ms,
+                                   const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  auto it = runs_.find(run_id);
+  if (it == runs_.end()) return absl::NotFoundError(absl::StrCat("unknown run ", run_id));
+  Run& run = it->second;
+  if (run.state == RunState::kExiting || run.state == RunState::kExited) return absl::OkStatus();
+  absl::Time kill_at = absl::Now() + absl::Milliseconds(std::max<int64_t>(grace_ms, 0));
+  spdlog::info("run {}: stopping ({}), grace {}", run_id, reason,
+               absl::FormatDuration(absl::Milliseconds(std::max<int64_t>(grace_ms, 0))));
+  bool first = !run.stop_requested;
+  run.stop_requested = true;
+  if (kill_at < run.kill_at) run.kill_at = kill_at;
+  if (grace_ms <= 0) {
+    SignalLocked(run_id, run, SIGKILL);
+  } else if (first) {
+    SignalLocked(run_id, run, SIGTERM);
+  }
+  return absl::OkStatus();
+}
+
+void ProcessLauncher::StopAll(int64_t grace_ms, const std::string& reason) {
+  std::vector<std::string> ids;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [run_id, run] : runs_) {
+      if (run.state == RunState::kLaunching || run.state == RunState::kRunning) {
+        ids.push_back(run_id);
+      }
+    }
+  }
+  for (const std::string& run_id : ids) Stop(run_id, grace_ms, reason).IgnoreError();
+}
+
+void ProcessLauncher::RejectNewLaunches(const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  reject_reason_ = reason.empty() ? "launches are no longer accepted" : reason;
+}
+
+trainctl::v1::LogData ProcessLauncher::ReadLog(const std::string& run_id, int64_t offset,
+                                               int64_t max_bytes) const {
+  trainctl::v1::LogData out;
+  out.set_next_offset(offset);
+  std::string path;
+  bool exited = true;
+  bool known = false;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = runs_.find(run_id);
+    if (it != runs_.end()) {
+      known = true;
+      path = it->second.log_path;
+      exited = it->second.state == RunState::kExiting || it->second.state == RunState::kExited;
+    }
+  }
+  if (!known) {
+    absl::StatusOr<RunIdParts> parts = ParseRunId(run_id);
+    if (!parts.ok()) {
+      out.set_error(absl::StrCat("unknown run ", run_id));
+      return out;
+    }
+    path = RunLogPath(options_.work_dir, *parts);
+  }
+  if (max_bytes <= 0) max_bytes = kDefaultLogChunk;
+  max_bytes = std::min(max_bytes, kMaxLogChunk);
+  absl::StatusOr<LogChunk> chunk =
+      path.empty() ? absl::NotFoundError("no log file") : ReadLogChunk(path, offset, max_bytes);
+  if (!chunk.ok()) {
+    if (absl::IsNotFound(chunk.status()) && known) {
+      out.set_complete(exited);  // The launch failed before the log existed, or is under way.
+    } else if (absl::IsNotFound(chunk.status())) {
+      out.set_error(absl::StrCat("unknown run ", run_id));
+    } else {
+      out.set_error(std::string(chunk.status().message()));
+    }
+    return out;
+  }
+  out.set_next_offset(offset + static_cast<int64_t>(chunk->data.size()));
+  out.set_complete(exited && out.next_offset() >= chunk->file_size);
+  out.set_data(std::move(chunk->data));
+  return out;
+}
+
+std::vector<trainctl::v1::KnownRun> ProcessLauncher::KnownRuns() const {
+  std::vector<trainctl::v1::KnownRun> out;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [run_id, run] : runs_) {
+    if (run.state != RunState::kRunning && run.state != RunState::kExiting) continue;
+    trainctl::v1::KnownRun& known = out.emplace_back();
+    known.set_run_id(run_id);
+    known.set_running(true);
+    known.set_pid(run.pid);
+  }
+  return out;
+}
+
+int ProcessLauncher::ActiveCount() const {
+  absl::MutexLock lock(&mu_);
+  int count = 0;
+  for (const auto& entry : runs_) {
+    if (entry.second.state == RunState::kLaunching || entry.second.state == RunState::kRunning) {
+      ++count;
+    }
+  }
+  return count;
+}
+
+bool ProcessLauncher::WaitUntilIdle(absl::Time deadline) const {
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const auto& entry : runs_) {
+      if (entry.second.state != RunState::kExited) return false;
+    }
+    return true;
+  };
+  absl::MutexLock lock(&mu_);
+  return mu_.AwaitWithDeadline(absl::Condition(&idle), deadline);
+}
+
+void ProcessLauncher::MonitorLoop() {
+  absl::Time next_memory_check = absl::Now();
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return shutting_down_; };
+      if (mu_.AwaitWithTimeout(absl::Condition(&stopping), options_.poll_interval)) return;
+    }
+    if (absl::Now() >= next_memory_check) {
+      EnforceMemoryLimits();
+      next_memory_check = absl::Now() + options_.memory_check_interval;
+    }
+    for (const auto& [run_id, pid] : CheckDeadlines()) MaybeReap(run_id, pid);
+  }
+}
+
+std::vector<std::pair<std::string, pid_t>> ProcessLauncher::CheckDeadlines() {
+  std::vector<std::pair<std::string, pid_t>> running;
+  absl::Time now = absl::Now();
+  absl::MutexLock lock(&mu_);
+  for (auto& [run_id, run] : runs_) {
+    if (run.state != RunState::kRunning) continue;
+    if (run.stop_requested && !run.kill_sent && run.kill_at <= now) {
+      spdlog::info("run {}: still running after its grace period; sending SIGKILL", run_id);
+      SignalLocked(run_id, run, SIGKILL);
+    }
+    running.emplace_back(run_id, run.pid);
+  }
+  return running;
+}
+
+void ProcessLauncher::EnforceMemoryLimits() {
+  {
+    absl::MutexLock lock(&mu_);
+    bool any = false;
+    for (const auto& entry : runs_) {
+      any = any || (entry.second.state == RunState::kRunning && entry.second.memory_limit_bytes);
+    }
+    if (!any) return;
+  }
+  std::map<pid_t, int64_t> resident = ResidentBytesByProcessGroup();
+  absl::MutexLock lock(&mu_);
+  for (auto& [run_id, run] : runs_) {
+    if (run.state != RunState::kRunning || run.memory_limit_bytes == 0 || run.oom_killed) continue;
+    auto it = resident.find(run.pid);
+    if (it == resident.end() || it->second <= run.memory_limit_bytes) continue;
+    spdlog::warn("run {}: resident memory {} MiB exceeds its limit of {} MiB; killing it", run_id,
+                 it->second >> 20, run.memory_limit_bytes >> 20);
+    run.oom_killed = true;
+    SignalLocked(run_id, run, SIGKILL);
+  }
+}
+
+void ProcessLauncher::MaybeReap(const std::string& run_id, pid_t pid) {
+  // Look without reaping first: while the leader is a zombie its pid, and so the group id,
+  // cannot be reused, which makes it safe to kill the rest of the group.
+  siginfo_t info;
+  std::memset(&info, 0, sizeof(info));
+  if (waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return;
+  if (kill(-pid, SIGKILL) != 0 && errno != ESRCH) {
+    spdlog::warn("run {}: cannot kill the rest of process group {}: {}", run_id, pid,
+                 std::strerror(errno));
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  trainctl::v1::ReplicaExited exited;
+  exited.set_run_id(run_id);
+  exited.set_end_time_ms(WallNowMs());
+  if (WIFEXITED(status)) exited.set_exit_code(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) exited.set_signal(WTERMSIG(status));
+  std::string log_path;
+  {
+    absl::MutexLock lock(&mu_);
+    Run& run = runs_[run_id];
+    run.state = RunState::kExiting;
+    exited.set_stopped_by_request(run.stop_requested);
+    exited.set_oom_killed(run.oom_killed);
+    log_path = run.log_path;
+  }
+  exited.set_output_tail(ReadOutputTail(log_path));
+  spdlog::info("run {}: pid {} {}{}", run_id, pid, DescribeStatus(status),
+               exited.oom_killed()           ? " (memory limit exceeded)"
+               : exited.stopped_by_request() ? " (stopped by request)"
+                                             : "");
+  if (options_.on_exited) options_.on_exited(exited);
+  absl::MutexLock lock(&mu_);
+  runs_[run_id].state = RunState::kExited;
+  exited_order_.push_back(run_id);
+  ForgetOldRunsLocked();
+}
+
+void ProcessLauncher::ForgetOldRunsLocked() {
+  while (exited_order_.size() > kMaxExitedRuns) {
+    runs_.erase(exited_order_.front());
+    exited_order_.pop_front();
+  }
+}
+
+}  // namespace trainctl::agent

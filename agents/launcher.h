@@ -1,0 +1,157 @@
+// ProcessLauncher owns the replica processes of one node: it starts them, stops them, reaps
+// them and reports what happened.
+//
+// Every run is one process launched for a LaunchReplica and is named by its run id
+// ("<job>/<attempt>/<replica>/<restart>"). For each run id it is given, the launcher delivers
+// exactly one ReplicaExited, preceded by one ReplicaStarted when the process did start. A launch
+// that fails (command not found, fork error, ...) is reported as a ReplicaExited with
+// launch_failed set, never as a ReplicaStarted.
+//
+// Each process runs in its own session, so its pid is also its process group id. Stop() signals
+// the whole group; when the group leader exits, the rest of the group is SIGKILLed so no
+// stragglers outlive the run. stdout and stderr go to the run's log file (see run_files.h).
+// A run with resources.memory_mb > 0 is SIGKILLed (and reported oom_killed) when its process
+// group's resident memory exceeds that limit.
+//
+//   ProcessLauncher launcher({.work_dir = "/var/lib/trainctl",
+//                             .on_started = [](v1::ReplicaStarted s) { ... },
+//                             .on_exited = [](v1::ReplicaExited e) { ... }});
+//   launcher.Launch(launch_message);
+//   launcher.Stop(run_id, /*grace_ms=*/10000, "job cancelled");
+//
+// Thread-safety: all public methods may be called from any thread. Callbacks run on the
+// launcher's threads (Launch's caller for ReplicaStarted and launch failures, the monitor thread
+// for exits) with no launcher lock held; they may call back into the launcher but should not
+// block for long, since they delay reaping.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "agents/run_files.h"
+#include "trainctl/v1/agent.pb.h"
+
+namespace trainctl::agent {
+
+class ProcessLauncher {
+ public:
+  using StartedCallback = std::function<void(trainctl::v1::ReplicaStarted)>;
+  using ExitedCallback = std::function<void(trainctl::v1::ReplicaExited)>;
+
+  struct Options {
+    // Root of the node's job directories and logs; should be absolute. Must exist.
+    std::string work_dir;
+    StartedCallback on_started;
+    ExitedCallback on_exited;
+    // How often running processes are checked for exit and stop deadlines.
+    absl::Duration poll_interval = absl::Milliseconds(20);
+    // How often resident memory is compared with memory limits.
+    absl::Duration memory_check_interval = absl::Milliseconds(250);
+    // Base environment of every process, "NAME=VALUE"; empty means the agent's own.
+    std::vector<std::string> base_environment;
+  };
+
+  // Starts the monitor thread.
+  explicit ProcessLauncher(Options options);
+  ProcessLauncher(const ProcessLauncher&) = delete;
+  ProcessLauncher& operator=(const ProcessLauncher&) = delete;
+  // Stops the monitor thread, then SIGKILLs and reaps every process still running, without
+  // reporting. Call StopAll() and WaitUntilIdle() first for a graceful end.
+  ~ProcessLauncher();
+
+  // Starts the run described by `launch` and returns once it runs or failed to start (the
+  // outcome goes to the callbacks). A run id the launcher already knows is ignored. Creates the
+  // working directory, the checkpoint directory and the log file. Blocks for the fork and exec.
+  void Launch(const trainctl::v1::LaunchReplica& launch);
+
+  // Sends SIGTERM to the run's process group, and SIGKILL if it is still alive `grace_ms` later
+  // (at once when grace_ms <= 0). Its exit report will say stopped_by_request. A stop that
+  // arrives while the run is still being launched takes effect as soon as it has started.
+  // OK when the run already exited; NOT_FOUND for an unknown run id.
+  absl::Status Stop(const std::string& run_id, int64_t grace_ms, const std::string& reason);
+
+  // Stop() for every run that has not exited.
+  void StopAll(int64_t grace_ms, const std::string& reason);
+
+  // From now on, Launch() of a new run id reports a launch failure (the host's) with `reason`
+  // instead of starting it. For shutdown: call before StopAll() so no run starts after it.
+  void RejectNewLaunches(const std::string& reason);
+
+  // Reads the run's captured output from `offset`, at most `max_bytes` (<= 0: 1 MiB; capped
+  // 64 KiB under 4 MiB, so that a LogData fits gRPC's default 4 MiB message limit). `complete` is
+  // set when the run has exited and nothing is left after next_offset. A run this launcher no
+  // longer remembers is still read from its log file, as exited. Problems are reported in
+  // LogData.error. request_id is left for the caller to fill.
+  trainctl::v1::LogData ReadLog(const std::string& run_id, int64_t offset, int64_t max_bytes) const;
+
+  // Every process that runs (pid known and exit not yet reported), with running = true.
+  std::vector<trainctl::v1::KnownRun> KnownRuns() const;
+
+  // Number of runs being launched or running.
+  int ActiveCount() const;
+
+  // Waits until no run is being launched or running and every exit was reported. Returns false
+  // if `deadline` passed first.
+  bool WaitUntilIdle(absl::Time deadline) const;
+
+ private:
+  enum class RunState { kLaunching, kRunning, kExiting, kExited };
+
+  struct Run {
+    RunIdParts parts;
+    std::string log_path;
+    RunState state = RunState::kLaunching;
+    // The process and its group; valid in kRunning and kExiting.
+    pid_t pid = 0;
+    int64_t start_time_ms = 0;
+    // 0: no limit.
+    int64_t memory_limit_bytes = 0;
+    bool stop_requested = false;
+    // When to SIGKILL a stopped run; InfiniteFuture when not stopping.
+    absl::Time kill_at = absl::InfiniteFuture();
+    bool kill_sent = false;
+    bool oom_killed = false;
+  };
+
+  // The result of starting the process: its pid, or the failure report.
+  void FinishLaunch(const std::string& run_id, pid_t pid, int64_t start_time_ms);
+  void ReportLaunchFailure(const std::string& run_id, const absl::Status& error,
+                           const std::string& log_path, int log_fd);
+  // Signals a running, unreaped run's group. REQUIRES: mu_ held.
+  void SignalLocked(const std::string& run_id, Run& run, int sig)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MonitorLoop();
+  // Sends due SIGKILLs; returns the runs to check for exit.
+  std::vector<std::pair<std::string, pid_t>> CheckDeadlines();
+  void EnforceMemoryLimits();
+  // Reaps the run if its leader exited, kills its stragglers and reports the exit.
+  void MaybeReap(const std::string& run_id, pid_t pid);
+  void ForgetOldRunsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Constant after construction.
+  const Options options_;
+  std::thread monitor_;
+
+  mutable absl::Mutex mu_;
+  // State below is protected by mu_.
+  std::map<std::string, Run> runs_ ABSL_GUARDED_BY(mu_);
+  // Exited run ids, oldest first; the oldest are forgotten past a bound.
+  std::deque<std::string> exited_order_ ABSL_GUARDED_BY(mu_);
+  // Set by RejectNewLaunches(); empty while launches are accepted.
+  std::string reject_reason_ ABSL_GUARDED_BY(mu_);
+  // Tells the monitor thread to end.
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace trainctl::agent

@@ -1,0 +1,128 @@
+// trainctl-agent: runs the replicas the trainctl scheduler places on this node.
+//
+// Parses flags, detects the host's resources, then runs the Agent until SIGTERM or SIGINT, when
+// it stops every replica gracefully, reports their exits and exits 0. Exit 2 on a bad flag, 1 when
+// the host cannot be set up.
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "agents/agent.h"
+#include "agents/agent_flags.h"
+#include "agents/host_resources.h"
+#include "agents/run_files.h"
+#include "common/logging.h"
+#include "spdlog/spdlog.h"
+
+namespace trainctl::agent {
+namespace {
+
+constexpr absl::Duration kStopGrace = absl::Seconds(10);
+constexpr absl::Duration kAckWait = absl::Seconds(2);
+
+int Fail(int code, const std::string& message) {
+  std::fprintf(stderr, "trainctl-agent: %s\n", message.c_str());
+  return code;
+}
+
+// Turns flags and detected resources into the Agent's options. INVALID_ARGUMENT for flags that
+// contradict the host (reserves larger than capacity).
+absl::StatusOr<Agent::Options> MakeOptions(const AgentFlags& flags, const std::string& work_dir) {
+  Agent::Options options;
+  options.scheduler = flags.scheduler;
+  options.node = flags.node;
+  options.work_dir = work_dir;
+  options.labels = flags.labels;
+  options.address = flags.address;
+  if (options.address.empty()) {
+    char host[HOST_NAME_MAX + 1] = {};
+    if (gethostname(host, sizeof(host) - 1) != 0) return absl::InternalError("gethostname failed");
+    options.address = host;
+  }
+  HostResources host;
+  if (!flags.cpus || !flags.memory_mb) {
+    absl::StatusOr<HostResources> detected = DetectHostResources();
+    if (!detected.ok()) return detected.status();
+    host = *detected;
+  } else {
+    host.gpus = CountNvidiaDevices();
+  }
+  options.capacity.set_cpu(flags.cpus.value_or(host.cpu));
+  options.capacity.set_memory_mb(flags.memory_mb.value_or(host.memory_mb));
+  options.capacity.set_gpus(flags.gpus.value_or(host.gpus));
+  if (flags.reserve_cpu >= options.capacity.cpu()) {
+    return absl::InvalidArgumentError(absl::StrCat("--reserve-cpu: ", flags.reserve_cpu,
+                                                   " leaves no CPU of the node's ",
+                                                   options.capacity.cpu()));
+  }
+  if (flags.reserve_memory_mb >= options.capacity.memory_mb()) {
+    return absl::InvalidArgumentError(absl::StrCat("--reserve-memory-mb: ", flags.reserve_memory_mb,
+                                                   " leaves no memory of the node's ",
+                                                   options.capacity.memory_mb(), " MiB"));
+  }
+  options.allocatable = options.capacity;
+  options.allocatable.set_cpu(options.capacity.cpu() - flags.reserve_cpu);
+  options.allocatable.set_memory_mb(options.capacity.memory_mb() - flags.reserve_memory_mb);
+  return options;
+}
+
+int Main(int argc, char** argv) {
+  absl::StatusOr<AgentFlags> flags =
+      ParseAgentFlags(std::vector<std::string>(argv + 1, argv + argc));
+  if (!flags.ok()) return Fail(2, std::string(flags.status().message()));
+  if (flags->help) {
+    std::fputs(AgentUsage().c_str(), stdout);
+    return 0;
+  }
+  if (absl::Status s = SetupLogging("trainctl-agent", flags->log_level); !s.ok()) {
+    return Fail(2, std::string(s.message()));
+  }
+  if (absl::Status s = MakeDirs(flags->work_dir); !s.ok()) {
+    return Fail(1, absl::StrCat("--work-dir: ", s.message()));
+  }
+  char resolved[PATH_MAX];
+  if (realpath(flags->work_dir.c_str(), resolved) == nullptr) {
+    return Fail(1, absl::StrCat("--work-dir: cannot resolve ", flags->work_dir));
+  }
+  absl::StatusOr<Agent::Options> options = MakeOptions(*flags, resolved);
+  if (!options.ok()) {
+    return Fail(absl::IsInvalidArgument(options.status()) ? 2 : 1,
+                std::string(options.status().message()));
+  }
+
+  // Blocked here, before any thread starts, so that only the waiter below receives them.
+  // Replicas get a clear signal mask (see spawn.h).
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  spdlog::info(
+      "trainctl-agent {} starting: node {}, address {}, work dir {}, {} CPUs, {} MiB, "
+      "{} GPUs allocatable",
+      Agent::kVersion, options->node, options->address, options->work_dir,
+      options->allocatable.cpu(), options->allocatable.memory_mb(), options->allocatable.gpus());
+  Agent agent(*std::move(options));
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    spdlog::info("received {}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    agent.Shutdown(kStopGrace, kAckWait);
+  });
+  agent.Run();
+  waiter.join();
+  return 0;
+}
+
+}  // namespace
+}  // namespace trainctl::agent
+
+int main(int argc, char** argv) { return trainctl::agent::Main(argc, argv); }

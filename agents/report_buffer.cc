@@ -1,0 +1,45 @@
+#include "agents/report_buffer.h"
+
+#include <utility>
+
+namespace trainctl::agent {
+
+void ReportBuffer::Add(trainctl::v1::AgentMessage report) {
+  report.clear_seq();
+  reports_.push_back(Entry{std::move(report), 0});
+}
+
+void ReportBuffer::RestartStream() {
+  for (Entry& entry : reports_) entry.seq = 0;
+  sent_ = 0;
+}
+
+const trainctl::v1::AgentMessage* ReportBuffer::NextUnsent() const {
+  return sent_ < reports_.size() ? &reports_[sent_].report : nullptr;
+}
+
+void ReportBuffer::MarkSent(uint64_t seq) {
+  if (sent_ >= reports_.size()) return;
+  reports_[sent_].seq = seq;
+  ++sent_;
+}
+
+void ReportBuffer::Ack(uint64_t seq) {
+  while (sent_ > 0 && reports_.front().seq <= seq) {
+    reports_.pop_front();
+    --sent_;
+  }
+}
+
+std::vector<trainctl::v1::KnownRun> ReportBuffer::UnackedExits() const {
+  std::vector<trainctl::v1::KnownRun> out;
+  for (const Entry& entry : reports_) {
+    if (!entry.report.has_replica_exited()) continue;
+    trainctl::v1::KnownRun& run = out.emplace_back();
+    run.set_run_id(entry.report.replica_exited().run_id());
+    run.set_running(false);
+  }
+  return out;
+}
+
+}  // namespace trainctl::agent

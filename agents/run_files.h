@@ -1,0 +1,68 @@
+// Where a replica run's files live on the node, and how its captured output is read back.
+//
+// Layout under the agent's --work-dir:
+//   jobs/<job id>/<replica name>/                          working directory, stable across
+//                                                          restarts and attempts
+//   logs/<job id>/attempt-<n>/<replica>.restart-<r>.log    stdout+stderr of one run
+//
+// A run id is "<job id>/<attempt>/<replica name>/<restart>"; ParseRunId() checks that each part
+// is safe to use as a path component.
+//
+// Thread-safe: the functions keep no state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace trainctl::agent {
+
+// The parts of a run id.
+struct RunIdParts {
+  std::string job_id;
+  int32_t attempt = 0;
+  std::string replica_name;
+  int32_t restart = 0;
+};
+
+// "<job>/<attempt>/<replica>/<restart>".
+std::string MakeRunId(const RunIdParts& parts);
+
+// Splits a run id. INVALID_ARGUMENT when it does not have four parts, a number is not a
+// non-negative integer, or a name is not a safe path component ([A-Za-z0-9._-]+, not "." or
+// "..").
+absl::StatusOr<RunIdParts> ParseRunId(absl::string_view run_id);
+
+// INVALID_ARGUMENT unless `name` is a safe single path component (see ParseRunId).
+absl::Status CheckPathComponent(absl::string_view what, absl::string_view name);
+
+std::string RunWorkingDir(const std::string& work_dir, const RunIdParts& run);
+std::string RunLogPath(const std::string& work_dir, const RunIdParts& run);
+
+// mkdir -p.
+absl::Status MakeDirs(const std::string& path);
+
+// The last `max_lines` lines of the file, at most `max_bytes` bytes of it, as valid UTF-8. A
+// line cut by the byte limit is dropped unless it is the only one. "" when the file is missing
+// or unreadable: the tail is a courtesy, never an error.
+std::string ReadOutputTail(const std::string& path, int max_lines = 20, int64_t max_bytes = 4096);
+
+// Replaces every byte sequence that is not valid UTF-8 with U+FFFD, so the text fits a proto3
+// string field.
+std::string SanitizeUtf8(absl::string_view text);
+
+// A piece of a log file.
+struct LogChunk {
+  std::string data;
+  // Size of the file when the chunk was read.
+  int64_t file_size = 0;
+};
+
+// Reads up to `max_bytes` bytes starting at `offset`. NOT_FOUND when the file does not exist,
+// INTERNAL on other I/O errors.
+absl::StatusOr<LogChunk> ReadLogChunk(const std::string& path, int64_t offset, int64_t max_bytes);
+
+}  // namespace trainctl::agent

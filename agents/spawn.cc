@@ -1,0 +1,252 @@
+#include "agents/spawn.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+extern char** environ;
+
+namespace trainctl::agent {
+namespace {
+
+// What a child that could not exec writes to the status pipe.
+struct ChildFailure {
+  enum Stage : int { kStdio = 1, kChdir = 2, kExec = 3 };
+  int stage;
+  int error;
+};
+
+// Closes a file descriptor when it goes out of scope.
+class FdCloser {
+ public:
+  explicit FdCloser(int fd) : fd_(fd) {}
+  FdCloser(const FdCloser&) = delete;
+  FdCloser& operator=(const FdCloser&) = delete;
+  ~FdCloser() {
+    if (fd_ >= 0) close(fd_);
+  }
+  int get() const { return fd_; }
+  // Closes now; later calls and the destructor do nothing.
+  void Reset() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+};
+
+std::string ErrnoText(int error) { return std::strerror(error); }
+
+// Exec errors that come from the command itself rather than from the host.
+bool IsUserExecError(int error) {
+  switch (error) {
+    case ENOENT:
+    case EACCES:
+    case ENOEXEC:
+    case ENOTDIR:
+    case EISDIR:
+    case ELOOP:
+    case ENAMETOOLONG:
+    case E2BIG:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string JoinPath(const std::string& dir, const std::string& name) {
+  if (dir.empty() || dir == ".") return name;
+  if (dir.back() == '/') return dir + name;
+  return absl::StrCat(dir, "/", name);
+}
+
+// Moves `fd` to a number >= 3, so that dup2() onto 0..2 in the child always clears CLOEXEC.
+int AboveStdio(int fd) {
+  if (fd < 0 || fd > 2) return fd;
+  int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  close(fd);
+  return moved;
+}
+
+// Runs in the forked child: async-signal-safe calls only. Never returns.
+[[noreturn]] void ExecChild(const char* path, char* const* argv, char* const* envp,
+                            const char* working_dir, int null_fd, int output_fd, int status_fd) {
+  ChildFailure failure{0, 0};
+  sigset_t empty;
+  sigemptyset(&empty);
+  sigprocmask(SIG_SETMASK, &empty, nullptr);
+  struct sigaction dfl;
+  std::memset(&dfl, 0, sizeof(dfl));
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);  // fails for KILL/STOP
+  setsid();
+  if (dup2(null_fd, 0) < 0 || dup2(output_fd, 1) < 0 || dup2(output_fd, 2) < 0) {
+    failure = {ChildFailure::kStdio, errno};
+  } else if (chdir(working_dir) != 0) {
+    failure = {ChildFailure::kChdir, errno};
+  } else {
+    execve(path, argv, envp);
+    failure = {ChildFailure::kExec, errno};
+  }
+  ssize_t ignored = write(status_fd, &failure, sizeof(failure));
+  (void)ignored;
+  _exit(127);
+}
+
+std::vector<char*> CStringArray(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (const std::string& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+std::string SearchPathOf(const std::vector<std::string>& env) {
+  for (const std::string& entry : env) {
+    if (absl::StartsWith(entry, "PATH=")) return entry.substr(5);
+  }
+  return "/usr/local/bin:/usr/bin:/bin";
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ResolveCommand(const std::string& command,
+                                           const std::string& search_path,
+                                           const std::string& working_dir) {
+  if (command.empty()) return absl::InvalidArgumentError("empty command");
+  auto relative_to_working_dir = [&](const std::string& path) {
+    return path[0] == '/' ? path : JoinPath(working_dir, path);
+  };
+  if (command.find('/') != std::string::npos) {
+    std::string path = relative_to_working_dir(command);
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) {
+      if (errno == ENOENT || errno == ENOTDIR) {
+        return absl::InvalidArgumentError(absl::StrCat("command not found: ", command));
+      }
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot execute ", command, ": ", ErrnoText(errno)));
+    }
+    if (S_ISDIR(st.st_mode)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot execute ", command, ": ", ErrnoText(EISDIR)));
+    }
+    if (access(path.c_str(), X_OK) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot execute ", command, ": ", ErrnoText(errno)));
+    }
+    return path;
+  }
+  std::string not_executable;
+  for (absl::string_view dir : absl::StrSplit(search_path, ':')) {
+    std::string candidate =
+        JoinPath(relative_to_working_dir(dir.empty() ? "." : std::string(dir)), command);
+    struct stat st;
+    if (stat(candidate.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) continue;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (not_executable.empty()) not_executable = candidate;
+  }
+  if (!not_executable.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot execute ", not_executable, ": ", ErrnoText(EACCES)));
+  }
+  return absl::InvalidArgumentError(absl::StrCat("command not found: ", command));
+}
+
+std::vector<std::string> MergeEnvironment(const std::vector<std::string>& base,
+                                          const std::map<std::string, std::string>& overlay) {
+  std::vector<std::string> out;
+  out.reserve(base.size() + overlay.size());
+  for (const std::string& entry : base) {
+    std::string name = entry.substr(0, entry.find('='));
+    if (overlay.count(name) == 0) out.push_back(entry);
+  }
+  for (const auto& [name, value] : overlay) out.push_back(absl::StrCat(name, "=", value));
+  return out;
+}
+
+std::vector<std::string> CurrentEnvironment() {
+  std::vector<std::string> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) out.emplace_back(*e);
+  return out;
+}
+
+absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
+  if (request.argv.empty()) return absl::InvalidArgumentError("empty command");
+  std::string path;
+  {
+    absl::StatusOr<std::string> resolved =
+        ResolveCommand(request.argv[0], SearchPathOf(request.env), request.working_dir);
+    if (!resolved.ok()) return resolved.status();
+    path = *std::move(resolved);
+  }
+  std::vector<char*> argv = CStringArray(request.argv);
+  std::vector<char*> envp = CStringArray(request.env);
+
+  FdCloser null_fd(AboveStdio(open("/dev/null", O_RDONLY | O_CLOEXEC)));
+  if (null_fd.get() < 0) {
+    return absl::InternalError(absl::StrCat("cannot open /dev/null: ", ErrnoText(errno)));
+  }
+  FdCloser output_fd(fcntl(request.output_fd, F_DUPFD_CLOEXEC, 3));
+  if (output_fd.get() < 0) {
+    return absl::InternalError(absl::StrCat("cannot duplicate the log fd: ", ErrnoText(errno)));
+  }
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("pipe: ", ErrnoText(errno)));
+  }
+  FdCloser status_read(pipe_fds[0]);
+  FdCloser status_write(pipe_fds[1]);
+
+  pid_t pid = fork();
+  if (pid < 0) return absl::UnavailableError(absl::StrCat("fork: ", ErrnoText(errno)));
+  if (pid == 0) {
+    ExecChild(path.c_str(), argv.data(), envp.data(), request.working_dir.c_str(), null_fd.get(),
+              output_fd.get(), status_write.get());
+  }
+  status_write.Reset();
+
+  ChildFailure failure{0, 0};
+  size_t got = 0;
+  while (got < sizeof(failure)) {
+    ssize_t n =
+        read(status_read.get(), reinterpret_cast<char*>(&failure) + got, sizeof(failure) - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  if (got == 0) return pid;  // EOF: execve closed the pipe, the program runs.
+
+  while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  if (got < sizeof(failure)) {
+    return absl::InternalError("the child failed before exec and its report was cut short");
+  }
+  switch (failure.stage) {
+    case ChildFailure::kExec:
+      if (IsUserExecError(failure.error)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("cannot execute ", request.argv[0], ": ", ErrnoText(failure.error)));
+      }
+      return absl::InternalError(
+          absl::StrCat("cannot execute ", request.argv[0], ": ", ErrnoText(failure.error)));
+    case ChildFailure::kChdir:
+      return absl::InternalError(absl::StrCat("cannot enter working directory ",
+                                              request.working_dir, ": ", ErrnoText(failure.error)));
+    default:
+      return absl::InternalError(
+          absl::StrCat("cannot set up stdin/stdout/stderr: ", ErrnoText(failure.error)));
+  }
+}
+
+}  // namespace trainctl::agent

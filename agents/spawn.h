@@ -1,0 +1,62 @@
+// Starting one replica process: the only place in the agent that forks.
+//
+// SpawnProcess() resolves the command through PATH, builds every array the child needs, then
+// forks; the child only makes async-signal-safe calls (setsid, chdir, dup2, execve) before it
+// execs. An exec failure comes back to the parent through a close-on-exec pipe, so a successful
+// return means the new program is running.
+//
+// Errors follow one rule: INVALID_ARGUMENT means the failure is the user's (the command does not
+// exist or cannot be executed); any other code is the host's (fork, pipe, chdir failures).
+//
+//   SpawnRequest req{{"python3", "train.py"}, env, "/var/lib/trainctl/jobs/j-1/chief-0", log_fd};
+//   absl::StatusOr<pid_t> pid = SpawnProcess(req);
+//
+// Thread-safe: the functions keep no state; SpawnProcess may be called from any thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace trainctl::agent {
+
+struct SpawnRequest {
+  // Command followed by its arguments; argv[0] is looked up in the PATH of `env` unless it
+  // contains a '/'. Must not be empty.
+  std::vector<std::string> argv;
+  // The child's complete environment, "NAME=VALUE" entries.
+  std::vector<std::string> env;
+  // The child's working directory; must exist. Relative commands resolve against it.
+  std::string working_dir;
+  // Becomes the child's stdout and stderr. Not owned; the caller closes it after the call.
+  int output_fd = -1;
+};
+
+// Starts the process in a new session (its pid is also its process group id) with stdin from
+// /dev/null, a cleared signal mask and default signal dispositions. Returns its pid once execve
+// succeeded; the caller must reap it with waitpid(). On failure no child is left behind.
+absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request);
+
+// Finds the file execve() should run for `command`, like execvp(): a command with a '/' is taken
+// as a path (relative to `working_dir`); otherwise each directory of `search_path`
+// (colon-separated, an empty entry meaning `working_dir`) is tried in order. Returns an absolute
+// or working-dir-relative path, or INVALID_ARGUMENT "command not found: <command>" /
+// "cannot execute <path>: Permission denied".
+absl::StatusOr<std::string> ResolveCommand(const std::string& command,
+                                           const std::string& search_path,
+                                           const std::string& working_dir);
+
+// The agent's environment `base` ("NAME=VALUE" entries) overlaid with `overlay`: variables of
+// `overlay` replace those of the same name and the others are appended, in name order.
+std::vector<std::string> MergeEnvironment(const std::vector<std::string>& base,
+                                          const std::map<std::string, std::string>& overlay);
+
+// This process's environment as "NAME=VALUE" entries.
+std::vector<std::string> CurrentEnvironment();
+
+}  // namespace trainctl::agent

@@ -1,0 +1,202 @@
+// workload: a stand-in training program for trainctl's tests.
+//
+// Flags are processed in order, so "--print a --sleep 1 --exit 3" prints, sleeps, then exits 3.
+// Without flags it exits 0. See Usage() for the list.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+const char kUsage[] =
+    "usage: workload [flag]...   (flags run in order; no flags: exit 0)\n"
+    "  --print TEXT          print TEXT and a newline on stdout\n"
+    "  --stderr TEXT         print TEXT and a newline on stderr\n"
+    "  --sleep SECONDS       sleep (fractions allowed)\n"
+    "  --exit CODE           exit with CODE\n"
+    "  --signal NAME|NUM     raise a signal (SEGV, ABRT, KILL, TERM, 9, ...)\n"
+    "  --alloc-mb N          allocate and touch N MiB, and keep holding it\n"
+    "  --alloc-until-killed  allocate and touch 10 MiB every 10 ms, forever\n"
+    "  --fail-times N --fail-code C\n"
+    "                        exit C on the first N runs (counted in\n"
+    "                        $TRAINCTL_CHECKPOINT_DIR/.fail-count-$TRAINCTL_REPLICA_NAME)\n"
+    "  --checkpoint          resume from and advance\n"
+    "                        $TRAINCTL_CHECKPOINT_DIR/ckpt-$TRAINCTL_REPLICA_NAME\n"
+    "  --env                 print TRAINCTL_*, RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT,\n"
+    "                        CLUSTER_SPEC and AIP_CHECKPOINT_DIR as NAME=VALUE lines\n"
+    "  --pidfile PATH        write the pid to PATH\n"
+    "  --trap-term           on SIGTERM print \"got SIGTERM\" and exit 0\n"
+    "  --ignore-term         ignore SIGTERM\n";
+
+[[noreturn]] void Die(const std::string& message) {
+  std::fprintf(stderr, "workload: %s\n", message.c_str());
+  std::exit(2);
+}
+
+std::string Env(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? "" : value;
+}
+
+// A file in the checkpoint directory, named per replica.
+std::string CheckpointFile(const std::string& prefix) {
+  std::string dir = Env("TRAINCTL_CHECKPOINT_DIR");
+  if (dir.empty()) Die("TRAINCTL_CHECKPOINT_DIR is not set");
+  return dir + "/" + prefix + Env("TRAINCTL_REPLICA_NAME");
+}
+
+long ReadNumber(const std::string& path) {
+  std::ifstream in(path);
+  long value = 0;
+  return (in >> value) ? value : 0;
+}
+
+void WriteNumber(const std::string& path, long value) {
+  std::ofstream out(path, std::ios::trunc);
+  out << value << "\n";
+  if (!out.flush()) Die("cannot write " + path);
+}
+
+int SignalNumber(const std::string& text) {
+  struct Named {
+    const char* name;
+    int number;
+  };
+  static const Named kSignals[] = {
+      {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"ILL", SIGILL},   {"ABRT", SIGABRT},
+      {"FPE", SIGFPE},   {"KILL", SIGKILL}, {"SEGV", SIGSEGV}, {"PIPE", SIGPIPE}, {"ALRM", SIGALRM},
+      {"TERM", SIGTERM}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"BUS", SIGBUS}};
+  std::string name = text.rfind("SIG", 0) == 0 ? text.substr(3) : text;
+  for (const Named& s : kSignals) {
+    if (name == s.name) return s.number;
+  }
+  char* end = nullptr;
+  long number = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || number <= 0 || number >= NSIG) Die("bad signal " + text);
+  return static_cast<int>(number);
+}
+
+void SleepSeconds(double seconds) {
+  struct timespec ts;
+  ts.tv_sec = static_cast<time_t>(seconds);
+  ts.tv_nsec = static_cast<long>((seconds - static_cast<double>(ts.tv_sec)) * 1e9);
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+// Allocates `mib` MiB and touches every page so that it is resident. Never freed.
+void AllocateMib(long mib) {
+  for (long i = 0; i < mib; ++i) {
+    char* block = static_cast<char*>(std::malloc(1 << 20));
+    if (block == nullptr) Die("out of memory");
+    std::memset(block, 1, 1 << 20);
+  }
+}
+
+void OnTerm(int) {
+  static const char kMessage[] = "got SIGTERM\n";
+  ssize_t ignored = write(1, kMessage, sizeof(kMessage) - 1);
+  (void)ignored;
+  _exit(0);
+}
+
+void PrintEnv() {
+  static const char* const kNames[] = {"RANK",        "WORLD_SIZE",   "MASTER_ADDR",
+                                       "MASTER_PORT", "CLUSTER_SPEC", "AIP_CHECKPOINT_DIR"};
+  std::vector<std::string> lines;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string entry = *e;
+    std::string name = entry.substr(0, entry.find('='));
+    bool wanted = name.rfind("TRAINCTL_", 0) == 0;
+    for (const char* n : kNames) wanted = wanted || name == n;
+    if (wanted) std::printf("%s\n", entry.c_str());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  long fail_times = -1;
+  long fail_code = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) Die(flag + " needs a value");
+      return argv[++i];
+    };
+    auto number = [&]() -> long {
+      std::string text = value();
+      char* end = nullptr;
+      long n = std::strtol(text.c_str(), &end, 10);
+      if (text.empty() || *end != '\0') Die(flag + ": not a number: " + text);
+      return n;
+    };
+    if (flag == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (flag == "--print") {
+      std::printf("%s\n", value().c_str());
+    } else if (flag == "--stderr") {
+      std::fprintf(stderr, "%s\n", value().c_str());
+    } else if (flag == "--sleep") {
+      SleepSeconds(std::atof(value().c_str()));
+    } else if (flag == "--exit") {
+      std::exit(static_cast<int>(number()));
+    } else if (flag == "--signal") {
+      int sig = SignalNumber(value());
+      std::fflush(nullptr);
+      signal(sig, SIG_DFL);
+      raise(sig);
+    } else if (flag == "--alloc-mb") {
+      AllocateMib(number());
+    } else if (flag == "--alloc-until-killed") {
+      while (true) {
+        AllocateMib(10);
+        SleepSeconds(0.01);
+      }
+    } else if (flag == "--fail-times") {
+      fail_times = number();
+    } else if (flag == "--fail-code") {
+      fail_code = number();
+    } else if (flag == "--checkpoint") {
+      std::string path = CheckpointFile("ckpt-");
+      long step = ReadNumber(path);
+      if (step > 0) std::printf("resumed from step %ld\n", step);
+      WriteNumber(path, step + 1);
+    } else if (flag == "--env") {
+      PrintEnv();
+    } else if (flag == "--pidfile") {
+      WriteNumber(value(), static_cast<long>(getpid()));
+    } else if (flag == "--trap-term") {
+      signal(SIGTERM, OnTerm);
+    } else if (flag == "--ignore-term") {
+      signal(SIGTERM, SIG_IGN);
+    } else {
+      Die("unknown flag " + flag + "\n" + kUsage);
+    }
+    // --fail-times takes effect once its code is known: after --fail-code, or at the next flag.
+    bool code_follows = i + 1 < argc && std::string(argv[i + 1]) == "--fail-code";
+    if (fail_times >= 0 && !code_follows) {
+      std::string path = CheckpointFile(".fail-count-");
+      long failures = ReadNumber(path);
+      if (failures < fail_times) {
+        WriteNumber(path, failures + 1);
+        std::printf("failing on purpose (%ld of %ld)\n", failures + 1, fail_times);
+        std::exit(static_cast<int>(fail_code));
+      }
+      fail_times = -1;
+    }
+  }
+  return 0;
+}
