@@ -1,0 +1,405 @@
+// The scheduler core's job lifecycle (R1, R2, R6), driven by hand with a fake clock.
+#include "scheduler/core.h"
+
+#include <catch2/catch.hpp>
+
+#include "common/time_util.h"
+#include "tests/scheduler/test_util.h"
+
+namespace trainctl::sched {
+namespace {
+
+using namespace testing;
+
+// A core with two nodes registered, and a fake clock that tests advance by hand.
+struct Fixture {
+  Core core{CoreOptions{"/ckpt", 2000, 42}};
+  int64_t now = 1'000'000;
+
+  Fixture() {
+    Effects fx;
+    core.AgentRegistered(Reg("node-a"), now, &fx);
+    core.AgentRegistered(Reg("node-b"), now, &fx);
+  }
+
+  v1::Job Submit(const v1::JobSpec& spec, Effects* fx) {
+    absl::StatusOr<v1::Job> job = core.SubmitJob(spec, now, fx);
+    REQUIRE(job.ok());
+    return *job;
+  }
+
+  // Submits and places a job; returns its launches.
+  std::vector<v1::LaunchReplica> SubmitAndPlace(const v1::JobSpec& spec, std::string* id) {
+    Effects fx;
+    *id = Submit(spec, &fx).id();
+    core.Schedule(now, &fx);
+    return Launches(fx);
+  }
+
+  const v1::Job& Job(const std::string& id) { return *core.FindJob(id); }
+
+  void StartAll(const std::vector<v1::LaunchReplica>& launches) {
+    for (const auto& l : launches) {
+      Effects fx;
+      core.ReplicaStarted(NodeOf(l), Started(l.run_id()), ++now, &fx);
+    }
+  }
+
+  std::string NodeOf(const v1::LaunchReplica& l) {
+    for (const v1::Replica& r : Job(l.job_id()).replicas()) {
+      if (r.name() == l.replica_name()) return r.node();
+    }
+    return "";
+  }
+};
+
+TEST_CASE("a submitted job is QUEUED, then PENDING with every replica launched at once (R1, R2)") {
+  Fixture f;
+  Effects fx;
+  v1::Job job = f.Submit(Spec(3), &fx);
+  CHECK(job.state() == v1::JOB_STATE_QUEUED);
+  CHECK(job.id().rfind("j-", 0) == 0);
+  CHECK(job.checkpoint_dir() == "/ckpt/" + job.id());
+  CHECK(job.project() == "default");
+  REQUIRE(job.replicas_size() == 4);
+  CHECK(job.replicas(0).name() == "chief-0");
+  CHECK(job.replicas(3).name() == "worker-2");
+  CHECK(job.replicas(3).rank() == 3);
+  CHECK(fx.jobs.count(job.id()) == 1);
+
+  f.core.Schedule(f.now, &fx);
+  std::vector<v1::LaunchReplica> launches = Launches(fx);
+  REQUIRE(launches.size() == 4);  // in parallel: all launches in one turn
+  const v1::Job& placed = f.Job(job.id());
+  CHECK(placed.state() == v1::JOB_STATE_PENDING);
+  REQUIRE(placed.attempts_size() == 1);
+  CHECK(placed.attempts(0).number() == 1);
+  // Spread over both nodes.
+  CHECK(placed.attempts(0).nodes_size() == 2);
+  for (const v1::Replica& r : placed.replicas()) CHECK(r.state() == v1::REPLICA_STATE_STARTING);
+}
+
+TEST_CASE("a job is RUNNING only when every replica started (R2)") {
+  Fixture f;
+  std::string id;
+  auto launches = f.SubmitAndPlace(Spec(1), &id);
+  REQUIRE(launches.size() == 2);
+  Effects fx;
+  f.core.ReplicaStarted(f.NodeOf(launches[0]), Started(launches[0].run_id()), f.now, &fx);
+  CHECK(f.Job(id).state() == v1::JOB_STATE_PENDING);
+  f.core.ReplicaStarted(f.NodeOf(launches[1]), Started(launches[1].run_id()), f.now, &fx);
+  CHECK(f.Job(id).state() == v1::JOB_STATE_RUNNING);
+  CHECK(f.Job(id).has_start_time());
+  CHECK(f.Job(id).attempts(0).state() == v1::JOB_STATE_RUNNING);
+}
+
+TEST_CASE("the primary exiting 0 succeeds the job and stops the others (R6)") {
+  Fixture f;
+  std::string id;
+  auto launches = f.SubmitAndPlace(Spec(2), &id);
+  f.StartAll(launches);
+  Effects fx;
+  f.core.ReplicaExited(f.NodeOf(launches[0]), ExitedCode(launches[0].run_id(), 0), ++f.now, &fx);
+  const v1::Job& job = f.Job(id);
+  CHECK(job.state() == v1::JOB_STATE_SUCCEEDED);
+  CHECK(job.has_end_time());
+  CHECK(job.error().code() == 0);
+  CHECK(job.replicas(0).state() == v1::REPLICA_STATE_SUCCEEDED);
+  CHECK(job.replicas(1).state() == v1::REPLICA_STATE_STOPPING);
+  CHECK(Stops(fx).size() == 2);
+  CHECK(job.attempts(0).state() == v1::JOB_STATE_SUCCEEDED);
+
+  // The stopped workers' exits are recorded as STOPPED, not failures.
+  Effects fx2;
+  f.core.ReplicaExited(f.NodeOf(launches[1]), ExitedSignal(launches[1].run_id(), 15), ++f.now,
+                       &fx2);
+  CHECK(f.Job(id).replicas(1).state() == v1::REPLICA_STATE_STOPPED);
+  CHECK(f.Job(id).state() == v1::JOB_STATE_SUCCEEDED);
+}
+
+TEST_CASE("a worker exiting 0 leaves the job running") {
+  Fixture f;
+  std::string id;
+  auto launches = f.SubmitAndPlace(Spec(2), &id);
+  f.StartAll(launches);
+  Effects fx;
+  f.core.ReplicaExited(f.NodeOf(launches[1]), ExitedCode(launches[1].run_id(), 0), ++f.now, &fx);
+  CHECK(f.Job(id).state() == v1::JOB_STATE_RUNNING);
+  CHECK(f.Job(id).replicas(1).state() == v1::REPLICA_STATE_SUCCEEDED);
+  CHECK(Stops(fx).empty());
+}
+
+TEST_CASE("a non-zero exit fails the job with the exit code and the R8 message") {
+  Fixture f;
+  std::string id;
+  auto launches = f.SubmitAndPlace(Spec(2), &id);
+  f.StartAll(launches);
+  Effects fx;
+  f.core.ReplicaExited(f.NodeOf(launches[2]), ExitedCode(launches[2].run_id(), 3), ++f.now, &fx);
+  const v1::Job& job = f.Job(id);
+  CHECK(job.state() == v1::JOB_STATE_FAILED);
+  CHECK(job.error().code() == 3);
+  CHECK(job.error().message() ==
+        "Replica worker-1 exited with a non-zero status of 3. Termination reason: Error.");
+  CHECK(job.error().replica() == "worker-1");
+  CHECK(job.replicas(2).exit_code() == 3);
+  CHECK(job.replicas(2).state() == v1::REPLICA_STATE_FAILED);
+  CHECK(Stops(fx).size() == 2);
+}
+
+TEST_CASE("cancel stops every replica; CANCELLED only when all are gone") {
+  Fixture f;
+  std::string id;
+  auto launches = f.SubmitAndPlace(Spec(1), &id);
+  f.StartAll(launches);
+  Effects fx;
+  REQUIRE(f.core.CancelJob(id, ++f.now, &fx).ok());
+  CHECK(f.Job(id).state() == v1::JOB_STATE_CANCELLING);
+  REQUIRE(Stops(fx).size() == 2);
+  CHECK(Stops(fx)[0].grace_period_ms() == 10000);
+  Effects fx2;
+  f.core.ReplicaExited(f.NodeOf(launches[0]), ExitedSignal(launches[0].run_id(), 15), ++f.now,
+                       &fx2);
+  CHECK(f.Job(id).state() == v1::JOB_STATE_CANCELLING);
+  f.core.ReplicaExited(f.NodeOf(launches[1]), ExitedCode(launches[1].run_id(), 0), ++f.now, &fx2);
+  CHECK(f.Job(id).state() == v1::JOB_STATE_CANCELLED);
+  CHECK(f.Job(id).error().code() == 1);
+  // Cancelling again is a no-op.
+  Effects fx3;
+  CHECK(f.core.CancelJob(id, ++f.now, &fx3)->state() == v1::JOB_STATE_CANCELLED);
+  CHECK(fx3.commands.empty());
+}
+
+TEST_CASE("cancelling a queued job ends it at once; unknown ids are NOT_FOUND") {
+  Core core{CoreOptions{"/ckpt", 2000, 1}};  // no nodes: the job stays queued
+  Effects fx;
+  v1::Job job = *core.SubmitJob(Spec(1), 5, &fx);
+  core.Schedule(5, &fx);
+  CHECK(core.FindJob(job.id())->state() == v1::JOB_STATE_QUEUED);
+  CHECK(core.FindJob(job.id())->queue_reason() == "CAPACITY: no node is connected");
+  CHECK(core.CancelJob(job.id(), 6, &fx)->state() == v1::JOB_STATE_CANCELLED);
+  CHECK(core.CancelJob("j-nope", 6, &fx).status().code() == absl::StatusCode::kNotFound);
+}
+
+TEST_CASE("gang placement: a job that does not fit places none of its replicas") {
+  Fixture f;  // two nodes with 4 cpus each
+  Effects fx;
+  v1::Job big = f.Submit(Spec(8, /*cpu=*/1), &fx);  // 9 cpus > 8
+  f.core.Schedule(f.now, &fx);
+  CHECK(Launches(fx).empty());
+  CHECK(f.Job(big.id()).state() == v1::JOB_STATE_QUEUED);
+  CHECK(f.Job(big.id()).queue_reason().find("CAPACITY: no node has 1 free cpu cores") == 0);
+  // A smaller job still fits and runs.
+  v1::Job small = f.Submit(Spec(1), &fx);
+  f.core.Schedule(f.now, &fx);
+  CHECK(f.Job(small.id()).state() == v1::JOB_STATE_PENDING);
+}
+
+TEST_CASE("resources are held until replicas are gone, then queued jobs start") {
+  Fixture f;
+  std::string first;
+  auto launches = f.SubmitAndPlace(Spec(7), &first);  // 8 cpus: fills both nodes
+  REQUIRE(launches.size() == 8);
+  f.StartAll(launches);
+  Effects fx;
+  v1::Job second = f.Submit(Spec(0), &fx);
+  f.core.Schedule(f.now, &fx);
+  CHECK(f.Job(second.id()).state() == v1::JOB_STATE_QUEUED);
+
+  Effects fx2;
+  f.core.ReplicaExited(f.NodeOf(launches[0]), ExitedCode(launches[0].run_id(), 0), ++f.now, &fx2);
+  f.core.Schedule(f.now, &fx2);
+  // The primary's cpu is free now; its workers are still stopping.
+  CHECK(f.Job(second.id()).state() == v1::JOB_STATE_PENDING);
+}
+
+TEST_CASE("a replica larger than the largest node is refused with FAILED_PRECONDITION") {
+  Fixture f;
+  Effects fx;
+  absl::StatusOr<v1::Job> job = f.core.SubmitJob(Spec(1, 1, 100, /*gpus=*/2), f.now, &fx);
+  REQUIRE(job.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(job.status().message().find("workerPools[0].resources") == 0);
+  CHECK(job.status().message().find("gpus") != std::string::npos);
+  CHECK(fx.jobs.empty());
+  CHECK(fx.events.empty());
+}
+
+TEST_CASE("an invalid spec is refused and changes nothing") {
+  Fixture f;
+  Effects fx;
+  v1::JobSpec spec = Spec(1);
+  spec.mutable_worker_pools(1)->set_replica_count(0);
+  absl::StatusOr<v1::Job> job = f.core.SubmitJob(spec, f.now, &fx);
+  CHECK(job.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(job.status().message() == "workerPools[1].replicaCount must be 1..4096, got 0");
+  CHECK(fx.empty());
+  std::string next;
+  CHECK(f.core.ListJobs({}, &next)->empty());
+}
+
+TEST_CASE("higher priority is placed first") {
+  Fixture f;
+  std::string filler;
+  auto launches = f.SubmitAndPlace(Spec(7), &filler);
+  f.StartAll(launches);
+  Effects fx;
+  v1::JobSpec low = Spec(0);
+  v1::JobSpec high = Spec(0);
+  high.set_priority(10);
+  std::string low_id = f.Submit(low, &fx).id();
+  f.now += 1;
+  std::string high_id = f.Submit(high, &fx).id();
+  f.core.Schedule(f.now, &fx);
+  // Free exactly one cpu.
+  Effects fx2;
+  f.core.ReplicaExited(f.NodeOf(launches[1]), ExitedCode(launches[1].run_id(), 0), ++f.now, &fx2);
+  f.core.Schedule(f.now, &fx2);
+  CHECK(f.Job(high_id).state() == v1::JOB_STATE_PENDING);
+  CHECK(f.Job(low_id).state() == v1::JOB_STATE_QUEUED);
+}
+
+TEST_CASE("re-registration re-adopts running replicas and resends lost launches") {
+  Fixture f;
+  std::string id;
+  auto launches = f.SubmitAndPlace(Spec(1), &id);
+  REQUIRE(launches.size() == 2);
+  // chief-0 started; worker-0's launch never arrived.
+  Effects fx;
+  std::string chief_node = f.NodeOf(launches[0]);
+  f.core.ReplicaStarted(chief_node, Started(launches[0].run_id(), 77), f.now, &fx);
+  f.core.AgentDisconnected("node-a", f.now, &fx);
+  f.core.AgentDisconnected("node-b", f.now, &fx);
+
+  // Both agents come back: the chief's agent reports its run; the other reports nothing.
+  std::string worker_node = f.NodeOf(launches[1]);
+  v1::KnownRun known;
+  known.set_run_id(launches[0].run_id());
+  known.set_running(true);
+  known.set_pid(77);
+  Effects fx2;
+  f.core.AgentRegistered(Reg(chief_node, 4, 4096, 0, {known}), ++f.now, &fx2);
+  if (worker_node != chief_node) f.core.AgentRegistered(Reg(worker_node), f.now, &fx2);
+  std::vector<v1::LaunchReplica> resent = Launches(fx2);
+  REQUIRE(resent.size() == 1);
+  CHECK(resent[0].run_id() == launches[1].run_id());
+  CHECK(f.Job(id).replicas(0).state() == v1::REPLICA_STATE_RUNNING);
+  CHECK(f.Job(id).state() == v1::JOB_STATE_PENDING);
+}
+
+TEST_CASE("a running replica its restarted agent no longer knows fails the job as internal") {
+  Fixture f;
+  std::string id;
+  auto launches = f.SubmitAndPlace(Spec(0), &id);
+  f.StartAll(launches);
+  Effects fx;
+  v1::Register reg = Reg(f.NodeOf(launches[0]));
+  reg.set_agent_instance("instance-2");
+  f.core.AgentRegistered(reg, ++f.now, &fx);
+  CHECK(f.Job(id).state() == v1::JOB_STATE_FAILED);
+  CHECK(f.Job(id).error().code() == 13);
+  CHECK(f.Job(id).error().message().find("Internal error occurred for the current attempt.") == 0);
+}
+
+TEST_CASE("runs nobody wants are stopped when their agent registers") {
+  Fixture f;
+  v1::KnownRun stray;
+  stray.set_run_id("j-gone/1/worker-0/0");
+  stray.set_running(true);
+  Effects fx;
+  f.core.AgentRegistered(Reg("node-c", 4, 4096, 0, {stray}), f.now, &fx);
+  REQUIRE(Stops(fx).size() == 1);
+  CHECK(Stops(fx)[0].run_id() == "j-gone/1/worker-0/0");
+}
+
+TEST_CASE("duplicate and stale reports are ignored (applied exactly once)") {
+  Fixture f;
+  std::string id;
+  auto launches = f.SubmitAndPlace(Spec(1), &id);
+  f.StartAll(launches);
+  Effects fx;
+  f.core.ReplicaExited(f.NodeOf(launches[1]), ExitedCode(launches[1].run_id(), 0), ++f.now, &fx);
+  Effects again;
+  f.core.ReplicaExited(f.NodeOf(launches[1]), ExitedCode(launches[1].run_id(), 0), ++f.now, &again);
+  CHECK(again.empty());
+  Effects wrong_node;
+  f.core.ReplicaExited("node-z", ExitedCode(launches[0].run_id(), 1), ++f.now, &wrong_node);
+  CHECK(wrong_node.empty());
+  CHECK(f.Job(id).state() == v1::JOB_STATE_RUNNING);
+}
+
+TEST_CASE("scheduling.timeout fails a running job with DEADLINE_EXCEEDED") {
+  Fixture f;
+  v1::JobSpec spec = Spec(0);
+  spec.mutable_scheduling()->mutable_timeout()->set_seconds(60);
+  std::string id;
+  auto launches = f.SubmitAndPlace(spec, &id);
+  f.StartAll(launches);
+  Effects fx;
+  f.core.Tick(f.now + 59'000, &fx);
+  CHECK(f.Job(id).state() == v1::JOB_STATE_RUNNING);
+  f.core.Tick(f.now + 61'000, &fx);
+  CHECK(f.Job(id).state() == v1::JOB_STATE_FAILED);
+  CHECK(f.Job(id).error().code() == 4);
+  CHECK(Stops(fx).size() == 1);
+}
+
+TEST_CASE("list pages newest first and filters by state") {
+  Fixture f;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) {
+    Effects fx;
+    f.now += 10;
+    ids.push_back(f.Submit(Spec(0), &fx).id());
+  }
+  ListJobsQuery q;
+  q.page_size = 2;
+  std::string next;
+  auto page1 = f.core.ListJobs(q, &next);
+  REQUIRE(page1->size() == 2);
+  CHECK((*page1)[0]->id() == ids[4]);
+  REQUIRE(!next.empty());
+  q.page_token = next;
+  auto page2 = f.core.ListJobs(q, &next);
+  CHECK((*page2)[0]->id() == ids[2]);
+  q.page_token = next;
+  auto page3 = f.core.ListJobs(q, &next);
+  CHECK(page3->size() == 1);
+  CHECK(next.empty());
+
+  ListJobsQuery running;
+  running.states = {v1::JOB_STATE_RUNNING};
+  CHECK(f.core.ListJobs(running, &next)->empty());
+  ListJobsQuery bad;
+  bad.page_size = 5000;
+  CHECK(f.core.ListJobs(bad, &next).status().code() == absl::StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("restore keeps jobs, queue order and run locations") {
+  Fixture f;
+  std::string id;
+  auto launches = f.SubmitAndPlace(Spec(1), &id);
+  f.StartAll(launches);
+  Effects fx;
+  v1::Job queued = f.Submit(Spec(20), &fx);  // too big to place now
+
+  Core restored{CoreOptions{"/ckpt", 2000, 7}};
+  std::vector<ReplicaRun> runs;
+  for (const auto& l : launches) {
+    ReplicaRun r;
+    r.run_id = l.run_id();
+    r.node = f.NodeOf(l);
+    runs.push_back(r);
+  }
+  std::vector<Node> nodes = {*f.core.FindNode("node-a"), *f.core.FindNode("node-b")};
+  restored.Restore({f.Job(id), f.Job(queued.id())}, nodes, runs);
+  CHECK(restored.FindJob(id)->state() == v1::JOB_STATE_RUNNING);
+  CHECK(!restored.FindNode("node-a")->connected);
+  std::string node, run_id;
+  bool finished = true;
+  REQUIRE(restored.LocateRun(id, "worker-0", 0, -1, &node, &run_id, &finished).ok());
+  CHECK(run_id == launches[1].run_id());
+  CHECK(!finished);
+}
+
+}  // namespace
+}  // namespace trainctl::sched

@@ -1,0 +1,89 @@
+// Every validation rule of the job spec, one row each, with the exact message a user sees.
+#include "scheduler/job_validation.h"
+
+#include <catch2/catch.hpp>
+#include <functional>
+
+#include "tests/scheduler/test_util.h"
+
+namespace trainctl::sched {
+namespace {
+
+struct Row {
+  const char* what;
+  std::function<void(v1::JobSpec*)> mutate;
+  const char* message;  // empty: valid
+};
+
+TEST_CASE("ValidateJobSpec names the field and the rule") {
+  const Row rows[] = {
+      {"a valid spec", [](v1::JobSpec*) {}, ""},
+      {"no pools", [](v1::JobSpec* s) { s->clear_worker_pools(); },
+       "workerPools must hold at least one pool (pool 0 is the primary replica)"},
+      {"zero replicas", [](v1::JobSpec* s) { s->mutable_worker_pools(1)->set_replica_count(0); },
+       "workerPools[1].replicaCount must be 1..4096, got 0"},
+      {"huge replicas",
+       [](v1::JobSpec* s) { s->mutable_worker_pools(1)->set_replica_count(100000); },
+       "workerPools[1].replicaCount must be 1..4096, got 100000"},
+      {"primary pool with 2",
+       [](v1::JobSpec* s) { s->mutable_worker_pools(0)->set_replica_count(2); },
+       "workerPools[0].replicaCount must be 1: pool 0 holds the primary replica, got 2"},
+      {"empty command", [](v1::JobSpec* s) { s->mutable_worker_pools(1)->clear_command(); },
+       "workerPools[1].command must name the program to run, e.g. [python3, train.py]"},
+      {"negative cpu",
+       [](v1::JobSpec* s) { s->mutable_worker_pools(1)->mutable_resources()->set_cpu(-1); },
+       "workerPools[1].resources.cpu must be 0..4096 cores, got -1"},
+      {"negative memory",
+       [](v1::JobSpec* s) { s->mutable_worker_pools(0)->mutable_resources()->set_memory_mb(-5); },
+       "workerPools[0].resources.memoryMb must be 0..1073741824, got -5"},
+      {"negative gpus",
+       [](v1::JobSpec* s) { s->mutable_worker_pools(0)->mutable_resources()->set_gpus(-1); },
+       "workerPools[0].resources.gpus must be 0..1024, got -1"},
+      {"bad pool name", [](v1::JobSpec* s) { s->mutable_worker_pools(1)->set_name("Work_er"); },
+       "workerPools[1].name must be 1..40 characters of a-z, 0-9 and '-', starting and ending "
+       "with a letter or digit; got \"Work_er\""},
+      {"duplicate pool name", [](v1::JobSpec* s) { s->mutable_worker_pools(1)->set_name("chief"); },
+       "workerPools[1].name \"chief\" is used by another pool"},
+      {"reserved env",
+       [](v1::JobSpec* s) { (*s->mutable_worker_pools(0)->mutable_env())["TRAINCTL_X"] = "1"; },
+       "workerPools[0].env[\"TRAINCTL_X\"] uses the reserved prefix TRAINCTL_; trainctl sets "
+       "these itself"},
+      {"bad env name",
+       [](v1::JobSpec* s) { (*s->mutable_worker_pools(0)->mutable_env())["1X"] = "1"; },
+       "workerPools[0].env[\"1X\"] is not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)"},
+      {"bad project", [](v1::JobSpec* s) { s->set_project("Team A"); },
+       "project must be 1..63 characters of a-z, 0-9 and '-'; got \"Team A\""},
+      {"priority", [](v1::JobSpec* s) { s->set_priority(5000); },
+       "priority must be -1000..1000, got 5000"},
+      {"relative checkpoint dir", [](v1::JobSpec* s) { s->set_checkpoint_dir("ckpt"); },
+       "checkpointDir must be an absolute path, got \"ckpt\""},
+      {"negative timeout",
+       [](v1::JobSpec* s) { s->mutable_scheduling()->mutable_timeout()->set_seconds(-1); },
+       "scheduling.timeout must be between 0s and 31622400s"},
+      {"long display name", [](v1::JobSpec* s) { s->set_display_name(std::string(200, 'x')); },
+       "displayName must be at most 128 characters, got 200"},
+  };
+  for (const Row& row : rows) {
+    SECTION(row.what) {
+      v1::JobSpec spec = testing::Spec(2);
+      row.mutate(&spec);
+      absl::Status s = ValidateJobSpec(spec);
+      if (std::string(row.message).empty()) {
+        CHECK(s.ok());
+      } else {
+        CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+        CHECK(s.message() == row.message);
+      }
+    }
+  }
+}
+
+TEST_CASE("ApplyDefaults fills project and stop grace period") {
+  v1::JobSpec spec = testing::Spec(0);
+  ApplyDefaults(&spec);
+  CHECK(spec.project() == "default");
+  CHECK(spec.scheduling().stop_grace_period().seconds() == 10);
+}
+
+}  // namespace
+}  // namespace trainctl::sched

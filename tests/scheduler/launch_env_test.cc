@@ -1,0 +1,84 @@
+// The environment every replica sees (R3, R10) and the cluster specs.
+#include "scheduler/launch_env.h"
+
+#include <catch2/catch.hpp>
+
+#include "absl/strings/str_cat.h"
+
+namespace trainctl::sched {
+namespace {
+
+v1::Job PlacedJob() {
+  v1::Job job;
+  job.set_id("j-abc");
+  job.set_checkpoint_dir("/ckpt/j-abc");
+  auto* chief = job.mutable_spec()->add_worker_pools();
+  chief->set_name("chief");
+  chief->set_replica_count(1);
+  chief->add_command("python3");
+  chief->add_args("train.py");
+  (*chief->mutable_env())["FOO"] = "bar";
+  auto* worker = job.mutable_spec()->add_worker_pools();
+  worker->set_name("worker");
+  worker->set_replica_count(2);
+  worker->add_command("python3");
+  const char* nodes[] = {"node-a", "node-b", "node-a"};
+  for (int i = 0; i < 3; ++i) {
+    v1::Replica* r = job.add_replicas();
+    r->set_pool(i == 0 ? "chief" : "worker");
+    r->set_index(i == 0 ? 0 : i - 1);
+    r->set_name(absl::StrCat(r->pool(), "-", r->index()));
+    r->set_rank(i);
+    r->set_node(nodes[i]);
+  }
+  job.add_attempts()->set_number(2);
+  return job;
+}
+
+std::map<std::string, Node> Nodes() {
+  std::map<std::string, Node> nodes;
+  nodes["node-a"].address = "10.0.0.1";
+  nodes["node-b"].address = "10.0.0.2";
+  return nodes;
+}
+
+TEST_CASE("BuildLaunch sets argv, identity, rank and checkpoint variables") {
+  v1::Job job = PlacedJob();
+  job.mutable_replicas(2)->set_restart_count(3);
+  v1::LaunchReplica l = BuildLaunch(job, 2, Nodes());
+  CHECK(l.run_id() == "j-abc/2/worker-1/3");
+  CHECK(l.argv_size() == 1);
+  const auto& env = l.env();
+  CHECK(env.at("TRAINCTL_JOB_ID") == "j-abc");
+  CHECK(env.at("TRAINCTL_ATTEMPT") == "2");
+  CHECK(env.at("TRAINCTL_REPLICA_NAME") == "worker-1");
+  CHECK(env.at("TRAINCTL_RESTART_COUNT") == "3");
+  CHECK(env.at("RANK") == "2");
+  CHECK(env.at("WORLD_SIZE") == "3");
+  CHECK(env.at("MASTER_ADDR") == "10.0.0.1");
+  CHECK(env.at("MASTER_PORT") == absl::StrCat(BasePort("j-abc")));
+  CHECK(env.at("TRAINCTL_CHECKPOINT_DIR") == "/ckpt/j-abc");
+  CHECK(env.at("AIP_CHECKPOINT_DIR") == "/ckpt/j-abc");
+
+  v1::LaunchReplica chief = BuildLaunch(job, 0, Nodes());
+  CHECK(chief.argv(1) == "train.py");
+  CHECK(chief.env().at("FOO") == "bar");
+}
+
+TEST_CASE("cluster specs list every replica by pool, in trainctl and Vertex form") {
+  v1::Job job = PlacedJob();
+  int p = BasePort("j-abc");
+  CHECK(ClusterSpecJson(job, 1, Nodes(), false) ==
+        absl::StrCat("{\"cluster\":{\"chief\":[\"10.0.0.1:", p,
+                     "\"],\"worker\":[\"10.0.0.2:", p + 1, "\",\"10.0.0.1:", p + 2,
+                     "\"]},\"task\":{\"type\":\"worker\",\"index\":0},\"job\":{\"id\":\"j-abc\","
+                     "\"attempt\":2}}"));
+  CHECK(ClusterSpecJson(job, 0, Nodes(), true) ==
+        absl::StrCat("{\"cluster\":{\"workerpool0\":[\"10.0.0.1:", p,
+                     "\"],\"workerpool1\":[\"10.0.0.2:", p + 1, "\",\"10.0.0.1:", p + 2,
+                     "\"]},\"task\":{\"type\":\"workerpool0\",\"index\":0},\"environment\":"
+                     "\"cloud\",\"job\":{\"id\":\"j-abc\"}}"));
+}
+
+}  // namespace
+}  // namespace trainctl::sched

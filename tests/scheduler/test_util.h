@@ -1,0 +1,80 @@
+// Builders shared by the scheduler core's tests: specs, agent registrations and reports.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "scheduler/core.h"
+
+namespace trainctl::sched::testing {
+
+// A job spec with pool "chief" (1 replica) and, if workers > 0, pool "worker".
+inline v1::JobSpec Spec(int workers, double cpu = 1, int64_t mem = 100, int gpus = 0) {
+  v1::JobSpec spec;
+  spec.set_display_name("test");
+  auto add = [&](const std::string& name, int count) {
+    v1::WorkerPool* p = spec.add_worker_pools();
+    p->set_name(name);
+    p->set_replica_count(count);
+    p->add_command("/bin/true");
+    p->mutable_resources()->set_cpu(cpu);
+    p->mutable_resources()->set_memory_mb(mem);
+    p->mutable_resources()->set_gpus(gpus);
+  };
+  add("chief", 1);
+  if (workers > 0) add("worker", workers);
+  return spec;
+}
+
+inline v1::Register Reg(const std::string& node, double cpu = 4, int64_t mem = 4096, int gpus = 0,
+                        std::vector<v1::KnownRun> runs = {}) {
+  v1::Register r;
+  r.set_node(node);
+  r.set_address(node + ".local");
+  r.mutable_allocatable()->set_cpu(cpu);
+  r.mutable_allocatable()->set_memory_mb(mem);
+  r.mutable_allocatable()->set_gpus(gpus);
+  *r.mutable_capacity() = r.allocatable();
+  r.set_agent_instance("instance-1");
+  for (auto& k : runs) *r.add_runs() = k;
+  return r;
+}
+
+inline std::vector<v1::LaunchReplica> Launches(const Effects& fx) {
+  std::vector<v1::LaunchReplica> out;
+  for (const auto& [node, msg] : fx.commands) {
+    if (msg.has_launch()) out.push_back(msg.launch());
+  }
+  return out;
+}
+
+inline std::vector<v1::StopReplica> Stops(const Effects& fx) {
+  std::vector<v1::StopReplica> out;
+  for (const auto& [node, msg] : fx.commands) {
+    if (msg.has_stop()) out.push_back(msg.stop());
+  }
+  return out;
+}
+
+inline v1::ReplicaStarted Started(const std::string& run_id, int64_t pid = 100) {
+  v1::ReplicaStarted s;
+  s.set_run_id(run_id);
+  s.set_pid(pid);
+  return s;
+}
+
+inline v1::ReplicaExited ExitedCode(const std::string& run_id, int code) {
+  v1::ReplicaExited e;
+  e.set_run_id(run_id);
+  e.set_exit_code(code);
+  return e;
+}
+
+inline v1::ReplicaExited ExitedSignal(const std::string& run_id, int sig) {
+  v1::ReplicaExited e;
+  e.set_run_id(run_id);
+  e.set_signal(sig);
+  return e;
+}
+
+}  // namespace trainctl::sched::testing
