@@ -1,0 +1,78 @@
+// The CLI's connection to the trainctl server: which address to use, the channel and stub, the
+// per-RPC deadline, and how gRPC errors are reported to the user.
+//
+//   Client client(ResolveServer(flag_value, std::getenv("TRAINCTL_SERVER")));
+//   grpc::ClientContext ctx;
+//   client.PrepareUnary(&ctx);
+//   grpc::Status s = client.stub().GetJob(&ctx, request, &job);
+//   if (!s.ok()) return client.ToStatus(s);
+//
+// Thread-compatible: one command uses one Client from one thread.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "trainctl/v1/job.grpc.pb.h"
+
+namespace trainctl::cli {
+
+// Where the server listens when neither --server nor TRAINCTL_SERVER says otherwise.
+inline constexpr char kDefaultServer[] = "127.0.0.1:7070";
+
+// Unary RPCs give up after this long; streams (WatchJob) have no per-RPC deadline.
+inline constexpr std::chrono::seconds kRpcTimeout{30};
+
+// Reconnect backoff for broken streams and polls: 200ms, doubling, at most 2s.
+inline constexpr int64_t kInitialBackoffMs = 200;
+inline constexpr int64_t kMaxBackoffMs = 2000;
+
+// The backoff after one of `current_ms`.
+int64_t NextBackoffMs(int64_t current_ms);
+
+// The server address: the --server flag if given, else `env` (TRAINCTL_SERVER; may be null),
+// else kDefaultServer. Empty values count as unset.
+std::string ResolveServer(const std::string& flag_value, const char* env);
+
+// The message for an UNAVAILABLE error: which address could not be reached, gRPC's reason, and
+// how to point trainctl at another server.
+std::string UnavailableMessage(const std::string& server, const std::string& grpc_message);
+
+// Whether a broken WatchJob stream (or a failed poll while following logs) is worth retrying:
+// the server went away or restarted, as opposed to a request it rejected.
+bool IsTransient(grpc::StatusCode code);
+
+class Client {
+ public:
+  explicit Client(std::string server);
+
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  const std::string& server() const { return server_; }
+  v1::JobService::Stub& stub() { return *stub_; }
+
+  // Sets the per-RPC deadline (kRpcTimeout) on a context for a unary call.
+  static void PrepareUnary(grpc::ClientContext* context);
+
+  // Whether the channel is connected to the server now. After an UNAVAILABLE error, false means
+  // the server itself could not be reached (rather than the server answering UNAVAILABLE).
+  bool Connected() const;
+
+  // The gRPC status as an absl::Status with the same code. When the server could not be reached,
+  // the message is UnavailableMessage.
+  absl::Status ToStatus(const grpc::Status& status) const;
+
+ private:
+  // Constant after construction.
+  const std::string server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::JobService::Stub> stub_;
+};
+
+}  // namespace trainctl::cli

@@ -1,0 +1,37 @@
+// trainctl's commands. Each is a thin edge: it checks its flags, calls the JobService and prints
+// the result; the server holds all policy.
+//
+// A command returns its exit status, or an error that main() prints as
+// "error: CODE: message" and turns into exit status 2.
+#pragma once
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cli/client.h"
+#include "cli/flags.h"
+
+namespace trainctl::cli {
+
+// Exit statuses.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitJobFailed = 1;  // only `wait`: the job ended FAILED or CANCELLED
+inline constexpr int kExitError = 2;      // usage, spec, RPC errors and timeouts
+
+struct Command {
+  CommandSpec spec;
+  // REQUIRES: the arguments were checked with CheckArgs(args, spec).
+  absl::StatusOr<int> (*run)(const ParsedArgs& args, Client& client);
+};
+
+// commands_jobs.cc
+Command SubmitCommand();
+Command GetCommand();
+Command ListCommand();
+Command CancelCommand();
+// commands_wait.cc
+Command WaitCommand();
+// commands_logs.cc
+Command LogsCommand();
+
+}  // namespace trainctl::cli

@@ -1,0 +1,125 @@
+// logs: copies a replica's captured output to stdout, optionally following it until the run ends.
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "cli/commands.h"
+
+namespace trainctl::cli {
+namespace {
+
+// How often -f asks for new output when there was none.
+constexpr std::chrono::milliseconds kPollInterval{300};
+// Bytes per ReadLogs call (the server's default and a quarter of its maximum).
+constexpr int kChunkBytes = 1 << 20;
+
+absl::StatusOr<int> ParseIntFlag(const ParsedArgs& args, const std::string& name, int min) {
+  int value = 0;
+  if (!absl::SimpleAtoi(args.Get(name), &value) || value < min) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, " must be an integer >= ", min, ", got \"", args.Get(name), "\""));
+  }
+  return value;
+}
+
+// The primary replica (rank 0) of the job: the default for --replica.
+absl::StatusOr<std::string> PrimaryReplica(Client& client, const std::string& job_id) {
+  v1::GetJobRequest request;
+  request.set_id(job_id);
+  grpc::ClientContext context;
+  Client::PrepareUnary(&context);
+  v1::Job job;
+  grpc::Status status = client.stub().GetJob(&context, request, &job);
+  if (!status.ok()) return client.ToStatus(status);
+  if (job.replicas_size() == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, " has no replicas yet; pass --replica NAME"));
+  }
+  return job.replicas(0).name();
+}
+
+absl::StatusOr<int> RunLogs(const ParsedArgs& args, Client& client) {
+  const std::string& job_id = args.args()[0];
+  absl::StatusOr<int> attempt = ParseIntFlag(args, "attempt", 0);
+  if (!attempt.ok()) return attempt.status();
+  absl::StatusOr<int> restart = ParseIntFlag(args, "restart", -1);
+  if (!restart.ok()) return restart.status();
+  const bool follow = args.GetBool("follow");
+
+  v1::ReadLogsRequest request;
+  request.set_job_id(job_id);
+  if (args.Get("replica").empty()) {
+    absl::StatusOr<std::string> primary = PrimaryReplica(client, job_id);
+    if (!primary.ok()) return primary.status();
+    request.set_replica(*primary);
+  } else {
+    request.set_replica(args.Get("replica"));
+  }
+  request.set_offset(0);
+  request.set_max_bytes(kChunkBytes);
+  request.set_attempt(*attempt);
+  request.set_restart(*restart);
+
+  bool answered = false;  // the server has answered at least once
+  bool retrying = false;
+  int64_t backoff_ms = 0;
+  while (true) {
+    grpc::ClientContext context;
+    Client::PrepareUnary(&context);
+    v1::ReadLogsResponse response;
+    grpc::Status status = client.stub().ReadLogs(&context, request, &response);
+    if (!status.ok()) {
+      const bool transient = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                             status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+      if (!follow || !transient || (!answered && !client.Connected())) {
+        return client.ToStatus(status);
+      }
+      if (!retrying) {
+        std::cerr << "trainctl: reading logs failed (" << status.error_message() << "); retrying..."
+                  << std::endl;
+        retrying = true;
+      }
+      backoff_ms = NextBackoffMs(backoff_ms);
+      std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+      continue;
+    }
+    answered = true;
+    retrying = false;
+    backoff_ms = 0;
+    if (!response.data().empty()) {
+      std::fwrite(response.data().data(), 1, response.data().size(), stdout);
+      std::fflush(stdout);
+    }
+    request.set_offset(response.next_offset());
+    if (response.complete()) return kExitOk;
+    if (response.data().empty()) {
+      if (!follow) return kExitOk;
+      std::this_thread::sleep_for(kPollInterval);
+    }
+  }
+}
+
+}  // namespace
+
+Command LogsCommand() {
+  CommandSpec spec{
+      "logs",
+      "ID",
+      "Print a replica's output (stdout and stderr)",
+      "Without --replica, shows the primary replica (rank 0). With -f, keeps printing new output\n"
+      "until the replica's run ends.",
+      {{"replica", 'r', FlagSpec::Kind::kValue, "NAME", "",
+        "Replica name, e.g. worker-1 (default: the primary replica)"},
+       {"follow", 'f', FlagSpec::Kind::kBool, "", "", "Keep printing output until the run ends"},
+       {"attempt", 0, FlagSpec::Kind::kValue, "N", "0", "Attempt number; 0 is the current one"},
+       {"restart", 0, FlagSpec::Kind::kValue, "N", "-1",
+        "Restart number within the attempt; -1 is the latest run"}},
+      1,
+      1};
+  return {std::move(spec), &RunLogs};
+}
+
+}  // namespace trainctl::cli

@@ -1,0 +1,141 @@
+#include "cli/job_view.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "cli/states.h"
+#include "common/time_util.h"
+
+namespace trainctl::cli {
+namespace {
+
+// "2026-11-21T03:44:36Z (5m ago)", or "" when unset.
+std::string FormatTime(const google::protobuf::Timestamp& ts, int64_t now_ms) {
+  const int64_t ms = TimestampToMs(ts);
+  if (ms <= 0) return "";
+  return absl::StrCat(FormatRfc3339(ms), " (", FormatAge(now_ms - ms), " ago)");
+}
+
+std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
+
+std::string ExitText(const v1::Replica& replica) {
+  if (replica.has_exit_code()) return absl::StrCat(replica.exit_code());
+  if (replica.has_signal()) return absl::StrCat("signal ", replica.signal());
+  return "-";
+}
+
+std::string ErrorText(const v1::JobError& error) {
+  if (error.message().empty()) return "";
+  std::string text = error.message();
+  if (error.code() != 0) {
+    absl::StrAppend(&text, " [",
+                    absl::StatusCodeToString(static_cast<absl::StatusCode>(error.code())), "]");
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string RenderJobDetails(const v1::Job& job, int64_t now_ms) {
+  std::string out = RenderFields({
+      {"ID", job.id()},
+      {"Name", job.display_name()},
+      {"Project", job.project()},
+      {"Priority", absl::StrCat(job.priority())},
+      {"State", JobStateName(job.state())},
+      {"Error", ErrorText(job.error())},
+      {"Queue reason", job.queue_reason()},
+      {"Created", FormatTime(job.create_time(), now_ms)},
+      {"Started", FormatTime(job.start_time(), now_ms)},
+      {"Ended", FormatTime(job.end_time(), now_ms)},
+      {"Checkpoints", job.checkpoint_dir()},
+  });
+  if (job.replicas_size() > 0) {
+    Table replicas({"NAME", "RANK", "NODE", "STATE", "RESTARTS", "EXIT", "PID"});
+    for (const v1::Replica& r : job.replicas()) {
+      replicas.AddRow({r.name(), absl::StrCat(r.rank()), OrDash(r.node()),
+                       ReplicaStateName(r.state()), absl::StrCat(r.restart_count()), ExitText(r),
+                       r.pid() > 0 ? absl::StrCat(r.pid()) : "-"});
+    }
+    absl::StrAppend(&out, "\nReplicas:\n", replicas.Render());
+  }
+  if (job.attempts_size() > 0) {
+    Table attempts({"NUMBER", "STATE", "REASON"});
+    for (const v1::Attempt& a : job.attempts()) {
+      attempts.AddRow({absl::StrCat(a.number()), JobStateName(a.state()), a.reason()});
+    }
+    absl::StrAppend(&out, "\nAttempts:\n", attempts.Render());
+  }
+  return out;
+}
+
+std::string RenderJobList(const std::vector<v1::Job>& jobs, int64_t now_ms) {
+  Table table({"ID", "NAME", "PROJECT", "STATE", "AGE", "REPLICAS"});
+  for (const v1::Job& job : jobs) {
+    const int64_t created = TimestampToMs(job.create_time());
+    table.AddRow({job.id(), job.display_name(), job.project(), JobStateName(job.state()),
+                  created > 0 ? FormatAge(now_ms - created) : "-", ReplicaSummary(job)});
+  }
+  return table.Render();
+}
+
+std::string ReplicaSummary(const v1::Job& job) {
+  int running = 0;
+  for (const v1::Replica& r : job.replicas()) {
+    if (r.state() == v1::REPLICA_STATE_RUNNING) ++running;
+  }
+  return absl::StrCat(running, "/", job.replicas_size());
+}
+
+absl::StatusOr<std::string> JobsToJson(const std::vector<v1::Job>& jobs) {
+  // MessageToJson indents by one space per level; each job sits two levels deep.
+  if (jobs.empty()) return std::string("{\n \"jobs\": []\n}\n");
+  std::string out = "{\n \"jobs\": [\n";
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    absl::StatusOr<std::string> json = MessageToJson(jobs[i]);
+    if (!json.ok()) return json.status();
+    while (!json->empty() && json->back() == '\n') json->pop_back();
+    absl::StrAppend(&out, IndentLines(*json, 2), i + 1 < jobs.size() ? ",\n" : "\n");
+  }
+  absl::StrAppend(&out, " ]\n}\n");
+  return out;
+}
+
+absl::StatusOr<std::string> FormatJob(const v1::Job& job, OutputFormat format, int64_t now_ms) {
+  switch (format) {
+    case OutputFormat::kTable:
+      return RenderJobDetails(job, now_ms);
+    case OutputFormat::kJson:
+      return MessageToJson(job);
+    case OutputFormat::kYaml: {
+      absl::StatusOr<std::string> json = MessageToJson(job);
+      if (!json.ok()) return json.status();
+      return JsonToYaml(*json);
+    }
+  }
+  return absl::InternalError("unknown output format");
+}
+
+absl::StatusOr<std::string> FormatJobList(const std::vector<v1::Job>& jobs, OutputFormat format,
+                                          int64_t now_ms) {
+  switch (format) {
+    case OutputFormat::kTable:
+      return RenderJobList(jobs, now_ms);
+    case OutputFormat::kJson:
+      return JobsToJson(jobs);
+    case OutputFormat::kYaml: {
+      absl::StatusOr<std::string> json = JobsToJson(jobs);
+      if (!json.ok()) return json.status();
+      return JsonToYaml(*json);
+    }
+  }
+  return absl::InternalError("unknown output format");
+}
+
+std::string JobStatusLine(const v1::Job& job) {
+  std::string line = absl::StrCat(job.id(), " ", JobStateName(job.state()));
+  if (!job.error().message().empty()) absl::StrAppend(&line, ": ", job.error().message());
+  return line;
+}
+
+}  // namespace trainctl::cli

@@ -1,0 +1,99 @@
+// trainctl: the command-line client of the trainctl scheduler.
+//
+//   trainctl [--server HOST:PORT] COMMAND [ARGS] [FLAGS]
+//
+// Parses the command line, dispatches to one command, and maps the result to an exit status
+// (see commands.h). Errors go to stderr as "error: CODE: message".
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "cli/client.h"
+#include "cli/commands.h"
+#include "cli/flags.h"
+
+#ifndef TRAINCTL_VERSION
+#define TRAINCTL_VERSION "dev"
+#endif
+
+namespace trainctl::cli {
+namespace {
+
+constexpr char kHeader[] =
+    "trainctl " TRAINCTL_VERSION " - submit and manage ML training jobs on a trainctl cluster";
+
+std::vector<FlagSpec> GlobalFlags() {
+  return {
+      {"server", 0, FlagSpec::Kind::kValue, "HOST:PORT", "",
+       absl::StrCat("Server address (default: $TRAINCTL_SERVER, else ", kDefaultServer, ")")},
+      {"help", 'h', FlagSpec::Kind::kBool, "", "", "Show help for trainctl or a command"},
+      {"version", 0, FlagSpec::Kind::kBool, "", "", "Print the version and exit"},
+  };
+}
+
+int Fail(const absl::Status& status, const std::string& command) {
+  std::cerr << "error: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
+            << std::endl;
+  if (status.code() == absl::StatusCode::kInvalidArgument && command != "-") {
+    std::cerr << "Run 'trainctl " << (command.empty() ? "" : command + " ") << "--help' for usage."
+              << std::endl;
+  }
+  return kExitError;
+}
+
+int Main(int argc, char** argv) {
+  const std::vector<Command> commands = {SubmitCommand(), GetCommand(),  ListCommand(),
+                                         WaitCommand(),   LogsCommand(), CancelCommand()};
+  const std::vector<FlagSpec> globals = GlobalFlags();
+  std::vector<CommandSpec> specs;
+  for (const Command& c : commands) specs.push_back(c.spec);
+  specs.push_back({"help", "[COMMAND]", "Show help for trainctl or a command", "", {}, 0, 1});
+
+  ParsedArgs parsed;
+  absl::Status status =
+      ParseArgs(std::vector<std::string>(argv + 1, argv + argc), globals, specs, &parsed);
+  if (!status.ok()) return Fail(status, parsed.command());
+  if (parsed.GetBool("version")) {
+    std::cout << "trainctl " << TRAINCTL_VERSION << std::endl;
+    return kExitOk;
+  }
+  std::string help_topic = parsed.command();
+  const bool help = parsed.GetBool("help") || parsed.command() == "help";
+  if (parsed.command() == "help") help_topic = parsed.args().empty() ? "" : parsed.args()[0];
+  if (help && help_topic.empty()) {
+    std::cout << FormatUsage(kHeader, globals, specs);
+    return kExitOk;
+  }
+  const CommandSpec* spec = FindCommand(specs, help_topic);
+  if (help) {
+    if (spec == nullptr) {
+      return Fail(absl::InvalidArgumentError("unknown command \"" + help_topic + "\""), "");
+    }
+    std::cout << FormatCommandUsage(*spec, globals);
+    return kExitOk;
+  }
+  if (spec == nullptr) {
+    std::cerr << FormatUsage(kHeader, globals, specs);
+    return kExitError;
+  }
+  status = CheckArgs(parsed, *spec);
+  if (!status.ok()) return Fail(status, parsed.command());
+
+  Client client(ResolveServer(parsed.Get("server"), std::getenv("TRAINCTL_SERVER")));
+  for (const Command& c : commands) {
+    if (c.spec.name != parsed.command()) continue;
+    absl::StatusOr<int> result = c.run(parsed, client);
+    // Errors after the command line was accepted are not usage errors: no help hint.
+    if (!result.ok()) return Fail(result.status(), "-");
+    return *result;
+  }
+  return kExitError;  // not reached: every spec but "help" has a command
+}
+
+}  // namespace
+}  // namespace trainctl::cli
+
+int main(int argc, char** argv) { return trainctl::cli::Main(argc, argv); }

@@ -1,0 +1,156 @@
+#include "cli/flags.h"
+
+#include <catch2/catch.hpp>
+
+namespace trainctl::cli {
+namespace {
+
+using Kind = FlagSpec::Kind;
+
+const std::vector<FlagSpec> kGlobals = {
+    {"server", 0, Kind::kValue, "HOST:PORT", "", "Server address"},
+    {"help", 'h', Kind::kBool, "", "", "Show help"},
+};
+
+const std::vector<CommandSpec> kCommands = {
+    {"submit", "", "Submit", "", {{"filename", 'f', Kind::kValue, "FILE", "", "Spec file"}}, 0, 0},
+    {"list",
+     "",
+     "List",
+     "",
+     {{"state", 0, Kind::kList, "STATE", "", "State"},
+      {"limit", 0, Kind::kValue, "N", "100", "Limit"},
+      {"output", 'o', Kind::kValue, "FORMAT", "table", "Format"}},
+     0,
+     0},
+    {"logs",
+     "ID",
+     "Logs",
+     "",
+     {{"follow", 'f', Kind::kBool, "", "", "Follow"},
+      {"restart", 0, Kind::kValue, "N", "-1", "Restart"}},
+     1,
+     1},
+};
+
+ParsedArgs Parse(const std::vector<std::string>& argv) {
+  ParsedArgs parsed;
+  absl::Status status = ParseArgs(argv, kGlobals, kCommands, &parsed);
+  INFO(status.ToString());
+  REQUIRE(status.ok());
+  return parsed;
+}
+
+std::string ErrorOf(const std::vector<std::string>& argv) {
+  ParsedArgs parsed;
+  absl::Status status = ParseArgs(argv, kGlobals, kCommands, &parsed);
+  REQUIRE(status.code() == absl::StatusCode::kInvalidArgument);
+  return std::string(status.message());
+}
+
+TEST_CASE("ParseArgs accepts flags before and after positional arguments", "[flags]") {
+  for (const std::vector<std::string>& argv : std::vector<std::vector<std::string>>{
+           {"logs", "j-1", "-f", "--restart", "2"},
+           {"logs", "-f", "--restart=2", "j-1"},
+           {"--server", "h:1", "logs", "--restart", "2", "j-1", "--follow"},
+           {"-f", "logs", "--restart", "2", "j-1"},  // command flags before the command
+       }) {
+    INFO(argv[0] << " " << argv[1] << " " << argv[2]);
+    ParsedArgs p = Parse(argv);
+    CHECK(p.command() == "logs");
+    CHECK(p.args() == std::vector<std::string>{"j-1"});
+    CHECK(p.GetBool("follow"));
+    CHECK(p.Get("restart") == "2");
+  }
+}
+
+TEST_CASE("ParseArgs gives defaults, the last value and every list value", "[flags]") {
+  ParsedArgs p = Parse({"list"});
+  CHECK(p.Get("limit") == "100");
+  CHECK(p.Get("output") == "table");
+  CHECK_FALSE(p.IsSet("limit"));
+  CHECK(p.Get("server").empty());
+  CHECK(p.GetAll("state").empty());
+
+  p = Parse({"list", "--state", "running", "--state=queued,failed", "-ojson", "--limit", "5",
+             "--limit", "7", "--server=a:1"});
+  CHECK(p.GetAll("state") == std::vector<std::string>{"running", "queued,failed"});
+  CHECK(p.Get("output") == "json");
+  CHECK(p.Get("limit") == "7");
+  CHECK(p.Get("server") == "a:1");
+}
+
+TEST_CASE("ParseArgs gives one short name a meaning per command", "[flags]") {
+  ParsedArgs submit = Parse({"submit", "-f", "-"});
+  CHECK(submit.Get("filename") == "-");
+  CHECK(submit.args().empty());
+  ParsedArgs logs = Parse({"logs", "-f", "j-1"});
+  CHECK(logs.GetBool("follow"));
+  CHECK(logs.args() == std::vector<std::string>{"j-1"});
+}
+
+TEST_CASE("ParseArgs takes values that look like flags and stops at --", "[flags]") {
+  ParsedArgs p = Parse({"logs", "--restart", "-1", "--", "-weird-id"});
+  CHECK(p.Get("restart") == "-1");
+  CHECK(p.args() == std::vector<std::string>{"-weird-id"});
+  p = Parse({"logs", "j", "--follow=false"});
+  CHECK(p.IsSet("follow"));
+  CHECK_FALSE(p.GetBool("follow"));
+}
+
+TEST_CASE("ParseArgs reports usage errors", "[flags]") {
+  struct Case {
+    std::vector<std::string> argv;
+    const char* error;
+  };
+  const Case cases[] = {
+      {{"frobnicate"}, "unknown command \"frobnicate\""},
+      {{"list", "--bogus"}, "unknown flag \"--bogus\" for \"list\""},
+      {{"--bogus"}, "unknown flag \"--bogus\""},
+      {{"list", "--limit"}, "flag --limit needs a value (N)"},
+      {{"-o", "list"}, "flag --output needs a value (FORMAT)"},
+      {{"logs", "--follow=maybe"}, "flag --follow takes true or false, got \"maybe\""},
+      {{"logs", "-fx"}, "unknown flag \"-fx\" for \"logs\""},
+      {{"stray", "list"}, "unknown command \"stray\""},
+  };
+  for (const Case& c : cases) {
+    INFO(c.argv[0]);
+    CHECK(ErrorOf(c.argv) == c.error);
+  }
+  // The command is known even when a later flag is wrong, to point at its help.
+  ParsedArgs parsed;
+  CHECK_FALSE(ParseArgs({"list", "--bogus"}, kGlobals, kCommands, &parsed).ok());
+  CHECK(parsed.command() == "list");
+}
+
+TEST_CASE("ParseArgs leaves an empty command when there is none", "[flags]") {
+  ParsedArgs p = Parse({"--help"});
+  CHECK(p.command().empty());
+  CHECK(p.GetBool("help"));
+  p = Parse({});
+  CHECK(p.command().empty());
+}
+
+TEST_CASE("CheckArgs counts positional arguments", "[flags]") {
+  const CommandSpec& logs = kCommands[2];
+  CHECK(CheckArgs(Parse({"logs", "j-1"}), logs).ok());
+  CHECK(CheckArgs(Parse({"logs"}), logs).message() == "\"logs\" needs ID");
+  CHECK(CheckArgs(Parse({"logs", "a", "b"}), logs).message() ==
+        "unexpected argument \"b\" for \"logs\"");
+}
+
+TEST_CASE("FormatCommandUsage lists every flag with its default", "[flags]") {
+  std::string usage = FormatCommandUsage(kCommands[1], kGlobals);
+  CHECK_THAT(usage, Catch::StartsWith("Usage:\n  trainctl list [flags]\n"));
+  CHECK_THAT(usage, Catch::Contains("      --state STATE     State [repeatable]\n"));
+  CHECK_THAT(usage, Catch::Contains("      --limit N         Limit (default 100)\n"));
+  CHECK_THAT(usage, Catch::Contains("  -o, --output FORMAT   Format (default table)\n"));
+  CHECK_THAT(usage, Catch::Contains("Global flags:\n      --server HOST:PORT   Server address\n"));
+  CHECK_THAT(usage, Catch::Contains("  -h, --help               Show help\n"));
+
+  std::string top = FormatUsage("trainctl", kGlobals, kCommands);
+  CHECK_THAT(top, Catch::Contains("  submit   Submit\n  list     List\n  logs     Logs\n"));
+}
+
+}  // namespace
+}  // namespace trainctl::cli

@@ -1,0 +1,125 @@
+#include "cli/job_view.h"
+
+#include <catch2/catch.hpp>
+
+#include "common/spec_parse.h"
+#include "common/time_util.h"
+
+namespace trainctl::cli {
+namespace {
+
+constexpr int64_t kNowMs = 1767225600000;  // 2026-01-01T00:00:00Z
+
+v1::Job MakeJob(const std::string& id, v1::JobState state, int replicas, int running,
+                int64_t age_ms) {
+  v1::Job job;
+  job.set_id(id);
+  job.set_display_name("job " + id);
+  job.set_project("default");
+  job.set_state(state);
+  *job.mutable_create_time() = MsToTimestamp(kNowMs - age_ms);
+  for (int i = 0; i < replicas; ++i) {
+    v1::Replica* r = job.add_replicas();
+    r->set_name("worker-" + std::to_string(i));
+    r->set_rank(i);
+    r->set_state(i < running ? v1::REPLICA_STATE_RUNNING : v1::REPLICA_STATE_PENDING);
+  }
+  return job;
+}
+
+TEST_CASE("RenderJobList shows one row per job", "[job_view]") {
+  std::vector<v1::Job> jobs = {MakeJob("j-aaaaaaaaaa", v1::JOB_STATE_RUNNING, 4, 3, 42000),
+                               MakeJob("j-b", v1::JOB_STATE_QUEUED, 1, 0, 3 * 3600 * 1000)};
+  CHECK(RenderJobList(jobs, kNowMs) ==
+        "ID             NAME               PROJECT   STATE     AGE   REPLICAS\n"
+        "j-aaaaaaaaaa   job j-aaaaaaaaaa   default   RUNNING   42s   3/4\n"
+        "j-b            job j-b            default   QUEUED    3h    0/1\n");
+}
+
+TEST_CASE("ReplicaSummary counts running replicas", "[job_view]") {
+  CHECK(ReplicaSummary(MakeJob("j", v1::JOB_STATE_RUNNING, 4, 3, 0)) == "3/4");
+  CHECK(ReplicaSummary(v1::Job()) == "0/0");
+}
+
+TEST_CASE("RenderJobDetails shows fields, replicas and attempts", "[job_view]") {
+  v1::Job job = MakeJob("j-1", v1::JOB_STATE_FAILED, 2, 0, 300000);
+  job.mutable_error()->set_code(3);
+  job.mutable_error()->set_message("Replica worker-1 exited with a non-zero status of 3.");
+  *job.mutable_end_time() = MsToTimestamp(kNowMs - 60000);
+  job.mutable_replicas(0)->set_node("node-a");
+  job.mutable_replicas(0)->set_state(v1::REPLICA_STATE_STOPPED);
+  job.mutable_replicas(0)->set_signal(15);
+  job.mutable_replicas(1)->set_node("node-b");
+  job.mutable_replicas(1)->set_state(v1::REPLICA_STATE_FAILED);
+  job.mutable_replicas(1)->set_exit_code(3);
+  job.mutable_replicas(1)->set_restart_count(2);
+  job.mutable_replicas(1)->set_pid(4321);
+  v1::Attempt* attempt = job.add_attempts();
+  attempt->set_number(1);
+  attempt->set_state(v1::JOB_STATE_FAILED);
+  attempt->set_reason("worker-1 failed");
+
+  CHECK(RenderJobDetails(job, kNowMs) ==
+        "ID:        j-1\n"
+        "Name:      job j-1\n"
+        "Project:   default\n"
+        "Priority:  0\n"
+        "State:     FAILED\n"
+        "Error:     Replica worker-1 exited with a non-zero status of 3. [INVALID_ARGUMENT]\n"
+        "Created:   2025-12-31T23:55:00Z (5m ago)\n"
+        "Ended:     2025-12-31T23:59:00Z (60s ago)\n"
+        "\n"
+        "Replicas:\n"
+        "NAME       RANK   NODE     STATE     RESTARTS   EXIT        PID\n"
+        "worker-0   0      node-a   STOPPED   0          signal 15   -\n"
+        "worker-1   1      node-b   FAILED    2          3           4321\n"
+        "\n"
+        "Attempts:\n"
+        "NUMBER   STATE    REASON\n"
+        "1        FAILED   worker-1 failed\n");
+}
+
+TEST_CASE("RenderJobDetails shows the queue reason of a queued job", "[job_view]") {
+  v1::Job job = MakeJob("j-q", v1::JOB_STATE_QUEUED, 0, 0, 1000);
+  job.set_queue_reason("waiting for 4 GPUs");
+  std::string text = RenderJobDetails(job, kNowMs);
+  CHECK_THAT(text, Catch::Contains("Queue reason:  waiting for 4 GPUs\n"));
+  CHECK_THAT(text, !Catch::Contains("Replicas:"));
+}
+
+TEST_CASE("JobsToJson wraps the jobs in a jobs list", "[job_view]") {
+  CHECK(JobsToJson({}).value() == "{\n \"jobs\": []\n}\n");
+  std::string json = JobsToJson({MakeJob("j-1", v1::JOB_STATE_RUNNING, 1, 1, 0),
+                                 MakeJob("j-2", v1::JOB_STATE_QUEUED, 0, 0, 0)})
+                         .value();
+  // It parses back (JSON is YAML) into a ListJobsResponse with both jobs.
+  v1::ListJobsResponse response;
+  REQUIRE(ParseYamlToMessage(json, &response).ok());
+  REQUIRE(response.jobs_size() == 2);
+  CHECK(response.jobs(0).id() == "j-1");
+  CHECK(response.jobs(0).replicas(0).state() == v1::REPLICA_STATE_RUNNING);
+  CHECK(response.jobs(1).state() == v1::JOB_STATE_QUEUED);
+  CHECK_THAT(json, Catch::StartsWith("{\n \"jobs\": [\n  {\n   \"id\": \"j-1\",\n"));
+  CHECK_THAT(json, Catch::EndsWith("  }\n ]\n}\n"));
+}
+
+TEST_CASE("FormatJobList renders yaml as a jobs list", "[job_view]") {
+  std::string yaml =
+      FormatJobList({MakeJob("j-1", v1::JOB_STATE_RUNNING, 0, 0, 0)}, OutputFormat::kYaml, kNowMs)
+          .value();
+  CHECK_THAT(yaml, Catch::StartsWith("jobs:\n  - id: j-1\n"));
+  CHECK_THAT(yaml, Catch::Contains("    state: JOB_STATE_RUNNING\n"));
+}
+
+TEST_CASE("JobStatusLine adds the error message when there is one", "[job_view]") {
+  v1::Job job;
+  job.set_id("j-1");
+  job.set_state(v1::JOB_STATE_SUCCEEDED);
+  CHECK(JobStatusLine(job) == "j-1 SUCCEEDED");
+  job.set_state(v1::JOB_STATE_FAILED);
+  job.mutable_error()->set_message("worker-1 exited with 3");
+  CHECK(JobStatusLine(job) == "j-1 FAILED: worker-1 exited with 3");
+}
+
+}  // namespace
+}  // namespace trainctl::cli
