@@ -341,26 +341,29 @@ void Core::Schedule(int64_t now, Effects* fx) {
   }
 }
 
-std::map<std::string, Res> Core::UsedByNode() const {
-  std::map<std::string, Res> used;
+std::map<std::string, Core::NodeUsage> Core::Usage() const {
+  std::map<std::string, NodeUsage> usage;
   for (const std::string& id : active_) {
     const v1::Job& job = jobs_.at(id);
     for (const v1::Replica& r : job.replicas()) {
-      if (HoldsResources(r.state())) used[r.node()] += NeedOf(job, r);
+      if (!HoldsResources(r.state())) continue;
+      NodeUsage& u = usage[r.node()];
+      u.used += NeedOf(job, r);
+      u.replicas++;
     }
   }
-  return used;
+  return usage;
 }
 
 bool Core::StartAttempt(v1::Job* job, int64_t now, Effects* fx) {
   std::vector<ReplicaDemand> demands;
   for (const v1::Replica& r : job->replicas()) demands.push_back({r.name(), NeedOf(*job, r)});
-  std::map<std::string, Res> used = UsedByNode();
+  std::map<std::string, NodeUsage> usage = Usage();
   std::vector<NodeFree> free;
   for (const auto& [name, node] : nodes_) {
     if (!node.connected) continue;
     Res f = node.allocatable;
-    f -= used[name];
+    f -= usage[name].used;
     free.push_back({name, f});
   }
   absl::StatusOr<std::vector<std::string>> placed = PlaceGang(demands, free);

@@ -97,6 +97,13 @@ class Core {
   const Node* FindNode(const std::string& name) const;
   const std::map<std::string, Node>& nodes() const { return nodes_; }
 
+  // What placed replicas hold on each node, and how many replicas that is.
+  struct NodeUsage {
+    Res used;
+    int32_t replicas = 0;
+  };
+  std::map<std::string, NodeUsage> Usage() const;
+
   // Where the log of (job, replica, attempt, restart) lives: its node and run id. attempt 0 means
   // the current attempt; restart < 0 the latest run of that attempt.
   absl::Status LocateRun(const std::string& job_id, const std::string& replica, int32_t attempt,
@@ -130,7 +137,6 @@ class Core {
   void RecordRun(const v1::Job& job, const v1::Replica& r, Effects* fx);
   void AddEvent(Effects* fx, int64_t now, const v1::Job* job, const std::string& replica,
                 const std::string& node, const std::string& type, const std::string& reason);
-  std::map<std::string, Res> UsedByNode() const;
   // Keeps active_ in step with the job's state and its replicas.
   void RefreshActive(const v1::Job& job);
   void Touch(v1::Job* job, int64_t now, Effects* fx);

@@ -23,6 +23,7 @@
 #include "common/time_util.h"
 #include "server/agent_registry.h"
 #include "server/agent_service.h"
+#include "server/cluster_service.h"
 #include "server/job_service.h"
 #include "server/reconcile_loop.h"
 #include "server/watch_hub.h"
@@ -166,6 +167,7 @@ int main(int argc, char** argv) {
   server::ReconcileLoop loop(std::move(core), std::move(*store), &registry, &hub, WallNowMs);
   server::JobServiceImpl job_service(&loop, &registry, &hub);
   server::AgentServiceImpl agent_service(&loop, &registry);
+  server::ClusterServiceImpl cluster_service(&loop);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -174,6 +176,7 @@ int main(int argc, char** argv) {
   builder.AddListeningPort(flags.listen, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&job_service);
   builder.RegisterService(&agent_service);
+  builder.RegisterService(&cluster_service);
   // Agents hold their stream for days: keep it alive through idle NATs and notice dead peers.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 20000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
