@@ -149,8 +149,8 @@ absl::StatusOr<std::string> ResolveCommand(const std::string& command,
   }
   std::string not_executable;
   for (absl::string_view dir : absl::StrSplit(search_path, ':')) {
-    std::string candidate =
-        JoinPath(relative_to_working_dir(dir.empty() ? "." : std::string(dir)), command);
+    std::string base = dir.empty() ? working_dir : relative_to_working_dir(std::string(dir));
+    std::string candidate = JoinPath(base, command);
     struct stat st;
     if (stat(candidate.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) continue;
     if (access(candidate.c_str(), X_OK) == 0) return candidate;

@@ -1,0 +1,56 @@
+// Helpers shared by the agent tests: a temporary directory and polling with a deadline.
+#pragma once
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+
+namespace trainctl::agent::testing {
+
+// A fresh directory under $TMPDIR (or /tmp), removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = getenv("TMPDIR");
+    std::string pattern = std::string(base != nullptr ? base : "/tmp") + "/trainctl-agent-XXXXXX";
+    path_ = mkdtemp(pattern.data()) != nullptr ? pattern : "";
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    std::error_code ignored;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Polls `done` every 10ms until it is true (returns true) or `timeout` passes (returns false).
+inline bool WaitUntil(const std::function<bool()>& done,
+                      absl::Duration timeout = absl::Seconds(10)) {
+  absl::Time deadline = absl::Now() + timeout;
+  while (!done()) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return true;
+}
+
+// The whole file, or "" when it cannot be read.
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace trainctl::agent::testing
