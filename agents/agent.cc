@@ -86,16 +86,29 @@ void Agent::Run() {
   absl::Duration backoff = options_.initial_backoff;
   std::mt19937_64 rng(std::random_device{}());
   std::uniform_real_distribution<double> jitter(0.8, 1.2);
+  int failed_connects = 0;
   while (true) {
-    bool registered = RunStream();
+    StreamOutcome outcome = RunStream();
     {
       absl::MutexLock lock(&mu_);
       if (stopped_) break;
     }
-    if (registered) backoff = options_.initial_backoff;
-    absl::Duration delay = backoff * jitter(rng);
-    spdlog::info("reconnecting to the scheduler at {} in {}", options_.scheduler,
-                 absl::FormatDuration(absl::Trunc(delay, absl::Milliseconds(1))));
+    if (outcome.registered) backoff = options_.initial_backoff;
+    absl::Duration delay = absl::Trunc(backoff * jitter(rng), absl::Milliseconds(1));
+    std::string why =
+        outcome.status.error_message().empty() ? "stream closed" : outcome.status.error_message();
+    failed_connects = outcome.connected ? 0 : failed_connects + 1;
+    if (outcome.connected) {
+      spdlog::warn("lost the stream to the scheduler at {}: {} (code {}); reconnecting in {}",
+                   options_.scheduler, why, static_cast<int>(outcome.status.error_code()),
+                   absl::FormatDuration(delay));
+    } else if (failed_connects == 1 || failed_connects % 20 == 0) {
+      spdlog::warn("cannot reach the scheduler at {} ({} attempts): {}; retrying in {}",
+                   options_.scheduler, failed_connects, why, absl::FormatDuration(delay));
+    } else {
+      spdlog::info("cannot reach the scheduler at {}; retrying in {}", options_.scheduler,
+                   absl::FormatDuration(delay));
+    }
     SleepUnlessStopped(delay);
     backoff = std::min(backoff * 2, options_.max_backoff);
   }
@@ -126,6 +139,7 @@ trainctl::v1::AgentMessage Agent::StartStream() {
   reports_.RestartStream();
   outbox_.clear();
   stream_broken_ = false;
+  reader_done_ = false;
   registered_ = false;
   heartbeat_interval_ = kDefaultHeartbeat;
   next_heartbeat_ = absl::Now() + heartbeat_interval_;
@@ -141,11 +155,11 @@ trainctl::v1::AgentMessage Agent::StartStream() {
   return message;
 }
 
-bool Agent::RunStream() {
+Agent::StreamOutcome Agent::RunStream() {
   grpc::ClientContext context;
   {
     absl::MutexLock lock(&mu_);
-    if (stopped_) return false;
+    if (stopped_) return {};
     context_ = &context;
   }
   std::unique_ptr<Stream> stream = stub_->Connect(&context);
@@ -159,18 +173,20 @@ bool Agent::RunStream() {
     reader = std::thread([this, &stream] { ReadLoop(stream.get()); });
     WriteLoop(stream.get());
   }
-  context.TryCancel();
+  {
+    // A stream the scheduler ended is left alone, so Finish() returns its status; otherwise
+    // (write failure, shutdown) the reader must be woken.
+    absl::MutexLock lock(&mu_);
+    if (!reader_done_) context.TryCancel();
+  }
   if (reader.joinable()) reader.join();
-  grpc::Status status = stream->Finish();
+  StreamOutcome outcome;
+  outcome.connected = wrote;
+  outcome.status = stream->Finish();
   absl::MutexLock lock(&mu_);
   context_ = nullptr;
-  if (!stopped_) {
-    spdlog::warn("{} the scheduler at {}: {} ({})",
-                 wrote ? "lost the stream to" : "cannot connect to", options_.scheduler,
-                 status.error_message().empty() ? "stream closed" : status.error_message(),
-                 static_cast<int>(status.error_code()));
-  }
-  return registered_;
+  outcome.registered = registered_;
+  return outcome;
 }
 
 void Agent::WriteLoop(Stream* stream) {
@@ -178,10 +194,13 @@ void Agent::WriteLoop(Stream* stream) {
     trainctl::v1::AgentMessage message;
     {
       absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopped_ || stream_broken_ || !outbox_.empty() || reports_.NextUnsent() != nullptr;
+      // A RegisterAck may bring the next heartbeat forward: that ends the wait too.
+      const absl::Time heartbeat_at = next_heartbeat_;
+      auto ready = [this, heartbeat_at]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopped_ || stream_broken_ || !outbox_.empty() || reports_.NextUnsent() != nullptr ||
+               next_heartbeat_ < heartbeat_at;
       };
-      mu_.AwaitWithDeadline(absl::Condition(&ready), next_heartbeat_);
+      mu_.AwaitWithDeadline(absl::Condition(&ready), heartbeat_at);
       if (stopped_ || stream_broken_) return;
       if (!outbox_.empty()) {
         message = std::move(outbox_.front());
@@ -212,6 +231,7 @@ void Agent::ReadLoop(Stream* stream) {
   while (stream->Read(&message)) Handle(message);
   absl::MutexLock lock(&mu_);
   stream_broken_ = true;
+  reader_done_ = true;
 }
 
 void Agent::Handle(const trainctl::v1::SchedulerMessage& message) {

@@ -21,6 +21,9 @@
 // thread, once.
 #pragma once
 
+#include <grpcpp/client_context.h>
+#include <grpcpp/support/status.h>
+
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -34,10 +37,6 @@
 #include "agents/launcher.h"
 #include "agents/report_buffer.h"
 #include "trainctl/v1/agent.grpc.pb.h"
-
-namespace grpc {
-class ClientContext;
-}
 
 namespace trainctl::agent {
 
@@ -83,8 +82,15 @@ class Agent {
   size_t UnackedReports() const;
 
  private:
-  // Runs one stream from Register to its end. Returns true when it got a RegisterAck.
-  bool RunStream();
+  struct StreamOutcome {
+    // Register was written.
+    bool connected = false;
+    // A RegisterAck arrived.
+    bool registered = false;
+    grpc::Status status;
+  };
+  // Runs one stream from Register to its end.
+  StreamOutcome RunStream();
   // Writes queued messages and heartbeats until the stream breaks or the agent stops.
   void WriteLoop(grpc::ClientReaderWriterInterface<trainctl::v1::AgentMessage,
                                                    trainctl::v1::SchedulerMessage>* stream);
@@ -116,6 +122,8 @@ class Agent {
   // The current stream's context, to cancel it; null between streams.
   grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool stream_broken_ ABSL_GUARDED_BY(mu_) = false;
+  // The current stream's reader saw its end.
+  bool reader_done_ ABSL_GUARDED_BY(mu_) = false;
   bool registered_ ABSL_GUARDED_BY(mu_) = false;
   absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_);
   absl::Time next_heartbeat_ ABSL_GUARDED_BY(mu_);
