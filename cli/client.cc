@@ -43,9 +43,23 @@ bool IsTransient(grpc::StatusCode code) {
   }
 }
 
+namespace {
+
+std::shared_ptr<grpc::Channel> NewChannel(const std::string& server) {
+  grpc::ChannelArguments args;
+  // gRPC's own reconnect backoff grows to 120s; while `wait` rides out a server restart, keep it
+  // in step with ours so that the server is seen again within ~2s of coming back.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(kInitialBackoffMs));
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(kInitialBackoffMs));
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(kMaxBackoffMs));
+  return grpc::CreateCustomChannel(server, grpc::InsecureChannelCredentials(), args);
+}
+
+}  // namespace
+
 Client::Client(std::string server)
     : server_(std::move(server)),
-      channel_(grpc::CreateChannel(server_, grpc::InsecureChannelCredentials())),
+      channel_(NewChannel(server_)),
       stub_(v1::JobService::NewStub(channel_)) {}
 
 bool Client::Connected() const {

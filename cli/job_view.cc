@@ -24,14 +24,11 @@ std::string ExitText(const v1::Replica& replica) {
   return "-";
 }
 
+// The error message with its canonical code, e.g. "... status of 3. (code 3)".
 std::string ErrorText(const v1::JobError& error) {
   if (error.message().empty()) return "";
-  std::string text = error.message();
-  if (error.code() != 0) {
-    absl::StrAppend(&text, " [",
-                    absl::StatusCodeToString(static_cast<absl::StatusCode>(error.code())), "]");
-  }
-  return text;
+  if (error.code() == 0) return error.message();
+  return absl::StrCat(error.message(), " (code ", error.code(), ")");
 }
 
 }  // namespace

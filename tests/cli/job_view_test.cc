@@ -65,7 +65,7 @@ TEST_CASE("RenderJobDetails shows fields, replicas and attempts", "[job_view]") 
         "Project:   default\n"
         "Priority:  0\n"
         "State:     FAILED\n"
-        "Error:     Replica worker-1 exited with a non-zero status of 3. [INVALID_ARGUMENT]\n"
+        "Error:     Replica worker-1 exited with a non-zero status of 3. (code 3)\n"
         "Created:   2025-12-31T23:55:00Z (5m ago)\n"
         "Ended:     2025-12-31T23:59:00Z (60s ago)\n"
         "\n"

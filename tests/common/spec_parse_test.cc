@@ -30,7 +30,7 @@ workerPools:
   - name: chief
     replicaCount: 1
     command: [/bin/sh, -c]
-    args: ["echo $TRAINCTL_RANK"]
+    args: ["echo $RANK"]
     env:
       FOO: 1
       BAR: true
@@ -54,7 +54,7 @@ constexpr char kFullJson[] = R"({
 	"scheduling": {"stopGracePeriod": "30s", "timeout": "5400s"},
 	"workerPools": [
 		{"name": "chief", "replicaCount": 1, "command": ["/bin/sh", "-c"],
-		 "args": ["echo $TRAINCTL_RANK"], "env": {"FOO": "1", "BAR": "true"},
+		 "args": ["echo $RANK"], "env": {"FOO": "1", "BAR": "true"},
 		 "resources": {"cpu": 0.5, "memoryMb": "512", "gpus": 1}},
 		{"name": "worker", "replicaCount": 2, "command": ["/bin/sleep", "2"]}
 	]
@@ -84,7 +84,7 @@ TEST_CASE("ParseJobSpec reads a full YAML spec", "[spec_parse]") {
   CHECK(chief.replica_count() == 1);
   REQUIRE(chief.command_size() == 2);
   CHECK(chief.command(1) == "-c");
-  CHECK(chief.args(0) == "echo $TRAINCTL_RANK");
+  CHECK(chief.args(0) == "echo $RANK");
   CHECK(chief.env().at("FOO") == "1");
   CHECK(chief.env().at("BAR") == "true");
   CHECK(chief.resources().cpu() == 0.5);
