@@ -23,10 +23,11 @@ std::string RandomInstanceId() {
   return absl::StrFormat("%016x", rng());
 }
 
-// A channel whose own reconnect backoff matches the agent's, so a scheduler that comes back is
-// found within max_backoff rather than gRPC's default of up to two minutes.
+// A channel of its own (a private subchannel pool, so no connection or backoff state is shared
+// with earlier channels), whose reconnect backoff matches the agent's.
 std::shared_ptr<grpc::Channel> MakeChannel(const Agent::Options& options) {
   grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
               static_cast<int>(absl::ToInt64Milliseconds(options.initial_backoff)));
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
@@ -41,7 +42,6 @@ std::shared_ptr<grpc::Channel> MakeChannel(const Agent::Options& options) {
 Agent::Agent(Options options)
     : options_(std::move(options)),
       instance_(RandomInstanceId()),
-      stub_(trainctl::v1::AgentService::NewStub(MakeChannel(options_))),
       heartbeat_interval_(kDefaultHeartbeat),
       launcher_([this] {
         ProcessLauncher::Options launcher_options;
@@ -94,6 +94,7 @@ void Agent::Run() {
       if (stopped_) break;
     }
     if (outcome.registered) backoff = options_.initial_backoff;
+    if (!outcome.connected) stub_.reset();  // The stream, which uses it, is gone.
     absl::Duration delay = absl::Trunc(backoff * jitter(rng), absl::Milliseconds(1));
     std::string why =
         outcome.status.error_message().empty() ? "stream closed" : outcome.status.error_message();
@@ -162,6 +163,9 @@ Agent::StreamOutcome Agent::RunStream() {
     if (stopped_) return {};
     context_ = &context;
   }
+  // After a failed connect, a fresh channel tries at once instead of waiting out the old
+  // channel's own backoff, which would add up to max_backoff to ours.
+  if (stub_ == nullptr) stub_ = trainctl::v1::AgentService::NewStub(MakeChannel(options_));
   std::unique_ptr<Stream> stream = stub_->Connect(&context);
   trainctl::v1::AgentMessage reg = StartStream();
   size_t runs = reg.register_().runs_size();

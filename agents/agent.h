@@ -107,6 +107,8 @@ class Agent {
   // Constant after construction.
   const Options options_;
   const std::string instance_;
+
+  // Used by the Run() thread only; replaced after a failed connect.
   std::unique_ptr<trainctl::v1::AgentService::Stub> stub_;
 
   // Lock order: mu_ before the launcher's lock (the launcher calls back with no lock held).

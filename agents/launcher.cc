@@ -144,7 +144,7 @@ void ProcessLauncher::FinishLaunch(const std::string& run_id, pid_t pid, int64_t
   run.pid = pid;
   run.start_time_ms = start_time_ms;
   run.state = RunState::kRunning;
-  if (run.stop_requested) {
+  if (run.stopping) {
     SignalLocked(run_id, run, run.kill_at <= absl::Now() ? SIGKILL : SIGTERM);
   }
 }
@@ -185,17 +185,23 @@ void ProcessLauncher::SignalLocked(const std::string& run_id, Run& run, int sig)
 absl::Status ProcessLauncher::Stop(const std::string& run_id, int64_t grace_ms,
                                    const std::string& reason) {
   absl::MutexLock lock(&mu_);
+  return StopLocked(run_id, grace_ms, reason, /*by_request=*/true);
+}
+
+absl::Status ProcessLauncher::StopLocked(const std::string& run_id, int64_t grace_ms,
+                                         const std::string& reason, bool by_request) {
   auto it = runs_.find(run_id);
   if (it == runs_.end()) return absl::NotFoundError(absl::StrCat("unknown run ", run_id));
   Run& run = it->second;
   if (run.state == RunState::kExiting || run.state == RunState::kExited) return absl::OkStatus();
-  absl::Time kill_at = absl::Now() + absl::Milliseconds(std::max<int64_t>(grace_ms, 0));
+  grace_ms = std::max<int64_t>(grace_ms, 0);
   spdlog::info("run {}: stopping ({}), grace {}", run_id, reason,
-               absl::FormatDuration(absl::Milliseconds(std::max<int64_t>(grace_ms, 0))));
-  bool first = !run.stop_requested;
-  run.stop_requested = true;
-  if (kill_at < run.kill_at) run.kill_at = kill_at;
-  if (grace_ms <= 0) {
+               absl::FormatDuration(absl::Milliseconds(grace_ms)));
+  const bool first = !run.stopping;
+  run.stopping = true;
+  run.stopped_by_request = run.stopped_by_request || by_request;
+  run.kill_at = std::min(run.kill_at, absl::Now() + absl::Milliseconds(grace_ms));
+  if (grace_ms == 0) {
     SignalLocked(run_id, run, SIGKILL);
   } else if (first) {
     SignalLocked(run_id, run, SIGTERM);
@@ -204,16 +210,12 @@ absl::Status ProcessLauncher::Stop(const std::string& run_id, int64_t grace_ms,
 }
 
 void ProcessLauncher::StopAll(int64_t grace_ms, const std::string& reason) {
-  std::vector<std::string> ids;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [run_id, run] : runs_) {
-      if (run.state == RunState::kLaunching || run.state == RunState::kRunning) {
-        ids.push_back(run_id);
-      }
+  absl::MutexLock lock(&mu_);
+  for (const auto& [run_id, run] : runs_) {
+    if (run.state == RunState::kLaunching || run.state == RunState::kRunning) {
+      StopLocked(run_id, grace_ms, reason, /*by_request=*/false).IgnoreError();
     }
   }
-  for (const std::string& run_id : ids) Stop(run_id, grace_ms, reason).IgnoreError();
 }
 
 void ProcessLauncher::RejectNewLaunches(const std::string& reason) {
@@ -322,7 +324,7 @@ std::vector<std::pair<std::string, pid_t>> ProcessLauncher::CheckDeadlines() {
   absl::MutexLock lock(&mu_);
   for (auto& [run_id, run] : runs_) {
     if (run.state != RunState::kRunning) continue;
-    if (run.stop_requested && !run.kill_sent && run.kill_at <= now) {
+    if (run.stopping && !run.kill_sent && run.kill_at <= now) {
       spdlog::info("run {}: still running after its grace period; sending SIGKILL", run_id);
       SignalLocked(run_id, run, SIGKILL);
     }
@@ -376,7 +378,7 @@ void ProcessLauncher::MaybeReap(const std::string& run_id, pid_t pid) {
     absl::MutexLock lock(&mu_);
     Run& run = runs_[run_id];
     run.state = RunState::kExiting;
-    exited.set_stopped_by_request(run.stop_requested);
+    exited.set_stopped_by_request(run.stopped_by_request);
     exited.set_oom_killed(run.oom_killed);
     log_path = run.log_path;
   }

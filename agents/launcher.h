@@ -76,12 +76,13 @@ class ProcessLauncher {
   void Launch(const trainctl::v1::LaunchReplica& launch);
 
   // Sends SIGTERM to the run's process group, and SIGKILL if it is still alive `grace_ms` later
-  // (at once when grace_ms <= 0). Its exit report will say stopped_by_request. A stop that
-  // arrives while the run is still being launched takes effect as soon as it has started.
+  // (at once when grace_ms <= 0). For StopReplica: the exit report says stopped_by_request. A
+  // stop that arrives while the run is still being launched takes effect once it has started.
   // OK when the run already exited; NOT_FOUND for an unknown run id.
   absl::Status Stop(const std::string& run_id, int64_t grace_ms, const std::string& reason);
 
-  // Stop() for every run that has not exited.
+  // Stops every run that has not exited, like Stop(), for the agent's own reasons (shutdown):
+  // their exit reports do not say stopped_by_request, since the scheduler did not ask.
   void StopAll(int64_t grace_ms, const std::string& reason);
 
   // From now on, Launch() of a new run id reports a launch failure (the host's) with `reason`
@@ -117,7 +118,10 @@ class ProcessLauncher {
     int64_t start_time_ms = 0;
     // 0: no limit.
     int64_t memory_limit_bytes = 0;
-    bool stop_requested = false;
+    // Stop() or StopAll() was called; SIGKILL is due at kill_at.
+    bool stopping = false;
+    // Stop() was called: the scheduler asked.
+    bool stopped_by_request = false;
     // When to SIGKILL a stopped run; InfiniteFuture when not stopping.
     absl::Time kill_at = absl::InfiniteFuture();
     bool kill_sent = false;
@@ -128,6 +132,8 @@ class ProcessLauncher {
   void FinishLaunch(const std::string& run_id, pid_t pid, int64_t start_time_ms);
   void ReportLaunchFailure(const std::string& run_id, const absl::Status& error,
                            const std::string& log_path, int log_fd);
+  absl::Status StopLocked(const std::string& run_id, int64_t grace_ms, const std::string& reason,
+                          bool by_request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Signals a running, unreaped run's group. REQUIRES: mu_ held.
   void SignalLocked(const std::string& run_id, Run& run, int sig)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
