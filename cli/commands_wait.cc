@@ -29,6 +29,9 @@ absl::StatusOr<int> RunWait(const ParsedArgs& args, Client& client) {
   request.set_id(id);
 
   std::optional<v1::Job> last;  // the latest update, once one arrived
+  // A server never reached is given this long (a restart in progress), then wait gives up:
+  // with a wrong address, waiting forever would only hide the mistake.
+  const Clock::time_point connect_deadline = Clock::now() + std::chrono::seconds(15);
   int64_t backoff_ms = 0;
   bool reconnecting = false;
   while (true) {
@@ -61,10 +64,10 @@ absl::StatusOr<int> RunWait(const ParsedArgs& args, Client& client) {
       if (last) absl::StrAppend(&what, " (last state ", JobStateName(last->state()), ")");
       return absl::DeadlineExceededError(what);
     }
-    // Rejections (NOT_FOUND...) are final; so is a server never reached: with a wrong address,
-    // waiting forever would only hide the mistake.
+    // Rejections (NOT_FOUND...) are final; so is a server not reached within connect_deadline.
     if (!status.ok() && !IsTransient(status.error_code())) return client.ToStatus(status);
-    if (!last && status.error_code() == grpc::StatusCode::UNAVAILABLE && !client.Connected()) {
+    if (!last && status.error_code() == grpc::StatusCode::UNAVAILABLE && !client.Connected() &&
+        Clock::now() >= connect_deadline) {
       return client.ToStatus(status);
     }
     if (!reconnecting) {

@@ -1,0 +1,259 @@
+#include "tests/integration/mini_cluster.h"
+
+#include <fcntl.h>
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+namespace trainctl::testing {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& out_path,
+            const std::string& err_path) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int err =
+        err_path == out_path ? out : open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int in = open("/dev/null", O_RDONLY);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    // Its own process group, so a test's signals to it never reach the test runner.
+    setpgid(0, 0);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+}  // namespace
+
+std::string BinDir() { return TRAINCTL_BIN_DIR; }
+
+bool Eventually(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (cond()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+bool PidAlive(pid_t pid) {
+  if (kill(pid, 0) != 0) return false;
+  // A zombie still answers kill(); it counts as gone.
+  std::string stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+  size_t close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'Z';
+}
+
+// --- Process ---------------------------------------------------------------------------------
+
+Process::Process(std::vector<std::string> argv, const std::string& log_path) : log_path_(log_path) {
+  pid_ = Spawn(argv, log_path, log_path);
+  REQUIRE(pid_ > 0);
+}
+
+Process::~Process() {
+  if (!reaped_) Stop();
+}
+
+bool Process::Running() {
+  if (reaped_) return false;
+  pid_t r = waitpid(pid_, &status_, WNOHANG);
+  if (r == pid_) reaped_ = true;
+  return !reaped_;
+}
+
+void Process::Signal(int sig) {
+  if (!reaped_) kill(pid_, sig);
+}
+
+int Process::Wait(std::chrono::milliseconds timeout) {
+  if (!Eventually([&] { return !Running(); }, timeout)) return -1;
+  return status_;
+}
+
+int Process::Stop(std::chrono::milliseconds grace) {
+  if (reaped_) return status_;
+  Signal(SIGTERM);
+  if (Wait(grace) == -1) {
+    Signal(SIGKILL);
+    Wait(std::chrono::seconds(10));
+  }
+  return status_;
+}
+
+// --- MiniCluster -----------------------------------------------------------------------------
+
+MiniCluster::MiniCluster(int agents, AgentOptions opts) : opts_(opts), num_agents_(agents) {
+  char tmpl[] = "/tmp/trainctl-it-XXXXXX";
+  dir_ = mkdtemp(tmpl);
+  StartDaemon();
+  for (int i = 0; i < agents; ++i) StartAgent(i);
+  WaitForConnectedNodes(agents);
+}
+
+MiniCluster::~MiniCluster() {
+  for (auto& a : agents_) {
+    if (a) a->Stop();
+  }
+  if (daemon_) daemon_->Stop();
+  if (std::uncaught_exceptions() > 0 || getenv("TRAINCTL_KEEP_TEST_DIRS") != nullptr) {
+    // A REQUIRE failed: keep the logs for whoever reads the failure.
+    fprintf(stderr, "cluster files kept in %s\n", dir_.c_str());
+    return;
+  }
+  std::filesystem::remove_all(dir_);
+}
+
+void MiniCluster::StartDaemon() {
+  const std::string data = dir_ + "/scheduler";
+  // The first start picks a free port; restarts reuse it so agents find the daemon again.
+  std::string listen = address_.empty() ? "127.0.0.1:0" : address_;
+  std::filesystem::remove(data + "/trainctld.addr");
+  daemon_ = std::make_unique<Process>(
+      std::vector<std::string>{BinDir() + "/trainctld", "--data-dir", data, "--listen", listen,
+                               "--heartbeat-interval", "500ms", "--log-level", "debug"},
+      dir_ + "/trainctld.log");
+  REQUIRE(Eventually([&] { return std::filesystem::exists(data + "/trainctld.addr"); }));
+  address_ = std::string(absl::StripSuffix(ReadFile(data + "/trainctld.addr"), "\n"));
+  Connect();
+}
+
+void MiniCluster::KillDaemon(int sig) {
+  daemon_->Signal(sig);
+  REQUIRE(daemon_->Wait(std::chrono::seconds(20)) != -1);
+}
+
+void MiniCluster::Connect() {
+  auto channel = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+  jobs_ = v1::JobService::NewStub(channel);
+  cluster_ = v1::ClusterService::NewStub(channel);
+}
+
+std::string MiniCluster::AgentWorkDir(int i) const { return absl::StrCat(dir_, "/node-", i); }
+
+void MiniCluster::StartAgent(int i) {
+  if (agents_.size() <= static_cast<size_t>(i)) agents_.resize(i + 1);
+  agents_[i] = std::make_unique<Process>(
+      std::vector<std::string>{BinDir() + "/trainctl-agent", "--scheduler", address_, "--node",
+                               absl::StrCat("node-", i), "--work-dir", AgentWorkDir(i), "--address",
+                               "127.0.0.1", "--cpus", absl::StrCat(opts_.cpus), "--memory-mb",
+                               absl::StrCat(opts_.memory_mb), "--gpus", absl::StrCat(opts_.gpus),
+                               "--log-level", "debug"},
+      absl::StrCat(dir_, "/agent-", i, ".log"));
+}
+
+void MiniCluster::WaitForConnectedNodes(int n) {
+  bool ok = Eventually([&] {
+    grpc::ClientContext ctx;
+    v1::ListNodesResponse resp;
+    if (!cluster_->ListNodes(&ctx, v1::ListNodesRequest(), &resp).ok()) return false;
+    int connected = 0;
+    for (const v1::Node& node : resp.nodes()) connected += node.connected() ? 1 : 0;
+    return connected >= n;
+  });
+  REQUIRE(ok);
+}
+
+std::string MiniCluster::WriteFile(const std::string& name, const std::string& content) {
+  std::string path = dir_ + "/" + name;
+  std::ofstream(path) << content;
+  return path;
+}
+
+CliResult MiniCluster::Cli(const std::vector<std::string>& args,
+                           std::chrono::milliseconds timeout) {
+  static int counter = 0;
+  std::string out = absl::StrCat(dir_, "/cli-", ++counter, ".out");
+  std::string err = absl::StrCat(dir_, "/cli-", counter, ".err");
+  std::vector<std::string> argv = {BinDir() + "/trainctl", "--server", address_};
+  argv.insert(argv.end(), args.begin(), args.end());
+  pid_t pid = Spawn(argv, out, err);
+  int status = 0;
+  bool done = Eventually([&] { return waitpid(pid, &status, WNOHANG) == pid; }, timeout);
+  if (!done) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  CliResult r;
+  r.exit_code = done && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = ReadFile(out);
+  r.err = ReadFile(err);
+  return r;
+}
+
+std::string MiniCluster::Submit(const std::string& spec_yaml) {
+  static int counter = 0;
+  CliResult r =
+      Cli({"submit", "-f", WriteFile(absl::StrCat("spec-", ++counter, ".yaml"), spec_yaml)});
+  INFO("submit stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  std::string id(absl::StripTrailingAsciiWhitespace(r.out));
+  REQUIRE(id.rfind("j-", 0) == 0);
+  return id;
+}
+
+v1::Job MiniCluster::GetJob(const std::string& id) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::GetJobRequest req;
+  req.set_id(id);
+  v1::Job job;
+  grpc::Status s = jobs_->GetJob(&ctx, req, &job);
+  INFO("GetJob: " << s.error_message());
+  REQUIRE(s.ok());
+  return job;
+}
+
+v1::Job MiniCluster::WaitForJob(const std::string& id,
+                                const std::function<bool(const v1::Job&)>& pred,
+                                std::chrono::milliseconds timeout) {
+  v1::Job last;
+  bool ok = Eventually(
+      [&] {
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+        v1::GetJobRequest req;
+        req.set_id(id);
+        if (!jobs_->GetJob(&ctx, req, &last).ok()) return false;
+        return pred(last);
+      },
+      timeout);
+  INFO("last seen: " << last.DebugString());
+  REQUIRE(ok);
+  return last;
+}
+
+v1::Job MiniCluster::WaitForState(const std::string& id, v1::JobState state,
+                                  std::chrono::milliseconds timeout) {
+  return WaitForJob(
+      id, [state](const v1::Job& j) { return j.state() == state; }, timeout);
+}
+
+}  // namespace trainctl::testing
