@@ -1,0 +1,89 @@
+// Benchmark: time from CreateJob to the job being RUNNING, for a 4-replica job (1 chief + 3
+// workers) on two local agents. Each sample submits over gRPC, follows WatchJob until RUNNING,
+// then cancels the job and waits for CANCELLED before the next sample.
+//
+//   build/bin/bench_submit_latency            # 30 samples
+//   TRAINCTL_BENCH_SAMPLES=100 build/bin/bench_submit_latency
+//
+// Prints min / median / p90 / max in milliseconds. A benchmark, not a test: it asserts only that
+// the cluster works.
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "tests/integration/mini_cluster.h"
+
+namespace trainctl::testing {
+namespace {
+
+int Samples() {
+  const char* env = getenv("TRAINCTL_BENCH_SAMPLES");
+  return env != nullptr ? std::max(1, atoi(env)) : 30;
+}
+
+v1::JobSpec FourReplicaJob() {
+  v1::JobSpec spec;
+  spec.set_display_name("bench");
+  for (auto [name, count] : {std::pair<const char*, int>{"chief", 1}, {"worker", 3}}) {
+    v1::WorkerPool* p = spec.add_worker_pools();
+    p->set_name(name);
+    p->set_replica_count(count);
+    p->add_command("/bin/sleep");
+    p->add_args("300");
+    p->mutable_resources()->set_cpu(0.1);
+    p->mutable_resources()->set_memory_mb(16);
+  }
+  spec.mutable_scheduling()->mutable_stop_grace_period()->set_seconds(1);
+  return spec;
+}
+
+TEST_CASE("submit -> RUNNING latency of a 4-replica job on two agents", "[bench]") {
+  MiniCluster c(2);
+  std::vector<double> ms;
+  for (int i = 0; i < Samples(); ++i) {
+    auto start = std::chrono::steady_clock::now();
+    grpc::ClientContext ctx;
+    v1::CreateJobRequest req;
+    *req.mutable_spec() = FourReplicaJob();
+    v1::Job job;
+    REQUIRE(c.jobs().CreateJob(&ctx, req, &job).ok());
+    grpc::ClientContext watch_ctx;
+    v1::WatchJobRequest watch;
+    watch.set_id(job.id());
+    auto reader = c.jobs().WatchJob(&watch_ctx, watch);
+    v1::Job update;
+    bool running = false;
+    while (reader->Read(&update)) {
+      if (update.state() == v1::JOB_STATE_RUNNING) {
+        running = true;
+        break;
+      }
+    }
+    auto end = std::chrono::steady_clock::now();
+    watch_ctx.TryCancel();
+    reader->Finish();
+    REQUIRE(running);
+    ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());
+
+    grpc::ClientContext cancel_ctx;
+    v1::CancelJobRequest cancel;
+    cancel.set_id(job.id());
+    v1::Job cancelled;
+    REQUIRE(c.jobs().CancelJob(&cancel_ctx, cancel, &cancelled).ok());
+    c.WaitForState(job.id(), v1::JOB_STATE_CANCELLED);
+  }
+  std::sort(ms.begin(), ms.end());
+  auto pct = [&](double p) { return ms[std::min(ms.size() - 1, size_t(p * ms.size()))]; };
+  printf(
+      "submit -> RUNNING, 4 replicas on 2 agents, %zu samples: min %.1f ms, median %.1f ms, "
+      "p90 %.1f ms, max %.1f ms\n",
+      ms.size(), ms.front(), pct(0.5), pct(0.9), ms.back());
+}
+
+}  // namespace
+}  // namespace trainctl::testing

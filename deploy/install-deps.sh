@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package trainctl needs to build and test. Safe to run again.
+set -euo pipefail
+packages=(
+  cmake ninja-build g++ pkg-config clang-format
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev libsqlite3-dev libspdlog-dev libyaml-cpp-dev catch2
+)
+sudo=""
+if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
