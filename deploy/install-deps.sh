@@ -4,7 +4,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config clang-format
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libabsl-dev libsqlite3-dev libspdlog-dev libyaml-cpp-dev catch2
+  libabsl-dev libsqlite3-dev libspdlog-dev libyaml-cpp-dev libsystemd-dev catch2
 )
 sudo=""
 if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -197,10 +198,13 @@ int main(int argc, char** argv) {
     std::rename(tmp.c_str(), (flags.data_dir + "/trainctld.addr").c_str());
   }
   spdlog::info("trainctld listening on {} (data dir {})", addr, flags.data_dir);
+  // Type=notify units start their dependants only now; a no-op outside systemd.
+  sd_notify(0, "READY=1");
 
   int sig = 0;
   sigwait(&sigs, &sig);
   spdlog::info("received {}; shutting down", strsignal(sig));
+  sd_notify(0, "STOPPING=1");
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(3));
   hub.Clear();
   loop.Stop();
