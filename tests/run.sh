@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds trainctl and runs every test: unit and integration tests in build/, then the unit
-# suites again under AddressSanitizer + UBSan in build-asan/. Exits non-zero on any failure.
+# suites again under AddressSanitizer + UBSan in build-asan/. Installs missing Debian packages
+# first. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
+bash deploy/install-deps.sh
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
