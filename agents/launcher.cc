@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agents/proc_stats.h"
+#include "agents/run_files.h"
 #include "agents/spawn.h"
 #include "common/time_util.h"
 #include "spdlog/spdlog.h"
@@ -67,50 +68,30 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
       return;
     }
     Run& run = runs_[run_id];
-    run.parts = parts;
     run.memory_limit_bytes = std::max<int64_t>(launch.resources().memory_mb(), 0) << 20;
     reject_reason = reject_reason_;
   }
   if (!reject_reason.empty()) {
-    ReportLaunchFailure(run_id, absl::UnavailableError(reject_reason), "", -1);
+    ReportLaunchFailure(run_id, absl::UnavailableError(reject_reason), -1);
     return;
   }
-  absl::Status valid = CheckPathComponent("job id", parts.job_id);
-  if (valid.ok()) valid = CheckPathComponent("replica name", parts.replica_name);
-  if (valid.ok() && (parts.attempt < 0 || parts.restart < 0)) {
-    valid = absl::InvalidArgumentError("negative attempt or restart");
-  }
-  if (valid.ok() && run_id != MakeRunId(parts)) {
-    valid = absl::InvalidArgumentError(
-        absl::StrCat("run id \"", run_id, "\" does not match \"", MakeRunId(parts), "\""));
-  }
-  if (!valid.ok()) {
+  if (absl::Status valid = CheckRunId(run_id, parts); !valid.ok()) {
     // The scheduler sent a malformed launch; that is never the user's fault.
-    ReportLaunchFailure(run_id, absl::InternalError(valid.message()), "", -1);
+    ReportLaunchFailure(run_id, absl::InternalError(valid.message()), -1);
     return;
   }
-
   const std::string working_dir = RunWorkingDir(options_.work_dir, parts);
   const std::string log_path = RunLogPath(options_.work_dir, parts);
   {
     absl::MutexLock lock(&mu_);
     runs_[run_id].log_path = log_path;
   }
-  absl::Status dirs = MakeDirs(working_dir);
-  if (dirs.ok()) dirs = MakeDirs(log_path.substr(0, log_path.rfind('/')));
-  if (dirs.ok() && !launch.checkpoint_dir().empty()) dirs = MakeDirs(launch.checkpoint_dir());
-  if (!dirs.ok()) {
-    ReportLaunchFailure(run_id, dirs, log_path, -1);
+  absl::StatusOr<int> log = PrepareRunFiles(working_dir, log_path, launch.checkpoint_dir());
+  if (!log.ok()) {
+    ReportLaunchFailure(run_id, log.status(), -1);
     return;
   }
-  int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log_fd < 0) {
-    ReportLaunchFailure(
-        run_id,
-        absl::InternalError(absl::StrCat("cannot open ", log_path, ": ", std::strerror(errno))),
-        log_path, -1);
-    return;
-  }
+  const int log_fd = *log;
 
   SpawnRequest request;
   request.argv.assign(launch.argv().begin(), launch.argv().end());
@@ -123,7 +104,7 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
   int64_t start_time_ms = WallNowMs();
   absl::StatusOr<pid_t> pid = SpawnProcess(request);
   if (!pid.ok()) {
-    ReportLaunchFailure(run_id, pid.status(), log_path, log_fd);
+    ReportLaunchFailure(run_id, pid.status(), log_fd);
     close(log_fd);
     return;
   }
@@ -142,7 +123,6 @@ void ProcessLauncher::FinishLaunch(const std::string& run_id, pid_t pid, int64_t
   absl::MutexLock lock(&mu_);
   Run& run = runs_[run_id];
   run.pid = pid;
-  run.start_time_ms = start_time_ms;
   run.state = RunState::kRunning;
   if (run.stopping) {
     SignalLocked(run_id, run, run.kill_at <= absl::Now() ? SIGKILL : SIGTERM);
@@ -150,7 +130,7 @@ void ProcessLauncher::FinishLaunch(const std::string& run_id, pid_t pid, int64_t
 }
 
 void ProcessLauncher::ReportLaunchFailure(const std::string& run_id, const absl::Status& error,
-                                          const std::string& log_path, int log_fd) {
+                                          int log_fd) {
   const bool is_user = error.code() == absl::StatusCode::kInvalidArgument;
   spdlog::info("run {}: launch failed ({}): {}", run_id, is_user ? "user error" : "host error",
                std::string(error.message()));
@@ -169,7 +149,6 @@ void ProcessLauncher::ReportLaunchFailure(const std::string& run_id, const absl:
   absl::MutexLock lock(&mu_);
   Run& run = runs_[run_id];
   run.state = RunState::kExited;
-  if (run.log_path.empty()) run.log_path = log_path;
   exited_order_.push_back(run_id);
   ForgetOldRunsLocked();
 }

@@ -39,7 +39,6 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "agents/run_files.h"
 #include "trainctl/v1/agent.pb.h"
 
 namespace trainctl::agent {
@@ -110,12 +109,10 @@ class ProcessLauncher {
   enum class RunState { kLaunching, kRunning, kExiting, kExited };
 
   struct Run {
-    RunIdParts parts;
     std::string log_path;
     RunState state = RunState::kLaunching;
     // The process and its group; valid in kRunning and kExiting.
     pid_t pid = 0;
-    int64_t start_time_ms = 0;
     // 0: no limit.
     int64_t memory_limit_bytes = 0;
     // Stop() or StopAll() was called; SIGKILL is due at kill_at.
@@ -128,10 +125,12 @@ class ProcessLauncher {
     bool oom_killed = false;
   };
 
-  // The result of starting the process: its pid, or the failure report.
+  // Reports the started process, then hands it to the monitor.
   void FinishLaunch(const std::string& run_id, pid_t pid, int64_t start_time_ms);
-  void ReportLaunchFailure(const std::string& run_id, const absl::Status& error,
-                           const std::string& log_path, int log_fd);
+  // Reports a launch that failed with `error` (INVALID_ARGUMENT: the user's fault), noting it in
+  // the log when `log_fd` >= 0.
+  void ReportLaunchFailure(const std::string& run_id, const absl::Status& error, int log_fd);
+  // Stop(); `by_request` says whether the scheduler asked.
   absl::Status StopLocked(const std::string& run_id, int64_t grace_ms, const std::string& reason,
                           bool by_request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Signals a running, unreaped run's group. REQUIRES: mu_ held.

@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/status_macros.h"
 
 namespace trainctl::agent {
 namespace {
@@ -93,6 +94,31 @@ absl::StatusOr<RunIdParts> ParseRunId(absl::string_view run_id) {
   out.job_id = std::string(parts[0]);
   out.replica_name = std::string(parts[2]);
   return out;
+}
+
+absl::Status CheckRunId(absl::string_view run_id, const RunIdParts& parts) {
+  TC_RETURN_IF_ERROR(CheckPathComponent("job id", parts.job_id));
+  TC_RETURN_IF_ERROR(CheckPathComponent("replica name", parts.replica_name));
+  if (parts.attempt < 0 || parts.restart < 0) {
+    return absl::InvalidArgumentError("negative attempt or restart");
+  }
+  if (run_id != MakeRunId(parts)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run id \"", run_id, "\" does not match \"", MakeRunId(parts), "\""));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> PrepareRunFiles(const std::string& working_dir, const std::string& log_path,
+                                    const std::string& checkpoint_dir) {
+  TC_RETURN_IF_ERROR(MakeDirs(working_dir));
+  TC_RETURN_IF_ERROR(MakeDirs(log_path.substr(0, log_path.rfind('/'))));
+  if (!checkpoint_dir.empty()) TC_RETURN_IF_ERROR(MakeDirs(checkpoint_dir));
+  int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return absl::InternalError(absl::StrCat("cannot open ", log_path, ": ", std::strerror(errno)));
+  }
+  return fd;
 }
 
 std::string RunWorkingDir(const std::string& work_dir, const RunIdParts& run) {

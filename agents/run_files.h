@@ -39,6 +39,14 @@ absl::StatusOr<RunIdParts> ParseRunId(absl::string_view run_id);
 // INVALID_ARGUMENT unless `name` is a safe single path component (see ParseRunId).
 absl::Status CheckPathComponent(absl::string_view what, absl::string_view name);
 
+// OK when `parts` are safe path components (see ParseRunId) and `run_id` is made of them.
+absl::Status CheckRunId(absl::string_view run_id, const RunIdParts& parts);
+
+// Creates the run's working, log and (unless empty) checkpoint directories, and opens its log
+// for appending (O_APPEND, close-on-exec). Returns the log's fd, which the caller closes.
+absl::StatusOr<int> PrepareRunFiles(const std::string& working_dir, const std::string& log_path,
+                                    const std::string& checkpoint_dir);
+
 std::string RunWorkingDir(const std::string& work_dir, const RunIdParts& run);
 std::string RunLogPath(const std::string& work_dir, const RunIdParts& run);
 

@@ -248,7 +248,8 @@ TEST_CASE("a second Launch of a known run id does nothing", "[launcher]") {
   f.launcher().Launch(launch);  // Exited runs are remembered too.
   CHECK(f.started().size() == 1);
   CHECK(f.exit_reports(launch.run_id()) == 1);
-  CHECK(f.launcher().KnownRuns().empty());
+  // Known until its exit report has been delivered, which ends just after the callback.
+  CHECK(WaitUntil([&] { return f.launcher().KnownRuns().empty(); }));
   CHECK(ReadFile(f.LogPath("worker-0")) == "once\n");
 }
 
