@@ -12,13 +12,16 @@
 // only the scheduler (StopReplica) or Shutdown() stops them.
 //
 //   Agent agent(options);
-//   std::thread waiter([&] { WaitForSignal(); agent.Shutdown(absl::Seconds(10), absl::Seconds(2));
-//   }); agent.Run();  // returns after Shutdown()
+//   std::thread waiter([&] { WaitForSignal(); agent.Shutdown(grace, ack_wait); });
+//   agent.Run();  // returns after Shutdown()
 //
-// Threads: Run()'s caller connects and writes; one reader thread per stream handles
+// Shutdown does not set stopped_by_request on the exits it causes (the scheduler did not ask);
+// the scheduler sees those replicas fail, killed by SIGTERM or SIGKILL.
+//
+// Threads: Run()'s caller connects and is the only writer; one reader thread per stream handles
 // SchedulerMessages (acks, log reads); one worker thread runs launches and stops in arrival
-// order; the launcher's threads add reports. Thread-safety: Run() once; Shutdown() from any
-// thread, once.
+// order; the launcher's threads add reports. Thread-safety: call Run() once, and Shutdown()
+// once, from another thread; every other method from any thread.
 #pragma once
 
 #include <grpcpp/client_context.h>
@@ -65,7 +68,7 @@ class Agent {
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
   // Ends the worker thread; the launcher's destructor kills replicas still running, so call
-  // Shutdown() first for a graceful end.
+  // Shutdown() first for a graceful end. REQUIRES: Run() is not running.
   ~Agent();
 
   // Connects, serves and reconnects until Shutdown(); then returns.
