@@ -1,5 +1,6 @@
 #include "cli/job_view.h"
 
+#include <csignal>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -18,12 +19,6 @@ std::string FormatTime(const google::protobuf::Timestamp& ts, int64_t now_ms) {
 
 std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
 
-std::string ExitText(const v1::Replica& replica) {
-  if (replica.has_exit_code()) return absl::StrCat(replica.exit_code());
-  if (replica.has_signal()) return absl::StrCat("signal ", replica.signal());
-  return "-";
-}
-
 // The error message with its canonical code, e.g. "... status of 3. (code 3)".
 std::string ErrorText(const v1::JobError& error) {
   if (error.message().empty()) return "";
@@ -33,26 +28,66 @@ std::string ErrorText(const v1::JobError& error) {
 
 }  // namespace
 
-std::string RenderJobDetails(const v1::Job& job, int64_t now_ms) {
-  std::string out = RenderFields({
+std::string RenderJobSummary(const v1::Job& job, int64_t now_ms) {
+  return RenderFields({
       {"ID", job.id()},
       {"Name", job.display_name()},
       {"Project", job.project()},
       {"Priority", absl::StrCat(job.priority())},
       {"State", JobStateName(job.state())},
       {"Error", ErrorText(job.error())},
+      {"Error replica", job.error().replica()},
+      {"Error node", job.error().node()},
       {"Queue reason", job.queue_reason()},
       {"Created", FormatTime(job.create_time(), now_ms)},
       {"Started", FormatTime(job.start_time(), now_ms)},
       {"Ended", FormatTime(job.end_time(), now_ms)},
       {"Checkpoints", job.checkpoint_dir()},
   });
+}
+
+std::string ReplicaExitText(const v1::Replica& replica) {
+  if (replica.has_signal()) {
+    const std::string name = SignalName(replica.signal());
+    if (name.empty()) return absl::StrCat("signal ", replica.signal());
+    return absl::StrCat("signal ", replica.signal(), " (", name, ")");
+  }
+  if (replica.has_exit_code()) return absl::StrCat(replica.exit_code());
+  return "-";
+}
+
+std::string SignalName(int signal) {
+  // The signals a training process is likely to die of; numbers differ between architectures,
+  // so they come from <csignal> rather than a table of numbers.
+  static constexpr struct {
+    int number;
+    const char* name;
+  } kSignals[] = {
+      {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
+      {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
+      {SIGKILL, "SIGKILL"}, {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
+      {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"}, {SIGXCPU, "SIGXCPU"},
+      {SIGXFSZ, "SIGXFSZ"}, {SIGSYS, "SIGSYS"},
+  };
+  for (const auto& s : kSignals) {
+    if (s.number == signal) return s.name;
+  }
+  return "";
+}
+
+std::string FormatTimestamp(const google::protobuf::Timestamp& ts) {
+  const int64_t ms = TimestampToMs(ts);
+  return ms > 0 ? FormatRfc3339(ms) : "-";
+}
+
+std::string RenderJobDetails(const v1::Job& job, int64_t now_ms) {
+  std::string out = RenderJobSummary(job, now_ms);
   if (job.replicas_size() > 0) {
     Table replicas({"NAME", "RANK", "NODE", "STATE", "RESTARTS", "EXIT", "PID"});
     for (const v1::Replica& r : job.replicas()) {
       replicas.AddRow({r.name(), absl::StrCat(r.rank()), OrDash(r.node()),
-                       ReplicaStateName(r.state()), absl::StrCat(r.restart_count()), ExitText(r),
-                       r.pid() > 0 ? absl::StrCat(r.pid()) : "-"});
+                       ReplicaStateName(r.state()), absl::StrCat(r.restart_count()),
+                       ReplicaExitText(r), r.pid() > 0 ? absl::StrCat(r.pid()) : "-"});
     }
     absl::StrAppend(&out, "\nReplicas:\n", replicas.Render());
   }
@@ -99,18 +134,8 @@ absl::StatusOr<std::string> JobsToJson(const std::vector<v1::Job>& jobs) {
 }
 
 absl::StatusOr<std::string> FormatJob(const v1::Job& job, OutputFormat format, int64_t now_ms) {
-  switch (format) {
-    case OutputFormat::kTable:
-      return RenderJobDetails(job, now_ms);
-    case OutputFormat::kJson:
-      return MessageToJson(job);
-    case OutputFormat::kYaml: {
-      absl::StatusOr<std::string> json = MessageToJson(job);
-      if (!json.ok()) return json.status();
-      return JsonToYaml(*json);
-    }
-  }
-  return absl::InternalError("unknown output format");
+  if (format == OutputFormat::kTable) return RenderJobDetails(job, now_ms);
+  return MessageToFormat(job, format);
 }
 
 absl::StatusOr<std::string> FormatJobList(const std::vector<v1::Job>& jobs, OutputFormat format,

@@ -1,5 +1,5 @@
-// How the CLI shows jobs: the `get` summary, the `list` table, their JSON/YAML forms, and the
-// one-line status that `wait` and `cancel` print.
+// How the CLI shows jobs: the `get` summary, the `list` table, their JSON/YAML forms, the
+// one-line status that `wait` and `cancel` print, and the pieces `describe` shares with `get`.
 //
 // `now_ms` (ms since the epoch) is passed in so that ages are testable.
 // Pure functions; thread-safe.
@@ -18,6 +18,20 @@ namespace trainctl::cli {
 // `get -o table`: the job's fields, then a REPLICAS table (NAME RANK NODE STATE RESTARTS EXIT
 // PID) and an ATTEMPTS table (NUMBER STATE REASON).
 std::string RenderJobDetails(const v1::Job& job, int64_t now_ms);
+
+// The "Key: value" block `get` and `describe` open with: id, name, project, priority, state, the
+// error (with the replica and node it comes from), the queue reason, times and the checkpoint
+// directory. Unset fields are left out.
+std::string RenderJobSummary(const v1::Job& job, int64_t now_ms);
+
+// How the replica's last process ended: "3" (exit code), "signal 9 (SIGKILL)", or "-".
+std::string ReplicaExitText(const v1::Replica& replica);
+
+// "SIGKILL" for 9; "" for a number this platform has no name for.
+std::string SignalName(int signal);
+
+// "2026-11-21T03:44:36Z", or "-" when unset.
+std::string FormatTimestamp(const google::protobuf::Timestamp& ts);
 
 // `list -o table`: ID NAME PROJECT STATE AGE REPLICAS, one row per job.
 std::string RenderJobList(const std::vector<v1::Job>& jobs, int64_t now_ms);

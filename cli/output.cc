@@ -105,6 +105,23 @@ std::string Table::Render() const {
   return out;
 }
 
+void Table::DropEmptyColumns(const std::vector<std::string>& names, absl::string_view fill) {
+  for (const std::string& name : names) {
+    auto it = std::find(rows_[0].begin(), rows_[0].end(), name);
+    if (it == rows_[0].end()) continue;
+    const size_t column = it - rows_[0].begin();
+    bool any = false;
+    for (size_t r = 1; r < rows_.size(); ++r) any |= !rows_[r][column].empty();
+    for (size_t r = 0; r < rows_.size(); ++r) {
+      if (!any) {
+        rows_[r].erase(rows_[r].begin() + column);
+      } else if (rows_[r][column].empty()) {
+        rows_[r][column] = std::string(fill);
+      }
+    }
+  }
+}
+
 std::string RenderFields(const std::vector<std::pair<std::string, std::string>>& fields) {
   size_t width = 0;
   for (const auto& [name, value] : fields) {
@@ -145,6 +162,25 @@ absl::StatusOr<std::string> JsonToYaml(const std::string& json) {
   if (!out.good())
     return absl::InternalError(absl::StrCat("cannot render YAML: ", out.GetLastError()));
   return absl::StrCat(out.c_str(), "\n");
+}
+
+absl::StatusOr<std::string> MessageToYaml(const google::protobuf::Message& message) {
+  absl::StatusOr<std::string> json = MessageToJson(message);
+  if (!json.ok()) return json.status();
+  return JsonToYaml(*json);
+}
+
+absl::StatusOr<std::string> MessageToFormat(const google::protobuf::Message& message,
+                                            OutputFormat format) {
+  switch (format) {
+    case OutputFormat::kJson:
+      return MessageToJson(message);
+    case OutputFormat::kYaml:
+      return MessageToYaml(message);
+    case OutputFormat::kTable:
+      break;
+  }
+  return absl::InternalError("MessageToFormat renders JSON and YAML only");
 }
 
 std::string IndentLines(absl::string_view text, int spaces) {

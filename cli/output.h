@@ -35,6 +35,11 @@ class Table {
 
   size_t row_count() const { return rows_.size() - 1; }
 
+  // For each column named in `names`: drops it when its cell is empty in every row, else shows
+  // its empty cells as `fill`. For tables whose rows fill different columns (events of a job
+  // have no node; node events no job). Call after the last AddRow.
+  void DropEmptyColumns(const std::vector<std::string>& names, absl::string_view fill = "-");
+
   // Every line, the header first, each ending in '\n'.
   std::string Render() const;
 
@@ -48,6 +53,14 @@ std::string RenderFields(const std::vector<std::pair<std::string, std::string>>&
 // Protobuf's JSON mapping, as `get -o json` prints it: every field (defaults included), enum
 // names, lowerCamelCase names, indented, ending in '\n'.
 absl::StatusOr<std::string> MessageToJson(const google::protobuf::Message& message);
+
+// MessageToJson re-rendered with JsonToYaml, as `get -o yaml` prints it.
+absl::StatusOr<std::string> MessageToYaml(const google::protobuf::Message& message);
+
+// The message in `format`: MessageToJson or MessageToYaml. INTERNAL for kTable, which each
+// command renders its own way.
+absl::StatusOr<std::string> MessageToFormat(const google::protobuf::Message& message,
+                                            OutputFormat format);
 
 // Re-renders a JSON document as block-style YAML with the same content, ending in '\n'. JSON
 // strings that would read back as another type in YAML ("12", "true", "") stay quoted.

@@ -1,6 +1,7 @@
 #include "cli/job_view.h"
 
 #include <catch2/catch.hpp>
+#include <optional>
 
 #include "common/spec_parse.h"
 #include "common/time_util.h"
@@ -70,9 +71,9 @@ TEST_CASE("RenderJobDetails shows fields, replicas and attempts", "[job_view]") 
         "Ended:     2025-12-31T23:59:00Z (60s ago)\n"
         "\n"
         "Replicas:\n"
-        "NAME       RANK   NODE     STATE     RESTARTS   EXIT        PID\n"
-        "worker-0   0      node-a   STOPPED   0          signal 15   -\n"
-        "worker-1   1      node-b   FAILED    2          3           4321\n"
+        "NAME       RANK   NODE     STATE     RESTARTS   EXIT                  PID\n"
+        "worker-0   0      node-a   STOPPED   0          signal 15 (SIGTERM)   -\n"
+        "worker-1   1      node-b   FAILED    2          3                     4321\n"
         "\n"
         "Attempts:\n"
         "NUMBER   STATE    REASON\n"
@@ -85,6 +86,50 @@ TEST_CASE("RenderJobDetails shows the queue reason of a queued job", "[job_view]
   std::string text = RenderJobDetails(job, kNowMs);
   CHECK_THAT(text, Catch::Contains("Queue reason:  waiting for 4 GPUs\n"));
   CHECK_THAT(text, !Catch::Contains("Replicas:"));
+}
+
+TEST_CASE("RenderJobSummary names the replica and node an error comes from", "[job_view]") {
+  v1::Job job = MakeJob("j-1", v1::JOB_STATE_FAILED, 0, 0, 1000);
+  job.mutable_error()->set_message("worker-1 was killed");
+  job.mutable_error()->set_replica("worker-1");
+  job.mutable_error()->set_node("node-b");
+  job.set_checkpoint_dir("/ckpt/j-1");
+  CHECK(RenderJobSummary(job, kNowMs) ==
+        "ID:             j-1\n"
+        "Name:           job j-1\n"
+        "Project:        default\n"
+        "Priority:       0\n"
+        "State:          FAILED\n"
+        "Error:          worker-1 was killed\n"
+        "Error replica:  worker-1\n"
+        "Error node:     node-b\n"
+        "Created:        2025-12-31T23:59:59Z (1s ago)\n"
+        "Checkpoints:    /ckpt/j-1\n");
+}
+
+TEST_CASE("ReplicaExitText prefers the signal, named where known", "[job_view]") {
+  struct Row {
+    std::optional<int> exit_code;
+    std::optional<int> signal;
+    std::string want;
+  };
+  for (const Row& row : std::vector<Row>{{std::nullopt, std::nullopt, "-"},
+                                         {0, std::nullopt, "0"},
+                                         {3, std::nullopt, "3"},
+                                         {std::nullopt, 9, "signal 9 (SIGKILL)"},
+                                         {137, 9, "signal 9 (SIGKILL)"},
+                                         {std::nullopt, 11, "signal 11 (SIGSEGV)"},
+                                         {std::nullopt, 99, "signal 99"}}) {
+    v1::Replica replica;
+    if (row.exit_code) replica.set_exit_code(*row.exit_code);
+    if (row.signal) replica.set_signal(*row.signal);
+    CHECK(ReplicaExitText(replica) == row.want);
+  }
+}
+
+TEST_CASE("FormatTimestamp shows unset times as a dash", "[job_view]") {
+  CHECK(FormatTimestamp(MsToTimestamp(kNowMs)) == "2026-01-01T00:00:00Z");
+  CHECK(FormatTimestamp(google::protobuf::Timestamp()) == "-");
 }
 
 TEST_CASE("JobsToJson wraps the jobs in a jobs list", "[job_view]") {

@@ -106,6 +106,32 @@ TEST_CASE("JsonToYaml output reads back as the same job spec", "[output]") {
   CHECK(back->SerializeAsString() == spec.SerializeAsString());
 }
 
+TEST_CASE("DropEmptyColumns drops all-empty columns and fills the others", "[output]") {
+  Table table({"TIME", "JOB", "NODE", "REASON"});
+  table.AddRow({"t1", "j-1", "", "queued"});
+  table.AddRow({"t2", "", "", ""});
+  table.DropEmptyColumns({"JOB", "NODE", "MISSING"});
+  CHECK(table.Render() ==
+        "TIME   JOB   REASON\n"
+        "t1     j-1   queued\n"
+        "t2     -\n");
+
+  Table empty({"A", "B"});
+  empty.DropEmptyColumns({"B"});
+  CHECK(empty.Render() == "A\n");
+}
+
+TEST_CASE("MessageToFormat renders JSON and YAML, not tables", "[output]") {
+  v1::ListNodesResponse response;
+  response.add_nodes()->set_name("node-a");
+  CHECK_THAT(MessageToFormat(response, OutputFormat::kJson).value(),
+             Catch::StartsWith("{\n \"nodes\": [\n  {\n   \"name\": \"node-a\",\n"));
+  CHECK_THAT(MessageToFormat(response, OutputFormat::kYaml).value(),
+             Catch::StartsWith("nodes:\n  - name: node-a\n"));
+  CHECK(MessageToFormat(response, OutputFormat::kTable).status().code() ==
+        absl::StatusCode::kInternal);
+}
+
 TEST_CASE("IndentLines indents non-empty lines", "[output]") {
   CHECK(IndentLines("a\n\nb\n", 2) == "  a\n\n  b\n");
   CHECK(IndentLines("a", 1) == " a");
