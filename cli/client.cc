@@ -60,7 +60,8 @@ std::shared_ptr<grpc::Channel> NewChannel(const std::string& server) {
 Client::Client(std::string server)
     : server_(std::move(server)),
       channel_(NewChannel(server_)),
-      stub_(v1::JobService::NewStub(channel_)) {}
+      stub_(v1::JobService::NewStub(channel_)),
+      cluster_(v1::ClusterService::NewStub(channel_)) {}
 
 bool Client::Connected() const {
   return channel_->GetState(/*try_to_connect=*/false) == GRPC_CHANNEL_READY;

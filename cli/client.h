@@ -1,4 +1,4 @@
-// The CLI's connection to the trainctl server: which address to use, the channel and stub, the
+// The CLI's connection to the trainctl server: which address to use, the channel and stubs, the
 // per-RPC deadline, and how gRPC errors are reported to the user.
 //
 //   Client client(ResolveServer(flag_value, std::getenv("TRAINCTL_SERVER")));
@@ -56,6 +56,8 @@ class Client {
 
   const std::string& server() const { return server_; }
   v1::JobService::Stub& stub() { return *stub_; }
+  // ClusterService (nodes and events), on the same channel.
+  v1::ClusterService::Stub& cluster() { return *cluster_; }
 
   // Sets the per-RPC deadline (kRpcTimeout) on a context for a unary call.
   static void PrepareUnary(grpc::ClientContext* context);
@@ -73,6 +75,7 @@ class Client {
   const std::string server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::JobService::Stub> stub_;
+  std::unique_ptr<v1::ClusterService::Stub> cluster_;
 };
 
 }  // namespace trainctl::cli

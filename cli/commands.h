@@ -1,5 +1,5 @@
-// trainctl's commands. Each is a thin edge: it checks its flags, calls the JobService and prints
-// the result; the server holds all policy.
+// trainctl's commands. Each is a thin edge: it checks its flags, calls the JobService or the
+// ClusterService and prints the result; the server holds all policy.
 //
 // A command returns its exit status, or an error that main() prints as
 // "error: CODE: message" and turns into exit status 2.
@@ -24,6 +24,10 @@ struct Command {
   absl::StatusOr<int> (*run)(const ParsedArgs& args, Client& client);
 };
 
+// -o/--output FORMAT (table, json or yaml; default table), shared by the commands that print
+// resources.
+FlagSpec OutputFlag();
+
 // commands_jobs.cc
 Command SubmitCommand();
 Command GetCommand();
@@ -33,5 +37,10 @@ Command CancelCommand();
 Command WaitCommand();
 // commands_logs.cc
 Command LogsCommand();
+// commands_cluster.cc
+Command NodesCommand();
+Command EventsCommand();
+// commands_describe.cc
+Command DescribeCommand();
 
 }  // namespace trainctl::cli

@@ -18,11 +18,6 @@ namespace {
 // ListJobsRequest.page_size allows at most this many.
 constexpr int kMaxPageSize = 1000;
 
-FlagSpec OutputFlag() {
-  return {"output", 'o',     FlagSpec::Kind::kValue,
-          "FORMAT", "table", "Output format: table, json or yaml"};
-}
-
 absl::StatusOr<int> RunSubmit(const ParsedArgs& args, Client& client) {
   if (!args.IsSet("filename")) {
     return absl::InvalidArgumentError(
@@ -103,6 +98,11 @@ absl::StatusOr<int> RunCancel(const ParsedArgs& args, Client& client) {
 }
 
 }  // namespace
+
+FlagSpec OutputFlag() {
+  return {"output", 'o',     FlagSpec::Kind::kValue,
+          "FORMAT", "table", "Output format: table, json or yaml"};
+}
 
 Command SubmitCommand() {
   CommandSpec spec{"submit",

@@ -1,0 +1,52 @@
+// describe: the job (GetJob) and its latest events (ListEvents), kubectl-style.
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/describe_view.h"
+#include "common/time_util.h"
+
+namespace trainctl::cli {
+namespace {
+
+// How many of the job's newest events describe shows.
+constexpr int kDescribeEvents = 20;
+
+absl::StatusOr<int> RunDescribe(const ParsedArgs& args, Client& client) {
+  v1::Job job;
+  {
+    v1::GetJobRequest request;
+    request.set_id(args.args()[0]);
+    grpc::ClientContext context;
+    Client::PrepareUnary(&context);
+    grpc::Status status = client.stub().GetJob(&context, request, &job);
+    if (!status.ok()) return client.ToStatus(status);
+  }
+  // The job is worth showing even when its events cannot be read: print it first.
+  std::cout << RenderJobDescription(job, WallNowMs()) << "\n" << std::flush;
+  v1::ListEventsRequest request;
+  request.set_job_id(job.id());
+  request.set_limit(kDescribeEvents);
+  grpc::ClientContext context;
+  Client::PrepareUnary(&context);
+  v1::ListEventsResponse response;
+  grpc::Status status = client.cluster().ListEvents(&context, request, &response);
+  if (!status.ok()) return client.ToStatus(status);
+  std::cout << RenderEventsSection(response.events(), WallNowMs()) << std::flush;
+  return kExitOk;
+}
+
+}  // namespace
+
+Command DescribeCommand() {
+  CommandSpec spec{"describe",
+                   "ID",
+                   "Show a job in detail: replicas, attempts and its latest events",
+                   "Shows what get shows, each replica's note on its last transition, the nodes "
+                   "and times of\nevery attempt, and the job's last 20 events.",
+                   {},
+                   1,
+                   1};
+  return {std::move(spec), &RunDescribe};
+}
+
+}  // namespace trainctl::cli
