@@ -1,0 +1,184 @@
+// Runs `trainctl nodes`, `events` and `describe` against the fake server (fake_server.h) and
+// checks what they print. The fake dates its heartbeats and events back from the time of each
+// request, so ages are fixed; absolute times are not.
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/spec_parse.h"
+#include "tests/cli/fake_server.h"
+#include "trainctl/v1/job.pb.h"
+
+namespace trainctl::cli {
+namespace {
+
+// The lines of `text` with their first column (the event time) cut off.
+std::string WithoutFirstColumn(const std::string& text) {
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = text.find('\n', start);
+    const std::string line = text.substr(start, end - start);
+    const size_t cut = line.find("   ");
+    out += (cut == std::string::npos ? line : line.substr(line.find_first_not_of(' ', cut))) + "\n";
+    start = end == std::string::npos ? text.size() : end + 1;
+  }
+  return out;
+}
+
+TEST_CASE("nodes shows status, free/allocatable resources and heartbeats", "[binary][cluster]") {
+  Result nodes = Fake().Run("nodes");
+  INFO(nodes.err);
+  REQUIRE(nodes.exit_status == 0);
+  CHECK(
+      nodes.out ==
+      "NAME     STATUS         ADDRESS         CPU     MEMORY        GPUS   REPLICAS   HEARTBEAT\n"
+      "node-a   Ready          10.0.0.1:7071   3.5/4   3968/4096Mi   6/8    1          2m ago\n"
+      "node-b   Disconnected   10.0.0.2:7071   4/4     4096/4096Mi   0/0    0          60m ago\n");
+
+  for (const char* format : {"json", "yaml"}) {
+    Result listed = Fake().Run(absl::StrCat("nodes -o ", format));
+    REQUIRE(listed.exit_status == 0);
+    v1::ListNodesResponse response;  // {"nodes": [...]}
+    REQUIRE(ParseYamlToMessage(listed.out, &response).ok());
+    REQUIRE(response.nodes_size() == 2);
+    CHECK(response.nodes(0).connected());
+    CHECK(response.nodes(1).free().memory_mb() == 4096);
+  }
+  CHECK(Fake().Run("nodes extra").exit_status == 2);
+}
+
+TEST_CASE("events lists the log oldest first and filters it", "[binary][cluster]") {
+  Result all = Fake().Run("events");
+  INFO(all.err);
+  REQUIRE(all.exit_status == 0);
+  CHECK_THAT(all.out, Catch::Matches("TIME   .*\n(20[0-9-]{8}T[0-9:]{8}Z   .*\n){6}"));
+  CHECK(WithoutFirstColumn(all.out) ==
+        "TYPE               JOB           REPLICA    NODE     REASON\n"
+        "NodeRegistered     -             -          node-a   agent 0.1.0\n"
+        "JobQueued          j-described   -          -        submitted\n"
+        "ReplicaStarted     j-described   worker-0   node-b   pid 4321\n"
+        "ReplicaExited      j-described   worker-0   node-b   killed by signal 9\n"
+        "JobFailed          j-described   -          -        worker-0 killed\n"
+        "NodeDisconnected   -             -          node-b   no heartbeat for 30s\n");
+
+  Result job = Fake().Run("events j-described --node node-b");
+  CHECK(WithoutFirstColumn(job.out) ==
+        "TYPE             JOB           REPLICA    NODE     REASON\n"
+        "ReplicaStarted   j-described   worker-0   node-b   pid 4321\n"
+        "ReplicaExited    j-described   worker-0   node-b   killed by signal 9\n");
+  CHECK(Fake().LastEventsRequest().job_id() == "j-described");
+
+  // Columns no event fills are left out.
+  Result type = Fake().Run("events --type NodeRegistered");
+  CHECK(WithoutFirstColumn(type.out) ==
+        "TYPE             NODE     REASON\n"
+        "NodeRegistered   node-a   agent 0.1.0\n");
+
+  // The newest two of the events of the last 10 minutes.
+  Result recent = Fake().Run("events --since 10m --limit 2 -o json");
+  REQUIRE(recent.exit_status == 0);
+  v1::ListEventsResponse response;
+  REQUIRE(ParseYamlToMessage(recent.out, &response).ok());
+  REQUIRE(response.events_size() == 2);
+  CHECK(response.events(0).type() == "JobFailed");
+  CHECK(response.events(1).type() == "NodeDisconnected");
+  CHECK(Fake().LastEventsRequest().limit() == 2);
+
+  Result rfc3339 = Fake().Run("events --since 2000-01-01T00:00:00Z -o yaml");
+  REQUIRE(ParseYamlToMessage(rfc3339.out, &response).ok());
+  CHECK(response.events_size() == 6);
+  CHECK(Fake().LastEventsRequest().since().seconds() == 946684800);
+
+  Result none = Fake().Run("events --since 2999-01-01T00:00:00Z");
+  CHECK(none.exit_status == 0);
+  CHECK(none.out.empty());
+  CHECK(none.err == "No events found.\n");
+}
+
+TEST_CASE("events rejects a bad --since or --limit", "[binary][cluster]") {
+  Result since = Fake().Run("events --since yesterday");
+  CHECK(since.exit_status == 2);
+  CHECK_THAT(since.err,
+             Catch::StartsWith("error: INVALID_ARGUMENT: invalid --since \"yesterday\""));
+
+  for (const char* limit : {"0", "10001", "ten"}) {
+    Result bad = Fake().Run(absl::StrCat("events --limit ", limit));
+    CHECK(bad.exit_status == 2);
+    CHECK_THAT(bad.err, Catch::StartsWith("error: INVALID_ARGUMENT: --limit must be"));
+  }
+}
+
+TEST_CASE("describe shows the job, its replicas, attempts and latest events", "[binary][cluster]") {
+  Result described = Fake().Run("describe j-described");
+  INFO(described.err);
+  REQUIRE(described.exit_status == 0);
+  CHECK_THAT(described.out, Catch::StartsWith("ID:             j-described\n"
+                                              "Name:           resnet\n"
+                                              "Project:        vision\n"
+                                              "Priority:       10\n"
+                                              "State:          FAILED\n"
+                                              "Error:          Replica worker-0 was killed by "
+                                              "signal 9. (code 13)\n"
+                                              "Error replica:  worker-0\n"
+                                              "Error node:     node-b\n"
+                                              "Created:        2025-12-31T23:59:00Z ("));
+  CHECK_THAT(
+      described.out,
+      Catch::EndsWith(
+          "Checkpoints:    /ckpt/j-described\n"
+          "\n"
+          "Replicas:\n"
+          "  NAME       RANK   NODE     STATE     RESTARTS   EXIT                  MESSAGE\n"
+          "  chief-0    0      node-a   STOPPED   0          signal 15 (SIGTERM)   stopped: job "
+          "ended\n"
+          "  worker-0   1      node-b   FAILED    2          signal 9 (SIGKILL)    killed by "
+          "signal "
+          "9\n"
+          "\n"
+          "Attempts:\n"
+          "  NUMBER   STATE    NODES           STARTED                ENDED                  "
+          "REASON\n"
+          "  1        FAILED   node-a,node-c   2026-01-01T00:00:00Z   2026-01-01T00:05:00Z   "
+          "node-c disconnected\n"
+          "  2        FAILED   node-a,node-b   2026-01-01T00:10:00Z   2026-01-01T00:15:00Z   "
+          "worker-0 killed by SIGKILL\n"
+          "\n"
+          "Events:\n"
+          "  AGE   TYPE             REPLICA    NODE     REASON\n"
+          "  30m   JobQueued        -          -        submitted\n"
+          "  20m   ReplicaStarted   worker-0   node-b   pid 4321\n"
+          "  5m    ReplicaExited    worker-0   node-b   killed by signal 9\n"
+          "  2m    JobFailed        -          -        worker-0 killed\n"));
+  const v1::ListEventsRequest request = Fake().LastEventsRequest();
+  CHECK(request.job_id() == "j-described");
+  CHECK(request.limit() == 20);
+
+  Result quiet = Fake().Run("describe j-ok");
+  CHECK(quiet.exit_status == 0);
+  CHECK(quiet.out ==
+        "ID:        j-ok\n"
+        "Priority:  0\n"
+        "State:     RUNNING\n"
+        "\n"
+        "Events:  <none>\n");
+
+  Result missing = Fake().Run("describe j-nope");
+  CHECK(missing.exit_status == 2);
+  CHECK(missing.out.empty());
+  CHECK(missing.err == "error: NOT_FOUND: job j-nope not found\n");
+}
+
+TEST_CASE("help lists nodes, events and describe", "[binary][cluster]") {
+  Result help = Fixture::RunBinary("--help");
+  CHECK(help.exit_status == 0);
+  for (const char* command : {"describe", "nodes", "events"}) {
+    CHECK_THAT(help.out, Catch::Contains(absl::StrCat("\n  ", command, " ")));
+    Result own = Fixture::RunBinary(absl::StrCat(command, " --help"));
+    CHECK(own.exit_status == 0);
+    CHECK_THAT(own.out, Catch::StartsWith(absl::StrCat("Usage:\n  trainctl ", command)));
+  }
+}
+
+}  // namespace
+}  // namespace trainctl::cli

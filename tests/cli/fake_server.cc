@@ -1,0 +1,359 @@
+#include "tests/cli/fake_server.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/time_util.h"
+#include "trainctl/v1/job.grpc.pb.h"
+
+namespace trainctl::cli {
+namespace {
+
+constexpr int64_t kMinuteMs = 60 * 1000;
+
+// A job that failed after a retry: a worker killed by SIGKILL on node-b, fixed times.
+v1::Job DescribedJob() {
+  v1::Job job;
+  job.set_id("j-described");
+  job.set_display_name("resnet");
+  job.set_project("vision");
+  job.set_priority(10);
+  job.set_state(v1::JOB_STATE_FAILED);
+  job.mutable_error()->set_code(13);
+  job.mutable_error()->set_message("Replica worker-0 was killed by signal 9.");
+  job.mutable_error()->set_replica("worker-0");
+  job.mutable_error()->set_node("node-b");
+  job.set_checkpoint_dir("/ckpt/j-described");
+  v1::Replica* chief = job.add_replicas();
+  chief->set_name("chief-0");
+  chief->set_node("node-a");
+  chief->set_state(v1::REPLICA_STATE_STOPPED);
+  chief->set_signal(15);
+  chief->set_message("stopped: job ended");
+  v1::Replica* worker = job.add_replicas();
+  worker->set_name("worker-0");
+  worker->set_rank(1);
+  worker->set_node("node-b");
+  worker->set_state(v1::REPLICA_STATE_FAILED);
+  worker->set_restart_count(2);
+  worker->set_signal(9);
+  worker->set_message("killed by signal 9");
+  const int64_t start_ms = 1767225600000;  // 2026-01-01T00:00:00Z
+  for (int number : {1, 2}) {
+    v1::Attempt* attempt = job.add_attempts();
+    attempt->set_number(number);
+    attempt->set_state(v1::JOB_STATE_FAILED);
+    attempt->add_nodes("node-a");
+    attempt->add_nodes(number == 1 ? "node-c" : "node-b");
+    *attempt->mutable_start_time() = MsToTimestamp(start_ms + (number - 1) * 10 * kMinuteMs);
+    *attempt->mutable_end_time() = MsToTimestamp(start_ms + (number * 10 - 5) * kMinuteMs);
+    attempt->set_reason(number == 1 ? "node-c disconnected" : "worker-0 killed by SIGKILL");
+  }
+  *job.mutable_create_time() = MsToTimestamp(start_ms - kMinuteMs);
+  return job;
+}
+
+// Serves a scripted cluster: jobs by id, watches whose behaviour depends on the id, logs that
+// come in 5-byte pieces.
+class FakeJobService final : public v1::JobService::Service {
+ public:
+  FakeJobService() {
+    for (const auto& [id, state] :
+         std::map<std::string, v1::JobState>{{"j-ok", v1::JOB_STATE_RUNNING},
+                                             {"j-fail", v1::JOB_STATE_RUNNING},
+                                             {"j-flaky", v1::JOB_STATE_RUNNING},
+                                             {"j-slow", v1::JOB_STATE_RUNNING}}) {
+      v1::Job& job = jobs_[id];
+      job.set_id(id);
+      job.set_state(state);
+    }
+    jobs_["j-described"] = DescribedJob();
+  }
+
+  grpc::Status CreateJob(grpc::ServerContext*, const v1::CreateJobRequest* request,
+                         v1::Job* job) override {
+    for (int i = 0; i < request->spec().worker_pools_size(); ++i) {
+      const int count = request->spec().worker_pools(i).replica_count();
+      if (count < 1 || count > 4096) {
+        return grpc::Status(
+            grpc::StatusCode::INVALID_ARGUMENT,
+            absl::StrCat("workerPools[", i, "].replicaCount must be 1..4096, got ", count));
+      }
+    }
+    absl::MutexLock lock(&mu_);
+    job->set_id(absl::StrCat("j-", ++created_));
+    job->set_display_name(request->spec().display_name());
+    job->set_project(request->spec().project().empty() ? "default" : request->spec().project());
+    job->set_state(v1::JOB_STATE_QUEUED);
+    *job->mutable_spec() = request->spec();
+    v1::Replica* replica = job->add_replicas();
+    replica->set_name("chief-0");
+    replica->set_state(v1::REPLICA_STATE_PENDING);
+    jobs_[job->id()] = *job;
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetJob(grpc::ServerContext*, const v1::GetJobRequest* request,
+                      v1::Job* job) override {
+    absl::MutexLock lock(&mu_);
+    return Find(request->id(), job);
+  }
+
+  // Pages hold at most 2 jobs whatever the page size, so that the client has to follow tokens.
+  grpc::Status ListJobs(grpc::ServerContext*, const v1::ListJobsRequest* request,
+                        v1::ListJobsResponse* response) override {
+    absl::MutexLock lock(&mu_);
+    std::vector<const v1::Job*> matching;
+    for (const auto& [id, job] : jobs_) {
+      bool state_ok = request->states().empty();
+      for (int s : request->states()) state_ok |= s == job.state();
+      if (state_ok && (request->project().empty() || request->project() == job.project())) {
+        matching.push_back(&job);
+      }
+    }
+    size_t start = 0;
+    if (!request->page_token().empty()) (void)absl::SimpleAtoi(request->page_token(), &start);
+    const size_t end =
+        std::min({matching.size(), start + 2, start + static_cast<size_t>(request->page_size())});
+    for (size_t i = start; i < end; ++i) *response->add_jobs() = *matching[i];
+    if (end < matching.size()) response->set_next_page_token(absl::StrCat(end));
+    return grpc::Status::OK;
+  }
+
+  grpc::Status CancelJob(grpc::ServerContext*, const v1::CancelJobRequest* request,
+                         v1::Job* job) override {
+    absl::MutexLock lock(&mu_);
+    auto it = jobs_.find(request->id());
+    if (it != jobs_.end()) it->second.set_state(v1::JOB_STATE_CANCELLED);
+    return Find(request->id(), job);
+  }
+
+  grpc::Status WatchJob(grpc::ServerContext* context, const v1::WatchJobRequest* request,
+                        grpc::ServerWriter<v1::Job>* writer) override {
+    v1::Job job;
+    {
+      absl::MutexLock lock(&mu_);
+      grpc::Status found = Find(request->id(), &job);
+      if (!found.ok()) return found;
+      ++watch_calls_[request->id()];
+    }
+    writer->Write(job);
+    if (job.id() == "j-ok") {
+      job.set_state(v1::JOB_STATE_SUCCEEDED);
+    } else if (job.id() == "j-fail") {
+      job.set_state(v1::JOB_STATE_FAILED);
+      job.mutable_error()->set_message("Replica worker-1 exited with a non-zero status of 3.");
+    } else if (job.id() == "j-flaky") {
+      absl::MutexLock lock(&mu_);
+      // The first stream breaks as if the scheduler restarted.
+      if (watch_calls_["j-flaky"] == 1) {
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE, "scheduler restarting");
+      }
+      job.set_state(v1::JOB_STATE_SUCCEEDED);
+    } else {
+      while (!context->IsCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      return grpc::Status::CANCELLED;
+    }
+    writer->Write(job);
+    return grpc::Status::OK;
+  }
+
+  // chief-0's log is fixed; "growing" gains a line per call up to 3 lines, and fails once with
+  // UNAVAILABLE on the second call.
+  grpc::Status ReadLogs(grpc::ServerContext*, const v1::ReadLogsRequest* request,
+                        v1::ReadLogsResponse* response) override {
+    absl::MutexLock lock(&mu_);
+    std::string log = "hello\nworld\n";
+    bool ended = true;
+    if (request->replica() == "growing") {
+      const int call = ++growing_calls_;
+      if (call == 2) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "agent restarting");
+      log.clear();
+      for (int i = 1; i <= std::min(call, 3); ++i) absl::StrAppend(&log, "line ", i, "\n");
+      ended = call >= 3;
+    } else if (request->replica() != "chief-0") {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "no replica " + request->replica());
+    }
+    const size_t offset = std::min<size_t>(request->offset(), log.size());
+    response->set_data(log.substr(offset, 5));
+    response->set_next_offset(offset + response->data().size());
+    response->set_complete(ended && response->next_offset() == static_cast<int64_t>(log.size()));
+    return grpc::Status::OK;
+  }
+
+ private:
+  grpc::Status Find(const std::string& id, v1::Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job ", id, " not found"));
+    }
+    *job = it->second;
+    return grpc::Status::OK;
+  }
+
+  absl::Mutex mu_;
+  std::map<std::string, v1::Job> jobs_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int> watch_calls_ ABSL_GUARDED_BY(mu_);
+  int created_ ABSL_GUARDED_BY(mu_) = 0;
+  int growing_calls_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// Serves two nodes and an event log dated back from the time of each request.
+class FakeClusterService final : public v1::ClusterService::Service {
+ public:
+  grpc::Status ListNodes(grpc::ServerContext*, const v1::ListNodesRequest*,
+                         v1::ListNodesResponse* response) override {
+    const int64_t now_ms = WallNowMs();
+    for (bool ready : {true, false}) {
+      v1::Node* node = response->add_nodes();
+      node->set_name(ready ? "node-a" : "node-b");
+      node->set_address(ready ? "10.0.0.1:7071" : "10.0.0.2:7071");
+      node->set_connected(ready);
+      node->mutable_allocatable()->set_cpu(4);
+      node->mutable_allocatable()->set_memory_mb(4096);
+      node->mutable_allocatable()->set_gpus(ready ? 8 : 0);
+      node->mutable_free()->set_cpu(ready ? 3.5 : 4);
+      node->mutable_free()->set_memory_mb(ready ? 3968 : 4096);
+      node->mutable_free()->set_gpus(ready ? 6 : 0);
+      node->set_replicas(ready ? 1 : 0);
+      *node->mutable_last_heartbeat_time() =
+          MsToTimestamp(now_ms - (ready ? 150 * 1000 : 60 * kMinuteMs));
+    }
+    return grpc::Status::OK;
+  }
+
+  // Filters like the real service: every filter must match; the newest `limit` matches (1..10000,
+  // default 1000), oldest first.
+  grpc::Status ListEvents(grpc::ServerContext*, const v1::ListEventsRequest* request,
+                          v1::ListEventsResponse* response) override {
+    {
+      absl::MutexLock lock(&mu_);
+      last_events_request_ = *request;
+    }
+    const int limit = request->limit() == 0 ? 1000 : request->limit();
+    if (limit < 1 || limit > 10000) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat("limit must be 1..10000, got ", request->limit()));
+    }
+    std::vector<v1::Event> matching;
+    for (const v1::Event& e : Events(WallNowMs())) {
+      if ((request->job_id().empty() || request->job_id() == e.job_id()) &&
+          (request->node().empty() || request->node() == e.node()) &&
+          (request->type().empty() || request->type() == e.type()) &&
+          TimestampToMs(e.time()) >= TimestampToMs(request->since())) {
+        matching.push_back(e);
+      }
+    }
+    const size_t skip = matching.size() > static_cast<size_t>(limit) ? matching.size() - limit : 0;
+    for (size_t i = skip; i < matching.size(); ++i) *response->add_events() = matching[i];
+    return grpc::Status::OK;
+  }
+
+  v1::ListEventsRequest LastEventsRequest() {
+    absl::MutexLock lock(&mu_);
+    return last_events_request_;
+  }
+
+ private:
+  static std::vector<v1::Event> Events(int64_t now_ms) {
+    struct Row {
+      int64_t age_ms;
+      const char* type;
+      const char* job;
+      const char* replica;
+      const char* node;
+      const char* reason;
+    };
+    std::vector<v1::Event> events;
+    for (const Row& row : std::vector<Row>{
+             {60 * kMinuteMs, "NodeRegistered", "", "", "node-a", "agent 0.1.0"},
+             {30 * kMinuteMs, "JobQueued", "j-described", "", "", "submitted"},
+             {20 * kMinuteMs, "ReplicaStarted", "j-described", "worker-0", "node-b", "pid 4321"},
+             {5 * kMinuteMs, "ReplicaExited", "j-described", "worker-0", "node-b",
+              "killed by signal 9"},
+             {150 * 1000, "JobFailed", "j-described", "", "", "worker-0 killed"},
+             {150 * 1000, "NodeDisconnected", "", "", "node-b", "no heartbeat for 30s"},
+         }) {
+      v1::Event& e = events.emplace_back();
+      *e.mutable_time() = MsToTimestamp(now_ms - row.age_ms);
+      e.set_type(row.type);
+      e.set_job_id(row.job);
+      e.set_replica(row.replica);
+      e.set_node(row.node);
+      e.set_reason(row.reason);
+    }
+    return events;
+  }
+
+  absl::Mutex mu_;
+  v1::ListEventsRequest last_events_request_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+class Fixture::Services {
+ public:
+  FakeJobService jobs;
+  FakeClusterService cluster;
+};
+
+Fixture::Fixture() : services_(std::make_unique<Services>()) {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+  builder.RegisterService(&services_->jobs);
+  builder.RegisterService(&services_->cluster);
+  server_ = builder.BuildAndStart();
+}
+
+Fixture::~Fixture() {
+  if (server_ != nullptr) server_->Shutdown();
+}
+
+Result Fixture::Run(const std::string& args, const std::string& input) {
+  return RunBinary(absl::StrCat("--server 127.0.0.1:", port_, " ", args), input);
+}
+
+Result Fixture::RunBinary(const std::string& args, const std::string& input) {
+  const std::string base = absl::StrCat("/tmp/trainctl_binary_test_", getpid());
+  std::ofstream(base + ".in") << input;
+  const std::string command = absl::StrCat("cd ", TRAINCTL_SOURCE_DIR, " && ", TRAINCTL_BIN, " ",
+                                           args, " <", base, ".in 2>", base, ".err");
+  Result result;
+  std::FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) result.out.append(buf, n);
+  const int status = pclose(pipe);
+  result.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::stringstream err;
+  err << std::ifstream(base + ".err").rdbuf();
+  result.err = err.str();
+  std::remove((base + ".in").c_str());
+  std::remove((base + ".err").c_str());
+  return result;
+}
+
+v1::ListEventsRequest Fixture::LastEventsRequest() const {
+  return services_->cluster.LastEventsRequest();
+}
+
+Fixture& Fake() {
+  static Fixture* fixture = new Fixture();
+  return *fixture;
+}
+
+}  // namespace trainctl::cli

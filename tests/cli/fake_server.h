@@ -1,0 +1,58 @@
+// An in-process fake trainctl server for tests of the trainctl binary, and a way to run the
+// binary against it.
+//
+//   Result get = Fake().Run("get j-ok -o json");
+//   CHECK(get.exit_status == 0);
+//
+// The fake serves a scripted cluster:
+//   - JobService: jobs j-ok, j-fail, j-flaky and j-slow (RUNNING; their watches end SUCCEEDED,
+//     FAILED, SUCCEEDED after one broken stream, and never), j-described (FAILED after two
+//     attempts; its worker was killed by SIGKILL), and the jobs submitted; logs in 5-byte pieces.
+//   - ClusterService: node-a (Ready, heartbeat 150s ago) and node-b (Disconnected, 60m ago);
+//     six events dated back from the time of each request, oldest first: NodeRegistered (node-a,
+//     60m), JobQueued (j-described, 30m), ReplicaStarted (worker-0 on node-b, 20m),
+//     ReplicaExited (5m), JobFailed and NodeDisconnected (node-b), both 150s.
+//
+// Thread-safe: the services lock their state.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "trainctl/v1/job.pb.h"
+
+namespace trainctl::cli {
+
+struct Result {
+  int exit_status = -1;
+  std::string out;
+  std::string err;
+};
+
+class Fixture {
+ public:
+  Fixture();
+  ~Fixture();
+
+  // Runs `trainctl --server <fake> ARGS` from the source folder, with `input` on stdin.
+  Result Run(const std::string& args, const std::string& input = "");
+
+  // Runs `trainctl ARGS` from the source folder, with `input` on stdin.
+  static Result RunBinary(const std::string& args, const std::string& input = "");
+
+  // The last ListEvents request the fake served.
+  v1::ListEventsRequest LastEventsRequest() const;
+
+ private:
+  class Services;
+  std::unique_ptr<Services> services_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+// One fake server for the whole test binary, started on first use.
+Fixture& Fake();
+
+}  // namespace trainctl::cli
