@@ -4,6 +4,7 @@
 
 #include "common/spec_parse.h"
 #include "common/time_util.h"
+#include "google/protobuf/util/message_differencer.h"
 
 namespace trainctl::cli {
 namespace {
@@ -69,7 +70,7 @@ TEST_CASE("FormatNodes wraps the nodes in a nodes list", "[cluster_view]") {
   std::string json = FormatNodes(response, OutputFormat::kJson, kNowMs).value();
   v1::ListNodesResponse back;
   REQUIRE(ParseYamlToMessage(json, &back).ok());
-  CHECK(back.SerializeAsString() == response.SerializeAsString());
+  CHECK(google::protobuf::util::MessageDifferencer::Equals(back, response));
   CHECK_THAT(FormatNodes(response, OutputFormat::kYaml, kNowMs).value(),
              Catch::StartsWith("nodes:\n  - name: node-a\n"));
   CHECK(FormatNodes(v1::ListNodesResponse(), OutputFormat::kJson, kNowMs).value() ==
@@ -105,7 +106,7 @@ TEST_CASE("FormatEvents wraps the events in an events list", "[cluster_view]") {
     CHECK_THAT(text, Catch::Contains("2025-12-31T23:59:59Z"));
     v1::ListEventsResponse back;  // JSON and YAML both read back through the spec parser
     REQUIRE(ParseYamlToMessage(text, &back).ok());
-    CHECK(back.SerializeAsString() == response.SerializeAsString());
+    CHECK(google::protobuf::util::MessageDifferencer::Equals(back, response));
   }
   CHECK_THAT(FormatEvents(response, OutputFormat::kYaml).value(),
              Catch::StartsWith("events:\n  - "));
