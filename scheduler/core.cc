@@ -15,7 +15,7 @@ namespace {
 // A replica in one of these states holds its node's resources.
 bool HoldsResources(v1::ReplicaState s) {
   return s == v1::REPLICA_STATE_STARTING || s == v1::REPLICA_STATE_RUNNING ||
-         s == v1::REPLICA_STATE_STOPPING;
+         s == v1::REPLICA_STATE_STOPPING || s == v1::REPLICA_STATE_RESTARTING;
 }
 
 // A replica in one of these states has (or may have) a live process.
@@ -46,7 +46,8 @@ Core::Core(CoreOptions options) : options_(std::move(options)) {
 }
 
 Core::QueueKey Core::KeyOf(const v1::Job& job) {
-  return {-job.priority(), TimestampToMs(job.create_time()), job.id()};
+  return {job.attempts().empty() ? 1 : 0, -job.priority(), TimestampToMs(job.create_time()),
+          job.id()};
 }
 
 void Core::Restore(std::vector<v1::Job> jobs, std::vector<Node> nodes,
@@ -214,15 +215,12 @@ v1::RegisterAck Core::AgentRegistered(const v1::Register& reg, int64_t now, Effe
         Touch(job, now, fx);
         RecordRun(*job, *r, fx);
         MaybeFinishCancel(job, now, fx);
-      } else {
-        ExitOutcome out = DecideOnLostReplica(*job, *r, node.name);
-        r->set_state(v1::REPLICA_STATE_FAILED);
+      } else if (r->state() == v1::REPLICA_STATE_RUNNING) {
         r->set_pid(0);
-        r->set_message(out.summary);
         *r->mutable_end_time() = MsToTimestamp(now);
-        AddEvent(fx, now, job, r->name(), node.name, "ReplicaLost", out.summary);
-        RecordRun(*job, *r, fx);
-        ApplyExitOutcome(job, r, out, now, fx);
+        Failure lost;
+        lost.kind = Failure::Kind::kLost;
+        HandleRunEnd(job, r, lost, now, fx);
       }
     }
   }
@@ -274,12 +272,22 @@ void Core::ReplicaExited(const std::string& node, const v1::ReplicaExited& exite
   r->clear_signal();
   if (exited.has_exit_code()) r->set_exit_code(exited.exit_code());
   if (exited.has_signal()) r->set_signal(exited.signal());
+  r->set_oom_killed(exited.oom_killed());
   *r->mutable_end_time() = MsToTimestamp(exited.end_time_ms() > 0 ? exited.end_time_ms() : now);
   Touch(job, now, fx);
 
-  if (r->state() == v1::REPLICA_STATE_STOPPING || exited.stopped_by_request() ||
-      IsTerminal(job->state())) {
-    // trainctl asked for this stop (or the job already ended): not a failure of the replica.
+  const bool job_live =
+      job->state() == v1::JOB_STATE_PENDING || job->state() == v1::JOB_STATE_RUNNING;
+  if (r->state() == v1::REPLICA_STATE_STOPPING && job_live) {
+    // The only stop of a replica of a live job is the hang detector's: restart it as hung.
+    Failure hung;
+    hung.kind = Failure::Kind::kHung;
+    hung.report = exited;
+    HandleRunEnd(job, r, hung, now, fx);
+    return;
+  }
+  if (r->state() == v1::REPLICA_STATE_STOPPING || exited.stopped_by_request() || !job_live) {
+    // trainctl asked for this stop (cancel, job end, retry): not a failure of the replica.
     r->set_state(v1::REPLICA_STATE_STOPPED);
     r->set_message(absl::StrCat("stopped (", r->message(), ")"));
     AddEvent(fx, now, job, r->name(), node, "ReplicaStopped", "process stopped by trainctl");
@@ -289,46 +297,196 @@ void Core::ReplicaExited(const std::string& node, const v1::ReplicaExited& exite
     schedule_needed_ = true;
     return;
   }
-  ExitOutcome out = DecideOnExit(*job, *r, exited);
-  const bool ok = exited.has_exit_code() && exited.exit_code() == 0 && !exited.launch_failed();
-  r->set_state(ok ? v1::REPLICA_STATE_SUCCEEDED : v1::REPLICA_STATE_FAILED);
-  r->set_message(out.summary);
-  AddEvent(fx, now, job, r->name(), node, "ReplicaExited", out.summary);
-  RecordRun(*job, *r, fx);
-  ApplyExitOutcome(job, r, out, now, fx);
-  schedule_needed_ = true;
+  Failure failure;
+  failure.report = exited;
+  HandleRunEnd(job, r, failure, now, fx);
 }
 
-void Core::ApplyExitOutcome(v1::Job* job, v1::Replica* r, const ExitOutcome& out, int64_t now,
-                            Effects* fx) {
-  switch (out.decision) {
-    case ExitDecision::kNothing:
+void Core::HandleRunEnd(v1::Job* job, v1::Replica* r, const Failure& failure, int64_t now,
+                        Effects* fx) {
+  RetryDecision d =
+      DecideOnFailure(RetryPolicy::FromSpec(job->spec().scheduling()), *job, *r, failure, now);
+  const bool ok = d.action == RetryAction::kSucceedJob || d.action == RetryAction::kNothing;
+  r->set_state(ok ? v1::REPLICA_STATE_SUCCEEDED : v1::REPLICA_STATE_FAILED);
+  r->set_message(d.failure_class.empty() ? d.summary
+                                         : absl::StrCat(d.summary, " (", d.failure_class, ")"));
+  const char* type = failure.kind == Failure::Kind::kExit   ? "ReplicaExited"
+                     : failure.kind == Failure::Kind::kHung ? "ReplicaHung"
+                     : failure.kind == Failure::Kind::kLost ? "ReplicaLost"
+                                                            : "LaunchTimedOut";
+  AddEvent(fx, now, job, r->name(), r->node(), type, d.explanation);
+  RecordRun(*job, *r, fx);
+  schedule_needed_ = true;
+  switch (d.action) {
+    case RetryAction::kNothing:
       MaybeMarkRunning(job, now, fx);
       break;
-    case ExitDecision::kSucceedJob:
+    case RetryAction::kSucceedJob:
       EndJob(job, v1::JOB_STATE_SUCCEEDED, v1::JobError(),
              absl::StrCat("primary replica ", r->name(), " exited with status 0"), now, fx);
       break;
-    case ExitDecision::kFailJob:
-      EndJob(job, v1::JOB_STATE_FAILED, out.error, out.error.message(), now, fx);
+    case RetryAction::kRestartReplica:
+      RestartReplica(job, r, d, now, fx);
+      break;
+    case RetryAction::kRetryJob:
+      RetryJob(job, d, now, fx);
+      break;
+    case RetryAction::kFailJob:
+      RecordAttemptEnd(job, d, "FAIL_JOB", now, fx);
+      EndJob(job, v1::JOB_STATE_FAILED, d.error, d.error.message(), now, fx);
       break;
   }
+}
+
+void Core::RestartReplica(v1::Job* job, v1::Replica* r, const RetryDecision& d, int64_t now,
+                          Effects* fx) {
+  r->set_restart_count(r->restart_count() + 1);
+  r->set_charged_restarts(d.charged_restarts);
+  r->clear_last_progress_time();
+  if (d.delay_ms > 0) {
+    r->set_state(v1::REPLICA_STATE_RESTARTING);
+    *r->mutable_next_start_time() = MsToTimestamp(now + d.delay_ms);
+    next_wakeup_ms_ =
+        next_wakeup_ms_ == 0 ? now + d.delay_ms : std::min(next_wakeup_ms_, now + d.delay_ms);
+    return;
+  }
+  for (int i = 0; i < job->replicas_size(); ++i) {
+    if (job->mutable_replicas(i) == r) LaunchOnItsNode(job, i, now, fx);
+  }
+}
+
+void Core::LaunchOnItsNode(v1::Job* job, int replica_index, int64_t now, Effects* fx) {
+  v1::Replica* r = job->mutable_replicas(replica_index);
+  r->set_state(v1::REPLICA_STATE_STARTING);
+  r->clear_next_start_time();
+  // Until the agent confirms, start_time is when the launch was sent (see launchTimeout).
+  *r->mutable_start_time() = MsToTimestamp(now);
+  r->set_message(absl::StrCat("launching on ", r->node()));
+  Touch(job, now, fx);
+  RecordRun(*job, *r, fx);
+  SendLaunch(*job, replica_index, fx);
+}
+
+void Core::RecordAttemptEnd(v1::Job* job, const RetryDecision& d, const std::string& decision,
+                            int64_t now, Effects* fx) {
+  v1::Attempt* a = CurrentAttemptOf(job);
+  if (a == nullptr) return;
+  const v1::Scheduling& s = job->spec().scheduling();
+  a->set_state(v1::JOB_STATE_FAILED);
+  a->set_reason(d.error.message());
+  a->set_failure_class(d.failure_class);
+  a->set_matched_rule(d.rule);
+  a->set_replica(d.error.replica());
+  a->set_node(d.error.node());
+  a->set_decision(decision);
+  const v1::Budgets& used = decision == "RETRY_JOB" ? d.budgets_used : job->budgets_used();
+  a->mutable_budgets_left()->set_job_retries(s.max_job_retries() - used.job_retries());
+  a->mutable_budgets_left()->set_internal_retries(s.max_internal_retries() -
+                                                  used.internal_retries());
+  a->mutable_budgets_left()->set_capacity_retries(s.max_capacity_retries() -
+                                                  used.capacity_retries());
+  *a->mutable_end_time() = MsToTimestamp(now);
+  fx->attempts.insert({job->id(), a->number()});
+}
+
+void Core::RetryJob(v1::Job* job, const RetryDecision& d, int64_t now, Effects* fx) {
+  RecordAttemptEnd(job, d, "RETRY_JOB", now, fx);
+  *job->mutable_budgets_used() = d.budgets_used;
+  StopLiveReplicas(job, "job retrying", now, fx);
+  *job->mutable_next_attempt_time() = MsToTimestamp(now + d.delay_ms);
+  *job->mutable_queue_time() = MsToTimestamp(now);
+  job->set_queue_reason(absl::StrCat(
+      "RETRY: attempt ", job->attempts_size() + 1, " starts once attempt ", job->attempts_size(),
+      "'s replicas have stopped and its backoff ends at ", FormatRfc3339(now + d.delay_ms)));
+  SetJobState(job, v1::JOB_STATE_QUEUED,
+              absl::StrCat("attempt ", job->attempts_size(), " failed (", d.failure_class,
+                           "): retrying as attempt ", job->attempts_size() + 1),
+              now, fx);
+  queue_.insert(KeyOf(*job));
+  next_wakeup_ms_ =
+      next_wakeup_ms_ == 0 ? now + d.delay_ms : std::min(next_wakeup_ms_, now + d.delay_ms);
+  RefreshActive(*job);
+}
+
+void Core::ReplicaProgress(const std::string& node, const v1::ReplicaProgress& progress,
+                           int64_t now, Effects* fx) {
+  auto [job, r] = CurrentRun(progress.run_id());
+  if (job == nullptr || r->node() != node || r->state() != v1::REPLICA_STATE_RUNNING) return;
+  const int64_t t = std::min(progress.time_ms() > 0 ? progress.time_ms() : now, now);
+  if (t <= TimestampToMs(r->last_progress_time())) return;
+  *r->mutable_last_progress_time() = MsToTimestamp(t);
+  Touch(job, now, fx);
+}
+
+absl::Status Core::ReportProgress(const std::string& job_id, const std::string& replica,
+                                  int64_t now, Effects* fx) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job ", job_id, " not found"));
+  v1::Replica* r = FindReplica(&it->second, replica);
+  if (r == nullptr) {
+    return absl::NotFoundError(absl::StrCat("job ", job_id, " has no replica \"", replica, "\""));
+  }
+  if (r->state() != v1::REPLICA_STATE_RUNNING) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("replica ", replica, " is ", ShortName(r->state()), ", not RUNNING"));
+  }
+  *r->mutable_last_progress_time() = MsToTimestamp(now);
+  Touch(&it->second, now, fx);
+  return absl::OkStatus();
 }
 
 // --- Time and placement ----------------------------------------------------------------------
 
 void Core::Tick(int64_t now, Effects* fx) {
+  if (next_wakeup_ms_ != 0 && now >= next_wakeup_ms_) {
+    next_wakeup_ms_ = 0;
+    schedule_needed_ = true;
+  }
   for (const std::string& id : std::vector<std::string>(active_.begin(), active_.end())) {
     v1::Job* job = &jobs_[id];
     if (job->state() != v1::JOB_STATE_RUNNING && job->state() != v1::JOB_STATE_PENDING) continue;
+    const RetryPolicy policy = RetryPolicy::FromSpec(job->spec().scheduling());
     const int64_t limit = DurationToMs(job->spec().scheduling().timeout());
     const int64_t started = TimestampToMs(job->start_time());
-    if (limit <= 0 || started <= 0 || now < started + limit) continue;
-    v1::JobError error;
-    error.set_code(4);  // DEADLINE_EXCEEDED
-    error.set_message(absl::StrCat("Job exceeded its timeout of ", limit / 1000,
-                                   "s (scheduling.timeout) and was stopped."));
-    EndJob(job, v1::JOB_STATE_FAILED, error, error.message(), now, fx);
+    if (limit > 0 && started > 0 && now >= started + limit) {
+      v1::JobError error;
+      error.set_code(4);  // DEADLINE_EXCEEDED
+      error.set_reason("DEADLINE");
+      error.set_message(absl::StrCat("Job exceeded its timeout of ", limit / 1000,
+                                     "s (scheduling.timeout) and was stopped."));
+      EndJob(job, v1::JOB_STATE_FAILED, error, error.message(), now, fx);
+      continue;
+    }
+    for (int i = 0; i < job->replicas_size() && !IsTerminal(job->state()) &&
+                    job->state() != v1::JOB_STATE_QUEUED;
+         ++i) {
+      v1::Replica* r = job->mutable_replicas(i);
+      const int64_t run_start = TimestampToMs(r->start_time());
+      if (r->state() == v1::REPLICA_STATE_RESTARTING) {
+        const int64_t due = TimestampToMs(r->next_start_time());
+        if (now >= due) {
+          LaunchOnItsNode(job, i, now, fx);
+        } else {
+          next_wakeup_ms_ = next_wakeup_ms_ == 0 ? due : std::min(next_wakeup_ms_, due);
+        }
+      } else if (r->state() == v1::REPLICA_STATE_STARTING && policy.launch_timeout_ms > 0 &&
+                 run_start > 0 && now - run_start >= policy.launch_timeout_ms) {
+        Failure f;
+        f.kind = Failure::Kind::kLaunchTimeout;
+        HandleRunEnd(job, r, f, now, fx);
+      } else if (r->state() == v1::REPLICA_STATE_RUNNING && policy.hang_timeout_ms > 0) {
+        const int64_t last = std::max(run_start, TimestampToMs(r->last_progress_time()));
+        if (last > 0 && now - last >= policy.hang_timeout_ms) {
+          r->set_state(v1::REPLICA_STATE_STOPPING);
+          r->set_message(absl::StrCat("hung: no progress since ", FormatRfc3339(last)));
+          SendStop(*job, *r, "hung: no progress within hangTimeout", fx);
+          AddEvent(fx, now, job, r->name(), r->node(), "ReplicaStopping",
+                   absl::StrCat("no progress since ", FormatRfc3339(last),
+                                " (hangTimeout): stopping it to restart it"));
+          Touch(job, now, fx);
+        }
+      }
+    }
   }
 }
 
@@ -336,9 +494,64 @@ void Core::Schedule(int64_t now, Effects* fx) {
   if (!schedule_needed_) return;
   schedule_needed_ = false;
   for (const QueueKey& key : std::vector<QueueKey>(queue_.begin(), queue_.end())) {
-    v1::Job* job = &jobs_[std::get<2>(key)];
+    v1::Job* job = &jobs_[std::get<3>(key)];
+    // A retry waits for its backoff and for the last attempt's replicas to be gone.
+    const int64_t not_before = TimestampToMs(job->next_attempt_time());
+    if (not_before > now) {
+      next_wakeup_ms_ = next_wakeup_ms_ == 0 ? not_before : std::min(next_wakeup_ms_, not_before);
+      continue;
+    }
+    bool stopping = false;
+    for (const v1::Replica& r : job->replicas()) {
+      auto node = nodes_.find(r.node());
+      stopping |= HoldsResources(r.state()) && node != nodes_.end() && node->second.connected;
+    }
+    if (stopping) continue;  // their exits will schedule again
     if (StartAttempt(job, now, fx)) queue_.erase(key);
   }
+}
+
+bool Core::CheckCapacity(v1::Job* job, const std::vector<ReplicaDemand>& demands,
+                         const std::string& missing, int64_t now, Effects* fx) {
+  // Only a cluster too small even when idle is a stockout; waiting behind running jobs is not.
+  std::vector<NodeFree> idle;
+  for (const auto& [name, node] : nodes_) {
+    if (node.connected) idle.push_back({name, node.allocatable});
+  }
+  absl::StatusOr<std::vector<std::string>> fits = PlaceGang(demands, idle);
+  if (fits.ok()) {
+    stockout_since_.erase(job->id());
+    return false;
+  }
+  auto [it, inserted] = stockout_since_.insert({job->id(), now});
+  const RetryPolicy policy = RetryPolicy::FromSpec(job->spec().scheduling());
+  const int64_t deadline = it->second + policy.placement_timeout_ms;
+  if (now < deadline) {
+    next_wakeup_ms_ = next_wakeup_ms_ == 0 ? deadline : std::min(next_wakeup_ms_, deadline);
+    return false;
+  }
+  stockout_since_.erase(it);
+  const int used = job->budgets_used().capacity_retries();
+  const std::string what = idle.empty() ? "no node is connected" : missing;
+  if (used >= policy.max_capacity_retries) {
+    v1::JobError error = CapacityError(what);
+    AddEvent(fx, now, job, "", "", "CapacityExhausted",
+             absl::StrCat("no healthy capacity within placementTimeout after ", used,
+                          " capacity retries (maxCapacityRetries ", policy.max_capacity_retries,
+                          "): ", what));
+    EndJob(job, v1::JOB_STATE_FAILED, error, error.message(), now, fx);
+    return true;
+  }
+  job->mutable_budgets_used()->set_capacity_retries(used + 1);
+  const int64_t delay = BackoffDelayMs(policy.retry_backoff, used + 1);
+  *job->mutable_next_attempt_time() = MsToTimestamp(now + delay);
+  next_wakeup_ms_ = next_wakeup_ms_ == 0 ? now + delay : std::min(next_wakeup_ms_, now + delay);
+  AddEvent(
+      fx, now, job, "", "", "CapacityRetry",
+      absl::StrCat("no healthy capacity within placementTimeout: ", what, "; capacity retry ",
+                   used + 1, " of ", policy.max_capacity_retries, " in ", delay / 1000.0, "s"));
+  Touch(job, now, fx);
+  return true;
 }
 
 std::map<std::string, Core::NodeUsage> Core::Usage() const {
@@ -368,14 +581,17 @@ bool Core::StartAttempt(v1::Job* job, int64_t now, Effects* fx) {
   }
   absl::StatusOr<std::vector<std::string>> placed = PlaceGang(demands, free);
   if (!placed.ok()) {
-    std::string reason = free.empty() ? "CAPACITY: no node is connected"
-                                      : absl::StrCat("CAPACITY: ", placed.status().message());
+    std::string missing(placed.status().message());
+    if (CheckCapacity(job, demands, missing, now, fx)) return IsTerminal(job->state());
+    std::string reason =
+        free.empty() ? "CAPACITY: no node is connected" : absl::StrCat("CAPACITY: ", missing);
     if (job->queue_reason() != reason) {
       job->set_queue_reason(reason);
       Touch(job, now, fx);
     }
     return false;
   }
+  stockout_since_.erase(job->id());
   v1::Attempt* attempt = job->add_attempts();
   attempt->set_number(job->attempts_size());
   attempt->set_state(v1::JOB_STATE_PENDING);
@@ -388,14 +604,20 @@ bool Core::StartAttempt(v1::Job* job, int64_t now, Effects* fx) {
     r->set_node((*placed)[i]);
     r->set_state(v1::REPLICA_STATE_STARTING);
     r->set_restart_count(0);
+    r->set_charged_restarts(0);
     r->clear_exit_code();
     r->clear_signal();
+    r->set_oom_killed(false);
     r->set_pid(0);
-    r->clear_start_time();
+    *r->mutable_start_time() = MsToTimestamp(now);  // the launch time until confirmed
     r->clear_end_time();
+    r->clear_last_progress_time();
+    r->clear_next_start_time();
     r->set_message(absl::StrCat("launching on ", r->node()));
   }
   job->clear_queue_reason();
+  job->clear_next_attempt_time();
+  job->clear_queue_time();
   active_.insert(job->id());
   SetJobState(
       job, v1::JOB_STATE_PENDING,
@@ -427,6 +649,7 @@ void Core::EndJob(v1::Job* job, v1::JobState state, const v1::JobError& error,
   if (job->state() == v1::JOB_STATE_QUEUED) {
     queue_.erase(KeyOf(*job));
     job->clear_queue_reason();
+    job->clear_next_attempt_time();
   }
   if (v1::Attempt* attempt = CurrentAttemptOf(job)) {
     if (!IsTerminal(attempt->state())) {
@@ -438,15 +661,19 @@ void Core::EndJob(v1::Job* job, v1::JobState state, const v1::JobError& error,
   }
   SetJobState(job, state, reason, now, fx);
   StopLiveReplicas(job, absl::StrCat("job ", ShortName(state)), now, fx);
-  for (v1::Replica& r : *job->mutable_replicas()) {
-    if (r.state() == v1::REPLICA_STATE_PENDING) r.set_state(v1::REPLICA_STATE_STOPPED);
-  }
+  stockout_since_.erase(job->id());
   RefreshActive(*job);
   schedule_needed_ = true;
 }
 
 void Core::StopLiveReplicas(v1::Job* job, const std::string& reason, int64_t now, Effects* fx) {
   for (v1::Replica& r : *job->mutable_replicas()) {
+    if (r.state() == v1::REPLICA_STATE_RESTARTING || r.state() == v1::REPLICA_STATE_PENDING) {
+      // No process to stop.
+      r.set_state(v1::REPLICA_STATE_STOPPED);
+      r.clear_next_start_time();
+      continue;
+    }
     if (!IsLive(r.state())) continue;
     r.set_state(v1::REPLICA_STATE_STOPPING);
     r.set_message(reason);

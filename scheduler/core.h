@@ -24,8 +24,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "scheduler/exit_policy.h"
 #include "scheduler/model.h"
+#include "scheduler/placement.h"
+#include "scheduler/retry_engine.h"
 
 namespace trainctl::sched {
 
@@ -78,10 +79,19 @@ class Core {
                       Effects* fx);
   void ReplicaExited(const std::string& node, const v1::ReplicaExited& exited, int64_t now,
                      Effects* fx);
+  // A sign of progress of a run (checkpoint written, progress file touched). Stale runs are
+  // ignored.
+  void ReplicaProgress(const std::string& node, const v1::ReplicaProgress& progress, int64_t now,
+                       Effects* fx);
+  // Progress reported through the API. NOT_FOUND for an unknown job or replica,
+  // FAILED_PRECONDITION when the replica is not running.
+  absl::Status ReportProgress(const std::string& job_id, const std::string& replica, int64_t now,
+                              Effects* fx);
 
   // --- Time and placement ------------------------------------------------------------------
 
-  // Enforces time limits (scheduling.timeout).
+  // Enforces time limits (scheduling.timeout, hangTimeout, launchTimeout) and starts replica
+  // restarts whose backoff has passed.
   void Tick(int64_t now, Effects* fx);
 
   // Places QUEUED jobs, highest priority first, then oldest. Cheap when nothing changed since
@@ -111,8 +121,8 @@ class Core {
                          bool* finished) const;
 
  private:
-  // Queue order: higher priority, then earlier creation, then id.
-  using QueueKey = std::tuple<int32_t, int64_t, std::string>;
+  // Queue order: retrying jobs first (R17), then higher priority, then earlier creation, then id.
+  using QueueKey = std::tuple<int32_t, int32_t, int64_t, std::string>;
   static QueueKey KeyOf(const v1::Job& job);
 
   std::string NewJobId();
@@ -129,8 +139,18 @@ class Core {
   void StopLiveReplicas(v1::Job* job, const std::string& reason, int64_t now, Effects* fx);
   void MaybeFinishCancel(v1::Job* job, int64_t now, Effects* fx);
   void MaybeMarkRunning(v1::Job* job, int64_t now, Effects* fx);
-  void ApplyExitOutcome(v1::Job* job, v1::Replica* r, const ExitOutcome& out, int64_t now,
-                        Effects* fx);
+  // Asks the retry engine about a failed (or finished) run and carries out its decision.
+  void HandleRunEnd(v1::Job* job, v1::Replica* r, const Failure& failure, int64_t now, Effects* fx);
+  void RestartReplica(v1::Job* job, v1::Replica* r, const RetryDecision& d, int64_t now,
+                      Effects* fx);
+  void RetryJob(v1::Job* job, const RetryDecision& d, int64_t now, Effects* fx);
+  // Marks the replica STARTING on its node and sends the launch.
+  void LaunchOnItsNode(v1::Job* job, int replica_index, int64_t now, Effects* fx);
+  void RecordAttemptEnd(v1::Job* job, const RetryDecision& d, const std::string& decision,
+                        int64_t now, Effects* fx);
+  // Returns whether the job's queue wait hit a capacity retry or failure.
+  bool CheckCapacity(v1::Job* job, const std::vector<ReplicaDemand>& demands,
+                     const std::string& missing, int64_t now, Effects* fx);
   bool StartAttempt(v1::Job* job, int64_t now, Effects* fx);
   void SendLaunch(const v1::Job& job, int replica_index, Effects* fx);
   void SendStop(const v1::Job& job, const v1::Replica& r, const std::string& reason, Effects* fx);
@@ -157,6 +177,10 @@ class Core {
   // Node of every run ever launched, for logs of earlier runs.
   std::map<std::string, std::string> run_nodes_;
   bool schedule_needed_ = true;
+  // The earliest time a queued job's backoff or placement timeout ends; Tick schedules then.
+  int64_t next_wakeup_ms_ = 0;
+  // Since when each queued job could not fit even on the idle connected cluster (stockout).
+  std::map<std::string, int64_t> stockout_since_;
 };
 
 }  // namespace trainctl::sched

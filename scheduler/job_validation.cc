@@ -6,6 +6,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "common/time_util.h"
+#include "scheduler/retry_engine.h"
 
 namespace trainctl::sched {
 namespace {
@@ -95,6 +97,104 @@ absl::Status ValidateDuration(const std::string& path, const google::protobuf::D
   return absl::OkStatus();
 }
 
+absl::Status ValidateCount(const std::string& path, bool has, int32_t value) {
+  if (has && (value < 0 || value > 100)) {
+    return Invalid(path, absl::StrCat("must be 0..100, got ", value));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSignals(const std::string& path,
+                             const google::protobuf::RepeatedPtrField<std::string>& signals) {
+  for (int i = 0; i < signals.size(); ++i) {
+    if (!ParseSignal(signals[i])) {
+      return Invalid(absl::StrCat(path, "[", i, "]"),
+                     absl::StrCat("is not a signal: \"", signals[i],
+                                  "\"; use a name like SIGSEGV or a number like 11"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateExitCodes(const std::string& path,
+                               const google::protobuf::RepeatedField<int32_t>& codes) {
+  for (int i = 0; i < codes.size(); ++i) {
+    if (codes[i] < 1 || codes[i] > 255) {
+      return Invalid(absl::StrCat(path, "[", i, "]"),
+                     absl::StrCat("must be an exit code 1..255, got ", codes[i]));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateBackoff(const std::string& path, const v1::Backoff& b) {
+  TC_RETURN_IF_ERROR(ValidateDuration(path + ".initial", b.initial(), 3600));
+  TC_RETURN_IF_ERROR(ValidateDuration(path + ".max", b.max(), 86400));
+  if (b.multiplier() != 0 && (!(b.multiplier() >= 1) || b.multiplier() > 10)) {
+    return Invalid(path + ".multiplier", absl::StrCat("must be 1..10, got ", b.multiplier()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateScheduling(const v1::JobSpec& spec) {
+  const v1::Scheduling& s = spec.scheduling();
+  TC_RETURN_IF_ERROR(ValidateDuration("scheduling.stopGracePeriod", s.stop_grace_period(), 3600));
+  TC_RETURN_IF_ERROR(ValidateDuration("scheduling.timeout", s.timeout(), 366LL * 86400));
+  TC_RETURN_IF_ERROR(ValidateCount("scheduling.maxReplicaRestarts", s.has_max_replica_restarts(),
+                                   s.max_replica_restarts()));
+  TC_RETURN_IF_ERROR(
+      ValidateCount("scheduling.maxJobRetries", s.has_max_job_retries(), s.max_job_retries()));
+  TC_RETURN_IF_ERROR(ValidateCount("scheduling.maxInternalRetries", s.has_max_internal_retries(),
+                                   s.max_internal_retries()));
+  TC_RETURN_IF_ERROR(ValidateCount("scheduling.maxCapacityRetries", s.has_max_capacity_retries(),
+                                   s.max_capacity_retries()));
+  TC_RETURN_IF_ERROR(ValidateExitCodes("scheduling.transientExitCodes", s.transient_exit_codes()));
+  TC_RETURN_IF_ERROR(ValidateSignals("scheduling.transientSignals", s.transient_signals()));
+  if (s.exit_code_rules_size() > 32) {
+    return Invalid("scheduling.exitCodeRules", "holds at most 32 rules");
+  }
+  for (int i = 0; i < s.exit_code_rules_size(); ++i) {
+    const v1::ExitCodeRule& r = s.exit_code_rules(i);
+    const std::string path = absl::StrCat("scheduling.exitCodeRules[", i, "]");
+    if (r.exit_codes().empty() && r.signals().empty()) {
+      return Invalid(path, "must match at least one of exitCodes or signals");
+    }
+    if (r.action() == v1::FAILURE_ACTION_UNSPECIFIED) {
+      return Invalid(path + ".action", "must be one of RESTART, RETRY_JOB, FAIL_JOB, IGNORE");
+    }
+    TC_RETURN_IF_ERROR(ValidateExitCodes(path + ".exitCodes", r.exit_codes()));
+    TC_RETURN_IF_ERROR(ValidateSignals(path + ".signals", r.signals()));
+    for (int j = 0; j < r.pools_size(); ++j) {
+      bool found = false;
+      for (const v1::WorkerPool& p : spec.worker_pools()) found |= p.name() == r.pools(j);
+      if (!found) {
+        return Invalid(absl::StrCat(path, ".pools[", j, "]"),
+                       absl::StrCat("\"", r.pools(j), "\" is not a pool of this job"));
+      }
+    }
+  }
+  TC_RETURN_IF_ERROR(ValidateBackoff("scheduling.restartBackoff", s.restart_backoff()));
+  TC_RETURN_IF_ERROR(ValidateBackoff("scheduling.retryBackoff", s.retry_backoff()));
+  TC_RETURN_IF_ERROR(
+      ValidateDuration("scheduling.placementTimeout", s.placement_timeout(), 366LL * 86400));
+  TC_RETURN_IF_ERROR(
+      ValidateDuration("scheduling.progressResetPeriod", s.progress_reset_period(), 366LL * 86400));
+  TC_RETURN_IF_ERROR(ValidateDuration("scheduling.hangTimeout", s.hang_timeout(), 366LL * 86400));
+  TC_RETURN_IF_ERROR(
+      ValidateDuration("scheduling.launchTimeout", s.launch_timeout(), 366LL * 86400));
+  return absl::OkStatus();
+}
+
+void DefaultDuration(google::protobuf::Duration* d, bool has, int64_t ms) {
+  if (!has) *d = MsToDuration(ms);
+}
+
+void DefaultBackoff(v1::Backoff* b, int64_t initial_ms, int64_t max_ms) {
+  DefaultDuration(b->mutable_initial(), b->has_initial(), initial_ms);
+  DefaultDuration(b->mutable_max(), b->has_max(), max_ms);
+  if (b->multiplier() == 0) b->set_multiplier(2);
+}
+
 }  // namespace
 
 bool IsDnsLabel(const std::string& name, size_t max_len) {
@@ -139,10 +239,7 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
     return Invalid("workerPools", absl::StrCat("hold at most ", kMaxReplicasPerJob,
                                                " replicas in all, got ", total));
   }
-  TC_RETURN_IF_ERROR(
-      ValidateDuration("scheduling.stopGracePeriod", spec.scheduling().stop_grace_period(), 3600));
-  TC_RETURN_IF_ERROR(
-      ValidateDuration("scheduling.timeout", spec.scheduling().timeout(), 366LL * 86400));
+  TC_RETURN_IF_ERROR(ValidateScheduling(spec));
   if (!spec.checkpoint_dir().empty()) {
     if (spec.checkpoint_dir()[0] != '/' || spec.checkpoint_dir().size() > 4096 ||
         absl::StrContains(spec.checkpoint_dir(), '\0')) {
@@ -164,10 +261,27 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
 
 void ApplyDefaults(v1::JobSpec* spec) {
   if (spec->project().empty()) spec->set_project(kDefaultProject);
-  if (!spec->scheduling().has_stop_grace_period()) {
-    spec->mutable_scheduling()->mutable_stop_grace_period()->set_seconds(kDefaultStopGraceMs /
-                                                                         1000);
+  v1::Scheduling* s = spec->mutable_scheduling();
+  DefaultDuration(s->mutable_stop_grace_period(), s->has_stop_grace_period(), kDefaultStopGraceMs);
+  if (s->restart_policy() == v1::RESTART_POLICY_UNSPECIFIED) {
+    s->set_restart_policy(v1::RESTART_POLICY_ON_TRANSIENT_FAILURE);
   }
+  if (!s->has_max_replica_restarts()) s->set_max_replica_restarts(kDefaultMaxReplicaRestarts);
+  if (!s->has_max_job_retries()) s->set_max_job_retries(kDefaultMaxJobRetries);
+  if (!s->has_max_internal_retries()) s->set_max_internal_retries(kDefaultMaxInternalRetries);
+  if (!s->has_max_capacity_retries()) s->set_max_capacity_retries(kDefaultMaxCapacityRetries);
+  if (s->transient_exit_codes().empty()) {
+    for (int code : {6, 134, 11, 139}) s->add_transient_exit_codes(code);
+  }
+  if (s->transient_signals().empty()) {
+    s->add_transient_signals("SIGABRT");
+    s->add_transient_signals("SIGSEGV");
+  }
+  DefaultBackoff(s->mutable_restart_backoff(), 1000, 60'000);
+  DefaultBackoff(s->mutable_retry_backoff(), 5000, 300'000);
+  DefaultDuration(s->mutable_placement_timeout(), s->has_placement_timeout(), 300'000);
+  DefaultDuration(s->mutable_progress_reset_period(), s->has_progress_reset_period(), 3'600'000);
+  DefaultDuration(s->mutable_launch_timeout(), s->has_launch_timeout(), 120'000);
 }
 
 }  // namespace trainctl::sched

@@ -169,6 +169,13 @@ class AgentSession : public Reactor {
         });
         break;
       }
+      case v1::AgentMessage::kReplicaProgress: {
+        std::string node = node_;
+        v1::ReplicaProgress progress = m.replica_progress();
+        loop_->Post(
+            [node, progress](Turn& t) { t.core.ReplicaProgress(node, progress, t.now, t.fx); });
+        break;
+      }
       case v1::AgentMessage::kLogData:
         registry_->CompleteLog(m.log_data());
         break;

@@ -221,4 +221,23 @@ grpc::ServerUnaryReactor* JobServiceImpl::ReadLogs(grpc::CallbackServerContext* 
   return reactor;
 }
 
+grpc::ServerUnaryReactor* JobServiceImpl::ReportProgress(grpc::CallbackServerContext* ctx,
+                                                         const v1::ReportProgressRequest* req,
+                                                         v1::ReportProgressResponse* resp) {
+  (void)resp;
+  auto* reactor = ctx->DefaultReactor();
+  if (req->message().size() > 256 || req->step() < 0) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                 "message must be at most 256 characters and step >= 0"));
+    return reactor;
+  }
+  std::string job_id = req->job_id();
+  std::string replica = req->replica();
+  loop_->Post([reactor, job_id, replica](Turn& t) {
+    absl::Status status = t.core.ReportProgress(job_id, replica, t.now, t.fx);
+    t.after_commit->push_back([reactor, status] { reactor->Finish(ToGrpcStatus(status)); });
+  });
+  return reactor;
+}
+
 }  // namespace trainctl::server

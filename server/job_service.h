@@ -30,6 +30,9 @@ class JobServiceImpl final : public v1::JobService::CallbackService {
   grpc::ServerUnaryReactor* ReadLogs(grpc::CallbackServerContext* ctx,
                                      const v1::ReadLogsRequest* req,
                                      v1::ReadLogsResponse* resp) override;
+  grpc::ServerUnaryReactor* ReportProgress(grpc::CallbackServerContext* ctx,
+                                           const v1::ReportProgressRequest* req,
+                                           v1::ReportProgressResponse* resp) override;
 
  private:
   ReconcileLoop* const loop_;

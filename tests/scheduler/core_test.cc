@@ -286,7 +286,7 @@ TEST_CASE("re-registration re-adopts running replicas and resends lost launches"
   CHECK(f.Job(id).state() == v1::JOB_STATE_PENDING);
 }
 
-TEST_CASE("a running replica its restarted agent no longer knows fails the job as internal") {
+TEST_CASE("a running replica its restarted agent no longer knows is an internal error (R9)") {
   Fixture f;
   std::string id;
   auto launches = f.SubmitAndPlace(Spec(0), &id);
@@ -295,9 +295,174 @@ TEST_CASE("a running replica its restarted agent no longer knows fails the job a
   v1::Register reg = Reg(f.NodeOf(launches[0]));
   reg.set_agent_instance("instance-2");
   f.core.AgentRegistered(reg, ++f.now, &fx);
-  CHECK(f.Job(id).state() == v1::JOB_STATE_FAILED);
-  CHECK(f.Job(id).error().code() == 13);
-  CHECK(f.Job(id).error().message().find("Internal error occurred for the current attempt.") == 0);
+  const v1::Job& job = f.Job(id);
+  CHECK(job.state() == v1::JOB_STATE_QUEUED);  // retrying
+  CHECK(job.budgets_used().internal_retries() == 1);
+  CHECK(job.budgets_used().job_retries() == 0);
+  REQUIRE(job.attempts_size() == 1);
+  CHECK(job.attempts(0).failure_class() == "INTERNAL");
+  CHECK(job.attempts(0).decision() == "RETRY_JOB");
+  CHECK(job.attempts(0).budgets_left().internal_retries() == 1);
+  CHECK(job.attempts(0).reason().find("Internal error occurred for the current attempt.") == 0);
+}
+
+TEST_CASE("a transient crash restarts the replica in place with the same identity (R3, R4)") {
+  Fixture f;
+  std::string id;
+  auto launches = f.SubmitAndPlace(Spec(1), &id);
+  f.StartAll(launches);
+  const std::string node = f.NodeOf(launches[1]);
+  Effects fx;
+  f.core.ReplicaExited(node, ExitedCode(launches[1].run_id(), 134), ++f.now, &fx);
+  // The first restart is immediate: a new launch on the same node, same name and rank.
+  std::vector<v1::LaunchReplica> relaunch = Launches(fx);
+  REQUIRE(relaunch.size() == 1);
+  CHECK(relaunch[0].replica_name() == "worker-0");
+  CHECK(relaunch[0].restart() == 1);
+  CHECK(relaunch[0].env().at("RANK") == "1");
+  CHECK(relaunch[0].env().at("TRAINCTL_RESTART_COUNT") == "1");
+  CHECK(relaunch[0].checkpoint_dir() == launches[1].checkpoint_dir());
+  CHECK(f.NodeOf(relaunch[0]) == node);
+  const v1::Job& job = f.Job(id);
+  CHECK(job.state() == v1::JOB_STATE_RUNNING);
+  CHECK(job.replicas(1).restart_count() == 1);
+  CHECK(job.replicas(1).charged_restarts() == 1);
+  CHECK(job.replicas(1).exit_code() == 134);
+
+  // The second restart waits out the backoff (1s): nothing before, a launch after.
+  Effects fx2;
+  f.core.ReplicaStarted(node, Started(relaunch[0].run_id()), ++f.now, &fx2);
+  f.core.ReplicaExited(node, ExitedSignal(relaunch[0].run_id(), 11), ++f.now, &fx2);
+  CHECK(Launches(fx2).empty());
+  CHECK(f.Job(id).replicas(1).state() == v1::REPLICA_STATE_RESTARTING);
+  Effects fx3;
+  f.core.Tick(f.now + 999, &fx3);
+  CHECK(Launches(fx3).empty());
+  f.core.Tick(f.now + 1000, &fx3);
+  REQUIRE(Launches(fx3).size() == 1);
+  CHECK(Launches(fx3)[0].restart() == 2);
+}
+
+TEST_CASE("the 6th crash of a replica retries the whole job as a new attempt (R5)") {
+  Fixture f;
+  v1::JobSpec spec = Spec(1);
+  spec.mutable_scheduling()->mutable_restart_backoff()->mutable_initial()->set_seconds(0);
+  std::string id;
+  auto launches = f.SubmitAndPlace(spec, &id);
+  f.StartAll(launches);
+  const std::string node = f.NodeOf(launches[1]);
+  std::string run = launches[1].run_id();
+  for (int i = 0; i < 5; ++i) {
+    Effects fx;
+    f.core.ReplicaExited(node, ExitedCode(run, 6), ++f.now, &fx);
+    REQUIRE(Launches(fx).size() == 1);
+    run = Launches(fx)[0].run_id();
+    f.core.ReplicaStarted(node, Started(run), ++f.now, &fx);
+  }
+  Effects fx;
+  f.core.ReplicaExited(node, ExitedCode(run, 6), ++f.now, &fx);
+  v1::Job job = f.Job(id);
+  CHECK(job.state() == v1::JOB_STATE_QUEUED);
+  CHECK(job.budgets_used().job_retries() == 1);
+  CHECK(job.attempts(0).state() == v1::JOB_STATE_FAILED);
+  CHECK(job.attempts(0).failure_class() == "TRANSIENT");
+  CHECK(job.attempts(0).decision() == "RETRY_JOB");
+  CHECK(job.attempts(0).budgets_left().job_retries() == 2);
+  REQUIRE(Stops(fx).size() == 1);  // the chief
+  CHECK(job.queue_reason().rfind("RETRY:", 0) == 0);
+
+  // Attempt 2 waits for the chief to stop and for the retry backoff (5s).
+  Effects fx2;
+  f.core.ReplicaExited(f.NodeOf(launches[0]), ExitedSignal(launches[0].run_id(), 15), ++f.now,
+                       &fx2);
+  f.core.Schedule(f.now, &fx2);
+  CHECK(Launches(fx2).empty());
+  Effects fx3;
+  f.now += 5000;
+  f.core.Tick(f.now, &fx3);
+  f.core.Schedule(f.now, &fx3);
+  std::vector<v1::LaunchReplica> second = Launches(fx3);
+  REQUIRE(second.size() == 2);
+  CHECK(second[1].attempt() == 2);
+  CHECK(second[1].env().at("TRAINCTL_ATTEMPT") == "2");
+  CHECK(second[1].restart() == 0);
+  CHECK(f.Job(id).state() == v1::JOB_STATE_PENDING);
+  CHECK(f.Job(id).attempts_size() == 2);
+  CHECK(f.Job(id).replicas(1).charged_restarts() == 0);
+}
+
+TEST_CASE("a hung replica is stopped and restarted") {
+  Fixture f;
+  v1::JobSpec spec = Spec(0);
+  spec.mutable_scheduling()->mutable_hang_timeout()->set_seconds(60);
+  std::string id;
+  auto launches = f.SubmitAndPlace(spec, &id);
+  f.StartAll(launches);
+  Effects fx;
+  v1::ReplicaProgress p;
+  p.set_run_id(launches[0].run_id());
+  p.set_time_ms(f.now + 30'000);
+  f.core.ReplicaProgress(f.NodeOf(launches[0]), p, f.now + 30'000, &fx);
+  f.core.Tick(f.now + 80'000, &fx);  // 50s after the last progress
+  CHECK(Stops(fx).empty());
+  f.core.Tick(f.now + 90'000, &fx);
+  REQUIRE(Stops(fx).size() == 1);
+  Effects fx2;
+  v1::ReplicaExited stopped = ExitedSignal(launches[0].run_id(), 15);
+  stopped.set_stopped_by_request(true);
+  f.core.ReplicaExited(f.NodeOf(launches[0]), stopped, f.now + 91'000, &fx2);
+  REQUIRE(Launches(fx2).size() == 1);
+  CHECK(f.Job(id).replicas(0).restart_count() == 1);
+  bool hung_event = false;
+  for (const Event& e : fx2.events) hung_event |= e.type == "ReplicaHung";
+  CHECK(hung_event);
+}
+
+TEST_CASE("a job that cannot fit the connected cluster retries capacity, then fails (R8)") {
+  Fixture f;                   // two nodes with 4 cpus
+  v1::JobSpec spec = Spec(8);  // 9 cpus: fits neither the free nor the idle cluster
+  spec.mutable_scheduling()->mutable_placement_timeout()->set_seconds(60);
+  spec.mutable_scheduling()->set_max_capacity_retries(1);
+  spec.mutable_scheduling()->mutable_retry_backoff()->mutable_initial()->set_seconds(10);
+  Effects fx;
+  std::string id = f.Submit(spec, &fx).id();
+  f.core.Schedule(f.now, &fx);
+  CHECK(f.Job(id).state() == v1::JOB_STATE_QUEUED);
+  f.now += 60'000;
+  f.core.Tick(f.now, &fx);
+  f.core.Schedule(f.now, &fx);
+  CHECK(f.Job(id).budgets_used().capacity_retries() == 1);
+  CHECK(f.Job(id).state() == v1::JOB_STATE_QUEUED);
+  f.now += 10'000;  // backoff
+  f.core.Tick(f.now, &fx);
+  f.core.Schedule(f.now, &fx);
+  f.now += 60'000;  // another placement timeout
+  f.core.Tick(f.now, &fx);
+  f.core.Schedule(f.now, &fx);
+  const v1::Job& job = f.Job(id);
+  CHECK(job.state() == v1::JOB_STATE_FAILED);
+  CHECK(job.error().code() == 8);
+  CHECK(job.error().reason() == "CAPACITY");
+  CHECK(job.error().message().rfind("Resources are insufficient in cluster: no node has 1 free "
+                                    "cpu cores",
+                                    0) == 0);
+}
+
+TEST_CASE("waiting behind running jobs is queueing, not a stockout") {
+  Fixture f;
+  std::string filler;
+  f.StartAll(f.SubmitAndPlace(Spec(7), &filler));  // fills both nodes
+  v1::JobSpec spec = Spec(0);
+  spec.mutable_scheduling()->mutable_placement_timeout()->set_seconds(1);
+  Effects fx;
+  std::string id = f.Submit(spec, &fx).id();
+  for (int i = 0; i < 10; ++i) {
+    f.now += 5000;
+    f.core.Tick(f.now, &fx);
+    f.core.Schedule(f.now, &fx);
+  }
+  CHECK(f.Job(id).state() == v1::JOB_STATE_QUEUED);
+  CHECK(f.Job(id).budgets_used().capacity_retries() == 0);
 }
 
 TEST_CASE("runs nobody wants are stopped when their agent registers") {
