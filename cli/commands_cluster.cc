@@ -83,9 +83,11 @@ Command EventsCommand() {
       "[JOB_ID]",
       "Show the event log, oldest first; of one job when JOB_ID is given",
       "Lists the newest matching events (up to --limit), oldest first. Event types include\n"
-      "JobQueued, JobRunning, ReplicaStarted, ReplicaExited, NodeRegistered, NodeDisconnected.",
+      "JobQueued, ReplicaStarted, ReplicaExited, ReplicaLost, NodeRegistered, NodeDisconnected\n"
+      "and one for each change of a job's state.",
       {{"node", 0, FlagSpec::Kind::kValue, "NODE", "", "Only events of this node"},
-       {"type", 0, FlagSpec::Kind::kValue, "TYPE", "", "Only events of this type, e.g. JobFailed"},
+       {"type", 0, FlagSpec::Kind::kValue, "TYPE", "",
+        "Only events of this exact type, e.g. ReplicaExited"},
        {"since", 0, FlagSpec::Kind::kValue, "WHEN", "",
         "Only newer events: a duration back from now (10m, 1h30m) or an RFC3339 time"},
        {"limit", 0, FlagSpec::Kind::kValue, "N", "",
