@@ -35,6 +35,13 @@ Res NeedOf(const v1::Job& job, const v1::Replica& r) {
   return p == nullptr ? Res{} : Res::FromProto(p->resources());
 }
 
+// "JobRunning" for JOB_STATE_RUNNING: the event type of entering a state.
+std::string EventTypeOf(v1::JobState state) {
+  std::string name = ShortName(state);
+  for (size_t i = 1; i < name.size(); ++i) name[i] = static_cast<char>(tolower(name[i]));
+  return "Job" + name;
+}
+
 v1::Attempt* CurrentAttemptOf(v1::Job* job) {
   return job->attempts().empty() ? nullptr : job->mutable_attempts(job->attempts_size() - 1);
 }
@@ -638,7 +645,7 @@ void Core::SetJobState(v1::Job* job, v1::JobState state, const std::string& reas
   const v1::JobState from = job->state();
   job->set_state(state);
   Touch(job, now, fx);
-  AddEvent(fx, now, job, "", "", absl::StrCat("Job", ShortName(state)),
+  AddEvent(fx, now, job, "", "", EventTypeOf(state),
            absl::StrCat(ShortName(from), " -> ", ShortName(state), ": ", reason));
 }
 
