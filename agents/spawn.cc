@@ -81,7 +81,6 @@ int AboveStdio(int fd) {
 // Runs in the forked child: async-signal-safe calls only. Never returns.
 [[noreturn]] void ExecChild(const char* path, char* const* argv, char* const* envp,
                             const char* working_dir, int null_fd, int output_fd, int status_fd) {
-  ChildFailure failure{0, 0};
   sigset_t empty;
   sigemptyset(&empty);
   sigprocmask(SIG_SETMASK, &empty, nullptr);
@@ -90,14 +89,18 @@ int AboveStdio(int fd) {
   dfl.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);  // fails for KILL/STOP
   setsid();
-  if (dup2(null_fd, 0) < 0 || dup2(output_fd, 1) < 0 || dup2(output_fd, 2) < 0) {
-    failure = {ChildFailure::kStdio, errno};
-  } else if (chdir(working_dir) != 0) {
-    failure = {ChildFailure::kChdir, errno};
-  } else {
-    execve(path, argv, envp);
-    failure = {ChildFailure::kExec, errno};
+  ChildFailure failure{ChildFailure::kStdio, 0};
+  if (dup2(null_fd, 0) >= 0 && dup2(output_fd, 1) >= 0 && dup2(output_fd, 2) >= 0) {
+    // Whatever else the agent inherited or opened ends at exec; the status pipe too, which
+    // tells the parent that exec succeeded. Best effort: kernels before 5.11 lack the flag.
+    close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+    failure.stage = ChildFailure::kChdir;
+    if (chdir(working_dir) == 0) {
+      execve(path, argv, envp);
+      failure.stage = ChildFailure::kExec;
+    }
   }
+  failure.error = errno;
   ssize_t ignored = write(status_fd, &failure, sizeof(failure));
   (void)ignored;
   _exit(127);

@@ -38,7 +38,7 @@ struct SpawnRequest {
 };
 
 // Starts the process in a new session (its pid is also its process group id) with stdin from
-// /dev/null, a cleared signal mask and default signal dispositions. Returns its pid once execve
+// /dev/null, a cleared signal mask, default signal dispositions and no file descriptor but 0-2. Returns its pid once execve
 // succeeded; the caller must reap it with waitpid(). On failure no child is left behind.
 absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request);
 

@@ -256,6 +256,20 @@ TEST_CASE("the agent registers, heartbeats and reports runs until acked", "[agen
   for (size_t i = 0; i < seqs.size(); ++i) CHECK(seqs[i] == i + 1);
 }
 
+TEST_CASE("replicas inherit no file descriptor but stdin, stdout and stderr", "[agent]") {
+  AgentFixture f;
+  REQUIRE(f.scheduler().Next(IsRegister));
+  f.scheduler().Send(Launch("worker-0", {"sh", "-c", "cd /proc/$$/fd && echo *"}));
+  REQUIRE(f.scheduler().Next(IsExited));
+  SchedulerMessage read;
+  read.mutable_read_log()->set_run_id("j-agent/1/worker-0/0");
+  f.scheduler().Send(read);
+  std::optional<AgentMessage> log =
+      f.scheduler().Next([](const AgentMessage& m) { return m.has_log_data(); });
+  REQUIRE(log);
+  CHECK(log->log_data().data() == "0 1 2 3\n");  // 3: the directory the glob is reading
+}
+
 TEST_CASE("a reconnect keeps replicas running and lists them in Register", "[agent]") {
   AgentFixture f;
   REQUIRE(f.scheduler().Next(IsRegister));
