@@ -26,27 +26,50 @@ std::string ErrorText(const v1::JobError& error) {
   return absl::StrCat(error.message(), " (code ", error.code(), ")");
 }
 
+// While queued for a retry: "in 5s (2026-01-01T00:00:05Z)", or "now (...)" once the backoff
+// has ended and the job waits for something else (see the queue reason).
+std::string NextAttemptText(const v1::Job& job, int64_t now_ms) {
+  if (job.state() != v1::JOB_STATE_QUEUED) return "";
+  const std::string countdown = FormatCountdown(job.next_attempt_time(), now_ms);
+  if (countdown.empty()) return "";
+  return absl::StrCat(countdown, " (", FormatRfc3339(TimestampToMs(job.next_attempt_time())), ")");
+}
+
 }  // namespace
 
 std::string RenderJobSummary(const v1::Job& job, int64_t now_ms) {
-  return RenderFields({
+  return RenderFields(JobSummaryFields(job, now_ms));
+}
+
+std::vector<std::pair<std::string, std::string>> JobSummaryFields(const v1::Job& job,
+                                                                  int64_t now_ms) {
+  return {
       {"ID", job.id()},
       {"Name", job.display_name()},
       {"Project", job.project()},
       {"Priority", absl::StrCat(job.priority())},
       {"State", JobStateName(job.state())},
       {"Error", ErrorText(job.error())},
+      {"Reason", job.error().reason()},
       {"Error replica", job.error().replica()},
       {"Error node", job.error().node()},
       {"Queue reason", job.queue_reason()},
+      {"Next attempt", NextAttemptText(job, now_ms)},
       {"Created", FormatTime(job.create_time(), now_ms)},
       {"Started", FormatTime(job.start_time(), now_ms)},
       {"Ended", FormatTime(job.end_time(), now_ms)},
       {"Checkpoints", job.checkpoint_dir()},
-  });
+  };
 }
 
 std::string ReplicaExitText(const v1::Replica& replica) {
+  if (replica.oom_killed()) {
+    if (replica.has_exit_code()) return absl::StrCat("OOM (", replica.exit_code(), ")");
+    if (!replica.has_signal()) return "OOM";
+    const std::string name = SignalName(replica.signal());
+    return absl::StrCat("OOM (", name.empty() ? absl::StrCat("signal ", replica.signal()) : name,
+                        ")");
+  }
   if (replica.has_signal()) {
     const std::string name = SignalName(replica.signal());
     if (name.empty()) return absl::StrCat("signal ", replica.signal());
@@ -54,6 +77,14 @@ std::string ReplicaExitText(const v1::Replica& replica) {
   }
   if (replica.has_exit_code()) return absl::StrCat(replica.exit_code());
   return "-";
+}
+
+std::string FormatCountdown(const google::protobuf::Timestamp& ts, int64_t now_ms) {
+  const int64_t ms = TimestampToMs(ts);
+  if (ms <= 0) return "";
+  if (ms <= now_ms) return "now";
+  // Rounded up, so that a countdown never reads "in 0s" before it is due.
+  return absl::StrCat("in ", FormatAge((ms - now_ms + 999) / 1000 * 1000));
 }
 
 std::string SignalName(int signal) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -19,13 +20,23 @@ namespace trainctl::cli {
 // PID) and an ATTEMPTS table (NUMBER STATE REASON).
 std::string RenderJobDetails(const v1::Job& job, int64_t now_ms);
 
-// The "Key: value" block `get` and `describe` open with: id, name, project, priority, state, the
-// error (with the replica and node it comes from), the queue reason, times and the checkpoint
-// directory. Unset fields are left out.
+// The "Key: value" block `get` and `describe` open with: RenderFields(JobSummaryFields(...)).
 std::string RenderJobSummary(const v1::Job& job, int64_t now_ms);
 
-// How the replica's last process ended: "3" (exit code), "signal 9 (SIGKILL)", or "-".
+// The summary's fields, in order: id, name, project, priority, state, the error (message, its
+// failure class as "Reason", the replica and node it comes from), the queue reason and, while
+// queued for a retry, when the next attempt may start; times and the checkpoint directory.
+// Fields the job does not have are empty (RenderFields leaves them out).
+std::vector<std::pair<std::string, std::string>> JobSummaryFields(const v1::Job& job,
+                                                                  int64_t now_ms);
+
+// How the replica's last process ended: "3" (exit code), "signal 9 (SIGKILL)", or "-". A process
+// killed for running out of memory shows as "OOM (137)", "OOM (SIGKILL)" or "OOM".
 std::string ReplicaExitText(const v1::Replica& replica);
+
+// How long until `ts` as a countdown, rounded up to whole seconds: "in 5s", "in 2m"; "now" when
+// it is due. "" when `ts` is unset.
+std::string FormatCountdown(const google::protobuf::Timestamp& ts, int64_t now_ms);
 
 // "SIGKILL" for 9; "" for a number this platform has no name for.
 std::string SignalName(int signal);

@@ -107,6 +107,51 @@ TEST_CASE("RenderJobSummary names the replica and node an error comes from", "[j
         "Checkpoints:    /ckpt/j-1\n");
 }
 
+TEST_CASE("get shows an error's reason, replica and node, but not the output", "[job_view]") {
+  v1::Job job = MakeJob("j-1", v1::JOB_STATE_FAILED, 1, 0, 1000);
+  job.mutable_error()->set_code(8);
+  job.mutable_error()->set_reason("OUT_OF_MEMORY");
+  job.mutable_error()->set_message("Replica worker-0 ran out of memory.");
+  job.mutable_error()->set_replica("worker-0");
+  job.mutable_error()->set_node("node-b");
+  job.mutable_error()->set_output_tail("CUDA out of memory\n");
+  job.mutable_replicas(0)->set_state(v1::REPLICA_STATE_FAILED);
+  job.mutable_replicas(0)->set_signal(9);
+  job.mutable_replicas(0)->set_oom_killed(true);
+  CHECK(RenderJobDetails(job, kNowMs) ==
+        "ID:             j-1\n"
+        "Name:           job j-1\n"
+        "Project:        default\n"
+        "Priority:       0\n"
+        "State:          FAILED\n"
+        "Error:          Replica worker-0 ran out of memory. (code 8)\n"
+        "Reason:         OUT_OF_MEMORY\n"
+        "Error replica:  worker-0\n"
+        "Error node:     node-b\n"
+        "Created:        2025-12-31T23:59:59Z (1s ago)\n"
+        "\n"
+        "Replicas:\n"
+        "NAME       RANK   NODE   STATE    RESTARTS   EXIT            PID\n"
+        "worker-0   0      -      FAILED   0          OOM (SIGKILL)   -\n");
+}
+
+TEST_CASE("RenderJobSummary says when a job queued for a retry starts its next attempt",
+          "[job_view]") {
+  v1::Job job = MakeJob("j-r", v1::JOB_STATE_QUEUED, 0, 0, 1000);
+  job.set_queue_reason("RETRY: attempt 2 starts once its backoff ends");
+  *job.mutable_next_attempt_time() = MsToTimestamp(kNowMs + 5000);
+  CHECK_THAT(RenderJobSummary(job, kNowMs),
+             Catch::Contains("Queue reason:  RETRY: attempt 2 starts once its backoff ends\n"
+                             "Next attempt:  in 5s (2026-01-01T00:00:05Z)\n"));
+  // Once the backoff is over the job waits for something else; the queue reason says what.
+  *job.mutable_next_attempt_time() = MsToTimestamp(kNowMs - 5000);
+  CHECK_THAT(RenderJobSummary(job, kNowMs),
+             Catch::Contains("Next attempt:  now (2025-12-31T23:59:55Z)\n"));
+  // A job that left the queue has no next attempt to wait for.
+  job.set_state(v1::JOB_STATE_RUNNING);
+  CHECK_THAT(RenderJobSummary(job, kNowMs), !Catch::Contains("Next attempt"));
+}
+
 TEST_CASE("ReplicaExitText prefers the signal, named where known", "[job_view]") {
   struct Row {
     std::optional<int> exit_code;
@@ -124,6 +169,41 @@ TEST_CASE("ReplicaExitText prefers the signal, named where known", "[job_view]")
     if (row.exit_code) replica.set_exit_code(*row.exit_code);
     if (row.signal) replica.set_signal(*row.signal);
     CHECK(ReplicaExitText(replica) == row.want);
+  }
+}
+
+TEST_CASE("ReplicaExitText names a process killed for running out of memory", "[job_view]") {
+  struct Row {
+    std::optional<int> exit_code;
+    std::optional<int> signal;
+    std::string want;
+  };
+  for (const Row& row : std::vector<Row>{{137, std::nullopt, "OOM (137)"},
+                                         {std::nullopt, 9, "OOM (SIGKILL)"},
+                                         {std::nullopt, 99, "OOM (signal 99)"},
+                                         {std::nullopt, std::nullopt, "OOM"}}) {
+    v1::Replica replica;
+    replica.set_oom_killed(true);
+    if (row.exit_code) replica.set_exit_code(*row.exit_code);
+    if (row.signal) replica.set_signal(*row.signal);
+    CHECK(ReplicaExitText(replica) == row.want);
+  }
+}
+
+TEST_CASE("FormatCountdown rounds up to whole seconds", "[job_view]") {
+  struct Row {
+    int64_t at_ms;  // 0: unset
+    std::string want;
+  };
+  for (const Row& row : std::vector<Row>{{0, ""},
+                                         {kNowMs - 1, "now"},
+                                         {kNowMs, "now"},
+                                         {kNowMs + 1, "in 1s"},
+                                         {kNowMs + 5000, "in 5s"},
+                                         {kNowMs + 5001, "in 6s"},
+                                         {kNowMs + 10 * 60 * 1000, "in 10m"}}) {
+    INFO(row.at_ms - kNowMs);
+    CHECK(FormatCountdown(MsToTimestamp(row.at_ms), kNowMs) == row.want);
   }
 }
 
