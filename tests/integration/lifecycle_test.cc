@@ -15,21 +15,10 @@
 namespace trainctl::testing {
 namespace {
 
-// A job spec template: WORKLOAD is the test workload binary, DIR the cluster's folder.
-std::string Spec(MiniCluster& c, const std::string& yaml) {
-  return absl::StrReplaceAll(yaml, {{"WORKLOAD", BinDir() + "/workload"}, {"DIR", c.dir()}});
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return s;
-}
-
 pid_t ReadPid(const std::string& path) {
   pid_t pid = 0;
   REQUIRE(Eventually([&] {
-    std::string s(absl::StripAsciiWhitespace(ReadFile(path)));
+    std::string s(absl::StripAsciiWhitespace(ReadTextFile(path)));
     return absl::SimpleAtoi(s, &pid) && pid > 0;
   }));
   return pid;
@@ -53,7 +42,7 @@ TEST_CASE("a 1+3 replica job runs on two agents and succeeds", "[integration]") 
   MiniCluster c(2);
   // The workers print their environment and mark themselves ready; the chief waits for all
   // three, so the test never depends on which process the OS runs first.
-  std::string id = c.Submit(Spec(c, R"(
+  std::string id = c.Submit(c.Spec(R"(
 displayName: hello
 project: team-a
 workerPools:
@@ -133,7 +122,7 @@ workerPools:
 
 TEST_CASE("a worker exiting 1 fails the job with its exit code", "[integration]") {
   MiniCluster c(2);
-  std::string id = c.Submit(Spec(c, R"(
+  std::string id = c.Submit(c.Spec(R"(
 displayName: fails
 workerPools:
 - name: chief
@@ -165,7 +154,7 @@ workerPools:
 
 TEST_CASE("cancel of a running job stops every process", "[integration]") {
   MiniCluster c(2);
-  std::string id = c.Submit(Spec(c, R"(
+  std::string id = c.Submit(c.Spec(R"(
 displayName: to-cancel
 workerPools:
 - name: chief
@@ -200,7 +189,7 @@ workerPools:
 TEST_CASE("a SIGKILLed trainctld restarts, re-adopts running replicas and the job completes",
           "[integration]") {
   MiniCluster c(2);
-  std::string id = c.Submit(Spec(c, kGatedJob));
+  std::string id = c.Submit(c.Spec(kGatedJob));
   v1::Job running = c.WaitForState(id, v1::JOB_STATE_RUNNING);
   std::vector<pid_t> pids;
   for (const v1::Replica& r : running.replicas()) pids.push_back(static_cast<pid_t>(r.pid()));
@@ -281,7 +270,7 @@ TEST_CASE("bad specs are rejected with the field path and nothing is stored", "[
 
 TEST_CASE("logs -f follows a replica's output until it ends", "[integration]") {
   MiniCluster c(1);
-  std::string id = c.Submit(Spec(c, R"(
+  std::string id = c.Submit(c.Spec(R"(
 displayName: chatty
 workerPools:
 - name: chief
@@ -293,13 +282,13 @@ workerPools:
       {BinDir() + "/trainctl", "--server", c.address(), "logs", id, "--replica", "chief-0", "-f"},
       c.dir() + "/follow.log");
   REQUIRE(Eventually(
-      [&] { return ReadFile(c.dir() + "/follow.log").find("tick 3") != std::string::npos; }));
+      [&] { return ReadTextFile(c.dir() + "/follow.log").find("tick 3") != std::string::npos; }));
   CHECK(follow.Running());  // still following: the replica has not ended
   c.WriteFile("go", "");
   int status = follow.Wait(std::chrono::seconds(30));
   REQUIRE(status != -1);
   CHECK(WEXITSTATUS(status) == 0);
-  std::string out = ReadFile(c.dir() + "/follow.log");
+  std::string out = ReadTextFile(c.dir() + "/follow.log");
   CHECK(out.find("tick 1\ntick 2\ntick 3\n") != std::string::npos);
   CHECK(out.find("done") != std::string::npos);
 }

@@ -16,17 +16,11 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 
 namespace trainctl::testing {
 namespace {
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 pid_t Spawn(const std::vector<std::string>& argv, const std::string& out_path,
             const std::string& err_path) {
@@ -63,10 +57,17 @@ bool Eventually(const std::function<bool()>& cond, std::chrono::milliseconds tim
   }
 }
 
+std::string ReadTextFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 bool PidAlive(pid_t pid) {
   if (kill(pid, 0) != 0) return false;
   // A zombie still answers kill(); it counts as gone.
-  std::string stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat = ReadTextFile(absl::StrCat("/proc/", pid, "/stat"));
   size_t close = stat.rfind(')');
   return close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'Z';
 }
@@ -141,7 +142,7 @@ void MiniCluster::StartDaemon() {
                                "--heartbeat-interval", "500ms", "--log-level", "debug"},
       dir_ + "/trainctld.log");
   REQUIRE(Eventually([&] { return std::filesystem::exists(data + "/trainctld.addr"); }));
-  address_ = std::string(absl::StripSuffix(ReadFile(data + "/trainctld.addr"), "\n"));
+  address_ = std::string(absl::StripSuffix(ReadTextFile(data + "/trainctld.addr"), "\n"));
   Connect();
 }
 
@@ -160,13 +161,25 @@ std::string MiniCluster::AgentWorkDir(int i) const { return absl::StrCat(dir_, "
 
 void MiniCluster::StartAgent(int i) {
   if (agents_.size() <= static_cast<size_t>(i)) agents_.resize(i + 1);
-  agents_[i] = std::make_unique<Process>(
-      std::vector<std::string>{BinDir() + "/trainctl-agent", "--scheduler", address_, "--node",
-                               absl::StrCat("node-", i), "--work-dir", AgentWorkDir(i), "--address",
-                               "127.0.0.1", "--cpus", absl::StrCat(opts_.cpus), "--memory-mb",
-                               absl::StrCat(opts_.memory_mb), "--gpus", absl::StrCat(opts_.gpus),
-                               "--log-level", "debug"},
-      absl::StrCat(dir_, "/agent-", i, ".log"));
+  std::vector<std::string> argv = {BinDir() + "/trainctl-agent",
+                                   "--scheduler",
+                                   address_,
+                                   "--node",
+                                   absl::StrCat("node-", i),
+                                   "--work-dir",
+                                   AgentWorkDir(i),
+                                   "--address",
+                                   "127.0.0.1",
+                                   "--cpus",
+                                   absl::StrCat(opts_.cpus),
+                                   "--memory-mb",
+                                   absl::StrCat(opts_.memory_mb),
+                                   "--gpus",
+                                   absl::StrCat(opts_.gpus),
+                                   "--log-level",
+                                   "debug"};
+  argv.insert(argv.end(), opts_.extra_args.begin(), opts_.extra_args.end());
+  agents_[i] = std::make_unique<Process>(argv, absl::StrCat(dir_, "/agent-", i, ".log"));
 }
 
 void MiniCluster::WaitForConnectedNodes(int n) {
@@ -179,6 +192,10 @@ void MiniCluster::WaitForConnectedNodes(int n) {
     return connected >= n;
   });
   REQUIRE(ok);
+}
+
+std::string MiniCluster::Spec(const std::string& yaml) const {
+  return absl::StrReplaceAll(yaml, {{"WORKLOAD", BinDir() + "/workload"}, {"DIR", dir_}});
 }
 
 std::string MiniCluster::WriteFile(const std::string& name, const std::string& content) {
@@ -203,8 +220,8 @@ CliResult MiniCluster::Cli(const std::vector<std::string>& args,
   }
   CliResult r;
   r.exit_code = done && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = ReadFile(out);
-  r.err = ReadFile(err);
+  r.out = ReadTextFile(out);
+  r.err = ReadTextFile(err);
   return r;
 }
 
@@ -248,6 +265,16 @@ v1::Job MiniCluster::WaitForJob(const std::string& id,
   INFO("last seen: " << last.DebugString());
   REQUIRE(ok);
   return last;
+}
+
+v1::Job MiniCluster::WaitForEnd(const std::string& id, std::chrono::milliseconds timeout) {
+  return WaitForJob(
+      id,
+      [](const v1::Job& j) {
+        return j.state() == v1::JOB_STATE_SUCCEEDED || j.state() == v1::JOB_STATE_FAILED ||
+               j.state() == v1::JOB_STATE_CANCELLED;
+      },
+      timeout);
 }
 
 v1::Job MiniCluster::WaitForState(const std::string& id, v1::JobState state,

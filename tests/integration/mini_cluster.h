@@ -32,6 +32,9 @@ bool Eventually(const std::function<bool()>& cond,
 // True while a process with this pid exists (and is not a zombie).
 bool PidAlive(pid_t pid);
 
+// The whole file, or "" when it cannot be read.
+std::string ReadTextFile(const std::string& path);
+
 // A child process with stdout+stderr to a log file.
 class Process {
  public:
@@ -63,6 +66,8 @@ struct AgentOptions {
   double cpus = 4;
   int64_t memory_mb = 4096;
   int gpus = 0;
+  // More flags for every agent, e.g. {"--inject-launch-failures", "-1"}.
+  std::vector<std::string> extra_args;
 };
 
 class MiniCluster {
@@ -72,6 +77,9 @@ class MiniCluster {
 
   const std::string& dir() const { return dir_; }
   const std::string& address() const { return address_; }
+
+  // A spec template with WORKLOAD replaced by the test workload binary and DIR by dir().
+  std::string Spec(const std::string& yaml) const;
 
   // Writes a file under dir() and returns its path.
   std::string WriteFile(const std::string& name, const std::string& content);
@@ -92,6 +100,9 @@ class MiniCluster {
                      std::chrono::milliseconds timeout = std::chrono::seconds(30));
   v1::Job WaitForState(const std::string& id, v1::JobState state,
                        std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  // Waits until the job is in any terminal state.
+  v1::Job WaitForEnd(const std::string& id,
+                     std::chrono::milliseconds timeout = std::chrono::seconds(60));
   void WaitForConnectedNodes(int n);
 
   // The scheduler daemon.
