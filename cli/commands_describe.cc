@@ -41,8 +41,9 @@ Command DescribeCommand() {
   CommandSpec spec{"describe",
                    "ID",
                    "Show a job in detail: replicas, attempts and its latest events",
-                   "Shows what get shows, each replica's note on its last transition, the nodes "
-                   "and times of\nevery attempt, and the job's last 20 events.",
+                   "Shows what get shows, the retry budgets used, the failing replica's last "
+                   "output, each\nreplica's note on its last transition, why each attempt ended "
+                   "and what was decided,\nand the job's last 20 events.",
                    {},
                    1,
                    1};

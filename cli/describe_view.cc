@@ -1,7 +1,11 @@
 #include "cli/describe_view.h"
 
+#include <utility>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "cli/job_view.h"
 #include "cli/output.h"
 #include "cli/states.h"
@@ -20,26 +24,99 @@ std::string Section(const std::string& title, const Table& table) {
 }  // namespace
 
 std::string RenderJobDescription(const v1::Job& job, int64_t now_ms) {
-  std::string out = RenderJobSummary(job, now_ms);
+  std::vector<std::pair<std::string, std::string>> fields = JobSummaryFields(job, now_ms);
+  fields.emplace_back("Retry budgets", RetryBudgetsText(job));
+  std::string out = RenderFields(fields);
+  const std::string tail = OutputTailText(job.error().output_tail());
+  if (!tail.empty()) absl::StrAppend(&out, "\nLast output:\n", IndentLines(tail, 2), "\n");
   if (job.replicas_size() > 0) {
     Table replicas({"NAME", "RANK", "NODE", "STATE", "RESTARTS", "EXIT", "MESSAGE"});
     for (const v1::Replica& r : job.replicas()) {
       replicas.AddRow({r.name(), absl::StrCat(r.rank()), OrDash(r.node()),
-                       ReplicaStateName(r.state()), absl::StrCat(r.restart_count()),
-                       ReplicaExitText(r), r.message()});
+                       ReplicaStateName(r.state()), ReplicaRestartsText(r), ReplicaExitText(r),
+                       ReplicaNoteText(r, now_ms)});
     }
     absl::StrAppend(&out, Section("Replicas", replicas));
   }
   if (job.attempts_size() > 0) {
-    Table attempts({"NUMBER", "STATE", "NODES", "STARTED", "ENDED", "REASON"});
+    Table attempts({"NUMBER", "STATE", "STARTED", "ENDED", "CLASS", "RULE", "REPLICA", "NODE",
+                    "DECISION", "BUDGETS-LEFT", "REASON"});
     for (const v1::Attempt& a : job.attempts()) {
       attempts.AddRow({absl::StrCat(a.number()), JobStateName(a.state()),
-                       OrDash(absl::StrJoin(a.nodes(), ",")), FormatTimestamp(a.start_time()),
-                       FormatTimestamp(a.end_time()), a.reason()});
+                       FormatTimestamp(a.start_time()), FormatTimestamp(a.end_time()),
+                       a.failure_class(), a.matched_rule(), a.replica(), a.node(), a.decision(),
+                       BudgetsLeftText(a), a.reason()});
     }
+    attempts.DropEmptyColumns({"CLASS", "RULE", "REPLICA", "NODE", "DECISION", "BUDGETS-LEFT"});
     absl::StrAppend(&out, Section("Attempts", attempts));
   }
   return out;
+}
+
+std::string RetryBudgetsText(const v1::Job& job) {
+  const v1::Scheduling& s = job.spec().scheduling();
+  const v1::Budgets& used = job.budgets_used();
+  std::vector<std::string> parts;
+  auto add = [&parts](const char* name, bool has_max, int max, int count) {
+    if (has_max) {
+      parts.push_back(absl::StrCat(name, " ", count, "/", max));
+    } else if (count > 0) {
+      parts.push_back(absl::StrCat(name, " ", count));
+    }
+  };
+  add("job retries", s.has_max_job_retries(), s.max_job_retries(), used.job_retries());
+  add("internal retries", s.has_max_internal_retries(), s.max_internal_retries(),
+      used.internal_retries());
+  add("capacity retries", s.has_max_capacity_retries(), s.max_capacity_retries(),
+      used.capacity_retries());
+  // "used" once, after the first budget, reads as applying to all of them.
+  if (!parts.empty()) parts[0] += " used";
+  std::string out = absl::StrJoin(parts, ", ");
+  std::string restarts;
+  if (s.restart_policy() == v1::RESTART_POLICY_NEVER) {
+    restarts = "no replica restarts (restartPolicy NEVER)";
+  } else if (s.has_max_replica_restarts()) {
+    restarts = absl::StrCat("replica restarts up to ", s.max_replica_restarts(), " per attempt");
+  }
+  if (!restarts.empty()) absl::StrAppend(&out, out.empty() ? "" : "; ", restarts);
+  return out;
+}
+
+std::string BudgetsLeftText(const v1::Attempt& attempt) {
+  if (!attempt.has_budgets_left()) return "";
+  const v1::Budgets& left = attempt.budgets_left();
+  return absl::StrCat("retries ", left.job_retries(), ", internal ", left.internal_retries(),
+                      ", capacity ", left.capacity_retries());
+}
+
+std::string ReplicaRestartsText(const v1::Replica& replica) {
+  if (replica.charged_restarts() == replica.restart_count()) {
+    return absl::StrCat(replica.restart_count());
+  }
+  return absl::StrCat(replica.restart_count(), " (", replica.charged_restarts(), " charged)");
+}
+
+std::string ReplicaNoteText(const v1::Replica& replica, int64_t now_ms) {
+  if (replica.state() != v1::REPLICA_STATE_RESTARTING) return replica.message();
+  const std::string countdown = FormatCountdown(replica.next_start_time(), now_ms);
+  if (countdown.empty()) return replica.message();
+  const std::string restart = absl::StrCat("restarts ", countdown);
+  return replica.message().empty() ? restart : absl::StrCat(replica.message(), "; ", restart);
+}
+
+std::string OutputTailText(const std::string& tail) {
+  std::vector<std::string> lines = absl::StrSplit(tail, '\n');
+  for (std::string& line : lines) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF
+    // A carriage return moves back to the start of the line: what follows the last one shows.
+    const size_t cr = line.rfind('\r');
+    if (cr != std::string::npos) line.erase(0, cr + 1);
+    for (char& c : line) {
+      if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f) c = ' ';
+    }
+  }
+  while (!lines.empty() && lines.back().empty()) lines.pop_back();
+  return absl::StrJoin(lines, "\n");
 }
 
 std::string RenderEventsSection(const google::protobuf::RepeatedPtrField<v1::Event>& events,

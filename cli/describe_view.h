@@ -1,6 +1,7 @@
-// How `trainctl describe` shows a job, kubectl-style: the summary `get` shows, then its replicas
-// with the note on each one's last transition, its attempts with their nodes and times, and the
-// job's latest events.
+// How `trainctl describe` shows a job, kubectl-style: the summary `get` shows and its retry
+// budgets, the failing replica's last output, its replicas with the note on each one's last
+// transition, its attempts with why each failed and what was decided, and the job's latest
+// events.
 //
 //   std::cout << RenderJobDescription(job, now_ms) << "\n" << RenderEventsSection(events, now_ms);
 //
@@ -16,10 +17,35 @@
 
 namespace trainctl::cli {
 
-// The job summary (RenderJobSummary), then "Replicas:" (NAME RANK NODE STATE RESTARTS EXIT
-// MESSAGE) and "Attempts:" (NUMBER STATE NODES STARTED ENDED REASON) tables, each section after a
-// blank line and its table indented by two spaces. Sections without rows are left out.
+// The job summary (JobSummaryFields) with a "Retry budgets" line (RetryBudgetsText); then the
+// error's "Last output:" (OutputTailText), a "Replicas:" table (NAME RANK NODE STATE RESTARTS EXIT
+// MESSAGE, see ReplicaRestartsText and ReplicaNoteText) and an "Attempts:" table (NUMBER STATE
+// STARTED ENDED CLASS RULE REPLICA NODE DECISION BUDGETS-LEFT REASON; CLASS to BUDGETS-LEFT are
+// left out when no attempt has them). Each section follows a blank line, its body indented by
+// two spaces; sections without content are left out.
 std::string RenderJobDescription(const v1::Job& job, int64_t now_ms);
+
+// What the job has used of its retry budgets against the limits of its spec: "job retries 1/3
+// used, internal retries 0/2, capacity retries 0/3; replica restarts up to 5 per attempt". A
+// budget whose limit the spec leaves unset is shown only when some of it is used, without the
+// limit. "" when there is nothing to show.
+std::string RetryBudgetsText(const v1::Job& job);
+
+// The budgets left after an attempt ended: "retries 2, internal 2, capacity 3"; "" while the
+// attempt has none (it is still running).
+std::string BudgetsLeftText(const v1::Attempt& attempt);
+
+// The replica's restarts in this attempt: "3", or "3 (2 charged)" when not every restart was
+// charged to maxReplicaRestarts (IGNORE rules, a reset after stable progress).
+std::string ReplicaRestartsText(const v1::Replica& replica);
+
+// The note on the replica's last transition; a RESTARTING replica adds when it restarts:
+// "exited with status 6 (TRANSIENT); restarts in 4s".
+std::string ReplicaNoteText(const v1::Replica& replica, int64_t now_ms);
+
+// A replica's captured output made safe to print: each line as a terminal would leave it after
+// carriage returns (progress bars), other control characters as spaces, no trailing newline.
+std::string OutputTailText(const std::string& tail);
 
 // "Events:" and an AGE TYPE REPLICA NODE REASON table of `events` in the order given (the
 // server's: oldest first), indented like RenderJobDescription's tables; "Events:  <none>" when

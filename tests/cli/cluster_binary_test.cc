@@ -118,8 +118,10 @@ TEST_CASE("describe shows the job, its replicas, attempts and latest events", "[
                                               "Project:        vision\n"
                                               "Priority:       10\n"
                                               "State:          FAILED\n"
-                                              "Error:          Replica worker-0 was killed by "
-                                              "signal 9. (code 13)\n"
+                                              "Error:          Replica worker-0 ran out of "
+                                              "memory and exited with a non-zero status of "
+                                              "137. (code 8)\n"
+                                              "Reason:         OUT_OF_MEMORY\n"
                                               "Error replica:  worker-0\n"
                                               "Error node:     node-b\n"
                                               "Created:        2025-12-31T23:59:00Z ("));
@@ -127,22 +129,30 @@ TEST_CASE("describe shows the job, its replicas, attempts and latest events", "[
       described.out,
       Catch::EndsWith(
           "Checkpoints:    /ckpt/j-described\n"
+          "Retry budgets:  job retries 0/3 used, internal retries 1/2, capacity retries 0/3; "
+          "replica restarts up to 5 per attempt\n"
+          "\n"
+          "Last output:\n"
+          "  step 1200 loss 0.41\n"
+          "  torch.cuda.OutOfMemoryError: CUDA out of memory\n"
           "\n"
           "Replicas:\n"
-          "  NAME       RANK   NODE     STATE     RESTARTS   EXIT                  MESSAGE\n"
-          "  chief-0    0      node-a   STOPPED   0          signal 15 (SIGTERM)   stopped: job "
-          "ended\n"
-          "  worker-0   1      node-b   FAILED    2          signal 9 (SIGKILL)    killed by "
-          "signal "
-          "9\n"
+          "  NAME       RANK   NODE     STATE     RESTARTS        EXIT                  MESSAGE\n"
+          "  chief-0    0      node-a   STOPPED   0               signal 15 (SIGTERM)   stopped: "
+          "job ended\n"
+          "  worker-0   1      node-b   FAILED    2 (1 charged)   OOM (SIGKILL)         ran out "
+          "of memory (OUT_OF_MEMORY)\n"
           "\n"
           "Attempts:\n"
-          "  NUMBER   STATE    NODES           STARTED                ENDED                  "
-          "REASON\n"
-          "  1        FAILED   node-a,node-c   2026-01-01T00:00:00Z   2026-01-01T00:05:00Z   "
-          "node-c disconnected\n"
-          "  2        FAILED   node-a,node-b   2026-01-01T00:10:00Z   2026-01-01T00:15:00Z   "
-          "worker-0 killed by SIGKILL\n"
+          "  NUMBER   STATE    STARTED                ENDED                  CLASS           "
+          "RULE                      REPLICA    NODE     DECISION    BUDGETS-LEFT"
+          "                        REASON\n"
+          "  1        FAILED   2026-01-01T00:00:00Z   2026-01-01T00:05:00Z   INTERNAL        "
+          "default: internal error   worker-0   node-c   RETRY_JOB   retries 3, internal 1, "
+          "capacity 3   node-c disconnected\n"
+          "  2        FAILED   2026-01-01T00:10:00Z   2026-01-01T00:15:00Z   OUT_OF_MEMORY   "
+          "default: out of memory    worker-0   node-b   FAIL_JOB    retries 3, internal 1, "
+          "capacity 3   worker-0 ran out of memory\n"
           "\n"
           "Events:\n"
           "  AGE   TYPE             REPLICA    NODE     REASON\n"
@@ -163,10 +173,41 @@ TEST_CASE("describe shows the job, its replicas, attempts and latest events", "[
         "\n"
         "Events:  <none>\n");
 
+  // get tells the same failure briefly: no budgets, no output, no attempt classes.
+  Result get = Fake().Run("get j-described");
+  CHECK_THAT(get.out, Catch::Contains("Reason:         OUT_OF_MEMORY\n"
+                                      "Error replica:  worker-0\n"
+                                      "Error node:     node-b\n"));
+  CHECK_THAT(get.out, Catch::Contains("  OOM (SIGKILL)   "));
+  CHECK_THAT(get.out, !Catch::Contains("Last output") && !Catch::Contains("Retry budgets") &&
+                          !Catch::Contains("OUT_OF_MEMORY   "));
+
   Result missing = Fake().Run("describe j-nope");
   CHECK(missing.exit_status == 2);
   CHECK(missing.out.empty());
   CHECK(missing.err == "error: NOT_FOUND: job j-nope not found\n");
+}
+
+TEST_CASE("describe says when a job queued for a retry and a restarting replica start",
+          "[binary][cluster]") {
+  Result described = Fake().Run("describe j-retrying");
+  INFO(described.err);
+  REQUIRE(described.exit_status == 0);
+  CHECK_THAT(described.out,
+             Catch::Matches("ID:             j-retrying\n"
+                            "Priority:       0\n"
+                            "State:          QUEUED\n"
+                            "Queue reason:   RETRY: attempt 2 starts once attempt 1's replicas "
+                            "have stopped and its backoff ends\n"
+                            "Next attempt:   in 5s \\(20[0-9-]{8}T[0-9:]{8}Z\\)\n"
+                            "Retry budgets:  job retries 1/3 used\n"
+                            "\n"
+                            "Replicas:\n"
+                            "  NAME       RANK   NODE     STATE        RESTARTS   EXIT   MESSAGE\n"
+                            "  worker-0   0      node-a   RESTARTING   1          6      exited "
+                            "with status 6 \\(TRANSIENT\\); restarts in 4s\n"
+                            "\n"
+                            "Events:  <none>\n"));
 }
 
 TEST_CASE("help lists nodes, events and describe", "[binary][cluster]") {

@@ -1,6 +1,8 @@
 #include "cli/describe_view.h"
 
 #include <catch2/catch.hpp>
+#include <string>
+#include <vector>
 
 #include "common/time_util.h"
 
@@ -32,6 +34,7 @@ v1::Job RetriedJob() {
   worker->set_node("node-b");
   worker->set_state(v1::REPLICA_STATE_RUNNING);
   worker->set_restart_count(1);
+  worker->set_charged_restarts(1);
   worker->set_signal(9);
   worker->set_message("restarted after signal 9");
   v1::Attempt* first = job.add_attempts();
@@ -69,11 +72,122 @@ TEST_CASE("RenderJobDescription shows the summary, replicas and attempts", "[des
         "signal 9\n"
         "\n"
         "Attempts:\n"
-        "  NUMBER   STATE     NODES           STARTED                ENDED                  "
-        "REASON\n"
-        "  1        FAILED    node-a,node-c   2025-12-31T23:51:00Z   2025-12-31T23:55:00Z   "
-        "node node-c disconnected\n"
-        "  2        RUNNING   node-a,node-b   2025-12-31T23:56:00Z   -\n");
+        "  NUMBER   STATE     STARTED                ENDED                  REASON\n"
+        "  1        FAILED    2025-12-31T23:51:00Z   2025-12-31T23:55:00Z   node node-c "
+        "disconnected\n"
+        "  2        RUNNING   2025-12-31T23:56:00Z   -\n");
+}
+
+// A job that ran out of memory on its second attempt, after a lost replica cost it an internal
+// retry; worker-0 was restarted twice in place, once without charge.
+v1::Job OomJob() {
+  v1::Job job;
+  job.set_id("j-oom");
+  job.set_state(v1::JOB_STATE_FAILED);
+  v1::Scheduling* s = job.mutable_spec()->mutable_scheduling();
+  s->set_max_replica_restarts(5);
+  s->set_max_job_retries(3);
+  s->set_max_internal_retries(2);
+  s->set_max_capacity_retries(3);
+  job.mutable_budgets_used()->set_internal_retries(1);
+  v1::JobError* error = job.mutable_error();
+  error->set_code(8);
+  error->set_reason("OUT_OF_MEMORY");
+  error->set_message(
+      "Replica worker-0 ran out of memory and exited with a non-zero status of 137.");
+  error->set_replica("worker-0");
+  error->set_node("node-b");
+  error->set_output_tail("step 1200 loss 0.41\ntorch.cuda.OutOfMemoryError: CUDA out of memory\n");
+  v1::Replica* worker = job.add_replicas();
+  worker->set_name("worker-0");
+  worker->set_node("node-b");
+  worker->set_state(v1::REPLICA_STATE_FAILED);
+  worker->set_restart_count(2);
+  worker->set_charged_restarts(1);
+  worker->set_exit_code(137);
+  worker->set_oom_killed(true);
+  worker->set_message("ran out of memory (OUT_OF_MEMORY)");
+  for (int number : {1, 2}) {
+    v1::Attempt* a = job.add_attempts();
+    a->set_number(number);
+    a->set_state(v1::JOB_STATE_FAILED);
+    *a->mutable_start_time() = MsToTimestamp(kNowMs - (30 - 10 * number) * kMinuteMs);
+    *a->mutable_end_time() = MsToTimestamp(kNowMs - (25 - 10 * number) * kMinuteMs);
+    a->set_failure_class(number == 1 ? "INTERNAL" : "OUT_OF_MEMORY");
+    a->set_matched_rule(number == 1 ? "default: internal error" : "default: out of memory");
+    a->set_replica("worker-0");
+    a->set_node(number == 1 ? "node-c" : "node-b");
+    a->set_decision(number == 1 ? "RETRY_JOB" : "FAIL_JOB");
+    a->mutable_budgets_left()->set_job_retries(3);
+    a->mutable_budgets_left()->set_internal_retries(1);
+    a->mutable_budgets_left()->set_capacity_retries(3);
+    a->set_reason(number == 1 ? "Internal error occurred for the current attempt."
+                              : "Replica worker-0 ran out of memory.");
+  }
+  return job;
+}
+
+TEST_CASE("RenderJobDescription tells why a job failed and what was decided", "[describe_view]") {
+  CHECK(RenderJobDescription(OomJob(), kNowMs) ==
+        "ID:             j-oom\n"
+        "Priority:       0\n"
+        "State:          FAILED\n"
+        "Error:          Replica worker-0 ran out of memory and exited with a non-zero status of "
+        "137. (code 8)\n"
+        "Reason:         OUT_OF_MEMORY\n"
+        "Error replica:  worker-0\n"
+        "Error node:     node-b\n"
+        "Retry budgets:  job retries 0/3 used, internal retries 1/2, capacity retries 0/3; "
+        "replica restarts up to 5 per attempt\n"
+        "\n"
+        "Last output:\n"
+        "  step 1200 loss 0.41\n"
+        "  torch.cuda.OutOfMemoryError: CUDA out of memory\n"
+        "\n"
+        "Replicas:\n"
+        "  NAME       RANK   NODE     STATE    RESTARTS        EXIT        MESSAGE\n"
+        "  worker-0   0      node-b   FAILED   2 (1 charged)   OOM (137)   ran out of memory "
+        "(OUT_OF_MEMORY)\n"
+        "\n"
+        "Attempts:\n"
+        "  NUMBER   STATE    STARTED                ENDED                  CLASS           "
+        "RULE                      REPLICA    NODE     DECISION    BUDGETS-LEFT"
+        "                        REASON\n"
+        "  1        FAILED   2025-12-31T23:40:00Z   2025-12-31T23:45:00Z   INTERNAL        "
+        "default: internal error   worker-0   node-c   RETRY_JOB   retries 3, internal 1, "
+        "capacity 3   Internal error occurred for the current attempt.\n"
+        "  2        FAILED   2025-12-31T23:50:00Z   2025-12-31T23:55:00Z   OUT_OF_MEMORY   "
+        "default: out of memory    worker-0   node-b   FAIL_JOB    retries 3, internal 1, "
+        "capacity 3   Replica worker-0 ran out of memory.\n");
+}
+
+TEST_CASE("RenderJobDescription of a job queued for a retry says when it starts",
+          "[describe_view]") {
+  v1::Job job;
+  job.set_id("j-r");
+  job.set_state(v1::JOB_STATE_QUEUED);
+  job.set_queue_reason("RETRY: attempt 2 starts once its backoff ends");
+  *job.mutable_next_attempt_time() = MsToTimestamp(kNowMs + 5000);
+  job.mutable_spec()->mutable_scheduling()->set_max_job_retries(3);
+  job.mutable_budgets_used()->set_job_retries(1);
+  v1::Attempt* first = job.add_attempts();
+  first->set_number(1);
+  first->set_state(v1::JOB_STATE_FAILED);
+  first->set_failure_class("TRANSIENT");
+  first->set_decision("RETRY_JOB");
+  first->set_reason("worker-0 used up its restarts");
+  CHECK(RenderJobDescription(job, kNowMs) ==
+        "ID:             j-r\n"
+        "Priority:       0\n"
+        "State:          QUEUED\n"
+        "Queue reason:   RETRY: attempt 2 starts once its backoff ends\n"
+        "Next attempt:   in 5s (2026-01-01T00:00:05Z)\n"
+        "Retry budgets:  job retries 1/3 used\n"
+        "\n"
+        "Attempts:\n"
+        "  NUMBER   STATE    STARTED   ENDED   CLASS       DECISION    REASON\n"
+        "  1        FAILED   -         -       TRANSIENT   RETRY_JOB   worker-0 used up its "
+        "restarts\n");
 }
 
 TEST_CASE("RenderJobDescription of a queued job shows why it waits and no tables",
@@ -88,6 +202,115 @@ TEST_CASE("RenderJobDescription of a queued job shows why it waits and no tables
         "Priority:      0\n"
         "State:         QUEUED\n"
         "Queue reason:  waiting for 4 GPUs\n");
+}
+
+TEST_CASE("RetryBudgetsText shows what is used of each budget the spec limits", "[describe_view]") {
+  struct Row {
+    const char* scheduling;  // what the spec sets
+    v1::Budgets used;
+    const char* want;
+  };
+  v1::Budgets none;
+  v1::Budgets some;
+  some.set_job_retries(1);
+  some.set_capacity_retries(2);
+  for (const Row& row : std::vector<Row>{
+           {"all", none,
+            "job retries 0/3 used, internal retries 0/2, capacity retries 0/3; replica restarts "
+            "up to 5 per attempt"},
+           {"all", some,
+            "job retries 1/3 used, internal retries 0/2, capacity retries 2/3; replica restarts "
+            "up to 5 per attempt"},
+           {"never", none,
+            "job retries 0/3 used, internal retries 0/2, capacity retries 0/3; no replica "
+            "restarts (restartPolicy NEVER)"},
+           {"restarts", none, "replica restarts up to 5 per attempt"},
+           // An unset limit shows only what is used of it.
+           {"none", some, "job retries 1 used, capacity retries 2"},
+           {"none", none, ""},
+       }) {
+    INFO(row.scheduling);
+    v1::Job job;
+    v1::Scheduling* s = job.mutable_spec()->mutable_scheduling();
+    const std::string which = row.scheduling;
+    if (which == "all" || which == "never") {
+      s->set_max_job_retries(3);
+      s->set_max_internal_retries(2);
+      s->set_max_capacity_retries(3);
+    }
+    if (which != "none") s->set_max_replica_restarts(5);
+    if (which == "never") s->set_restart_policy(v1::RESTART_POLICY_NEVER);
+    *job.mutable_budgets_used() = row.used;
+    CHECK(RetryBudgetsText(job) == row.want);
+  }
+}
+
+TEST_CASE("BudgetsLeftText is empty until the attempt was charged", "[describe_view]") {
+  v1::Attempt attempt;
+  CHECK(BudgetsLeftText(attempt) == "");
+  attempt.mutable_budgets_left()->set_job_retries(2);
+  CHECK(BudgetsLeftText(attempt) == "retries 2, internal 0, capacity 0");
+}
+
+TEST_CASE("ReplicaRestartsText notes restarts that were not charged", "[describe_view]") {
+  struct Row {
+    int restarts;
+    int charged;
+    const char* want;
+  };
+  for (const Row& row : std::vector<Row>{
+           {0, 0, "0"}, {3, 3, "3"}, {3, 2, "3 (2 charged)"}, {4, 0, "4 (0 charged)"}}) {
+    v1::Replica replica;
+    replica.set_restart_count(row.restarts);
+    replica.set_charged_restarts(row.charged);
+    CHECK(ReplicaRestartsText(replica) == row.want);
+  }
+}
+
+TEST_CASE("ReplicaNoteText says when a restarting replica restarts", "[describe_view]") {
+  struct Row {
+    v1::ReplicaState state;
+    const char* message;
+    int64_t next_start_ms;  // 0: unset
+    const char* want;
+  };
+  for (const Row& row : std::vector<Row>{
+           {v1::REPLICA_STATE_RUNNING, "running on node-a", 0, "running on node-a"},
+           // Only a RESTARTING replica has a restart to wait for.
+           {v1::REPLICA_STATE_RUNNING, "running on node-a", kNowMs + 4000, "running on node-a"},
+           {v1::REPLICA_STATE_RESTARTING, "exited with status 6 (TRANSIENT)", kNowMs + 4000,
+            "exited with status 6 (TRANSIENT); restarts in 4s"},
+           // Rounded up: never "in 0s".
+           {v1::REPLICA_STATE_RESTARTING, "", kNowMs + 1, "restarts in 1s"},
+           {v1::REPLICA_STATE_RESTARTING, "", kNowMs + 3 * kMinuteMs, "restarts in 3m"},
+           {v1::REPLICA_STATE_RESTARTING, "hung", kNowMs - 1000, "hung; restarts now"},
+           {v1::REPLICA_STATE_RESTARTING, "exited", 0, "exited"},
+       }) {
+    v1::Replica replica;
+    replica.set_state(row.state);
+    replica.set_message(row.message);
+    if (row.next_start_ms > 0)
+      *replica.mutable_next_start_time() = MsToTimestamp(row.next_start_ms);
+    CHECK(ReplicaNoteText(replica, kNowMs) == row.want);
+  }
+}
+
+TEST_CASE("OutputTailText shows output as a terminal would", "[describe_view]") {
+  struct Row {
+    const char* tail;
+    const char* want;
+  };
+  for (const Row& row : std::vector<Row>{
+           {"", ""},
+           {"a\nb\n\n", "a\nb"},
+           {"a\r\nb\r\n", "a\nb"},
+           // Progress bars redraw the line: the last state shows.
+           {"10%\r50%\r100%\ndone\n", "100%\ndone"},
+           {"\x1b[31mred\x1b[0m\tok\n", " [31mred [0m\tok"},
+       }) {
+    INFO(row.tail);
+    CHECK(OutputTailText(row.tail) == row.want);
+  }
 }
 
 TEST_CASE("RenderEventsSection shows ages, oldest first", "[describe_view]") {

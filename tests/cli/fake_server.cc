@@ -17,54 +17,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/time_util.h"
+#include "tests/cli/fake_jobs.h"
 #include "trainctl/v1/job.grpc.pb.h"
 
 namespace trainctl::cli {
 namespace {
 
 constexpr int64_t kMinuteMs = 60 * 1000;
-
-// A job that failed after a retry: a worker killed by SIGKILL on node-b, fixed times.
-v1::Job DescribedJob() {
-  v1::Job job;
-  job.set_id("j-described");
-  job.set_display_name("resnet");
-  job.set_project("vision");
-  job.set_priority(10);
-  job.set_state(v1::JOB_STATE_FAILED);
-  job.mutable_error()->set_code(13);
-  job.mutable_error()->set_message("Replica worker-0 was killed by signal 9.");
-  job.mutable_error()->set_replica("worker-0");
-  job.mutable_error()->set_node("node-b");
-  job.set_checkpoint_dir("/ckpt/j-described");
-  v1::Replica* chief = job.add_replicas();
-  chief->set_name("chief-0");
-  chief->set_node("node-a");
-  chief->set_state(v1::REPLICA_STATE_STOPPED);
-  chief->set_signal(15);
-  chief->set_message("stopped: job ended");
-  v1::Replica* worker = job.add_replicas();
-  worker->set_name("worker-0");
-  worker->set_rank(1);
-  worker->set_node("node-b");
-  worker->set_state(v1::REPLICA_STATE_FAILED);
-  worker->set_restart_count(2);
-  worker->set_signal(9);
-  worker->set_message("killed by signal 9");
-  const int64_t start_ms = 1767225600000;  // 2026-01-01T00:00:00Z
-  for (int number : {1, 2}) {
-    v1::Attempt* attempt = job.add_attempts();
-    attempt->set_number(number);
-    attempt->set_state(v1::JOB_STATE_FAILED);
-    attempt->add_nodes("node-a");
-    attempt->add_nodes(number == 1 ? "node-c" : "node-b");
-    *attempt->mutable_start_time() = MsToTimestamp(start_ms + (number - 1) * 10 * kMinuteMs);
-    *attempt->mutable_end_time() = MsToTimestamp(start_ms + (number * 10 - 5) * kMinuteMs);
-    attempt->set_reason(number == 1 ? "node-c disconnected" : "worker-0 killed by SIGKILL");
-  }
-  *job.mutable_create_time() = MsToTimestamp(start_ms - kMinuteMs);
-  return job;
-}
 
 // Serves a scripted cluster: jobs by id, watches whose behaviour depends on the id, logs that
 // come in 5-byte pieces.
@@ -108,6 +67,10 @@ class FakeJobService final : public v1::JobService::Service {
 
   grpc::Status GetJob(grpc::ServerContext*, const v1::GetJobRequest* request,
                       v1::Job* job) override {
+    if (request->id() == "j-retrying") {
+      *job = RetryingJob(WallNowMs());
+      return grpc::Status::OK;
+    }
     absl::MutexLock lock(&mu_);
     return Find(request->id(), job);
   }

@@ -7,7 +7,9 @@
 // The fake serves a scripted cluster:
 //   - JobService: jobs j-ok, j-fail, j-flaky and j-slow (RUNNING; their watches end SUCCEEDED,
 //     FAILED, SUCCEEDED after one broken stream, and never), j-described (FAILED after two
-//     attempts; its worker was killed by SIGKILL), and the jobs submitted; logs in 5-byte pieces.
+//     attempts: an internal retry, then its worker ran out of memory and was killed by SIGKILL),
+//     j-retrying (only through GetJob: QUEUED for a retry due 5s after the request, its worker
+//     RESTARTING in 4s), and the jobs submitted; logs in 5-byte pieces.
 //   - ClusterService: node-a (Ready, heartbeat 150s ago) and node-b (Disconnected, 60m ago);
 //     six events dated back from the time of each request, oldest first: NodeRegistered (node-a,
 //     60m), JobQueued (j-described, 30m), ReplicaStarted (worker-0 on node-b, 20m),

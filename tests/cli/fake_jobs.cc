@@ -1,0 +1,94 @@
+#include "tests/cli/fake_jobs.h"
+
+#include "common/time_util.h"
+
+namespace trainctl::cli {
+namespace {
+
+constexpr int64_t kMinuteMs = 60 * 1000;
+
+}  // namespace
+
+v1::Job DescribedJob() {
+  v1::Job job;
+  job.set_id("j-described");
+  job.set_display_name("resnet");
+  job.set_project("vision");
+  job.set_priority(10);
+  job.set_state(v1::JOB_STATE_FAILED);
+  v1::Scheduling* scheduling = job.mutable_spec()->mutable_scheduling();
+  scheduling->set_max_replica_restarts(5);
+  scheduling->set_max_job_retries(3);
+  scheduling->set_max_internal_retries(2);
+  scheduling->set_max_capacity_retries(3);
+  job.mutable_budgets_used()->set_internal_retries(1);
+  v1::JobError* error = job.mutable_error();
+  error->set_code(8);
+  error->set_reason("OUT_OF_MEMORY");
+  error->set_message(
+      "Replica worker-0 ran out of memory and exited with a non-zero status of 137.");
+  error->set_replica("worker-0");
+  error->set_node("node-b");
+  error->set_output_tail("step 1200 loss 0.41\ntorch.cuda.OutOfMemoryError: CUDA out of memory\n");
+  job.set_checkpoint_dir("/ckpt/j-described");
+  v1::Replica* chief = job.add_replicas();
+  chief->set_name("chief-0");
+  chief->set_node("node-a");
+  chief->set_state(v1::REPLICA_STATE_STOPPED);
+  chief->set_signal(15);
+  chief->set_message("stopped: job ended");
+  v1::Replica* worker = job.add_replicas();
+  worker->set_name("worker-0");
+  worker->set_rank(1);
+  worker->set_node("node-b");
+  worker->set_state(v1::REPLICA_STATE_FAILED);
+  worker->set_restart_count(2);
+  worker->set_charged_restarts(1);
+  worker->set_signal(9);
+  worker->set_oom_killed(true);
+  worker->set_message("ran out of memory (OUT_OF_MEMORY)");
+  const int64_t start_ms = 1767225600000;  // 2026-01-01T00:00:00Z
+  for (int number : {1, 2}) {
+    v1::Attempt* attempt = job.add_attempts();
+    attempt->set_number(number);
+    attempt->set_state(v1::JOB_STATE_FAILED);
+    attempt->add_nodes("node-a");
+    attempt->add_nodes(number == 1 ? "node-c" : "node-b");
+    *attempt->mutable_start_time() = MsToTimestamp(start_ms + (number - 1) * 10 * kMinuteMs);
+    *attempt->mutable_end_time() = MsToTimestamp(start_ms + (number * 10 - 5) * kMinuteMs);
+    attempt->set_reason(number == 1 ? "node-c disconnected" : "worker-0 ran out of memory");
+    attempt->set_failure_class(number == 1 ? "INTERNAL" : "OUT_OF_MEMORY");
+    attempt->set_matched_rule(number == 1 ? "default: internal error" : "default: out of memory");
+    attempt->set_replica("worker-0");
+    attempt->set_node(number == 1 ? "node-c" : "node-b");
+    attempt->set_decision(number == 1 ? "RETRY_JOB" : "FAIL_JOB");
+    attempt->mutable_budgets_left()->set_job_retries(3);
+    attempt->mutable_budgets_left()->set_internal_retries(1);
+    attempt->mutable_budgets_left()->set_capacity_retries(3);
+  }
+  *job.mutable_create_time() = MsToTimestamp(start_ms - kMinuteMs);
+  return job;
+}
+
+v1::Job RetryingJob(int64_t now_ms) {
+  v1::Job job;
+  job.set_id("j-retrying");
+  job.set_state(v1::JOB_STATE_QUEUED);
+  job.set_queue_reason(
+      "RETRY: attempt 2 starts once attempt 1's replicas have stopped and its backoff ends");
+  *job.mutable_next_attempt_time() = MsToTimestamp(now_ms + 5000);
+  job.mutable_spec()->mutable_scheduling()->set_max_job_retries(3);
+  job.mutable_budgets_used()->set_job_retries(1);
+  v1::Replica* worker = job.add_replicas();
+  worker->set_name("worker-0");
+  worker->set_node("node-a");
+  worker->set_state(v1::REPLICA_STATE_RESTARTING);
+  worker->set_restart_count(1);
+  worker->set_charged_restarts(1);
+  worker->set_exit_code(6);
+  worker->set_message("exited with status 6 (TRANSIENT)");
+  *worker->mutable_next_start_time() = MsToTimestamp(now_ms + 4000);
+  return job;
+}
+
+}  // namespace trainctl::cli

@@ -1,0 +1,20 @@
+// The scripted jobs of the fake server (fake_server.h) whose every field a test of `describe`
+// reads: built here so that the story each one tells is in one place.
+#pragma once
+
+#include <cstdint>
+
+#include "trainctl/v1/job.pb.h"
+
+namespace trainctl::cli {
+
+// j-described: FAILED after two attempts. A lost replica on node-c cost the first an internal
+// retry; in the second its worker-0 ran out of memory on node-b and was killed by SIGKILL, after
+// two restarts in place (one charged). Fixed times from 2026-01-01T00:00:00Z.
+v1::Job DescribedJob();
+
+// j-retrying: QUEUED for its second attempt, its backoff ending at now_ms + 5s, one job retry of
+// three used; its worker-0 RESTARTING at now_ms + 4s (as if read mid-restart).
+v1::Job RetryingJob(int64_t now_ms);
+
+}  // namespace trainctl::cli
