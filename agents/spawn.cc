@@ -70,7 +70,8 @@ std::string JoinPath(const std::string& dir, const std::string& name) {
   return absl::StrCat(dir, "/", name);
 }
 
-// Moves `fd` to a number >= 3, so that dup2() onto 0..2 in the child always clears CLOEXEC.
+// Moves `fd` to a number >= 3, so that the child's dup2() onto 0..2 neither clobbers it nor
+// (for an fd already there) leaves it close-on-exec. Closes `fd`; -1 on failure.
 int AboveStdio(int fd) {
   if (fd < 0 || fd > 2) return fd;
   int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
@@ -209,7 +210,10 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
     return absl::InternalError(absl::StrCat("pipe: ", ErrnoText(errno)));
   }
   FdCloser status_read(pipe_fds[0]);
-  FdCloser status_write(pipe_fds[1]);
+  FdCloser status_write(AboveStdio(pipe_fds[1]));
+  if (status_write.get() < 0) {
+    return absl::InternalError(absl::StrCat("pipe: ", ErrnoText(errno)));
+  }
 
   pid_t pid = fork();
   if (pid < 0) return absl::UnavailableError(absl::StrCat("fork: ", ErrnoText(errno)));
