@@ -38,8 +38,9 @@ struct SpawnRequest {
 };
 
 // Starts the process in a new session (its pid is also its process group id) with stdin from
-// /dev/null, a cleared signal mask, default signal dispositions and no file descriptor but 0-2. Returns its pid once execve
-// succeeded; the caller must reap it with waitpid(). On failure no child is left behind.
+// /dev/null, a cleared signal mask, default signal dispositions and no file descriptor but 0-2.
+// Returns its pid once execve succeeded; the caller must reap it with waitpid(). On failure no
+// child is left behind.
 absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request);
 
 // Finds the file execve() should run for `command`, like execvp(): a command with a '/' is taken
