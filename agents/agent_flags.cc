@@ -93,12 +93,18 @@ its replicas (SIGTERM, then SIGKILL after 10s), reports their exits and exits 0.
 absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args) {
   AgentFlags flags;
   using Setter = std::function<absl::Status(const std::string& flag, const std::string& value)>;
+  auto text = [](std::string* out) -> Setter {
+    return [out](const std::string&, const std::string& value) {
+      *out = value;
+      return absl::OkStatus();
+    };
+  };
   const std::map<std::string, Setter> setters = {
-      {"--scheduler", [&](auto&, auto& v) { return flags.scheduler = v, absl::OkStatus(); }},
-      {"--node", [&](auto&, auto& v) { return flags.node = v, absl::OkStatus(); }},
-      {"--work-dir", [&](auto&, auto& v) { return flags.work_dir = v, absl::OkStatus(); }},
-      {"--address", [&](auto&, auto& v) { return flags.address = v, absl::OkStatus(); }},
-      {"--log-level", [&](auto&, auto& v) { return flags.log_level = v, absl::OkStatus(); }},
+      {"--scheduler", text(&flags.scheduler)},
+      {"--node", text(&flags.node)},
+      {"--work-dir", text(&flags.work_dir)},
+      {"--address", text(&flags.address)},
+      {"--log-level", text(&flags.log_level)},
       {"--cpus", [&](auto& f, auto& v) { return ParseCpu(f, v, false, &flags.cpus.emplace()); }},
       {"--memory-mb",
        [&](auto& f, auto& v) { return ParseInt<int64_t>(f, v, 1, &flags.memory_mb.emplace()); }},
@@ -139,11 +145,10 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
     }
     if (absl::Status s = it->second(name, value); !s.ok()) return s;
   }
-  for (const auto& [flag, value] :
-       {std::pair<const char*, const std::string&>{"--scheduler", flags.scheduler},
-        {"--node", flags.node},
-        {"--work-dir", flags.work_dir}}) {
-    if (value.empty()) return absl::InvalidArgumentError(absl::StrCat(flag, " is required"));
+  const std::pair<const char*, const std::string*> required[] = {
+      {"--scheduler", &flags.scheduler}, {"--node", &flags.node}, {"--work-dir", &flags.work_dir}};
+  for (const auto& [flag, value] : required) {
+    if (value->empty()) return absl::InvalidArgumentError(absl::StrCat(flag, " is required"));
   }
   if (absl::Status s = ValidateNodeName(flags.node); !s.ok()) return s;
   return flags;

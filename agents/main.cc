@@ -32,13 +32,12 @@ int Fail(int code, const std::string& message) {
   return code;
 }
 
-// Turns flags and detected resources into the Agent's options. INVALID_ARGUMENT for flags that
-// contradict the host (reserves larger than capacity).
-absl::StatusOr<Agent::Options> MakeOptions(const AgentFlags& flags, const std::string& work_dir) {
+// Turns flags and detected resources into the Agent's options, all but work_dir. INVALID_ARGUMENT
+// for flags that contradict the host (reserves larger than capacity).
+absl::StatusOr<Agent::Options> MakeOptions(const AgentFlags& flags) {
   Agent::Options options;
   options.scheduler = flags.scheduler;
   options.node = flags.node;
-  options.work_dir = work_dir;
   options.labels = flags.labels;
   options.address = flags.address;
   if (options.address.empty()) {
@@ -84,6 +83,11 @@ int Main(int argc, char** argv) {
   if (absl::Status s = SetupLogging("trainctl-agent", flags->log_level); !s.ok()) {
     return Fail(2, std::string(s.message()));
   }
+  absl::StatusOr<Agent::Options> options = MakeOptions(*flags);
+  if (!options.ok()) {
+    return Fail(absl::IsInvalidArgument(options.status()) ? 2 : 1,
+                std::string(options.status().message()));
+  }
   if (absl::Status s = MakeDirs(flags->work_dir); !s.ok()) {
     return Fail(1, absl::StrCat("--work-dir: ", s.message()));
   }
@@ -91,11 +95,7 @@ int Main(int argc, char** argv) {
   if (realpath(flags->work_dir.c_str(), resolved) == nullptr) {
     return Fail(1, absl::StrCat("--work-dir: cannot resolve ", flags->work_dir));
   }
-  absl::StatusOr<Agent::Options> options = MakeOptions(*flags, resolved);
-  if (!options.ok()) {
-    return Fail(absl::IsInvalidArgument(options.status()) ? 2 : 1,
-                std::string(options.status().message()));
-  }
+  options->work_dir = resolved;
 
   // Blocked here, before any thread starts, so that only the waiter below receives them.
   // Replicas get a clear signal mask (see spawn.h).
