@@ -51,6 +51,14 @@ Agent::Agent(Options options)
         ProcessLauncher::Options launcher_options;
         launcher_options.work_dir = options_.work_dir;
         launcher_options.poll_interval = options_.poll_interval;
+        launcher_options.progress_interval = options_.progress_interval;
+        launcher_options.inject_launch_failures = options_.inject_launch_failures;
+        launcher_options.on_progress = [this](trainctl::v1::ReplicaProgress progress) {
+          trainctl::v1::AgentMessage message;
+          *message.mutable_replica_progress() = std::move(progress);
+          absl::MutexLock lock(&mu_);
+          if (context_ != nullptr) outbox_.push_back(std::move(message));
+        };
         launcher_options.on_started = [this](trainctl::v1::ReplicaStarted started) {
           trainctl::v1::AgentMessage report;
           *report.mutable_replica_started() = std::move(started);

@@ -4,8 +4,9 @@
 // One bidirectional AgentService.Connect stream at a time. Each stream opens with Register; then
 // the agent sends heartbeats (every RegisterAck.heartbeat_interval_ms, 2s until the ack) and
 // every ReplicaStarted/ReplicaExited report, and keeps each report until an Ack covers it,
-// sending the unacknowledged ones again, in order, after every reconnect. Every AgentMessage
-// gets the next value of one per-process counter as its seq.
+// sending the unacknowledged ones again, in order, after every reconnect. ReplicaProgress and
+// LogData are best effort: dropped when the stream breaks. Every AgentMessage gets the next
+// value of one per-process counter as its seq.
 //
 // When the stream breaks or the scheduler cannot be reached, the agent reconnects with
 // exponential backoff (200ms doubling to 5s, with jitter). Replicas keep running meanwhile:
@@ -60,6 +61,8 @@ class Agent {
     absl::Duration max_backoff = absl::Seconds(5);
     // Passed to the launcher.
     absl::Duration poll_interval = absl::Milliseconds(20);
+    absl::Duration progress_interval = absl::Seconds(1);
+    int inject_launch_failures = 0;
   };
 
   static constexpr char kVersion[] = "0.1.0";
@@ -120,7 +123,8 @@ class Agent {
   // Last seq given to a message.
   uint64_t seq_ ABSL_GUARDED_BY(mu_) = 0;
   ReportBuffer reports_ ABSL_GUARDED_BY(mu_);
-  // Non-report messages (LogData) waiting for the writer; dropped when the stream ends.
+  // Best-effort messages (LogData, ReplicaProgress) waiting for the writer; dropped when the
+  // stream ends.
   std::deque<trainctl::v1::AgentMessage> outbox_ ABSL_GUARDED_BY(mu_);
   // Launch and stop commands waiting for the worker, oldest first.
   std::deque<trainctl::v1::SchedulerMessage> commands_ ABSL_GUARDED_BY(mu_);

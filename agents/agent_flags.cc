@@ -18,7 +18,10 @@ template <typename Int>
 absl::Status ParseInt(absl::string_view flag, absl::string_view text, Int min, Int* out) {
   Int value;
   if (!absl::SimpleAtoi(text, &value) || value < min) {
-    return BadValue(flag, min > 0 ? "a positive integer" : "a non-negative integer", text);
+    std::string want = min > 0    ? "a positive integer"
+                       : min == 0 ? "a non-negative integer"
+                                  : absl::StrCat("an integer >= ", min);
+    return BadValue(flag, want, text);
   }
   *out = value;
   return absl::OkStatus();
@@ -83,6 +86,9 @@ Optional:
   --reserve-memory-mb N    memory kept back from trainctl, in MiB (default: 0)
   --labels k=v,k=v         node labels (default: none)
   --log-level LEVEL        trace, debug, info, warn, error, critical or off (default: info)
+  --inject-launch-failures N
+                           testing only: fail the first N launches as the host's fault, -1 for
+                           every launch (default: 0)
   --help                   print this text and exit
 
 Flags take their value as "--flag value" or "--flag=value". On SIGTERM or SIGINT the agent stops
@@ -113,6 +119,8 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
       {"--reserve-cpu", [&](auto& f, auto& v) { return ParseCpu(f, v, true, &flags.reserve_cpu); }},
       {"--reserve-memory-mb",
        [&](auto& f, auto& v) { return ParseInt<int64_t>(f, v, 0, &flags.reserve_memory_mb); }},
+      {"--inject-launch-failures",
+       [&](auto& f, auto& v) { return ParseInt<int>(f, v, -1, &flags.inject_launch_failures); }},
       {"--labels",
        [&](auto&, auto& v) {
          absl::StatusOr<std::map<std::string, std::string>> labels = ParseLabels(v);

@@ -35,6 +35,8 @@ struct AgentFlags {
   double reserve_cpu = 0;
   std::map<std::string, std::string> labels;
   std::string log_level = "info";
+  // Test hook: fail the first N launches as host errors; -1: all.
+  int inject_launch_failures = 0;
 };
 
 // Parses the arguments after the program name. Accepts "--flag value" and "--flag=value".

@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "agents/proc_stats.h"
+#include "agents/progress_watch.h"
 #include "agents/run_files.h"
 #include "agents/spawn.h"
 #include "common/time_util.h"
@@ -21,23 +21,13 @@
 namespace trainctl::agent {
 namespace {
 
-// Exited runs kept in memory (for idempotent Launch and exact ReadLog); older ones are forgotten.
-constexpr size_t kMaxExitedRuns = 4096;
 constexpr int64_t kDefaultLogChunk = 1 << 20;
 constexpr int64_t kMaxLogChunk = (4 << 20) - (64 << 10);
 
-std::string DescribeStatus(int status) {
-  if (WIFEXITED(status)) return absl::StrCat("exited with code ", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    return absl::StrCat("was killed by signal ", WTERMSIG(status), " (",
-                        strsignal(WTERMSIG(status)), ")");
-  }
-  return absl::StrCat("ended with wait status ", status);
-}
-
 }  // namespace
 
-ProcessLauncher::ProcessLauncher(Options options) : options_(std::move(options)) {
+ProcessLauncher::ProcessLauncher(Options options)
+    : options_(std::move(options)), injected_failures_left_(options_.inject_launch_failures) {
   monitor_ = std::thread([this] { MonitorLoop(); });
 }
 
@@ -70,6 +60,10 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
     Run& run = runs_[run_id];
     run.memory_limit_bytes = std::max<int64_t>(launch.resources().memory_mb(), 0) << 20;
     reject_reason = reject_reason_;
+    if (reject_reason.empty() && injected_failures_left_ != 0) {
+      if (injected_failures_left_ > 0) --injected_failures_left_;
+      reject_reason = "injected launch failure (--inject-launch-failures)";
+    }
   }
   if (!reject_reason.empty()) {
     ReportLaunchFailure(run_id, absl::UnavailableError(reject_reason), -1);
@@ -82,9 +76,13 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
   }
   const std::string working_dir = RunWorkingDir(options_.work_dir, parts);
   const std::string log_path = RunLogPath(options_.work_dir, parts);
+  const std::string progress_file = working_dir + "/" + kProgressFileName;
   {
     absl::MutexLock lock(&mu_);
-    runs_[run_id].log_path = log_path;
+    Run& run = runs_[run_id];
+    run.log_path = log_path;
+    run.progress_file = progress_file;
+    run.checkpoint_dir = launch.checkpoint_dir();
   }
   absl::StatusOr<int> log = PrepareRunFiles(working_dir, log_path, launch.checkpoint_dir());
   if (!log.ok()) {
@@ -96,6 +94,7 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
   SpawnRequest request;
   request.argv.assign(launch.argv().begin(), launch.argv().end());
   std::map<std::string, std::string> overlay(launch.env().begin(), launch.env().end());
+  overlay.emplace("TRAINCTL_PROGRESS_FILE", progress_file);
   request.env = MergeEnvironment(
       options_.base_environment.empty() ? CurrentEnvironment() : options_.base_environment,
       overlay);
@@ -123,6 +122,7 @@ void ProcessLauncher::FinishLaunch(const std::string& run_id, pid_t pid, int64_t
   absl::MutexLock lock(&mu_);
   Run& run = runs_[run_id];
   run.pid = pid;
+  run.progress_ms = start_time_ms;
   run.state = RunState::kRunning;
   if (run.stopping) {
     SignalLocked(run_id, run, run.kill_at <= absl::Now() ? SIGKILL : SIGTERM);
@@ -279,105 +279,6 @@ bool ProcessLauncher::WaitUntilIdle(absl::Time deadline) const {
   };
   absl::MutexLock lock(&mu_);
   return mu_.AwaitWithDeadline(absl::Condition(&idle), deadline);
-}
-
-void ProcessLauncher::MonitorLoop() {
-  absl::Time next_memory_check = absl::Now();
-  while (true) {
-    {
-      absl::MutexLock lock(&mu_);
-      auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return shutting_down_; };
-      if (mu_.AwaitWithTimeout(absl::Condition(&stopping), options_.poll_interval)) return;
-    }
-    if (absl::Now() >= next_memory_check) {
-      EnforceMemoryLimits();
-      next_memory_check = absl::Now() + options_.memory_check_interval;
-    }
-    for (const auto& [run_id, pid] : CheckDeadlines()) MaybeReap(run_id, pid);
-  }
-}
-
-std::vector<std::pair<std::string, pid_t>> ProcessLauncher::CheckDeadlines() {
-  std::vector<std::pair<std::string, pid_t>> running;
-  absl::Time now = absl::Now();
-  absl::MutexLock lock(&mu_);
-  for (auto& [run_id, run] : runs_) {
-    if (run.state != RunState::kRunning) continue;
-    if (run.stopping && !run.kill_sent && run.kill_at <= now) {
-      spdlog::info("run {}: still running after its grace period; sending SIGKILL", run_id);
-      SignalLocked(run_id, run, SIGKILL);
-    }
-    running.emplace_back(run_id, run.pid);
-  }
-  return running;
-}
-
-void ProcessLauncher::EnforceMemoryLimits() {
-  {
-    absl::MutexLock lock(&mu_);
-    bool any = false;
-    for (const auto& entry : runs_) {
-      any = any || (entry.second.state == RunState::kRunning && entry.second.memory_limit_bytes);
-    }
-    if (!any) return;
-  }
-  std::map<pid_t, int64_t> resident = ResidentBytesByProcessGroup();
-  absl::MutexLock lock(&mu_);
-  for (auto& [run_id, run] : runs_) {
-    if (run.state != RunState::kRunning || run.memory_limit_bytes == 0 || run.oom_killed) continue;
-    auto it = resident.find(run.pid);
-    if (it == resident.end() || it->second <= run.memory_limit_bytes) continue;
-    spdlog::warn("run {}: resident memory {} MiB exceeds its limit of {} MiB; killing it", run_id,
-                 it->second >> 20, run.memory_limit_bytes >> 20);
-    run.oom_killed = true;
-    SignalLocked(run_id, run, SIGKILL);
-  }
-}
-
-void ProcessLauncher::MaybeReap(const std::string& run_id, pid_t pid) {
-  // Look without reaping first: while the leader is a zombie its pid, and so the group id,
-  // cannot be reused, which makes it safe to kill the rest of the group.
-  siginfo_t info;
-  std::memset(&info, 0, sizeof(info));
-  if (waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return;
-  if (kill(-pid, SIGKILL) != 0 && errno != ESRCH) {
-    spdlog::warn("run {}: cannot kill the rest of process group {}: {}", run_id, pid,
-                 std::strerror(errno));
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  trainctl::v1::ReplicaExited exited;
-  exited.set_run_id(run_id);
-  exited.set_end_time_ms(WallNowMs());
-  if (WIFEXITED(status)) exited.set_exit_code(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) exited.set_signal(WTERMSIG(status));
-  std::string log_path;
-  {
-    absl::MutexLock lock(&mu_);
-    Run& run = runs_[run_id];
-    run.state = RunState::kExiting;
-    exited.set_stopped_by_request(run.stopped_by_request);
-    exited.set_oom_killed(run.oom_killed);
-    log_path = run.log_path;
-  }
-  exited.set_output_tail(ReadOutputTail(log_path));
-  spdlog::info("run {}: pid {} {}{}", run_id, pid, DescribeStatus(status),
-               exited.oom_killed()           ? " (memory limit exceeded)"
-               : exited.stopped_by_request() ? " (stopped by request)"
-                                             : "");
-  if (options_.on_exited) options_.on_exited(exited);
-  absl::MutexLock lock(&mu_);
-  runs_[run_id].state = RunState::kExited;
-  exited_order_.push_back(run_id);
-  ForgetOldRunsLocked();
-}
-
-void ProcessLauncher::ForgetOldRunsLocked() {
-  while (exited_order_.size() > kMaxExitedRuns) {
-    runs_.erase(exited_order_.front());
-    exited_order_.pop_front();
-  }
 }
 
 }  // namespace trainctl::agent

@@ -11,7 +11,9 @@
 // the whole group; when the group leader exits, the rest of the group is SIGKILLed so no
 // stragglers outlive the run. stdout and stderr go to the run's log file (see run_files.h).
 // A run with resources.memory_mb > 0 is SIGKILLed (and reported oom_killed) when its process
-// group's resident memory exceeds that limit.
+// group's resident memory exceeds that limit. Every process gets TRAINCTL_PROGRESS_FILE, a file
+// in its working directory; touching it, or writing into the checkpoint directory, is reported
+// as a ReplicaProgress.
 //
 //   ProcessLauncher launcher({.work_dir = "/var/lib/trainctl",
 //                             .on_started = [](v1::ReplicaStarted s) { ... },
@@ -47,18 +49,26 @@ class ProcessLauncher {
  public:
   using StartedCallback = std::function<void(trainctl::v1::ReplicaStarted)>;
   using ExitedCallback = std::function<void(trainctl::v1::ReplicaExited)>;
+  using ProgressCallback = std::function<void(trainctl::v1::ReplicaProgress)>;
 
   struct Options {
     // Root of the node's job directories and logs; should be absolute. Must exist.
     std::string work_dir;
     StartedCallback on_started;
     ExitedCallback on_exited;
+    // Signs of progress of running runs (see progress_watch.h); optional.
+    ProgressCallback on_progress;
     // How often running processes are checked for exit and stop deadlines.
     absl::Duration poll_interval = absl::Milliseconds(20);
     // How often resident memory is compared with memory limits.
     absl::Duration memory_check_interval = absl::Milliseconds(250);
+    // How often progress files and checkpoint directories are looked at.
+    absl::Duration progress_interval = absl::Seconds(1);
     // Base environment of every process, "NAME=VALUE"; empty means the agent's own.
     std::vector<std::string> base_environment;
+    // For tests of the scheduler's retries: the first N launches fail as the host's fault
+    // without starting anything; -1 fails every launch.
+    int inject_launch_failures = 0;
   };
 
   // Starts the monitor thread.
@@ -115,6 +125,11 @@ class ProcessLauncher {
     pid_t pid = 0;
     // 0: no limit.
     int64_t memory_limit_bytes = 0;
+    // Where signs of progress appear (progress_watch.h), and the newest one reported so far
+    // (at first the start time).
+    std::string progress_file;
+    std::string checkpoint_dir;
+    int64_t progress_ms = 0;
     // Stop() or StopAll() was called; SIGKILL is due at kill_at.
     bool stopping = false;
     // Stop() was called: the scheduler asked.
@@ -140,6 +155,7 @@ class ProcessLauncher {
   // Sends due SIGKILLs; returns the runs to check for exit.
   std::vector<std::pair<std::string, pid_t>> CheckDeadlines();
   void EnforceMemoryLimits();
+  void ReportProgress();
   // Reaps the run if its leader exited, kills its stragglers and reports the exit.
   void MaybeReap(const std::string& run_id, pid_t pid);
   void ForgetOldRunsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -155,6 +171,8 @@ class ProcessLauncher {
   std::deque<std::string> exited_order_ ABSL_GUARDED_BY(mu_);
   // Set by RejectNewLaunches(); empty while launches are accepted.
   std::string reject_reason_ ABSL_GUARDED_BY(mu_);
+  // Launches still to fail on purpose (Options::inject_launch_failures); -1: all.
+  int injected_failures_left_ ABSL_GUARDED_BY(mu_);
   // Tells the monitor thread to end.
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
 };

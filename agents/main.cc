@@ -39,6 +39,7 @@ absl::StatusOr<Agent::Options> MakeOptions(const AgentFlags& flags) {
   options.scheduler = flags.scheduler;
   options.node = flags.node;
   options.labels = flags.labels;
+  options.inject_launch_failures = flags.inject_launch_failures;
   options.address = flags.address;
   if (options.address.empty()) {
     char host[HOST_NAME_MAX + 1] = {};

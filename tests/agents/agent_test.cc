@@ -157,6 +157,7 @@ class AgentFixture {
     options.labels = {{"zone", "a"}};
     options.initial_backoff = absl::Milliseconds(20);
     options.max_backoff = absl::Milliseconds(100);
+    options.progress_interval = absl::Milliseconds(50);
     agent_ = std::make_unique<Agent>(options);
     runner_ = std::thread([this] { agent_->Run(); });
   }
@@ -268,6 +269,19 @@ TEST_CASE("replicas inherit no file descriptor but stdin, stdout and stderr", "[
       f.scheduler().Next([](const AgentMessage& m) { return m.has_log_data(); });
   REQUIRE(log);
   CHECK(log->log_data().data() == "0 1 2 3\n");  // 3: the directory the glob is reading
+}
+
+TEST_CASE("signs of progress reach the scheduler", "[agent]") {
+  AgentFixture f;
+  REQUIRE(f.scheduler().Next(IsRegister));
+  f.scheduler().Send(Launch(
+      "worker-0", {"sh", "-c", "sleep 0.05; touch \"$TRAINCTL_PROGRESS_FILE\"; exec sleep 60"}));
+  std::optional<AgentMessage> progress =
+      f.scheduler().Next([](const AgentMessage& m) { return m.has_replica_progress(); });
+  REQUIRE(progress);
+  CHECK(progress->replica_progress().run_id() == "j-agent/1/worker-0/0");
+  CHECK(progress->replica_progress().source() == "progress-file");
+  CHECK(progress->replica_progress().time_ms() > 0);
 }
 
 TEST_CASE("a reconnect keeps replicas running and lists them in Register", "[agent]") {

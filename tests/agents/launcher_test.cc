@@ -32,7 +32,8 @@ const char kWorkload[] = TRAINCTL_WORKLOAD_PATH;
 // A launcher over a temp work dir that records every report.
 class LauncherFixture {
  public:
-  LauncherFixture() : launcher_(MakeOptions()) {}
+  explicit LauncherFixture(int inject_launch_failures = 0)
+      : inject_launch_failures_(inject_launch_failures), launcher_(MakeOptions()) {}
 
   ProcessLauncher& launcher() { return launcher_; }
   const std::string& work_dir() const { return dir_.path(); }
@@ -68,6 +69,10 @@ class LauncherFixture {
     absl::MutexLock lock(&mu_);
     return started_;
   }
+  std::vector<trainctl::v1::ReplicaProgress> progress() const {
+    absl::MutexLock lock(&mu_);
+    return progress_;
+  }
   int exit_reports(const std::string& run_id) const {
     absl::MutexLock lock(&mu_);
     auto it = exit_reports_.find(run_id);
@@ -82,6 +87,12 @@ class LauncherFixture {
       absl::MutexLock lock(&mu_);
       started_.push_back(std::move(s));
     };
+    options.progress_interval = absl::Milliseconds(50);
+    options.inject_launch_failures = inject_launch_failures_;
+    options.on_progress = [this](trainctl::v1::ReplicaProgress p) {
+      absl::MutexLock lock(&mu_);
+      progress_.push_back(std::move(p));
+    };
     options.on_exited = [this](ReplicaExited e) {
       absl::MutexLock lock(&mu_);
       ++exit_reports_[e.run_id()];
@@ -91,10 +102,12 @@ class LauncherFixture {
   }
 
   TempDir dir_;  // Declared first: outlives the launcher.
+  const int inject_launch_failures_;
   mutable absl::Mutex mu_;
   std::vector<ReplicaStarted> started_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, ReplicaExited> exited_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int> exit_reports_ ABSL_GUARDED_BY(mu_);
+  std::vector<trainctl::v1::ReplicaProgress> progress_ ABSL_GUARDED_BY(mu_);
   ProcessLauncher launcher_;
 };
 
@@ -362,6 +375,45 @@ TEST_CASE("StopAll stops every run and WaitUntilIdle sees them reaped", "[launch
   CHECK(late->launch_failed());
   CHECK(late->launch_error() == "shutting down");
   CHECK_FALSE(late->launch_error_is_user());
+}
+
+TEST_CASE("touching the progress file or writing a checkpoint is progress", "[launcher]") {
+  LauncherFixture f;
+  std::string marker = f.work_dir() + "/go";
+  // Touches its progress file, then waits for the test, then writes a checkpoint.
+  LaunchReplica launch = f.Launch(
+      "worker-0", {"sh", "-c",
+                   absl::StrCat("sleep 0.05; touch \"$TRAINCTL_PROGRESS_FILE\"; while [ ! -e ",
+                                marker, " ]; do sleep 0.01; done; sleep 0.05; echo 1 > ",
+                                f.work_dir(), "/ckpt/step-1; exec sleep 60")});
+  f.launcher().Launch(launch);
+  REQUIRE(WaitUntil([&] { return f.progress().size() == 1; }));
+  CHECK(f.progress()[0].run_id() == launch.run_id());
+  CHECK(f.progress()[0].source() == "progress-file");
+  CHECK(f.progress()[0].time_ms() >= f.started()[0].start_time_ms());
+  REQUIRE(system(absl::StrCat("touch ", marker).c_str()) == 0);
+  REQUIRE(WaitUntil([&] { return f.progress().size() == 2; }));
+  CHECK(f.progress()[1].source() == "checkpoint");
+  CHECK(f.progress()[1].time_ms() > f.progress()[0].time_ms());
+  CHECK(f.launcher().Stop(launch.run_id(), 0, "test").ok());
+  REQUIRE(f.WaitExit(launch.run_id()));
+}
+
+TEST_CASE("injected launch failures fail the first launches as the host's", "[launcher]") {
+  LauncherFixture f(/*inject_launch_failures=*/2);
+  for (const char* name : {"worker-0", "worker-1", "worker-2"}) {
+    f.launcher().Launch(f.Launch(name, {kWorkload}));
+  }
+  for (const char* name : {"worker-0", "worker-1"}) {
+    std::optional<ReplicaExited> exit = f.WaitExit(absl::StrCat("j-test/1/", name, "/0"));
+    REQUIRE(exit);
+    CHECK(exit->launch_failed());
+    CHECK_FALSE(exit->launch_error_is_user());
+  }
+  std::optional<ReplicaExited> exit = f.WaitExit("j-test/1/worker-2/0");
+  REQUIRE(exit);
+  CHECK_FALSE(exit->launch_failed());
+  CHECK(exit->exit_code() == 0);
 }
 
 }  // namespace
