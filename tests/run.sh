@@ -11,7 +11,7 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
 ctest --test-dir build -j"$jobs" --output-on-failure
 
-unit_dirs="common;storage;scheduler;agents;cli"
+unit_dirs="common;storage;scheduler;agents;cli;workload"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTRAINCTL_SANITIZE=ON \
   "-DTRAINCTL_TEST_DIRS=$unit_dirs" >/dev/null
 cmake --build build-asan -j"$jobs"
