@@ -190,9 +190,10 @@ absl::Status ProcessLauncher::StopLocked(const std::string& run_id, int64_t grac
 
 void ProcessLauncher::StopAll(int64_t grace_ms, const std::string& reason) {
   absl::MutexLock lock(&mu_);
-  for (const auto& [run_id, run] : runs_) {
+  for (auto& [run_id, run] : runs_) {
     if (run.state == RunState::kLaunching || run.state == RunState::kRunning) {
       StopLocked(run_id, grace_ms, reason, /*by_request=*/false).IgnoreError();
+      run.stopped_by_node = true;
     }
   }
 }

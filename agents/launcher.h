@@ -134,6 +134,8 @@ class ProcessLauncher {
     bool stopping = false;
     // Stop() was called: the scheduler asked.
     bool stopped_by_request = false;
+    // Stopped by StopAll(): the agent is shutting down.
+    bool stopped_by_node = false;
     // When to SIGKILL a stopped run; InfiniteFuture when not stopping.
     absl::Time kill_at = absl::InfiniteFuture();
     bool kill_sent = false;

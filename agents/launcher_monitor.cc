@@ -137,6 +137,7 @@ void ProcessLauncher::MaybeReap(const std::string& run_id, pid_t pid) {
     Run& run = runs_[run_id];
     run.state = RunState::kExiting;
     exited.set_stopped_by_request(run.stopped_by_request);
+    exited.set_node_shutdown(run.stopped_by_node);
     exited.set_oom_killed(run.oom_killed);
     log_path = run.log_path;
   }

@@ -50,6 +50,7 @@ std::string Describe(const Failure& f) {
     case Failure::Kind::kExit:
       break;
   }
+  if (x.node_shutdown()) return "was stopped because its node's agent shut down";
   if (x.launch_failed()) return absl::StrCat("could not start: ", x.launch_error());
   if (x.oom_killed()) return "ran out of memory";
   if (x.has_signal()) return absl::StrCat("was killed by ", SignalName(x.signal()));
@@ -211,8 +212,8 @@ RetryDecision DecideOnFailure(const RetryPolicy& p, const v1::Job& job, const v1
   d.summary = Describe(f);
   d.explanation = absl::StrCat("Replica ", r.name(), " on ", r.node(), " ", d.summary);
 
-  if (f.kind == Failure::Kind::kExit && !x.launch_failed() && x.has_exit_code() &&
-      x.exit_code() == 0) {
+  if (f.kind == Failure::Kind::kExit && !x.launch_failed() && !x.node_shutdown() &&
+      x.has_exit_code() && x.exit_code() == 0) {
     d.action = r.rank() == 0 ? RetryAction::kSucceedJob : RetryAction::kNothing;
     absl::StrAppend(&d.explanation,
                     r.rank() == 0 ? "; it is the primary: the job succeeded" : "; the job goes on");
@@ -221,7 +222,7 @@ RetryDecision DecideOnFailure(const RetryPolicy& p, const v1::Job& job, const v1
 
   // Failures of the system, not of the user's code: internal errors (R9).
   const bool internal = f.kind == Failure::Kind::kLost || f.kind == Failure::Kind::kLaunchTimeout ||
-                        (x.launch_failed() && !x.launch_error_is_user());
+                        x.node_shutdown() || (x.launch_failed() && !x.launch_error_is_user());
   if (internal) {
     d.failure_class = "INTERNAL";
     d.rule = "default: internal error";

@@ -204,6 +204,31 @@ TEST_CASE("exit-code rules override the default classification", "[integration][
   }
 }
 
+TEST_CASE("replicas stopped by their agent's shutdown are retried elsewhere, not failed",
+          "[integration][retry]") {
+  MiniCluster c(2);
+  std::string id = c.Submit(c.Spec(R"(
+displayName: moved
+workerPools:
+- name: chief
+  replicaCount: 1
+  command: [WORKLOAD, --trap-term, --sleep, "300"]
+scheduling:
+  retryBackoff: {initial: 100ms}
+)"));
+  v1::Job running = c.WaitForState(id, v1::JOB_STATE_RUNNING);
+  const int from = running.replicas(0).node() == "node-0" ? 0 : 1;
+  c.agent(from).Stop();  // systemd stop: SIGTERM
+  v1::Job moved = c.WaitForJob(id, [](const v1::Job& j) {
+    return j.attempts_size() == 2 && j.state() == v1::JOB_STATE_RUNNING;
+  });
+  CHECK(moved.replicas(0).node() == (from == 0 ? "node-1" : "node-0"));
+  CHECK(moved.attempts(0).failure_class() == "INTERNAL");
+  CHECK(moved.budgets_used().job_retries() == 0);
+  // The stopped replica exited 0 after SIGTERM; that did not end the job as a success.
+  CHECK(moved.state() == v1::JOB_STATE_RUNNING);
+}
+
 TEST_CASE("a job timeout stops the replicas and fails the job", "[integration][retry]") {
   MiniCluster c(1);
   std::string id = c.Submit(c.Spec(R"(

@@ -137,6 +137,13 @@ TEST_CASE("DecideOnFailure follows DESIGN.md's decision table") {
        RetryAction::kRetryJob, "INTERNAL", 13, "default: internal", 5000},
       {"R9: an unconfirmed launch is internal", none, none, Kind(Failure::Kind::kLaunchTimeout),
        RetryAction::kRetryJob, "INTERNAL", 13, "default: internal", 5000},
+      {"a replica stopped by its agent's shutdown is not the user's error, even with exit 0", none,
+       [](Situation* s) { s->replica = 0; }, Exit([] {
+         v1::ReplicaExited e = Code(0);
+         e.set_node_shutdown(true);
+         return e;
+       }()),
+       RetryAction::kRetryJob, "INTERNAL", 13, "default: internal", 5000},
       {"R9: after 2 internal retries the job fails", none,
        [](Situation* s) { s->job.mutable_budgets_used()->set_internal_retries(2); },
        Kind(Failure::Kind::kLost), RetryAction::kFailJob, "INTERNAL", 13, "default: internal", 0},
