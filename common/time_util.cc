@@ -48,6 +48,14 @@ std::string FormatRfc3339(int64_t ms) {
   return buf;
 }
 
+std::string FormatDuration(int64_t ms) {
+  if (ms < 1000) return absl::StrCat(ms < 0 ? 0 : ms, "ms");
+  int64_t s = ms / 1000;
+  if (s < 60) return absl::StrCat(s, "s");
+  if (s < 3600) return absl::StrCat(s / 60, "m", s % 60, "s");
+  return absl::StrCat(s / 3600, "h", (s % 3600) / 60, "m", s % 60, "s");
+}
+
 std::string FormatAge(int64_t ms) {
   if (ms < 0) ms = 0;
   int64_t s = ms / 1000;

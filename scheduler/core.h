@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "scheduler/admission.h"
 #include "scheduler/model.h"
 #include "scheduler/placement.h"
 #include "scheduler/retry_engine.h"
@@ -37,6 +38,9 @@ struct CoreOptions {
   int32_t heartbeat_interval_ms = 2000;
   // Seed for job ids; 0 picks a random seed.
   uint64_t id_seed = 0;
+  // The quota of every project that has none of its own (its `project` field is ignored).
+  // Unset limits are unlimited.
+  v1::Quota default_quota;
 };
 
 struct ListJobsQuery {
@@ -56,7 +60,7 @@ class Core {
   // Loads persisted state after a restart. Every node starts disconnected; its agent's next
   // Register re-adopts the replicas it still runs. REQUIRES: called once, before any input.
   void Restore(std::vector<v1::Job> jobs, std::vector<Node> nodes,
-               const std::vector<ReplicaRun>& runs);
+               const std::vector<ReplicaRun>& runs, std::vector<v1::Quota> quotas = {});
 
   // --- Inputs from API callers -------------------------------------------------------------
 
@@ -67,6 +71,10 @@ class Core {
   // Starts cancelling a job: QUEUED jobs end at once, others stop their replicas first
   // (CANCELLING, then CANCELLED when every replica is gone). Terminal jobs are returned as is.
   absl::StatusOr<v1::Job> CancelJob(const std::string& id, int64_t now, Effects* fx);
+
+  // Replaces a project's quota; takes effect at once (raising it admits waiting jobs; lowering it
+  // stops nothing). INVALID_ARGUMENT for a bad quota, with the field path.
+  absl::StatusOr<v1::Project> SetQuota(const v1::Quota& quota, int64_t now, Effects* fx);
 
   // --- Inputs from agents ------------------------------------------------------------------
 
@@ -105,6 +113,19 @@ class Core {
   absl::StatusOr<std::vector<const v1::Job*>> ListJobs(const ListJobsQuery& q,
                                                        std::string* next_page_token) const;
   const Node* FindNode(const std::string& name) const;
+
+  // The quota row of a project, or nullptr when it uses the default quota.
+  const v1::Quota* FindQuota(const std::string& project) const;
+  // A project with its effective quota and usage. INVALID_ARGUMENT for a malformed name; any
+  // well-formed name is a project (with the default quota until one is set).
+  absl::StatusOr<v1::Project> GetProject(const std::string& name) const;
+  // Every project that has a quota row or a job that is not terminal, by name.
+  std::vector<v1::Project> ListProjects() const;
+  // QUEUED jobs in admission order (of `project`, or all), at most `limit`, each with its
+  // queue_status filled as of `now`.
+  std::vector<v1::Job> ListQueue(const std::string& project, int32_t limit, int64_t now) const;
+  // `job` with queue_status filled when it is QUEUED; unchanged otherwise.
+  v1::Job WithQueueStatus(const v1::Job& job, int64_t now) const;
   const std::map<std::string, Node>& nodes() const { return nodes_; }
 
   // What placed replicas hold on each node, and how many replicas that is.
@@ -148,10 +169,38 @@ class Core {
   void LaunchOnItsNode(v1::Job* job, int replica_index, int64_t now, Effects* fx);
   void RecordAttemptEnd(v1::Job* job, const RetryDecision& d, const std::string& decision,
                         int64_t now, Effects* fx);
-  // Returns whether the job's queue wait hit a capacity retry or failure.
-  bool CheckCapacity(v1::Job* job, const std::vector<ReplicaDemand>& demands,
-                     const std::string& missing, int64_t now, Effects* fx);
-  bool StartAttempt(v1::Job* job, int64_t now, Effects* fx);
+  enum class CapacityCheck {
+    kBusy,      // it would fit the idle cluster: it waits for other jobs' replicas
+    kStockout,  // it would not fit even the idle cluster; placementTimeout is running
+    kActed,     // the placement timeout passed: a capacity retry was charged, or the job failed
+  };
+  // Tells a busy cluster from a stockout, and charges capacity retries (R8).
+  CapacityCheck CheckCapacity(v1::Job* job, const std::vector<ReplicaDemand>& demands,
+                              const std::string& missing, int64_t now, Effects* fx);
+  // Starts a new attempt of `job` on the nodes `placed` (one per replica).
+  void StartAttemptOn(v1::Job* job, const std::vector<std::string>& placed, int64_t now,
+                      Effects* fx);
+  // Queue bookkeeping: the global order, the project's order, and the queue-timeout index.
+  void Enqueue(const v1::Job& job);
+  void Dequeue(const v1::Job& job);
+  // When a queued job times out, or 0 for never (queueTimeout; 30m for a retrying job).
+  int64_t QueueDeadline(const v1::Job& job) const;
+  // The effective quota of a project (its own, or the default).
+  v1::Quota QuotaOf(const std::string& project) const;
+  std::map<std::string, ProjectUsage> ProjectUsages() const;
+  // What `project` may borrow from its cohort now, per resource.
+  Res Borrowable(const std::string& project, const v1::Quota& quota,
+                 const std::map<std::string, ProjectUsage>& usages) const;
+  Res DemandOf(const v1::Job& job) const;
+  std::vector<ReplicaDemand> DemandsOf(const v1::Job& job) const;
+  // Free resources of every connected node.
+  std::vector<NodeFree> FreeNodes() const;
+  // Why the job (QUEUED) is not running: every blocker, as of `now`.
+  std::vector<v1::Blocker> BlockersOf(const v1::Job& job,
+                                      const std::map<std::string, ProjectUsage>& usages,
+                                      const std::vector<NodeFree>& free, int64_t now) const;
+  v1::Project MakeProject(const std::string& name,
+                          const std::map<std::string, ProjectUsage>& usages) const;
   void SendLaunch(const v1::Job& job, int replica_index, Effects* fx);
   void SendStop(const v1::Job& job, const v1::Replica& r, const std::string& reason, Effects* fx);
   void RecordRun(const v1::Job& job, const v1::Replica& r, Effects* fx);
@@ -167,8 +216,15 @@ class Core {
   std::mt19937_64 rng_;
   std::map<std::string, v1::Job> jobs_;
   std::map<std::string, Node> nodes_;
-  // Jobs waiting for placement, in admission order.
+  // Jobs waiting for admission, in admission order: all, and per project.
   std::set<QueueKey> queue_;
+  std::map<std::string, std::set<QueueKey>> project_queues_;
+  // (deadline, job id) of queued jobs with a queue timeout.
+  std::set<std::pair<int64_t, std::string>> queue_deadlines_;
+  // Since when a project's blocked job has been overtaken (BEST_EFFORT_FIFO starvation limit).
+  std::map<std::string, int64_t> blocked_since_;
+  // Quotas set for projects; others use options_.default_quota.
+  std::map<std::string, v1::Quota> quotas_;
   // Jobs holding or about to hold resources (PENDING, RUNNING, CANCELLING, or terminal with
   // replicas still stopping).
   std::set<std::string> active_;

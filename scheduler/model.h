@@ -104,10 +104,12 @@ struct Effects {
   std::vector<Event> events;
   // (node, message) pairs to send after the commit.
   std::vector<std::pair<std::string, v1::SchedulerMessage>> commands;
+  // Projects whose quota row changed.
+  std::set<std::string> quotas;
 
   bool empty() const {
     return jobs.empty() && attempts.empty() && runs.empty() && nodes.empty() && events.empty() &&
-           commands.empty();
+           commands.empty() && quotas.empty();
   }
 };
 

@@ -13,7 +13,7 @@ using namespace testing;
 
 // A core with two nodes registered, and a fake clock that tests advance by hand.
 struct Fixture {
-  Core core{CoreOptions{"/ckpt", 2000, 42}};
+  Core core{TestOptions(42)};
   int64_t now = 1'000'000;
 
   Fixture() {
@@ -171,12 +171,12 @@ TEST_CASE("cancel stops every replica; CANCELLED only when all are gone") {
 }
 
 TEST_CASE("cancelling a queued job ends it at once; unknown ids are NOT_FOUND") {
-  Core core{CoreOptions{"/ckpt", 2000, 1}};  // no nodes: the job stays queued
+  Core core{TestOptions(1)};  // no nodes: the job stays queued
   Effects fx;
   v1::Job job = *core.SubmitJob(Spec(1), 5, &fx);
   core.Schedule(5, &fx);
   CHECK(core.FindJob(job.id())->state() == v1::JOB_STATE_QUEUED);
-  CHECK(core.FindJob(job.id())->queue_reason() == "CAPACITY: no node is connected");
+  CHECK(core.FindJob(job.id())->queue_reason() == "NO_NODES: no node is connected");
   CHECK(core.CancelJob(job.id(), 6, &fx)->state() == v1::JOB_STATE_CANCELLED);
   CHECK(core.CancelJob("j-nope", 6, &fx).status().code() == absl::StatusCode::kNotFound);
 }
@@ -547,7 +547,7 @@ TEST_CASE("restore keeps jobs, queue order and run locations") {
   Effects fx;
   v1::Job queued = f.Submit(Spec(20), &fx);  // too big to place now
 
-  Core restored{CoreOptions{"/ckpt", 2000, 7}};
+  Core restored{TestOptions(7)};
   std::vector<ReplicaRun> runs;
   for (const auto& l : launches) {
     ReplicaRun r;

@@ -8,6 +8,15 @@
 
 namespace trainctl::sched::testing {
 
+// Core options for tests: checkpoint root /ckpt, heartbeats every 2s, a fixed id seed.
+inline CoreOptions TestOptions(uint64_t seed) {
+  CoreOptions o;
+  o.checkpoint_root = "/ckpt";
+  o.heartbeat_interval_ms = 2000;
+  o.id_seed = seed;
+  return o;
+}
+
 // A job spec with pool "chief" (1 replica) and, if workers > 0, pool "worker".
 inline v1::JobSpec Spec(int workers, double cpu = 1, int64_t mem = 100, int gpus = 0) {
   v1::JobSpec spec;

@@ -1,0 +1,169 @@
+#include "scheduler/admission.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "scheduler/job_validation.h"
+
+namespace trainctl::sched {
+namespace {
+
+constexpr double kUnlimited = std::numeric_limits<double>::infinity();
+
+struct Dim {
+  const char* name;  // Blocker.resource
+  const char* unit;  // in sentences
+  double demand, used, limit, borrowable;
+};
+
+std::string Amount(double v, const char* unit) { return absl::StrFormat("%g %s", v, unit); }
+
+}  // namespace
+
+Res LimitsOf(const v1::Quota& q, double unlimited) {
+  Res r;
+  r.cpu = q.has_cpu() ? q.cpu() : unlimited;
+  r.memory_mb =
+      q.has_memory_mb() ? q.memory_mb() : static_cast<int64_t>(std::min(unlimited, 9.0e18));
+  r.gpus = q.has_gpus() ? q.gpus() : static_cast<int64_t>(std::min(unlimited, 9.0e18));
+  return r;
+}
+
+Res Borrowed(const v1::Quota& q, const Res& used) {
+  Res b;
+  if (q.has_cpu()) b.cpu = std::max(0.0, used.cpu - q.cpu());
+  if (q.has_memory_mb()) b.memory_mb = std::max<int64_t>(0, used.memory_mb - q.memory_mb());
+  if (q.has_gpus()) b.gpus = std::max<int64_t>(0, used.gpus - q.gpus());
+  return b;
+}
+
+Res Unused(const v1::Quota& q, const Res& used) {
+  Res u;
+  if (q.has_cpu()) u.cpu = std::max(0.0, q.cpu() - used.cpu);
+  if (q.has_memory_mb()) u.memory_mb = std::max<int64_t>(0, q.memory_mb() - used.memory_mb);
+  if (q.has_gpus()) u.gpus = std::max<int64_t>(0, q.gpus() - used.gpus);
+  return u;
+}
+
+QuotaEval EvaluateQuota(const std::string& project, const v1::Quota& q, const ProjectUsage& usage,
+                        const Res& demand, const Res& borrowable) {
+  QuotaEval e;
+  e.fits_now = true;
+  e.fits_ever = true;
+  const Res borrow_limit = Res::FromProto(q.borrowing_limit());
+  const Dim dims[] = {
+      {"gpus", "gpus", double(demand.gpus), double(usage.used.gpus),
+       q.has_gpus() ? double(q.gpus()) : kUnlimited, double(borrowable.gpus)},
+      {"cpu", "cpu cores", demand.cpu, usage.used.cpu, q.has_cpu() ? q.cpu() : kUnlimited,
+       borrowable.cpu},
+      {"memoryMb", "MiB of memory", double(demand.memory_mb), double(usage.used.memory_mb),
+       q.has_memory_mb() ? double(q.memory_mb()) : kUnlimited, double(borrowable.memory_mb)},
+  };
+  const double borrow_limits[] = {double(borrow_limit.gpus), borrow_limit.cpu,
+                                  double(borrow_limit.memory_mb)};
+  for (size_t i = 0; i < 3; ++i) {
+    const Dim& d = dims[i];
+    if (std::isinf(d.limit) || d.demand <= 0) continue;
+    const int32_t jobs = usage.running_jobs;
+    if (d.demand > d.limit + borrow_limits[i] + 1e-9) {
+      e.fits_ever = false;
+      e.fits_now = false;
+      v1::Blocker b;
+      b.set_kind("QUOTA");
+      b.set_resource(d.name);
+      b.set_needed(d.demand);
+      b.set_in_use(d.used);
+      b.set_limit(d.limit);
+      b.set_jobs(usage.running_jobs);
+      b.set_message(absl::StrCat("QUOTA: project ", project, " needs ", Amount(d.demand, d.unit),
+                                 " but its quota is ", Amount(d.limit, d.unit),
+                                 "; raise it with: trainctl quota set ", project, " --",
+                                 std::string(d.name) == "memoryMb" ? "memory-mb" : d.name, " ",
+                                 absl::StrFormat("%g", d.demand)));
+      e.blockers.push_back(std::move(b));
+      continue;
+    }
+    const double over = d.used + d.demand - d.limit;
+    if (over > 1e-9) {
+      if (over <= d.borrowable + 1e-9) {
+        if (i == 0) e.borrows.gpus = static_cast<int64_t>(over);
+        if (i == 1) e.borrows.cpu = over;
+        if (i == 2) e.borrows.memory_mb = static_cast<int64_t>(over);
+        continue;
+      }
+      e.fits_now = false;
+      v1::Blocker b;
+      b.set_kind("QUOTA");
+      b.set_resource(d.name);
+      b.set_needed(d.demand);
+      b.set_in_use(d.used);
+      b.set_limit(d.limit);
+      b.set_jobs(usage.running_jobs);
+      std::string msg =
+          absl::StrCat("QUOTA: project ", project, " needs ", Amount(d.demand, d.unit), ", ",
+                       absl::StrFormat("%g", d.used), " of ", absl::StrFormat("%g", d.limit),
+                       " in use by ", jobs, jobs == 1 ? " job" : " jobs");
+      if (d.borrowable > 0) {
+        absl::StrAppend(&msg, " (its cohort can lend ", absl::StrFormat("%g", d.borrowable),
+                        " more)");
+      }
+      b.set_message(msg);
+      e.blockers.push_back(std::move(b));
+    }
+  }
+  if (q.has_max_running_jobs()) {
+    if (q.max_running_jobs() < 1) e.fits_ever = false;
+    if (usage.running_jobs >= q.max_running_jobs()) {
+      e.fits_now = false;
+      v1::Blocker b;
+      b.set_kind("QUOTA");
+      b.set_resource("runningJobs");
+      b.set_needed(1);
+      b.set_in_use(usage.running_jobs);
+      b.set_limit(q.max_running_jobs());
+      b.set_jobs(usage.running_jobs);
+      b.set_message(absl::StrCat("QUOTA: project ", project, " runs ", usage.running_jobs, " of ",
+                                 q.max_running_jobs(), " jobs (maxRunningJobs)"));
+      e.blockers.push_back(std::move(b));
+    }
+  }
+  return e;
+}
+
+absl::Status ValidateQuota(const v1::Quota& q) {
+  if (!IsDnsLabel(q.project(), 63)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "quota.project must be 1..63 characters of a-z, 0-9 and '-'; got \"", q.project(), "\""));
+  }
+  if (q.has_gpus() && q.gpus() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("quota.gpus must be >= 0, got ", q.gpus()));
+  }
+  if (q.has_cpu() && !(q.cpu() >= 0 && std::isfinite(q.cpu()))) {
+    return absl::InvalidArgumentError(absl::StrCat("quota.cpu must be >= 0, got ", q.cpu()));
+  }
+  if (q.has_memory_mb() && q.memory_mb() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("quota.memoryMb must be >= 0, got ", q.memory_mb()));
+  }
+  if (q.has_max_running_jobs() && q.max_running_jobs() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("quota.maxRunningJobs must be >= 0, got ", q.max_running_jobs()));
+  }
+  const v1::Resources& b = q.borrowing_limit();
+  if (b.gpus() < 0 || b.memory_mb() < 0 || !(b.cpu() >= 0 && std::isfinite(b.cpu()))) {
+    return absl::InvalidArgumentError("quota.borrowingLimit values must be >= 0");
+  }
+  if (!q.cohort().empty() && !IsDnsLabel(q.cohort(), 63)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "quota.cohort must be 1..63 characters of a-z, 0-9 and '-'; got \"", q.cohort(), "\""));
+  }
+  if (q.starvation_limit().seconds() < 0 || q.starvation_limit().seconds() > 366LL * 86400) {
+    return absl::InvalidArgumentError("quota.starvationLimit must be between 0s and 366 days");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace trainctl::sched

@@ -1,0 +1,51 @@
+// Quota arithmetic of admission: does a job's whole demand fit its project's quota (borrowing
+// from its cohort if allowed), and if not, what blocks it, in numbers and words.
+//
+// Pure functions over plain values; the core supplies usage and what the cohort can lend.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "scheduler/model.h"
+
+namespace trainctl::sched {
+
+// What a project's admitted jobs hold.
+struct ProjectUsage {
+  Res used;
+  // Jobs admitted and not yet ended (PENDING, RUNNING, CANCELLING).
+  int32_t running_jobs = 0;
+};
+
+struct QuotaEval {
+  // The demand fits now (within quota plus what may be borrowed).
+  bool fits_now = false;
+  // The demand fits an empty project (within quota plus its borrowing limit): false means the
+  // job can never run under this quota, and so does not hold back the jobs behind it.
+  bool fits_ever = false;
+  // One QUOTA blocker per limit in the way.
+  std::vector<v1::Blocker> blockers;
+  // What admitting it would borrow from the cohort.
+  Res borrows;
+};
+
+// `borrowable` is what the project may borrow now per resource: the least of its borrowing limit
+// and what its cohort can lend.
+QuotaEval EvaluateQuota(const std::string& project, const v1::Quota& quota,
+                        const ProjectUsage& usage, const Res& demand, const Res& borrowable);
+
+// What a project uses beyond its own quota (0 where unlimited).
+Res Borrowed(const v1::Quota& quota, const Res& used);
+
+// What a project leaves unused of its quota (0 where unlimited: unlimited quota is not lent).
+Res Unused(const v1::Quota& quota, const Res& used);
+
+// The quota's limits as a Res; unlimited dimensions hold `unlimited`.
+Res LimitsOf(const v1::Quota& quota, double unlimited);
+
+// Validates a quota: INVALID_ARGUMENT with the field path.
+absl::Status ValidateQuota(const v1::Quota& quota);
+
+}  // namespace trainctl::sched
