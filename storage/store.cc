@@ -80,6 +80,13 @@ const char* const kMigrations[] = {
     CREATE INDEX events_by_job ON events(job_id, seq);
     CREATE INDEX events_by_node ON events(node, seq);
     )sql",
+    // 1 -> 2: project quotas.
+    R"sql(
+    CREATE TABLE quotas (
+      project TEXT PRIMARY KEY,
+      data    BLOB NOT NULL                -- trainctl.v1.Quota
+    );
+    )sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Store::kSchemaVersion);
 
@@ -232,6 +239,19 @@ absl::StatusOr<Snapshot> Store::Load() {
       snap.runs.push_back(std::move(r));
     }
   }
+  {
+    Statement st(db_, "SELECT project, data FROM quotas ORDER BY project");
+    TC_RETURN_IF_ERROR(st.status());
+    for (;;) {
+      TC_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      v1::Quota quota;
+      if (!quota.ParseFromString(st.Bytes(1))) {
+        return absl::DataLossError(absl::StrCat("quota of ", st.Text(0), ": unreadable row"));
+      }
+      snap.quotas.push_back(std::move(quota));
+    }
+  }
   return snap;
 }
 
@@ -292,6 +312,11 @@ absl::Status Store::Commit(const Batch& batch) {
     for (const sched::Event& e : batch.events) {
       TC_RETURN_IF_ERROR(ev_st.Run(
           {e.time_ms, e.job_id, int64_t{e.attempt}, e.replica, e.node, e.type, e.reason}));
+    }
+    Statement quota_st(db_, "INSERT OR REPLACE INTO quotas (project, data) VALUES (?,?)");
+    TC_RETURN_IF_ERROR(quota_st.status());
+    for (const v1::Quota& q : batch.quotas) {
+      TC_RETURN_IF_ERROR(quota_st.Run({q.project(), Blob{q.SerializeAsString()}}));
     }
     return absl::OkStatus();
   }();

@@ -1,7 +1,8 @@
 // Durable state of trainctld in one SQLite file (WAL mode).
 //
 // Tables: jobs (one row per job: indexed columns plus the Job message without its attempts),
-// attempts, replica_runs (every launched process), nodes, and the append-only events table.
+// attempts, replica_runs (every launched process), nodes, quotas (one Quota message per project
+// that has its own), and the append-only events table.
 // The schema is versioned; Open() applies every pending migration in order, each in its own
 // transaction, and refuses a database written by a newer trainctld.
 //
@@ -31,6 +32,8 @@ struct Snapshot {
   std::vector<v1::Job> jobs;
   std::vector<sched::Node> nodes;
   std::vector<sched::ReplicaRun> runs;
+  // The projects' own quotas, by project name.
+  std::vector<v1::Quota> quotas;
 };
 
 // Everything one reconcile-loop turn changed.
@@ -42,9 +45,12 @@ struct Batch {
   std::vector<sched::ReplicaRun> runs;
   std::vector<sched::Node> nodes;
   std::vector<sched::Event> events;
+  // Quota rows to upsert, keyed by their `project`.
+  std::vector<v1::Quota> quotas;
 
   bool empty() const {
-    return jobs.empty() && attempts.empty() && runs.empty() && nodes.empty() && events.empty();
+    return jobs.empty() && attempts.empty() && runs.empty() && nodes.empty() && events.empty() &&
+           quotas.empty();
   }
 };
 
@@ -60,7 +66,7 @@ struct EventQuery {
 class Store {
  public:
   // The schema version this build writes.
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   // Opens (creating if needed) the database at `path` and migrates it to kSchemaVersion.
   // FAILED_PRECONDITION if it was written by a newer version; INTERNAL on I/O errors.

@@ -21,6 +21,39 @@ struct TempDir {
   ~TempDir() { std::filesystem::remove_all(path); }
 };
 
+// The schema as trainctld 0.1.0 shipped it (version 1), frozen here so that the migration test
+// starts from what real databases hold even if the code's copy were ever edited by mistake.
+constexpr char kSchemaV1[] = R"sql(
+    CREATE TABLE jobs (
+      id TEXT PRIMARY KEY, project TEXT NOT NULL, state INTEGER NOT NULL,
+      priority INTEGER NOT NULL, create_ms INTEGER NOT NULL, update_ms INTEGER NOT NULL,
+      data BLOB NOT NULL);
+    CREATE INDEX jobs_by_state ON jobs(state, priority, create_ms);
+    CREATE TABLE attempts (
+      job_id TEXT NOT NULL REFERENCES jobs(id), number INTEGER NOT NULL,
+      state INTEGER NOT NULL, reason TEXT NOT NULL, start_ms INTEGER NOT NULL,
+      end_ms INTEGER NOT NULL, nodes TEXT NOT NULL, PRIMARY KEY (job_id, number));
+    CREATE TABLE replica_runs (
+      run_id TEXT PRIMARY KEY, job_id TEXT NOT NULL REFERENCES jobs(id),
+      attempt INTEGER NOT NULL, replica TEXT NOT NULL, restart INTEGER NOT NULL,
+      node TEXT NOT NULL, state INTEGER NOT NULL, pid INTEGER NOT NULL, exit_code INTEGER,
+      signal INTEGER, oom INTEGER NOT NULL, message TEXT NOT NULL, start_ms INTEGER NOT NULL,
+      end_ms INTEGER NOT NULL);
+    CREATE INDEX runs_by_job ON replica_runs(job_id, attempt);
+    CREATE TABLE nodes (
+      name TEXT PRIMARY KEY, address TEXT NOT NULL, capacity_cpu REAL NOT NULL,
+      capacity_mem_mb INTEGER NOT NULL, capacity_gpus INTEGER NOT NULL, alloc_cpu REAL NOT NULL,
+      alloc_mem_mb INTEGER NOT NULL, alloc_gpus INTEGER NOT NULL, labels TEXT NOT NULL,
+      agent_instance TEXT NOT NULL, registered_ms INTEGER NOT NULL,
+      last_heartbeat_ms INTEGER NOT NULL);
+    CREATE TABLE events (
+      seq INTEGER PRIMARY KEY AUTOINCREMENT, time_ms INTEGER NOT NULL, job_id TEXT NOT NULL,
+      attempt INTEGER NOT NULL, replica TEXT NOT NULL, node TEXT NOT NULL, type TEXT NOT NULL,
+      reason TEXT NOT NULL);
+    CREATE INDEX events_by_job ON events(job_id, seq);
+    CREATE INDEX events_by_node ON events(node, seq);
+)sql";
+
 v1::Job MakeJob(const std::string& id, int64_t create_ms) {
   v1::Job job;
   job.set_id(id);
@@ -124,6 +157,107 @@ TEST_CASE("updates replace rows; events only append") {
   REQUIRE(events->size() == 2);  // the newest two, oldest first
   CHECK((*events)[0].reason == "1");
   CHECK((*events)[1].reason == "2");
+}
+
+TEST_CASE("quotas round-trip and are replaced by project") {
+  TempDir dir;
+  const std::string db = dir.path + "/trainctl.db";
+  {
+    auto store = Store::Open(db);
+    REQUIRE(store.ok());
+    v1::Quota a;
+    a.set_project("team-a");
+    a.set_gpus(8);
+    a.set_cohort("research");
+    a.mutable_borrowing_limit()->set_gpus(4);
+    a.set_queueing_strategy(v1::QUEUEING_STRATEGY_BEST_EFFORT_FIFO);
+    *a.mutable_starvation_limit() = MsToDuration(600000);
+    v1::Quota b;
+    b.set_project("team-b");
+    b.set_cpu(16.5);
+    b.set_memory_mb(65536);
+    b.set_max_running_jobs(3);
+    Batch first;
+    first.quotas = {b, a};
+    REQUIRE((*store)->Commit(first).ok());
+    // SetQuota replaces the whole row: team-a's gpus limit is gone.
+    a.clear_gpus();
+    a.set_max_running_jobs(1);
+    Batch second;
+    second.quotas = {a};
+    REQUIRE((*store)->Commit(second).ok());
+  }
+  auto store = Store::Open(db);
+  REQUIRE(store.ok());
+  auto snap = (*store)->Load();
+  REQUIRE(snap.ok());
+  REQUIRE(snap->quotas.size() == 2);
+  const v1::Quota& a = snap->quotas[0];  // by project name
+  CHECK(a.project() == "team-a");
+  CHECK(!a.has_gpus());
+  CHECK(a.max_running_jobs() == 1);
+  CHECK(a.cohort() == "research");
+  CHECK(a.borrowing_limit().gpus() == 4);
+  CHECK(a.queueing_strategy() == v1::QUEUEING_STRATEGY_BEST_EFFORT_FIFO);
+  CHECK(DurationToMs(a.starvation_limit()) == 600000);
+  const v1::Quota& b = snap->quotas[1];
+  CHECK(b.project() == "team-b");
+  CHECK(b.cpu() == 16.5);
+  CHECK(b.memory_mb() == 65536);
+  CHECK(b.max_running_jobs() == 3);
+  CHECK(!b.has_gpus());
+}
+
+TEST_CASE("a database at schema version 1 migrates to 2 and keeps its jobs") {
+  TempDir dir;
+  const std::string db = dir.path + "/trainctl.db";
+  {
+    sqlite3* raw = nullptr;
+    REQUIRE(sqlite3_open(db.c_str(), &raw) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(raw, kSchemaV1, nullptr, nullptr, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(raw, "PRAGMA user_version=1", nullptr, nullptr, nullptr) == SQLITE_OK);
+    v1::Job job = MakeJob("j-old", 1000);
+    job.clear_attempts();
+    sqlite3_stmt* st = nullptr;
+    REQUIRE(sqlite3_prepare_v2(raw,
+                               "INSERT INTO jobs (id, project, state, priority, create_ms, "
+                               "update_ms, data) VALUES ('j-old', 'team-a', 3, 0, 1000, 1000, ?)",
+                               -1, &st, nullptr) == SQLITE_OK);
+    const std::string data = job.SerializeAsString();
+    sqlite3_bind_blob(st, 1, data.data(), static_cast<int>(data.size()), SQLITE_TRANSIENT);
+    REQUIRE(sqlite3_step(st) == SQLITE_DONE);
+    sqlite3_finalize(st);
+    REQUIRE(sqlite3_exec(raw, "INSERT INTO attempts VALUES ('j-old', 1, 3, '', 1000, 0, 'node-a')",
+                         nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(raw);
+  }
+  auto store = Store::Open(db);
+  REQUIRE(store.ok());
+  CHECK(*(*store)->SchemaVersion() == 2);
+  auto snap = (*store)->Load();
+  REQUIRE(snap.ok());
+  REQUIRE(snap->jobs.size() == 1);
+  CHECK(snap->jobs[0].id() == "j-old");
+  CHECK(snap->jobs[0].spec().display_name() == "train");
+  REQUIRE(snap->jobs[0].attempts_size() == 1);
+  CHECK(snap->jobs[0].attempts(0).nodes(0) == "node-a");
+  CHECK(snap->quotas.empty());
+
+  // The new table works, and opening again migrates nothing twice.
+  v1::Quota quota;
+  quota.set_project("team-a");
+  quota.set_gpus(2);
+  Batch b;
+  b.quotas.push_back(quota);
+  REQUIRE((*store)->Commit(b).ok());
+  store->reset();
+  auto again = Store::Open(db);
+  REQUIRE(again.ok());
+  snap = (*again)->Load();
+  REQUIRE(snap.ok());
+  REQUIRE(snap->quotas.size() == 1);
+  CHECK(snap->quotas[0].gpus() == 2);
+  CHECK(snap->jobs.size() == 1);
 }
 
 TEST_CASE("a database from a newer trainctld is refused") {
