@@ -33,6 +33,7 @@ void Core::Restore(std::vector<v1::Job> jobs, std::vector<Node> nodes,
   for (v1::Job& job : jobs) {
     std::string id = job.id();
     by_age_.insert({-TimestampToMs(job.create_time()), id});
+    last_create_ms_ = std::max(last_create_ms_, TimestampToMs(job.create_time()));
     if (job.state() == v1::JOB_STATE_QUEUED) Enqueue(job);
     RefreshActive(job);
     jobs_[id] = std::move(job);
@@ -72,7 +73,11 @@ absl::StatusOr<v1::Job> Core::SubmitJob(const v1::JobSpec& spec_in, int64_t now,
   job.set_project(spec.project());
   job.set_priority(spec.priority());
   job.set_state(v1::JOB_STATE_QUEUED);
-  *job.mutable_create_time() = MsToTimestamp(now);
+  // Creation times are unique and increasing, so submission order is exact even for jobs
+  // submitted within one millisecond.
+  const int64_t created = std::max(now, last_create_ms_ + 1);
+  last_create_ms_ = created;
+  *job.mutable_create_time() = MsToTimestamp(created);
   *job.mutable_update_time() = MsToTimestamp(now);
   job.set_checkpoint_dir(spec.checkpoint_dir().empty()
                              ? absl::StrCat(options_.checkpoint_root, "/", job.id())
@@ -97,7 +102,7 @@ absl::StatusOr<v1::Job> Core::SubmitJob(const v1::JobSpec& spec_in, int64_t now,
                         job.spec().worker_pools_size(), " pools, project ", job.project()));
   *job.mutable_queue_time() = MsToTimestamp(now);
   Enqueue(job);
-  by_age_.insert({-now, id});
+  by_age_.insert({-created, id});
   jobs_[id] = std::move(job);
   fx->jobs.insert(id);
   schedule_needed_ = true;

@@ -221,7 +221,7 @@ class Core {
   std::map<std::string, std::set<QueueKey>> project_queues_;
   // (deadline, job id) of queued jobs with a queue timeout.
   std::set<std::pair<int64_t, std::string>> queue_deadlines_;
-  // Since when a project's blocked job has been overtaken (BEST_EFFORT_FIFO starvation limit).
+  // Since when each blocked job has been overtaken (BEST_EFFORT_FIFO starvation limit).
   std::map<std::string, int64_t> blocked_since_;
   // Quotas set for projects; others use options_.default_quota.
   std::map<std::string, v1::Quota> quotas_;
@@ -233,6 +233,8 @@ class Core {
   // Node of every run ever launched, for logs of earlier runs.
   std::map<std::string, std::string> run_nodes_;
   bool schedule_needed_ = true;
+  // The latest creation time given to a job (ms).
+  int64_t last_create_ms_ = 0;
   // The earliest time a queued job's backoff or placement timeout ends; Tick schedules then.
   int64_t next_wakeup_ms_ = 0;
   // Since when each queued job could not fit even on the idle connected cluster (stockout).

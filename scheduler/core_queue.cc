@@ -142,7 +142,6 @@ void Core::Schedule(int64_t now, Effects* fx) {
       absl::StatusOr<std::vector<std::string>> placed = PlaceGang(demands, free);
       if (placed.ok()) {
         stockout_since_.erase(job->id());
-        blocked_since_.erase(project);
         StartAttemptOn(job, *placed, now, fx);
         usages[project].used += demand;
         usages[project].running_jobs++;
@@ -180,7 +179,7 @@ void Core::Schedule(int64_t now, Effects* fx) {
       Touch(job, now, fx);
     }
     if (quota.queueing_strategy() == v1::QUEUEING_STRATEGY_BEST_EFFORT_FIFO) {
-      auto [since, inserted] = blocked_since_.insert({project, now});
+      auto [since, inserted] = blocked_since_.insert({job->id(), now});
       const int64_t limit =
           quota.has_starvation_limit() ? DurationToMs(quota.starvation_limit()) : 10 * 60'000;
       if (now - since->second < limit) {

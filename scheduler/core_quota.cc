@@ -48,6 +48,7 @@ void Core::Dequeue(const v1::Job& job) {
     queue_deadlines_.erase({deadline, job.id()});
   }
   stockout_since_.erase(job.id());
+  blocked_since_.erase(job.id());
 }
 
 int64_t Core::QueueDeadline(const v1::Job& job) const {
