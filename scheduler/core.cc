@@ -34,9 +34,9 @@ void Core::Restore(std::vector<v1::Job> jobs, std::vector<Node> nodes,
     std::string id = job.id();
     by_age_.insert({-TimestampToMs(job.create_time()), id});
     last_create_ms_ = std::max(last_create_ms_, TimestampToMs(job.create_time()));
-    if (job.state() == v1::JOB_STATE_QUEUED) Enqueue(job);
-    RefreshActive(job);
-    jobs_[id] = std::move(job);
+    v1::Job& stored = jobs_[id] = std::move(job);
+    if (stored.state() == v1::JOB_STATE_QUEUED) Enqueue(stored);
+    RefreshActive(stored);
   }
   for (const ReplicaRun& run : runs) run_nodes_[run.run_id] = run.node;
   schedule_needed_ = true;
@@ -257,12 +257,19 @@ void Core::AddEvent(Effects* fx, int64_t now, const v1::Job* job, const std::str
   fx->events.push_back(std::move(e));
 }
 
+std::vector<std::string> Core::ActiveIds() const {
+  std::vector<std::string> ids;
+  ids.reserve(active_.size());
+  for (const auto& [id, job] : active_) ids.push_back(id);
+  return ids;
+}
+
 void Core::RefreshActive(const v1::Job& job) {
   bool holds = job.state() == v1::JOB_STATE_PENDING || job.state() == v1::JOB_STATE_RUNNING ||
                job.state() == v1::JOB_STATE_CANCELLING;
   for (const v1::Replica& r : job.replicas()) holds |= HoldsResources(r.state());
   if (holds) {
-    active_.insert(job.id());
+    active_[job.id()] = &jobs_.at(job.id());
   } else {
     active_.erase(job.id());
   }

@@ -206,7 +206,9 @@ class Core {
   void RecordRun(const v1::Job& job, const v1::Replica& r, Effects* fx);
   void AddEvent(Effects* fx, int64_t now, const v1::Job* job, const std::string& replica,
                 const std::string& node, const std::string& type, const std::string& reason);
-  // Keeps active_ in step with the job's state and its replicas.
+  // The ids of active_, copied (for loops that may change active_).
+  std::vector<std::string> ActiveIds() const;
+  // Keeps active_ in step with the job's state and its replicas. REQUIRES: job is in jobs_.
   void RefreshActive(const v1::Job& job);
   void Touch(v1::Job* job, int64_t now, Effects* fx);
 
@@ -227,7 +229,7 @@ class Core {
   std::map<std::string, v1::Quota> quotas_;
   // Jobs holding or about to hold resources (PENDING, RUNNING, CANCELLING, or terminal with
   // replicas still stopping).
-  std::set<std::string> active_;
+  std::map<std::string, v1::Job*> active_;
   // Newest first, for listing: (-create_ms, id).
   std::set<std::pair<int64_t, std::string>> by_age_;
   // Node of every run ever launched, for logs of earlier runs.

@@ -62,7 +62,7 @@ v1::RegisterAck Core::AgentRegistered(const v1::Register& reg, int64_t now, Effe
   }
 
   // Runs the scheduler placed here that the agent does not know.
-  for (const std::string& id : std::vector<std::string>(active_.begin(), active_.end())) {
+  for (const std::string& id : ActiveIds()) {
     v1::Job* job = &jobs_[id];
     for (int i = 0; i < job->replicas_size(); ++i) {
       v1::Replica* r = job->mutable_replicas(i);

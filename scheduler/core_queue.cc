@@ -37,7 +37,7 @@ void Core::Tick(int64_t now, Effects* fx) {
     }
     EndJob(job, v1::JOB_STATE_FAILED, error, error.message(), now, fx);  // dequeues it
   }
-  for (const std::string& id : std::vector<std::string>(active_.begin(), active_.end())) {
+  for (const std::string& id : ActiveIds()) {
     v1::Job* job = &jobs_[id];
     if (job->state() != v1::JOB_STATE_RUNNING && job->state() != v1::JOB_STATE_PENDING) continue;
     const RetryPolicy policy = RetryPolicy::FromSpec(job->spec().scheduling());
@@ -236,8 +236,8 @@ Core::CapacityCheck Core::CheckCapacity(v1::Job* job, const std::vector<ReplicaD
 
 std::map<std::string, Core::NodeUsage> Core::Usage() const {
   std::map<std::string, NodeUsage> usage;
-  for (const std::string& id : active_) {
-    const v1::Job& job = jobs_.at(id);
+  for (const auto& [id, job_ptr] : active_) {
+    const v1::Job& job = *job_ptr;
     for (const v1::Replica& r : job.replicas()) {
       if (!HoldsResources(r.state())) continue;
       NodeUsage& u = usage[r.node()];
@@ -278,7 +278,7 @@ void Core::StartAttemptOn(v1::Job* job, const std::vector<std::string>& placed_n
   job->clear_queue_reason();
   job->clear_next_attempt_time();
   job->clear_queue_time();
-  active_.insert(job->id());
+  active_[job->id()] = job;
   SetJobState(
       job, v1::JOB_STATE_PENDING,
       absl::StrCat("attempt ", attempt->number(), " placed on ", absl::StrJoin(used_nodes, ", "),

@@ -83,8 +83,8 @@ std::vector<ReplicaDemand> Core::DemandsOf(const v1::Job& job) const {
 
 std::map<std::string, ProjectUsage> Core::ProjectUsages() const {
   std::map<std::string, ProjectUsage> usages;
-  for (const std::string& id : active_) {
-    const v1::Job& job = jobs_.at(id);
+  for (const auto& [id, job_ptr] : active_) {
+    const v1::Job& job = *job_ptr;
     ProjectUsage& u = usages[job.project()];
     for (const v1::Replica& r : job.replicas()) {
       if (HoldsResources(r.state())) u.used += NeedOf(job, r);
@@ -289,7 +289,7 @@ std::vector<v1::Project> Core::ListProjects() const {
   std::set<std::string> names;
   for (const auto& [name, q] : quotas_) names.insert(name);
   for (const auto& [name, q] : project_queues_) names.insert(name);
-  for (const std::string& id : active_) names.insert(jobs_.at(id).project());
+  for (const auto& [id, job] : active_) names.insert(job->project());
   const std::map<std::string, ProjectUsage> usages = ProjectUsages();
   std::vector<v1::Project> out;
   for (const std::string& name : names) out.push_back(MakeProject(name, usages));
