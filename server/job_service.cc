@@ -117,7 +117,8 @@ grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* ct
     if (job == nullptr) {
       status = absl::NotFoundError(absl::StrCat("job ", id, " not found"));
     } else {
-      *resp = *job;
+      // A queued job carries what keeps it waiting, computed now.
+      *resp = t.core.WithQueueStatus(*job, t.now);
     }
     t.after_commit->push_back([reactor, status] { reactor->Finish(ToGrpcStatus(status)); });
   });
@@ -137,7 +138,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* 
     std::string next;
     absl::StatusOr<std::vector<const v1::Job*>> jobs = t.core.ListJobs(q, &next);
     if (jobs.ok()) {
-      for (const v1::Job* j : *jobs) *resp->add_jobs() = *j;
+      for (const v1::Job* j : *jobs) *resp->add_jobs() = t.core.WithQueueStatus(*j, t.now);
       resp->set_next_page_token(next);
     }
     absl::Status status = jobs.status();

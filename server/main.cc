@@ -11,10 +11,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -26,6 +28,7 @@
 #include "server/agent_service.h"
 #include "server/cluster_service.h"
 #include "server/job_service.h"
+#include "server/quota_service.h"
 #include "server/reconcile_loop.h"
 #include "server/watch_hub.h"
 
@@ -44,6 +47,14 @@ Flags:
   --checkpoint-root DIR      parent of each job's default checkpoint directory; point it at a
                              filesystem every node mounts (default DIR/checkpoints)
   --heartbeat-interval D     how often agents send heartbeats (default 2s)
+  --default-quota-gpus N     the default quota, for every project without a quota of its own
+                             (set one with `trainctl quota set`): GPUs its jobs may hold at once
+  --default-quota-cpu N      CPU cores (fractions allowed) its jobs may hold at once
+  --default-quota-memory-mb N
+                             memory in MiB its jobs may hold at once
+  --default-quota-max-running-jobs N
+                             jobs it may run at once
+                             (each a non-negative number; unset means unlimited, the default)
   --log-level LEVEL          trace, debug, info, warn, error (default info)
   -h, --help                 show this help
   --version                  print the version
@@ -55,11 +66,45 @@ struct Flags {
   std::string checkpoint_root;
   int64_t heartbeat_ms = 2000;
   std::string log_level = "info";
+  // CoreOptions::default_quota; unset limits are unlimited.
+  trainctl::v1::Quota default_quota;
 };
 
 [[noreturn]] void UsageError(const std::string& msg) {
   std::cerr << "trainctld: " << msg << "\n(see trainctld --help)\n";
   std::exit(2);
+}
+
+// A non-negative whole number for `flag`, at most `max`; exits with a usage error otherwise.
+int64_t ParseCount(const std::string& flag, const std::string& text, int64_t max) {
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(text, &n) || n < 0 || n > max) {
+    UsageError(
+        absl::StrCat(flag, " must be a whole number from 0 to ", max, ", got \"", text, "\""));
+  }
+  return n;
+}
+
+// Fills the default quota from the --default-quota-* flags that were given (non-empty).
+void ParseDefaultQuota(const std::map<std::string, std::string>& given, trainctl::v1::Quota* q) {
+  constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
+  for (const auto& [flag, text] : given) {
+    if (text.empty()) continue;
+    if (flag == "--default-quota-gpus") {
+      q->set_gpus(static_cast<int32_t>(ParseCount(flag, text, kMaxInt32)));
+    } else if (flag == "--default-quota-memory-mb") {
+      q->set_memory_mb(ParseCount(flag, text, std::numeric_limits<int64_t>::max()));
+    } else if (flag == "--default-quota-max-running-jobs") {
+      q->set_max_running_jobs(static_cast<int32_t>(ParseCount(flag, text, kMaxInt32)));
+    } else {
+      double cpu = 0;
+      if (!absl::SimpleAtod(text, &cpu) || !std::isfinite(cpu) || cpu < 0) {
+        UsageError(absl::StrCat(flag, " must be a non-negative number of cores (e.g. 8 or 0.5), ",
+                                "got \"", text, "\""));
+      }
+      q->set_cpu(cpu);
+    }
+  }
 }
 
 Flags ParseFlags(int argc, char** argv) {
@@ -70,6 +115,11 @@ Flags ParseFlags(int argc, char** argv) {
                                                  {"--log-level", &f.log_level}};
   std::string heartbeat;
   strings["--heartbeat-interval"] = &heartbeat;
+  std::map<std::string, std::string> quota = {{"--default-quota-gpus", ""},
+                                              {"--default-quota-cpu", ""},
+                                              {"--default-quota-memory-mb", ""},
+                                              {"--default-quota-max-running-jobs", ""}};
+  for (auto& [flag, value] : quota) strings[flag] = &value;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
@@ -92,6 +142,7 @@ Flags ParseFlags(int argc, char** argv) {
       if (i + 1 >= argc) UsageError(absl::StrCat(arg, " needs a value"));
       value = argv[++i];
     }
+    if (value.empty() && quota.count(arg) > 0) UsageError(absl::StrCat(arg, " needs a value"));
     *it->second = value;
   }
   if (f.data_dir.empty()) UsageError("--data-dir is required");
@@ -102,6 +153,7 @@ Flags ParseFlags(int argc, char** argv) {
     }
     f.heartbeat_ms = *ms;
   }
+  ParseDefaultQuota(quota, &f.default_quota);
   if (f.checkpoint_root.empty()) f.checkpoint_root = f.data_dir + "/checkpoints";
   return f;
 }
@@ -158,10 +210,11 @@ int main(int argc, char** argv) {
   sched::CoreOptions opts;
   opts.checkpoint_root = std::filesystem::absolute(flags.checkpoint_root).string();
   opts.heartbeat_interval_ms = static_cast<int32_t>(flags.heartbeat_ms);
+  opts.default_quota = flags.default_quota;
   auto core = std::make_unique<sched::Core>(opts);
-  spdlog::info("loaded {} jobs and {} nodes from {}", snap->jobs.size(), snap->nodes.size(),
-               db_path);
-  core->Restore(std::move(snap->jobs), std::move(snap->nodes), snap->runs);
+  spdlog::info("loaded {} jobs, {} nodes and {} project quotas from {}", snap->jobs.size(),
+               snap->nodes.size(), snap->quotas.size(), db_path);
+  core->Restore(std::move(snap->jobs), std::move(snap->nodes), snap->runs, std::move(snap->quotas));
 
   server::AgentRegistry registry;
   server::WatchHub hub;
@@ -169,6 +222,7 @@ int main(int argc, char** argv) {
   server::JobServiceImpl job_service(&loop, &registry, &hub);
   server::AgentServiceImpl agent_service(&loop, &registry);
   server::ClusterServiceImpl cluster_service(&loop);
+  server::QuotaServiceImpl quota_service(&loop);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -178,6 +232,7 @@ int main(int argc, char** argv) {
   builder.RegisterService(&job_service);
   builder.RegisterService(&agent_service);
   builder.RegisterService(&cluster_service);
+  builder.RegisterService(&quota_service);
   // Agents hold their stream for days: keep it alive through idle NATs and notice dead peers.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 20000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
