@@ -61,7 +61,8 @@ Client::Client(std::string server)
     : server_(std::move(server)),
       channel_(NewChannel(server_)),
       stub_(v1::JobService::NewStub(channel_)),
-      cluster_(v1::ClusterService::NewStub(channel_)) {}
+      cluster_(v1::ClusterService::NewStub(channel_)),
+      quota_(v1::QuotaService::NewStub(channel_)) {}
 
 bool Client::Connected() const {
   return channel_->GetState(/*try_to_connect=*/false) == GRPC_CHANNEL_READY;

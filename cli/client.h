@@ -58,6 +58,8 @@ class Client {
   v1::JobService::Stub& stub() { return *stub_; }
   // ClusterService (nodes and events), on the same channel.
   v1::ClusterService::Stub& cluster() { return *cluster_; }
+  // QuotaService (projects, quotas and the queue), on the same channel.
+  v1::QuotaService::Stub& quota() { return *quota_; }
 
   // Sets the per-RPC deadline (kRpcTimeout) on a context for a unary call.
   static void PrepareUnary(grpc::ClientContext* context);
@@ -76,6 +78,7 @@ class Client {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::JobService::Stub> stub_;
   std::unique_ptr<v1::ClusterService::Stub> cluster_;
+  std::unique_ptr<v1::QuotaService::Stub> quota_;
 };
 
 }  // namespace trainctl::cli

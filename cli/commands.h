@@ -1,5 +1,5 @@
-// trainctl's commands. Each is a thin edge: it checks its flags, calls the JobService or the
-// ClusterService and prints the result; the server holds all policy.
+// trainctl's commands. Each is a thin edge: it checks its flags, calls the JobService, the
+// ClusterService or the QuotaService and prints the result; the server holds all policy.
 //
 // A command returns its exit status, or an error that main() prints as
 // "error: CODE: message" and turns into exit status 2.
@@ -42,5 +42,9 @@ Command NodesCommand();
 Command EventsCommand();
 // commands_describe.cc
 Command DescribeCommand();
+// commands_quota.cc
+Command QueueCommand();
+Command QuotaCommand();
+Command ProjectsCommand();
 
 }  // namespace trainctl::cli

@@ -1,0 +1,124 @@
+#include "cli/quota_view.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/time_util.h"
+
+namespace trainctl::cli {
+namespace {
+
+// "4/8", or "4/-" without a limit.
+std::string Cell(const std::string& used, bool has_limit, const std::string& limit) {
+  return absl::StrCat(used, "/", has_limit ? limit : "-");
+}
+
+}  // namespace
+
+std::string BlockerSummary(const v1::Job& job) {
+  const auto& blockers = job.queue_status().blockers();
+  if (blockers.empty()) return "-";
+  if (blockers.size() == 1) return blockers[0].message();
+  return absl::StrCat(blockers[0].message(), " (+", blockers.size() - 1, " more)");
+}
+
+std::string WaitingText(const v1::Job& job, int64_t now_ms) {
+  int64_t since = TimestampToMs(job.queue_time());
+  if (since <= 0) since = TimestampToMs(job.create_time());
+  return since > 0 ? FormatAge(now_ms - since) : "-";
+}
+
+std::string RenderQueue(const google::protobuf::RepeatedPtrField<v1::Job>& jobs, int64_t now_ms) {
+  Table table({"POSITION", "ID", "NAME", "PROJECT", "PRIORITY", "WAITING", "REASON"});
+  for (const v1::Job& job : jobs) {
+    table.AddRow({absl::StrCat(job.queue_status().position()), job.id(), job.display_name(),
+                  job.project(), absl::StrCat(job.priority()), WaitingText(job, now_ms),
+                  BlockerSummary(job)});
+  }
+  return table.Render();
+}
+
+absl::StatusOr<std::string> FormatQueue(const v1::ListQueueResponse& response, OutputFormat format,
+                                        int64_t now_ms) {
+  if (format == OutputFormat::kTable) return RenderQueue(response.jobs(), now_ms);
+  return MessageToFormat(response, format);
+}
+
+std::string UsedOfLimitText(const std::string& used, bool has_limit, const std::string& limit,
+                            const std::string& unit) {
+  if (!has_limit) return absl::StrCat(used, " / unlimited");
+  return absl::StrCat(used, " / ", limit, unit.empty() ? "" : " ", unit);
+}
+
+std::string StrategyText(const v1::Quota& quota) {
+  if (quota.queueing_strategy() != v1::QUEUEING_STRATEGY_BEST_EFFORT_FIFO) return "strict FIFO";
+  if (!quota.has_starvation_limit()) return "best-effort FIFO (default starvation limit)";
+  return absl::StrCat("best-effort FIFO (starvation limit ",
+                      FormatDuration(DurationToMs(quota.starvation_limit())), ")");
+}
+
+std::string ResourcesText(const v1::Resources& r, const std::string& none) {
+  std::vector<std::string> parts;
+  if (r.gpus() != 0) parts.push_back(absl::StrCat(r.gpus(), r.gpus() == 1 ? " gpu" : " gpus"));
+  if (r.cpu() != 0) parts.push_back(absl::StrCat(r.cpu(), " cpu"));
+  if (r.memory_mb() != 0) parts.push_back(absl::StrCat(r.memory_mb(), " MiB"));
+  return parts.empty() ? none : absl::StrJoin(parts, ", ");
+}
+
+std::string RenderProject(const v1::Project& project) {
+  const v1::Quota& q = project.quota();
+  const v1::Resources& used = project.in_use();
+  std::vector<std::pair<std::string, std::string>> fields = {
+      {"Project", absl::StrCat(project.name(), project.default_quota() ? " (default quota)" : "")},
+      {"Cohort", q.cohort().empty() ? "-" : q.cohort()},
+      {"Strategy", StrategyText(q)},
+      {"GPUs", UsedOfLimitText(absl::StrCat(used.gpus()), q.has_gpus(), absl::StrCat(q.gpus()),
+                               q.gpus() == 1 ? "gpu" : "gpus")},
+      {"CPU", UsedOfLimitText(absl::StrCat(used.cpu()), q.has_cpu(), absl::StrCat(q.cpu()), "cpu")},
+      {"Memory", UsedOfLimitText(absl::StrCat(used.memory_mb()), q.has_memory_mb(),
+                                 absl::StrCat(q.memory_mb()), "MiB")},
+      {"Running jobs",
+       UsedOfLimitText(absl::StrCat(project.running_jobs()), q.has_max_running_jobs(),
+                       absl::StrCat(q.max_running_jobs()), "")},
+      {"Queued jobs", absl::StrCat(project.queued_jobs())},
+      {"Borrowed", ResourcesText(project.borrowed(), "nothing")},
+  };
+  // Only a member of a cohort can borrow.
+  if (!q.cohort().empty()) {
+    fields.emplace_back("May borrow", ResourcesText(q.borrowing_limit(), "nothing"));
+  }
+  return RenderFields(fields);
+}
+
+absl::StatusOr<std::string> FormatProject(const v1::Project& project, OutputFormat format) {
+  if (format == OutputFormat::kTable) return RenderProject(project);
+  return MessageToFormat(project, format);
+}
+
+std::vector<std::string> ProjectRow(const v1::Project& project) {
+  const v1::Quota& q = project.quota();
+  const v1::Resources& used = project.in_use();
+  return {project.name(),
+          q.cohort().empty() ? "-" : q.cohort(),
+          Cell(absl::StrCat(used.gpus()), q.has_gpus(), absl::StrCat(q.gpus())),
+          Cell(absl::StrCat(used.cpu()), q.has_cpu(), absl::StrCat(q.cpu())),
+          Cell(absl::StrCat(used.memory_mb()), q.has_memory_mb(), absl::StrCat(q.memory_mb())),
+          Cell(absl::StrCat(project.running_jobs()), q.has_max_running_jobs(),
+               absl::StrCat(q.max_running_jobs())),
+          absl::StrCat(project.queued_jobs())};
+}
+
+std::string RenderProjectList(const google::protobuf::RepeatedPtrField<v1::Project>& projects) {
+  Table table({"NAME", "COHORT", "GPUS", "CPU", "MEMORY", "RUNNING", "QUEUED"});
+  for (const v1::Project& p : projects) table.AddRow(ProjectRow(p));
+  return table.Render();
+}
+
+absl::StatusOr<std::string> FormatProjects(const v1::ListProjectsResponse& response,
+                                           OutputFormat format) {
+  if (format == OutputFormat::kTable) return RenderProjectList(response.projects());
+  return MessageToFormat(response, format);
+}
+
+}  // namespace trainctl::cli

@@ -1,0 +1,118 @@
+#include "cli/quota_flags.h"
+
+#include <catch2/catch.hpp>
+
+#include "common/time_util.h"
+
+namespace trainctl::cli {
+namespace {
+
+// Parses `trainctl quota set team-a ARGV...` with the real flag specs.
+ParsedArgs Parse(const std::vector<std::string>& argv) {
+  std::vector<std::string> full = {"quota", "set", "team-a"};
+  full.insert(full.end(), argv.begin(), argv.end());
+  const std::vector<CommandSpec> commands = {{"quota", "", "", "", QuotaSetFlags(), 2, 2}};
+  ParsedArgs parsed;
+  REQUIRE(ParseArgs(full, {}, commands, &parsed).ok());
+  return parsed;
+}
+
+v1::Quota Current() {
+  v1::Quota q;
+  q.set_project("team-a");
+  q.set_gpus(8);
+  q.set_cpu(16);
+  q.set_memory_mb(65536);
+  q.set_max_running_jobs(4);
+  q.set_cohort("research");
+  q.mutable_borrowing_limit()->set_gpus(2);
+  q.set_queueing_strategy(v1::QUEUEING_STRATEGY_BEST_EFFORT_FIFO);
+  *q.mutable_starvation_limit() = MsToDuration(600000);
+  return q;
+}
+
+TEST_CASE("OverlayQuotaFlags changes only what the flags give", "[quota_flags]") {
+  v1::Quota q = Current();
+  REQUIRE(OverlayQuotaFlags(Parse({"--gpus", "12", "--cpu=2.5"}), &q).ok());
+  v1::Quota want = Current();
+  want.set_gpus(12);
+  want.set_cpu(2.5);
+  CHECK(q.SerializeAsString() == want.SerializeAsString());
+
+  q = Current();
+  REQUIRE(OverlayQuotaFlags(Parse({}), &q).ok());
+  CHECK(q.SerializeAsString() == Current().SerializeAsString());
+}
+
+TEST_CASE("OverlayQuotaFlags clears a limit set to unlimited", "[quota_flags]") {
+  v1::Quota q = Current();
+  REQUIRE(OverlayQuotaFlags(Parse({"--gpus", "unlimited", "--cpu", "Unlimited", "--memory-mb",
+                                   "unlimited", "--max-running-jobs", "unlimited"}),
+                            &q)
+              .ok());
+  CHECK(!q.has_gpus());
+  CHECK(!q.has_cpu());
+  CHECK(!q.has_memory_mb());
+  CHECK(!q.has_max_running_jobs());
+  CHECK(q.cohort() == "research");
+
+  // 0 is a limit: nothing may run.
+  REQUIRE(OverlayQuotaFlags(Parse({"--max-running-jobs", "0"}), &q).ok());
+  CHECK(q.has_max_running_jobs());
+  CHECK(q.max_running_jobs() == 0);
+}
+
+TEST_CASE("OverlayQuotaFlags sets the cohort, borrowing, strategy and starvation limit",
+          "[quota_flags]") {
+  v1::Quota q = Current();
+  REQUIRE(OverlayQuotaFlags(Parse({"--cohort", "vision", "--borrow-cpu", "4", "--borrow-memory-mb",
+                                   "1024", "--strategy", "strict", "--starvation-limit", "1h"}),
+                            &q)
+              .ok());
+  CHECK(q.cohort() == "vision");
+  CHECK(q.borrowing_limit().gpus() == 2);  // kept
+  CHECK(q.borrowing_limit().cpu() == 4);
+  CHECK(q.borrowing_limit().memory_mb() == 1024);
+  CHECK(q.queueing_strategy() == v1::QUEUEING_STRATEGY_STRICT_FIFO);
+  CHECK(DurationToMs(q.starvation_limit()) == 3600000);
+
+  REQUIRE(OverlayQuotaFlags(Parse({"--cohort=", "--borrow-gpus", "0", "--borrow-cpu", "0",
+                                   "--borrow-memory-mb", "0", "--strategy", "best-effort"}),
+                            &q)
+              .ok());
+  CHECK(q.cohort().empty());
+  CHECK(!q.has_borrowing_limit());
+  CHECK(q.queueing_strategy() == v1::QUEUEING_STRATEGY_BEST_EFFORT_FIFO);
+}
+
+TEST_CASE("OverlayQuotaFlags names the flag whose value has the wrong form", "[quota_flags]") {
+  struct Case {
+    std::vector<std::string> argv;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--gpus", "1.5"}, "--gpus takes a whole number or \"unlimited\", got \"1.5\""},
+           {{"--cpu", "inf"}, "--cpu takes a number of cores or \"unlimited\", got \"inf\""},
+           {{"--memory-mb", "8G"}, "--memory-mb takes a whole number or \"unlimited\", got \"8G\""},
+           {{"--max-running-jobs", ""}, "--max-running-jobs takes a whole number"},
+           {{"--borrow-gpus", "unlimited"}, "--borrow-gpus takes a whole number, got"},
+           {{"--borrow-cpu", "x"}, "--borrow-cpu takes a number of cores, got \"x\""},
+           {{"--strategy", "fifo"}, "--strategy takes strict or best-effort, got \"fifo\""},
+           {{"--starvation-limit", "-5m"}, "--starvation-limit takes a duration such as 10m"},
+       }) {
+    INFO(c.argv[0] << " " << c.argv[1]);
+    v1::Quota q = Current();
+    absl::Status s = OverlayQuotaFlags(Parse(c.argv), &q);
+    CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+    CHECK_THAT(std::string(s.message()), Catch::StartsWith(c.message));
+  }
+}
+
+TEST_CASE("HasQuotaSetFlags sees any quota flag", "[quota_flags]") {
+  CHECK(!HasQuotaSetFlags(Parse({})));
+  CHECK(HasQuotaSetFlags(Parse({"--starvation-limit", "5m"})));
+  CHECK(HasQuotaSetFlags(Parse({"--cohort="})));
+}
+
+}  // namespace
+}  // namespace trainctl::cli
