@@ -26,7 +26,7 @@ std::string Section(const std::string& title, const Table& table) {
 std::string RenderJobDescription(const v1::Job& job, int64_t now_ms) {
   std::vector<std::pair<std::string, std::string>> fields = JobSummaryFields(job, now_ms);
   fields.emplace_back("Retry budgets", RetryBudgetsText(job));
-  std::string out = RenderFields(fields);
+  std::string out = absl::StrCat(RenderFields(fields), RenderWaitingFor(job));
   const std::string tail = OutputTailText(job.error().output_tail());
   if (!tail.empty()) absl::StrAppend(&out, "\nLast output:\n", IndentLines(tail, 2), "\n");
   if (job.replicas_size() > 0) {

@@ -17,12 +17,13 @@
 
 namespace trainctl::cli {
 
-// The job summary (JobSummaryFields) with a "Retry budgets" line (RetryBudgetsText); then the
-// error's "Last output:" (OutputTailText), a "Replicas:" table (NAME RANK NODE STATE RESTARTS EXIT
-// MESSAGE, see ReplicaRestartsText and ReplicaNoteText) and an "Attempts:" table (NUMBER STATE
-// STARTED ENDED CLASS RULE REPLICA NODE DECISION BUDGETS-LEFT REASON; CLASS to BUDGETS-LEFT are
-// left out when no attempt has them). Each section follows a blank line, its body indented by
-// two spaces; sections without content are left out.
+// The job summary (JobSummaryFields) with a "Retry budgets" line (RetryBudgetsText); then what a
+// queued job waits for (RenderWaitingFor), the error's "Last output:" (OutputTailText), a
+// "Replicas:" table (NAME RANK NODE STATE RESTARTS EXIT MESSAGE, see ReplicaRestartsText and
+// ReplicaNoteText) and an "Attempts:" table (NUMBER STATE STARTED ENDED CLASS RULE REPLICA NODE
+// DECISION BUDGETS-LEFT REASON; CLASS to BUDGETS-LEFT are left out when no attempt has them). Each
+// section follows a blank line, its body indented by two spaces; sections without content are left
+// out.
 std::string RenderJobDescription(const v1::Job& job, int64_t now_ms);
 
 // What the job has used of its retry budgets against the limits of its spec: "job retries 1/3

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "cli/states.h"
 #include "common/time_util.h"
 
@@ -55,11 +56,33 @@ std::vector<std::pair<std::string, std::string>> JobSummaryFields(const v1::Job&
       {"Error node", job.error().node()},
       {"Queue reason", job.queue_reason()},
       {"Next attempt", NextAttemptText(job, now_ms)},
+      {"Position", PositionText(job)},
       {"Created", FormatTime(job.create_time(), now_ms)},
       {"Started", FormatTime(job.start_time(), now_ms)},
       {"Ended", FormatTime(job.end_time(), now_ms)},
       {"Checkpoints", job.checkpoint_dir()},
   };
+}
+
+std::string PositionText(const v1::Job& job) {
+  if (job.state() != v1::JOB_STATE_QUEUED || !job.has_queue_status()) return "";
+  const v1::QueueStatus& qs = job.queue_status();
+  std::string out = absl::StrCat(qs.position(), " in ", job.project());
+  const int32_t ahead = qs.jobs_ahead_count();
+  if (ahead == 0) return absl::StrCat(out, " (first in line)");
+  absl::StrAppend(&out, " (", ahead, ahead == 1 ? " job" : " jobs", " ahead");
+  if (!qs.jobs_ahead().empty()) absl::StrAppend(&out, ": ", absl::StrJoin(qs.jobs_ahead(), ", "));
+  if (ahead > qs.jobs_ahead_size())
+    absl::StrAppend(&out, " and ", ahead - qs.jobs_ahead_size(), " more");
+  return absl::StrCat(out, ")");
+}
+
+std::string RenderWaitingFor(const v1::Job& job) {
+  if (job.state() != v1::JOB_STATE_QUEUED || job.queue_status().blockers().empty()) return "";
+  std::string out = "\nWaiting for:\n";
+  for (const v1::Blocker& b : job.queue_status().blockers())
+    absl::StrAppend(&out, "  ", b.message(), "\n");
+  return out;
 }
 
 std::string ReplicaExitText(const v1::Replica& replica) {
@@ -112,7 +135,7 @@ std::string FormatTimestamp(const google::protobuf::Timestamp& ts) {
 }
 
 std::string RenderJobDetails(const v1::Job& job, int64_t now_ms) {
-  std::string out = RenderJobSummary(job, now_ms);
+  std::string out = absl::StrCat(RenderJobSummary(job, now_ms), RenderWaitingFor(job));
   if (job.replicas_size() > 0) {
     Table replicas({"NAME", "RANK", "NODE", "STATE", "RESTARTS", "EXIT", "PID"});
     for (const v1::Replica& r : job.replicas()) {

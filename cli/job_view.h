@@ -16,7 +16,8 @@
 
 namespace trainctl::cli {
 
-// `get -o table`: the job's fields, then a REPLICAS table (NAME RANK NODE STATE RESTARTS EXIT
+// `get -o table`: the job's fields, what a queued job waits for (RenderWaitingFor), then a REPLICAS
+// table (NAME RANK NODE STATE RESTARTS EXIT
 // PID) and an ATTEMPTS table (NUMBER STATE REASON).
 std::string RenderJobDetails(const v1::Job& job, int64_t now_ms);
 
@@ -25,10 +26,19 @@ std::string RenderJobSummary(const v1::Job& job, int64_t now_ms);
 
 // The summary's fields, in order: id, name, project, priority, state, the error (message, its
 // failure class as "Reason", the replica and node it comes from), the queue reason and, while
-// queued for a retry, when the next attempt may start; times and the checkpoint directory.
+// queued for a retry, when the next attempt may start, a queued job's position (PositionText);
+// times and the checkpoint directory.
 // Fields the job does not have are empty (RenderFields leaves them out).
 std::vector<std::pair<std::string, std::string>> JobSummaryFields(const v1::Job& job,
                                                                   int64_t now_ms);
+
+// While the job is queued: its place in its project's queue and the first jobs ahead of it,
+// "3 in team-a (2 jobs ahead: j-a, j-b)", "1 in team-a (first in line)"; "" otherwise.
+std::string PositionText(const v1::Job& job);
+
+// While the job is queued: "\nWaiting for:\n" and the message of every blocker, one per line,
+// indented by two spaces; "" when it is not queued or nothing blocks it.
+std::string RenderWaitingFor(const v1::Job& job);
 
 // How the replica's last process ended: "3" (exit code), "signal 9 (SIGKILL)", or "-". A process
 // killed for running out of memory shows as "OOM (137)", "OOM (SIGKILL)" or "OOM".

@@ -204,6 +204,24 @@ TEST_CASE("RenderJobDescription of a queued job shows why it waits and no tables
         "Queue reason:  waiting for 4 GPUs\n");
 }
 
+TEST_CASE("RenderJobDescription of a queued job lists what it waits for", "[describe_view]") {
+  v1::Job job;
+  job.set_id("j-q");
+  job.set_project("team-a");
+  job.set_state(v1::JOB_STATE_QUEUED);
+  job.mutable_queue_status()->set_position(1);
+  job.mutable_queue_status()->add_blockers()->set_message("NO_NODES: no node is connected");
+  CHECK(RenderJobDescription(job, kNowMs) ==
+        "ID:        j-q\n"
+        "Project:   team-a\n"
+        "Priority:  0\n"
+        "State:     QUEUED\n"
+        "Position:  1 in team-a (first in line)\n"
+        "\n"
+        "Waiting for:\n"
+        "  NO_NODES: no node is connected\n");
+}
+
 TEST_CASE("RetryBudgetsText shows what is used of each budget the spec limits", "[describe_view]") {
   struct Row {
     const char* scheduling;  // what the spec sets

@@ -88,6 +88,57 @@ TEST_CASE("RenderJobDetails shows the queue reason of a queued job", "[job_view]
   CHECK_THAT(text, !Catch::Contains("Replicas:"));
 }
 
+TEST_CASE("PositionText says where a queued job stands in its project", "[job_view]") {
+  v1::Job job = MakeJob("j-q", v1::JOB_STATE_QUEUED, 0, 0, 1000);
+  job.set_project("team-a");
+  CHECK(PositionText(job) == "");  // no queue status: an older server
+  v1::QueueStatus* qs = job.mutable_queue_status();
+  qs->set_position(1);
+  CHECK(PositionText(job) == "1 in team-a (first in line)");
+  qs->set_position(2);
+  qs->add_jobs_ahead("j-a");
+  qs->set_jobs_ahead_count(1);
+  CHECK(PositionText(job) == "2 in team-a (1 job ahead: j-a)");
+  qs->set_position(3);
+  qs->add_jobs_ahead("j-b");
+  qs->set_jobs_ahead_count(2);
+  CHECK(PositionText(job) == "3 in team-a (2 jobs ahead: j-a, j-b)");
+  qs->set_position(15);
+  qs->set_jobs_ahead_count(14);
+  CHECK(PositionText(job) == "15 in team-a (14 jobs ahead: j-a, j-b and 12 more)");
+  job.set_state(v1::JOB_STATE_RUNNING);
+  CHECK(PositionText(job) == "");
+}
+
+TEST_CASE("RenderJobDetails lists every blocker of a queued job", "[job_view]") {
+  v1::Job job = MakeJob("j-q", v1::JOB_STATE_QUEUED, 1, 0, 1000);
+  v1::QueueStatus* qs = job.mutable_queue_status();
+  qs->set_position(2);
+  qs->add_jobs_ahead("j-a");
+  qs->set_jobs_ahead_count(1);
+  qs->add_blockers()->set_message("QUOTA: project default needs 8 gpus, 4 of 8 in use by 1 job");
+  qs->add_blockers()->set_message("PRIORITY: 1 job ahead in default");
+  CHECK(RenderJobDetails(job, kNowMs) ==
+        "ID:        j-q\n"
+        "Name:      job j-q\n"
+        "Project:   default\n"
+        "Priority:  0\n"
+        "State:     QUEUED\n"
+        "Position:  2 in default (1 job ahead: j-a)\n"
+        "Created:   2025-12-31T23:59:59Z (1s ago)\n"
+        "\n"
+        "Waiting for:\n"
+        "  QUOTA: project default needs 8 gpus, 4 of 8 in use by 1 job\n"
+        "  PRIORITY: 1 job ahead in default\n"
+        "\n"
+        "Replicas:\n"
+        "NAME       RANK   NODE   STATE     RESTARTS   EXIT   PID\n"
+        "worker-0   0      -      PENDING   0          -      -\n");
+  CHECK(RenderWaitingFor(MakeJob("j-r", v1::JOB_STATE_RUNNING, 0, 0, 0)) == "");
+  qs->clear_blockers();
+  CHECK(RenderWaitingFor(job) == "");
+}
+
 TEST_CASE("RenderJobSummary names the replica and node an error comes from", "[job_view]") {
   v1::Job job = MakeJob("j-1", v1::JOB_STATE_FAILED, 0, 0, 1000);
   job.mutable_error()->set_message("worker-1 was killed");
