@@ -1,5 +1,6 @@
 #include "tests/cli/fake_jobs.h"
 
+#include "absl/strings/str_cat.h"
 #include "common/time_util.h"
 
 namespace trainctl::cli {
@@ -88,6 +89,33 @@ v1::Job RetryingJob(int64_t now_ms) {
   worker->set_exit_code(6);
   worker->set_message("exited with status 6 (TRANSIENT)");
   *worker->mutable_next_start_time() = MsToTimestamp(now_ms + 4000);
+  return job;
+}
+
+v1::Job WaitingJob(int64_t now_ms) {
+  v1::Job job;
+  job.set_id("j-waiting");
+  job.set_display_name("llm-finetune");
+  job.set_project("team-a");
+  job.set_state(v1::JOB_STATE_QUEUED);
+  job.set_queue_reason("QUOTA: project team-a needs 8 gpus, 4 of 8 in use by 1 job");
+  *job.mutable_create_time() = MsToTimestamp(now_ms - 90 * 1000);
+  *job.mutable_queue_time() = MsToTimestamp(now_ms - 90 * 1000);
+  v1::QueueStatus* qs = job.mutable_queue_status();
+  qs->set_position(13);
+  for (int i = 1; i <= 10; ++i) qs->add_jobs_ahead(absl::StrCat("j-a", i));
+  qs->set_jobs_ahead_count(12);
+  v1::Blocker* quota = qs->add_blockers();
+  quota->set_kind("QUOTA");
+  quota->set_resource("gpus");
+  quota->set_message("QUOTA: project team-a needs 8 gpus, 4 of 8 in use by 1 job");
+  v1::Blocker* priority = qs->add_blockers();
+  priority->set_kind("PRIORITY");
+  priority->set_jobs(12);
+  priority->set_message("PRIORITY: 12 jobs ahead in team-a");
+  v1::Replica* chief = job.add_replicas();
+  chief->set_name("chief-0");
+  chief->set_state(v1::REPLICA_STATE_PENDING);
   return job;
 }
 

@@ -17,4 +17,8 @@ v1::Job DescribedJob();
 // three used; its worker-0 RESTARTING at now_ms + 4s (as if read mid-restart).
 v1::Job RetryingJob(int64_t now_ms);
 
+// j-waiting: QUEUED in team-a since now_ms - 90s, 13th with 12 jobs ahead (the first 10 listed),
+// held back by its project's GPU quota and by the jobs ahead of it.
+v1::Job WaitingJob(int64_t now_ms);
+
 }  // namespace trainctl::cli

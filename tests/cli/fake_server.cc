@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/time_util.h"
 #include "tests/cli/fake_jobs.h"
+#include "tests/cli/fake_quota_service.h"
 #include "trainctl/v1/job.grpc.pb.h"
 
 namespace trainctl::cli {
@@ -69,6 +70,10 @@ class FakeJobService final : public v1::JobService::Service {
                       v1::Job* job) override {
     if (request->id() == "j-retrying") {
       *job = RetryingJob(WallNowMs());
+      return grpc::Status::OK;
+    }
+    if (request->id() == "j-waiting") {
+      *job = WaitingJob(WallNowMs());
       return grpc::Status::OK;
     }
     absl::MutexLock lock(&mu_);
@@ -271,6 +276,7 @@ class Fixture::Services {
  public:
   FakeJobService jobs;
   FakeClusterService cluster;
+  FakeQuotaService quota;
 };
 
 Fixture::Fixture() : services_(std::make_unique<Services>()) {
@@ -278,6 +284,7 @@ Fixture::Fixture() : services_(std::make_unique<Services>()) {
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
   builder.RegisterService(&services_->jobs);
   builder.RegisterService(&services_->cluster);
+  builder.RegisterService(&services_->quota);
   server_ = builder.BuildAndStart();
 }
 
@@ -312,6 +319,10 @@ Result Fixture::RunBinary(const std::string& args, const std::string& input) {
 
 v1::ListEventsRequest Fixture::LastEventsRequest() const {
   return services_->cluster.LastEventsRequest();
+}
+
+v1::SetQuotaRequest Fixture::LastSetQuotaRequest() const {
+  return services_->quota.LastSetQuotaRequest();
 }
 
 Fixture& Fake() {

@@ -9,11 +9,13 @@
 //     FAILED, SUCCEEDED after one broken stream, and never), j-described (FAILED after two
 //     attempts: an internal retry, then its worker ran out of memory and was killed by SIGKILL),
 //     j-retrying (only through GetJob: QUEUED for a retry due 5s after the request, its worker
-//     RESTARTING in 4s), and the jobs submitted; logs in 5-byte pieces.
+//     RESTARTING in 4s), j-waiting (only through GetJob: QUEUED 13th in team-a behind 12 jobs,
+//     held by its quota and the jobs ahead), and the jobs submitted; logs in 5-byte pieces.
 //   - ClusterService: node-a (Ready, heartbeat 150s ago) and node-b (Disconnected, 60m ago);
 //     six events dated back from the time of each request, oldest first: NodeRegistered (node-a,
 //     60m), JobQueued (j-described, 30m), ReplicaStarted (worker-0 on node-b, 20m),
 //     ReplicaExited (5m), JobFailed and NodeDisconnected (node-b), both 150s.
+//   - QuotaService: projects and a queue; see fake_quota_service.h.
 //
 // Thread-safe: the services lock their state.
 #pragma once
@@ -46,6 +48,8 @@ class Fixture {
 
   // The last ListEvents request the fake served.
   v1::ListEventsRequest LastEventsRequest() const;
+  // The last SetQuota request the fake served.
+  v1::SetQuotaRequest LastSetQuotaRequest() const;
 
  private:
   class Services;
