@@ -38,6 +38,21 @@ absl::Status ParseCpu(absl::string_view flag, absl::string_view text, bool allow
   return absl::OkStatus();
 }
 
+absl::Status ParseBool(absl::string_view flag, absl::string_view text, bool* out) {
+  if (!absl::SimpleAtob(text, out)) return BadValue(flag, "true or false", text);
+  return absl::OkStatus();
+}
+
+absl::Status ParseLimit(absl::string_view flag, absl::string_view text, uint64_t* out) {
+  int64_t value;
+  if (absl::Status s = ParseInt<int64_t>(flag, text, 0, &value); !s.ok()) return s;
+  *out = static_cast<uint64_t>(value);
+  return absl::OkStatus();
+}
+
+// Flags that take no value: "--flag" means true; "--flag=false" is accepted.
+bool IsBoolFlag(absl::string_view name) { return name == "--check" || name == "--infiniband"; }
+
 }  // namespace
 
 absl::Status ValidateNodeName(absl::string_view name) {
@@ -69,6 +84,7 @@ absl::StatusOr<std::map<std::string, std::string>> ParseLabels(absl::string_view
 
 std::string AgentUsage() {
   return R"(usage: trainctl-agent --scheduler HOST:PORT --node NAME --work-dir DIR [flag]...
+       trainctl-agent --check --work-dir DIR [--gpus-needed N] [--hostnames a,b] [flag]...
 
 Runs the replicas the trainctl scheduler places on this node.
 
@@ -90,6 +106,24 @@ Optional:
                            testing only: fail the first N launches as the host's fault, -1 for
                            every launch (default: 0)
   --help                   print this text and exit
+
+Host checks (thresholds are this host's; each passes when strictly above):
+  --check                  run the host check items once, print one "item ..." line each and
+                           exit 0 if all passed, else 1; needs only --work-dir
+  --gpus-needed N          with --check: GPUs gpu-check requires (default: 0, always passes)
+  --hostnames a,b          with --check: hostnames dns must resolve (default: none)
+  --check-disk-root-path P filesystem of disk-size root (default: /)
+  --check-disk-root-gb N   free GB disk-size root requires (default: 32)
+  --check-disk-shm-path P  filesystem of disk-size shm (default: /dev/shm)
+  --check-disk-shm-gb N    free GB disk-size shm requires (default: 1)
+  --check-disk-cache-gb N  free GB disk-size cache (the --work-dir filesystem) requires
+                           (default: 32)
+  --infiniband             this host uses an InfiniBand network: enables the ulimit item
+                           (default: false)
+  --check-memlock-kib N    ulimit: max locked memory in KiB (default: 16000)
+  --check-nofile N         ulimit: open files (default: 1000000)
+  --check-stack-kib N      ulimit: stack size in KiB (default: 8000)
+  --check-nproc N          ulimit: max user processes (default: 1000000)
 
 Flags take their value as "--flag value" or "--flag=value". On SIGTERM or SIGINT the agent stops
 its replicas (SIGTERM, then SIGKILL after 10s), reports their exits and exits 0.
@@ -121,6 +155,33 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
        [&](auto& f, auto& v) { return ParseInt<int64_t>(f, v, 0, &flags.reserve_memory_mb); }},
       {"--inject-launch-failures",
        [&](auto& f, auto& v) { return ParseInt<int>(f, v, -1, &flags.inject_launch_failures); }},
+      {"--check", [&](auto& f, auto& v) { return ParseBool(f, v, &flags.check); }},
+      {"--infiniband", [&](auto& f, auto& v) { return ParseBool(f, v, &flags.checks.infiniband); }},
+      {"--gpus-needed",
+       [&](auto& f, auto& v) {
+         return ParseInt<int32_t>(f, v, 0, &flags.check_request.gpus_needed);
+       }},
+      {"--hostnames",
+       [&](auto&, auto& v) {
+         flags.check_request.hostnames = absl::StrSplit(v, ',', absl::SkipEmpty());
+         return absl::OkStatus();
+       }},
+      {"--check-disk-root-path", text(&flags.checks.root.path)},
+      {"--check-disk-shm-path", text(&flags.checks.shm.path)},
+      {"--check-disk-root-gb",
+       [&](auto& f, auto& v) { return ParseCpu(f, v, true, &flags.checks.root.min_free_gb); }},
+      {"--check-disk-shm-gb",
+       [&](auto& f, auto& v) { return ParseCpu(f, v, true, &flags.checks.shm.min_free_gb); }},
+      {"--check-disk-cache-gb",
+       [&](auto& f, auto& v) { return ParseCpu(f, v, true, &flags.checks.cache.min_free_gb); }},
+      {"--check-memlock-kib",
+       [&](auto& f, auto& v) { return ParseLimit(f, v, &flags.checks.min_memlock_kib); }},
+      {"--check-nofile",
+       [&](auto& f, auto& v) { return ParseLimit(f, v, &flags.checks.min_nofile); }},
+      {"--check-stack-kib",
+       [&](auto& f, auto& v) { return ParseLimit(f, v, &flags.checks.min_stack_kib); }},
+      {"--check-nproc",
+       [&](auto& f, auto& v) { return ParseLimit(f, v, &flags.checks.min_nproc); }},
       {"--labels",
        [&](auto&, auto& v) {
          absl::StatusOr<std::map<std::string, std::string>> labels = ParseLabels(v);
@@ -146,12 +207,22 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
     std::string value;
     if (eq != std::string::npos) {
       value = arg.substr(eq + 1);
+    } else if (IsBoolFlag(name)) {
+      value = "true";
     } else if (i + 1 < args.size()) {
       value = args[++i];
     } else {
       return absl::InvalidArgumentError(absl::StrCat(name, ": missing value"));
     }
     if (absl::Status s = it->second(name, value); !s.ok()) return s;
+  }
+  flags.checks.cache.path = flags.work_dir;
+  if (flags.check) {
+    if (flags.work_dir.empty()) return absl::InvalidArgumentError("--work-dir is required");
+    return flags;
+  }
+  if (flags.check_request.gpus_needed != 0 || !flags.check_request.hostnames.empty()) {
+    return absl::InvalidArgumentError("--gpus-needed and --hostnames are only valid with --check");
   }
   const std::pair<const char*, const std::string*> required[] = {
       {"--scheduler", &flags.scheduler}, {"--node", &flags.node}, {"--work-dir", &flags.work_dir}};

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "agents/host_checks.h"
 
 namespace trainctl::agent {
 
@@ -37,11 +38,17 @@ struct AgentFlags {
   std::string log_level = "info";
   // Test hook: fail the first N launches as host errors; -1: all.
   int inject_launch_failures = 0;
+  // --check: run the host check items once and exit; --scheduler and --node are then optional.
+  bool check = false;
+  // What --check checks for; only valid with --check.
+  CheckRequest check_request;
+  // Thresholds of the host check items (--check-*, --infiniband). cache.path is --work-dir.
+  HostCheckConfig checks;
 };
 
 // Parses the arguments after the program name. Accepts "--flag value" and "--flag=value".
 // INVALID_ARGUMENT naming the flag for an unknown flag, a missing or malformed value, or a
-// missing required flag.
+// missing required flag. --check needs only --work-dir.
 absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args);
 
 // The --help text: every flag with its default.

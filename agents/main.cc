@@ -2,7 +2,8 @@
 //
 // Parses flags, detects the host's resources, then runs the Agent until SIGTERM or SIGINT, when
 // it stops every replica gracefully, reports their exits and exits 0. Exit 2 on a bad flag, 1 when
-// the host cannot be set up.
+// the host cannot be set up. With --check it only runs the host check items once (exit 0 when all
+// passed, 1 otherwise).
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "agents/agent.h"
 #include "agents/agent_flags.h"
+#include "agents/host_checks.h"
 #include "agents/host_resources.h"
 #include "agents/run_files.h"
 #include "common/logging.h"
@@ -73,6 +75,21 @@ absl::StatusOr<Agent::Options> MakeOptions(const AgentFlags& flags) {
   return options;
 }
 
+// --check: runs the host check items once against this host and prints one line per item.
+// 0 when every item passed, 1 otherwise.
+int RunHostChecks(const AgentFlags& flags) {
+  HostCheckConfig config = flags.checks;
+  char resolved[PATH_MAX];
+  if (realpath(flags.work_dir.c_str(), resolved) != nullptr) config.cache.path = resolved;
+  RealHostProbe probe;
+  bool all_passed = true;
+  for (const CheckResult& result : RunChecks(config, probe, flags.check_request)) {
+    std::printf("%s\n", FormatCheckResult(result).c_str());
+    all_passed = all_passed && result.passed;
+  }
+  return all_passed ? 0 : 1;
+}
+
 int Main(int argc, char** argv) {
   absl::StatusOr<AgentFlags> flags =
       ParseAgentFlags(std::vector<std::string>(argv + 1, argv + argc));
@@ -84,6 +101,7 @@ int Main(int argc, char** argv) {
   if (absl::Status s = SetupLogging("trainctl-agent", flags->log_level); !s.ok()) {
     return Fail(2, std::string(s.message()));
   }
+  if (flags->check) return RunHostChecks(*flags);
   absl::StatusOr<Agent::Options> options = MakeOptions(*flags);
   if (!options.ok()) {
     return Fail(absl::IsInvalidArgument(options.status()) ? 2 : 1,

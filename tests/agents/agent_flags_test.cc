@@ -90,10 +90,72 @@ TEST_CASE("node names are DNS labels", "[agent_flags]") {
   CHECK_FALSE(ValidateNodeName("node.example").ok());
 }
 
+TEST_CASE("host check flags set the check thresholds (R20)", "[agent_flags]") {
+  absl::StatusOr<AgentFlags> flags = ParseAgentFlags(Required());
+  REQUIRE(flags.ok());
+  CHECK_FALSE(flags->check);
+  CHECK(flags->checks.root.path == "/");
+  CHECK(flags->checks.root.min_free_gb == 32);
+  CHECK(flags->checks.shm.path == "/dev/shm");
+  CHECK(flags->checks.shm.min_free_gb == 1);
+  CHECK(flags->checks.cache.path == "/w");
+  CHECK(flags->checks.cache.min_free_gb == 32);
+  CHECK_FALSE(flags->checks.infiniband);
+
+  flags = ParseAgentFlags(
+      With({"--check-disk-root-gb", "100", "--check-disk-shm-gb=0.5", "--check-disk-cache-gb", "0",
+            "--check-disk-root-path", "/data", "--check-disk-shm-path", "/shm", "--infiniband",
+            "--check-nofile", "65536", "--check-memlock-kib=1"}));
+  REQUIRE(flags.ok());
+  CHECK(flags->checks.root.min_free_gb == 100);
+  CHECK(flags->checks.root.path == "/data");
+  CHECK(flags->checks.shm.min_free_gb == 0.5);
+  CHECK(flags->checks.shm.path == "/shm");
+  CHECK(flags->checks.cache.min_free_gb == 0);
+  CHECK(flags->checks.infiniband);
+  CHECK(flags->checks.min_nofile == 65536);
+  CHECK(flags->checks.min_memlock_kib == 1);
+  CHECK(ParseAgentFlags(With({"--infiniband=false"}))->checks.infiniband == false);
+
+  flags =
+      ParseAgentFlags({"--check", "--work-dir", "/w", "--gpus-needed", "2", "--hostnames", "a,b"});
+  REQUIRE(flags.ok());
+  CHECK(flags->check);
+  CHECK(flags->check_request.gpus_needed == 2);
+  CHECK(flags->check_request.hostnames == std::vector<std::string>{"a", "b"});
+
+  CHECK_FALSE(ParseAgentFlags({"--check"}).ok());
+  CHECK_FALSE(ParseAgentFlags(With({"--gpus-needed", "1"})).ok());
+  CHECK_FALSE(ParseAgentFlags(With({"--check-disk-root-gb", "-1"})).ok());
+  CHECK_FALSE(ParseAgentFlags(With({"--infiniband=maybe"})).ok());
+}
+
 TEST_CASE("the usage lists every flag", "[agent_flags]") {
-  for (const char* flag :
-       {"--scheduler", "--node", "--work-dir", "--address", "--cpus", "--memory-mb", "--gpus",
-        "--reserve-memory-mb", "--reserve-cpu", "--labels", "--log-level", "--help"}) {
+  for (const char* flag : {"--scheduler",
+                           "--node",
+                           "--work-dir",
+                           "--address",
+                           "--cpus",
+                           "--memory-mb",
+                           "--gpus",
+                           "--reserve-memory-mb",
+                           "--reserve-cpu",
+                           "--labels",
+                           "--log-level",
+                           "--help",
+                           "--check",
+                           "--gpus-needed",
+                           "--hostnames",
+                           "--check-disk-root-gb",
+                           "--check-disk-shm-gb",
+                           "--check-disk-cache-gb",
+                           "--check-disk-root-path",
+                           "--check-disk-shm-path",
+                           "--infiniband",
+                           "--check-memlock-kib",
+                           "--check-nofile",
+                           "--check-stack-kib",
+                           "--check-nproc"}) {
     CHECK(absl::StrContains(AgentUsage(), flag));
   }
 }
