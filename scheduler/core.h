@@ -126,6 +126,8 @@ class Core {
   std::vector<v1::Job> ListQueue(const std::string& project, int32_t limit, int64_t now) const;
   // `job` with queue_status filled when it is QUEUED; unchanged otherwise.
   v1::Job WithQueueStatus(const v1::Job& job, int64_t now) const;
+  // The same for many jobs at once; usage and queue order are computed once for the batch.
+  std::vector<v1::Job> WithQueueStatus(const std::vector<const v1::Job*>& jobs, int64_t now) const;
   const std::map<std::string, Node>& nodes() const { return nodes_; }
 
   // What placed replicas hold on each node, and how many replicas that is.

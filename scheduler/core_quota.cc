@@ -184,62 +184,56 @@ std::vector<v1::Blocker> Core::BlockersOf(const v1::Job& job,
 }
 
 v1::Job Core::WithQueueStatus(const v1::Job& job, int64_t now) const {
-  if (job.state() != v1::JOB_STATE_QUEUED) return job;
-  v1::Job out = job;
-  v1::QueueStatus* qs = out.mutable_queue_status();
-  for (v1::Blocker& b : BlockersOf(job, ProjectUsages(), FreeNodes(), now)) {
-    *qs->add_blockers() = std::move(b);
+  return WithQueueStatus(std::vector<const v1::Job*>{&job}, now)[0];
+}
+
+std::vector<v1::Job> Core::WithQueueStatus(const std::vector<const v1::Job*>& jobs,
+                                           int64_t now) const {
+  std::vector<v1::Job> out;
+  out.reserve(jobs.size());
+  bool any_queued = false;
+  for (const v1::Job* job : jobs) any_queued |= job->state() == v1::JOB_STATE_QUEUED;
+  if (!any_queued) {
+    for (const v1::Job* job : jobs) out.push_back(*job);
+    return out;
   }
-  auto q = project_queues_.find(job.project());
-  int32_t ahead = 0;
-  if (q != project_queues_.end()) {
-    for (const QueueKey& key : q->second) {
-      if (std::get<3>(key) == job.id()) break;
-      if (ahead < 10) qs->add_jobs_ahead(std::get<3>(key));
-      ++ahead;
+  // Computed once for the whole batch: usage, free space, and every queued job's place.
+  const std::map<std::string, ProjectUsage> usages = ProjectUsages();
+  const std::vector<NodeFree> free = FreeNodes();
+  std::map<std::string, std::vector<std::string>> order;  // project -> ids in admission order
+  for (const auto& [project, q] : project_queues_) {
+    for (const QueueKey& key : q) order[project].push_back(std::get<3>(key));
+  }
+  for (const v1::Job* job : jobs) {
+    out.push_back(*job);
+    if (job->state() != v1::JOB_STATE_QUEUED) continue;
+    v1::QueueStatus* qs = out.back().mutable_queue_status();
+    for (v1::Blocker& b : BlockersOf(*job, usages, free, now)) *qs->add_blockers() = std::move(b);
+    const std::vector<std::string>& ids = order[job->project()];
+    const int32_t ahead =
+        static_cast<int32_t>(std::find(ids.begin(), ids.end(), job->id()) - ids.begin());
+    for (int32_t i = 0; i < ahead && i < 10; ++i) qs->add_jobs_ahead(ids[i]);
+    qs->set_position(ahead + 1);
+    qs->set_jobs_ahead_count(ahead);
+    if (ahead > 0) {
+      v1::Blocker* b = qs->add_blockers();
+      b->set_kind("PRIORITY");
+      b->set_jobs(ahead);
+      b->set_message(absl::StrCat("PRIORITY: ", ahead, ahead == 1 ? " job" : " jobs", " ahead in ",
+                                  job->project()));
     }
-  }
-  qs->set_position(ahead + 1);
-  qs->set_jobs_ahead_count(ahead);
-  if (ahead > 0) {
-    v1::Blocker* b = qs->add_blockers();
-    b->set_kind("PRIORITY");
-    b->set_jobs(ahead);
-    b->set_message(absl::StrCat("PRIORITY: ", ahead, ahead == 1 ? " job" : " jobs", " ahead in ",
-                                job.project()));
   }
   return out;
 }
 
 std::vector<v1::Job> Core::ListQueue(const std::string& project, int32_t limit, int64_t now) const {
-  std::vector<v1::Job> out;
-  const std::map<std::string, ProjectUsage> usages = ProjectUsages();
-  const std::vector<NodeFree> free = FreeNodes();
-  std::map<std::string, int32_t> ahead;  // per project, so far
+  std::vector<const v1::Job*> jobs;
   for (const QueueKey& key : queue_) {
-    if (static_cast<int32_t>(out.size()) >= limit) break;
+    if (static_cast<int32_t>(jobs.size()) >= limit) break;
     const v1::Job& job = jobs_.at(std::get<3>(key));
-    int32_t& n = ahead[job.project()];
-    if (!project.empty() && job.project() != project) {
-      ++n;
-      continue;
-    }
-    v1::Job j = job;
-    v1::QueueStatus* qs = j.mutable_queue_status();
-    for (v1::Blocker& b : BlockersOf(job, usages, free, now)) *qs->add_blockers() = std::move(b);
-    qs->set_position(n + 1);
-    qs->set_jobs_ahead_count(n);
-    if (n > 0) {
-      v1::Blocker* b = qs->add_blockers();
-      b->set_kind("PRIORITY");
-      b->set_jobs(n);
-      b->set_message(
-          absl::StrCat("PRIORITY: ", n, n == 1 ? " job" : " jobs", " ahead in ", job.project()));
-    }
-    ++n;
-    out.push_back(std::move(j));
+    if (project.empty() || job.project() == project) jobs.push_back(&job);
   }
-  return out;
+  return WithQueueStatus(jobs, now);
 }
 
 // --- Projects and quotas ---------------------------------------------------------------------

@@ -138,7 +138,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* 
     std::string next;
     absl::StatusOr<std::vector<const v1::Job*>> jobs = t.core.ListJobs(q, &next);
     if (jobs.ok()) {
-      for (const v1::Job* j : *jobs) *resp->add_jobs() = t.core.WithQueueStatus(*j, t.now);
+      for (v1::Job& j : t.core.WithQueueStatus(*jobs, t.now)) *resp->add_jobs() = std::move(j);
       resp->set_next_page_token(next);
     }
     absl::Status status = jobs.status();
