@@ -79,9 +79,22 @@ int AboveStdio(int fd) {
   return moved;
 }
 
+// Moves the calling process into the cgroup whose cgroup.procs is `procs_path` (nullptr: none),
+// ignoring failures. Async-signal-safe.
+void JoinCgroup(const char* procs_path) {
+  if (procs_path == nullptr) return;
+  int fd = open(procs_path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ssize_t ignored = write(fd, "0", 1);  // "0" names the writer.
+  (void)ignored;
+  close(fd);
+}
+
 // Runs in the forked child: async-signal-safe calls only. Never returns.
 [[noreturn]] void ExecChild(const char* path, char* const* argv, char* const* envp,
-                            const char* working_dir, int null_fd, int output_fd, int status_fd) {
+                            const char* working_dir, const char* cgroup_procs, int null_fd,
+                            int output_fd, int status_fd) {
+  JoinCgroup(cgroup_procs);
   sigset_t empty;
   sigemptyset(&empty);
   sigprocmask(SIG_SETMASK, &empty, nullptr);
@@ -218,8 +231,9 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
   pid_t pid = fork();
   if (pid < 0) return absl::UnavailableError(absl::StrCat("fork: ", ErrnoText(errno)));
   if (pid == 0) {
-    ExecChild(path.c_str(), argv.data(), envp.data(), request.working_dir.c_str(), null_fd.get(),
-              output_fd.get(), status_write.get());
+    ExecChild(path.c_str(), argv.data(), envp.data(), request.working_dir.c_str(),
+              request.cgroup_procs_path.empty() ? nullptr : request.cgroup_procs_path.c_str(),
+              null_fd.get(), output_fd.get(), status_write.get());
   }
   status_write.Reset();
 

@@ -1,9 +1,9 @@
 // Starting one replica process: the only place in the agent that forks.
 //
 // SpawnProcess() resolves the command through PATH, builds every array the child needs, then
-// forks; the child only makes async-signal-safe calls (setsid, chdir, dup2, execve) before it
-// execs. An exec failure comes back to the parent through a close-on-exec pipe, so a successful
-// return means the new program is running.
+// forks; the child only makes async-signal-safe calls (open, write, setsid, chdir, dup2,
+// execve) before it execs. An exec failure comes back to the parent through a close-on-exec pipe,
+// so a successful return means the new program is running.
 //
 // Errors follow one rule: INVALID_ARGUMENT means the failure is the user's (the command does not
 // exist or cannot be executed); any other code is the host's (fork, pipe, chdir failures).
@@ -35,6 +35,9 @@ struct SpawnRequest {
   std::string working_dir;
   // Becomes the child's stdout and stderr. Not owned; the caller closes it after the call.
   int output_fd = -1;
+  // When set, the child moves itself into this cgroup (a cgroup.procs file, see
+  // memory_cgroup.h) before exec. Best effort: a failed write leaves it where the agent is.
+  std::string cgroup_procs_path;
 };
 
 // Starts the process in a new session (its pid is also its process group id) with stdin from
