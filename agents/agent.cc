@@ -2,11 +2,13 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <memory>
 #include <random>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "agents/memory_cgroup.h"
 #include "spdlog/spdlog.h"
 
 namespace trainctl::agent {
@@ -41,6 +43,19 @@ std::shared_ptr<grpc::Channel> MakeChannel(const Agent::Options& options) {
   return grpc::CreateCustomChannel(options.scheduler, grpc::InsecureChannelCredentials(), args);
 }
 
+// The memory cgroups for runs with a memory limit, or null where the host offers none.
+std::shared_ptr<const MemoryCgroups> DetectMemoryCgroups(const std::string& node) {
+  absl::StatusOr<std::unique_ptr<MemoryCgroups>> cgroups = MemoryCgroups::Detect(node);
+  if (!cgroups.ok()) {
+    spdlog::info("memory limits: enforced by watching resident memory (no memory cgroup: {})",
+                 std::string(cgroups.status().message()));
+    return nullptr;
+  }
+  spdlog::info("memory limits: enforced by memory cgroups ({}), with the RSS watch as a backstop",
+               (*cgroups)->Describe());
+  return std::move(*cgroups);
+}
+
 }  // namespace
 
 Agent::Agent(Options options)
@@ -53,6 +68,7 @@ Agent::Agent(Options options)
         launcher_options.poll_interval = options_.poll_interval;
         launcher_options.progress_interval = options_.progress_interval;
         launcher_options.inject_launch_failures = options_.inject_launch_failures;
+        launcher_options.memory_cgroups = DetectMemoryCgroups(options_.node);
         launcher_options.on_progress = [this](trainctl::v1::ReplicaProgress progress) {
           trainctl::v1::AgentMessage message;
           *message.mutable_replica_progress() = std::move(progress);

@@ -44,6 +44,7 @@ ProcessLauncher::~ProcessLauncher() {
     while (waitpid(run.pid, nullptr, 0) < 0 && errno == EINTR) {
     }
     spdlog::warn("run {} killed: the launcher was destroyed", run_id);
+    if (run.in_cgroup) RemoveCgroup(run_id);
   }
 }
 
@@ -100,9 +101,11 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
       overlay);
   request.working_dir = working_dir;
   request.output_fd = log_fd;
+  request.cgroup_procs_path = PrepareCgroup(run_id);
   int64_t start_time_ms = WallNowMs();
   absl::StatusOr<pid_t> pid = SpawnProcess(request);
   if (!pid.ok()) {
+    if (!request.cgroup_procs_path.empty()) RemoveCgroup(run_id);
     ReportLaunchFailure(run_id, pid.status(), log_fd);
     close(log_fd);
     return;
@@ -110,6 +113,31 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
   close(log_fd);
   spdlog::info("run {}: started pid {}: {}", run_id, *pid, absl::StrJoin(request.argv, " "));
   FinishLaunch(run_id, *pid, start_time_ms);
+}
+
+std::string ProcessLauncher::PrepareCgroup(const std::string& run_id) {
+  int64_t limit_bytes = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    limit_bytes = runs_[run_id].memory_limit_bytes;
+  }
+  if (options_.memory_cgroups == nullptr || limit_bytes == 0) return "";
+  absl::StatusOr<std::string> procs = options_.memory_cgroups->Create(run_id, limit_bytes);
+  if (!procs.ok()) {
+    spdlog::warn("run {}: no memory cgroup, its limit is watched through RSS only: {}", run_id,
+                 std::string(procs.status().message()));
+    return "";
+  }
+  absl::MutexLock lock(&mu_);
+  runs_[run_id].in_cgroup = true;
+  return *procs;
+}
+
+void ProcessLauncher::RemoveCgroup(const std::string& run_id) {
+  if (absl::Status status = options_.memory_cgroups->Remove(run_id); !status.ok()) {
+    spdlog::warn("run {}: cannot remove its memory cgroup: {}", run_id,
+                 std::string(status.message()));
+  }
 }
 
 void ProcessLauncher::FinishLaunch(const std::string& run_id, pid_t pid, int64_t start_time_ms) {

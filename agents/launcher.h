@@ -11,7 +11,9 @@
 // the whole group; when the group leader exits, the rest of the group is SIGKILLed so no
 // stragglers outlive the run. stdout and stderr go to the run's log file (see run_files.h).
 // A run with resources.memory_mb > 0 is SIGKILLed (and reported oom_killed) when its process
-// group's resident memory exceeds that limit. Every process gets TRAINCTL_PROGRESS_FILE, a file
+// group's resident memory exceeds that limit; with Options::memory_cgroups it also runs in its
+// own memory cgroup with that hard limit, and a kernel OOM kill there is reported as oom_killed
+// too. Every process gets TRAINCTL_PROGRESS_FILE, a file
 // in its working directory; touching it, or writing into the checkpoint directory, is reported
 // as a ReplicaProgress.
 //
@@ -33,6 +35,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,6 +44,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "agents/memory_cgroup.h"
 #include "trainctl/v1/agent.pb.h"
 
 namespace trainctl::agent {
@@ -69,6 +73,9 @@ class ProcessLauncher {
     // For tests of the scheduler's retries: the first N launches fail as the host's fault
     // without starting anything; -1 fails every launch.
     int inject_launch_failures = 0;
+    // Where set, runs with a memory limit get a memory cgroup (memory_cgroup.h); null: the RSS
+    // watch alone enforces limits.
+    std::shared_ptr<const MemoryCgroups> memory_cgroups;
   };
 
   // Starts the monitor thread.
@@ -125,6 +132,8 @@ class ProcessLauncher {
     pid_t pid = 0;
     // 0: no limit.
     int64_t memory_limit_bytes = 0;
+    // The run has a memory cgroup (Options::memory_cgroups) to read and remove at exit.
+    bool in_cgroup = false;
     // Where signs of progress appear (progress_watch.h), and the newest one reported so far
     // (at first the start time).
     std::string progress_file;
@@ -142,6 +151,11 @@ class ProcessLauncher {
     bool oom_killed = false;
   };
 
+  // Creates the run's memory cgroup when it has a limit and Options::memory_cgroups is set;
+  // returns its cgroup.procs path, or "" to run without one.
+  std::string PrepareCgroup(const std::string& run_id);
+  // Removes the run's memory cgroup, logging a failure. REQUIRES: Options::memory_cgroups.
+  void RemoveCgroup(const std::string& run_id);
   // Reports the started process, then hands it to the monitor.
   void FinishLaunch(const std::string& run_id, pid_t pid, int64_t start_time_ms);
   // Reports a launch that failed with `error` (INVALID_ARGUMENT: the user's fault), noting it in

@@ -132,6 +132,7 @@ void ProcessLauncher::MaybeReap(const std::string& run_id, pid_t pid) {
   if (WIFEXITED(status)) exited.set_exit_code(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) exited.set_signal(WTERMSIG(status));
   std::string log_path;
+  bool in_cgroup = false;
   {
     absl::MutexLock lock(&mu_);
     Run& run = runs_[run_id];
@@ -140,6 +141,15 @@ void ProcessLauncher::MaybeReap(const std::string& run_id, pid_t pid) {
     exited.set_node_shutdown(run.stopped_by_node);
     exited.set_oom_killed(run.oom_killed);
     log_path = run.log_path;
+    in_cgroup = run.in_cgroup;
+  }
+  if (in_cgroup) {
+    const bool died_by_sigkill = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+    if (options_.memory_cgroups->SawOomKill(run_id, died_by_sigkill) && !exited.oom_killed()) {
+      spdlog::warn("run {}: the kernel killed it for exceeding its memory cgroup's limit", run_id);
+      exited.set_oom_killed(true);
+    }
+    RemoveCgroup(run_id);
   }
   exited.set_output_tail(ReadOutputTail(log_path));
   spdlog::info("run {}: pid {} {}{}", run_id, pid, DescribeStatus(status),
