@@ -53,10 +53,18 @@ for node in a b; do
 done
 
 export TRAINCTL_SERVER="$server"
-for _ in $(seq 1 100); do
-  "$bin/trainctl" list >/dev/null 2>&1 && break
+# Wait until both agents have registered, so the job can spread over both nodes.
+ready=0
+for _ in $(seq 1 200); do
+  ready=$("$bin/trainctl" nodes 2>/dev/null | grep -c ' Ready ' || true)
+  [ "$ready" -ge 2 ] && break
   sleep 0.1
 done
+if [ "$ready" -lt 2 ]; then
+  echo "the demo cluster did not come up; see $demo/*.log" >&2
+  exit 1
+fi
+"$bin/trainctl" nodes
 
 echo "==> submitting examples/hello.yaml"
 id=$("$bin/trainctl" submit -f examples/hello.yaml)

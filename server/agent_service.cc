@@ -111,6 +111,14 @@ class AgentSession : public Reactor {
     };
   }
 
+  // Applies a journaled report in the loop and acks it once that turn has committed.
+  void PostReport(uint64_t seq, std::function<void(Turn&)> apply) {
+    loop_->Post([apply = std::move(apply), ack = AckAfterCommit(seq)](Turn& t) {
+      apply(t);
+      t.after_commit->push_back(ack);
+    });
+  }
+
   // Returns false when the stream was finished and must not read again.
   bool Handle(const v1::AgentMessage& m) {
     const uint64_t seq = m.seq();
@@ -149,26 +157,16 @@ class AgentSession : public Reactor {
         loop_->Post([node](Turn& t) { t.core.Heartbeat(node, t.now); });
         break;
       }
-      case v1::AgentMessage::kReplicaStarted: {
-        std::string node = node_;
-        v1::ReplicaStarted started = m.replica_started();
-        auto ack = AckAfterCommit(seq);
-        loop_->Post([node, started, ack](Turn& t) {
+      case v1::AgentMessage::kReplicaStarted:
+        PostReport(seq, [node = node_, started = m.replica_started()](Turn& t) {
           t.core.ReplicaStarted(node, started, t.now, t.fx);
-          t.after_commit->push_back(ack);
         });
         break;
-      }
-      case v1::AgentMessage::kReplicaExited: {
-        std::string node = node_;
-        v1::ReplicaExited exited = m.replica_exited();
-        auto ack = AckAfterCommit(seq);
-        loop_->Post([node, exited, ack](Turn& t) {
+      case v1::AgentMessage::kReplicaExited:
+        PostReport(seq, [node = node_, exited = m.replica_exited()](Turn& t) {
           t.core.ReplicaExited(node, exited, t.now, t.fx);
-          t.after_commit->push_back(ack);
         });
         break;
-      }
       case v1::AgentMessage::kReplicaProgress: {
         std::string node = node_;
         v1::ReplicaProgress progress = m.replica_progress();
