@@ -14,6 +14,8 @@ namespace {
 
 constexpr absl::string_view kJobPrefix = "JOB_STATE_";
 constexpr absl::string_view kReplicaPrefix = "REPLICA_STATE_";
+constexpr absl::string_view kNodePrefix = "NODE_STATE_";
+constexpr absl::string_view kHealthPrefix = "NODE_HEALTH_";
 
 std::string ShortName(const std::string& full, absl::string_view prefix, int number) {
   if (full.empty()) return absl::StrCat(number);
@@ -28,6 +30,16 @@ std::string JobStateName(v1::JobState state) {
 
 std::string ReplicaStateName(v1::ReplicaState state) {
   return ShortName(v1::ReplicaState_Name(state), kReplicaPrefix, state);
+}
+
+std::string NodeStateName(v1::NodeState state) {
+  if (state == v1::NODE_STATE_UNSPECIFIED) return "-";
+  return ShortName(v1::NodeState_Name(state), kNodePrefix, state);
+}
+
+std::string NodeHealthName(v1::NodeHealth health) {
+  if (health == v1::NODE_HEALTH_UNSPECIFIED) return "-";
+  return ShortName(v1::NodeHealth_Name(health), kHealthPrefix, health);
 }
 
 absl::StatusOr<v1::JobState> ParseJobState(absl::string_view text) {

@@ -1,4 +1,4 @@
-// Job and replica state names as the CLI shows and accepts them.
+// Job, replica and node state names as the CLI shows and accepts them.
 //
 // Tables show states without their enum prefix ("RUNNING", not "JOB_STATE_RUNNING"); flags accept
 // "running", "RUNNING" or "JOB_STATE_RUNNING".
@@ -20,6 +20,14 @@ std::string JobStateName(v1::JobState state);
 
 // "RUNNING" for REPLICA_STATE_RUNNING; the number for a value this build does not know.
 std::string ReplicaStateName(v1::ReplicaState state);
+
+// "DRAINING" for NODE_STATE_DRAINING; "-" for UNSPECIFIED (a server that does not report node
+// states); the number for a value this build does not know.
+std::string NodeStateName(v1::NodeState state);
+
+// "HEALTHY" for NODE_HEALTH_HEALTHY; "-" for UNSPECIFIED; the number for a value this build does
+// not know.
+std::string NodeHealthName(v1::NodeHealth health);
 
 // Parses one state name in any case, with or without the "JOB_STATE_" prefix. UNSPECIFIED is
 // rejected. INVALID_ARGUMENT lists the valid names.

@@ -53,6 +53,21 @@ TEST_CASE("State names drop the enum prefix", "[states]") {
   CHECK(ReplicaStateName(v1::REPLICA_STATE_STOPPING) == "STOPPING");
 }
 
+TEST_CASE("Node state and health names drop the enum prefix", "[states]") {
+  CHECK(NodeStateName(v1::NODE_STATE_READY) == "READY");
+  CHECK(NodeStateName(v1::NODE_STATE_CORDONED) == "CORDONED");
+  CHECK(NodeStateName(v1::NODE_STATE_DRAINING) == "DRAINING");
+  CHECK(NodeStateName(v1::NODE_STATE_ISOLATED) == "ISOLATED");
+  CHECK(NodeStateName(v1::NODE_STATE_LOST) == "LOST");
+  // A server that does not report node states.
+  CHECK(NodeStateName(v1::NODE_STATE_UNSPECIFIED) == "-");
+  CHECK(NodeStateName(static_cast<v1::NodeState>(42)) == "42");
+  CHECK(NodeHealthName(v1::NODE_HEALTH_HEALTHY) == "HEALTHY");
+  CHECK(NodeHealthName(v1::NODE_HEALTH_UNHEALTHY) == "UNHEALTHY");
+  CHECK(NodeHealthName(v1::NODE_HEALTH_UNKNOWN) == "UNKNOWN");
+  CHECK(NodeHealthName(v1::NODE_HEALTH_UNSPECIFIED) == "-");
+}
+
 TEST_CASE("IsTerminal is true for the three end states only", "[states]") {
   CHECK(IsTerminal(v1::JOB_STATE_SUCCEEDED));
   CHECK(IsTerminal(v1::JOB_STATE_FAILED));
