@@ -41,9 +41,11 @@ Command DescribeCommand() {
   CommandSpec spec{"describe",
                    "ID",
                    "Show a job in detail: replicas, attempts and its latest events",
-                   "Shows what get shows, the retry budgets used, the failing replica's last "
-                   "output, each\nreplica's note on its last transition, why each attempt ended "
-                   "and what was decided,\nand the job's last 20 events.",
+                   "Shows what get shows, the retry budgets used (re-dispatches after host "
+                   "faults too),\nwhat a host fault does (faultTolerance.jobRetryNum), the "
+                   "failing replica's last output,\neach replica's moves and note on its last "
+                   "transition, why each attempt ended and\nwhat was decided, and the job's last "
+                   "20 events.",
                    {},
                    1,
                    1};

@@ -26,16 +26,19 @@ std::string Section(const std::string& title, const Table& table) {
 std::string RenderJobDescription(const v1::Job& job, int64_t now_ms) {
   std::vector<std::pair<std::string, std::string>> fields = JobSummaryFields(job, now_ms);
   fields.emplace_back("Retry budgets", RetryBudgetsText(job));
+  fields.emplace_back("Host faults", FaultToleranceText(job));
   std::string out = absl::StrCat(RenderFields(fields), RenderWaitingFor(job));
   const std::string tail = OutputTailText(job.error().output_tail());
   if (!tail.empty()) absl::StrAppend(&out, "\nLast output:\n", IndentLines(tail, 2), "\n");
   if (job.replicas_size() > 0) {
-    Table replicas({"NAME", "RANK", "NODE", "STATE", "RESTARTS", "EXIT", "MESSAGE"});
+    Table replicas({"NAME", "RANK", "NODE", "STATE", "RESTARTS", "MOVES", "EXIT", "MESSAGE"});
     for (const v1::Replica& r : job.replicas()) {
       replicas.AddRow({r.name(), absl::StrCat(r.rank()), OrDash(r.node()),
-                       ReplicaStateName(r.state()), ReplicaRestartsText(r), ReplicaExitText(r),
+                       ReplicaStateName(r.state()), ReplicaRestartsText(r),
+                       r.moves() > 0 ? absl::StrCat(r.moves()) : "", ReplicaExitText(r),
                        ReplicaNoteText(r, now_ms)});
     }
+    replicas.DropEmptyColumns({"MOVES"});
     absl::StrAppend(&out, Section("Replicas", replicas));
   }
   if (job.attempts_size() > 0) {
@@ -69,6 +72,8 @@ std::string RetryBudgetsText(const v1::Job& job) {
       used.internal_retries());
   add("capacity retries", s.has_max_capacity_retries(), s.max_capacity_retries(),
       used.capacity_retries());
+  // The one budget whose default the CLI knows without the server filling it in.
+  add("redispatches", true, JobRetryNum(job), used.redispatches());
   // "used" once, after the first budget, reads as applying to all of them.
   if (!parts.empty()) parts[0] += " used";
   std::string out = absl::StrJoin(parts, ", ");
@@ -86,7 +91,8 @@ std::string BudgetsLeftText(const v1::Attempt& attempt) {
   if (!attempt.has_budgets_left()) return "";
   const v1::Budgets& left = attempt.budgets_left();
   return absl::StrCat("retries ", left.job_retries(), ", internal ", left.internal_retries(),
-                      ", capacity ", left.capacity_retries());
+                      ", capacity ", left.capacity_retries(), ", redispatches ",
+                      left.redispatches());
 }
 
 std::string ReplicaRestartsText(const v1::Replica& replica) {
@@ -96,12 +102,34 @@ std::string ReplicaRestartsText(const v1::Replica& replica) {
   return absl::StrCat(replica.restart_count(), " (", replica.charged_restarts(), " charged)");
 }
 
+int32_t JobRetryNum(const v1::Job& job) {
+  const v1::FaultTolerance& ft = job.spec().fault_tolerance();
+  return ft.has_job_retry_num() ? ft.job_retry_num() : kDefaultJobRetryNum;
+}
+
+std::string FaultToleranceText(const v1::Job& job) {
+  const int32_t n = JobRetryNum(job);
+  const bool set = job.spec().fault_tolerance().has_job_retry_num();
+  const std::string field =
+      absl::StrCat("(faultTolerance.jobRetryNum ", n, set ? ")" : ", the default)");
+  if (n == 0) return absl::StrCat("fail the job ", field);
+  return absl::StrCat("re-dispatch the job to other hosts, up to ", n,
+                      n == 1 ? " time " : " times ", field);
+}
+
 std::string ReplicaNoteText(const v1::Replica& replica, int64_t now_ms) {
-  if (replica.state() != v1::REPLICA_STATE_RESTARTING) return replica.message();
-  const std::string countdown = FormatCountdown(replica.next_start_time(), now_ms);
-  if (countdown.empty()) return replica.message();
-  const std::string restart = absl::StrCat("restarts ", countdown);
-  return replica.message().empty() ? restart : absl::StrCat(replica.message(), "; ", restart);
+  std::string note = replica.message();
+  auto append = [&note](const std::string& part) {
+    note = note.empty() ? part : absl::StrCat(note, "; ", part);
+  };
+  if (!replica.move_reason().empty() && note.find(replica.move_reason()) == std::string::npos) {
+    append(absl::StrCat("moving to another node: ", replica.move_reason()));
+  }
+  if (replica.state() == v1::REPLICA_STATE_RESTARTING) {
+    const std::string countdown = FormatCountdown(replica.next_start_time(), now_ms);
+    if (!countdown.empty()) append(absl::StrCat("restarts ", countdown));
+  }
+  return note;
 }
 
 std::string OutputTailText(const std::string& tail) {

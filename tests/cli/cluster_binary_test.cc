@@ -129,8 +129,10 @@ TEST_CASE("describe shows the job, its replicas, attempts and latest events", "[
       described.out,
       Catch::EndsWith(
           "Checkpoints:    /ckpt/j-described\n"
-          "Retry budgets:  job retries 0/3 used, internal retries 1/2, capacity retries 0/3; "
-          "replica restarts up to 5 per attempt\n"
+          "Retry budgets:  job retries 0/3 used, internal retries 1/2, capacity retries 0/3, "
+          "redispatches 0/3; replica restarts up to 5 per attempt\n"
+          "Host faults:    re-dispatch the job to other hosts, up to 3 times "
+          "(faultTolerance.jobRetryNum 3, the default)\n"
           "\n"
           "Last output:\n"
           "  step 1200 loss 0.41\n"
@@ -146,13 +148,13 @@ TEST_CASE("describe shows the job, its replicas, attempts and latest events", "[
           "Attempts:\n"
           "  NUMBER   STATE    STARTED                ENDED                  CLASS           "
           "RULE                      REPLICA    NODE     DECISION    BUDGETS-LEFT"
-          "                        REASON\n"
+          "                                        REASON\n"
           "  1        FAILED   2026-01-01T00:00:00Z   2026-01-01T00:05:00Z   INTERNAL        "
           "default: internal error   worker-0   node-c   RETRY_JOB   retries 3, internal 1, "
-          "capacity 3   node-c disconnected\n"
+          "capacity 3, redispatches 3   node-c disconnected\n"
           "  2        FAILED   2026-01-01T00:10:00Z   2026-01-01T00:15:00Z   OUT_OF_MEMORY   "
           "default: out of memory    worker-0   node-b   FAIL_JOB    retries 3, internal 1, "
-          "capacity 3   worker-0 ran out of memory\n"
+          "capacity 3, redispatches 3   worker-0 ran out of memory\n"
           "\n"
           "Events:\n"
           "  AGE   TYPE             REPLICA    NODE     REASON\n"
@@ -167,9 +169,12 @@ TEST_CASE("describe shows the job, its replicas, attempts and latest events", "[
   Result quiet = Fake().Run("describe j-ok");
   CHECK(quiet.exit_status == 0);
   CHECK(quiet.out ==
-        "ID:        j-ok\n"
-        "Priority:  0\n"
-        "State:     RUNNING\n"
+        "ID:             j-ok\n"
+        "Priority:       0\n"
+        "State:          RUNNING\n"
+        "Retry budgets:  redispatches 0/3 used\n"
+        "Host faults:    re-dispatch the job to other hosts, up to 3 times "
+        "(faultTolerance.jobRetryNum 3, the default)\n"
         "\n"
         "Events:  <none>\n");
 
@@ -200,7 +205,9 @@ TEST_CASE("describe says when a job queued for a retry and a restarting replica 
                             "Queue reason:   RETRY: attempt 2 starts once attempt 1's replicas "
                             "have stopped and its backoff ends\n"
                             "Next attempt:   in 5s \\(20[0-9-]{8}T[0-9:]{8}Z\\)\n"
-                            "Retry budgets:  job retries 1/3 used\n"
+                            "Retry budgets:  job retries 1/3 used, redispatches 0/3\n"
+                            "Host faults:    re-dispatch the job to other hosts, up to 3 times "
+                            "\\(faultTolerance.jobRetryNum 3, the default\\)\n"
                             "\n"
                             "Replicas:\n"
                             "  NAME       RANK   NODE     STATE        RESTARTS   EXIT   MESSAGE\n"

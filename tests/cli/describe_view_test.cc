@@ -56,14 +56,17 @@ v1::Job RetriedJob() {
 
 TEST_CASE("RenderJobDescription shows the summary, replicas and attempts", "[describe_view]") {
   CHECK(RenderJobDescription(RetriedJob(), kNowMs) ==
-        "ID:           j-1\n"
-        "Name:         train\n"
-        "Project:      vision\n"
-        "Priority:     5\n"
-        "State:        RUNNING\n"
-        "Created:      2025-12-31T23:50:00Z (10m ago)\n"
-        "Started:      2025-12-31T23:51:00Z (9m ago)\n"
-        "Checkpoints:  /ckpt/j-1\n"
+        "ID:             j-1\n"
+        "Name:           train\n"
+        "Project:        vision\n"
+        "Priority:       5\n"
+        "State:          RUNNING\n"
+        "Created:        2025-12-31T23:50:00Z (10m ago)\n"
+        "Started:        2025-12-31T23:51:00Z (9m ago)\n"
+        "Checkpoints:    /ckpt/j-1\n"
+        "Retry budgets:  redispatches 0/3 used\n"
+        "Host faults:    re-dispatch the job to other hosts, up to 3 times "
+        "(faultTolerance.jobRetryNum 3, the default)\n"
         "\n"
         "Replicas:\n"
         "  NAME       RANK   NODE     STATE     RESTARTS   EXIT                 MESSAGE\n"
@@ -121,6 +124,7 @@ v1::Job OomJob() {
     a->mutable_budgets_left()->set_job_retries(3);
     a->mutable_budgets_left()->set_internal_retries(1);
     a->mutable_budgets_left()->set_capacity_retries(3);
+    a->mutable_budgets_left()->set_redispatches(3);
     a->set_reason(number == 1 ? "Internal error occurred for the current attempt."
                               : "Replica worker-0 ran out of memory.");
   }
@@ -132,13 +136,15 @@ TEST_CASE("RenderJobDescription tells why a job failed and what was decided", "[
         "ID:             j-oom\n"
         "Priority:       0\n"
         "State:          FAILED\n"
-        "Error:          Replica worker-0 ran out of memory and exited with a non-zero status of "
-        "137. (code 8)\n"
+        "Error:          Replica worker-0 ran out of memory and exited with a non-zero status "
+        "of 137. (code 8)\n"
         "Reason:         OUT_OF_MEMORY\n"
         "Error replica:  worker-0\n"
         "Error node:     node-b\n"
-        "Retry budgets:  job retries 0/3 used, internal retries 1/2, capacity retries 0/3; "
-        "replica restarts up to 5 per attempt\n"
+        "Retry budgets:  job retries 0/3 used, internal retries 1/2, capacity retries 0/3, "
+        "redispatches 0/3; replica restarts up to 5 per attempt\n"
+        "Host faults:    re-dispatch the job to other hosts, up to 3 times "
+        "(faultTolerance.jobRetryNum 3, the default)\n"
         "\n"
         "Last output:\n"
         "  step 1200 loss 0.41\n"
@@ -152,13 +158,13 @@ TEST_CASE("RenderJobDescription tells why a job failed and what was decided", "[
         "Attempts:\n"
         "  NUMBER   STATE    STARTED                ENDED                  CLASS           "
         "RULE                      REPLICA    NODE     DECISION    BUDGETS-LEFT"
-        "                        REASON\n"
+        "                                        REASON\n"
         "  1        FAILED   2025-12-31T23:40:00Z   2025-12-31T23:45:00Z   INTERNAL        "
         "default: internal error   worker-0   node-c   RETRY_JOB   retries 3, internal 1, "
-        "capacity 3   Internal error occurred for the current attempt.\n"
+        "capacity 3, redispatches 3   Internal error occurred for the current attempt.\n"
         "  2        FAILED   2025-12-31T23:50:00Z   2025-12-31T23:55:00Z   OUT_OF_MEMORY   "
         "default: out of memory    worker-0   node-b   FAIL_JOB    retries 3, internal 1, "
-        "capacity 3   Replica worker-0 ran out of memory.\n");
+        "capacity 3, redispatches 3   Replica worker-0 ran out of memory.\n");
 }
 
 TEST_CASE("RenderJobDescription of a job queued for a retry says when it starts",
@@ -182,7 +188,9 @@ TEST_CASE("RenderJobDescription of a job queued for a retry says when it starts"
         "State:          QUEUED\n"
         "Queue reason:   RETRY: attempt 2 starts once its backoff ends\n"
         "Next attempt:   in 5s (2026-01-01T00:00:05Z)\n"
-        "Retry budgets:  job retries 1/3 used\n"
+        "Retry budgets:  job retries 1/3 used, redispatches 0/3\n"
+        "Host faults:    re-dispatch the job to other hosts, up to 3 times "
+        "(faultTolerance.jobRetryNum 3, the default)\n"
         "\n"
         "Attempts:\n"
         "  NUMBER   STATE    STARTED   ENDED   CLASS       DECISION    REASON\n"
@@ -198,10 +206,13 @@ TEST_CASE("RenderJobDescription of a queued job shows why it waits and no tables
   job.set_queue_reason("waiting for 4 GPUs");
   job.mutable_error()->set_message("");
   CHECK(RenderJobDescription(job, kNowMs) ==
-        "ID:            j-q\n"
-        "Priority:      0\n"
-        "State:         QUEUED\n"
-        "Queue reason:  waiting for 4 GPUs\n");
+        "ID:             j-q\n"
+        "Priority:       0\n"
+        "State:          QUEUED\n"
+        "Queue reason:   waiting for 4 GPUs\n"
+        "Retry budgets:  redispatches 0/3 used\n"
+        "Host faults:    re-dispatch the job to other hosts, up to 3 times "
+        "(faultTolerance.jobRetryNum 3, the default)\n");
 }
 
 TEST_CASE("RenderJobDescription of a queued job lists what it waits for", "[describe_view]") {
@@ -212,11 +223,14 @@ TEST_CASE("RenderJobDescription of a queued job lists what it waits for", "[desc
   job.mutable_queue_status()->set_position(1);
   job.mutable_queue_status()->add_blockers()->set_message("NO_NODES: no node is connected");
   CHECK(RenderJobDescription(job, kNowMs) ==
-        "ID:        j-q\n"
-        "Project:   team-a\n"
-        "Priority:  0\n"
-        "State:     QUEUED\n"
-        "Position:  1 in team-a (first in line)\n"
+        "ID:             j-q\n"
+        "Project:        team-a\n"
+        "Priority:       0\n"
+        "State:          QUEUED\n"
+        "Position:       1 in team-a (first in line)\n"
+        "Retry budgets:  redispatches 0/3 used\n"
+        "Host faults:    re-dispatch the job to other hosts, up to 3 times "
+        "(faultTolerance.jobRetryNum 3, the default)\n"
         "\n"
         "Waiting for:\n"
         "  NO_NODES: no node is connected\n");
@@ -232,20 +246,24 @@ TEST_CASE("RetryBudgetsText shows what is used of each budget the spec limits", 
   v1::Budgets some;
   some.set_job_retries(1);
   some.set_capacity_retries(2);
+  v1::Budgets redispatched;
+  redispatched.set_redispatches(2);
   for (const Row& row : std::vector<Row>{
            {"all", none,
-            "job retries 0/3 used, internal retries 0/2, capacity retries 0/3; replica restarts "
-            "up to 5 per attempt"},
+            "job retries 0/3 used, internal retries 0/2, capacity retries 0/3, redispatches 0/1; "
+            "replica restarts up to 5 per attempt"},
            {"all", some,
-            "job retries 1/3 used, internal retries 0/2, capacity retries 2/3; replica restarts "
-            "up to 5 per attempt"},
+            "job retries 1/3 used, internal retries 0/2, capacity retries 2/3, redispatches 0/1; "
+            "replica restarts up to 5 per attempt"},
            {"never", none,
-            "job retries 0/3 used, internal retries 0/2, capacity retries 0/3; no replica "
-            "restarts (restartPolicy NEVER)"},
-           {"restarts", none, "replica restarts up to 5 per attempt"},
-           // An unset limit shows only what is used of it.
-           {"none", some, "job retries 1 used, capacity retries 2"},
-           {"none", none, ""},
+            "job retries 0/3 used, internal retries 0/2, capacity retries 0/3, redispatches 0/1; "
+            "no replica restarts (restartPolicy NEVER)"},
+           {"restarts", none, "redispatches 0/3 used; replica restarts up to 5 per attempt"},
+           // An unset limit shows only what is used of it; jobRetryNum defaults to 3.
+           {"none", some, "job retries 1 used, capacity retries 2, redispatches 0/3"},
+           {"none", none, "redispatches 0/3 used"},
+           {"none", redispatched, "redispatches 2/3 used"},
+           {"no redispatch", none, "redispatches 0/0 used"},
        }) {
     INFO(row.scheduling);
     v1::Job job;
@@ -255,19 +273,70 @@ TEST_CASE("RetryBudgetsText shows what is used of each budget the spec limits", 
       s->set_max_job_retries(3);
       s->set_max_internal_retries(2);
       s->set_max_capacity_retries(3);
+      job.mutable_spec()->mutable_fault_tolerance()->set_job_retry_num(1);
     }
-    if (which != "none") s->set_max_replica_restarts(5);
+    if (which == "no redispatch")
+      job.mutable_spec()->mutable_fault_tolerance()->set_job_retry_num(0);
+    if (which != "none" && which != "no redispatch") s->set_max_replica_restarts(5);
     if (which == "never") s->set_restart_policy(v1::RESTART_POLICY_NEVER);
     *job.mutable_budgets_used() = row.used;
     CHECK(RetryBudgetsText(job) == row.want);
   }
 }
 
+TEST_CASE("FaultToleranceText says what a host fault does and why", "[describe_view]") {
+  v1::Job job;
+  CHECK(JobRetryNum(job) == 3);
+  CHECK(FaultToleranceText(job) ==
+        "re-dispatch the job to other hosts, up to 3 times (faultTolerance.jobRetryNum 3, the "
+        "default)");
+  job.mutable_spec()->mutable_fault_tolerance()->set_job_retry_num(1);
+  CHECK(FaultToleranceText(job) ==
+        "re-dispatch the job to other hosts, up to 1 time (faultTolerance.jobRetryNum 1)");
+  job.mutable_spec()->mutable_fault_tolerance()->set_job_retry_num(0);
+  CHECK(JobRetryNum(job) == 0);
+  CHECK(FaultToleranceText(job) == "fail the job (faultTolerance.jobRetryNum 0)");
+}
+
+TEST_CASE("RenderJobDescription shows how often replicas moved and why one moves",
+          "[describe_view]") {
+  v1::Job job = RetriedJob();
+  job.mutable_spec()->mutable_fault_tolerance()->set_job_retry_num(2);
+  job.mutable_budgets_used()->set_redispatches(1);
+  job.mutable_attempts(0)->mutable_budgets_left()->set_redispatches(1);
+  v1::Replica* chief = job.mutable_replicas(0);
+  chief->set_moves(2);
+  chief->set_restart_count(2);
+  v1::Replica* worker = job.mutable_replicas(1);
+  worker->set_state(v1::REPLICA_STATE_STOPPING);
+  worker->set_message("stopping");
+  worker->set_move_reason("node-b drained: kernel upgrade");
+  worker->set_moves(1);
+  worker->set_restart_count(2);
+  const std::string text = RenderJobDescription(job, kNowMs);
+  CHECK_THAT(text, Catch::Contains("Retry budgets:  redispatches 1/2 used\n"
+                                   "Host faults:    re-dispatch the job to other hosts, up to 2 "
+                                   "times (faultTolerance.jobRetryNum 2)\n"));
+  // Moves are restarts that were never charged.
+  CHECK_THAT(
+      text, Catch::Contains(
+                "Replicas:\n"
+                "  NAME       RANK   NODE     STATE      RESTARTS        MOVES   EXIT              "
+                "   MESSAGE\n"
+                "  chief-0    0      node-a   RUNNING    2 (0 charged)   2       -                 "
+                "   started\n"
+                "  worker-0   1      node-b   STOPPING   2 (1 charged)   1       signal 9 (SIGKILL)"
+                "   stopping; moving to another node: node-b drained: kernel upgrade\n"));
+  CHECK_THAT(text, Catch::Contains("retries 0, internal 0, capacity 0, redispatches 1"));
+}
+
 TEST_CASE("BudgetsLeftText is empty until the attempt was charged", "[describe_view]") {
   v1::Attempt attempt;
   CHECK(BudgetsLeftText(attempt) == "");
   attempt.mutable_budgets_left()->set_job_retries(2);
-  CHECK(BudgetsLeftText(attempt) == "retries 2, internal 0, capacity 0");
+  CHECK(BudgetsLeftText(attempt) == "retries 2, internal 0, capacity 0, redispatches 0");
+  attempt.mutable_budgets_left()->set_redispatches(3);
+  CHECK(BudgetsLeftText(attempt) == "retries 2, internal 0, capacity 0, redispatches 3");
 }
 
 TEST_CASE("ReplicaRestartsText notes restarts that were not charged", "[describe_view]") {
@@ -285,12 +354,14 @@ TEST_CASE("ReplicaRestartsText notes restarts that were not charged", "[describe
   }
 }
 
-TEST_CASE("ReplicaNoteText says when a restarting replica restarts", "[describe_view]") {
+TEST_CASE("ReplicaNoteText says when a restarting replica restarts and why one moves",
+          "[describe_view]") {
   struct Row {
     v1::ReplicaState state;
     const char* message;
     int64_t next_start_ms;  // 0: unset
     const char* want;
+    const char* move_reason = "";
   };
   for (const Row& row : std::vector<Row>{
            {v1::REPLICA_STATE_RUNNING, "running on node-a", 0, "running on node-a"},
@@ -303,10 +374,18 @@ TEST_CASE("ReplicaNoteText says when a restarting replica restarts", "[describe_
            {v1::REPLICA_STATE_RESTARTING, "", kNowMs + 3 * kMinuteMs, "restarts in 3m"},
            {v1::REPLICA_STATE_RESTARTING, "hung", kNowMs - 1000, "hung; restarts now"},
            {v1::REPLICA_STATE_RESTARTING, "exited", 0, "exited"},
+           {v1::REPLICA_STATE_STOPPING, "", 0, "moving to another node: node-a lost",
+            "node-a lost"},
+           {v1::REPLICA_STATE_STOPPING, "stopping", 0,
+            "stopping; moving to another node: node-a drained", "node-a drained"},
+           // The server's note may say it already.
+           {v1::REPLICA_STATE_STOPPING, "stopping to move: node-a drained", 0,
+            "stopping to move: node-a drained", "node-a drained"},
        }) {
     v1::Replica replica;
     replica.set_state(row.state);
     replica.set_message(row.message);
+    replica.set_move_reason(row.move_reason);
     if (row.next_start_ms > 0)
       *replica.mutable_next_start_time() = MsToTimestamp(row.next_start_ms);
     CHECK(ReplicaNoteText(replica, kNowMs) == row.want);

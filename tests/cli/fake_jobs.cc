@@ -66,6 +66,7 @@ v1::Job DescribedJob() {
     attempt->mutable_budgets_left()->set_job_retries(3);
     attempt->mutable_budgets_left()->set_internal_retries(1);
     attempt->mutable_budgets_left()->set_capacity_retries(3);
+    attempt->mutable_budgets_left()->set_redispatches(3);
   }
   *job.mutable_create_time() = MsToTimestamp(start_ms - kMinuteMs);
   return job;
