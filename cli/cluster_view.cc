@@ -1,6 +1,10 @@
 #include "cli/cluster_view.h"
 
+#include <utility>
+
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "cli/states.h"
 #include "common/time_util.h"
 #include "google/protobuf/util/time_util.h"
 
@@ -29,23 +33,45 @@ std::string AgeAgo(const google::protobuf::Timestamp& ts, int64_t now_ms) {
 
 }  // namespace
 
-std::string NodeStatus(const v1::Node& node) { return node.connected() ? "Ready" : "Disconnected"; }
-
-std::vector<std::string> NodeRow(const v1::Node& node, int64_t now_ms) {
-  return {node.name(),
-          NodeStatus(node),
-          node.address().empty() ? "-" : node.address(),
-          CpuText(node),
-          MemoryText(node),
-          GpuText(node),
-          absl::StrCat(node.replicas()),
-          AgeAgo(node.last_heartbeat_time(), now_ms)};
+absl::StatusOr<NodesOutput> ParseNodesOutput(absl::string_view text) {
+  if (absl::AsciiStrToLower(text) == "wide") return NodesOutput{OutputFormat::kTable, true};
+  absl::StatusOr<OutputFormat> format = ParseOutputFormat(text);
+  if (!format.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown output format \"", text, "\"; use table, wide, json or yaml"));
+  }
+  return NodesOutput{*format, false};
 }
 
-std::string RenderNodeList(const google::protobuf::RepeatedPtrField<v1::Node>& nodes,
+std::vector<std::string> NodeRow(const v1::Node& node, bool wide, int64_t now_ms) {
+  std::vector<std::string> row = {node.name(), NodeStateName(node.state()),
+                                  NodeHealthName(node.health())};
+  if (wide) row.push_back(node.address().empty() ? "-" : node.address());
+  for (std::string cell :
+       {CpuText(node), MemoryText(node), GpuText(node), absl::StrCat(node.replicas()),
+        AgeAgo(node.last_heartbeat_time(), now_ms)}) {
+    row.push_back(std::move(cell));
+  }
+  if (wide) {
+    row.push_back(node.agent_version().empty() ? "-" : node.agent_version());
+    row.push_back(node.state_reason());
+  }
+  return row;
+}
+
+std::string RenderNodeList(const google::protobuf::RepeatedPtrField<v1::Node>& nodes, bool wide,
                            int64_t now_ms) {
-  Table table({"NAME", "STATUS", "ADDRESS", "CPU", "MEMORY", "GPUS", "REPLICAS", "HEARTBEAT"});
-  for (const v1::Node& node : nodes) table.AddRow(NodeRow(node, now_ms));
+  std::vector<std::string> header = {"NAME", "STATE", "HEALTH"};
+  if (wide) header.push_back("ADDRESS");
+  for (const char* name : {"CPU", "MEMORY", "GPUS", "REPLICAS", "HEARTBEAT"}) {
+    header.push_back(name);
+  }
+  if (wide) {
+    header.push_back("AGENT");
+    header.push_back("REASON");
+  }
+  Table table(std::move(header));
+  for (const v1::Node& node : nodes) table.AddRow(NodeRow(node, wide, now_ms));
   return table.Render();
 }
 
@@ -59,10 +85,12 @@ std::string RenderEventList(const google::protobuf::RepeatedPtrField<v1::Event>&
   return table.Render();
 }
 
-absl::StatusOr<std::string> FormatNodes(const v1::ListNodesResponse& response, OutputFormat format,
+absl::StatusOr<std::string> FormatNodes(const v1::ListNodesResponse& response, NodesOutput output,
                                         int64_t now_ms) {
-  if (format == OutputFormat::kTable) return RenderNodeList(response.nodes(), now_ms);
-  return MessageToFormat(response, format);
+  if (output.format == OutputFormat::kTable) {
+    return RenderNodeList(response.nodes(), output.wide, now_ms);
+  }
+  return MessageToFormat(response, output.format);
 }
 
 absl::StatusOr<std::string> FormatEvents(const v1::ListEventsResponse& response,

@@ -1,8 +1,9 @@
 // How the CLI shows the cluster: the `nodes` table, the `events` table, and the --since flag.
 //
-//   std::cout << RenderNodeList(response.nodes(), WallNowMs());
-//   // NAME     STATUS   ADDRESS          CPU     MEMORY        GPUS   REPLICAS   HEARTBEAT
-//   // node-a   Ready    10.0.0.1:7071    3.5/4   3968/4096Mi   0/0    1          3s ago
+//   std::cout << RenderNodeList(response.nodes(), /*wide=*/false, WallNowMs());
+//   // NAME     STATE      HEALTH      CPU     MEMORY        GPUS   REPLICAS   HEARTBEAT
+//   // node-a   READY      HEALTHY     3.5/4   3968/4096Mi   6/8    1          3s ago
+//   // node-c   ISOLATED   UNHEALTHY   4/4     4096/4096Mi   8/8    0          2s ago
 //
 // `now_ms` (ms since the epoch) is passed in so that ages are testable.
 // Pure functions; thread-safe.
@@ -13,29 +14,38 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "cli/output.h"
 #include "google/protobuf/repeated_field.h"
 #include "trainctl/v1/job.pb.h"
 
 namespace trainctl::cli {
 
-// "Ready" while the node's agent is connected, else "Disconnected".
-std::string NodeStatus(const v1::Node& node);
+// How `nodes` prints: -o table, wide (the table with more columns), json or yaml.
+struct NodesOutput {
+  OutputFormat format = OutputFormat::kTable;
+  bool wide = false;  // only with kTable
+};
 
-// One row of the nodes table: NAME STATUS ADDRESS CPU MEMORY GPUS REPLICAS HEARTBEAT, where
-// CPU, MEMORY and GPUS are "free/allocatable" and HEARTBEAT is an age ("3s ago", "-" if never).
-std::vector<std::string> NodeRow(const v1::Node& node, int64_t now_ms);
+// "table", "wide", "json" or "yaml" (any case); INVALID_ARGUMENT naming the four otherwise.
+absl::StatusOr<NodesOutput> ParseNodesOutput(absl::string_view text);
 
-// `nodes -o table`: the header, then NodeRow for each node.
-std::string RenderNodeList(const google::protobuf::RepeatedPtrField<v1::Node>& nodes,
+// One row of the nodes table: NAME STATE HEALTH CPU MEMORY GPUS REPLICAS HEARTBEAT, where STATE
+// and HEALTH are NodeStateName and NodeHealthName, CPU, MEMORY and GPUS are "free/allocatable"
+// and HEARTBEAT is an age ("3s ago", "-" if never). `wide` adds ADDRESS after HEALTH, and AGENT
+// (the agent's version) and REASON (why the node is in its state) at the end.
+std::vector<std::string> NodeRow(const v1::Node& node, bool wide, int64_t now_ms);
+
+// `nodes -o table` (or wide): the header, then NodeRow for each node.
+std::string RenderNodeList(const google::protobuf::RepeatedPtrField<v1::Node>& nodes, bool wide,
                            int64_t now_ms);
 
 // `events -o table`: TIME (RFC3339) TYPE JOB REPLICA NODE REASON, in the order given (the
 // server's: oldest first). JOB, REPLICA and NODE are left out when no event has them.
 std::string RenderEventList(const google::protobuf::RepeatedPtrField<v1::Event>& events);
 
-// The response in `format`, as `nodes` prints it; JSON and YAML are {"nodes": [...]}.
-absl::StatusOr<std::string> FormatNodes(const v1::ListNodesResponse& response, OutputFormat format,
+// The response as `nodes` prints it; JSON and YAML are {"nodes": [...]}, the proto's JSON mapping.
+absl::StatusOr<std::string> FormatNodes(const v1::ListNodesResponse& response, NodesOutput output,
                                         int64_t now_ms);
 
 // The response in `format`, as `events` prints it; JSON and YAML are {"events": [...]}.

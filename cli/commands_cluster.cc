@@ -16,17 +16,17 @@ namespace {
 constexpr int kMaxEvents = 10000;
 
 absl::StatusOr<int> RunNodes(const ParsedArgs& args, Client& client) {
-  TC_ASSIGN_OR_RETURN(OutputFormat format, ParseOutputFormat(args.Get("output")));
+  TC_ASSIGN_OR_RETURN(NodesOutput output, ParseNodesOutput(args.Get("output")));
   grpc::ClientContext context;
   Client::PrepareUnary(&context);
   v1::ListNodesResponse response;
   grpc::Status status = client.cluster().ListNodes(&context, v1::ListNodesRequest(), &response);
   if (!status.ok()) return client.ToStatus(status);
-  if (response.nodes().empty() && format == OutputFormat::kTable) {
+  if (response.nodes().empty() && output.format == OutputFormat::kTable) {
     std::cerr << "No nodes found." << std::endl;
     return kExitOk;
   }
-  TC_ASSIGN_OR_RETURN(std::string text, FormatNodes(response, format, WallNowMs()));
+  TC_ASSIGN_OR_RETURN(std::string text, FormatNodes(response, output, WallNowMs()));
   std::cout << text << std::flush;
   return kExitOk;
 }
@@ -66,14 +66,21 @@ absl::StatusOr<int> RunEvents(const ParsedArgs& args, Client& client) {
 }  // namespace
 
 Command NodesCommand() {
-  CommandSpec spec{"nodes",
-                   "",
-                   "List the cluster's nodes: status, free/allocatable resources, heartbeat",
-                   "A node is Ready while its agent is connected to the scheduler. CPU, MEMORY "
-                   "and GPUS show\nwhat is free of what trainctl may place on the node.",
-                   {OutputFlag()},
-                   0,
-                   0};
+  CommandSpec spec{
+      "nodes",
+      "",
+      "List the cluster's nodes: state, health, free/allocatable resources, heartbeat",
+      "STATE is what the node is available for: READY (takes new work), CORDONED (an operator's\n"
+      "hold), DRAINING (its replicas are moving to other nodes), ISOLATED (failed a check; out\n"
+      "until its checks pass) or LOST (no heartbeat; its replicas were moved). HEALTH is the\n"
+      "result of its latest checks: HEALTHY, UNHEALTHY or UNKNOWN. CPU, MEMORY and GPUS show\n"
+      "what is free of what trainctl may place on the node. -o wide adds ADDRESS, AGENT (the\n"
+      "agent's version) and REASON (why the node is in its state).\n"
+      "'trainctl node describe NODE' shows one node's checks, config and events.",
+      {{"output", 'o', FlagSpec::Kind::kValue, "FORMAT", "table",
+        "Output format: table, wide, json or yaml"}},
+      0,
+      0};
   return {std::move(spec), &RunNodes};
 }
 
@@ -82,14 +89,24 @@ Command EventsCommand() {
       "events",
       "[JOB_ID]",
       "Show the event log, oldest first; of one job when JOB_ID is given",
-      "Lists the newest matching events (up to --limit), oldest first. Event types include\n"
-      "JobQueued, ReplicaStarted, ReplicaExited, ReplicaLost, NodeRegistered, NodeDisconnected\n"
-      "and one for each change of a job's state.",
+      "Lists the newest matching events (up to --limit), oldest first. --since takes an RFC3339\n"
+      "time (2026-01-01T00:00:00Z) or a duration back from now (10m: the last 10 minutes).\n"
+      "\n"
+      "Event types (for --type):\n"
+      "  jobs:      JobQueued, one for each change of a job's state (JobRunning, JobFailed,\n"
+      "             ...), JobRedispatched (after a host fault: a new attempt on other hosts),\n"
+      "             JobExiting\n"
+      "  replicas:  ReplicaStarted, ReplicaExited, ReplicaLost, ReplicaMoved (off a drained,\n"
+      "             lost or unhealthy node, to another one)\n"
+      "  nodes:     NodeRegistered, NodeReconnected, NodeDisconnected, NodeLost, NodeReturned,\n"
+      "             NodeIsolated, NodeFlapping, NodeHealthy, NodeCordoned, NodeUncordoned,\n"
+      "             NodeDrainStarted, NodeDrained, NodeShutdown",
       {{"node", 0, FlagSpec::Kind::kValue, "NODE", "", "Only events of this node"},
        {"type", 0, FlagSpec::Kind::kValue, "TYPE", "",
         "Only events of this exact type, e.g. ReplicaExited"},
        {"since", 0, FlagSpec::Kind::kValue, "WHEN", "",
-        "Only newer events: a duration back from now (10m, 1h30m) or an RFC3339 time"},
+        "Only newer events: a duration back from now (10m = the last 10 minutes, 1h30m) or an "
+        "RFC3339 time (2026-01-01T00:00:00Z)"},
        {"limit", 0, FlagSpec::Kind::kValue, "N", "",
         "Show the newest N events, 1..10000 (default: the server's, 1000)"},
        OutputFlag()},

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/spec_parse.h"
+#include "common/time_util.h"
 #include "tests/cli/fake_server.h"
 #include "trainctl/v1/job.pb.h"
 
@@ -26,38 +27,65 @@ std::string WithoutFirstColumn(const std::string& text) {
   return out;
 }
 
-TEST_CASE("nodes shows status, free/allocatable resources and heartbeats", "[binary][cluster]") {
+TEST_CASE("nodes shows state, health, free/allocatable resources and heartbeats",
+          "[binary][cluster]") {
   Result nodes = Fake().Run("nodes");
   INFO(nodes.err);
   REQUIRE(nodes.exit_status == 0);
-  CHECK(
-      nodes.out ==
-      "NAME     STATUS         ADDRESS         CPU     MEMORY        GPUS   REPLICAS   HEARTBEAT\n"
-      "node-a   Ready          10.0.0.1:7071   3.5/4   3968/4096Mi   6/8    1          2m ago\n"
-      "node-b   Disconnected   10.0.0.2:7071   4/4     4096/4096Mi   0/0    0          60m ago\n");
+  CHECK(nodes.out ==
+        "NAME     STATE      HEALTH      CPU       MEMORY          GPUS   REPLICAS   HEARTBEAT\n"
+        "node-a   READY      HEALTHY     3.5/4     3968/4096Mi     6/8    2          2m ago\n"
+        "node-b   LOST       UNKNOWN     4/4       4096/4096Mi     0/0    0          60m ago\n"
+        "node-c   ISOLATED   UNHEALTHY   7.5/7.5   16000/16000Mi   8/8    0          5s ago\n");
+
+  Result wide = Fake().Run("nodes -o wide");
+  REQUIRE(wide.exit_status == 0);
+  CHECK(wide.out ==
+        "NAME     STATE      HEALTH      ADDRESS         CPU       MEMORY          GPUS   "
+        "REPLICAS   HEARTBEAT   AGENT   REASON\n"
+        "node-a   READY      HEALTHY     10.0.0.1:7071   3.5/4     3968/4096Mi     6/8    "
+        "2          2m ago      0.2.0\n"
+        "node-b   LOST       UNKNOWN     10.0.0.2:7071   4/4       4096/4096Mi     0/0    "
+        "0          60m ago     0.2.0   no heartbeat for 30s\n"
+        "node-c   ISOLATED   UNHEALTHY   10.0.0.3:7071   7.5/7.5   16000/16000Mi   8/8    "
+        "0          5s ago      0.2.0   failed preflight check disk-size root: 3.1 GB free, need "
+        "> 32 GB\n");
 
   for (const char* format : {"json", "yaml"}) {
     Result listed = Fake().Run(absl::StrCat("nodes -o ", format));
     REQUIRE(listed.exit_status == 0);
-    v1::ListNodesResponse response;  // {"nodes": [...]}
+    v1::ListNodesResponse response;  // {"nodes": [...]}, the proto's JSON mapping
     REQUIRE(ParseYamlToMessage(listed.out, &response).ok());
-    REQUIRE(response.nodes_size() == 2);
+    REQUIRE(response.nodes_size() == 3);
     CHECK(response.nodes(0).connected());
     CHECK(response.nodes(1).free().memory_mb() == 4096);
+    CHECK(response.nodes(2).state() == v1::NODE_STATE_ISOLATED);
+    CHECK(response.nodes(2).checks(0).items(1).measured() == "3.1 GB free");
   }
+  CHECK_THAT(Fake().Run("nodes -o json").out,
+             Catch::Contains("\"health\": \"NODE_HEALTH_UNHEALTHY\""));
   CHECK(Fake().Run("nodes extra").exit_status == 2);
+  Result bad = Fake().Run("nodes -o xml");
+  CHECK(bad.exit_status == 2);
+  CHECK(bad.err ==
+        "error: INVALID_ARGUMENT: unknown output format \"xml\"; use table, wide, json "
+        "or yaml\n");
 }
 
 TEST_CASE("events lists the log oldest first and filters it", "[binary][cluster]") {
   Result all = Fake().Run("events");
   INFO(all.err);
   REQUIRE(all.exit_status == 0);
-  CHECK_THAT(all.out, Catch::Matches("TIME   .*\n(20[0-9-]{8}T[0-9:]{8}Z   .*\n){6}"));
+  CHECK_THAT(all.out, Catch::Matches("TIME   .*\n(20[0-9-]{8}T[0-9:]{8}Z   .*\n){9}"));
   CHECK(WithoutFirstColumn(all.out) ==
         "TYPE               JOB           REPLICA    NODE     REASON\n"
         "NodeRegistered     -             -          node-a   agent 0.1.0\n"
+        "NodeRegistered     -             -          node-c   agent 0.2.0\n"
         "JobQueued          j-described   -          -        submitted\n"
         "ReplicaStarted     j-described   worker-0   node-b   pid 4321\n"
+        "NodeIsolated       -             -          node-c   failed preflight check disk-size "
+        "root: 3.1 GB free, need > 32 GB\n"
+        "NodeFlapping       -             -          node-c   isolated 3 times within 1h\n"
         "ReplicaExited      j-described   worker-0   node-b   killed by signal 9\n"
         "JobFailed          j-described   -          -        worker-0 killed\n"
         "NodeDisconnected   -             -          node-b   no heartbeat for 30s\n");
@@ -73,11 +101,26 @@ TEST_CASE("events lists the log oldest first and filters it", "[binary][cluster]
   Result type = Fake().Run("events --type NodeRegistered");
   CHECK(WithoutFirstColumn(type.out) ==
         "TYPE             NODE     REASON\n"
-        "NodeRegistered   node-a   agent 0.1.0\n");
+        "NodeRegistered   node-a   agent 0.1.0\n"
+        "NodeRegistered   node-c   agent 0.2.0\n");
+
+  Result node = Fake().Run("events --node node-c --type NodeIsolated");
+  CHECK(WithoutFirstColumn(node.out) ==
+        "TYPE           NODE     REASON\n"
+        "NodeIsolated   node-c   failed preflight check disk-size root: 3.1 GB free, need > 32 "
+        "GB\n");
+  CHECK(Fake().LastEventsRequest().node() == "node-c");
+  CHECK(Fake().LastEventsRequest().type() == "NodeIsolated");
 
   // The newest two of the events of the last 10 minutes.
+  const int64_t before_ms = WallNowMs();
   Result recent = Fake().Run("events --since 10m --limit 2 -o json");
+  const int64_t after_ms = WallNowMs();
   REQUIRE(recent.exit_status == 0);
+  // "10m" is sent as a time: now - 10 minutes, now being when trainctl ran.
+  const int64_t since_ms = TimestampToMs(Fake().LastEventsRequest().since());
+  CHECK(since_ms >= before_ms - 10 * 60 * 1000);
+  CHECK(since_ms <= after_ms - 10 * 60 * 1000);
   v1::ListEventsResponse response;
   REQUIRE(ParseYamlToMessage(recent.out, &response).ok());
   REQUIRE(response.events_size() == 2);
@@ -87,7 +130,11 @@ TEST_CASE("events lists the log oldest first and filters it", "[binary][cluster]
 
   Result rfc3339 = Fake().Run("events --since 2000-01-01T00:00:00Z -o yaml");
   REQUIRE(ParseYamlToMessage(rfc3339.out, &response).ok());
-  CHECK(response.events_size() == 6);
+  CHECK(response.events_size() == 9);
+  CHECK(Fake().LastEventsRequest().since().seconds() == 946684800);
+
+  Result offset = Fake().Run("events --since 2000-01-01T01:00:00+01:00 -o json");
+  REQUIRE(offset.exit_status == 0);
   CHECK(Fake().LastEventsRequest().since().seconds() == 946684800);
 
   Result none = Fake().Run("events --since 2999-01-01T00:00:00Z");
@@ -226,6 +273,16 @@ TEST_CASE("help lists nodes, events and describe", "[binary][cluster]") {
     CHECK(own.exit_status == 0);
     CHECK_THAT(own.out, Catch::StartsWith(absl::StrCat("Usage:\n  trainctl ", command)));
   }
+
+  Result events = Fixture::RunBinary("events --help");
+  for (const char* type : {"NodeRegistered", "NodeReconnected", "NodeDisconnected", "NodeLost",
+                           "NodeReturned", "NodeIsolated", "NodeFlapping", "NodeHealthy",
+                           "NodeCordoned", "NodeUncordoned", "NodeDrainStarted", "NodeDrained",
+                           "NodeShutdown", "ReplicaMoved", "JobRedispatched", "JobExiting"}) {
+    CHECK_THAT(events.out, Catch::Contains(type));
+  }
+  CHECK_THAT(events.out, Catch::Contains("10m: the last 10 minutes"));
+  CHECK_THAT(events.out, Catch::Contains("RFC3339"));
 }
 
 }  // namespace

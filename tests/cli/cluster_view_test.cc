@@ -11,11 +11,14 @@ namespace {
 
 constexpr int64_t kNowMs = 1767225600000;  // 2026-01-01T00:00:00Z
 
-v1::Node MakeNode(const std::string& name, bool connected, int64_t heartbeat_age_ms) {
+v1::Node MakeNode(const std::string& name, v1::NodeState state, v1::NodeHealth health,
+                  int64_t heartbeat_age_ms) {
   v1::Node node;
   node.set_name(name);
   node.set_address(name + ":7071");
-  node.set_connected(connected);
+  node.set_connected(state != v1::NODE_STATE_LOST);
+  node.set_state(state);
+  node.set_health(health);
   node.mutable_allocatable()->set_cpu(4);
   node.mutable_allocatable()->set_memory_mb(4096);
   node.mutable_free()->set_cpu(3.5);
@@ -40,40 +43,81 @@ v1::Event MakeEvent(int64_t age_ms, const std::string& type, const std::string& 
   return event;
 }
 
-TEST_CASE("NodeRow shows status, free/allocatable resources and the heartbeat age",
+TEST_CASE("NodeRow shows state, health, free/allocatable resources and the heartbeat age",
           "[cluster_view]") {
-  CHECK(NodeRow(MakeNode("node-a", true, 3000), kNowMs) ==
-        std::vector<std::string>{"node-a", "Ready", "node-a:7071", "3.5/4", "3968/4096Mi", "0/0",
-                                 "1", "3s ago"});
-  v1::Node gone = MakeNode("node-b", false, -1);
-  gone.clear_address();
-  gone.mutable_allocatable()->set_gpus(8);
-  gone.mutable_free()->set_gpus(6);
-  CHECK(NodeRow(gone, kNowMs) == std::vector<std::string>{"node-b", "Disconnected", "-", "3.5/4",
-                                                          "3968/4096Mi", "6/8", "1", "-"});
-  CHECK(NodeStatus(gone) == "Disconnected");
+  v1::Node ready = MakeNode("node-a", v1::NODE_STATE_READY, v1::NODE_HEALTH_HEALTHY, 3000);
+  CHECK(NodeRow(ready, false, kNowMs) == std::vector<std::string>{"node-a", "READY", "HEALTHY",
+                                                                  "3.5/4", "3968/4096Mi", "0/0",
+                                                                  "1", "3s ago"});
+  v1::Node lost = MakeNode("node-b", v1::NODE_STATE_LOST, v1::NODE_HEALTH_UNKNOWN, -1);
+  lost.clear_address();
+  lost.mutable_allocatable()->set_gpus(8);
+  lost.mutable_free()->set_gpus(6);
+  lost.set_state_reason("no heartbeat for 30s");
+  CHECK(NodeRow(lost, false, kNowMs) == std::vector<std::string>{"node-b", "LOST", "UNKNOWN",
+                                                                 "3.5/4", "3968/4096Mi", "6/8", "1",
+                                                                 "-"});
+  // Wide: ADDRESS after HEALTH, AGENT and REASON at the end.
+  CHECK(NodeRow(lost, true, kNowMs) == std::vector<std::string>{"node-b", "LOST", "UNKNOWN", "-",
+                                                                "3.5/4", "3968/4096Mi", "6/8", "1",
+                                                                "-", "-", "no heartbeat for 30s"});
+  // A server that reports no node states.
+  v1::Node old = MakeNode("node-c", v1::NODE_STATE_UNSPECIFIED, v1::NODE_HEALTH_UNSPECIFIED, 0);
+  CHECK(NodeRow(old, false, kNowMs)[1] == "-");
+  CHECK(NodeRow(old, false, kNowMs)[2] == "-");
 }
 
 TEST_CASE("RenderNodeList renders a header and one row per node", "[cluster_view]") {
   v1::ListNodesResponse response;
-  *response.add_nodes() = MakeNode("node-a", true, 3000);
-  *response.add_nodes() = MakeNode("node-b", false, 5 * 60 * 1000);
-  CHECK(RenderNodeList(response.nodes(), kNowMs) ==
-        "NAME     STATUS         ADDRESS       CPU     MEMORY        GPUS   REPLICAS   HEARTBEAT\n"
-        "node-a   Ready          node-a:7071   3.5/4   3968/4096Mi   0/0    1          3s ago\n"
-        "node-b   Disconnected   node-b:7071   3.5/4   3968/4096Mi   0/0    1          5m ago\n");
+  *response.add_nodes() = MakeNode("node-a", v1::NODE_STATE_READY, v1::NODE_HEALTH_HEALTHY, 3000);
+  v1::Node* draining = response.add_nodes();
+  *draining = MakeNode("node-b", v1::NODE_STATE_DRAINING, v1::NODE_HEALTH_HEALTHY, 5 * 60 * 1000);
+  draining->set_state_reason("kernel upgrade");
+  draining->set_agent_version("0.2.0");
+  *response.add_nodes() =
+      MakeNode("node-c", v1::NODE_STATE_ISOLATED, v1::NODE_HEALTH_UNHEALTHY, 2000);
+  CHECK(RenderNodeList(response.nodes(), false, kNowMs) ==
+        "NAME     STATE      HEALTH      CPU     MEMORY        GPUS   REPLICAS   HEARTBEAT\n"
+        "node-a   READY      HEALTHY     3.5/4   3968/4096Mi   0/0    1          3s ago\n"
+        "node-b   DRAINING   HEALTHY     3.5/4   3968/4096Mi   0/0    1          5m ago\n"
+        "node-c   ISOLATED   UNHEALTHY   3.5/4   3968/4096Mi   0/0    1          2s ago\n");
+  CHECK(RenderNodeList(response.nodes(), true, kNowMs) ==
+        "NAME     STATE      HEALTH      ADDRESS       CPU     MEMORY        GPUS   REPLICAS   "
+        "HEARTBEAT   AGENT   REASON\n"
+        "node-a   READY      HEALTHY     node-a:7071   3.5/4   3968/4096Mi   0/0    1          "
+        "3s ago      -\n"
+        "node-b   DRAINING   HEALTHY     node-b:7071   3.5/4   3968/4096Mi   0/0    1          "
+        "5m ago      0.2.0   kernel upgrade\n"
+        "node-c   ISOLATED   UNHEALTHY   node-c:7071   3.5/4   3968/4096Mi   0/0    1          "
+        "2s ago      -\n");
+}
+
+TEST_CASE("ParseNodesOutput takes table, wide, json and yaml", "[cluster_view]") {
+  CHECK(ParseNodesOutput("wide").value().wide);
+  CHECK(ParseNodesOutput("WIDE").value().format == OutputFormat::kTable);
+  CHECK_FALSE(ParseNodesOutput("table").value().wide);
+  CHECK(ParseNodesOutput("json").value().format == OutputFormat::kJson);
+  CHECK(ParseNodesOutput("yaml").value().format == OutputFormat::kYaml);
+  absl::StatusOr<NodesOutput> bad = ParseNodesOutput("xml");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message() == "unknown output format \"xml\"; use table, wide, json or yaml");
 }
 
 TEST_CASE("FormatNodes wraps the nodes in a nodes list", "[cluster_view]") {
   v1::ListNodesResponse response;
-  *response.add_nodes() = MakeNode("node-a", true, 3000);
-  std::string json = FormatNodes(response, OutputFormat::kJson, kNowMs).value();
+  *response.add_nodes() = MakeNode("node-a", v1::NODE_STATE_READY, v1::NODE_HEALTH_HEALTHY, 3000);
+  const NodesOutput json_output{OutputFormat::kJson, false};
+  std::string json = FormatNodes(response, json_output, kNowMs).value();
+  // The proto's JSON mapping: enum names, lowerCamelCase fields.
+  CHECK_THAT(json, Catch::Contains("\"state\": \"NODE_STATE_READY\""));
+  CHECK_THAT(json, Catch::Contains("\"health\": \"NODE_HEALTH_HEALTHY\""));
+  CHECK_THAT(json, Catch::Contains("\"lastHeartbeatTime\": \"2025-12-31T23:59:57Z\""));
   v1::ListNodesResponse back;
   REQUIRE(ParseYamlToMessage(json, &back).ok());
   CHECK(google::protobuf::util::MessageDifferencer::Equals(back, response));
-  CHECK_THAT(FormatNodes(response, OutputFormat::kYaml, kNowMs).value(),
+  CHECK_THAT(FormatNodes(response, {OutputFormat::kYaml, false}, kNowMs).value(),
              Catch::StartsWith("nodes:\n  - name: node-a\n"));
-  CHECK(FormatNodes(v1::ListNodesResponse(), OutputFormat::kJson, kNowMs).value() ==
+  CHECK(FormatNodes(v1::ListNodesResponse(), json_output, kNowMs).value() ==
         "{\n \"nodes\": []\n}\n");
 }
 

@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/time_util.h"
 #include "tests/cli/fake_jobs.h"
+#include "tests/cli/fake_nodes.h"
 #include "tests/cli/fake_quota_service.h"
 #include "trainctl/v1/job.grpc.pb.h"
 
@@ -179,28 +180,51 @@ class FakeJobService final : public v1::JobService::Service {
   int growing_calls_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-// Serves two nodes and an event log dated back from the time of each request.
+// Serves the nodes of fake_nodes.h and an event log dated back from the time of each request;
+// remembers the last request of each node RPC.
 class FakeClusterService final : public v1::ClusterService::Service {
  public:
   grpc::Status ListNodes(grpc::ServerContext*, const v1::ListNodesRequest*,
                          v1::ListNodesResponse* response) override {
-    const int64_t now_ms = WallNowMs();
-    for (bool ready : {true, false}) {
-      v1::Node* node = response->add_nodes();
-      node->set_name(ready ? "node-a" : "node-b");
-      node->set_address(ready ? "10.0.0.1:7071" : "10.0.0.2:7071");
-      node->set_connected(ready);
-      node->mutable_allocatable()->set_cpu(4);
-      node->mutable_allocatable()->set_memory_mb(4096);
-      node->mutable_allocatable()->set_gpus(ready ? 8 : 0);
-      node->mutable_free()->set_cpu(ready ? 3.5 : 4);
-      node->mutable_free()->set_memory_mb(ready ? 3968 : 4096);
-      node->mutable_free()->set_gpus(ready ? 6 : 0);
-      node->set_replicas(ready ? 1 : 0);
-      *node->mutable_last_heartbeat_time() =
-          MsToTimestamp(now_ms - (ready ? 150 * 1000 : 60 * kMinuteMs));
-    }
+    for (v1::Node& node : FakeNodes(WallNowMs())) *response->add_nodes() = std::move(node);
     return grpc::Status::OK;
+  }
+
+  grpc::Status GetNode(grpc::ServerContext*, const v1::GetNodeRequest* request,
+                       v1::Node* node) override {
+    Remember(*request);
+    return FindFakeNode(request->name(), WallNowMs(), node);
+  }
+
+  grpc::Status CordonNode(grpc::ServerContext*, const v1::CordonNodeRequest* request,
+                          v1::Node* node) override {
+    Remember(*request);
+    return FakeCordon(*request, WallNowMs(), node);
+  }
+
+  grpc::Status UncordonNode(grpc::ServerContext*, const v1::UncordonNodeRequest* request,
+                            v1::Node* node) override {
+    Remember(*request);
+    return FakeUncordon(*request, WallNowMs(), node);
+  }
+
+  grpc::Status DrainNode(grpc::ServerContext*, const v1::DrainNodeRequest* request,
+                         v1::Node* node) override {
+    Remember(*request);
+    return FakeDrain(*request, WallNowMs(), node);
+  }
+
+  int NodeRequests() {
+    absl::MutexLock lock(&mu_);
+    return node_requests_;
+  }
+
+  // The last request of `message`'s type, copied into it; false before the first.
+  bool LastRequest(google::protobuf::Message* message) {
+    absl::MutexLock lock(&mu_);
+    auto it = last_requests_.find(message->GetTypeName());
+    if (it == last_requests_.end()) return false;
+    return message->ParseFromString(it->second);
   }
 
   // Filters like the real service: every filter must match; the newest `limit` matches (1..10000,
@@ -236,6 +260,12 @@ class FakeClusterService final : public v1::ClusterService::Service {
   }
 
  private:
+  void Remember(const google::protobuf::Message& request) {
+    absl::MutexLock lock(&mu_);
+    last_requests_[request.GetTypeName()] = request.SerializeAsString();
+    ++node_requests_;
+  }
+
   static std::vector<v1::Event> Events(int64_t now_ms) {
     struct Row {
       int64_t age_ms;
@@ -248,8 +278,12 @@ class FakeClusterService final : public v1::ClusterService::Service {
     std::vector<v1::Event> events;
     for (const Row& row : std::vector<Row>{
              {60 * kMinuteMs, "NodeRegistered", "", "", "node-a", "agent 0.1.0"},
+             {40 * kMinuteMs, "NodeRegistered", "", "", "node-c", "agent 0.2.0"},
              {30 * kMinuteMs, "JobQueued", "j-described", "", "", "submitted"},
              {20 * kMinuteMs, "ReplicaStarted", "j-described", "worker-0", "node-b", "pid 4321"},
+             {12 * kMinuteMs, "NodeIsolated", "", "", "node-c",
+              "failed preflight check disk-size root: 3.1 GB free, need > 32 GB"},
+             {12 * kMinuteMs, "NodeFlapping", "", "", "node-c", "isolated 3 times within 1h"},
              {5 * kMinuteMs, "ReplicaExited", "j-described", "worker-0", "node-b",
               "killed by signal 9"},
              {150 * 1000, "JobFailed", "j-described", "", "", "worker-0 killed"},
@@ -268,6 +302,9 @@ class FakeClusterService final : public v1::ClusterService::Service {
 
   absl::Mutex mu_;
   v1::ListEventsRequest last_events_request_ ABSL_GUARDED_BY(mu_);
+  // By the request's full type name, serialized.
+  std::map<std::string, std::string> last_requests_ ABSL_GUARDED_BY(mu_);
+  int node_requests_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace
@@ -320,6 +357,12 @@ Result Fixture::RunBinary(const std::string& args, const std::string& input) {
 v1::ListEventsRequest Fixture::LastEventsRequest() const {
   return services_->cluster.LastEventsRequest();
 }
+
+bool Fixture::LastNodeRequest(google::protobuf::Message* request) const {
+  return services_->cluster.LastRequest(request);
+}
+
+int Fixture::NodeRequests() const { return services_->cluster.NodeRequests(); }
 
 v1::SetQuotaRequest Fixture::LastSetQuotaRequest() const {
   return services_->quota.LastSetQuotaRequest();

@@ -11,10 +11,12 @@
 //     j-retrying (only through GetJob: QUEUED for a retry due 5s after the request, its worker
 //     RESTARTING in 4s), j-waiting (only through GetJob: QUEUED 13th in team-a behind 12 jobs,
 //     held by its quota and the jobs ahead), and the jobs submitted; logs in 5-byte pieces.
-//   - ClusterService: node-a (Ready, heartbeat 150s ago) and node-b (Disconnected, 60m ago);
-//     six events dated back from the time of each request, oldest first: NodeRegistered (node-a,
-//     60m), JobQueued (j-described, 30m), ReplicaStarted (worker-0 on node-b, 20m),
-//     ReplicaExited (5m), JobFailed and NodeDisconnected (node-b), both 150s.
+//   - ClusterService: node-a (READY), node-b (LOST) and node-c (ISOLATED, flapping, failing its
+//     checks); see fake_nodes.h for them and for what cordon, uncordon and drain answer. Nine
+//     events dated back from the time of each request, oldest first: NodeRegistered (node-a,
+//     60m), NodeRegistered (node-c, 40m), JobQueued (j-described, 30m), ReplicaStarted (worker-0
+//     on node-b, 20m), NodeIsolated and NodeFlapping (node-c, both 12m), ReplicaExited (5m),
+//     JobFailed and NodeDisconnected (node-b), both 150s.
 //   - QuotaService: projects and a queue; see fake_quota_service.h.
 //
 // Thread-safe: the services lock their state.
@@ -48,6 +50,11 @@ class Fixture {
 
   // The last ListEvents request the fake served.
   v1::ListEventsRequest LastEventsRequest() const;
+  // The last GetNode, CordonNode, UncordonNode or DrainNode request the fake served, of the type
+  // of `request`, copied into it; false when there was none.
+  bool LastNodeRequest(google::protobuf::Message* request) const;
+  // How many GetNode, CordonNode, UncordonNode and DrainNode requests the fake has served.
+  int NodeRequests() const;
   // The last SetQuota request the fake served.
   v1::SetQuotaRequest LastSetQuotaRequest() const;
 
