@@ -1,5 +1,7 @@
 // trainctl's commands. Each is a thin edge: it checks its flags, calls the JobService, the
 // ClusterService or the QuotaService and prints the result; the server holds all policy.
+// A command with subcommands (quota get|set, node describe|cordon|uncordon|drain) takes the
+// subcommand as its first positional argument.
 //
 // A command returns its exit status, or an error that main() prints as
 // "error: CODE: message" and turns into exit status 2.
@@ -40,6 +42,8 @@ Command LogsCommand();
 // commands_cluster.cc
 Command NodesCommand();
 Command EventsCommand();
+// commands_node.cc
+Command NodeCommand();
 // commands_describe.cc
 Command DescribeCommand();
 // commands_quota.cc

@@ -264,10 +264,10 @@ TEST_CASE("describe says when a job queued for a retry and a restarting replica 
                             "Events:  <none>\n"));
 }
 
-TEST_CASE("help lists nodes, events and describe", "[binary][cluster]") {
+TEST_CASE("help lists nodes, node, events and describe", "[binary][cluster]") {
   Result help = Fixture::RunBinary("--help");
   CHECK(help.exit_status == 0);
-  for (const char* command : {"describe", "nodes", "events"}) {
+  for (const char* command : {"describe", "nodes", "node", "events"}) {
     CHECK_THAT(help.out, Catch::Contains(absl::StrCat("\n  ", command, " ")));
     Result own = Fixture::RunBinary(absl::StrCat(command, " --help"));
     CHECK(own.exit_status == 0);

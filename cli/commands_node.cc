@@ -1,0 +1,109 @@
+// node describe|cordon|uncordon|drain: ClusterService requests on one node, then print.
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "cli/commands.h"
+#include "cli/node_flags.h"
+#include "cli/node_view.h"
+#include "cli/output.h"
+#include "common/status_macros.h"
+#include "common/time_util.h"
+
+namespace trainctl::cli {
+namespace {
+
+// How many of the node's newest events describe shows.
+constexpr int kDescribeEvents = 20;
+
+absl::StatusOr<int> RunDescribe(const std::string& name, OutputFormat format, Client& client) {
+  v1::Node node;
+  {
+    v1::GetNodeRequest request;
+    request.set_name(name);
+    grpc::ClientContext context;
+    Client::PrepareUnary(&context);
+    grpc::Status status = client.cluster().GetNode(&context, request, &node);
+    if (!status.ok()) return client.ToStatus(status);
+  }
+  v1::ListEventsRequest request;
+  request.set_node(node.name());
+  request.set_limit(kDescribeEvents);
+  grpc::ClientContext context;
+  Client::PrepareUnary(&context);
+  v1::ListEventsResponse events;
+  grpc::Status status = client.cluster().ListEvents(&context, request, &events);
+  if (!status.ok()) return client.ToStatus(status);
+  TC_ASSIGN_OR_RETURN(std::string text, FormatNodeDescription(node, events, format, WallNowMs()));
+  std::cout << text << std::flush;
+  return kExitOk;
+}
+
+// Sends the request of `action` (cordon, uncordon or drain) and returns the node as it is now.
+absl::StatusOr<v1::Node> Change(NodeAction action, const ParsedArgs& args, Client& client) {
+  grpc::ClientContext context;
+  Client::PrepareUnary(&context);
+  v1::Node node;
+  grpc::Status status;
+  switch (action) {
+    case NodeAction::kCordon:
+      status = client.cluster().CordonNode(&context, CordonRequestFromArgs(args), &node);
+      break;
+    case NodeAction::kUncordon:
+      status = client.cluster().UncordonNode(&context, UncordonRequestFromArgs(args), &node);
+      break;
+    case NodeAction::kDrain:
+      status = client.cluster().DrainNode(&context, DrainRequestFromArgs(args), &node);
+      break;
+    case NodeAction::kDescribe:
+      return absl::InternalError("node describe changes nothing");
+  }
+  if (!status.ok()) return client.ToStatus(status);
+  return node;
+}
+
+absl::StatusOr<int> RunNode(const ParsedArgs& args, Client& client) {
+  if (args.args().empty()) {
+    std::cerr << "trainctl node needs a subcommand:\n\n"
+              << NodeSubcommandList() << "\nRun 'trainctl node --help' for the flags." << std::endl;
+    return kExitError;
+  }
+  TC_ASSIGN_OR_RETURN(NodeAction action, CheckNodeArgs(args));
+  TC_ASSIGN_OR_RETURN(OutputFormat format, ParseOutputFormat(args.Get("output")));
+  if (action == NodeAction::kDescribe) return RunDescribe(args.args()[1], format, client);
+  TC_ASSIGN_OR_RETURN(v1::Node node, Change(action, args, client));
+  if (format == OutputFormat::kTable) {
+    std::cout << NodeActionLine(action, node) << std::endl;
+    return kExitOk;
+  }
+  TC_ASSIGN_OR_RETURN(std::string text, MessageToFormat(node, format));
+  std::cout << text << std::flush;
+  return kExitOk;
+}
+
+}  // namespace
+
+Command NodeCommand() {
+  CommandSpec spec{
+      "node",
+      "describe|cordon|uncordon|drain NODE",
+      "Show one node in detail, or cordon, uncordon or drain it",
+      absl::StrCat(
+          "Subcommands:\n", NodeSubcommandList(),
+          "\n"
+          "cordon keeps new work off the node; its replicas keep running. drain cordons it and\n"
+          "moves each replica: stopped gracefully (SIGTERM, then SIGKILL after --deadline) and\n"
+          "started on another node with the same name and rank, charged to no retry budget. The\n"
+          "node is CORDONED once empty. uncordon lifts either hold, and the hold on a flapping\n"
+          "node; an ISOLATED node returns to READY only once its checks pass.\n"
+          "\n"
+          "cordon, uncordon and drain print the node's state afterwards, e.g.\n"
+          "  node node-1 DRAINING: kernel upgrade (2 replicas moving)\n"
+          "With -o json or yaml they print the Node, and describe prints\n"
+          "{\"node\": Node, \"events\": [its 20 newest events]}."),
+      NodeFlags(),
+      0,
+      2};
+  return {std::move(spec), &RunNode};
+}
+
+}  // namespace trainctl::cli

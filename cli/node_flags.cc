@@ -1,0 +1,168 @@
+#include "cli/node_flags.h"
+
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "cli/output.h"
+#include "common/time_util.h"
+
+namespace trainctl::cli {
+namespace {
+
+struct Subcommand {
+  NodeAction action;
+  const char* name;
+  const char* usage;    // what follows "trainctl node"
+  const char* summary;  // one line
+};
+
+constexpr Subcommand kSubcommands[] = {
+    {NodeAction::kDescribe, "describe", "describe NODE",
+     "State, health, resources, checks, recent events"},
+    {NodeAction::kCordon, "cordon", "cordon NODE [--reason TEXT]",
+     "No new work; its replicas keep running"},
+    {NodeAction::kUncordon, "uncordon", "uncordon NODE",
+     "Lift the hold (ISOLATED waits for its checks)"},
+    {NodeAction::kDrain, "drain", "drain NODE --reason TEXT [--deadline DURATION]",
+     "Cordon it and move its replicas to other nodes"},
+};
+
+const Subcommand& Find(NodeAction action) {
+  return *std::find_if(std::begin(kSubcommands), std::end(kSubcommands),
+                       [action](const Subcommand& s) { return s.action == action; });
+}
+
+std::string Reason(const ParsedArgs& args) {
+  return std::string(absl::StripAsciiWhitespace(args.Get("reason")));
+}
+
+// The flags `action` does not take, as the error for the first one given.
+absl::Status RejectFlags(const ParsedArgs& args, NodeAction action) {
+  const std::string name = Find(action).name;
+  if (args.IsSet("deadline") && action != NodeAction::kDrain) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node ", name, " takes no --deadline; it is for node drain"));
+  }
+  if (args.IsSet("reason") &&
+      (action == NodeAction::kDescribe || action == NodeAction::kUncordon)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node ", name, " takes no --reason; it is for node cordon and node drain"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckReason(const ParsedArgs& args, NodeAction action) {
+  const std::string reason = Reason(args);
+  if (action == NodeAction::kDrain && reason.empty()) {
+    return absl::InvalidArgumentError(
+        "--reason is required: say why the node is drained, e.g. --reason \"kernel upgrade\"");
+  }
+  if (args.IsSet("reason") && action == NodeAction::kCordon && reason.empty()) {
+    return absl::InvalidArgumentError(
+        "--reason is empty: say why the node is cordoned, e.g. --reason \"bad fan\", or leave "
+        "the flag out");
+  }
+  const size_t chars = DisplayWidth(reason);
+  if (chars > kMaxNodeReasonChars) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--reason is ", chars, " characters long; at most ", kMaxNodeReasonChars, " are allowed"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckDeadline(const ParsedArgs& args) {
+  if (!args.IsSet("deadline")) return absl::OkStatus();
+  absl::StatusOr<int64_t> ms = ParseDurationMs(args.Get("deadline"));
+  if (!ms.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "invalid --deadline \"", args.Get("deadline"),
+        "\": use a duration such as 30s, 5m or 1h; leave it out to give each replica its job's "
+        "stopGracePeriod"));
+  }
+  if (*ms <= 0) {
+    return absl::InvalidArgumentError(
+        "--deadline must be longer than 0s: it is how long each replica gets to stop before "
+        "SIGKILL; leave it out to use each job's stopGracePeriod");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::vector<FlagSpec> NodeFlags() {
+  using Kind = FlagSpec::Kind;
+  return {
+      {"reason", 0, Kind::kValue, "TEXT", "",
+       "cordon, drain: why, for the node's state and the event log (required for drain)"},
+      {"deadline", 0, Kind::kValue, "DURATION", "",
+       "drain: each replica's time from SIGTERM to SIGKILL, e.g. 30s, 5m, 1h (default: its "
+       "job's stopGracePeriod)"},
+      {"output", 'o', Kind::kValue, "FORMAT", "table",
+       "Output format: table, json or yaml (json: the proto's JSON mapping)"},
+  };
+}
+
+absl::StatusOr<NodeAction> ParseNodeAction(absl::string_view name) {
+  for (const Subcommand& s : kSubcommands) {
+    if (name == s.name) return s.action;
+  }
+  std::string list = NodeSubcommandList();
+  list.pop_back();  // the error ends the line
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown node subcommand \"", name, "\"; use one of:\n", list));
+}
+
+std::string NodeSubcommandList() {
+  size_t width = 0;
+  for (const Subcommand& s : kSubcommands) width = std::max(width, std::string(s.usage).size());
+  std::string out;
+  for (const Subcommand& s : kSubcommands) {
+    absl::StrAppend(&out, "  ", s.usage, std::string(width - std::string(s.usage).size() + 3, ' '),
+                    s.summary, "\n");
+  }
+  return out;
+}
+
+absl::StatusOr<NodeAction> CheckNodeArgs(const ParsedArgs& args) {
+  absl::StatusOr<NodeAction> action = ParseNodeAction(args.args()[0]);
+  if (!action.ok()) return action.status();
+  if (args.args().size() < 2 || args.args()[1].empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node ", Find(*action).name, " needs the node's name: trainctl node ",
+                     Find(*action).usage, " ('trainctl nodes' lists them)"));
+  }
+  if (absl::Status s = RejectFlags(args, *action); !s.ok()) return s;
+  if (absl::Status s = CheckReason(args, *action); !s.ok()) return s;
+  if (absl::Status s = CheckDeadline(args); !s.ok()) return s;
+  if (absl::StatusOr<OutputFormat> format = ParseOutputFormat(args.Get("output")); !format.ok()) {
+    return format.status();
+  }
+  return *action;
+}
+
+v1::CordonNodeRequest CordonRequestFromArgs(const ParsedArgs& args) {
+  v1::CordonNodeRequest request;
+  request.set_name(args.args()[1]);
+  request.set_reason(Reason(args));
+  return request;
+}
+
+v1::UncordonNodeRequest UncordonRequestFromArgs(const ParsedArgs& args) {
+  v1::UncordonNodeRequest request;
+  request.set_name(args.args()[1]);
+  return request;
+}
+
+v1::DrainNodeRequest DrainRequestFromArgs(const ParsedArgs& args) {
+  v1::DrainNodeRequest request;
+  request.set_name(args.args()[1]);
+  request.set_reason(Reason(args));
+  if (args.IsSet("deadline")) {
+    absl::StatusOr<int64_t> ms = ParseDurationMs(args.Get("deadline"));
+    if (ms.ok()) *request.mutable_deadline() = MsToDuration(*ms);
+  }
+  return request;
+}
+
+}  // namespace trainctl::cli
