@@ -28,6 +28,8 @@ void Core::Restore(std::vector<v1::Job> jobs, std::vector<Node> nodes,
   for (v1::Quota& q : quotas) quotas_[q.project()] = std::move(q);
   for (Node& n : nodes) {
     n.connected = false;
+    n.lost = n.status.state() == v1::NODE_STATE_LOST;
+    n.draining = n.status.state() == v1::NODE_STATE_DRAINING;
     nodes_[n.name] = std::move(n);
   }
   for (v1::Job& job : jobs) {
@@ -40,6 +42,7 @@ void Core::Restore(std::vector<v1::Job> jobs, std::vector<Node> nodes,
   }
   for (const ReplicaRun& run : runs) run_nodes_[run.run_id] = run.node;
   schedule_needed_ = true;
+  restored_ = true;
 }
 
 std::string Core::NewJobId() {

@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "scheduler/admission.h"
 #include "scheduler/model.h"
+#include "scheduler/node_health.h"
 #include "scheduler/placement.h"
 #include "scheduler/retry_engine.h"
 
@@ -41,6 +42,8 @@ struct CoreOptions {
   // The quota of every project that has none of its own (its `project` field is ignored).
   // Unset limits are unlimited.
   v1::Quota default_quota;
+  // The lost timeout and the flapping rule.
+  NodePolicy nodes;
 };
 
 struct ListJobsQuery {
@@ -76,6 +79,21 @@ class Core {
   // stops nothing). INVALID_ARGUMENT for a bad quota, with the field path.
   absl::StatusOr<v1::Project> SetQuota(const v1::Quota& quota, int64_t now, Effects* fx);
 
+  // --- Inputs from operators ---------------------------------------------------------------
+
+  // No new work on the node; its replicas keep running. NOT_FOUND for an unknown node,
+  // INVALID_ARGUMENT for a reason over 1024 characters.
+  absl::StatusOr<v1::Node> CordonNode(const std::string& name, const std::string& reason,
+                                      int64_t now, Effects* fx);
+  // Lifts the cordon, a drain and the flapping hold. A node whose checks still fail stays
+  // ISOLATED; its agent is asked to run its checks again at once.
+  absl::StatusOr<v1::Node> UncordonNode(const std::string& name, int64_t now, Effects* fx);
+  // Cordons the node and moves every replica on it: stopped with SIGTERM and `deadline_ms` (0:
+  // the job's stopGracePeriod) before SIGKILL, then started on another node with the same name
+  // and rank, not charged to its restart budget. INVALID_ARGUMENT without a reason.
+  absl::StatusOr<v1::Node> DrainNode(const std::string& name, const std::string& reason,
+                                     int64_t deadline_ms, int64_t now, Effects* fx);
+
   // --- Inputs from agents ------------------------------------------------------------------
 
   // An agent (re)connected. Re-adopts the replicas it reports, stops runs nobody wants, resends
@@ -83,6 +101,9 @@ class Core {
   v1::RegisterAck AgentRegistered(const v1::Register& reg, int64_t now, Effects* fx);
   void AgentDisconnected(const std::string& node, int64_t now, Effects* fx);
   void Heartbeat(const std::string& node, int64_t now);
+  // A check run not tied to an exit: periodic, or a preflight that passed. A failed run isolates
+  // the node and moves its replicas off it.
+  void CheckReported(const std::string& node, const v1::CheckRun& run, int64_t now, Effects* fx);
   void ReplicaStarted(const std::string& node, const v1::ReplicaStarted& started, int64_t now,
                       Effects* fx);
   void ReplicaExited(const std::string& node, const v1::ReplicaExited& exited, int64_t now,
@@ -98,8 +119,9 @@ class Core {
 
   // --- Time and placement ------------------------------------------------------------------
 
-  // Enforces time limits (scheduling.timeout, hangTimeout, launchTimeout) and starts replica
-  // restarts whose backoff has passed.
+  // Enforces time limits (scheduling.timeout, hangTimeout, launchTimeout), starts replica
+  // restarts whose backoff has passed, and marks nodes not heard from within the lost timeout
+  // LOST, moving their replicas.
   void Tick(int64_t now, Effects* fx);
 
   // Places QUEUED jobs, highest priority first, then oldest. Cheap when nothing changed since
@@ -113,6 +135,11 @@ class Core {
   absl::StatusOr<std::vector<const v1::Job*>> ListJobs(const ListJobsQuery& q,
                                                        std::string* next_page_token) const;
   const Node* FindNode(const std::string& name) const;
+  // The API view of a node: its status with resources, free resources and replica count.
+  // NOT_FOUND for an unknown node.
+  absl::StatusOr<v1::Node> GetNode(const std::string& name) const;
+  // Every node, by name.
+  std::vector<v1::Node> ListNodes() const;
 
   // The quota row of a project, or nullptr when it uses the default quota.
   const v1::Quota* FindQuota(const std::string& project) const;
@@ -166,7 +193,31 @@ class Core {
   void HandleRunEnd(v1::Job* job, v1::Replica* r, const Failure& failure, int64_t now, Effects* fx);
   void RestartReplica(v1::Job* job, v1::Replica* r, const RetryDecision& d, int64_t now,
                       Effects* fx);
-  void RetryJob(v1::Job* job, const RetryDecision& d, int64_t now, Effects* fx);
+  // `decision` is what the attempt records: RETRY_JOB, or REDISPATCH.
+  void RetryJob(v1::Job* job, const RetryDecision& d, const std::string& decision, int64_t now,
+                Effects* fx);
+  // A host fault (R16): re-dispatches the job on other hosts, first in the queue (R17), while
+  // faultTolerance.jobRetryNum allows; else fails it with "error,exiting" (R21). `charged` false
+  // re-dispatches maintenance moves that found no room, without charging or failing.
+  void Redispatch(v1::Job* job, const v1::JobError& cause, bool charged, int64_t now, Effects* fx);
+  // Moves replica `index` of a live job off its node: a graceful stop first when its process can
+  // be reached (grace_ms < 0: the job's stopGracePeriod), else at once.
+  void MoveReplica(v1::Job* job, int index, const std::string& why, int64_t grace_ms, int64_t now,
+                   Effects* fx);
+  // Starts a replica whose move is due on the best other schedulable node, or re-dispatches the
+  // job when none has room. `new_run` false: the replica's restart count already names a run
+  // not launched yet (an in-place restart whose node cannot take it).
+  void PlaceMovedReplica(v1::Job* job, int index, int64_t now, Effects* fx, bool new_run = true);
+  // Moves every replica of live jobs off `node`, and stops what other jobs still hold there.
+  void MoveReplicasOff(const std::string& node, const std::string& why, int64_t grace_ms,
+                       bool node_gone, int64_t now, Effects* fx);
+  // Records a check run for `node`: isolation, flapping and recovery, with their events.
+  void ApplyCheckRun(const std::string& node, const v1::CheckRun& run, int64_t now, Effects* fx);
+  // Re-derives the node's state and health; records the change (and `reason`) when they moved.
+  void RefreshNode(Node* node, const std::string& reason, int64_t now, Effects* fx);
+  // LOST nodes (Tick), and drains that have finished.
+  void CheckNodes(int64_t now, Effects* fx);
+  v1::Node NodeView(const Node& node, const NodeUsage& usage) const;
   // Marks the replica STARTING on its node and sends the launch.
   void LaunchOnItsNode(v1::Job* job, int replica_index, int64_t now, Effects* fx);
   void RecordAttemptEnd(v1::Job* job, const RetryDecision& d, const std::string& decision,
@@ -243,6 +294,10 @@ class Core {
   int64_t next_wakeup_ms_ = 0;
   // Since when each queued job could not fit even on the idle connected cluster (stockout).
   std::map<std::string, int64_t> stockout_since_;
+  // After Restore, the first Tick's time: nodes restored from disk count as heard from then, so
+  // a scheduler restart gives every agent a full lost timeout to reconnect.
+  bool restored_ = false;
+  int64_t first_tick_ms_ = 0;
 };
 
 }  // namespace trainctl::sched

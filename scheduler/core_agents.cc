@@ -22,15 +22,30 @@ v1::RegisterAck Core::AgentRegistered(const v1::Register& reg, int64_t now, Effe
   node.allocatable = Res::FromProto(reg.allocatable());
   node.labels = {reg.labels().begin(), reg.labels().end()};
   node.connected = true;
+  node.shutting_down = false;
   node.agent_instance = reg.agent_instance();
   node.registered_ms = now;
   node.last_heartbeat_ms = now;
+  node.status.set_agent_version(reg.agent_version());
+  node.status.mutable_config()->clear();
+  node.status.mutable_config()->insert(reg.config().begin(), reg.config().end());
   fx->nodes.insert(node.name);
   AddEvent(fx, now, nullptr, "", node.name, known_before ? "NodeReconnected" : "NodeRegistered",
            absl::StrCat(same_agent ? "agent reconnected" : "agent registered", " with ",
                         reg.allocatable().cpu(), " cpu, ", reg.allocatable().memory_mb(), " MiB, ",
                         reg.allocatable().gpus(), " gpus allocatable; reports ", reg.runs_size(),
                         " runs"));
+  std::string why = known_before ? "its agent reconnected" : "its agent registered";
+  if (node.lost) {
+    node.lost = false;
+    why = "its agent came back after the node was lost";
+    node.status.set_health_description(
+        absl::StrCat("The host rejoined at ", FormatRfc3339(now), " after it was lost"));
+    AddEvent(fx, now, nullptr, "", node.name, "NodeReturned",
+             absl::StrCat(why, "; runs moved elsewhere meanwhile are stopped on it"));
+  }
+  RefreshNode(&node, why, now, fx);
+  if (reg.has_startup()) ApplyCheckRun(node.name, reg.startup(), now, fx);
 
   // Runs the agent knows: adopt the wanted ones, stop the rest.
   std::set<std::string> known_runs;
@@ -127,6 +142,8 @@ void Core::ReplicaStarted(const std::string& node, const v1::ReplicaStarted& sta
 
 void Core::ReplicaExited(const std::string& node, const v1::ReplicaExited& exited, int64_t now,
                          Effects* fx) {
+  // The host's verdict counts even for a stale run: every host that failed is isolated (R16).
+  if (exited.has_checks()) ApplyCheckRun(node, exited.checks(), now, fx);
   auto [job, r] = CurrentRun(exited.run_id());
   if (job == nullptr || r->node() != node || IsTerminal(r->state())) return;  // duplicate
   r->set_pid(0);
@@ -140,6 +157,15 @@ void Core::ReplicaExited(const std::string& node, const v1::ReplicaExited& exite
 
   const bool job_live =
       job->state() == v1::JOB_STATE_PENDING || job->state() == v1::JOB_STATE_RUNNING;
+  if (r->state() == v1::REPLICA_STATE_STOPPING && job_live && !r->move_reason().empty()) {
+    // A move's graceful stop has finished: start it elsewhere.
+    r->set_state(v1::REPLICA_STATE_STOPPED);
+    AddEvent(fx, now, job, r->name(), node, "ReplicaStopped",
+             absl::StrCat("process stopped to move (", r->move_reason(), ")"));
+    RecordRun(*job, *r, fx);
+    PlaceMovedReplica(job, IndexOf(*job, *r), now, fx);
+    return;
+  }
   if (r->state() == v1::REPLICA_STATE_STOPPING && job_live) {
     // The only stop of a replica of a live job is the hang detector's: restart it as hung.
     Failure hung;
@@ -157,6 +183,57 @@ void Core::ReplicaExited(const std::string& node, const v1::ReplicaExited& exite
     MaybeFinishCancel(job, now, fx);
     RefreshActive(*job);
     schedule_needed_ = true;
+    return;
+  }
+  if (exited.node_shutdown()) {
+    // The agent is going away (systemd stop, host maintenance): move the replica at once rather
+    // than after the lost timeout, and place nothing new on the node until it registers again.
+    auto n = nodes_.find(node);
+    if (n != nodes_.end() && !n->second.shutting_down) {
+      n->second.shutting_down = true;
+      n->second.status.set_health_description(absl::StrCat(
+          "The host had a maintenance event at ", FormatRfc3339(now), ": its agent shut down"));
+      AddEvent(fx, now, nullptr, "", node, "NodeShutdown",
+               "its agent is shutting down; moving its replicas to other nodes");
+      RefreshNode(&n->second, "its agent is shutting down", now, fx);
+    }
+    r->set_state(v1::REPLICA_STATE_FAILED);
+    r->set_move_reason(absl::StrCat("node ", node, "'s agent shut down"));
+    r->set_message(absl::StrCat("stopped by its node's shutdown; moving"));
+    AddEvent(fx, now, job, r->name(), node, "ReplicaExited",
+             absl::StrCat(DescribeExit(exited), " because node ", node,
+                          "'s agent shut down: moving it (not charged)"));
+    RecordRun(*job, *r, fx);
+    PlaceMovedReplica(job, IndexOf(*job, *r), now, fx);
+    return;
+  }
+  const bool host_fault =
+      exited.preflight_failed() || (exited.has_checks() && !exited.checks().passed() &&
+                                    !exited.stopped_by_request() && !IsCleanExit(exited));
+  if (host_fault) {
+    // R16 scenarios 1-3: the host failed its checks; the user's code is not to blame.
+    r->set_state(v1::REPLICA_STATE_FAILED);
+    v1::JobError cause;
+    cause.set_code(14);  // UNAVAILABLE
+    cause.set_reason("HOST_FAULT");
+    cause.set_replica(r->name());
+    cause.set_node(node);
+    cause.set_output_tail(exited.output_tail());
+    if (exited.preflight_failed()) {
+      r->set_message(absl::StrCat("node ", node, " failed its preflight check (HOST_FAULT)"));
+      cause.set_message(absl::StrCat("Replica ", r->name(), " could not start: node ", node,
+                                     " failed its preflight check: ", FailedItems(exited.checks()),
+                                     "."));
+    } else {
+      r->set_message(absl::StrCat(DescribeExit(exited), " on a failing host (HOST_FAULT)"));
+      cause.set_message(
+          absl::StrCat("Replica ", r->name(), " ", DescribeExit(exited), " while node ", node,
+                       " failed its health check: ", FailedItems(exited.checks()), "."));
+    }
+    AddEvent(fx, now, job, r->name(), node, "ReplicaExited",
+             absl::StrCat(cause.message(), " Classed as a host fault: isolating the node"));
+    RecordRun(*job, *r, fx);
+    Redispatch(job, cause, /*charged=*/true, now, fx);
     return;
   }
   Failure failure;
@@ -191,7 +268,7 @@ void Core::HandleRunEnd(v1::Job* job, v1::Replica* r, const Failure& failure, in
       RestartReplica(job, r, d, now, fx);
       break;
     case RetryAction::kRetryJob:
-      RetryJob(job, d, now, fx);
+      RetryJob(job, d, "RETRY_JOB", now, fx);
       break;
     case RetryAction::kFailJob:
       RecordAttemptEnd(job, d, "FAIL_JOB", now, fx);
@@ -212,13 +289,21 @@ void Core::RestartReplica(v1::Job* job, v1::Replica* r, const RetryDecision& d, 
         next_wakeup_ms_ == 0 ? now + d.delay_ms : std::min(next_wakeup_ms_, now + d.delay_ms);
     return;
   }
-  for (int i = 0; i < job->replicas_size(); ++i) {
-    if (job->mutable_replicas(i) == r) LaunchOnItsNode(job, i, now, fx);
-  }
+  LaunchOnItsNode(job, IndexOf(*job, *r), now, fx);
 }
 
 void Core::LaunchOnItsNode(v1::Job* job, int replica_index, int64_t now, Effects* fx) {
   v1::Replica* r = job->mutable_replicas(replica_index);
+  auto node = nodes_.find(r->node());
+  if (node == nodes_.end() || !KeepsReplicas(node->second)) {
+    // An in-place restart keeps its node only while that node keeps its replicas.
+    r->set_move_reason(absl::StrCat(
+        "node ", r->node(), " is ",
+        node == nodes_.end() ? std::string("unknown") : ShortName(DeriveState(node->second)),
+        node != nodes_.end() && !node->second.connected ? " and disconnected" : ""));
+    PlaceMovedReplica(job, replica_index, now, fx, /*new_run=*/false);
+    return;
+  }
   r->set_state(v1::REPLICA_STATE_STARTING);
   r->clear_next_start_time();
   // Until the agent confirms, start_time is when the launch was sent (see launchTimeout).
@@ -241,18 +326,21 @@ void Core::RecordAttemptEnd(v1::Job* job, const RetryDecision& d, const std::str
   a->set_replica(d.error.replica());
   a->set_node(d.error.node());
   a->set_decision(decision);
-  const v1::Budgets& used = decision == "RETRY_JOB" ? d.budgets_used : job->budgets_used();
+  const v1::Budgets& used = decision == "FAIL_JOB" ? job->budgets_used() : d.budgets_used;
   a->mutable_budgets_left()->set_job_retries(s.max_job_retries() - used.job_retries());
   a->mutable_budgets_left()->set_internal_retries(s.max_internal_retries() -
                                                   used.internal_retries());
   a->mutable_budgets_left()->set_capacity_retries(s.max_capacity_retries() -
                                                   used.capacity_retries());
+  a->mutable_budgets_left()->set_redispatches(job->spec().fault_tolerance().job_retry_num() -
+                                              used.redispatches());
   *a->mutable_end_time() = MsToTimestamp(now);
   fx->attempts.insert({job->id(), a->number()});
 }
 
-void Core::RetryJob(v1::Job* job, const RetryDecision& d, int64_t now, Effects* fx) {
-  RecordAttemptEnd(job, d, "RETRY_JOB", now, fx);
+void Core::RetryJob(v1::Job* job, const RetryDecision& d, const std::string& decision, int64_t now,
+                    Effects* fx) {
+  RecordAttemptEnd(job, d, decision, now, fx);
   *job->mutable_budgets_used() = d.budgets_used;
   StopLiveReplicas(job, "job retrying", now, fx);
   *job->mutable_next_attempt_time() = MsToTimestamp(now + d.delay_ms);

@@ -38,6 +38,19 @@ inline std::string EventTypeOf(v1::JobState state) {
   return "Job" + name;
 }
 
+// The index of `r` in job.replicas(). REQUIRES: r is one of them.
+inline int IndexOf(const v1::Job& job, const v1::Replica& r) {
+  for (int i = 0; i < job.replicas_size(); ++i) {
+    if (&job.replicas(i) == &r) return i;
+  }
+  return -1;
+}
+
+// Exit status 0, no signal, no launch failure: the run did what it should.
+inline bool IsCleanExit(const v1::ReplicaExited& x) {
+  return x.has_exit_code() && x.exit_code() == 0 && !x.has_signal() && !x.launch_failed();
+}
+
 inline v1::Attempt* CurrentAttemptOf(v1::Job* job) {
   return job->attempts().empty() ? nullptr : job->mutable_attempts(job->attempts_size() - 1);
 }

@@ -13,6 +13,7 @@ using namespace internal;
 // --- Time and placement ----------------------------------------------------------------------
 
 void Core::Tick(int64_t now, Effects* fx) {
+  CheckNodes(now, fx);
   if (next_wakeup_ms_ != 0 && now >= next_wakeup_ms_) {
     next_wakeup_ms_ = 0;
     schedule_needed_ = true;
@@ -159,7 +160,7 @@ void Core::Schedule(int64_t now, Effects* fx) {
         // retried): waiting for other jobs would not help, so it holds back nobody.
         if (!IsTerminal(job->state())) {
           std::string reason =
-              free.empty() ? "NO_NODES: no node is connected"
+              free.empty() ? "NO_NODES: no node is connected and READY"
                            : absl::StrCat("CAPACITY: ", missing, " (even with the cluster idle)");
           if (job->queue_reason() != reason) {
             job->set_queue_reason(reason);
@@ -169,8 +170,8 @@ void Core::Schedule(int64_t now, Effects* fx) {
         advance(project, key);
         continue;
       }
-      reason =
-          free.empty() ? "NO_NODES: no node is connected" : absl::StrCat("CAPACITY: ", missing);
+      reason = free.empty() ? "NO_NODES: no node is connected and READY"
+                            : absl::StrCat("CAPACITY: ", missing);
     } else {
       reason = qe.blockers[0].message();
     }
@@ -196,7 +197,7 @@ Core::CapacityCheck Core::CheckCapacity(v1::Job* job, const std::vector<ReplicaD
   // Only a cluster too small even when idle is a stockout; waiting behind running jobs is not.
   std::vector<NodeFree> idle;
   for (const auto& [name, node] : nodes_) {
-    if (node.connected) idle.push_back({name, node.allocatable});
+    if (Schedulable(node)) idle.push_back({name, node.allocatable});
   }
   absl::StatusOr<std::vector<std::string>> fits = PlaceGang(demands, idle);
   if (fits.ok()) {
@@ -212,7 +213,7 @@ Core::CapacityCheck Core::CheckCapacity(v1::Job* job, const std::vector<ReplicaD
   }
   stockout_since_.erase(it);
   const int used = job->budgets_used().capacity_retries();
-  const std::string what = idle.empty() ? "no node is connected" : missing;
+  const std::string what = idle.empty() ? "no node is connected and READY" : missing;
   if (used >= policy.max_capacity_retries) {
     v1::JobError error = CapacityError(what);
     AddEvent(fx, now, job, "", "", "CapacityExhausted",
@@ -273,6 +274,8 @@ void Core::StartAttemptOn(v1::Job* job, const std::vector<std::string>& placed_n
     r->clear_end_time();
     r->clear_last_progress_time();
     r->clear_next_start_time();
+    r->set_moves(0);
+    r->clear_move_reason();
     r->set_message(absl::StrCat("launching on ", r->node()));
   }
   job->clear_queue_reason();

@@ -101,7 +101,7 @@ std::vector<NodeFree> Core::FreeNodes() const {
   std::map<std::string, NodeUsage> usage = Usage();
   std::vector<NodeFree> free;
   for (const auto& [name, node] : nodes_) {
-    if (!node.connected) continue;
+    if (!Schedulable(node)) continue;
     Res f = node.allocatable;
     f -= usage[name].used;
     free.push_back({name, f});
@@ -173,7 +173,7 @@ std::vector<v1::Blocker> Core::BlockersOf(const v1::Job& job,
                                DemandOf(job), Borrowable(job.project(), quota, usages));
   for (v1::Blocker& b : qe.blockers) out.push_back(std::move(b));
   if (free.empty()) {
-    add("NO_NODES", "NO_NODES: no node is connected");
+    add("NO_NODES", "NO_NODES: no node is connected and READY");
   } else {
     absl::StatusOr<std::vector<std::string>> placed = PlaceGang(DemandsOf(job), free);
     if (!placed.ok()) {

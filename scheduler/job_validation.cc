@@ -148,6 +148,12 @@ absl::Status ValidateScheduling(const v1::JobSpec& spec) {
                                    s.max_internal_retries()));
   TC_RETURN_IF_ERROR(ValidateCount("scheduling.maxCapacityRetries", s.has_max_capacity_retries(),
                                    s.max_capacity_retries()));
+  const v1::FaultTolerance& ft = spec.fault_tolerance();
+  if (ft.has_job_retry_num() && (ft.job_retry_num() < 0 || ft.job_retry_num() > 3)) {
+    return Invalid(
+        "faultTolerance.jobRetryNum",
+        absl::StrCat("must be 0..3 (0 turns re-dispatch off), got ", ft.job_retry_num()));
+  }
   TC_RETURN_IF_ERROR(ValidateExitCodes("scheduling.transientExitCodes", s.transient_exit_codes()));
   TC_RETURN_IF_ERROR(ValidateSignals("scheduling.transientSignals", s.transient_signals()));
   if (s.exit_code_rules_size() > 32) {
@@ -282,6 +288,8 @@ void ApplyDefaults(v1::JobSpec* spec) {
   DefaultDuration(s->mutable_placement_timeout(), s->has_placement_timeout(), 300'000);
   DefaultDuration(s->mutable_progress_reset_period(), s->has_progress_reset_period(), 3'600'000);
   DefaultDuration(s->mutable_launch_timeout(), s->has_launch_timeout(), 120'000);
+  v1::FaultTolerance* ft = spec->mutable_fault_tolerance();
+  if (!ft->has_job_retry_num()) ft->set_job_retry_num(kDefaultJobRetryNum);
 }
 
 }  // namespace trainctl::sched

@@ -20,6 +20,11 @@ inline constexpr int kMaxEnv = 256;
 inline constexpr int kMaxLabels = 32;
 inline constexpr int kDefaultStopGraceMs = 10'000;
 inline constexpr char kDefaultProject[] = "default";
+// faultTolerance.jobRetryNum when unset: re-dispatch on host faults, up to the most R19 allows.
+// A host fault is never the job's doing, and each re-dispatch leaves the failing host isolated,
+// so retrying is what keeps a long run alive; 3 still bounds a fault that follows the job
+// everywhere (a cluster-wide DNS outage), after which it fails with "error,exiting".
+inline constexpr int kDefaultJobRetryNum = 3;
 
 // Checks `spec` against every rule of the job API. Returns the first error found.
 absl::Status ValidateJobSpec(const v1::JobSpec& spec);

@@ -1,6 +1,7 @@
 #include "scheduler/launch_env.h"
 
 #include <functional>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -117,6 +118,13 @@ v1::LaunchReplica BuildLaunch(const v1::Job& job, int replica_index,
   env["CLUSTER_SPEC"] = ClusterSpecJson(job, replica_index, nodes, /*vertex=*/true);
   env["TRAINCTL_CHECKPOINT_DIR"] = job.checkpoint_dir();
   env["AIP_CHECKPOINT_DIR"] = job.checkpoint_dir();
+  // Every host of the job, once each, for the preflight `dns` item.
+  std::set<std::string> hosts;
+  for (const v1::Replica& other : job.replicas()) {
+    auto it = nodes.find(other.node());
+    const std::string host = it == nodes.end() ? other.node() : it->second.address;
+    if (!host.empty() && hosts.insert(host).second) launch.add_hostnames(host);
+  }
   return launch;
 }
 

@@ -58,6 +58,16 @@ struct Node {
   std::string agent_instance;
   int64_t registered_ms = 0;
   int64_t last_heartbeat_ms = 0;
+  // Availability and health: the API Node's fields from `state` on (state, health, checks,
+  // operator holds, config). Everything else of it is left unset here. Persisted as one blob.
+  v1::Node status;
+  // Facts behind status.state (see node_health.h): no heartbeat within the lost timeout, and
+  // a drain still moving replicas off.
+  bool lost = false;
+  bool draining = false;
+  // A replica's current run on this node has been stopped by the node's agent shutting down:
+  // the node is going away, so it takes no new work until it registers again.
+  bool shutting_down = false;
 };
 
 // One append-only audit row. Every state change of a job or node produces one.

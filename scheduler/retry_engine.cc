@@ -145,6 +145,12 @@ RetryDecision RestartOrRetry(const RetryPolicy& p, const v1::Job& job, const v1:
 
 }  // namespace
 
+std::string DescribeExit(const v1::ReplicaExited& exited) {
+  Failure f;
+  f.report = exited;
+  return Describe(f);
+}
+
 int64_t BackoffDelayMs(const BackoffPolicy& b, int n) {
   if (n < 1 || b.initial_ms <= 0) return 0;
   double d = static_cast<double>(b.initial_ms) * std::pow(std::max(1.0, b.multiplier), n - 1);

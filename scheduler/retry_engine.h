@@ -119,6 +119,9 @@ RetryDecision DecideOnFailure(const RetryPolicy& policy, const v1::Job& job,
 // "Resources are insufficient in cluster: <what>."
 v1::JobError CapacityError(const std::string& what);
 
+// How a run ended, in words: "exited with status 3", "was killed by SIGSEGV", ...
+std::string DescribeExit(const v1::ReplicaExited& exited);
+
 // "SIGSEGV" for 11; "signal 42" for numbers without a name.
 std::string SignalName(int signal);
 

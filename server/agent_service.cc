@@ -167,6 +167,11 @@ class AgentSession : public Reactor {
           t.core.ReplicaExited(node, exited, t.now, t.fx);
         });
         break;
+      case v1::AgentMessage::kCheckReport:
+        PostReport(seq, [node = node_, run = m.check_report().run()](Turn& t) {
+          t.core.CheckReported(node, run, t.now, t.fx);
+        });
+        break;
       case v1::AgentMessage::kReplicaProgress: {
         std::string node = node_;
         v1::ReplicaProgress progress = m.replica_progress();

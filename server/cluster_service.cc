@@ -1,18 +1,32 @@
 #include "server/cluster_service.h"
 
+#include <functional>
+
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/status_macros.h"
 #include "common/time_util.h"
 
 namespace trainctl::server {
 namespace {
 
-v1::Resources ToProto(const sched::Res& r) {
-  v1::Resources out;
-  out.set_cpu(r.cpu);
-  out.set_memory_mb(r.memory_mb);
-  out.set_gpus(static_cast<int32_t>(r.gpus));
-  return out;
+// Runs `op` in the loop and finishes the call with its node (or error) once the turn committed.
+grpc::ServerUnaryReactor* NodeCall(ReconcileLoop* loop, grpc::CallbackServerContext* ctx,
+                                   v1::Node* resp,
+                                   std::function<absl::StatusOr<v1::Node>(Turn&)> op) {
+  auto* reactor = ctx->DefaultReactor();
+  loop->Post([reactor, resp, op = std::move(op)](Turn& t) {
+    absl::StatusOr<v1::Node> node = op(t);
+    absl::Status status = node.status();
+    if (node.ok()) *resp = *std::move(node);
+    t.after_commit->push_back([reactor, status] { reactor->Finish(ToGrpcStatus(status)); });
+  });
+  return reactor;
+}
+
+absl::Status CheckNodeName(const std::string& name) {
+  if (name.empty()) return absl::InvalidArgumentError("name is required: the node's name");
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -23,25 +37,49 @@ grpc::ServerUnaryReactor* ClusterServiceImpl::ListNodes(grpc::CallbackServerCont
   (void)req;
   auto* reactor = ctx->DefaultReactor();
   loop_->Post([reactor, resp](Turn& t) {
-    std::map<std::string, sched::Core::NodeUsage> usage = t.core.Usage();
-    for (const auto& [name, n] : t.core.nodes()) {
-      v1::Node* out = resp->add_nodes();
-      out->set_name(n.name);
-      out->set_address(n.address);
-      out->set_connected(n.connected);
-      *out->mutable_capacity() = ToProto(n.capacity);
-      *out->mutable_allocatable() = ToProto(n.allocatable);
-      sched::Res free = n.allocatable;
-      free -= usage[name].used;
-      *out->mutable_free() = ToProto(free);
-      out->set_replicas(usage[name].replicas);
-      out->mutable_labels()->insert(n.labels.begin(), n.labels.end());
-      *out->mutable_last_heartbeat_time() = MsToTimestamp(n.last_heartbeat_ms);
-      *out->mutable_register_time() = MsToTimestamp(n.registered_ms);
-    }
+    for (v1::Node& n : t.core.ListNodes()) *resp->add_nodes() = std::move(n);
     t.after_commit->push_back([reactor] { reactor->Finish(grpc::Status::OK); });
   });
   return reactor;
+}
+
+grpc::ServerUnaryReactor* ClusterServiceImpl::GetNode(grpc::CallbackServerContext* ctx,
+                                                      const v1::GetNodeRequest* req,
+                                                      v1::Node* resp) {
+  return NodeCall(loop_, ctx, resp, [name = req->name()](Turn& t) -> absl::StatusOr<v1::Node> {
+    TC_RETURN_IF_ERROR(CheckNodeName(name));
+    return t.core.GetNode(name);
+  });
+}
+
+grpc::ServerUnaryReactor* ClusterServiceImpl::CordonNode(grpc::CallbackServerContext* ctx,
+                                                         const v1::CordonNodeRequest* req,
+                                                         v1::Node* resp) {
+  return NodeCall(loop_, ctx, resp, [r = *req](Turn& t) -> absl::StatusOr<v1::Node> {
+    TC_RETURN_IF_ERROR(CheckNodeName(r.name()));
+    return t.core.CordonNode(r.name(), r.reason(), t.now, t.fx);
+  });
+}
+
+grpc::ServerUnaryReactor* ClusterServiceImpl::UncordonNode(grpc::CallbackServerContext* ctx,
+                                                           const v1::UncordonNodeRequest* req,
+                                                           v1::Node* resp) {
+  return NodeCall(loop_, ctx, resp, [r = *req](Turn& t) -> absl::StatusOr<v1::Node> {
+    TC_RETURN_IF_ERROR(CheckNodeName(r.name()));
+    return t.core.UncordonNode(r.name(), t.now, t.fx);
+  });
+}
+
+grpc::ServerUnaryReactor* ClusterServiceImpl::DrainNode(grpc::CallbackServerContext* ctx,
+                                                        const v1::DrainNodeRequest* req,
+                                                        v1::Node* resp) {
+  return NodeCall(loop_, ctx, resp, [r = *req](Turn& t) -> absl::StatusOr<v1::Node> {
+    TC_RETURN_IF_ERROR(CheckNodeName(r.name()));
+    if (r.deadline().seconds() < 0 || r.deadline().nanos() < 0) {
+      return absl::InvalidArgumentError("deadline must not be negative");
+    }
+    return t.core.DrainNode(r.name(), r.reason(), DurationToMs(r.deadline()), t.now, t.fx);
+  });
 }
 
 grpc::ServerUnaryReactor* ClusterServiceImpl::ListEvents(grpc::CallbackServerContext* ctx,

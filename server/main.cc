@@ -47,6 +47,11 @@ Flags:
   --checkpoint-root DIR      parent of each job's default checkpoint directory; point it at a
                              filesystem every node mounts (default DIR/checkpoints)
   --heartbeat-interval D     how often agents send heartbeats (default 2s)
+  --node-lost-timeout D      a node not heard from for this long is LOST and its replicas move to
+                             other nodes (default 15s; at least 3 heartbeat intervals)
+  --flap-threshold N         a node isolated N times within --flap-window is flapping: it stays
+                             out until `trainctl node uncordon` (default 3; 0 turns it off)
+  --flap-window D            (default 1h)
   --default-quota-gpus N     the default quota, for every project without a quota of its own
                              (set one with `trainctl quota set`): GPUs its jobs may hold at once
   --default-quota-cpu N      CPU cores (fractions allowed) its jobs may hold at once
@@ -65,6 +70,9 @@ struct Flags {
   std::string listen = "127.0.0.1:7070";
   std::string checkpoint_root;
   int64_t heartbeat_ms = 2000;
+  int64_t node_lost_timeout_ms = 15000;
+  int32_t flap_threshold = 3;
+  int64_t flap_window_ms = 3'600'000;
   std::string log_level = "info";
   // CoreOptions::default_quota; unset limits are unlimited.
   trainctl::v1::Quota default_quota;
@@ -113,8 +121,11 @@ Flags ParseFlags(int argc, char** argv) {
                                                  {"--listen", &f.listen},
                                                  {"--checkpoint-root", &f.checkpoint_root},
                                                  {"--log-level", &f.log_level}};
-  std::string heartbeat;
+  std::string heartbeat, lost_timeout, flap_threshold, flap_window;
   strings["--heartbeat-interval"] = &heartbeat;
+  strings["--node-lost-timeout"] = &lost_timeout;
+  strings["--flap-threshold"] = &flap_threshold;
+  strings["--flap-window"] = &flap_window;
   std::map<std::string, std::string> quota = {{"--default-quota-gpus", ""},
                                               {"--default-quota-cpu", ""},
                                               {"--default-quota-memory-mb", ""},
@@ -152,6 +163,30 @@ Flags ParseFlags(int argc, char** argv) {
       UsageError("--heartbeat-interval must be a duration between 100ms and 60s, e.g. 2s");
     }
     f.heartbeat_ms = *ms;
+  }
+  if (!lost_timeout.empty()) {
+    absl::StatusOr<int64_t> ms = trainctl::ParseDurationMs(lost_timeout);
+    if (!ms.ok() || *ms < 1000 || *ms > 3'600'000) {
+      UsageError(absl::StrCat("--node-lost-timeout must be a duration between 1s and 1h, e.g. ",
+                              "15s, got \"", lost_timeout, "\""));
+    }
+    f.node_lost_timeout_ms = *ms;
+  }
+  if (f.node_lost_timeout_ms < 3 * f.heartbeat_ms) {
+    UsageError(absl::StrCat("--node-lost-timeout (", f.node_lost_timeout_ms,
+                            "ms) must be at least 3 heartbeat intervals (--heartbeat-interval ",
+                            f.heartbeat_ms, "ms), or healthy nodes would be declared lost"));
+  }
+  if (!flap_threshold.empty()) {
+    f.flap_threshold = static_cast<int32_t>(ParseCount("--flap-threshold", flap_threshold, 100));
+  }
+  if (!flap_window.empty()) {
+    absl::StatusOr<int64_t> ms = trainctl::ParseDurationMs(flap_window);
+    if (!ms.ok() || *ms < 1000 || *ms > 7 * 86'400'000LL) {
+      UsageError(absl::StrCat("--flap-window must be a duration between 1s and 168h, e.g. 1h, ",
+                              "got \"", flap_window, "\""));
+    }
+    f.flap_window_ms = *ms;
   }
   ParseDefaultQuota(quota, &f.default_quota);
   if (f.checkpoint_root.empty()) f.checkpoint_root = f.data_dir + "/checkpoints";
@@ -211,6 +246,9 @@ int main(int argc, char** argv) {
   opts.checkpoint_root = std::filesystem::absolute(flags.checkpoint_root).string();
   opts.heartbeat_interval_ms = static_cast<int32_t>(flags.heartbeat_ms);
   opts.default_quota = flags.default_quota;
+  opts.nodes.lost_timeout_ms = flags.node_lost_timeout_ms;
+  opts.nodes.flap_threshold = flags.flap_threshold;
+  opts.nodes.flap_window_ms = flags.flap_window_ms;
   auto core = std::make_unique<sched::Core>(opts);
   spdlog::info("loaded {} jobs, {} nodes and {} project quotas from {}", snap->jobs.size(),
                snap->nodes.size(), snap->quotas.size(), db_path);

@@ -87,6 +87,10 @@ const char* const kMigrations[] = {
       data    BLOB NOT NULL                -- trainctl.v1.Quota
     );
     )sql",
+    // 2 -> 3: node availability and health.
+    R"sql(
+    ALTER TABLE nodes ADD COLUMN status BLOB NOT NULL DEFAULT x'';  -- trainctl.v1.Node, state on
+    )sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Store::kSchemaVersion);
 
@@ -206,7 +210,7 @@ absl::StatusOr<Snapshot> Store::Load() {
     Statement st(db_,
                  "SELECT name, address, capacity_cpu, capacity_mem_mb, capacity_gpus, alloc_cpu, "
                  "alloc_mem_mb, alloc_gpus, labels, agent_instance, registered_ms, "
-                 "last_heartbeat_ms FROM nodes ORDER BY name");
+                 "last_heartbeat_ms, status FROM nodes ORDER BY name");
     TC_RETURN_IF_ERROR(st.status());
     for (;;) {
       TC_ASSIGN_OR_RETURN(bool row, st.Step());
@@ -220,6 +224,9 @@ absl::StatusOr<Snapshot> Store::Load() {
       n.agent_instance = st.Text(9);
       n.registered_ms = st.Int(10);
       n.last_heartbeat_ms = st.Int(11);
+      if (!n.status.ParseFromString(st.Bytes(12))) {
+        return absl::DataLossError(absl::StrCat("the status of node ", n.name, " is corrupt"));
+      }
       snap.nodes.push_back(std::move(n));
     }
   }
@@ -296,14 +303,15 @@ absl::Status Store::Commit(const Batch& batch) {
     Statement node_st(db_,
                       "INSERT OR REPLACE INTO nodes (name, address, capacity_cpu, "
                       "capacity_mem_mb, capacity_gpus, alloc_cpu, alloc_mem_mb, alloc_gpus, "
-                      "labels, agent_instance, registered_ms, last_heartbeat_ms) VALUES "
-                      "(?,?,?,?,?,?,?,?,?,?,?,?)");
+                      "labels, agent_instance, registered_ms, last_heartbeat_ms, status) VALUES "
+                      "(?,?,?,?,?,?,?,?,?,?,?,?,?)");
     TC_RETURN_IF_ERROR(node_st.status());
     for (const sched::Node& n : batch.nodes) {
-      TC_RETURN_IF_ERROR(node_st.Run({n.name, n.address, n.capacity.cpu, n.capacity.memory_mb,
-                                      n.capacity.gpus, n.allocatable.cpu, n.allocatable.memory_mb,
-                                      n.allocatable.gpus, JoinLabels(n.labels), n.agent_instance,
-                                      n.registered_ms, n.last_heartbeat_ms}));
+      TC_RETURN_IF_ERROR(
+          node_st.Run({n.name, n.address, n.capacity.cpu, n.capacity.memory_mb, n.capacity.gpus,
+                       n.allocatable.cpu, n.allocatable.memory_mb, n.allocatable.gpus,
+                       JoinLabels(n.labels), n.agent_instance, n.registered_ms, n.last_heartbeat_ms,
+                       Blob{n.status.SerializeAsString()}}));
     }
     Statement ev_st(db_,
                     "INSERT INTO events (time_ms, job_id, attempt, replica, node, type, reason) "

@@ -66,7 +66,7 @@ struct EventQuery {
 class Store {
  public:
   // The schema version this build writes.
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // Opens (creating if needed) the database at `path` and migrates it to kSchemaVersion.
   // FAILED_PRECONDITION if it was written by a newer version; INTERNAL on I/O errors.

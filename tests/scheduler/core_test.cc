@@ -176,7 +176,7 @@ TEST_CASE("cancelling a queued job ends it at once; unknown ids are NOT_FOUND") 
   v1::Job job = *core.SubmitJob(Spec(1), 5, &fx);
   core.Schedule(5, &fx);
   CHECK(core.FindJob(job.id())->state() == v1::JOB_STATE_QUEUED);
-  CHECK(core.FindJob(job.id())->queue_reason() == "NO_NODES: no node is connected");
+  CHECK(core.FindJob(job.id())->queue_reason() == "NO_NODES: no node is connected and READY");
   CHECK(core.CancelJob(job.id(), 6, &fx)->state() == v1::JOB_STATE_CANCELLED);
   CHECK(core.CancelJob("j-nope", 6, &fx).status().code() == absl::StatusCode::kNotFound);
 }

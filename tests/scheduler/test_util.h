@@ -8,12 +8,15 @@
 
 namespace trainctl::sched::testing {
 
-// Core options for tests: checkpoint root /ckpt, heartbeats every 2s, a fixed id seed.
+// Core options for tests: checkpoint root /ckpt, heartbeats every 2s, a fixed id seed. Tests
+// move the fake clock by minutes without heartbeats, so nodes are never lost unless a test sets
+// nodes.lost_timeout_ms itself.
 inline CoreOptions TestOptions(uint64_t seed) {
   CoreOptions o;
   o.checkpoint_root = "/ckpt";
   o.heartbeat_interval_ms = 2000;
   o.id_seed = seed;
+  o.nodes.lost_timeout_ms = 365LL * 86'400'000;
   return o;
 }
 

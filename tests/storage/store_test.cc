@@ -95,6 +95,9 @@ TEST_CASE("a committed batch survives closing and reopening the database") {
     n.address = "127.0.0.1";
     n.allocatable = {3.5, 1024, 2};
     n.labels = {{"zone", "a"}, {"ib", "true"}};
+    n.status.set_state(v1::NODE_STATE_ISOLATED);
+    n.status.set_flapping(true);
+    n.status.add_checks()->set_phase("periodic");
     b.nodes.push_back(n);
     b.events.push_back({1000, "j-1", 1, "", "", "JobQueued", "submitted"});
     REQUIRE((*store)->Commit(b).ok());
@@ -114,6 +117,9 @@ TEST_CASE("a committed batch survives closing and reopening the database") {
   REQUIRE(snap->nodes.size() == 1);
   CHECK(snap->nodes[0].allocatable.cpu == 3.5);
   CHECK(snap->nodes[0].labels.at("zone") == "a");
+  CHECK(snap->nodes[0].status.state() == v1::NODE_STATE_ISOLATED);
+  CHECK(snap->nodes[0].status.flapping());
+  CHECK(snap->nodes[0].status.checks_size() == 1);
   REQUIRE(snap->runs.size() == 1);
   CHECK(snap->runs[0].node == "node-a");
   auto events = (*store)->ListEvents({"j-1", "", "", 0, 10});
@@ -208,7 +214,7 @@ TEST_CASE("quotas round-trip and are replaced by project") {
   CHECK(!b.has_gpus());
 }
 
-TEST_CASE("a database at schema version 1 migrates to 2 and keeps its jobs") {
+TEST_CASE("a database at schema version 1 migrates to the current one and keeps its rows") {
   TempDir dir;
   const std::string db = dir.path + "/trainctl.db";
   {
@@ -229,11 +235,15 @@ TEST_CASE("a database at schema version 1 migrates to 2 and keeps its jobs") {
     sqlite3_finalize(st);
     REQUIRE(sqlite3_exec(raw, "INSERT INTO attempts VALUES ('j-old', 1, 3, '', 1000, 0, 'node-a')",
                          nullptr, nullptr, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(raw,
+                         "INSERT INTO nodes VALUES ('node-a', 'a.local', 4, 4096, 0, 4, 4096, 0, "
+                         "'', 'i-1', 1000, 2000)",
+                         nullptr, nullptr, nullptr) == SQLITE_OK);
     sqlite3_close(raw);
   }
   auto store = Store::Open(db);
   REQUIRE(store.ok());
-  CHECK(*(*store)->SchemaVersion() == 2);
+  CHECK(*(*store)->SchemaVersion() == Store::kSchemaVersion);
   auto snap = (*store)->Load();
   REQUIRE(snap.ok());
   REQUIRE(snap->jobs.size() == 1);
@@ -242,6 +252,10 @@ TEST_CASE("a database at schema version 1 migrates to 2 and keeps its jobs") {
   REQUIRE(snap->jobs[0].attempts_size() == 1);
   CHECK(snap->jobs[0].attempts(0).nodes(0) == "node-a");
   CHECK(snap->quotas.empty());
+  // Nodes from before schema 3 have no status yet: READY is derived when they register.
+  REQUIRE(snap->nodes.size() == 1);
+  CHECK(snap->nodes[0].last_heartbeat_ms == 2000);
+  CHECK(snap->nodes[0].status.state() == v1::NODE_STATE_UNSPECIFIED);
 
   // The new table works, and opening again migrates nothing twice.
   v1::Quota quota;

@@ -1,0 +1,79 @@
+// Node availability and health (R11, R16, R18): the pure rules behind a node's state.
+//
+// A node's state is derived, never set: it follows from a few facts the core records (its agent
+// is connected or lost, an operator's cordon or drain, the latest check runs, the flapping hold):
+//
+//   LOST      no heartbeat within the lost timeout
+//   ISOLATED  its latest checks failed, or it is flapping
+//   DRAINING  a drain is still moving replicas off it
+//   CORDONED  an operator's hold (cordon, or a finished drain)
+//   READY     none of the above
+//
+// The first that applies wins. Health follows the same facts: UNKNOWN while lost or before any
+// check ran, UNHEALTHY while its latest checks fail, else HEALTHY.
+//
+// Which check runs count: the latest startup run (the startup script) on its own, since only a
+// rerun of the script can clear it; and the newest of the periodic, exit and preflight runs,
+// since each of those probes the host's items and a later passing run supersedes an earlier
+// failure. An isolation that happens `flap_threshold` times within `flap_window_ms` makes the
+// node flapping: it stays ISOLATED, whatever its checks say, until an operator uncordons it.
+//
+// Thread-safety: none needed; the functions keep no state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "scheduler/model.h"
+
+namespace trainctl::sched {
+
+struct NodePolicy {
+  // A node not heard from for this long is LOST.
+  int64_t lost_timeout_ms = 15'000;
+  // Isolations within the window that make a node flapping.
+  int32_t flap_threshold = 3;
+  int64_t flap_window_ms = 3'600'000;
+};
+
+// True when the latest checks that count (see the file comment) failed.
+bool FailingChecks(const v1::Node& status);
+
+v1::NodeState DeriveState(const Node& node);
+v1::NodeHealth DeriveHealth(const Node& node);
+
+// New work may be placed on it: connected, READY, not shutting down.
+bool Schedulable(const Node& node);
+
+// Replicas already on it may restart in place: connected, not shutting down, and READY or
+// CORDONED (an operator's hold keeps what runs).
+bool KeepsReplicas(const Node& node);
+
+// What recording a check run changed.
+struct CheckOutcome {
+  // The node was not isolated by checks and now is.
+  bool isolated = false;
+  // This isolation made it flapping.
+  bool became_flapping = false;
+  // Its checks failed before and pass now.
+  bool recovered = false;
+};
+
+// Records `run` as the node's latest run of its phase, and the isolation time when the run
+// isolates the node (trimming times outside the window). Sets status.flapping when the isolations
+// within the window reach the threshold. State and health are left to the caller (DeriveState).
+CheckOutcome RecordCheckRun(const NodePolicy& policy, const v1::CheckRun& run, int64_t now,
+                            Node* node);
+
+// The latest run of `phase`, or nullptr.
+const v1::CheckRun* LatestRun(const v1::Node& status, const std::string& phase);
+
+// "item disk-size root failed: 3.1 GB free, needs > 1e+09 GB; item dns failed: ..." for the
+// failed items of a run ("no item failed" when none did).
+std::string FailedItems(const v1::CheckRun& run);
+
+// "READY", "ISOLATED", ... and "HEALTHY", "UNHEALTHY", "UNKNOWN".
+std::string ShortName(v1::NodeState state);
+std::string ShortName(v1::NodeHealth health);
+
+}  // namespace trainctl::sched
