@@ -47,8 +47,12 @@ echo "==> starting trainctld on $server (data in $demo/scheduler)"
 echo $! >"$demo/trainctld.pid"
 for node in a b; do
   echo "==> starting trainctl-agent node-$node (work dir $demo/node-$node)"
+  # The preflight disk items default to 32 GB free on / and the work dir and 1 GB on /dev/shm
+  # (R20); a laptop, container or CI disk may have less, so the demo asks for 1 GB and 50 MB.
+  # Production hosts keep the defaults (deploy/trainctl-agent.env).
   "$bin/trainctl-agent" --scheduler "$server" --node "node-$node" --work-dir "$demo/node-$node" \
-    --address 127.0.0.1 >"$demo/agent-$node.log" 2>&1 &
+    --address 127.0.0.1 --check-disk-root-gb 1 --check-disk-cache-gb 1 --check-disk-shm-gb 0.05 \
+    >"$demo/agent-$node.log" 2>&1 &
   echo $! >"$demo/agent-$node.pid"
 done
 
@@ -56,7 +60,7 @@ export TRAINCTL_SERVER="$server"
 # Wait until both agents have registered, so the job can spread over both nodes.
 ready=0
 for _ in $(seq 1 200); do
-  ready=$("$bin/trainctl" nodes 2>/dev/null | grep -c ' Ready ' || true)
+  ready=$("$bin/trainctl" nodes 2>/dev/null | grep -c ' READY ' || true)
   [ "$ready" -ge 2 ] && break
   sleep 0.1
 done
