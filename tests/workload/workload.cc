@@ -32,6 +32,12 @@ const char kUsage[] =
     "                        $TRAINCTL_CHECKPOINT_DIR/.fail-count-$TRAINCTL_REPLICA_NAME)\n"
     "  --checkpoint          resume from and advance\n"
     "                        $TRAINCTL_CHECKPOINT_DIR/ckpt-$TRAINCTL_REPLICA_NAME\n"
+    "  --step-time SECONDS   how long one --train step takes (default 0.05)\n"
+    "  --train N             resume from that checkpoint (\"resumed from step K\" when K > 0),\n"
+    "                        then advance it one step per --step-time, printing \"step S\",\n"
+    "                        until it reaches N (\"trained to step N\")\n"
+    "  --wait-file PATH      wait until PATH exists (polls every 20 ms; gives up and exits 4\n"
+    "                        after 300 s, so a forgotten replica cannot outlive its test)\n"
     "  --env                 print TRAINCTL_*, RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT,\n"
     "                        CLUSTER_SPEC and AIP_CHECKPOINT_DIR as NAME=VALUE lines\n"
     "  --pidfile PATH        write the pid to PATH\n"
@@ -61,10 +67,15 @@ long ReadNumber(const std::string& path) {
   return (in >> value) ? value : 0;
 }
 
+// Replaces the file at once (write, then rename), so a reader never sees it half written.
 void WriteNumber(const std::string& path, long value) {
-  std::ofstream out(path, std::ios::trunc);
-  out << value << "\n";
-  if (!out.flush()) Die("cannot write " + path);
+  std::string tmp = path + ".tmp-" + std::to_string(getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << value << "\n";
+    if (!out.flush()) Die("cannot write " + tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) Die("cannot rename " + tmp + " to " + path);
 }
 
 int SignalNumber(const std::string& text) {
@@ -103,6 +114,31 @@ void AllocateMib(long mib) {
   }
 }
 
+void WaitForFile(const std::string& path) {
+  constexpr double kPoll = 0.02;
+  constexpr double kGiveUp = 300;
+  for (double waited = 0; access(path.c_str(), F_OK) != 0; waited += kPoll) {
+    if (waited >= kGiveUp) {
+      std::fprintf(stderr, "workload: gave up waiting for %s\n", path.c_str());
+      std::exit(4);
+    }
+    SleepSeconds(kPoll);
+  }
+}
+
+// Resumes from the replica's checkpoint and advances it to `target`, one step per `step_time`.
+void Train(long target, double step_time) {
+  std::string path = CheckpointFile("ckpt-");
+  long step = ReadNumber(path);
+  if (step > 0) std::printf("resumed from step %ld\n", step);
+  while (step < target) {
+    SleepSeconds(step_time);
+    WriteNumber(path, ++step);
+    std::printf("step %ld\n", step);
+  }
+  std::printf("trained to step %ld\n", step);
+}
+
 void OnTerm(int) {
   static const char kMessage[] = "got SIGTERM\n";
   ssize_t ignored = write(1, kMessage, sizeof(kMessage) - 1);
@@ -129,6 +165,7 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   long fail_times = -1;
   long fail_code = 1;
+  double step_time = 0.05;
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
     auto value = [&]() -> std::string {
@@ -174,6 +211,12 @@ int main(int argc, char** argv) {
       long step = ReadNumber(path);
       if (step > 0) std::printf("resumed from step %ld\n", step);
       WriteNumber(path, step + 1);
+    } else if (flag == "--step-time") {
+      step_time = std::atof(value().c_str());
+    } else if (flag == "--train") {
+      Train(number(), step_time);
+    } else if (flag == "--wait-file") {
+      WaitForFile(value());
     } else if (flag == "--env") {
       PrintEnv();
     } else if (flag == "--pidfile") {
