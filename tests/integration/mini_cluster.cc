@@ -111,12 +111,28 @@ int Process::Stop(std::chrono::milliseconds grace) {
 
 // --- MiniCluster -----------------------------------------------------------------------------
 
-MiniCluster::MiniCluster(int agents, AgentOptions opts) : opts_(opts), num_agents_(agents) {
+namespace {
+
+ClusterOptions WithAgents(int agents, AgentOptions opts) {
+  ClusterOptions o;
+  o.agents = agents;
+  o.agent = std::move(opts);
+  return o;
+}
+
+}  // namespace
+
+std::string NodeName(int i) { return absl::StrCat("node-", i); }
+
+MiniCluster::MiniCluster(int agents, AgentOptions opts)
+    : MiniCluster(WithAgents(agents, std::move(opts))) {}
+
+MiniCluster::MiniCluster(ClusterOptions opts) : opts_(std::move(opts)) {
   char tmpl[] = "/tmp/trainctl-it-XXXXXX";
   dir_ = mkdtemp(tmpl);
+  agents_.resize(opts_.agents);
   StartDaemon();
-  for (int i = 0; i < agents; ++i) StartAgent(i);
-  WaitForConnectedNodes(agents);
+  if (opts_.start_agents) StartAgents();
 }
 
 MiniCluster::~MiniCluster() {
@@ -137,10 +153,11 @@ void MiniCluster::StartDaemon() {
   // The first start picks a free port; restarts reuse it so agents find the daemon again.
   std::string listen = address_.empty() ? "127.0.0.1:0" : address_;
   std::filesystem::remove(data + "/trainctld.addr");
-  daemon_ = std::make_unique<Process>(
-      std::vector<std::string>{BinDir() + "/trainctld", "--data-dir", data, "--listen", listen,
-                               "--heartbeat-interval", "500ms", "--log-level", "debug"},
-      dir_ + "/trainctld.log");
+  std::vector<std::string> argv = {
+      BinDir() + "/trainctld", "--data-dir", data,          "--listen", listen,
+      "--heartbeat-interval",  "500ms",      "--log-level", "debug"};
+  argv.insert(argv.end(), opts_.daemon_args.begin(), opts_.daemon_args.end());
+  daemon_ = std::make_unique<Process>(argv, dir_ + "/trainctld.log");
   REQUIRE(Eventually([&] { return std::filesystem::exists(data + "/trainctld.addr"); }));
   address_ = std::string(absl::StripSuffix(ReadTextFile(data + "/trainctld.addr"), "\n"));
   Connect();
@@ -157,29 +174,46 @@ void MiniCluster::Connect() {
   cluster_ = v1::ClusterService::NewStub(channel);
 }
 
-std::string MiniCluster::AgentWorkDir(int i) const { return absl::StrCat(dir_, "/node-", i); }
+std::string MiniCluster::AgentWorkDir(int i) const { return absl::StrCat(dir_, "/", NodeName(i)); }
+
+std::string MiniCluster::AgentLog(int i) const {
+  return ReadTextFile(absl::StrCat(dir_, "/agent-", i, ".log"));
+}
 
 void MiniCluster::StartAgent(int i) {
+  REQUIRE(i >= 0);
   if (agents_.size() <= static_cast<size_t>(i)) agents_.resize(i + 1);
-  std::vector<std::string> argv = {BinDir() + "/trainctl-agent",
-                                   "--scheduler",
-                                   address_,
-                                   "--node",
-                                   absl::StrCat("node-", i),
-                                   "--work-dir",
-                                   AgentWorkDir(i),
-                                   "--address",
-                                   "127.0.0.1",
-                                   "--cpus",
-                                   absl::StrCat(opts_.cpus),
-                                   "--memory-mb",
-                                   absl::StrCat(opts_.memory_mb),
-                                   "--gpus",
-                                   absl::StrCat(opts_.gpus),
-                                   "--log-level",
-                                   "debug"};
-  argv.insert(argv.end(), opts_.extra_args.begin(), opts_.extra_args.end());
+  REQUIRE((agents_[i] == nullptr || !agents_[i]->Running()));
+  const AgentOptions& o = opts_.agent;
+  std::vector<std::string> argv = {
+      BinDir() + "/trainctl-agent", "--scheduler", address_, "--node", NodeName(i), "--work-dir",
+      AgentWorkDir(i), "--address", "127.0.0.1", "--cpus", absl::StrCat(o.cpus), "--memory-mb",
+      absl::StrCat(o.memory_mb), "--gpus", absl::StrCat(o.gpus), "--log-level", "debug",
+      // Any CI disk passes; checks run only where a test asks.
+      "--check-disk-root-gb", "0", "--check-disk-shm-gb", "0", "--check-disk-cache-gb", "0",
+      "--health-check-interval", "0"};
+  argv.insert(argv.end(), o.extra_args.begin(), o.extra_args.end());
+  auto own = opts_.agent_args.find(i);
+  if (own != opts_.agent_args.end())
+    argv.insert(argv.end(), own->second.begin(), own->second.end());
   agents_[i] = std::make_unique<Process>(argv, absl::StrCat(dir_, "/agent-", i, ".log"));
+}
+
+void MiniCluster::StartAgents() {
+  for (size_t i = 0; i < agents_.size(); ++i) {
+    if (agents_[i] == nullptr || !agents_[i]->Running()) StartAgent(static_cast<int>(i));
+  }
+  WaitForConnectedNodes(static_cast<int>(agents_.size()));
+}
+
+void MiniCluster::KillAgent(int i, int sig) {
+  REQUIRE(agents_.at(i) != nullptr);
+  agents_[i]->Signal(sig);
+  REQUIRE(agents_[i]->Wait(std::chrono::seconds(20)) != -1);
+}
+
+void MiniCluster::SetAgentArgs(int i, std::vector<std::string> args) {
+  opts_.agent_args[i] = std::move(args);
 }
 
 void MiniCluster::WaitForConnectedNodes(int n) {
@@ -281,6 +315,86 @@ v1::Job MiniCluster::WaitForState(const std::string& id, v1::JobState state,
                                   std::chrono::milliseconds timeout) {
   return WaitForJob(
       id, [state](const v1::Job& j) { return j.state() == state; }, timeout);
+}
+
+// --- Nodes and events -------------------------------------------------------------------------
+
+v1::Node MiniCluster::GetNode(const std::string& name) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::GetNodeRequest req;
+  req.set_name(name);
+  v1::Node node;
+  grpc::Status s = cluster_->GetNode(&ctx, req, &node);
+  INFO("GetNode " << name << ": " << s.error_message());
+  REQUIRE(s.ok());
+  return node;
+}
+
+v1::Node MiniCluster::WaitForNode(const std::string& name,
+                                  const std::function<bool(const v1::Node&)>& pred,
+                                  std::chrono::milliseconds timeout) {
+  v1::Node last;
+  bool ok = Eventually(
+      [&] {
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+        v1::GetNodeRequest req;
+        req.set_name(name);
+        if (!cluster_->GetNode(&ctx, req, &last).ok()) return false;
+        return pred(last);
+      },
+      timeout);
+  INFO("last seen: " << last.DebugString());
+  REQUIRE(ok);
+  return last;
+}
+
+v1::Node MiniCluster::WaitForNodeState(const std::string& name, v1::NodeState state,
+                                       std::chrono::milliseconds timeout) {
+  return WaitForNode(
+      name, [state](const v1::Node& n) { return n.state() == state; }, timeout);
+}
+
+v1::Node MiniCluster::CordonNode(const std::string& name, const std::string& reason) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::CordonNodeRequest req;
+  req.set_name(name);
+  req.set_reason(reason);
+  v1::Node node;
+  grpc::Status s = cluster_->CordonNode(&ctx, req, &node);
+  INFO("CordonNode " << name << ": " << s.error_message());
+  REQUIRE(s.ok());
+  return node;
+}
+
+v1::Node MiniCluster::UncordonNode(const std::string& name) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::UncordonNodeRequest req;
+  req.set_name(name);
+  v1::Node node;
+  grpc::Status s = cluster_->UncordonNode(&ctx, req, &node);
+  INFO("UncordonNode " << name << ": " << s.error_message());
+  REQUIRE(s.ok());
+  return node;
+}
+
+std::vector<v1::Event> MiniCluster::ListEvents(const std::string& job_id, const std::string& node,
+                                               const std::string& type) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::ListEventsRequest req;
+  req.set_job_id(job_id);
+  req.set_node(node);
+  req.set_type(type);
+  req.set_limit(10000);
+  v1::ListEventsResponse resp;
+  grpc::Status s = cluster_->ListEvents(&ctx, req, &resp);
+  INFO("ListEvents: " << s.error_message());
+  REQUIRE(s.ok());
+  return {resp.events().begin(), resp.events().end()};
 }
 
 }  // namespace trainctl::testing

@@ -6,6 +6,15 @@
 //   auto r = c.Cli({"submit", "-f", c.WriteFile("job.yaml", spec)});
 //   v1::Job job = c.WaitForJob(id, [](auto& j) { return j.state() == ...; });
 //
+//   ClusterOptions o;                                  // per-agent and daemon flags
+//   o.agents = 3;
+//   o.agent_args[0] = {"--check-disk-root-gb", "1e9"};
+//   o.daemon_args = {"--node-lost-timeout", "2s"};
+//   MiniCluster c(o);
+//   c.WaitForNode("node-0", [](auto& n) { return n.state() == v1::NODE_STATE_ISOLATED; });
+//
+// Every agent gets host check thresholds of 0 GB and --health-check-interval 0 unless its flags
+// say otherwise, so the checks pass on any CI disk and only run where a test asks for them.
 // Every wait polls with a deadline; nothing sleeps "long enough". The destructor stops every
 // process it started, by PID.
 #pragma once
@@ -14,6 +23,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -66,13 +76,32 @@ struct AgentOptions {
   double cpus = 4;
   int64_t memory_mb = 4096;
   int gpus = 0;
-  // More flags for every agent, e.g. {"--inject-launch-failures", "-1"}.
+  // More flags for every agent, e.g. {"--inject-launch-failures", "-1"}. They come after the
+  // fixture's defaults, so a flag given here wins.
   std::vector<std::string> extra_args;
 };
+
+struct ClusterOptions {
+  // Agents node-0 .. node-(agents-1).
+  int agents = 2;
+  // Resources and flags of every agent.
+  AgentOptions agent;
+  // More flags for agent i alone; they come last, so they win over every other flag.
+  std::map<int, std::vector<std::string>> agent_args;
+  // More trainctld flags, after the fixture's own (so "--heartbeat-interval" here wins).
+  std::vector<std::string> daemon_args;
+  // False: the constructor starts only the daemon, and the test calls StartAgents() (e.g. once
+  // it has written a script under dir() that an agent flag names).
+  bool start_agents = true;
+};
+
+// "node-<i>": the name of the fixture's i-th agent.
+std::string NodeName(int i);
 
 class MiniCluster {
  public:
   explicit MiniCluster(int agents = 2, AgentOptions opts = {});
+  explicit MiniCluster(ClusterOptions opts);
   ~MiniCluster();
 
   const std::string& dir() const { return dir_; }
@@ -105,21 +134,45 @@ class MiniCluster {
                      std::chrono::milliseconds timeout = std::chrono::seconds(60));
   void WaitForConnectedNodes(int n);
 
+  // ClusterService.GetNode; REQUIREs success.
+  v1::Node GetNode(const std::string& name);
+  // Polls GetNode until `pred` holds; FAILs the test with the last node seen otherwise.
+  v1::Node WaitForNode(const std::string& name, const std::function<bool(const v1::Node&)>& pred,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  v1::Node WaitForNodeState(const std::string& name, v1::NodeState state,
+                            std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  // ClusterService.CordonNode and UncordonNode; REQUIRE success.
+  v1::Node CordonNode(const std::string& name, const std::string& reason = "test");
+  v1::Node UncordonNode(const std::string& name);
+  // ClusterService.ListEvents with these filters ("" matches all), oldest first.
+  std::vector<v1::Event> ListEvents(const std::string& job_id, const std::string& node,
+                                    const std::string& type);
+
   // The scheduler daemon.
   void StartDaemon();
   void KillDaemon(int sig);
   Process& daemon() { return *daemon_; }
   Process& agent(int i) { return *agents_[i]; }
   std::string AgentWorkDir(int i) const;
+  // Everything agent i has logged, over all its starts.
+  std::string AgentLog(int i) const;
+
+  // Starts agent i as node-<i> with the same work dir and flags as before (e.g. after
+  // KillAgent); it does not wait for it to connect.
+  void StartAgent(int i);
+  // Starts every agent that is not running and waits until all of them are connected.
+  void StartAgents();
+  // Sends `sig` to agent i and REQUIREs that it exits.
+  void KillAgent(int i, int sig);
+  // Replaces agent i's own flags (ClusterOptions::agent_args) for its next start.
+  void SetAgentArgs(int i, std::vector<std::string> args);
 
  private:
   void Connect();
-  void StartAgent(int i);
 
   std::string dir_;
   std::string address_;
-  AgentOptions opts_;
-  int num_agents_;
+  ClusterOptions opts_;
   std::unique_ptr<Process> daemon_;
   std::vector<std::unique_ptr<Process>> agents_;
   std::unique_ptr<v1::JobService::Stub> jobs_;
