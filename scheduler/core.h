@@ -100,7 +100,9 @@ class Core {
   // launches it never received. Returns the RegisterAck to send back.
   v1::RegisterAck AgentRegistered(const v1::Register& reg, int64_t now, Effects* fx);
   void AgentDisconnected(const std::string& node, int64_t now, Effects* fx);
-  void Heartbeat(const std::string& node, int64_t now);
+  // A LOST node whose agent kept its stream and is heard from again is back: the runs moved off
+  // it are stopped there.
+  void Heartbeat(const std::string& node, int64_t now, Effects* fx);
   // A check run not tied to an exit: periodic, or a preflight that passed. A failed run isolates
   // the node and moves its replicas off it.
   void CheckReported(const std::string& node, const v1::CheckRun& run, int64_t now, Effects* fx);
@@ -213,6 +215,8 @@ class Core {
                        bool node_gone, int64_t now, Effects* fx);
   // Records a check run for `node`: isolation, flapping and recovery, with their events.
   void ApplyCheckRun(const std::string& node, const v1::CheckRun& run, int64_t now, Effects* fx);
+  // A LOST node is heard from again (`how`): back in service; stops the runs moved off it.
+  void NodeReturned(Node* node, const std::string& how, int64_t now, Effects* fx);
   // Re-derives the node's state and health; records the change (and `reason`) when they moved.
   void RefreshNode(Node* node, const std::string& reason, int64_t now, Effects* fx);
   // LOST nodes (Tick), and drains that have finished.

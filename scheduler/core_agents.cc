@@ -35,16 +35,13 @@ v1::RegisterAck Core::AgentRegistered(const v1::Register& reg, int64_t now, Effe
                         reg.allocatable().cpu(), " cpu, ", reg.allocatable().memory_mb(), " MiB, ",
                         reg.allocatable().gpus(), " gpus allocatable; reports ", reg.runs_size(),
                         " runs"));
-  std::string why = known_before ? "its agent reconnected" : "its agent registered";
+  // The runs it reports are reconciled below; stale ones it does not report are gone.
+  node.stale_runs.clear();
   if (node.lost) {
-    node.lost = false;
-    why = "its agent came back after the node was lost";
-    node.status.set_health_description(
-        absl::StrCat("The host rejoined at ", FormatRfc3339(now), " after it was lost"));
-    AddEvent(fx, now, nullptr, "", node.name, "NodeReturned",
-             absl::StrCat(why, "; runs moved elsewhere meanwhile are stopped on it"));
+    NodeReturned(&node, "its agent registered again", now, fx);
+  } else {
+    RefreshNode(&node, known_before ? "its agent reconnected" : "its agent registered", now, fx);
   }
-  RefreshNode(&node, why, now, fx);
   if (reg.has_startup()) ApplyCheckRun(node.name, reg.startup(), now, fx);
 
   // Runs the agent knows: adopt the wanted ones, stop the rest.
@@ -116,9 +113,13 @@ void Core::AgentDisconnected(const std::string& name, int64_t now, Effects* fx) 
            "the agent's stream closed; its replicas keep running until it reconnects");
 }
 
-void Core::Heartbeat(const std::string& name, int64_t now) {
+void Core::Heartbeat(const std::string& name, int64_t now, Effects* fx) {
   auto it = nodes_.find(name);
-  if (it != nodes_.end()) it->second.last_heartbeat_ms = now;
+  if (it == nodes_.end()) return;
+  it->second.last_heartbeat_ms = now;
+  if (it->second.lost && it->second.connected) {
+    NodeReturned(&it->second, "its agent is heard from again", now, fx);
+  }
 }
 
 void Core::ReplicaStarted(const std::string& node, const v1::ReplicaStarted& started, int64_t now,

@@ -6,6 +6,7 @@
 #include "common/time_util.h"
 #include "scheduler/core.h"
 #include "scheduler/core_internal.h"
+#include "scheduler/job_validation.h"
 #include "scheduler/node_health.h"
 
 namespace trainctl::sched {
@@ -77,6 +78,25 @@ void Core::RefreshNode(Node* node, const std::string& reason, int64_t now, Effec
   node->status.set_state_reason(reason);
   *node->status.mutable_state_time() = MsToTimestamp(now);
   schedule_needed_ = true;
+}
+
+void Core::NodeReturned(Node* node, const std::string& how, int64_t now, Effects* fx) {
+  node->lost = false;
+  node->status.set_health_description(
+      absl::StrCat("The host rejoined at ", FormatRfc3339(now), " after it was lost"));
+  AddEvent(fx, now, nullptr, "", node->name, "NodeReturned",
+           absl::StrCat(how,
+                        " after the node was lost; runs moved elsewhere meanwhile are "
+                        "stopped on it"));
+  for (const std::string& run_id : node->stale_runs) {
+    v1::SchedulerMessage msg;
+    msg.mutable_stop()->set_run_id(run_id);
+    msg.mutable_stop()->set_grace_period_ms(kDefaultStopGraceMs);
+    msg.mutable_stop()->set_reason("moved to another node while this node was lost");
+    fx->commands.push_back({node->name, std::move(msg)});
+  }
+  node->stale_runs.clear();
+  RefreshNode(node, how, now, fx);
 }
 
 void Core::ApplyCheckRun(const std::string& name, const v1::CheckRun& run_in, int64_t now,
@@ -272,6 +292,9 @@ void Core::MoveReplicasOff(const std::string& node, const std::string& why, int6
     for (int i = 0; i < job->replicas_size(); ++i) {
       v1::Replica* r = job->mutable_replicas(i);
       if (r->node() != node || !HoldsResources(r->state())) continue;
+      if (node_gone && r->state() != v1::REPLICA_STATE_RESTARTING) {
+        nodes_[node].stale_runs.insert(RunIdOf(*job, *r));
+      }
       // Re-evaluated per replica: a move may turn into a re-dispatch, which ends the attempt.
       const bool live =
           job->state() == v1::JOB_STATE_PENDING || job->state() == v1::JOB_STATE_RUNNING;

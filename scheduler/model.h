@@ -68,6 +68,9 @@ struct Node {
   // A replica's current run on this node has been stopped by the node's agent shutting down:
   // the node is going away, so it takes no new work until it registers again.
   bool shutting_down = false;
+  // Runs that were on this node when it was lost and have moved elsewhere: stopped on it when it
+  // comes back. In memory only; after a scheduler restart, Register's reconciliation does it.
+  std::set<std::string> stale_runs;
 };
 
 // One append-only audit row. Every state change of a job or node produces one.

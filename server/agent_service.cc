@@ -154,7 +154,7 @@ class AgentSession : public Reactor {
       }
       case v1::AgentMessage::kHeartbeat: {
         std::string node = node_;
-        loop_->Post([node](Turn& t) { t.core.Heartbeat(node, t.now); });
+        loop_->Post([node](Turn& t) { t.core.Heartbeat(node, t.now, t.fx); });
         break;
       }
       case v1::AgentMessage::kReplicaStarted:

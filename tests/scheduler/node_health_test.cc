@@ -91,7 +91,8 @@ struct Cluster {
     core.CheckReported(node, Checks("periodic", passed, now), now, fx);
   }
   void Heartbeats() {
-    for (const char* n : {"node-a", "node-b", "node-c"}) core.Heartbeat(n, now);
+    Effects fx;
+    for (const char* n : {"node-a", "node-b", "node-c"}) core.Heartbeat(n, now, &fx);
   }
 };
 
@@ -297,7 +298,7 @@ TEST_CASE(
   CHECK(c.Node(victim).state() == v1::NODE_STATE_READY);
 
   for (const char* n : {"node-a", "node-b", "node-c"}) {
-    if (n != victim) c.core.Heartbeat(n, c.now);
+    if (n != victim) c.core.Heartbeat(n, c.now, &fx);
   }
   c.now += 6'000;
   Effects fx2;
@@ -333,6 +334,31 @@ TEST_CASE(
   CHECK(stops[0].run_id() == old_run);
   CHECK(HasEvent(fx3, "NodeReturned", victim));
   CHECK(c.Node(victim).state() == v1::NODE_STATE_READY);
+}
+
+TEST_CASE(
+    "a node whose heartbeats stall on an open stream is LOST; heard from again, it is back "
+    "and the runs moved off it are stopped there") {
+  Cluster c(/*lost_ms=*/15'000);
+  const std::string id = c.Run(Spec(1));
+  const std::string victim = c.NodeOf(id, "worker-0");
+  const std::string old_run = c.RunId(id, 1);
+  c.now += 16'000;
+  Effects fx;
+  for (const char* n : {"node-a", "node-b", "node-c"}) {
+    if (n != victim) c.core.Heartbeat(n, c.now, &fx);
+  }
+  c.core.Tick(c.now, &fx);
+  REQUIRE(c.Node(victim).state() == v1::NODE_STATE_LOST);
+  CHECK(c.Replica(id, 1).node() != victim);
+
+  Effects fx2;
+  c.core.Heartbeat(victim, ++c.now, &fx2);
+  CHECK(c.Node(victim).state() == v1::NODE_STATE_READY);
+  CHECK(HasEvent(fx2, "NodeReturned", victim));
+  std::vector<v1::StopReplica> stops = Stops(fx2);
+  REQUIRE(stops.size() == 1);
+  CHECK(stops[0].run_id() == old_run);
 }
 
 TEST_CASE("after a scheduler restart every node gets a full lost timeout to reconnect") {
