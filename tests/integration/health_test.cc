@@ -227,7 +227,7 @@ workerPools:
   CHECK(job.budgets_used().redispatches() == 0);
   CHECK(HasEvent(c, "", lost, "NodeLost"));
   CHECK(HasEvent(c, id, "", "ReplicaMoved"));
-  CliResult logs = c.Cli({"logs", id, "--replica", "chief-0", "--restart", "1"});
+  CliResult logs = c.Cli({"logs", id, "--replica", "chief-0", "--attempt", "1", "--restart", "1"});
   INFO(logs.err);
   CHECK(Contains(logs.out, "resumed from step 3"));
   CHECK(Contains(logs.out, "trained to step 6"));
@@ -279,7 +279,9 @@ workerPools:
   CHECK(moved.replicas(0).restart_count() == 0);
   CHECK(moved.attempts_size() == 1);
   CHECK(moved.state() == v1::JOB_STATE_RUNNING);
-  CliResult old_run = c.Cli({"logs", id, "--replica", "worker-0", "--restart", "0"});
+  // --attempt too: with attempt 0 ("current"), restart 0 reads as "the latest run".
+  CliResult old_run =
+      c.Cli({"logs", id, "--replica", "worker-0", "--attempt", "1", "--restart", "0"});
   INFO(old_run.err);
   CHECK(Contains(old_run.out, "got SIGTERM"));  // stopped gracefully
 
