@@ -202,12 +202,12 @@ std::string FormatCheckResult(const CheckResult& result) {
                       result.passed ? " passed: " : " failed: ", result.message);
 }
 
-void LogCheckResults(const std::vector<CheckResult>& results) {
+void LogCheckResults(const std::vector<CheckResult>& results, absl::string_view context) {
   for (const CheckResult& result : results) {
     if (result.passed) {
-      spdlog::info("{}", FormatCheckResult(result));
+      spdlog::info("{}{}", std::string(context), FormatCheckResult(result));
     } else {
-      spdlog::warn("{}", FormatCheckResult(result));
+      spdlog::warn("{}{}", std::string(context), FormatCheckResult(result));
     }
   }
 }

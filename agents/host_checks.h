@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace trainctl::agent {
 
@@ -109,7 +110,8 @@ std::vector<CheckResult> RunChecks(const HostCheckConfig& config, const HostProb
 // "item <name> passed: <message>" or "item <name> failed: <message>" (R21: searchable by `item`).
 std::string FormatCheckResult(const CheckResult& result);
 
-// Logs each result as exactly one line, FormatCheckResult's: info when passed, warn when failed.
-void LogCheckResults(const std::vector<CheckResult>& results);
+// Logs each result as exactly one line, FormatCheckResult's after `context` (e.g. "periodic
+// check: "): info when passed, warn when failed.
+void LogCheckResults(const std::vector<CheckResult>& results, absl::string_view context = "");
 
 }  // namespace trainctl::agent
