@@ -9,35 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/agents/fake_host_probe.h"
+
 namespace trainctl::agent {
 namespace {
 
-constexpr uint64_t kGb = 1000 * 1000 * 1000;
-
-// A host given as literals: free bytes per path, hostnames that resolve, soft limits and GPUs.
-class FakeHostProbe : public HostProbe {
- public:
-  std::map<std::string, uint64_t> free_bytes = {
-      {"/", 120 * kGb}, {"/dev/shm", 8 * kGb}, {"/work", 500 * kGb}};
-  std::set<std::string> resolvable = {"worker-0", "worker-1"};
-  std::map<int, uint64_t> limits = {{RLIMIT_MEMLOCK, kUnlimited},
-                                    {RLIMIT_NOFILE, 1048576},
-                                    {RLIMIT_STACK, 8192 * 1024},
-                                    {RLIMIT_NPROC, kUnlimited}};
-  absl::StatusOr<int32_t> gpus = 8;
-
-  absl::StatusOr<uint64_t> FreeBytes(const std::string& path) const override {
-    auto it = free_bytes.find(path);
-    if (it == free_bytes.end()) return absl::NotFoundError("statvfs " + path + ": no such file");
-    return it->second;
-  }
-  absl::Status Resolve(const std::string& hostname) const override {
-    if (resolvable.count(hostname)) return absl::OkStatus();
-    return absl::NotFoundError(hostname + ": Name or service not known");
-  }
-  absl::StatusOr<uint64_t> SoftLimit(int resource) const override { return limits.at(resource); }
-  absl::StatusOr<int32_t> GpuCount() const override { return gpus; }
-};
+using ::trainctl::agent::testing::FakeHostProbe;
+using ::trainctl::agent::testing::kGb;
 
 HostCheckConfig Config() {
   HostCheckConfig config;
