@@ -12,8 +12,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "agents/proc_stats.h"
 #include "agents/progress_watch.h"
 #include "agents/run_files.h"
+#include "agents/run_records.h"
 #include "agents/spawn.h"
 #include "common/time_util.h"
 #include "spdlog/spdlog.h"
@@ -40,11 +42,70 @@ ProcessLauncher::~ProcessLauncher() {
   absl::MutexLock lock(&mu_);
   for (auto& [run_id, run] : runs_) {
     if (run.state != RunState::kRunning) continue;
-    kill(-run.pid, SIGKILL);
-    while (waitpid(run.pid, nullptr, 0) < 0 && errno == EINTR) {
+    SignalLocked(run_id, run, SIGKILL);
+    // An adopted run is not a child: there is nothing to reap.
+    while (!run.adopted && waitpid(run.pid, nullptr, 0) < 0 && errno == EINTR) {
     }
     spdlog::warn("run {} killed: the launcher was destroyed", run_id);
     if (run.in_cgroup) RemoveCgroup(run_id);
+    RemoveRecord(run_id);
+  }
+}
+
+std::vector<std::string> ProcessLauncher::AdoptRecordedRuns() {
+  std::vector<std::string> adopted;
+  if (options_.run_records == nullptr) return adopted;
+  for (const RunRecord& record : options_.run_records->LoadAlive()) {
+    absl::StatusOr<RunIdParts> parts = ParseRunId(record.run_id);
+    absl::MutexLock lock(&mu_);
+    if (runs_.count(record.run_id) > 0) continue;
+    Run& run = runs_[record.run_id];
+    run.state = RunState::kRunning;
+    run.adopted = true;
+    run.pid = record.pid;
+    run.start_ticks = record.start_ticks;
+    run.memory_limit_bytes = record.memory_limit_bytes;
+    run.checkpoint_dir = record.checkpoint_dir;
+    run.progress_ms = WallNowMs();
+    if (parts.ok()) {
+      run.log_path = RunLogPath(options_.work_dir, *parts);
+      run.progress_file = RunWorkingDir(options_.work_dir, *parts) + "/" + kProgressFileName;
+    }
+    // The earlier agent may have put it in a memory cgroup; it is removed at the run's end.
+    run.in_cgroup = options_.memory_cgroups != nullptr &&
+                    access(options_.memory_cgroups->RunDir(record.run_id).c_str(), F_OK) == 0;
+    spdlog::warn("run {}: adopted pid {}, which an earlier agent left running", record.run_id,
+                 record.pid);
+    adopted.push_back(record.run_id);
+  }
+  return adopted;
+}
+
+void ProcessLauncher::WriteRecord(const std::string& run_id, pid_t pid) {
+  if (options_.run_records == nullptr) return;
+  RunRecord record;
+  record.run_id = run_id;
+  record.pid = pid;
+  record.boot_id = BootId();
+  ProcStat stat;
+  // Our unreaped child: its /proc entry exists even if it already exited.
+  if (ReadProcStat(pid, &stat)) record.start_ticks = stat.start_ticks;
+  {
+    absl::MutexLock lock(&mu_);
+    const Run& run = runs_[run_id];
+    record.memory_limit_bytes = run.memory_limit_bytes;
+    record.checkpoint_dir = run.checkpoint_dir;
+  }
+  if (absl::Status s = options_.run_records->Write(record); !s.ok()) {
+    spdlog::warn("run {}: cannot record it; an agent restarted after a crash would not know it: {}",
+                 run_id, std::string(s.message()));
+  }
+}
+
+void ProcessLauncher::RemoveRecord(const std::string& run_id) {
+  if (options_.run_records == nullptr) return;
+  if (absl::Status s = options_.run_records->Remove(run_id); !s.ok()) {
+    spdlog::warn("run {}: cannot remove its record: {}", run_id, std::string(s.message()));
   }
 }
 
@@ -74,6 +135,12 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
     // The scheduler sent a malformed launch; that is never the user's fault.
     ReportLaunchFailure(run_id, absl::InternalError(valid.message()), -1);
     return;
+  }
+  if (options_.preflight) {
+    if (std::optional<PreflightFailure> failed = options_.preflight(launch)) {
+      ReportLaunchFailure(run_id, absl::UnavailableError(failed->error), -1, &failed->run);
+      return;
+    }
   }
   const std::string working_dir = RunWorkingDir(options_.work_dir, parts);
   const std::string log_path = RunLogPath(options_.work_dir, parts);
@@ -145,6 +212,7 @@ void ProcessLauncher::FinishLaunch(const std::string& run_id, pid_t pid, int64_t
   started.set_run_id(run_id);
   started.set_pid(pid);
   started.set_start_time_ms(start_time_ms);
+  WriteRecord(run_id, pid);
   // Reported before the monitor can see the process, so the exit report always comes second.
   if (options_.on_started) options_.on_started(started);
   absl::MutexLock lock(&mu_);
@@ -158,7 +226,7 @@ void ProcessLauncher::FinishLaunch(const std::string& run_id, pid_t pid, int64_t
 }
 
 void ProcessLauncher::ReportLaunchFailure(const std::string& run_id, const absl::Status& error,
-                                          int log_fd) {
+                                          int log_fd, const trainctl::v1::CheckRun* preflight) {
   const bool is_user = error.code() == absl::StatusCode::kInvalidArgument;
   spdlog::info("run {}: launch failed ({}): {}", run_id, is_user ? "user error" : "host error",
                std::string(error.message()));
@@ -173,6 +241,10 @@ void ProcessLauncher::ReportLaunchFailure(const std::string& run_id, const absl:
   exited.set_launch_error(SanitizeUtf8(error.message()));
   exited.set_launch_error_is_user(is_user);
   exited.set_end_time_ms(WallNowMs());
+  if (preflight != nullptr) {
+    exited.set_preflight_failed(true);
+    *exited.mutable_checks() = *preflight;
+  }
   if (options_.on_exited) options_.on_exited(exited);
   absl::MutexLock lock(&mu_);
   Run& run = runs_[run_id];
@@ -183,6 +255,14 @@ void ProcessLauncher::ReportLaunchFailure(const std::string& run_id, const absl:
 
 void ProcessLauncher::SignalLocked(const std::string& run_id, Run& run, int sig) {
   if (run.state != RunState::kRunning) return;  // Not started yet, or already reaped.
+  if (run.adopted) {
+    // Not a child, so no zombie holds its pid: once the leader is gone (reaped by someone
+    // else), the group id is only safe to signal while some member still uses it.
+    ProcStat stat;
+    const bool leader_runs =
+        ReadProcStat(run.pid, &stat) && stat.state != 'Z' && stat.start_ticks == run.start_ticks;
+    if (!leader_runs && !ProcessGroupHasMembers(run.pid)) return;
+  }
   if (kill(-run.pid, sig) != 0 && errno != ESRCH) {
     spdlog::warn("run {}: kill({}, {}): {}", run_id, -run.pid, sig, std::strerror(errno));
   }

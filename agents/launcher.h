@@ -17,6 +17,15 @@
 // in its working directory; touching it, or writing into the checkpoint directory, is reported
 // as a ReplicaProgress.
 //
+// Preflight (Options::preflight): a launch whose preflight fails starts nothing and is reported
+// as a launch failure with preflight_failed and the failed check run.
+//
+// Run records (Options::run_records, run_records.h): every started process gets a record, removed
+// once the launcher saw it end. AdoptRecordedRuns() takes over the processes an earlier agent
+// left running. An adopted run is not this process's child: it is watched through /proc (same pid
+// and start time), stopped like any run (its group is signalled), and its exit report carries
+// neither exit_code nor signal, since its status cannot be known.
+//
 //   ProcessLauncher launcher({.work_dir = "/var/lib/trainctl",
 //                             .on_started = [](v1::ReplicaStarted s) { ... },
 //                             .on_exited = [](v1::ReplicaExited e) { ... }});
@@ -36,6 +45,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,6 +55,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "agents/memory_cgroup.h"
+#include "agents/run_records.h"
 #include "trainctl/v1/agent.pb.h"
 
 namespace trainctl::agent {
@@ -54,6 +65,14 @@ class ProcessLauncher {
   using StartedCallback = std::function<void(trainctl::v1::ReplicaStarted)>;
   using ExitedCallback = std::function<void(trainctl::v1::ReplicaExited)>;
   using ProgressCallback = std::function<void(trainctl::v1::ReplicaProgress)>;
+  // Why a launch must not start: the failed preflight run and the launch error to report.
+  struct PreflightFailure {
+    trainctl::v1::CheckRun run;
+    std::string error;
+  };
+  // Runs (or looks up) the launch's preflight; nullopt lets it start.
+  using PreflightCallback =
+      std::function<std::optional<PreflightFailure>(const trainctl::v1::LaunchReplica&)>;
 
   struct Options {
     // Root of the node's job directories and logs; should be absolute. Must exist.
@@ -76,6 +95,10 @@ class ProcessLauncher {
     // Where set, runs with a memory limit get a memory cgroup (memory_cgroup.h); null: the RSS
     // watch alone enforces limits.
     std::shared_ptr<const MemoryCgroups> memory_cgroups;
+    // Optional; called by Launch() on its caller's thread before anything of the run is created.
+    PreflightCallback preflight;
+    // Where set, started runs are recorded there (see the file comment).
+    std::shared_ptr<const RunRecordStore> run_records;
   };
 
   // Starts the monitor thread.
@@ -90,6 +113,11 @@ class ProcessLauncher {
   // outcome goes to the callbacks). A run id the launcher already knows is ignored. Creates the
   // working directory, the checkpoint directory and the log file. Blocks for the fork and exec.
   void Launch(const trainctl::v1::LaunchReplica& launch);
+
+  // Takes over every process of Options::run_records that still runs, as a running run that
+  // reports no ReplicaStarted; deletes the records of those that are gone. Returns the adopted
+  // run ids. Call before the first Register, so that it lists them.
+  std::vector<std::string> AdoptRecordedRuns();
 
   // Sends SIGTERM to the run's process group, and SIGKILL if it is still alive `grace_ms` later
   // (at once when grace_ms <= 0). For StopReplica: the exit report says stopped_by_request. A
@@ -130,6 +158,11 @@ class ProcessLauncher {
     RunState state = RunState::kLaunching;
     // The process and its group; valid in kRunning and kExiting.
     pid_t pid = 0;
+    // Taken over from an earlier agent (AdoptRecordedRuns): not a child of this process.
+    bool adopted = false;
+    // adopted: the process's start time (ProcStat::start_ticks), which tells it from a process
+    // that reuses its pid.
+    uint64_t start_ticks = 0;
     // 0: no limit.
     int64_t memory_limit_bytes = 0;
     // The run has a memory cgroup (Options::memory_cgroups) to read and remove at exit.
@@ -159,8 +192,12 @@ class ProcessLauncher {
   // Reports the started process, then hands it to the monitor.
   void FinishLaunch(const std::string& run_id, pid_t pid, int64_t start_time_ms);
   // Reports a launch that failed with `error` (INVALID_ARGUMENT: the user's fault), noting it in
-  // the log when `log_fd` >= 0.
-  void ReportLaunchFailure(const std::string& run_id, const absl::Status& error, int log_fd);
+  // the log when `log_fd` >= 0. `preflight`: the failed preflight run that stopped it.
+  void ReportLaunchFailure(const std::string& run_id, const absl::Status& error, int log_fd,
+                           const trainctl::v1::CheckRun* preflight = nullptr);
+  // Records the started run (Options::run_records); logs a failure.
+  void WriteRecord(const std::string& run_id, pid_t pid);
+  void RemoveRecord(const std::string& run_id);
   // Stop(); `by_request` says whether the scheduler asked.
   absl::Status StopLocked(const std::string& run_id, int64_t grace_ms, const std::string& reason,
                           bool by_request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -168,12 +205,21 @@ class ProcessLauncher {
   void SignalLocked(const std::string& run_id, Run& run, int sig)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MonitorLoop();
+  // A running run, as the monitor checks it for its end.
+  struct Watched {
+    std::string run_id;
+    pid_t pid = 0;
+    bool adopted = false;
+    uint64_t start_ticks = 0;
+  };
   // Sends due SIGKILLs; returns the runs to check for exit.
-  std::vector<std::pair<std::string, pid_t>> CheckDeadlines();
+  std::vector<Watched> CheckDeadlines();
   void EnforceMemoryLimits();
   void ReportProgress();
   // Reaps the run if its leader exited, kills its stragglers and reports the exit.
   void MaybeReap(const std::string& run_id, pid_t pid);
+  // For an adopted run: reports its end once its process is gone, killing its group's rest.
+  void MaybeReportAdoptedEnd(const Watched& watched);
   void ForgetOldRunsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Constant after construction.

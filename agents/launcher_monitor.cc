@@ -51,12 +51,18 @@ void ProcessLauncher::MonitorLoop() {
       ReportProgress();
       next_progress_check = absl::Now() + options_.progress_interval;
     }
-    for (const auto& [run_id, pid] : CheckDeadlines()) MaybeReap(run_id, pid);
+    for (const Watched& watched : CheckDeadlines()) {
+      if (watched.adopted) {
+        MaybeReportAdoptedEnd(watched);
+      } else {
+        MaybeReap(watched.run_id, watched.pid);
+      }
+    }
   }
 }
 
-std::vector<std::pair<std::string, pid_t>> ProcessLauncher::CheckDeadlines() {
-  std::vector<std::pair<std::string, pid_t>> running;
+std::vector<ProcessLauncher::Watched> ProcessLauncher::CheckDeadlines() {
+  std::vector<Watched> running;
   absl::Time now = absl::Now();
   absl::MutexLock lock(&mu_);
   for (auto& [run_id, run] : runs_) {
@@ -65,7 +71,7 @@ std::vector<std::pair<std::string, pid_t>> ProcessLauncher::CheckDeadlines() {
       spdlog::info("run {}: still running after its grace period; sending SIGKILL", run_id);
       SignalLocked(run_id, run, SIGKILL);
     }
-    running.emplace_back(run_id, run.pid);
+    running.push_back({run_id, run.pid, run.adopted, run.start_ticks});
   }
   return running;
 }
@@ -126,6 +132,7 @@ void ProcessLauncher::MaybeReap(const std::string& run_id, pid_t pid) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  RemoveRecord(run_id);
   trainctl::v1::ReplicaExited exited;
   exited.set_run_id(run_id);
   exited.set_end_time_ms(WallNowMs());
@@ -153,6 +160,57 @@ void ProcessLauncher::MaybeReap(const std::string& run_id, pid_t pid) {
   }
   exited.set_output_tail(ReadOutputTail(log_path));
   spdlog::info("run {}: pid {} {}{}", run_id, pid, DescribeStatus(status),
+               exited.oom_killed()           ? " (memory limit exceeded)"
+               : exited.stopped_by_request() ? " (stopped by request)"
+                                             : "");
+  if (options_.on_exited) options_.on_exited(exited);
+  absl::MutexLock lock(&mu_);
+  runs_[run_id].state = RunState::kExited;
+  exited_order_.push_back(run_id);
+  ForgetOldRunsLocked();
+}
+
+void ProcessLauncher::MaybeReportAdoptedEnd(const Watched& watched) {
+  const std::string& run_id = watched.run_id;
+  ProcStat stat;
+  if (ReadProcStat(watched.pid, &stat) && stat.state != 'Z' &&
+      stat.start_ticks == watched.start_ticks) {
+    return;  // Still runs.
+  }
+  // The leader is gone. Members left in its group keep the group id from being reused, so the
+  // group may be signalled exactly while it has members.
+  if (ProcessGroupHasMembers(watched.pid) && kill(-watched.pid, SIGKILL) != 0 && errno != ESRCH) {
+    spdlog::warn("run {}: cannot kill the rest of process group {}: {}", run_id, watched.pid,
+                 std::strerror(errno));
+  }
+  RemoveRecord(run_id);
+  // Not our child: its exit status went to whoever reaped it, so the report has neither an exit
+  // code nor a signal.
+  trainctl::v1::ReplicaExited exited;
+  exited.set_run_id(run_id);
+  exited.set_end_time_ms(WallNowMs());
+  std::string log_path;
+  bool in_cgroup = false;
+  {
+    absl::MutexLock lock(&mu_);
+    Run& run = runs_[run_id];
+    run.state = RunState::kExiting;
+    exited.set_stopped_by_request(run.stopped_by_request);
+    exited.set_node_shutdown(run.stopped_by_node);
+    exited.set_oom_killed(run.oom_killed);
+    log_path = run.log_path;
+    in_cgroup = run.in_cgroup;
+  }
+  if (in_cgroup) {
+    if (options_.memory_cgroups->SawOomKill(run_id, /*died_by_sigkill=*/false) &&
+        !exited.oom_killed()) {
+      exited.set_oom_killed(true);
+    }
+    RemoveCgroup(run_id);
+  }
+  exited.set_output_tail(ReadOutputTail(log_path));
+  spdlog::info("run {}: adopted pid {} is gone (its exit status is unknown: not our child){}",
+               run_id, watched.pid,
                exited.oom_killed()           ? " (memory limit exceeded)"
                : exited.stopped_by_request() ? " (stopped by request)"
                                              : "");

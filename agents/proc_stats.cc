@@ -27,12 +27,26 @@ bool ReadSmallFile(const std::string& path, std::string* out) {
   return n == 0;
 }
 
+// Calls `visit` with the stat of every process on the host.
+template <typename Visit>
+void ForEachProcess(Visit visit) {
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return;
+  while (struct dirent* entry = readdir(dir)) {
+    pid_t pid;
+    ProcStat stat;
+    if (!absl::SimpleAtoi(entry->d_name, &pid) || !ReadProcStat(pid, &stat)) continue;
+    visit(stat);
+  }
+  closedir(dir);
+}
+
+}  // namespace
+
 bool ReadProcStat(pid_t pid, ProcStat* out) {
   std::string text;
   return ReadSmallFile(absl::StrCat("/proc/", pid, "/stat"), &text) && ParseProcStat(text, out);
 }
-
-}  // namespace
 
 bool ParseProcStat(absl::string_view text, ProcStat* out) {
   size_t open_paren = text.find('(');
@@ -42,30 +56,25 @@ bool ParseProcStat(absl::string_view text, ProcStat* out) {
     return false;
   }
   if (!absl::SimpleAtoi(text.substr(0, open_paren), &out->pid)) return false;
-  // Fields after the name, numbered as in proc(5): 3 state, 4 ppid, 5 pgrp, ... 24 rss.
+  // Fields after the name, numbered as in proc(5): 3 state, 4 ppid, 5 pgrp, ... 22 starttime,
+  // ... 24 rss.
   std::vector<absl::string_view> fields =
       absl::StrSplit(text.substr(close_paren + 1), ' ', absl::SkipEmpty());
   constexpr size_t kFirst = 3;
-  constexpr size_t kState = 3, kPgrp = 5, kRss = 24;
+  constexpr size_t kState = 3, kPgrp = 5, kStartTime = 22, kRss = 24;
   if (fields.size() < kRss - kFirst + 1 || fields[kState - kFirst].size() != 1) return false;
   out->state = fields[kState - kFirst][0];
   return absl::SimpleAtoi(fields[kPgrp - kFirst], &out->pgrp) &&
+         absl::SimpleAtoi(fields[kStartTime - kFirst], &out->start_ticks) &&
          absl::SimpleAtoi(fields[kRss - kFirst], &out->rss_pages);
 }
 
 std::map<pid_t, int64_t> ResidentBytesByProcessGroup() {
   std::map<pid_t, int64_t> out;
-  DIR* dir = opendir("/proc");
-  if (dir == nullptr) return out;
   const int64_t page_size = sysconf(_SC_PAGESIZE);
-  while (struct dirent* entry = readdir(dir)) {
-    pid_t pid;
-    ProcStat stat;
-    if (!absl::SimpleAtoi(entry->d_name, &pid) || !ReadProcStat(pid, &stat)) continue;
-    if (stat.state == 'Z') continue;
-    out[stat.pgrp] += stat.rss_pages * page_size;
-  }
-  closedir(dir);
+  ForEachProcess([&](const ProcStat& stat) {
+    if (stat.state != 'Z') out[stat.pgrp] += stat.rss_pages * page_size;
+  });
   return out;
 }
 
@@ -73,6 +82,13 @@ bool ProcessIsGone(pid_t pid) {
   if (kill(pid, 0) != 0 && errno == ESRCH) return true;
   ProcStat stat;
   return ReadProcStat(pid, &stat) && stat.state == 'Z';
+}
+
+bool ProcessGroupHasMembers(pid_t pgid) {
+  bool found = false;
+  ForEachProcess(
+      [&](const ProcStat& stat) { found = found || (stat.pgrp == pgid && stat.state != 'Z'); });
+  return found;
 }
 
 }  // namespace trainctl::agent
