@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "agents/memory_cgroup.h"
+#include "agents/run_records.h"
 #include "spdlog/spdlog.h"
 
 namespace trainctl::agent {
@@ -56,11 +58,23 @@ std::shared_ptr<const MemoryCgroups> DetectMemoryCgroups(const std::string& node
   return std::move(*cgroups);
 }
 
+// Fills in what the check configuration takes from the rest of the options.
+Agent::Options WithCheckDefaults(Agent::Options options) {
+  options.checks.gpus = options.capacity.gpus();
+  if (options.checks.host.cache.path.empty()) options.checks.host.cache.path = options.work_dir;
+  return options;
+}
+
+// The job id of a run id ("<job>/<attempt>/<replica>/<restart>").
+std::string JobOfRun(const std::string& run_id) { return run_id.substr(0, run_id.find('/')); }
+
 }  // namespace
 
 Agent::Agent(Options options)
-    : options_(std::move(options)),
+    : options_(WithCheckDefaults(std::move(options))),
       instance_(RandomInstanceId()),
+      checker_(options_.checks, options_.node, options_.work_dir, options_.probe),
+      check_config_(DescribeCheckConfig(options_.checks)),
       heartbeat_interval_(kDefaultHeartbeat),
       launcher_([this] {
         ProcessLauncher::Options launcher_options;
@@ -81,13 +95,27 @@ Agent::Agent(Options options)
           AddReport(std::move(report));
         };
         launcher_options.on_exited = [this](trainctl::v1::ReplicaExited exited) {
-          trainctl::v1::AgentMessage report;
-          *report.mutable_replica_exited() = std::move(exited);
-          AddReport(std::move(report));
+          OnExited(std::move(exited));
         };
+        if (options_.checks.preflight) {
+          launcher_options.preflight = [this](const trainctl::v1::LaunchReplica& launch) {
+            return Preflight(launch);
+          };
+        }
+        launcher_options.run_records =
+            std::make_shared<RunRecordStore>(options_.work_dir + "/run-records");
         return launcher_options;
       }()) {
+  spdlog::info("checks: {}", absl::StrJoin(check_config_, ", ", absl::PairFormatter(": ")));
+  std::vector<std::string> adopted = launcher_.AdoptRecordedRuns();
+  if (!adopted.empty()) {
+    spdlog::warn(
+        "adopted {} replica processes an earlier agent left running; the scheduler "
+        "decides whether they keep running",
+        adopted.size());
+  }
   worker_ = std::thread([this] { WorkerLoop(); });
+  exit_checker_ = std::thread([this] { ExitCheckLoop(); });
 }
 
 Agent::~Agent() {
@@ -98,11 +126,119 @@ Agent::~Agent() {
     if (context_ != nullptr) context_->TryCancel();
   }
   worker_.join();
+  exit_checker_.join();
+  if (health_checker_.joinable()) health_checker_.join();
 }
 
 size_t Agent::UnackedReports() const {
   absl::MutexLock lock(&mu_);
-  return reports_.size();
+  return reports_.size() + pending_exits_.size();
+}
+
+void Agent::OnExited(trainctl::v1::ReplicaExited exited) {
+  absl::MutexLock lock(&mu_);
+  if (IsAbnormalExit(exited)) {
+    spdlog::info("run {}: exited abnormally; running the exit checks before reporting it",
+                 exited.run_id());
+    pending_exits_.push_back(std::move(exited));
+    return;
+  }
+  trainctl::v1::AgentMessage report;
+  *report.mutable_replica_exited() = std::move(exited);
+  reports_.Add(std::move(report));
+}
+
+std::optional<ProcessLauncher::PreflightFailure> Agent::Preflight(
+    const trainctl::v1::LaunchReplica& launch) {
+  std::optional<trainctl::v1::CheckRun> run =
+      preflight_cache_.Find(launch.job_id(), launch.attempt());
+  if (run) {
+    spdlog::info("run {}: preflight of job {} attempt {} already {} on this node (run for {})",
+                 launch.run_id(), launch.job_id(), launch.attempt(),
+                 run->passed() ? "passed" : "failed", run->run_id());
+  } else {
+    run = checker_.RunPreflight(launch);
+    preflight_cache_.Insert(launch.job_id(), launch.attempt(), *run);
+    // A failed run travels with each replica's exit instead.
+    if (run->passed()) {
+      trainctl::v1::AgentMessage report;
+      *report.mutable_check_report()->mutable_run() = *run;
+      AddReport(std::move(report));
+    }
+  }
+  if (run->passed()) return std::nullopt;
+  run->set_run_id(launch.run_id());
+  std::string error = PreflightError(options_.node, *run);
+  return ProcessLauncher::PreflightFailure{*std::move(run), std::move(error)};
+}
+
+void Agent::ExitCheckLoop() {
+  auto cancelled = [this] {
+    absl::MutexLock lock(&mu_);
+    return worker_exit_;
+  };
+  while (true) {
+    size_t batch = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return worker_exit_ || !pending_exits_.empty();
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (worker_exit_) return;
+      batch = pending_exits_.size();
+    }
+    // The exits queued so far share this run: it started after each of them.
+    trainctl::v1::CheckRun run = checker_.RunHealthChecks("exit", cancelled);
+    absl::MutexLock lock(&mu_);
+    if (worker_exit_) return;
+    for (size_t i = 0; i < batch; ++i) {
+      trainctl::v1::AgentMessage report;
+      trainctl::v1::ReplicaExited& exited = *report.mutable_replica_exited();
+      exited = std::move(pending_exits_.front());
+      pending_exits_.pop_front();
+      *exited.mutable_checks() = run;
+      exited.mutable_checks()->set_job_id(JobOfRun(exited.run_id()));
+      exited.mutable_checks()->set_run_id(exited.run_id());
+      reports_.Add(std::move(report));
+    }
+  }
+}
+
+void Agent::HealthCheckLoop() {
+  const absl::Duration interval = options_.checks.health_check_interval;
+  const bool periodic = interval > absl::ZeroDuration();
+  auto cancelled = [this] {
+    absl::MutexLock lock(&mu_);
+    return stopped_;
+  };
+  absl::Time next = periodic ? absl::Now() : absl::InfiniteFuture();
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto wake = [this]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopped_ || checks_requested_; };
+      mu_.AwaitWithDeadline(absl::Condition(&wake), next);
+      if (stopped_) return;
+      // A request that arrives while the set runs gets a run of its own after it.
+      checks_requested_ = false;
+    }
+    trainctl::v1::AgentMessage report;
+    *report.mutable_check_report()->mutable_run() = checker_.RunHealthChecks("periodic", cancelled);
+    absl::MutexLock lock(&mu_);
+    if (stopped_) return;
+    reports_.AddPeriodicCheck(std::move(report));
+    next = periodic ? absl::Now() + interval : absl::InfiniteFuture();
+  }
+}
+
+void Agent::RunStartupScript() {
+  std::optional<trainctl::v1::CheckRun> run = checker_.RunStartupScript([this] {
+    absl::MutexLock lock(&mu_);
+    return stopped_;
+  });
+  absl::MutexLock lock(&mu_);
+  startup_run_ = std::move(run);
 }
 
 void Agent::AddReport(trainctl::v1::AgentMessage report) {
@@ -115,13 +251,28 @@ void Agent::Run() {
   std::mt19937_64 rng(std::random_device{}());
   std::uniform_real_distribution<double> jitter(0.8, 1.2);
   int failed_connects = 0;
+  // The startup script runs when the agent starts, and again once a registered stream is lost
+  // (the host may have been away), but not before every dial while the scheduler is down.
+  bool startup_due = true;
   while (true) {
+    if (startup_due) {
+      RunStartupScript();
+      startup_due = false;
+      // Periodic checks start once the startup script has prepared the host (it may mount what
+      // they look at).
+      if (!health_checker_.joinable()) {
+        health_checker_ = std::thread([this] { HealthCheckLoop(); });
+      }
+    }
     StreamOutcome outcome = RunStream();
     {
       absl::MutexLock lock(&mu_);
       if (stopped_) break;
     }
-    if (outcome.registered) backoff = options_.initial_backoff;
+    if (outcome.registered) {
+      backoff = options_.initial_backoff;
+      startup_due = true;
+    }
     if (!outcome.connected) stub_.reset();  // The stream, which uses it, is gone.
     absl::Duration delay = absl::Trunc(backoff * jitter(rng), absl::Milliseconds(1));
     std::string why =
@@ -163,8 +314,10 @@ trainctl::v1::AgentMessage Agent::StartStream() {
   reg.mutable_labels()->insert(options_.labels.begin(), options_.labels.end());
   reg.set_agent_version(kVersion);
   reg.set_agent_instance(instance_);
+  reg.mutable_config()->insert(check_config_.begin(), check_config_.end());
 
   absl::MutexLock lock(&mu_);
+  if (startup_run_) *reg.mutable_startup() = *startup_run_;
   reports_.RestartStream();
   outbox_.clear();
   stream_broken_ = false;
@@ -175,6 +328,12 @@ trainctl::v1::AgentMessage Agent::StartStream() {
   std::map<std::string, trainctl::v1::KnownRun> runs;
   for (trainctl::v1::KnownRun& run : running) runs[run.run_id()] = std::move(run);
   for (trainctl::v1::KnownRun& exited : reports_.UnackedExits()) {
+    trainctl::v1::KnownRun& run = runs[exited.run_id()];
+    run.set_run_id(exited.run_id());
+    run.set_running(false);
+  }
+  // Exited, with the report still waiting for its exit checks.
+  for (const trainctl::v1::ReplicaExited& exited : pending_exits_) {
     trainctl::v1::KnownRun& run = runs[exited.run_id()];
     run.set_run_id(exited.run_id());
     run.set_running(false);
@@ -299,6 +458,12 @@ void Agent::Handle(const trainctl::v1::SchedulerMessage& message) {
       reports_.Ack(message.ack().seq());
       break;
     }
+    case trainctl::v1::SchedulerMessage::kRunChecks: {
+      spdlog::info("the scheduler asked for a check run");
+      absl::MutexLock lock(&mu_);
+      checks_requested_ = true;
+      break;
+    }
     case trainctl::v1::SchedulerMessage::MSG_NOT_SET:
       spdlog::warn("ignoring an empty or unknown message from the scheduler");
       break;
@@ -338,9 +503,12 @@ void Agent::Shutdown(absl::Duration grace, absl::Duration ack_wait) {
     spdlog::warn("some replicas were still running after the grace period");
   }
   absl::MutexLock lock(&mu_);
-  auto all_acked = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return reports_.empty(); };
+  auto all_acked = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return reports_.empty() && pending_exits_.empty();
+  };
   if (!mu_.AwaitWithTimeout(absl::Condition(&all_acked), ack_wait)) {
-    spdlog::warn("{} reports were not acknowledged by the scheduler", reports_.size());
+    spdlog::warn("{} reports were not acknowledged by the scheduler",
+                 reports_.size() + pending_exits_.size());
   }
   stopped_ = true;
   if (context_ != nullptr) context_->TryCancel();

@@ -19,10 +19,32 @@
 // Shutdown does not set stopped_by_request on the exits it causes (the scheduler did not ask);
 // the scheduler sees those replicas fail, killed by SIGTERM or SIGKILL.
 //
-// Threads: Run()'s caller connects and is the only writer; one reader thread per stream handles
-// SchedulerMessages (acks, log reads); one worker thread runs launches and stops in arrival
-// order; the launcher's threads add reports. Thread-safety: call Run() once, and Shutdown()
-// once, from another thread; every other method from any thread.
+// Host health (node_checks.h), all results through the acknowledged report path:
+// - Startup script: runs when Run() starts and again before the first Register after a stream
+//   that had been registered was lost (not before every dial while the scheduler is down); its
+//   latest run goes in every Register.startup. Register.config describes the checks.
+// - Preflight: before a launch, unless Options::checks.preflight is off. One run per (job,
+//   attempt) on this node, shared by the attempt's replicas. Passed: a CheckReport, once per
+//   attempt, before the first replica's ReplicaStarted. Failed: each replica of the attempt is
+//   reported as ReplicaExited{launch_failed, preflight_failed, checks} and never started.
+// - Periodic: a CheckReport{phase "periodic"} right after the first startup script run (at
+//   once when there is none) and then every interval, and one more whenever the scheduler sends
+//   RunChecks (also with periodic checks off); while the scheduler is out of reach only the
+//   newest unsent one is kept.
+// - Exit checks: an abnormal exit (IsAbnormalExit) is held back until the periodic set ran once
+//   more on the exit-check thread, and then reported with the result in ReplicaExited.checks
+//   (phase "exit"). Exits that queue up meanwhile share one run. Other reports do not wait.
+//   Until then the run shows in Register.runs as KnownRun{running = false}.
+// Orphans: started runs are recorded in the work dir (run_records.h); at construction the agent
+// adopts the processes an earlier agent left running, so that the first Register lists them as
+// running, the scheduler can stop the ones it no longer wants, and the ones it keeps are
+// reported when they end (with neither exit_code nor signal: see launcher.h).
+//
+// Threads: Run()'s caller connects, runs the startup script and is the only writer; one reader
+// thread per stream handles SchedulerMessages (acks, log reads, check requests); one worker
+// thread runs launches (with their preflight) and stops in arrival order; one thread runs the
+// periodic checks and one the exit checks; the launcher's threads add reports. Thread-safety:
+// call Run() once, and Shutdown() once, from another thread; every other method from any thread.
 #pragma once
 
 #include <grpcpp/client_context.h>
@@ -32,13 +54,16 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "agents/host_checks.h"
 #include "agents/launcher.h"
+#include "agents/node_checks.h"
 #include "agents/report_buffer.h"
 #include "trainctl/v1/agent.grpc.pb.h"
 
@@ -63,6 +88,11 @@ class Agent {
     absl::Duration poll_interval = absl::Milliseconds(20);
     absl::Duration progress_interval = absl::Seconds(1);
     int inject_launch_failures = 0;
+    // What the node checks, and when. checks.gpus is taken from capacity.gpus(), and an empty
+    // checks.host.cache.path becomes work_dir.
+    NodeCheckConfig checks;
+    // The host as the check items see it; null: the real one (RealHostProbe). For tests.
+    std::shared_ptr<const HostProbe> probe;
   };
 
   static constexpr char kVersion[] = "0.1.0";
@@ -84,7 +114,7 @@ class Agent {
 
   // A random id, new for every process.
   const std::string& instance() const { return instance_; }
-  // The number of reports not acknowledged yet.
+  // The number of reports not acknowledged yet, exits waiting for their exit checks included.
   size_t UnackedReports() const;
 
  private:
@@ -104,6 +134,17 @@ class Agent {
                                                   trainctl::v1::SchedulerMessage>* stream);
   void Handle(const trainctl::v1::SchedulerMessage& message);
   void WorkerLoop();
+  // Options::checks.preflight: the launch's preflight, from the cache or run now.
+  std::optional<ProcessLauncher::PreflightFailure> Preflight(
+      const trainctl::v1::LaunchReplica& launch);
+  // Runs the exit checks for the exits in pending_exits_ and reports them.
+  void ExitCheckLoop();
+  // Runs the periodic checks every interval, and when the scheduler asks, until the agent stops.
+  void HealthCheckLoop();
+  // Runs the startup script, if any, and keeps its run for Register.
+  void RunStartupScript();
+  // Where launcher reports arrive: an abnormal exit waits for its exit checks.
+  void OnExited(trainctl::v1::ReplicaExited exited);
   // Builds the Register for a new stream and resets the per-stream state.
   trainctl::v1::AgentMessage StartStream();
   void AddReport(trainctl::v1::AgentMessage report);
@@ -113,6 +154,11 @@ class Agent {
   // Constant after construction.
   const Options options_;
   const std::string instance_;
+  const NodeChecker checker_;
+  // Register.config.
+  const std::map<std::string, std::string> check_config_;
+  // Used by the worker thread's preflights.
+  PreflightCache preflight_cache_;
 
   // Used by the Run() thread only; replaced after a failed connect.
   std::unique_ptr<trainctl::v1::AgentService::Stub> stub_;
@@ -140,11 +186,21 @@ class Agent {
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   // Ends the worker thread (destructor).
   bool worker_exit_ ABSL_GUARDED_BY(mu_) = false;
+  // The scheduler sent RunChecks; the health check thread has not started that run yet.
+  bool checks_requested_ ABSL_GUARDED_BY(mu_) = false;
+  // The startup script's latest run; unset when no script is configured.
+  std::optional<trainctl::v1::CheckRun> startup_run_ ABSL_GUARDED_BY(mu_);
+  // Abnormal exits waiting for their exit checks, oldest first; the exit-check thread removes
+  // them only when it adds their reports.
+  std::deque<trainctl::v1::ReplicaExited> pending_exits_ ABSL_GUARDED_BY(mu_);
 
   // Declared last: its callbacks use the members above, and its destructor (which kills
   // leftover replicas) runs first.
   ProcessLauncher launcher_;
   std::thread worker_;
+  std::thread exit_checker_;
+  // Started by Run() after the first startup script run.
+  std::thread health_checker_;
 };
 
 }  // namespace trainctl::agent

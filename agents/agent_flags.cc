@@ -1,11 +1,20 @@
 #include "agents/agent_flags.h"
 
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <functional>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/time_util.h"
 
 namespace trainctl::agent {
 namespace {
@@ -50,8 +59,23 @@ absl::Status ParseLimit(absl::string_view flag, absl::string_view text, uint64_t
   return absl::OkStatus();
 }
 
+// "500ms", "30s", "5m", "1h", "1h30m", or a bare number of seconds. `allow_zero`: "0" is
+// accepted (it turns the thing off).
+absl::Status ParseDurationFlag(absl::string_view flag, absl::string_view text, bool allow_zero,
+                               absl::Duration* out) {
+  absl::StatusOr<int64_t> ms = ParseDurationMs(std::string(text));
+  if (!ms.ok() || (*ms == 0 && !allow_zero)) {
+    return BadValue(flag, allow_zero ? "a duration like 30s, or 0 for off" : "a duration like 30s",
+                    text);
+  }
+  *out = absl::Milliseconds(*ms);
+  return absl::OkStatus();
+}
+
 // Flags that take no value: "--flag" means true; "--flag=false" is accepted.
-bool IsBoolFlag(absl::string_view name) { return name == "--check" || name == "--infiniband"; }
+bool IsBoolFlag(absl::string_view name) {
+  return name == "--check" || name == "--infiniband" || name == "--preflight";
+}
 
 }  // namespace
 
@@ -80,6 +104,26 @@ absl::StatusOr<std::map<std::string, std::string>> ParseLabels(absl::string_view
     }
   }
   return labels;
+}
+
+absl::Status ResolvePrograms(AgentFlags* flags) {
+  for (auto [flag, path] : {std::pair<const char*, std::string*>{"--health-check-program",
+                                                                 &flags->health_check_program},
+                            {"--startup-script", &flags->startup_script}}) {
+    if (path->empty()) continue;
+    char resolved[PATH_MAX];
+    struct stat st;
+    if (realpath(path->c_str(), resolved) == nullptr || stat(resolved, &st) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": cannot find \"", *path, "\": ", std::strerror(errno)));
+    }
+    if (!S_ISREG(st.st_mode) || access(resolved, X_OK) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": \"", *path, "\" is not an executable file"));
+    }
+    *path = resolved;
+  }
+  return absl::OkStatus();
 }
 
 std::string AgentUsage() {
@@ -124,6 +168,24 @@ Host checks (thresholds are this host's; each passes when strictly above):
   --check-nofile N         ulimit: open files (default: 1000000)
   --check-stack-kib N      ulimit: stack size in KiB (default: 8000)
   --check-nproc N          ulimit: max user processes (default: 1000000)
+
+Health checks (each run is reported to the scheduler; a failed one isolates the node):
+  --preflight[=false]      run the host check items for each job attempt before its replicas
+                           start here; on failure they do not start (default: true)
+  --health-check-interval D
+                           run the host check items and the health program every D, starting
+                           at once; 0 turns periodic checks off (default: 60s)
+  --health-check-program P operator's program, run periodically and after every abnormal replica
+                           exit as item health-program: exit 0 passes, else the first line of
+                           its output is the reason; gets TRAINCTL_NODE and TRAINCTL_WORK_DIR
+                           (default: none)
+  --health-check-timeout D kill the health program's process group after D (default: 30s)
+  --startup-script P       run when the agent starts and before re-registering after a lost
+                           connection; a failure keeps the node isolated; same environment as
+                           the health program (default: none)
+  --startup-script-timeout D
+                           kill the startup script's process group after D (default: 5m)
+Durations: 500ms, 30s, 5m, 1h, 1h30m, or a number of seconds.
 
 Flags take their value as "--flag value" or "--flag=value". On SIGTERM or SIGINT the agent stops
 its replicas (SIGTERM, then SIGKILL after 10s), reports their exits and exits 0.
@@ -182,6 +244,21 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
        [&](auto& f, auto& v) { return ParseLimit(f, v, &flags.checks.min_stack_kib); }},
       {"--check-nproc",
        [&](auto& f, auto& v) { return ParseLimit(f, v, &flags.checks.min_nproc); }},
+      {"--preflight", [&](auto& f, auto& v) { return ParseBool(f, v, &flags.preflight); }},
+      {"--health-check-interval",
+       [&](auto& f, auto& v) {
+         return ParseDurationFlag(f, v, true, &flags.health_check_interval);
+       }},
+      {"--health-check-timeout",
+       [&](auto& f, auto& v) {
+         return ParseDurationFlag(f, v, false, &flags.health_check_timeout);
+       }},
+      {"--startup-script-timeout",
+       [&](auto& f, auto& v) {
+         return ParseDurationFlag(f, v, false, &flags.startup_script_timeout);
+       }},
+      {"--health-check-program", text(&flags.health_check_program)},
+      {"--startup-script", text(&flags.startup_script)},
       {"--labels",
        [&](auto&, auto& v) {
          absl::StatusOr<std::map<std::string, std::string>> labels = ParseLabels(v);

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "agents/host_checks.h"
 
 namespace trainctl::agent {
@@ -44,12 +45,26 @@ struct AgentFlags {
   CheckRequest check_request;
   // Thresholds of the host check items (--check-*, --infiniband). cache.path is --work-dir.
   HostCheckConfig checks;
+  // --preflight: run the host checks before a job attempt's replicas start.
+  bool preflight = true;
+  // --health-check-interval; zero: no periodic checks.
+  absl::Duration health_check_interval = absl::Seconds(60);
+  // --health-check-program; empty: none. Made absolute by ResolvePrograms().
+  std::string health_check_program;
+  absl::Duration health_check_timeout = absl::Seconds(30);
+  // --startup-script; empty: none. Made absolute by ResolvePrograms().
+  std::string startup_script;
+  absl::Duration startup_script_timeout = absl::Minutes(5);
 };
 
 // Parses the arguments after the program name. Accepts "--flag value" and "--flag=value".
 // INVALID_ARGUMENT naming the flag for an unknown flag, a missing or malformed value, or a
 // missing required flag. --check needs only --work-dir.
 absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args);
+
+// Makes --health-check-program and --startup-script absolute, and checks that each names an
+// executable file: INVALID_ARGUMENT naming the flag otherwise. Reads the file system.
+absl::Status ResolvePrograms(AgentFlags* flags);
 
 // The --help text: every flag with its default.
 std::string AgentUsage();

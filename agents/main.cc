@@ -3,7 +3,7 @@
 // Parses flags, detects the host's resources, then runs the Agent until SIGTERM or SIGINT, when
 // it stops every replica gracefully, reports their exits and exits 0. Exit 2 on a bad flag, 1 when
 // the host cannot be set up. With --check it only runs the host check items once (exit 0 when all
-// passed, 1 otherwise).
+// passed, 1 otherwise; the health program too, when given).
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "agents/agent.h"
 #include "agents/agent_flags.h"
+#include "agents/check_program.h"
 #include "agents/host_checks.h"
 #include "agents/host_resources.h"
 #include "agents/run_files.h"
@@ -69,21 +70,37 @@ absl::StatusOr<Agent::Options> MakeOptions(const AgentFlags& flags) {
                                                    " leaves no memory of the node's ",
                                                    options.capacity.memory_mb(), " MiB"));
   }
+  options.checks.host = flags.checks;
+  options.checks.preflight = flags.preflight;
+  options.checks.health_check_interval = flags.health_check_interval;
+  options.checks.health_check_program = flags.health_check_program;
+  options.checks.health_check_timeout = flags.health_check_timeout;
+  options.checks.startup_script = flags.startup_script;
+  options.checks.startup_script_timeout = flags.startup_script_timeout;
   options.allocatable = options.capacity;
   options.allocatable.set_cpu(options.capacity.cpu() - flags.reserve_cpu);
   options.allocatable.set_memory_mb(options.capacity.memory_mb() - flags.reserve_memory_mb);
   return options;
 }
 
-// --check: runs the host check items once against this host and prints one line per item.
-// 0 when every item passed, 1 otherwise.
+// --check: runs the host check items (and the health program, when given) once against this
+// host and prints one line per item. 0 when every item passed, 1 otherwise.
 int RunHostChecks(const AgentFlags& flags) {
   HostCheckConfig config = flags.checks;
   char resolved[PATH_MAX];
   if (realpath(flags.work_dir.c_str(), resolved) != nullptr) config.cache.path = resolved;
   RealHostProbe probe;
+  std::vector<CheckResult> results = RunChecks(config, probe, flags.check_request);
+  if (!flags.health_check_program.empty()) {
+    ProgramRequest request;
+    request.path = flags.health_check_program;
+    request.env = {{"TRAINCTL_NODE", flags.node}, {"TRAINCTL_WORK_DIR", config.cache.path}};
+    request.working_dir = config.cache.path;
+    request.timeout = flags.health_check_timeout;
+    results.push_back(ProgramCheckResult("health-program", request, RunProgram(request)));
+  }
   bool all_passed = true;
-  for (const CheckResult& result : RunChecks(config, probe, flags.check_request)) {
+  for (const CheckResult& result : results) {
     std::printf("%s\n", FormatCheckResult(result).c_str());
     all_passed = all_passed && result.passed;
   }
@@ -99,6 +116,9 @@ int Main(int argc, char** argv) {
     return 0;
   }
   if (absl::Status s = SetupLogging("trainctl-agent", flags->log_level); !s.ok()) {
+    return Fail(2, std::string(s.message()));
+  }
+  if (absl::Status s = ResolvePrograms(&*flags); !s.ok()) {
     return Fail(2, std::string(s.message()));
   }
   if (flags->check) return RunHostChecks(*flags);

@@ -1,5 +1,7 @@
 #include "agents/report_buffer.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <utility>
 
 namespace trainctl::agent {
@@ -7,6 +9,18 @@ namespace trainctl::agent {
 void ReportBuffer::Add(trainctl::v1::AgentMessage report) {
   report.clear_seq();
   reports_.push_back(Entry{std::move(report), 0});
+}
+
+void ReportBuffer::AddPeriodicCheck(trainctl::v1::AgentMessage report) {
+  auto is_periodic = [](const Entry& entry) {
+    return entry.report.has_check_report() &&
+           entry.report.check_report().run().phase() == "periodic";
+  };
+  // Only the unsent tail is touched, so the sent entries stay a prefix.
+  reports_.erase(std::remove_if(reports_.begin() + static_cast<std::ptrdiff_t>(sent_),
+                                reports_.end(), is_periodic),
+                 reports_.end());
+  Add(std::move(report));
 }
 
 void ReportBuffer::RestartStream() {

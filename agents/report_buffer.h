@@ -1,5 +1,6 @@
-// ReportBuffer holds the agent's state-changing reports (ReplicaStarted, ReplicaExited) until the
-// scheduler acknowledges them, and says which to send next on the current stream.
+// ReportBuffer holds the agent's state-changing reports (ReplicaStarted, ReplicaExited,
+// CheckReport) until the scheduler acknowledges them, and says which to send next on the current
+// stream.
 //
 // A report is sent once per stream, with a fresh sequence number each time: after a reconnect
 // RestartStream() makes every unacknowledged report unsent again, so sequence numbers on one
@@ -25,9 +26,14 @@ namespace trainctl::agent {
 
 class ReportBuffer {
  public:
-  // Appends a report: an AgentMessage holding replica_started or replica_exited; its seq is
-  // ignored.
+  // Appends a report: an AgentMessage holding replica_started, replica_exited or check_report;
+  // its seq is ignored.
   void Add(trainctl::v1::AgentMessage report);
+
+  // Appends a periodic CheckReport, first dropping every periodic CheckReport not yet sent on the
+  // current stream: only the newest periodic result matters, and the buffer must not grow with
+  // every interval while the scheduler is out of reach.
+  void AddPeriodicCheck(trainctl::v1::AgentMessage report);
 
   // Forgets what was sent on the previous stream: every report is unsent again.
   void RestartStream();

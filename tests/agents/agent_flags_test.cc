@@ -1,10 +1,14 @@
 #include "agents/agent_flags.h"
 
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "tests/agents/test_util.h"
 
 namespace trainctl::agent {
 namespace {
@@ -130,6 +134,77 @@ TEST_CASE("host check flags set the check thresholds (R20)", "[agent_flags]") {
   CHECK_FALSE(ParseAgentFlags(With({"--infiniband=maybe"})).ok());
 }
 
+TEST_CASE("health check flags (R14, R15)", "[agent_flags]") {
+  absl::StatusOr<AgentFlags> flags = ParseAgentFlags(Required());
+  REQUIRE(flags.ok());
+  CHECK(flags->preflight);
+  CHECK(flags->health_check_interval == absl::Seconds(60));
+  CHECK(flags->health_check_program.empty());
+  CHECK(flags->health_check_timeout == absl::Seconds(30));
+  CHECK(flags->startup_script.empty());
+  CHECK(flags->startup_script_timeout == absl::Minutes(5));
+
+  flags = ParseAgentFlags(
+      With({"--preflight=false", "--health-check-interval", "500ms", "--health-check-program",
+            "/etc/health.sh", "--health-check-timeout=1m30s", "--startup-script", "/etc/startup.sh",
+            "--startup-script-timeout", "1h"}));
+  REQUIRE(flags.ok());
+  CHECK_FALSE(flags->preflight);
+  CHECK(flags->health_check_interval == absl::Milliseconds(500));
+  CHECK(flags->health_check_program == "/etc/health.sh");
+  CHECK(flags->health_check_timeout == absl::Seconds(90));
+  CHECK(flags->startup_script == "/etc/startup.sh");
+  CHECK(flags->startup_script_timeout == absl::Hours(1));
+  CHECK(ParseAgentFlags(With({"--preflight"}))->preflight);
+  CHECK(ParseAgentFlags(With({"--health-check-interval", "0"}))->health_check_interval ==
+        absl::ZeroDuration());
+  CHECK(ParseAgentFlags(With({"--health-check-interval", "5m"}))->health_check_interval ==
+        absl::Minutes(5));
+
+  struct Row {
+    Args args;
+    const char* message;
+  };
+  const Row rows[] = {
+      {With({"--health-check-interval", "x"}),
+       "--health-check-interval: expected a duration like 30s, or 0 for off, got \"x\""},
+      {With({"--health-check-interval", "-5s"}), "--health-check-interval: expected a duration"},
+      {With({"--health-check-timeout", "0"}),
+       "--health-check-timeout: expected a duration like 30s, got \"0\""},
+      {With({"--startup-script-timeout", "soon"}),
+       "--startup-script-timeout: expected a duration like 30s, got \"soon\""},
+      {With({"--preflight=maybe"}), "--preflight: expected true or false"},
+      {With({"--startup-script"}), "--startup-script: missing value"},
+  };
+  for (const Row& row : rows) {
+    absl::StatusOr<AgentFlags> bad = ParseAgentFlags(row.args);
+    INFO(row.message);
+    REQUIRE_FALSE(bad.ok());
+    CHECK(absl::StrContains(bad.status().message(), row.message));
+  }
+}
+
+TEST_CASE("check programs must be executable files", "[agent_flags]") {
+  AgentFlags flags;
+  CHECK(ResolvePrograms(&flags).ok());  // None given.
+  flags.health_check_program = "/bin/true";
+  REQUIRE(ResolvePrograms(&flags).ok());
+  CHECK(flags.health_check_program.front() == '/');
+  flags.startup_script = "/no/such/script";
+  absl::Status missing = ResolvePrograms(&flags);
+  CHECK(absl::StrContains(missing.message(), "--startup-script: cannot find \"/no/such/script\""));
+  testing::TempDir dir;
+  flags.startup_script = dir.path() + "/plain.sh";
+  std::ofstream(flags.startup_script) << "#!/bin/sh\n";
+  chmod(flags.startup_script.c_str(), 0644);
+  absl::Status plain = ResolvePrograms(&flags);
+  CHECK(absl::StrContains(plain.message(), "--startup-script: \"" + flags.startup_script +
+                                               "\" is not an executable file"));
+  flags.startup_script.clear();
+  flags.health_check_program = "/";
+  CHECK(absl::StrContains(ResolvePrograms(&flags).message(), "--health-check-program"));
+}
+
 TEST_CASE("the usage lists every flag", "[agent_flags]") {
   for (const char* flag : {"--scheduler",
                            "--node",
@@ -155,8 +230,18 @@ TEST_CASE("the usage lists every flag", "[agent_flags]") {
                            "--check-memlock-kib",
                            "--check-nofile",
                            "--check-stack-kib",
-                           "--check-nproc"}) {
+                           "--check-nproc",
+                           "--preflight",
+                           "--health-check-interval",
+                           "--health-check-program",
+                           "--health-check-timeout",
+                           "--startup-script",
+                           "--startup-script-timeout"}) {
     CHECK(absl::StrContains(AgentUsage(), flag));
+  }
+  for (const char* default_text :
+       {"(default: 60s)", "(default: 30s)", "(default: 5m)", "(default: true)"}) {
+    CHECK(absl::StrContains(AgentUsage(), default_text));
   }
 }
 
