@@ -139,6 +139,9 @@ MiniCluster::~MiniCluster() {
   for (auto& a : agents_) {
     if (a) a->Stop();
   }
+  // Close the test's own connection first: trainctld's shutdown waits for open connections.
+  jobs_.reset();
+  cluster_.reset();
   if (daemon_) daemon_->Stop();
   if (std::uncaught_exceptions() > 0 || getenv("TRAINCTL_KEEP_TEST_DIRS") != nullptr) {
     // A REQUIRE failed: keep the logs for whoever reads the failure.
