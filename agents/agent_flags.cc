@@ -174,7 +174,8 @@ Health checks (each run is reported to the scheduler; a failed one isolates the 
                            start here; on failure they do not start (default: true)
   --health-check-interval D
                            run the host check items and the health program every D, starting
-                           at once; 0 turns periodic checks off (default: 60s)
+                           at once; 0 turns periodic checks off, leaving only the runs the
+                           scheduler asks for (default: 60s)
   --health-check-program P operator's program, run periodically and after every abnormal replica
                            exit as item health-program: exit 0 passes, else the first line of
                            its output is the reason; gets TRAINCTL_NODE and TRAINCTL_WORK_DIR
@@ -188,7 +189,9 @@ Health checks (each run is reported to the scheduler; a failed one isolates the 
 Durations: 500ms, 30s, 5m, 1h, 1h30m, or a number of seconds.
 
 Flags take their value as "--flag value" or "--flag=value". On SIGTERM or SIGINT the agent stops
-its replicas (SIGTERM, then SIGKILL after 10s), reports their exits and exits 0.
+its replicas (SIGTERM, then SIGKILL after 10s), reports their exits and exits 0. Replicas that
+outlive a crashed or SIGKILLed agent are found at the next start through the run records in
+--work-dir, registered as running, and stopped if the scheduler no longer wants them.
 )";
 }
 
