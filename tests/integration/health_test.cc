@@ -308,6 +308,20 @@ workerPools:
   CHECK_FALSE(ready.cordoned());
 }
 
+// Submits a one-replica job and steers it onto node-0: the other `agents` - 1 nodes are cordoned
+// until it runs there. Returns the job id once they take work again.
+std::string SubmitOnNode0(MiniCluster& c, int agents, const std::string& spec) {
+  for (int i = 1; i < agents; ++i) c.CordonNode(NodeName(i));
+  std::string id = c.Submit(c.Spec(spec));
+  v1::Job running = c.WaitForState(id, v1::JOB_STATE_RUNNING);
+  REQUIRE(running.replicas(0).node() == "node-0");
+  for (int i = 1; i < agents; ++i) {
+    c.UncordonNode(NodeName(i));
+    c.WaitForNodeState(NodeName(i), v1::NODE_STATE_READY);
+  }
+  return id;
+}
+
 // Scenarios 3 and 4 (R15): a replica exits 1 on node-0, and the health check the agent runs right
 // after the exit tells a host fault from the user's.
 class ExitCheckCluster {
@@ -332,9 +346,7 @@ class ExitCheckCluster {
   // Runs a replica on node-0 that exits 1 on its first run once DIR/release exists (and 0 on
   // later runs); returns the job id once it runs there and the other nodes take work again.
   std::string RunOnNode0() {
-    c_.CordonNode("node-1");
-    c_.CordonNode("node-2");
-    std::string id = c_.Submit(c_.Spec(R"(
+    return SubmitOnNode0(c_, 3, R"(
 displayName: exit-check
 workerPools:
 - name: chief
@@ -343,14 +355,7 @@ workerPools:
   resources: {cpu: 1, memoryMb: 64}
 scheduling:
   retryBackoff: {initial: 100ms, max: 200ms}
-)"));
-    v1::Job running = c_.WaitForState(id, v1::JOB_STATE_RUNNING);
-    REQUIRE(running.replicas(0).node() == "node-0");
-    c_.UncordonNode("node-1");
-    c_.UncordonNode("node-2");
-    c_.WaitForNodeState("node-1", v1::NODE_STATE_READY);
-    c_.WaitForNodeState("node-2", v1::NODE_STATE_READY);
-    return id;
+)");
   }
 
  private:
@@ -415,6 +420,46 @@ TEST_CASE("an abnormal exit on a host that passes its health check is the user's
   CHECK(FindCheck(node, "exit")->passed());
   CHECK(node.state() == v1::NODE_STATE_READY);
   CHECK(node.health() == v1::NODE_HEALTH_HEALTHY);
+}
+
+TEST_CASE("a failed periodic check isolates the host and moves its running replicas",
+          "[integration][health]") {
+  ClusterOptions o;
+  o.agents = 3;
+  o.start_agents = false;
+  MiniCluster c(o);
+  c.SetAgentArgs(
+      0, {"--health-check-program", HealthProgram(c, 0), "--health-check-interval", "300ms"});
+  c.StartAgents();
+  c.WaitForNodeState("node-0", v1::NODE_STATE_READY);
+  std::string id = SubmitOnNode0(c, 3, R"(
+displayName: periodic
+workerPools:
+- name: chief
+  replicaCount: 1
+  command: [WORKLOAD, --trap-term, --print, started, --wait-file, DIR/finish]
+  resources: {cpu: 1, memoryMb: 64}
+)");
+
+  SetSick(c, 0, true);
+  v1::Node node = c.WaitForNodeState("node-0", v1::NODE_STATE_ISOLATED);
+  CHECK(node.health() == v1::NODE_HEALTH_UNHEALTHY);
+  CHECK(Contains(node.state_reason(), "ECC errors on GPU 0"));
+  v1::Job moved = c.WaitForJob(id, [](const v1::Job& j) {
+    return j.replicas(0).moves() == 1 && j.replicas(0).state() == v1::REPLICA_STATE_RUNNING;
+  });
+  CHECK(moved.replicas(0).node() != "node-0");
+  CHECK(moved.replicas(0).name() == "chief-0");
+  CHECK(moved.replicas(0).charged_restarts() == 0);
+  CHECK(moved.attempts_size() == 1);
+  CHECK(moved.budgets_used().redispatches() == 0);
+  CHECK(HasEvent(c, id, "", "ReplicaMoved"));
+  CliResult old_run =
+      c.Cli({"logs", id, "--replica", "chief-0", "--attempt", "1", "--restart", "0"});
+  CHECK(Contains(old_run.out, "got SIGTERM"));
+
+  c.WriteFile("finish", "");
+  c.WaitForState(id, v1::JOB_STATE_SUCCEEDED);
 }
 
 TEST_CASE("a host isolated too often is flapping and stays out until uncordoned",
