@@ -143,7 +143,7 @@ TEST_CASE("ParseJobSpec names the field of every error", "[spec_parse]") {
       {"labels: {a: 1, a: 2}\n", "labels[\"a\"]: duplicate key"},
       {"bogus: 1\n",
        "bogus: unknown field; known fields: displayName, project, priority, workerPools, "
-       "scheduling, checkpointDir, labels"},
+       "scheduling, checkpointDir, labels, faultTolerance"},
   };
   for (const Case& c : cases) {
     INFO(c.text);
