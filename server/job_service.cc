@@ -194,8 +194,8 @@ grpc::ServerUnaryReactor* JobServiceImpl::ReadLogs(grpc::CallbackServerContext* 
   loop_->Post([reactor, resp, r, registry](Turn& t) {
     std::string node, run_id;
     bool finished = false;
-    // An unset restart means "latest"; restart 0 is only meaningful with an explicit attempt.
-    int32_t restart = (r.attempt() == 0 && r.restart() == 0) ? -1 : r.restart();
+    // An unset restart means "latest"; `trainctl logs --restart 0` means run 0.
+    int32_t restart = r.has_restart() ? r.restart() : -1;
     absl::Status located =
         t.core.LocateRun(r.job_id(), r.replica(), r.attempt(), restart, &node, &run_id, &finished);
     t.after_commit->push_back([=] {
