@@ -54,6 +54,10 @@ std::string Describe(const Failure& f) {
   if (x.launch_failed()) return absl::StrCat("could not start: ", x.launch_error());
   if (x.oom_killed()) return "ran out of memory";
   if (x.has_signal()) return absl::StrCat("was killed by ", SignalName(x.signal()));
+  if (!x.has_exit_code()) {
+    return "ended with an unknown status (its agent restarted and adopted it, so it could not "
+           "reap it)";
+  }
   return absl::StrCat("exited with status ", x.exit_code());
 }
 
@@ -227,8 +231,13 @@ RetryDecision DecideOnFailure(const RetryPolicy& p, const v1::Job& job, const v1
   }
 
   // Failures of the system, not of the user's code: internal errors (R9).
+  // A run that ended with no status at all was adopted from an earlier agent process: it is not
+  // that agent's child, so how it ended cannot be known. That is not the user's fault either.
+  const bool unknown_status = f.kind == Failure::Kind::kExit && !x.launch_failed() &&
+                              !x.has_exit_code() && !x.has_signal() && !x.oom_killed();
   const bool internal = f.kind == Failure::Kind::kLost || f.kind == Failure::Kind::kLaunchTimeout ||
-                        x.node_shutdown() || (x.launch_failed() && !x.launch_error_is_user());
+                        x.node_shutdown() || (x.launch_failed() && !x.launch_error_is_user()) ||
+                        unknown_status;
   if (internal) {
     d.failure_class = "INTERNAL";
     d.rule = "default: internal error";
