@@ -220,6 +220,9 @@ class ProcessLauncher {
   void MaybeReap(const std::string& run_id, pid_t pid);
   // For an adopted run: reports its end once its process is gone, killing its group's rest.
   void MaybeReportAdoptedEnd(const Watched& watched);
+  // Finishes a run whose process is gone: drops its record and cgroup and reports its exit.
+  // `status` is the wait status, or nullopt for an adopted run (not our child: unknown).
+  void ReportEnd(const std::string& run_id, pid_t pid, std::optional<int> status);
   void ForgetOldRunsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Constant after construction.

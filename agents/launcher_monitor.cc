@@ -132,42 +132,7 @@ void ProcessLauncher::MaybeReap(const std::string& run_id, pid_t pid) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  RemoveRecord(run_id);
-  trainctl::v1::ReplicaExited exited;
-  exited.set_run_id(run_id);
-  exited.set_end_time_ms(WallNowMs());
-  if (WIFEXITED(status)) exited.set_exit_code(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) exited.set_signal(WTERMSIG(status));
-  std::string log_path;
-  bool in_cgroup = false;
-  {
-    absl::MutexLock lock(&mu_);
-    Run& run = runs_[run_id];
-    run.state = RunState::kExiting;
-    exited.set_stopped_by_request(run.stopped_by_request);
-    exited.set_node_shutdown(run.stopped_by_node);
-    exited.set_oom_killed(run.oom_killed);
-    log_path = run.log_path;
-    in_cgroup = run.in_cgroup;
-  }
-  if (in_cgroup) {
-    const bool died_by_sigkill = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
-    if (options_.memory_cgroups->SawOomKill(run_id, died_by_sigkill) && !exited.oom_killed()) {
-      spdlog::warn("run {}: the kernel killed it for exceeding its memory cgroup's limit", run_id);
-      exited.set_oom_killed(true);
-    }
-    RemoveCgroup(run_id);
-  }
-  exited.set_output_tail(ReadOutputTail(log_path));
-  spdlog::info("run {}: pid {} {}{}", run_id, pid, DescribeStatus(status),
-               exited.oom_killed()           ? " (memory limit exceeded)"
-               : exited.stopped_by_request() ? " (stopped by request)"
-                                             : "");
-  if (options_.on_exited) options_.on_exited(exited);
-  absl::MutexLock lock(&mu_);
-  runs_[run_id].state = RunState::kExited;
-  exited_order_.push_back(run_id);
-  ForgetOldRunsLocked();
+  ReportEnd(run_id, pid, status);
 }
 
 void ProcessLauncher::MaybeReportAdoptedEnd(const Watched& watched) {
@@ -183,12 +148,17 @@ void ProcessLauncher::MaybeReportAdoptedEnd(const Watched& watched) {
     spdlog::warn("run {}: cannot kill the rest of process group {}: {}", run_id, watched.pid,
                  std::strerror(errno));
   }
+  // Not our child: its exit status went to whoever reaped it.
+  ReportEnd(run_id, watched.pid, std::nullopt);
+}
+
+void ProcessLauncher::ReportEnd(const std::string& run_id, pid_t pid, std::optional<int> status) {
   RemoveRecord(run_id);
-  // Not our child: its exit status went to whoever reaped it, so the report has neither an exit
-  // code nor a signal.
   trainctl::v1::ReplicaExited exited;
   exited.set_run_id(run_id);
   exited.set_end_time_ms(WallNowMs());
+  if (status && WIFEXITED(*status)) exited.set_exit_code(WEXITSTATUS(*status));
+  if (status && WIFSIGNALED(*status)) exited.set_signal(WTERMSIG(*status));
   std::string log_path;
   bool in_cgroup = false;
   {
@@ -202,15 +172,17 @@ void ProcessLauncher::MaybeReportAdoptedEnd(const Watched& watched) {
     in_cgroup = run.in_cgroup;
   }
   if (in_cgroup) {
-    if (options_.memory_cgroups->SawOomKill(run_id, /*died_by_sigkill=*/false) &&
-        !exited.oom_killed()) {
+    const bool died_by_sigkill = status && WIFSIGNALED(*status) && WTERMSIG(*status) == SIGKILL;
+    if (options_.memory_cgroups->SawOomKill(run_id, died_by_sigkill) && !exited.oom_killed()) {
+      spdlog::warn("run {}: the kernel killed it for exceeding its memory cgroup's limit", run_id);
       exited.set_oom_killed(true);
     }
     RemoveCgroup(run_id);
   }
   exited.set_output_tail(ReadOutputTail(log_path));
-  spdlog::info("run {}: adopted pid {} is gone (its exit status is unknown: not our child){}",
-               run_id, watched.pid,
+  spdlog::info("run {}: {}pid {} {}{}", run_id, status ? "" : "adopted ", pid,
+               status ? DescribeStatus(*status)
+                      : std::string("is gone (its exit status is unknown: not our child)"),
                exited.oom_killed()           ? " (memory limit exceeded)"
                : exited.stopped_by_request() ? " (stopped by request)"
                                              : "");

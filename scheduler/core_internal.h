@@ -38,6 +38,14 @@ inline std::string EventTypeOf(v1::JobState state) {
   return "Job" + name;
 }
 
+inline v1::Resources ToProto(const Res& r) {
+  v1::Resources out;
+  out.set_cpu(r.cpu);
+  out.set_memory_mb(r.memory_mb);
+  out.set_gpus(static_cast<int32_t>(r.gpus));
+  return out;
+}
+
 // The index of `r` in job.replicas(). REQUIRES: r is one of them.
 inline int IndexOf(const v1::Job& job, const v1::Replica& r) {
   for (int i = 0; i < job.replicas_size(); ++i) {

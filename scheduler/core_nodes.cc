@@ -19,14 +19,6 @@ constexpr size_t kMaxReasonLength = 1024;
 // JobError.code of a host fault: UNAVAILABLE.
 constexpr int kHostFaultCode = 14;
 
-v1::Resources ToProto(const Res& r) {
-  v1::Resources out;
-  out.set_cpu(r.cpu);
-  out.set_memory_mb(r.memory_mb);
-  out.set_gpus(static_cast<int32_t>(r.gpus));
-  return out;
-}
-
 std::string DescribeNeed(const Res& need) {
   return absl::StrCat(need.cpu, " cpu, ", need.memory_mb, " MiB, ", need.gpus, " gpus");
 }

@@ -16,14 +16,6 @@ namespace {
 // A retrying (re-dispatched) job gives up after this long in the queue (R17).
 constexpr int64_t kRetryQueueTimeoutMs = 30 * 60'000;
 
-v1::Resources ToProto(const Res& r) {
-  v1::Resources out;
-  out.set_cpu(r.cpu);
-  out.set_memory_mb(r.memory_mb);
-  out.set_gpus(static_cast<int32_t>(r.gpus));
-  return out;
-}
-
 }  // namespace
 
 // --- Queue bookkeeping -----------------------------------------------------------------------
