@@ -178,7 +178,7 @@ TEST_CASE("the replicas of one attempt share one preflight run", "[agent][checks
   CHECK(f.probe().root_probes == 2);
 }
 
-TEST_CASE("--preflight=false launches without checking", "[agent][checks]") {
+TEST_CASE("with preflight off (--preflight=false) a launch runs no checks", "[agent][checks]") {
   AgentFixture f([](Agent::Options& o) {
     o.checks.preflight = false;
     o.checks.host.root.min_free_gb = 1e9;
