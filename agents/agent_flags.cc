@@ -107,9 +107,9 @@ absl::StatusOr<std::map<std::string, std::string>> ParseLabels(absl::string_view
 }
 
 absl::Status ResolvePrograms(AgentFlags* flags) {
-  for (auto [flag, path] : {std::pair<const char*, std::string*>{"--health-check-program",
-                                                                 &flags->health_check_program},
-                            {"--startup-script", &flags->startup_script}}) {
+  for (auto [flag, path] : {std::pair<const char*, std::string*>{
+                                "--health-check-program", &flags->checks.health_check_program},
+                            {"--startup-script", &flags->checks.startup_script}}) {
     if (path->empty()) continue;
     char resolved[PATH_MAX];
     struct stat st;
@@ -221,7 +221,8 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
       {"--inject-launch-failures",
        [&](auto& f, auto& v) { return ParseInt<int>(f, v, -1, &flags.inject_launch_failures); }},
       {"--check", [&](auto& f, auto& v) { return ParseBool(f, v, &flags.check); }},
-      {"--infiniband", [&](auto& f, auto& v) { return ParseBool(f, v, &flags.checks.infiniband); }},
+      {"--infiniband",
+       [&](auto& f, auto& v) { return ParseBool(f, v, &flags.checks.host.infiniband); }},
       {"--gpus-needed",
        [&](auto& f, auto& v) {
          return ParseInt<int32_t>(f, v, 0, &flags.check_request.gpus_needed);
@@ -231,37 +232,39 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
          flags.check_request.hostnames = absl::StrSplit(v, ',', absl::SkipEmpty());
          return absl::OkStatus();
        }},
-      {"--check-disk-root-path", text(&flags.checks.root.path)},
-      {"--check-disk-shm-path", text(&flags.checks.shm.path)},
+      {"--check-disk-root-path", text(&flags.checks.host.root.path)},
+      {"--check-disk-shm-path", text(&flags.checks.host.shm.path)},
       {"--check-disk-root-gb",
-       [&](auto& f, auto& v) { return ParseCpu(f, v, true, &flags.checks.root.min_free_gb); }},
+       [&](auto& f, auto& v) { return ParseCpu(f, v, true, &flags.checks.host.root.min_free_gb); }},
       {"--check-disk-shm-gb",
-       [&](auto& f, auto& v) { return ParseCpu(f, v, true, &flags.checks.shm.min_free_gb); }},
+       [&](auto& f, auto& v) { return ParseCpu(f, v, true, &flags.checks.host.shm.min_free_gb); }},
       {"--check-disk-cache-gb",
-       [&](auto& f, auto& v) { return ParseCpu(f, v, true, &flags.checks.cache.min_free_gb); }},
+       [&](auto& f, auto& v) {
+         return ParseCpu(f, v, true, &flags.checks.host.cache.min_free_gb);
+       }},
       {"--check-memlock-kib",
-       [&](auto& f, auto& v) { return ParseLimit(f, v, &flags.checks.min_memlock_kib); }},
+       [&](auto& f, auto& v) { return ParseLimit(f, v, &flags.checks.host.min_memlock_kib); }},
       {"--check-nofile",
-       [&](auto& f, auto& v) { return ParseLimit(f, v, &flags.checks.min_nofile); }},
+       [&](auto& f, auto& v) { return ParseLimit(f, v, &flags.checks.host.min_nofile); }},
       {"--check-stack-kib",
-       [&](auto& f, auto& v) { return ParseLimit(f, v, &flags.checks.min_stack_kib); }},
+       [&](auto& f, auto& v) { return ParseLimit(f, v, &flags.checks.host.min_stack_kib); }},
       {"--check-nproc",
-       [&](auto& f, auto& v) { return ParseLimit(f, v, &flags.checks.min_nproc); }},
-      {"--preflight", [&](auto& f, auto& v) { return ParseBool(f, v, &flags.preflight); }},
+       [&](auto& f, auto& v) { return ParseLimit(f, v, &flags.checks.host.min_nproc); }},
+      {"--preflight", [&](auto& f, auto& v) { return ParseBool(f, v, &flags.checks.preflight); }},
       {"--health-check-interval",
        [&](auto& f, auto& v) {
-         return ParseDurationFlag(f, v, true, &flags.health_check_interval);
+         return ParseDurationFlag(f, v, true, &flags.checks.health_check_interval);
        }},
       {"--health-check-timeout",
        [&](auto& f, auto& v) {
-         return ParseDurationFlag(f, v, false, &flags.health_check_timeout);
+         return ParseDurationFlag(f, v, false, &flags.checks.health_check_timeout);
        }},
       {"--startup-script-timeout",
        [&](auto& f, auto& v) {
-         return ParseDurationFlag(f, v, false, &flags.startup_script_timeout);
+         return ParseDurationFlag(f, v, false, &flags.checks.startup_script_timeout);
        }},
-      {"--health-check-program", text(&flags.health_check_program)},
-      {"--startup-script", text(&flags.startup_script)},
+      {"--health-check-program", text(&flags.checks.health_check_program)},
+      {"--startup-script", text(&flags.checks.startup_script)},
       {"--labels",
        [&](auto&, auto& v) {
          absl::StatusOr<std::map<std::string, std::string>> labels = ParseLabels(v);
@@ -296,7 +299,7 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
     }
     if (absl::Status s = it->second(name, value); !s.ok()) return s;
   }
-  flags.checks.cache.path = flags.work_dir;
+  flags.checks.host.cache.path = flags.work_dir;
   if (flags.check) {
     if (flags.work_dir.empty()) return absl::InvalidArgumentError("--work-dir is required");
     return flags;

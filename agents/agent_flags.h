@@ -17,6 +17,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "agents/host_checks.h"
+#include "agents/node_checks.h"
 
 namespace trainctl::agent {
 
@@ -43,18 +44,10 @@ struct AgentFlags {
   bool check = false;
   // What --check checks for; only valid with --check.
   CheckRequest check_request;
-  // Thresholds of the host check items (--check-*, --infiniband). cache.path is --work-dir.
-  HostCheckConfig checks;
-  // --preflight: run the host checks before a job attempt's replicas start.
-  bool preflight = true;
-  // --health-check-interval; zero: no periodic checks.
-  absl::Duration health_check_interval = absl::Seconds(60);
-  // --health-check-program; empty: none. Made absolute by ResolvePrograms().
-  std::string health_check_program;
-  absl::Duration health_check_timeout = absl::Seconds(30);
-  // --startup-script; empty: none. Made absolute by ResolvePrograms().
-  std::string startup_script;
-  absl::Duration startup_script_timeout = absl::Minutes(5);
+  // The host check items' thresholds (--check-*, --infiniband; host.cache.path is --work-dir),
+  // --preflight, --health-check-*, and --startup-script*. Programs are made absolute by
+  // ResolvePrograms().
+  NodeCheckConfig checks;
 };
 
 // Parses the arguments after the program name. Accepts "--flag value" and "--flag=value".

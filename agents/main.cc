@@ -70,13 +70,7 @@ absl::StatusOr<Agent::Options> MakeOptions(const AgentFlags& flags) {
                                                    " leaves no memory of the node's ",
                                                    options.capacity.memory_mb(), " MiB"));
   }
-  options.checks.host = flags.checks;
-  options.checks.preflight = flags.preflight;
-  options.checks.health_check_interval = flags.health_check_interval;
-  options.checks.health_check_program = flags.health_check_program;
-  options.checks.health_check_timeout = flags.health_check_timeout;
-  options.checks.startup_script = flags.startup_script;
-  options.checks.startup_script_timeout = flags.startup_script_timeout;
+  options.checks = flags.checks;
   options.allocatable = options.capacity;
   options.allocatable.set_cpu(options.capacity.cpu() - flags.reserve_cpu);
   options.allocatable.set_memory_mb(options.capacity.memory_mb() - flags.reserve_memory_mb);
@@ -86,17 +80,17 @@ absl::StatusOr<Agent::Options> MakeOptions(const AgentFlags& flags) {
 // --check: runs the host check items (and the health program, when given) once against this
 // host and prints one line per item. 0 when every item passed, 1 otherwise.
 int RunHostChecks(const AgentFlags& flags) {
-  HostCheckConfig config = flags.checks;
+  HostCheckConfig config = flags.checks.host;
   char resolved[PATH_MAX];
   if (realpath(flags.work_dir.c_str(), resolved) != nullptr) config.cache.path = resolved;
   RealHostProbe probe;
   std::vector<CheckResult> results = RunChecks(config, probe, flags.check_request);
-  if (!flags.health_check_program.empty()) {
+  if (!flags.checks.health_check_program.empty()) {
     ProgramRequest request;
-    request.path = flags.health_check_program;
+    request.path = flags.checks.health_check_program;
     request.env = {{"TRAINCTL_NODE", flags.node}, {"TRAINCTL_WORK_DIR", config.cache.path}};
     request.working_dir = config.cache.path;
-    request.timeout = flags.health_check_timeout;
+    request.timeout = flags.checks.health_check_timeout;
     results.push_back(ProgramCheckResult("health-program", request, RunProgram(request)));
   }
   bool all_passed = true;

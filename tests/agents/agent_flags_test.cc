@@ -98,28 +98,28 @@ TEST_CASE("host check flags set the check thresholds (R20)", "[agent_flags]") {
   absl::StatusOr<AgentFlags> flags = ParseAgentFlags(Required());
   REQUIRE(flags.ok());
   CHECK_FALSE(flags->check);
-  CHECK(flags->checks.root.path == "/");
-  CHECK(flags->checks.root.min_free_gb == 32);
-  CHECK(flags->checks.shm.path == "/dev/shm");
-  CHECK(flags->checks.shm.min_free_gb == 1);
-  CHECK(flags->checks.cache.path == "/w");
-  CHECK(flags->checks.cache.min_free_gb == 32);
-  CHECK_FALSE(flags->checks.infiniband);
+  CHECK(flags->checks.host.root.path == "/");
+  CHECK(flags->checks.host.root.min_free_gb == 32);
+  CHECK(flags->checks.host.shm.path == "/dev/shm");
+  CHECK(flags->checks.host.shm.min_free_gb == 1);
+  CHECK(flags->checks.host.cache.path == "/w");
+  CHECK(flags->checks.host.cache.min_free_gb == 32);
+  CHECK_FALSE(flags->checks.host.infiniband);
 
   flags = ParseAgentFlags(
       With({"--check-disk-root-gb", "100", "--check-disk-shm-gb=0.5", "--check-disk-cache-gb", "0",
             "--check-disk-root-path", "/data", "--check-disk-shm-path", "/shm", "--infiniband",
             "--check-nofile", "65536", "--check-memlock-kib=1"}));
   REQUIRE(flags.ok());
-  CHECK(flags->checks.root.min_free_gb == 100);
-  CHECK(flags->checks.root.path == "/data");
-  CHECK(flags->checks.shm.min_free_gb == 0.5);
-  CHECK(flags->checks.shm.path == "/shm");
-  CHECK(flags->checks.cache.min_free_gb == 0);
-  CHECK(flags->checks.infiniband);
-  CHECK(flags->checks.min_nofile == 65536);
-  CHECK(flags->checks.min_memlock_kib == 1);
-  CHECK(ParseAgentFlags(With({"--infiniband=false"}))->checks.infiniband == false);
+  CHECK(flags->checks.host.root.min_free_gb == 100);
+  CHECK(flags->checks.host.root.path == "/data");
+  CHECK(flags->checks.host.shm.min_free_gb == 0.5);
+  CHECK(flags->checks.host.shm.path == "/shm");
+  CHECK(flags->checks.host.cache.min_free_gb == 0);
+  CHECK(flags->checks.host.infiniband);
+  CHECK(flags->checks.host.min_nofile == 65536);
+  CHECK(flags->checks.host.min_memlock_kib == 1);
+  CHECK(ParseAgentFlags(With({"--infiniband=false"}))->checks.host.infiniband == false);
 
   flags =
       ParseAgentFlags({"--check", "--work-dir", "/w", "--gpus-needed", "2", "--hostnames", "a,b"});
@@ -137,28 +137,28 @@ TEST_CASE("host check flags set the check thresholds (R20)", "[agent_flags]") {
 TEST_CASE("health check flags (R14, R15)", "[agent_flags]") {
   absl::StatusOr<AgentFlags> flags = ParseAgentFlags(Required());
   REQUIRE(flags.ok());
-  CHECK(flags->preflight);
-  CHECK(flags->health_check_interval == absl::Seconds(60));
-  CHECK(flags->health_check_program.empty());
-  CHECK(flags->health_check_timeout == absl::Seconds(30));
-  CHECK(flags->startup_script.empty());
-  CHECK(flags->startup_script_timeout == absl::Minutes(5));
+  CHECK(flags->checks.preflight);
+  CHECK(flags->checks.health_check_interval == absl::Seconds(60));
+  CHECK(flags->checks.health_check_program.empty());
+  CHECK(flags->checks.health_check_timeout == absl::Seconds(30));
+  CHECK(flags->checks.startup_script.empty());
+  CHECK(flags->checks.startup_script_timeout == absl::Minutes(5));
 
   flags = ParseAgentFlags(
       With({"--preflight=false", "--health-check-interval", "500ms", "--health-check-program",
             "/etc/health.sh", "--health-check-timeout=1m30s", "--startup-script", "/etc/startup.sh",
             "--startup-script-timeout", "1h"}));
   REQUIRE(flags.ok());
-  CHECK_FALSE(flags->preflight);
-  CHECK(flags->health_check_interval == absl::Milliseconds(500));
-  CHECK(flags->health_check_program == "/etc/health.sh");
-  CHECK(flags->health_check_timeout == absl::Seconds(90));
-  CHECK(flags->startup_script == "/etc/startup.sh");
-  CHECK(flags->startup_script_timeout == absl::Hours(1));
-  CHECK(ParseAgentFlags(With({"--preflight"}))->preflight);
-  CHECK(ParseAgentFlags(With({"--health-check-interval", "0"}))->health_check_interval ==
+  CHECK_FALSE(flags->checks.preflight);
+  CHECK(flags->checks.health_check_interval == absl::Milliseconds(500));
+  CHECK(flags->checks.health_check_program == "/etc/health.sh");
+  CHECK(flags->checks.health_check_timeout == absl::Seconds(90));
+  CHECK(flags->checks.startup_script == "/etc/startup.sh");
+  CHECK(flags->checks.startup_script_timeout == absl::Hours(1));
+  CHECK(ParseAgentFlags(With({"--preflight"}))->checks.preflight);
+  CHECK(ParseAgentFlags(With({"--health-check-interval", "0"}))->checks.health_check_interval ==
         absl::ZeroDuration());
-  CHECK(ParseAgentFlags(With({"--health-check-interval", "5m"}))->health_check_interval ==
+  CHECK(ParseAgentFlags(With({"--health-check-interval", "5m"}))->checks.health_check_interval ==
         absl::Minutes(5));
 
   struct Row {
@@ -187,21 +187,21 @@ TEST_CASE("health check flags (R14, R15)", "[agent_flags]") {
 TEST_CASE("check programs must be executable files", "[agent_flags]") {
   AgentFlags flags;
   CHECK(ResolvePrograms(&flags).ok());  // None given.
-  flags.health_check_program = "/bin/true";
+  flags.checks.health_check_program = "/bin/true";
   REQUIRE(ResolvePrograms(&flags).ok());
-  CHECK(flags.health_check_program.front() == '/');
-  flags.startup_script = "/no/such/script";
+  CHECK(flags.checks.health_check_program.front() == '/');
+  flags.checks.startup_script = "/no/such/script";
   absl::Status missing = ResolvePrograms(&flags);
   CHECK(absl::StrContains(missing.message(), "--startup-script: cannot find \"/no/such/script\""));
   testing::TempDir dir;
-  flags.startup_script = dir.path() + "/plain.sh";
-  std::ofstream(flags.startup_script) << "#!/bin/sh\n";
-  chmod(flags.startup_script.c_str(), 0644);
+  flags.checks.startup_script = dir.path() + "/plain.sh";
+  std::ofstream(flags.checks.startup_script) << "#!/bin/sh\n";
+  chmod(flags.checks.startup_script.c_str(), 0644);
   absl::Status plain = ResolvePrograms(&flags);
-  CHECK(absl::StrContains(plain.message(), "--startup-script: \"" + flags.startup_script +
+  CHECK(absl::StrContains(plain.message(), "--startup-script: \"" + flags.checks.startup_script +
                                                "\" is not an executable file"));
-  flags.startup_script.clear();
-  flags.health_check_program = "/";
+  flags.checks.startup_script.clear();
+  flags.checks.health_check_program = "/";
   CHECK(absl::StrContains(ResolvePrograms(&flags).message(), "--health-check-program"));
 }
 
