@@ -1,11 +1,18 @@
-// The scheduler core: every decision about jobs, replicas and nodes, in one place.
+// The scheduler core: routes every input to the part that owns it and gathers the effects.
 //
-// Core owns the in-memory state (jobs, nodes, the queue) and changes it only through the input
-// methods below. Each input takes `now` (ms since the epoch, from an injectable clock) and appends
-// what it decided to `fx`: rows to persist, events, and commands for agents. The core performs no
-// I/O; the shell (server/reconcile_loop) commits `fx` in one transaction before any command
-// leaves, so a crash never loses an acknowledged change. Given the same state, inputs and times,
-// the core makes the same decisions, which the unit tests rely on.
+//   NodeRegistry     nodes, connections, health, cordon/drain, what runs where
+//   AdmissionQueue   queued jobs, quotas, usage per project, which job is admitted next
+//   PlacementPolicy  where a gang or a moved replica goes (pure)
+//   FailureClassifier + RetryEngine   one typed decision per replica end (pure)
+//   JobLifecycle     the job and replica state machines: applies what the others decided
+//   JobTable         the jobs and their indexes
+//   Timers           the next wakeup
+//
+// Each input takes `now` (ms since the epoch, from an injectable clock) and appends what it
+// decided to `fx`: rows to persist, events, and commands for agents. The core performs no I/O;
+// the shell (server/reconcile_loop) commits `fx` in one transaction before any command leaves,
+// so a crash never loses an acknowledged change. Given the same state, inputs and times, the core
+// makes the same decisions, which the unit tests rely on.
 //
 // Thread-safety: none. Exactly one thread (the reconcile loop) may call a Core.
 //
@@ -17,18 +24,18 @@
 
 #include <cstdint>
 #include <map>
-#include <random>
-#include <set>
+#include <memory>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "scheduler/admission.h"
+#include "scheduler/admission_queue.h"
+#include "scheduler/job_lifecycle.h"
+#include "scheduler/job_table.h"
 #include "scheduler/model.h"
-#include "scheduler/node_health.h"
-#include "scheduler/placement.h"
-#include "scheduler/retry_engine.h"
+#include "scheduler/node_registry.h"
+#include "scheduler/queue_state.h"
+#include "scheduler/timers.h"
 
 namespace trainctl::sched {
 
@@ -46,13 +53,6 @@ struct CoreOptions {
   NodePolicy nodes;
 };
 
-struct ListJobsQuery {
-  int32_t page_size = 100;
-  std::string page_token;
-  std::set<v1::JobState> states;
-  std::string project;
-};
-
 class Core {
  public:
   explicit Core(CoreOptions options);
@@ -62,22 +62,25 @@ class Core {
 
   // Loads persisted state after a restart. Every node starts disconnected; its agent's next
   // Register re-adopts the replicas it still runs. REQUIRES: called once, before any input.
-  void Restore(std::vector<v1::Job> jobs, std::vector<Node> nodes,
-               const std::vector<ReplicaRun>& runs, std::vector<v1::Quota> quotas = {});
+  void Restore(std::vector<Job> jobs, std::vector<Node> nodes, const std::vector<ReplicaRun>& runs,
+               std::vector<v1::Quota> quotas = {});
 
   // --- Inputs from API callers -------------------------------------------------------------
+  // Returned jobs stay valid until the next input.
 
   // Validates, fills defaults and stores a new QUEUED job. INVALID_ARGUMENT for a bad spec,
   // FAILED_PRECONDITION when no registered node could ever hold one of its replicas.
-  absl::StatusOr<v1::Job> SubmitJob(const v1::JobSpec& spec, int64_t now, Effects* fx);
-
+  absl::StatusOr<const Job*> SubmitJob(const v1::JobSpec& spec, int64_t now, Effects* fx);
   // Starts cancelling a job: QUEUED jobs end at once, others stop their replicas first
   // (CANCELLING, then CANCELLED when every replica is gone). Terminal jobs are returned as is.
-  absl::StatusOr<v1::Job> CancelJob(const std::string& id, int64_t now, Effects* fx);
-
+  absl::StatusOr<const Job*> CancelJob(const std::string& id, int64_t now, Effects* fx);
   // Replaces a project's quota; takes effect at once (raising it admits waiting jobs; lowering it
   // stops nothing). INVALID_ARGUMENT for a bad quota, with the field path.
   absl::StatusOr<v1::Project> SetQuota(const v1::Quota& quota, int64_t now, Effects* fx);
+  // Progress reported through the API. NOT_FOUND for an unknown job or replica,
+  // FAILED_PRECONDITION when the replica is not running.
+  absl::Status ReportProgress(const std::string& job_id, const std::string& replica, int64_t now,
+                              Effects* fx);
 
   // --- Inputs from operators ---------------------------------------------------------------
 
@@ -103,205 +106,82 @@ class Core {
   // A LOST node whose agent kept its stream and is heard from again is back: the runs moved off
   // it are stopped there.
   void Heartbeat(const std::string& node, int64_t now, Effects* fx);
-  // A check run not tied to an exit: periodic, or a preflight that passed. A failed run isolates
-  // the node and moves its replicas off it.
+  // A check run not tied to an exit: periodic, or a preflight that passed. A failed periodic run
+  // isolates the node and moves its replicas off it.
   void CheckReported(const std::string& node, const v1::CheckRun& run, int64_t now, Effects* fx);
   void ReplicaStarted(const std::string& node, const v1::ReplicaStarted& started, int64_t now,
                       Effects* fx);
+  // The host's check run attached to the exit counts even for a stale run; then the retry
+  // engine decides what the end means, unless it confirms a stop trainctl asked for.
   void ReplicaExited(const std::string& node, const v1::ReplicaExited& exited, int64_t now,
                      Effects* fx);
   // A sign of progress of a run (checkpoint written, progress file touched). Stale runs are
   // ignored.
   void ReplicaProgress(const std::string& node, const v1::ReplicaProgress& progress, int64_t now,
                        Effects* fx);
-  // Progress reported through the API. NOT_FOUND for an unknown job or replica,
-  // FAILED_PRECONDITION when the replica is not running.
-  absl::Status ReportProgress(const std::string& job_id, const std::string& replica, int64_t now,
-                              Effects* fx);
 
   // --- Time and placement ------------------------------------------------------------------
 
-  // Enforces time limits (scheduling.timeout, hangTimeout, launchTimeout), starts replica
-  // restarts whose backoff has passed, and marks nodes not heard from within the lost timeout
-  // LOST, moving their replicas.
+  // Enforces time limits (scheduling.timeout, hangTimeout, launchTimeout, queue timeouts),
+  // starts replica restarts whose backoff has passed, and marks nodes not heard from within the
+  // lost timeout LOST, moving their replicas.
   void Tick(int64_t now, Effects* fx);
-
-  // Places QUEUED jobs, highest priority first, then oldest. Cheap when nothing changed since
-  // the last call (no submit, exit or node change).
+  // Places QUEUED jobs in admission order. Cheap when nothing changed since the last call.
   void Schedule(int64_t now, Effects* fx);
 
   // --- Reads -------------------------------------------------------------------------------
 
   // nullptr when unknown.
-  const v1::Job* FindJob(const std::string& id) const;
-  absl::StatusOr<std::vector<const v1::Job*>> ListJobs(const ListJobsQuery& q,
-                                                       std::string* next_page_token) const;
-  const Node* FindNode(const std::string& name) const;
-  // The API view of a node: its status with resources, free resources and replica count.
-  // NOT_FOUND for an unknown node.
-  absl::StatusOr<v1::Node> GetNode(const std::string& name) const;
-  // Every node, by name.
-  std::vector<v1::Node> ListNodes() const;
+  const Job* FindJob(const std::string& id) const { return jobs_.Find(id); }
+  absl::StatusOr<std::vector<const Job*>> ListJobs(const ListJobsQuery& q,
+                                                   std::string* next_page_token) const {
+    return jobs_.List(q, next_page_token);
+  }
+  const Node* FindNode(const std::string& name) const { return nodes_.Find(name); }
+  const std::map<std::string, Node>& nodes() const { return nodes_.nodes(); }
+  // The API view of a node. NOT_FOUND for an unknown node.
+  absl::StatusOr<v1::Node> GetNode(const std::string& name) const { return nodes_.View(name); }
+  std::vector<v1::Node> ListNodes() const { return nodes_.Views(); }
 
   // The quota row of a project, or nullptr when it uses the default quota.
-  const v1::Quota* FindQuota(const std::string& project) const;
+  const v1::Quota* FindQuota(const std::string& project) const { return queue_.FindQuota(project); }
   // A project with its effective quota and usage. INVALID_ARGUMENT for a malformed name; any
   // well-formed name is a project (with the default quota until one is set).
   absl::StatusOr<v1::Project> GetProject(const std::string& name) const;
-  // Every project that has a quota row or a job that is not terminal, by name.
+  // Every project that has a quota row, a queued job or an admitted job, by name.
   std::vector<v1::Project> ListProjects() const;
   // QUEUED jobs in admission order (of `project`, or all), at most `limit`, each with its
   // queue_status filled as of `now`.
   std::vector<v1::Job> ListQueue(const std::string& project, int32_t limit, int64_t now) const;
-  // `job` with queue_status filled when it is QUEUED; unchanged otherwise.
-  v1::Job WithQueueStatus(const v1::Job& job, int64_t now) const;
-  // The same for many jobs at once; usage and queue order are computed once for the batch.
-  std::vector<v1::Job> WithQueueStatus(const std::vector<const v1::Job*>& jobs, int64_t now) const;
-  const std::map<std::string, Node>& nodes() const { return nodes_; }
-
-  // What placed replicas hold on each node, and how many replicas that is.
-  struct NodeUsage {
-    Res used;
-    int32_t replicas = 0;
-  };
-  std::map<std::string, NodeUsage> Usage() const;
+  // The API view of `job`, with queue_status filled when it is QUEUED.
+  v1::Job View(const Job& job, int64_t now) const;
+  // The picture of admission that queue statuses are computed from (see queue_state.h).
+  std::shared_ptr<const QueueState> QueueSnapshot() const { return queue_.State(jobs_, nodes_); }
 
   // Where the log of (job, replica, attempt, restart) lives: its node and run id. attempt 0 means
   // the current attempt; restart < 0 the latest run of that attempt.
   absl::Status LocateRun(const std::string& job_id, const std::string& replica, int32_t attempt,
                          int32_t restart, std::string* node, std::string* run_id,
-                         bool* finished) const;
+                         bool* finished) const {
+    return jobs_.LocateRun(job_id, replica, attempt, restart, node, run_id, finished);
+  }
+
+  // Recounts what every replica holds and every project runs, and compares with what the parts
+  // keep incrementally. For tests; INTERNAL naming the first difference.
+  absl::Status CheckUsage() const;
 
  private:
-  // Queue order: retrying jobs first (R17), then higher priority, then earlier creation, then id.
-  using QueueKey = std::tuple<int32_t, int32_t, int64_t, std::string>;
-  static QueueKey KeyOf(const v1::Job& job);
-
-  std::string NewJobId();
-  v1::Replica* FindReplica(v1::Job* job, const std::string& name);
-  // The job and replica of `run_id` if it is the replica's current run; else nullptrs.
-  std::pair<v1::Job*, v1::Replica*> CurrentRun(const std::string& run_id);
-  int32_t CurrentAttempt(const v1::Job& job) const;
-  std::string RunIdOf(const v1::Job& job, const v1::Replica& r) const;
-
-  void SetJobState(v1::Job* job, v1::JobState state, const std::string& reason, int64_t now,
-                   Effects* fx);
-  void EndJob(v1::Job* job, v1::JobState state, const v1::JobError& error,
-              const std::string& reason, int64_t now, Effects* fx);
-  void StopLiveReplicas(v1::Job* job, const std::string& reason, int64_t now, Effects* fx);
-  void MaybeFinishCancel(v1::Job* job, int64_t now, Effects* fx);
-  void MaybeMarkRunning(v1::Job* job, int64_t now, Effects* fx);
-  // Asks the retry engine about a failed (or finished) run and carries out its decision.
-  void HandleRunEnd(v1::Job* job, v1::Replica* r, const Failure& failure, int64_t now, Effects* fx);
-  void RestartReplica(v1::Job* job, v1::Replica* r, const RetryDecision& d, int64_t now,
-                      Effects* fx);
-  // `decision` is what the attempt records: RETRY_JOB, or REDISPATCH.
-  void RetryJob(v1::Job* job, const RetryDecision& d, const std::string& decision, int64_t now,
-                Effects* fx);
-  // A host fault (R16): re-dispatches the job on other hosts, first in the queue (R17), while
-  // faultTolerance.jobRetryNum allows; else fails it with "error,exiting" (R21). `charged` false
-  // re-dispatches maintenance moves that found no room, without charging or failing.
-  void Redispatch(v1::Job* job, const v1::JobError& cause, bool charged, int64_t now, Effects* fx);
-  // Moves replica `index` of a live job off its node: a graceful stop first when its process can
-  // be reached (grace_ms < 0: the job's stopGracePeriod), else at once.
-  void MoveReplica(v1::Job* job, int index, const std::string& why, int64_t grace_ms, int64_t now,
-                   Effects* fx);
-  // Starts a replica whose move is due on the best other schedulable node, or re-dispatches the
-  // job when none has room. `new_run` false: the replica's restart count already names a run
-  // not launched yet (an in-place restart whose node cannot take it).
-  void PlaceMovedReplica(v1::Job* job, int index, int64_t now, Effects* fx, bool new_run = true);
-  // Moves every replica of live jobs off `node`, and stops what other jobs still hold there.
-  void MoveReplicasOff(const std::string& node, const std::string& why, int64_t grace_ms,
-                       bool node_gone, int64_t now, Effects* fx);
-  // Records a check run for `node`: isolation, flapping and recovery, with their events.
-  void ApplyCheckRun(const std::string& node, const v1::CheckRun& run, int64_t now, Effects* fx);
-  // A LOST node is heard from again (`how`): back in service; stops the runs moved off it.
-  void NodeReturned(Node* node, const std::string& how, int64_t now, Effects* fx);
-  // Re-derives the node's state and health; records the change (and `reason`) when they moved.
-  void RefreshNode(Node* node, const std::string& reason, int64_t now, Effects* fx);
-  // LOST nodes (Tick), and drains that have finished.
-  void CheckNodes(int64_t now, Effects* fx);
-  v1::Node NodeView(const Node& node, const NodeUsage& usage) const;
-  // Marks the replica STARTING on its node and sends the launch.
-  void LaunchOnItsNode(v1::Job* job, int replica_index, int64_t now, Effects* fx);
-  void RecordAttemptEnd(v1::Job* job, const RetryDecision& d, const std::string& decision,
-                        int64_t now, Effects* fx);
-  enum class CapacityCheck {
-    kBusy,      // it would fit the idle cluster: it waits for other jobs' replicas
-    kStockout,  // it would not fit even the idle cluster; placementTimeout is running
-    kActed,     // the placement timeout passed: a capacity retry was charged, or the job failed
-  };
-  // Tells a busy cluster from a stockout, and charges capacity retries (R8).
-  CapacityCheck CheckCapacity(v1::Job* job, const std::vector<ReplicaDemand>& demands,
-                              const std::string& missing, int64_t now, Effects* fx);
-  // Starts a new attempt of `job` on the nodes `placed` (one per replica).
-  void StartAttemptOn(v1::Job* job, const std::vector<std::string>& placed, int64_t now,
-                      Effects* fx);
-  // Queue bookkeeping: the global order, the project's order, and the queue-timeout index.
-  void Enqueue(const v1::Job& job);
-  void Dequeue(const v1::Job& job);
-  // When a queued job times out, or 0 for never (queueTimeout; 30m for a retrying job).
-  int64_t QueueDeadline(const v1::Job& job) const;
-  // The effective quota of a project (its own, or the default).
-  v1::Quota QuotaOf(const std::string& project) const;
-  std::map<std::string, ProjectUsage> ProjectUsages() const;
-  // What `project` may borrow from its cohort now, per resource.
-  Res Borrowable(const std::string& project, const v1::Quota& quota,
-                 const std::map<std::string, ProjectUsage>& usages) const;
-  Res DemandOf(const v1::Job& job) const;
-  std::vector<ReplicaDemand> DemandsOf(const v1::Job& job) const;
-  // Free resources of every connected node.
-  std::vector<NodeFree> FreeNodes() const;
-  // Why the job (QUEUED) is not running: every blocker, as of `now`.
-  std::vector<v1::Blocker> BlockersOf(const v1::Job& job,
-                                      const std::map<std::string, ProjectUsage>& usages,
-                                      const std::vector<NodeFree>& free, int64_t now) const;
-  v1::Project MakeProject(const std::string& name,
-                          const std::map<std::string, ProjectUsage>& usages) const;
-  void SendLaunch(const v1::Job& job, int replica_index, Effects* fx);
-  void SendStop(const v1::Job& job, const v1::Replica& r, const std::string& reason, Effects* fx);
-  void RecordRun(const v1::Job& job, const v1::Replica& r, Effects* fx);
-  void AddEvent(Effects* fx, int64_t now, const v1::Job* job, const std::string& replica,
-                const std::string& node, const std::string& type, const std::string& reason);
-  // The ids of active_, copied (for loops that may change active_).
-  std::vector<std::string> ActiveIds() const;
-  // Keeps active_ in step with the job's state and its replicas. REQUIRES: job is in jobs_.
-  void RefreshActive(const v1::Job& job);
-  void Touch(v1::Job* job, int64_t now, Effects* fx);
+  // Marks lost nodes LOST and moves their replicas; finishes drains of empty nodes.
+  void CheckNodes(absl::Time now, Effects* fx);
 
   // Constant after construction.
   const CoreOptions options_;
 
-  std::mt19937_64 rng_;
-  std::map<std::string, v1::Job> jobs_;
-  std::map<std::string, Node> nodes_;
-  // Jobs waiting for admission, in admission order: all, and per project.
-  std::set<QueueKey> queue_;
-  std::map<std::string, std::set<QueueKey>> project_queues_;
-  // (deadline, job id) of queued jobs with a queue timeout.
-  std::set<std::pair<int64_t, std::string>> queue_deadlines_;
-  // Since when each blocked job has been overtaken (BEST_EFFORT_FIFO starvation limit).
-  std::map<std::string, int64_t> blocked_since_;
-  // Quotas set for projects; others use options_.default_quota.
-  std::map<std::string, v1::Quota> quotas_;
-  // Jobs holding or about to hold resources (PENDING, RUNNING, CANCELLING, or terminal with
-  // replicas still stopping).
-  std::map<std::string, v1::Job*> active_;
-  // Newest first, for listing: (-create_ms, id).
-  std::set<std::pair<int64_t, std::string>> by_age_;
-  // Node of every run ever launched, for logs of earlier runs.
-  std::map<std::string, std::string> run_nodes_;
-  bool schedule_needed_ = true;
-  // The latest creation time given to a job (ms).
-  int64_t last_create_ms_ = 0;
-  // The earliest time a queued job's backoff or placement timeout ends; Tick schedules then.
-  int64_t next_wakeup_ms_ = 0;
-  // Since when each queued job could not fit even on the idle connected cluster (stockout).
-  std::map<std::string, int64_t> stockout_since_;
-  // After Restore, the first Tick's time: nodes restored from disk count as heard from then, so
-  // a scheduler restart gives every agent a full lost timeout to reconnect.
-  bool restored_ = false;
-  int64_t first_tick_ms_ = 0;
+  JobTable jobs_;
+  NodeRegistry nodes_;
+  AdmissionQueue queue_;
+  Timers timers_;
+  JobLifecycle lifecycle_;
 };
 
 }  // namespace trainctl::sched

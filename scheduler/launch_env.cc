@@ -34,11 +34,14 @@ std::string JsonString(const std::string& s) {
   return out + "\"";
 }
 
-std::string AddressOf(const v1::Replica& r, const std::string& job_id,
+std::string HostOf(const std::string& node, const std::map<std::string, Node>& nodes) {
+  auto it = nodes.find(node);
+  return it == nodes.end() ? node : it->second.address;
+}
+
+std::string AddressOf(const Replica& r, const std::string& job_id,
                       const std::map<std::string, Node>& nodes) {
-  auto it = nodes.find(r.node());
-  std::string host = it == nodes.end() ? r.node() : it->second.address;
-  return absl::StrCat(host, ":", BasePort(job_id) + r.rank());
+  return absl::StrCat(HostOf(r.node, nodes), ":", BasePort(job_id) + r.rank);
 }
 
 }  // namespace
@@ -48,84 +51,86 @@ int BasePort(const std::string& job_id) {
   return 20000 + static_cast<int>(std::hash<std::string>{}(job_id) % 600) * 64;
 }
 
-std::string ClusterSpecJson(const v1::Job& job, int replica_index,
+std::string ClusterSpecJson(const Job& job, int replica_index,
                             const std::map<std::string, Node>& nodes, bool vertex) {
-  const auto& pools = job.spec().worker_pools();
+  const auto& pools = job.spec.worker_pools();
   std::vector<std::string> pool_entries;
   for (int p = 0; p < pools.size(); ++p) {
     std::vector<std::string> addrs;
-    for (const v1::Replica& r : job.replicas()) {
-      if (r.pool() == pools[p].name()) addrs.push_back(JsonString(AddressOf(r, job.id(), nodes)));
+    for (const Replica& r : job.replicas) {
+      if (r.pool == pools[p].name()) addrs.push_back(JsonString(AddressOf(r, job.id, nodes)));
     }
     std::string key = vertex ? absl::StrCat("workerpool", p) : pools[p].name();
     pool_entries.push_back(absl::StrCat(JsonString(key), ":[", absl::StrJoin(addrs, ","), "]"));
   }
-  const v1::Replica& self = job.replicas(replica_index);
-  std::string task_type = self.pool();
+  const Replica& self = job.replicas[replica_index];
+  std::string task_type = self.pool;
   if (vertex) {
     for (int p = 0; p < pools.size(); ++p) {
-      if (pools[p].name() == self.pool()) task_type = absl::StrCat("workerpool", p);
+      if (pools[p].name() == self.pool) task_type = absl::StrCat("workerpool", p);
     }
   }
-  int attempt = job.attempts().empty() ? 0 : job.attempts().rbegin()->number();
-  std::string json = absl::StrCat("{\"cluster\":{", absl::StrJoin(pool_entries, ","),
-                                  "},\"task\":{\"type\":", JsonString(task_type),
-                                  ",\"index\":", self.index(), "}");
+  std::string json =
+      absl::StrCat("{\"cluster\":{", absl::StrJoin(pool_entries, ","),
+                   "},\"task\":{\"type\":", JsonString(task_type), ",\"index\":", self.index, "}");
   if (vertex) {
-    absl::StrAppend(&json, ",\"environment\":\"cloud\",\"job\":{\"id\":", JsonString(job.id()),
-                    "}}");
+    absl::StrAppend(&json, ",\"environment\":\"cloud\",\"job\":{\"id\":", JsonString(job.id), "}}");
   } else {
-    absl::StrAppend(&json, ",\"job\":{\"id\":", JsonString(job.id()), ",\"attempt\":", attempt,
-                    "}}");
+    absl::StrAppend(&json, ",\"job\":{\"id\":", JsonString(job.id),
+                    ",\"attempt\":", job.current_attempt(), "}}");
   }
   return json;
 }
 
-v1::LaunchReplica BuildLaunch(const v1::Job& job, int replica_index,
+v1::LaunchReplica BuildLaunch(const Job& job, int replica_index,
                               const std::map<std::string, Node>& nodes) {
-  const v1::Replica& r = job.replicas(replica_index);
-  const v1::WorkerPool* pool = nullptr;
-  for (const v1::WorkerPool& p : job.spec().worker_pools()) {
-    if (p.name() == r.pool()) pool = &p;
-  }
-  int attempt = job.attempts().empty() ? 1 : job.attempts().rbegin()->number();
+  const Replica& r = job.replicas[replica_index];
+  const v1::WorkerPool* pool = PoolOf(job, r);
+  const int attempt = job.attempts.empty() ? 1 : job.current_attempt();
   v1::LaunchReplica launch;
-  launch.set_run_id(MakeRunId(job.id(), attempt, r.name(), r.restart_count()));
-  launch.set_job_id(job.id());
+  launch.set_run_id(MakeRunId(job.id, attempt, r.name, r.restart_count));
+  launch.set_job_id(job.id);
   launch.set_attempt(attempt);
-  launch.set_replica_name(r.name());
-  launch.set_restart(r.restart_count());
-  launch.set_checkpoint_dir(job.checkpoint_dir());
+  launch.set_replica_name(r.name);
+  launch.set_restart(r.restart_count);
+  launch.set_checkpoint_dir(job.checkpoint_dir);
   if (pool != nullptr) {
     for (const std::string& a : pool->command()) launch.add_argv(a);
     for (const std::string& a : pool->args()) launch.add_argv(a);
     *launch.mutable_resources() = pool->resources();
     for (const auto& [k, v] : pool->env()) (*launch.mutable_env())[k] = v;
   }
-  const v1::Replica& primary = job.replicas(0);
-  auto primary_node = nodes.find(primary.node());
+  const Replica& primary = job.replicas[0];
   auto& env = *launch.mutable_env();
-  env["TRAINCTL_JOB_ID"] = job.id();
+  env["TRAINCTL_JOB_ID"] = job.id;
   env["TRAINCTL_ATTEMPT"] = absl::StrCat(attempt);
-  env["TRAINCTL_REPLICA_NAME"] = r.name();
-  env["TRAINCTL_RESTART_COUNT"] = absl::StrCat(r.restart_count());
-  env["TRAINCTL_NODE"] = r.node();
-  env["RANK"] = absl::StrCat(r.rank());
-  env["WORLD_SIZE"] = absl::StrCat(job.replicas_size());
-  env["MASTER_ADDR"] = primary_node == nodes.end() ? primary.node() : primary_node->second.address;
-  env["MASTER_PORT"] = absl::StrCat(BasePort(job.id()));
+  env["TRAINCTL_REPLICA_NAME"] = r.name;
+  env["TRAINCTL_RESTART_COUNT"] = absl::StrCat(r.restart_count);
+  env["TRAINCTL_NODE"] = r.node;
+  env["RANK"] = absl::StrCat(r.rank);
+  env["WORLD_SIZE"] = absl::StrCat(job.replicas.size());
+  env["MASTER_ADDR"] = HostOf(primary.node, nodes);
+  env["MASTER_PORT"] = absl::StrCat(BasePort(job.id));
   env["TRAINCTL_CLUSTER_SPEC"] = ClusterSpecJson(job, replica_index, nodes, /*vertex=*/false);
   env["CLUSTER_SPEC"] = ClusterSpecJson(job, replica_index, nodes, /*vertex=*/true);
-  env["TRAINCTL_CHECKPOINT_DIR"] = job.checkpoint_dir();
-  env["AIP_CHECKPOINT_DIR"] = job.checkpoint_dir();
+  env["TRAINCTL_CHECKPOINT_DIR"] = job.checkpoint_dir;
+  env["AIP_CHECKPOINT_DIR"] = job.checkpoint_dir;
   // Every host of the job, once each, for the preflight `dns` item.
   std::set<std::string> hosts;
-  for (const v1::Replica& other : job.replicas()) {
-    auto it = nodes.find(other.node());
-    const std::string host = it == nodes.end() ? other.node() : it->second.address;
+  for (const Replica& other : job.replicas) {
+    const std::string host = HostOf(other.node, nodes);
     if (!host.empty() && hosts.insert(host).second) launch.add_hostnames(host);
   }
   return launch;
+}
+
+v1::SchedulerMessage StopMessage(const std::string& run_id, int64_t grace_ms,
+                                 const std::string& reason) {
+  v1::SchedulerMessage msg;
+  msg.mutable_stop()->set_run_id(run_id);
+  msg.mutable_stop()->set_grace_period_ms(static_cast<int32_t>(grace_ms));
+  msg.mutable_stop()->set_reason(reason);
+  return msg;
 }
 
 }  // namespace trainctl::sched

@@ -1,4 +1,5 @@
-// The LaunchReplica message for one replica: argv, and the environment every replica sees.
+// The commands for agents: the LaunchReplica message for one replica (argv, and the environment
+// every replica sees), and the StopReplica message.
 //
 // Environment (DESIGN.md, R3, R10): TRAINCTL_JOB_ID, TRAINCTL_ATTEMPT, TRAINCTL_REPLICA_NAME,
 // TRAINCTL_RESTART_COUNT, TRAINCTL_NODE, RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
@@ -19,14 +20,18 @@ namespace trainctl::sched {
 int BasePort(const std::string& job_id);
 
 // REQUIRES: every replica of `job` has a node, and each such node is in `nodes`.
-v1::LaunchReplica BuildLaunch(const v1::Job& job, int replica_index,
+v1::LaunchReplica BuildLaunch(const Job& job, int replica_index,
                               const std::map<std::string, Node>& nodes);
+
+// The command that stops a run: SIGTERM to its process group, `grace_ms`, then SIGKILL.
+v1::SchedulerMessage StopMessage(const std::string& run_id, int64_t grace_ms,
+                                 const std::string& reason);
 
 // The cluster spec JSON of the job's current placement, as seen from `replica_index`.
 // vertex=false: {"cluster":{"chief":["h:p"],"worker":[...]},"task":{"type":"worker","index":1},
 //                "job":{"id":"j-...","attempt":1}}
 // vertex=true:  pools named workerpool0..N, plus "environment":"cloud".
-std::string ClusterSpecJson(const v1::Job& job, int replica_index,
+std::string ClusterSpecJson(const Job& job, int replica_index,
                             const std::map<std::string, Node>& nodes, bool vertex);
 
 }  // namespace trainctl::sched

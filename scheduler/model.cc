@@ -7,6 +7,67 @@
 
 namespace trainctl::sched {
 
+const Replica* Job::FindReplica(const std::string& name) const {
+  for (const Replica& r : replicas) {
+    if (r.name == name) return &r;
+  }
+  return nullptr;
+}
+
+Replica* Job::FindReplica(const std::string& name) {
+  for (Replica& r : replicas) {
+    if (r.name == name) return &r;
+  }
+  return nullptr;
+}
+
+std::string Job::RunIdOf(const Replica& r) const {
+  return MakeRunId(id, current_attempt(), r.name, r.restart_count);
+}
+
+Res DemandOf(const Job& job) {
+  Res total;
+  for (const Replica& r : job.replicas) total += r.need;
+  return total;
+}
+
+const v1::WorkerPool* PoolOf(const Job& job, const Replica& r) {
+  for (const v1::WorkerPool& p : job.spec.worker_pools()) {
+    if (p.name() == r.pool) return &p;
+  }
+  return nullptr;
+}
+
+bool HoldsResources(v1::ReplicaState s) {
+  return s == v1::REPLICA_STATE_STARTING || s == v1::REPLICA_STATE_RUNNING ||
+         s == v1::REPLICA_STATE_STOPPING || s == v1::REPLICA_STATE_RESTARTING;
+}
+
+bool IsLive(v1::ReplicaState s) {
+  return s == v1::REPLICA_STATE_STARTING || s == v1::REPLICA_STATE_RUNNING;
+}
+
+bool IsAdmitted(v1::JobState s) {
+  return s == v1::JOB_STATE_PENDING || s == v1::JOB_STATE_RUNNING || s == v1::JOB_STATE_CANCELLING;
+}
+
+bool IsLive(v1::JobState s) { return s == v1::JOB_STATE_PENDING || s == v1::JOB_STATE_RUNNING; }
+
+void AddEvent(Effects* fx, absl::Time now, const Job* job, const std::string& replica,
+              const std::string& node, const std::string& type, const std::string& reason) {
+  Event e;
+  e.time_ms = ToMs(now);
+  if (job != nullptr) {
+    e.job_id = job->id;
+    e.attempt = job->current_attempt();
+  }
+  e.replica = replica;
+  e.node = node;
+  e.type = type;
+  e.reason = reason;
+  fx->events.push_back(std::move(e));
+}
+
 std::string MakeRunId(const std::string& job_id, int32_t attempt, const std::string& replica,
                       int32_t restart) {
   return absl::StrCat(job_id, "/", attempt, "/", replica, "/", restart);

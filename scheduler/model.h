@@ -1,8 +1,12 @@
-// Plain value types of the scheduler core: resources, nodes, events and the effects of a turn.
+// The scheduler core's model: plain value types for jobs, their attempts and replicas, nodes,
+// events, and the effects of one turn.
 //
-// Jobs are held as the API's own `trainctl::v1::Job` message (the shared contract of proto/), so
-// what the core decides is exactly what users read; everything else here is a plain struct. Nothing
-// in scheduler/ includes gRPC or SQLite headers.
+// The core decides over these structs, never over the API's messages: times are absl::Time,
+// failure classes, decisions and move causes are enums. `trainctl.v1` appears here only where a
+// value is the user's own document (a job's spec, kept verbatim and shown back) or the agent
+// protocol's (a node's check runs, commands for agents). The mapping to and from the API's
+// messages lives in one file, scheduler/model_proto.h, used by the services, the store's callers
+// and tests. Nothing in scheduler/ includes gRPC or SQLite headers.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +17,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "scheduler/job_policy.h"
 #include "trainctl/v1/agent.pb.h"
 #include "trainctl/v1/job.pb.h"
 
@@ -43,6 +50,170 @@ struct Res {
   static Res FromProto(const v1::Resources& r) { return Res{r.cpu(), r.memory_mb(), r.gpus()}; }
   static Res FromProto(const v1::NodeResources& r) { return Res{r.cpu(), r.memory_mb(), r.gpus()}; }
 };
+
+// --- Jobs ----------------------------------------------------------------------------------
+
+// How a failure is classed (the retry engine's table). Stored by name: "TRANSIENT", ...
+enum class FailureClass {
+  kNone,         // no failure (success, or not ended)
+  kTransient,    // transient exit code or signal
+  kUserError,    // any other non-zero exit, or a command that cannot start
+  kOutOfMemory,  // memory limit hit
+  kInternal,     // trainctl's or the host's fault: launch failure, lost run, lost agent
+  kHung,         // no progress within hangTimeout
+  kCapacity,     // no healthy capacity within placementTimeout
+  kDeadline,     // scheduling.timeout or queueTimeout passed
+  kHostFault,    // a host check failed (R16 scenarios 1-3)
+  kMaintenance,  // a drain found no room for a moved replica
+};
+
+// What is done about a replica's end or a job's failure. The stored ones (Attempt.decision) are
+// RETRY_JOB, REDISPATCH and FAIL_JOB.
+enum class Decision {
+  kNone,            // no decision (an attempt that did not end by a failure)
+  kContinue,        // a non-primary replica exited 0: the job goes on
+  kSucceedJob,      // the primary exited 0
+  kRestartReplica,  // in place, same node, name and rank
+  kMoveReplica,     // to another node, same name and rank, not charged
+  kRetryJob,        // a new attempt
+  kRedispatch,      // a new attempt on other hosts after a host fault, first in the queue (R17)
+  kFailJob,
+};
+
+// Why a replica leaves its node.
+enum class MoveCause {
+  kNone,
+  kDrain,            // an operator drains the node (maintenance: charges nothing, ever)
+  kLost,             // the node stopped sending heartbeats
+  kUnhealthy,        // the node failed a periodic check
+  kShutdown,         // the node's agent shut down
+  kNodeUnavailable,  // an in-place restart found its node no longer keeps replicas
+};
+
+// The retry budgets of a job: used (Job) or left (Attempt).
+struct Budgets {
+  int32_t job_retries = 0;
+  int32_t internal_retries = 0;
+  int32_t capacity_retries = 0;
+  int32_t redispatches = 0;
+
+  bool operator==(const Budgets& o) const {
+    return job_retries == o.job_retries && internal_retries == o.internal_retries &&
+           capacity_retries == o.capacity_retries && redispatches == o.redispatches;
+  }
+  bool operator!=(const Budgets& o) const { return !(*this == o); }
+};
+
+// Why a job ended badly. `code` is kOk while there is no error.
+struct JobError {
+  absl::StatusCode code = absl::StatusCode::kOk;
+  std::string message;
+  std::string replica;
+  std::string node;
+  FailureClass reason = FailureClass::kNone;
+  // The last lines of the replica's output.
+  std::string output_tail;
+};
+
+// One replica of the job's current attempt. Name, pool, index and rank never change (R3).
+struct Replica {
+  std::string name;  // "<pool>-<index>"
+  std::string pool;
+  int32_t index = 0;
+  int32_t rank = 0;
+  // What it holds on its node while in a holding state: its pool's resources. Derived from the
+  // spec; not stored.
+  Res need;
+  std::string node;  // empty until placed
+  v1::ReplicaState state = v1::REPLICA_STATE_PENDING;
+  // Restarts within the attempt (moves included), and those charged to maxReplicaRestarts.
+  int32_t restart_count = 0;
+  int32_t charged_restarts = 0;
+  int32_t moves = 0;
+  std::optional<int32_t> exit_code;
+  std::optional<int32_t> signal;
+  bool oom_killed = false;
+  int64_t pid = 0;
+  std::string message;
+  std::optional<absl::Time> start_time;
+  std::optional<absl::Time> end_time;
+  std::optional<absl::Time> last_progress_time;
+  // While RESTARTING: when the restart is due.
+  std::optional<absl::Time> next_start_time;
+  // While it moves: why (cause != kNone), and the reason in words.
+  MoveCause move_cause = MoveCause::kNone;
+  std::string move_reason;
+
+  bool moving() const { return move_cause != MoveCause::kNone; }
+};
+
+// One try of the whole job.
+struct Attempt {
+  int32_t number = 0;
+  v1::JobState state = v1::JOB_STATE_PENDING;
+  std::string reason;
+  std::optional<absl::Time> start_time;
+  std::optional<absl::Time> end_time;
+  std::vector<std::string> nodes;
+  // How it ended, for an attempt ended by a failure.
+  FailureClass failure_class = FailureClass::kNone;
+  std::string matched_rule;
+  std::string replica;
+  std::string node;
+  Decision decision = Decision::kNone;
+  std::optional<Budgets> budgets_left;
+};
+
+struct Job {
+  std::string id;
+  std::string display_name;
+  std::string project;
+  int32_t priority = 0;
+  v1::JobState state = v1::JOB_STATE_QUEUED;
+  JobError error;
+  absl::Time create_time;
+  std::optional<absl::Time> start_time;  // first RUNNING
+  std::optional<absl::Time> end_time;    // terminal
+  absl::Time update_time;
+  std::vector<Replica> replicas;  // rank order
+  std::vector<Attempt> attempts;  // oldest first
+  // The spec as submitted, defaults filled in. Never changes after submit.
+  v1::JobSpec spec;
+  // The spec's policy, resolved. Derived; not stored.
+  RetryPolicy policy;
+  std::string queue_reason;
+  std::string checkpoint_dir;
+  Budgets budgets_used;
+  // While QUEUED for a retry: when the next attempt may start.
+  std::optional<absl::Time> next_attempt_time;
+  // When it last entered QUEUED (cleared when placed).
+  std::optional<absl::Time> queue_time;
+
+  // The current attempt's number; 0 before the first placement.
+  int32_t current_attempt() const { return attempts.empty() ? 0 : attempts.back().number; }
+  Attempt* current() { return attempts.empty() ? nullptr : &attempts.back(); }
+  const Replica* FindReplica(const std::string& name) const;
+  Replica* FindReplica(const std::string& name);
+  // The run id of `r`'s current run.
+  std::string RunIdOf(const Replica& r) const;
+};
+
+// The whole demand of a job, every replica at once.
+Res DemandOf(const Job& job);
+
+// The replica's pool, or nullptr.
+const v1::WorkerPool* PoolOf(const Job& job, const Replica& r);
+
+// A replica in one of these states holds its node's resources.
+bool HoldsResources(v1::ReplicaState s);
+// A replica in one of these states has (or may have) a live process.
+bool IsLive(v1::ReplicaState s);
+// A job in one of these states is admitted: it counts toward its project's running jobs.
+bool IsAdmitted(v1::JobState s);
+// PENDING or RUNNING: its replicas run, restart and move.
+bool IsLive(v1::JobState s);
+
+// --- Nodes, runs and events ------------------------------------------------------------------
 
 // The scheduler's view of one host and its agent.
 struct Node {
@@ -126,6 +297,10 @@ struct Effects {
   }
 };
 
+// Appends an event to `fx`, of `job`'s current attempt; `job` is null for node and quota events.
+void AddEvent(Effects* fx, absl::Time now, const Job* job, const std::string& replica,
+              const std::string& node, const std::string& type, const std::string& reason);
+
 // "<job id>/<attempt>/<replica name>/<restart>": the identity of one launched process.
 std::string MakeRunId(const std::string& job_id, int32_t attempt, const std::string& replica,
                       int32_t restart);
@@ -140,5 +315,10 @@ bool IsTerminal(v1::ReplicaState state);
 // "RUNNING" for JOB_STATE_RUNNING; "STOPPING" for REPLICA_STATE_STOPPING.
 std::string ShortName(v1::JobState state);
 std::string ShortName(v1::ReplicaState state);
+
+// Milliseconds since the epoch, for events, runs and messages.
+inline int64_t ToMs(absl::Time t) { return absl::ToUnixMillis(t); }
+inline int64_t ToMs(absl::Duration d) { return absl::ToInt64Milliseconds(d); }
+inline absl::Time FromMs(int64_t ms) { return absl::FromUnixMillis(ms); }
 
 }  // namespace trainctl::sched

@@ -44,10 +44,26 @@ std::string DescribeShortfall(const std::string& replica, const Res& need,
 
 }  // namespace
 
+int ChooseNode(const Res& need, const std::vector<NodeFree>& nodes, const std::string& exclude) {
+  int best = -1;
+  for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
+    const NodeFree& n = nodes[i];
+    if (n.name == exclude || !n.free.Fits(need)) continue;
+    if (best < 0) {
+      best = i;
+      continue;
+    }
+    const NodeFree& b = nodes[best];
+    if (FreeKey(n.free) > FreeKey(b.free) ||
+        (FreeKey(n.free) == FreeKey(b.free) && n.name < b.name)) {
+      best = i;
+    }
+  }
+  return best;
+}
+
 absl::StatusOr<std::vector<std::string>> PlaceGang(const std::vector<ReplicaDemand>& demands,
                                                    std::vector<NodeFree> nodes) {
-  std::sort(nodes.begin(), nodes.end(),
-            [](const NodeFree& a, const NodeFree& b) { return a.name < b.name; });
   // Place the largest demands first so that a big replica is not crowded out by small ones.
   std::vector<size_t> order(demands.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -57,16 +73,14 @@ absl::StatusOr<std::vector<std::string>> PlaceGang(const std::vector<ReplicaDema
   std::vector<std::string> result(demands.size());
   for (size_t i : order) {
     const ReplicaDemand& d = demands[i];
-    NodeFree* best = nullptr;
-    for (NodeFree& n : nodes) {
-      if (!n.free.Fits(d.need)) continue;
-      if (best == nullptr || FreeKey(n.free) > FreeKey(best->free)) best = &n;
-    }
-    if (best == nullptr) {
+    const int best = ChooseNode(d.need, nodes);
+    if (best < 0) {
+      std::sort(nodes.begin(), nodes.end(),
+                [](const NodeFree& a, const NodeFree& b) { return a.name < b.name; });
       return absl::ResourceExhaustedError(DescribeShortfall(d.replica, d.need, nodes));
     }
-    best->free -= d.need;
-    result[i] = best->name;
+    nodes[best].free -= d.need;
+    result[i] = nodes[best].name;
   }
   return result;
 }

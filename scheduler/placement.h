@@ -1,10 +1,11 @@
-// Gang placement: all replicas of a job on nodes with free resources, or none.
+// PlacementPolicy: the one place that picks nodes — for a whole gang (all replicas of a job, or
+// none) and for one replica that moves off its node.
 //
 // Pure and deterministic: the same nodes and demands always give the same answer. The policy
 // spreads replicas: each replica goes to the fitting node with the most free resources left
-// (gpus first, then memory, then cpu), ties broken by node name. Spreading keeps one host's
-// failure from taking a whole job's replicas with it and balances load on CPU-only hosts; a
-// packing policy for GPU fragmentation can replace ChooseNode without touching callers.
+// (gpus first, then memory, then cpu), ties broken by node name (ChooseNode). Spreading keeps one
+// host's failure from taking a whole job's replicas with it and balances load on CPU-only hosts;
+// a packing policy for GPU fragmentation can replace ChooseNode without touching callers.
 #pragma once
 
 #include <string>
@@ -32,6 +33,11 @@ struct ReplicaDemand {
 // node-b)".
 absl::StatusOr<std::vector<std::string>> PlaceGang(const std::vector<ReplicaDemand>& demands,
                                                    std::vector<NodeFree> nodes);
+
+// The index in `nodes` of the node a replica needing `need` goes to, or -1 when none fits. The
+// node named `exclude` (the one a moving replica leaves) is never chosen.
+int ChooseNode(const Res& need, const std::vector<NodeFree>& nodes,
+               const std::string& exclude = "");
 
 // Returns OK when some node of `nodes` (by allocatable size, ignoring current use) could ever
 // hold a replica needing `need`; otherwise FAILED_PRECONDITION naming the shortfall.

@@ -1,97 +1,32 @@
-// The retry engine: what to do when a replica fails (DESIGN.md's decision table, R4-R10).
+// The retry engine: the one place that decides what a failure does to a job (DESIGN.md's
+// decision table, R4-R10, R16-R19).
 //
-// A pure function of the job's policy, the failing replica, the job's budgets, the classified
-// failure and the time. It classifies the failure (exit code, signal, OOM flag, phase), applies
-// exit-code rules and the restart policy, charges the budget of that failure kind, and returns one
-// decision with its reasons. The core applies the decision; nothing here changes state.
+// Pure functions of the job's policy, its budgets, the classified failure and the time. Each
+// classifies (scheduler/failure_classifier.h), charges the budget of that failure kind, and
+// returns one typed decision with its reasons; the core applies it and decides nothing itself.
+// Nothing here changes state.
 //
 // Budgets are kept apart per failure kind (the thing no peer does): in-place restarts per replica
 // (maxReplicaRestarts), job retries (maxJobRetries), internal-error retries
-// (maxInternalRetries) and capacity retries (maxCapacityRetries). Infrastructure faults and
-// maintenance charge none of them.
+// (maxInternalRetries), capacity retries (maxCapacityRetries) and re-dispatches after host faults
+// (faultTolerance.jobRetryNum). Moves off drained, lost or unhealthy hosts charge none of them.
+//
+//   RetryDecision d = DecideOnFailure(job.policy, job, replica, failure, now);
+//   d.action == Decision::kRestartReplica; d.delay_ms == 0; d.charged_restarts == 1
 #pragma once
 
 #include <cstdint>
-#include <optional>
-#include <set>
 #include <string>
-#include <vector>
 
-#include "trainctl/v1/agent.pb.h"
-#include "trainctl/v1/job.pb.h"
+#include "absl/time/time.h"
+#include "scheduler/failure_classifier.h"
+#include "scheduler/model.h"
 
 namespace trainctl::sched {
 
-// Defaults of Scheduling (the seeds' numbers).
-inline constexpr int kDefaultMaxReplicaRestarts = 5;
-inline constexpr int kDefaultMaxJobRetries = 3;
-inline constexpr int kDefaultMaxInternalRetries = 2;
-inline constexpr int kDefaultMaxCapacityRetries = 3;
-
-struct BackoffPolicy {
-  int64_t initial_ms = 0;
-  int64_t max_ms = 0;
-  double multiplier = 2;
-};
-
-// The n-th delay (n >= 1): initial * multiplier^(n-1), at most max.
-int64_t BackoffDelayMs(const BackoffPolicy& b, int n);
-
-// A job's Scheduling with every default resolved and signal names parsed.
-struct RetryPolicy {
-  struct Rule {
-    std::set<int> exit_codes;
-    std::set<int> signals;
-    std::set<std::string> pools;
-    v1::FailureAction action = v1::FAILURE_ACTION_UNSPECIFIED;
-  };
-  v1::RestartPolicy restart_policy = v1::RESTART_POLICY_ON_TRANSIENT_FAILURE;
-  int max_replica_restarts = kDefaultMaxReplicaRestarts;
-  int max_job_retries = kDefaultMaxJobRetries;
-  int max_internal_retries = kDefaultMaxInternalRetries;
-  int max_capacity_retries = kDefaultMaxCapacityRetries;
-  std::set<int> transient_exit_codes;
-  std::set<int> transient_signals;
-  std::vector<Rule> rules;
-  BackoffPolicy restart_backoff;
-  BackoffPolicy retry_backoff;
-  int64_t placement_timeout_ms = 0;
-  int64_t progress_reset_ms = 0;
-  int64_t hang_timeout_ms = 0;  // 0: off
-  int64_t launch_timeout_ms = 0;
-
-  // REQUIRES: `s` passed ValidateJobSpec and ApplyDefaults.
-  static RetryPolicy FromSpec(const v1::Scheduling& s);
-};
-
-// "SIGSEGV", "SEGV" or "11" -> 11; nullopt when unknown.
-std::optional<int> ParseSignal(const std::string& text);
-
-// How a replica's run ended, as far as the engine cares.
-struct Failure {
-  enum class Kind {
-    kExit,           // the process ended; see report
-    kLost,           // its agent restarted and no longer runs it
-    kHung,           // no progress for hangTimeout; the scheduler stopped it
-    kLaunchTimeout,  // the launch was not confirmed within launchTimeout
-  };
-  Kind kind = Kind::kExit;
-  // For kExit: the agent's report.
-  v1::ReplicaExited report;
-};
-
-enum class RetryAction {
-  kSucceedJob,      // the primary exited 0
-  kNothing,         // a non-primary replica exited 0
-  kRestartReplica,  // restart in place on the same node, same name and rank
-  kRetryJob,        // stop every replica, start a new attempt
-  kFailJob,
-};
-
 struct RetryDecision {
-  RetryAction action = RetryAction::kNothing;
-  // TRANSIENT, USER_ERROR, OUT_OF_MEMORY, INTERNAL, HUNG (empty for success).
-  std::string failure_class;
+  Decision action = Decision::kContinue;
+  FailureClass failure_class = FailureClass::kNone;
   // What classified it: "default: transient exit code 134", "exitCodeRules[1]", ...
   std::string rule;
   // For kRestartReplica: the replica's charged_restarts after this decision, and whether the
@@ -100,29 +35,54 @@ struct RetryDecision {
   bool progress_reset = false;
   // Delay before the restart or the new attempt.
   int64_t delay_ms = 0;
-  // For kRetryJob: the budgets used after the charge (the core stores them on the job).
-  v1::Budgets budgets_used;
-  // For kFailJob, and the reason of a kRetryJob: canonical code, message, replica, node, tail.
-  v1::JobError error;
-  // One line for the replica: "exited with status 134 (transient)".
-  std::string summary;
-  // The event's reason: what happened, how it was classed, what was decided and why.
+  // The job's budgets after the charge (unchanged when nothing was charged).
+  Budgets budgets_used;
+  // For kFailJob, and the cause of a kRetryJob or kRedispatch: code, message, replica, node,
+  // the output's tail.
+  JobError error;
+  // One line for the replica: "exited with status 134 (TRANSIENT)".
+  std::string replica_message;
+  // The replica's event: its type and reason (what happened, how it was classed, what was
+  // decided and why).
+  std::string event_type;
   std::string explanation;
+  // For kMoveReplica: why the replica leaves its node.
+  MoveCause move_cause = MoveCause::kNone;
+  std::string move_reason;
+  // The job's own event, when the decision has one (JobRedispatched, JobExiting, CapacityRetry,
+  // CapacityExhausted): its type and reason.
+  std::string job_event_type;
+  std::string job_event;
 };
 
-// Decides what a failure of `replica` (a replica of `job`) means. `now` is used for the
+// Decides what the end of `replica`'s run (a replica of `job`) means: success, a restart in
+// place, a move, a new attempt, a re-dispatch or the job's failure. `now` is used for the
 // progress reset only.
-RetryDecision DecideOnFailure(const RetryPolicy& policy, const v1::Job& job,
-                              const v1::Replica& replica, const Failure& failure, int64_t now);
+RetryDecision DecideOnFailure(const RetryPolicy& policy, const Job& job, const Replica& replica,
+                              const Failure& failure, absl::Time now);
+
+// A replica had to leave node `from` for `cause` (`why` in words) and no other healthy node has
+// room for it (`needs` in words): re-dispatch the job, charged unless the node is drained, or
+// fail it when re-dispatch is off or used up.
+RetryDecision DecideNoRoomForMove(const Job& job, const Replica& replica, const std::string& from,
+                                  MoveCause cause, const std::string& why,
+                                  const std::string& needs);
+
+// The job could not be placed within placementTimeout because the healthy cluster cannot hold
+// it even when idle (`what` it lacks): a capacity retry after a backoff (kRetryJob, delay_ms),
+// or kFailJob when maxCapacityRetries is used up (R8).
+RetryDecision DecideOnStockout(const Job& job, const std::string& what);
 
 // The final error of a job that could not be placed within its capacity budget:
 // "Resources are insufficient in cluster: <what>."
-v1::JobError CapacityError(const std::string& what);
+JobError CapacityError(const std::string& what);
 
-// How a run ended, in words: "exited with status 3", "was killed by SIGSEGV", ...
-std::string DescribeExit(const v1::ReplicaExited& exited);
+// The error of a job that ran past scheduling.timeout.
+JobError DeadlineError(int64_t timeout_ms);
 
-// "SIGSEGV" for 11; "signal 42" for numbers without a name.
-std::string SignalName(int signal);
+// The error of a job that waited `waited_ms` in the queue past its queue timeout
+// (`timeout_ms`), for a retry or not, and what it was waiting for.
+JobError QueueTimeoutError(int64_t waited_ms, int64_t timeout_ms, bool retry,
+                           const std::string& waiting_for);
 
 }  // namespace trainctl::sched

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "scheduler/model_proto.h"
 
 namespace trainctl::server {
 namespace {
@@ -99,8 +100,8 @@ grpc::ServerUnaryReactor* JobServiceImpl::CreateJob(grpc::CallbackServerContext*
   auto* reactor = ctx->DefaultReactor();
   v1::JobSpec spec = req->spec();
   loop_->Post([reactor, resp, spec](Turn& t) {
-    absl::StatusOr<v1::Job> job = t.core.SubmitJob(spec, t.now, t.fx);
-    if (job.ok()) *resp = *job;
+    absl::StatusOr<const sched::Job*> job = t.core.SubmitJob(spec, t.now, t.fx);
+    if (job.ok()) *resp = sched::ToProto(**job);
     absl::Status status = job.status();
     t.after_commit->push_back([reactor, status] { reactor->Finish(ToGrpcStatus(status)); });
   });
@@ -112,13 +113,13 @@ grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* ct
   auto* reactor = ctx->DefaultReactor();
   std::string id = req->id();
   loop_->Post([reactor, resp, id](Turn& t) {
-    const v1::Job* job = t.core.FindJob(id);
+    const sched::Job* job = t.core.FindJob(id);
     absl::Status status = absl::OkStatus();
     if (job == nullptr) {
       status = absl::NotFoundError(absl::StrCat("job ", id, " not found"));
     } else {
       // A queued job carries what keeps it waiting, computed now.
-      *resp = t.core.WithQueueStatus(*job, t.now);
+      *resp = t.core.View(*job, t.now);
     }
     t.after_commit->push_back([reactor, status] { reactor->Finish(ToGrpcStatus(status)); });
   });
@@ -136,9 +137,9 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* 
   for (int s : req->states()) q.states.insert(static_cast<v1::JobState>(s));
   loop_->Post([reactor, resp, q](Turn& t) {
     std::string next;
-    absl::StatusOr<std::vector<const v1::Job*>> jobs = t.core.ListJobs(q, &next);
+    absl::StatusOr<std::vector<const sched::Job*>> jobs = t.core.ListJobs(q, &next);
     if (jobs.ok()) {
-      for (v1::Job& j : t.core.WithQueueStatus(*jobs, t.now)) *resp->add_jobs() = std::move(j);
+      for (const sched::Job* j : *jobs) *resp->add_jobs() = t.core.View(*j, t.now);
       resp->set_next_page_token(next);
     }
     absl::Status status = jobs.status();
@@ -153,8 +154,8 @@ grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext*
   auto* reactor = ctx->DefaultReactor();
   std::string id = req->id();
   loop_->Post([reactor, resp, id](Turn& t) {
-    absl::StatusOr<v1::Job> job = t.core.CancelJob(id, t.now, t.fx);
-    if (job.ok()) *resp = *job;
+    absl::StatusOr<const sched::Job*> job = t.core.CancelJob(id, t.now, t.fx);
+    if (job.ok()) *resp = sched::ToProto(**job);
     absl::Status status = job.status();
     t.after_commit->push_back([reactor, status] { reactor->Finish(ToGrpcStatus(status)); });
   });
@@ -168,14 +169,14 @@ grpc::ServerWriteReactor<v1::Job>* JobServiceImpl::WatchJob(grpc::CallbackServer
   std::string id = req->id();
   WatchHub* hub = hub_;
   loop_->Post([w, id, hub](Turn& t) {
-    const v1::Job* job = t.core.FindJob(id);
+    const sched::Job* job = t.core.FindJob(id);
     if (job == nullptr) {
       w->FinishWith(
           grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job ", id, " not found")));
       return;
     }
     // Subscribing on the loop thread, with the current state, misses no later update.
-    if (w->Push(*job) && !sched::IsTerminal(job->state())) hub->Subscribe(id, w);
+    if (w->Push(sched::ToProto(*job)) && !sched::IsTerminal(job->state)) hub->Subscribe(id, w);
   });
   return w.get();
 }

@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/time_util.h"
+#include "scheduler/model_proto.h"
 #include "server/agent_registry.h"
 #include "server/agent_service.h"
 #include "server/cluster_service.h"
@@ -252,7 +253,17 @@ int main(int argc, char** argv) {
   auto core = std::make_unique<sched::Core>(opts);
   spdlog::info("loaded {} jobs, {} nodes and {} project quotas from {}", snap->jobs.size(),
                snap->nodes.size(), snap->quotas.size(), db_path);
-  core->Restore(std::move(snap->jobs), std::move(snap->nodes), snap->runs, std::move(snap->quotas));
+  std::vector<sched::Job> jobs;
+  jobs.reserve(snap->jobs.size());
+  for (const v1::Job& stored : snap->jobs) {
+    absl::StatusOr<sched::Job> job = sched::JobFromProto(stored);
+    if (!job.ok()) {
+      spdlog::critical("loading {}: job {}: {}", db_path, stored.id(), job.status().ToString());
+      return 1;
+    }
+    jobs.push_back(*std::move(job));
+  }
+  core->Restore(std::move(jobs), std::move(snap->nodes), snap->runs, std::move(snap->quotas));
 
   server::AgentRegistry registry;
   server::WatchHub hub;

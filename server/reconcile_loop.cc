@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "scheduler/model_proto.h"
 #include "server/agent_registry.h"
 #include "server/watch_hub.h"
 
@@ -75,11 +76,11 @@ void ReconcileLoop::RunTurn(std::vector<Work> items) {
   core_->Schedule(turn.now, &fx);
 
   storage::Batch batch;
-  for (const std::string& id : fx.jobs) batch.jobs.push_back(*core_->FindJob(id));
+  for (const std::string& id : fx.jobs) batch.jobs.push_back(sched::ToProto(*core_->FindJob(id)));
   for (const auto& [job_id, number] : fx.attempts) {
-    const v1::Job* job = core_->FindJob(job_id);
-    for (const v1::Attempt& a : job->attempts()) {
-      if (a.number() == number) batch.attempts.push_back({job_id, a});
+    const sched::Job* job = core_->FindJob(job_id);
+    for (const sched::Attempt& a : job->attempts) {
+      if (a.number == number) batch.attempts.push_back({job_id, sched::ToProto(a)});
     }
   }
   batch.runs = std::move(fx.runs);

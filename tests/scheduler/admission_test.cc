@@ -78,6 +78,7 @@ TEST_CASE("ValidateQuota names the field") {
 // Nodes with 8 gpus each (two by default). Every launch is confirmed at once, as an agent would.
 struct Cluster {
   Core core{TestOptions(3)};
+  ~Cluster() { CheckUsageOnExit(core); }
   int64_t now = 1'000'000;
   explicit Cluster(int nodes = 2) {
     Effects fx;
@@ -91,7 +92,7 @@ struct Cluster {
     spec.set_priority(priority);
     Effects fx;
     now += 1;
-    auto job = core.SubmitJob(spec, now, &fx);
+    auto job = AsView(core.SubmitJob(spec, now, &fx));
     REQUIRE(job.ok());
     return job->id();
   }
@@ -104,15 +105,15 @@ struct Cluster {
     core.Tick(now, &fx);
     core.Schedule(now, &fx);
     for (const v1::LaunchReplica& l : Launches(fx)) {
-      const v1::Job& job = *core.FindJob(l.job_id());
+      const v1::Job& job = View(core, l.job_id());
       Effects started;
       core.ReplicaStarted(job.replicas(0).node(), Started(l.run_id()), now, &started);
     }
   }
-  v1::JobState State(const std::string& id) { return core.FindJob(id)->state(); }
+  v1::JobState State(const std::string& id) { return View(core, id).state(); }
   // Ends a placed job as if its primary exited 0.
   void Finish(const std::string& id) {
-    const v1::Job& job = *core.FindJob(id);
+    const v1::Job& job = View(core, id);
     Effects fx;
     std::string run = MakeRunId(id, job.attempts_size(), "chief-0", 0);
     core.ReplicaExited(job.replicas(0).node(), ExitedCode(run, 0), now, &fx);
@@ -128,7 +129,7 @@ TEST_CASE("a job is admitted only when its whole demand fits the quota (gang adm
   c.Schedule();
   CHECK(c.State(a) == v1::JOB_STATE_RUNNING);
   CHECK(c.Queued(b));
-  v1::Job view = c.core.WithQueueStatus(*c.core.FindJob(b), c.now);
+  v1::Job view = c.core.View(*c.core.FindJob(b), c.now);
   REQUIRE(view.queue_status().blockers_size() >= 1);
   CHECK(view.queue_status().blockers(0).message() ==
         "QUOTA: project team-a needs 4 gpus, 6 of 8 in use by 1 job");
@@ -207,7 +208,7 @@ TEST_CASE("a job larger than its quota waits without holding back the jobs behin
   std::string small = c.Submit("team-a", 1);
   c.Schedule();
   CHECK(c.Queued(huge));
-  CHECK(c.core.FindJob(huge)->queue_reason().find("quota is 4 gpus") != std::string::npos);
+  CHECK(View(c.core, huge).queue_reason().find("quota is 4 gpus") != std::string::npos);
   CHECK(c.State(small) == v1::JOB_STATE_RUNNING);
 }
 
@@ -269,7 +270,7 @@ TEST_CASE("queueTimeout fails a job that waited too long, saying for what") {
   spec.set_project("team-a");
   spec.mutable_scheduling()->mutable_queue_timeout()->set_seconds(60);
   Effects fx;
-  std::string id = c.core.SubmitJob(spec, c.now, &fx)->id();
+  std::string id = AsView(c.core.SubmitJob(spec, c.now, &fx))->id();
   c.Schedule();
   CHECK(c.State(running) == v1::JOB_STATE_RUNNING);
   c.now += 59'000;
@@ -277,7 +278,7 @@ TEST_CASE("queueTimeout fails a job that waited too long, saying for what") {
   CHECK(c.Queued(id));
   c.now += 2'000;
   c.Schedule();
-  const v1::Job& job = *c.core.FindJob(id);
+  const v1::Job& job = View(c.core, id);
   CHECK(job.state() == v1::JOB_STATE_FAILED);
   CHECK(job.error().code() == 4);
   CHECK(job.error().message().find("Job waited 1m1s in the queue (queueTimeout 1m0s)") == 0);
@@ -291,9 +292,9 @@ TEST_CASE("a retrying job gives up after 30 minutes in the queue (R17)") {
   v1::JobSpec spec = Spec(0, 1, 100, 1);
   spec.mutable_scheduling()->mutable_placement_timeout()->set_seconds(3600);  // no stockout
   Effects submit;
-  std::string id = c.core.SubmitJob(spec, c.now, &submit)->id();
+  std::string id = AsView(c.core.SubmitJob(spec, c.now, &submit))->id();
   c.Schedule();
-  const v1::Job& placed = *c.core.FindJob(id);
+  const v1::Job& placed = View(c.core, id);
   std::string run = MakeRunId(id, 1, "chief-0", 0);
   std::string node = placed.replicas(0).node();
   Effects fx;
@@ -312,7 +313,7 @@ TEST_CASE("a retrying job gives up after 30 minutes in the queue (R17)") {
   c.now += 2 * 60'000;
   c.Schedule();
   CHECK(c.State(id) == v1::JOB_STATE_FAILED);
-  CHECK(c.core.FindJob(id)->error().message().find("for a retry") != std::string::npos);
+  CHECK(View(c.core, id).error().message().find("for a retry") != std::string::npos);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@ using namespace testing;
 // A core with two nodes registered, and a fake clock that tests advance by hand.
 struct Fixture {
   Core core{TestOptions(42)};
+  ~Fixture() { CheckUsageOnExit(core); }
   int64_t now = 1'000'000;
 
   Fixture() {
@@ -23,7 +24,7 @@ struct Fixture {
   }
 
   v1::Job Submit(const v1::JobSpec& spec, Effects* fx) {
-    absl::StatusOr<v1::Job> job = core.SubmitJob(spec, now, fx);
+    absl::StatusOr<v1::Job> job = AsView(core.SubmitJob(spec, now, fx));
     REQUIRE(job.ok());
     return *job;
   }
@@ -36,7 +37,7 @@ struct Fixture {
     return Launches(fx);
   }
 
-  const v1::Job& Job(const std::string& id) { return *core.FindJob(id); }
+  v1::Job Job(const std::string& id) { return View(core, id); }
 
   void StartAll(const std::vector<v1::LaunchReplica>& launches) {
     for (const auto& l : launches) {
@@ -46,10 +47,8 @@ struct Fixture {
   }
 
   std::string NodeOf(const v1::LaunchReplica& l) {
-    for (const v1::Replica& r : Job(l.job_id()).replicas()) {
-      if (r.name() == l.replica_name()) return r.node();
-    }
-    return "";
+    const Replica* r = core.FindJob(l.job_id())->FindReplica(l.replica_name());
+    return r == nullptr ? "" : r->node;
   }
 };
 
@@ -153,7 +152,7 @@ TEST_CASE("cancel stops every replica; CANCELLED only when all are gone") {
   auto launches = f.SubmitAndPlace(Spec(1), &id);
   f.StartAll(launches);
   Effects fx;
-  REQUIRE(f.core.CancelJob(id, ++f.now, &fx).ok());
+  REQUIRE(AsView(f.core.CancelJob(id, ++f.now, &fx)).ok());
   CHECK(f.Job(id).state() == v1::JOB_STATE_CANCELLING);
   REQUIRE(Stops(fx).size() == 2);
   CHECK(Stops(fx)[0].grace_period_ms() == 10000);
@@ -166,19 +165,19 @@ TEST_CASE("cancel stops every replica; CANCELLED only when all are gone") {
   CHECK(f.Job(id).error().code() == 1);
   // Cancelling again is a no-op.
   Effects fx3;
-  CHECK(f.core.CancelJob(id, ++f.now, &fx3)->state() == v1::JOB_STATE_CANCELLED);
+  CHECK(AsView(f.core.CancelJob(id, ++f.now, &fx3))->state() == v1::JOB_STATE_CANCELLED);
   CHECK(fx3.commands.empty());
 }
 
 TEST_CASE("cancelling a queued job ends it at once; unknown ids are NOT_FOUND") {
   Core core{TestOptions(1)};  // no nodes: the job stays queued
   Effects fx;
-  v1::Job job = *core.SubmitJob(Spec(1), 5, &fx);
+  v1::Job job = *AsView(core.SubmitJob(Spec(1), 5, &fx));
   core.Schedule(5, &fx);
-  CHECK(core.FindJob(job.id())->state() == v1::JOB_STATE_QUEUED);
-  CHECK(core.FindJob(job.id())->queue_reason() == "NO_NODES: no node is connected and READY");
-  CHECK(core.CancelJob(job.id(), 6, &fx)->state() == v1::JOB_STATE_CANCELLED);
-  CHECK(core.CancelJob("j-nope", 6, &fx).status().code() == absl::StatusCode::kNotFound);
+  CHECK(View(core, job.id()).state() == v1::JOB_STATE_QUEUED);
+  CHECK(View(core, job.id()).queue_reason() == "NO_NODES: no node is connected and READY");
+  CHECK(AsView(core.CancelJob(job.id(), 6, &fx))->state() == v1::JOB_STATE_CANCELLED);
+  CHECK(AsView(core.CancelJob("j-nope", 6, &fx)).status().code() == absl::StatusCode::kNotFound);
 }
 
 TEST_CASE("gang placement: a job that does not fit places none of its replicas") {
@@ -216,7 +215,7 @@ TEST_CASE("resources are held until replicas are gone, then queued jobs start") 
 TEST_CASE("a replica larger than the largest node is refused with FAILED_PRECONDITION") {
   Fixture f;
   Effects fx;
-  absl::StatusOr<v1::Job> job = f.core.SubmitJob(Spec(1, 1, 100, /*gpus=*/2), f.now, &fx);
+  absl::StatusOr<v1::Job> job = AsView(f.core.SubmitJob(Spec(1, 1, 100, /*gpus=*/2), f.now, &fx));
   REQUIRE(job.status().code() == absl::StatusCode::kFailedPrecondition);
   CHECK(job.status().message().find("workerPools[0].resources") == 0);
   CHECK(job.status().message().find("gpus") != std::string::npos);
@@ -229,7 +228,7 @@ TEST_CASE("an invalid spec is refused and changes nothing") {
   Effects fx;
   v1::JobSpec spec = Spec(1);
   spec.mutable_worker_pools(1)->set_replica_count(0);
-  absl::StatusOr<v1::Job> job = f.core.SubmitJob(spec, f.now, &fx);
+  absl::StatusOr<v1::Job> job = AsView(f.core.SubmitJob(spec, f.now, &fx));
   CHECK(job.status().code() == absl::StatusCode::kInvalidArgument);
   CHECK(job.status().message() == "workerPools[1].replicaCount must be 1..4096, got 0");
   CHECK(fx.empty());
@@ -521,11 +520,11 @@ TEST_CASE("list pages newest first and filters by state") {
   std::string next;
   auto page1 = f.core.ListJobs(q, &next);
   REQUIRE(page1->size() == 2);
-  CHECK((*page1)[0]->id() == ids[4]);
+  CHECK((*page1)[0]->id == ids[4]);
   REQUIRE(!next.empty());
   q.page_token = next;
   auto page2 = f.core.ListJobs(q, &next);
-  CHECK((*page2)[0]->id() == ids[2]);
+  CHECK((*page2)[0]->id == ids[2]);
   q.page_token = next;
   auto page3 = f.core.ListJobs(q, &next);
   CHECK(page3->size() == 1);
@@ -556,8 +555,8 @@ TEST_CASE("restore keeps jobs, queue order and run locations") {
     runs.push_back(r);
   }
   std::vector<Node> nodes = {*f.core.FindNode("node-a"), *f.core.FindNode("node-b")};
-  restored.Restore({f.Job(id), f.Job(queued.id())}, nodes, runs);
-  CHECK(restored.FindJob(id)->state() == v1::JOB_STATE_RUNNING);
+  restored.Restore({*JobFromProto(f.Job(id)), *JobFromProto(f.Job(queued.id()))}, nodes, runs);
+  CHECK(View(restored, id).state() == v1::JOB_STATE_RUNNING);
   CHECK(!restored.FindNode("node-a")->connected);
   std::string node, run_id;
   bool finished = true;

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "scheduler/model_proto.h"
 
 namespace trainctl::sched {
 namespace {
@@ -45,7 +46,7 @@ std::map<std::string, Node> Nodes() {
 TEST_CASE("BuildLaunch sets argv, identity, rank and checkpoint variables") {
   v1::Job job = PlacedJob();
   job.mutable_replicas(2)->set_restart_count(3);
-  v1::LaunchReplica l = BuildLaunch(job, 2, Nodes());
+  v1::LaunchReplica l = BuildLaunch(*JobFromProto(job), 2, Nodes());
   CHECK(l.run_id() == "j-abc/2/worker-1/3");
   CHECK(l.argv_size() == 1);
   const auto& env = l.env();
@@ -60,7 +61,7 @@ TEST_CASE("BuildLaunch sets argv, identity, rank and checkpoint variables") {
   CHECK(env.at("TRAINCTL_CHECKPOINT_DIR") == "/ckpt/j-abc");
   CHECK(env.at("AIP_CHECKPOINT_DIR") == "/ckpt/j-abc");
 
-  v1::LaunchReplica chief = BuildLaunch(job, 0, Nodes());
+  v1::LaunchReplica chief = BuildLaunch(*JobFromProto(job), 0, Nodes());
   CHECK(chief.argv(1) == "train.py");
   CHECK(chief.env().at("FOO") == "bar");
 }
@@ -68,12 +69,12 @@ TEST_CASE("BuildLaunch sets argv, identity, rank and checkpoint variables") {
 TEST_CASE("cluster specs list every replica by pool, in trainctl and Vertex form") {
   v1::Job job = PlacedJob();
   int p = BasePort("j-abc");
-  CHECK(ClusterSpecJson(job, 1, Nodes(), false) ==
+  CHECK(ClusterSpecJson(*JobFromProto(job), 1, Nodes(), false) ==
         absl::StrCat("{\"cluster\":{\"chief\":[\"10.0.0.1:", p,
                      "\"],\"worker\":[\"10.0.0.2:", p + 1, "\",\"10.0.0.1:", p + 2,
                      "\"]},\"task\":{\"type\":\"worker\",\"index\":0},\"job\":{\"id\":\"j-abc\","
                      "\"attempt\":2}}"));
-  CHECK(ClusterSpecJson(job, 0, Nodes(), true) ==
+  CHECK(ClusterSpecJson(*JobFromProto(job), 0, Nodes(), true) ==
         absl::StrCat("{\"cluster\":{\"workerpool0\":[\"10.0.0.1:", p,
                      "\"],\"workerpool1\":[\"10.0.0.2:", p + 1, "\",\"10.0.0.1:", p + 2,
                      "\"]},\"task\":{\"type\":\"workerpool0\",\"index\":0},\"environment\":"

@@ -38,6 +38,7 @@ bool HasEvent(const Effects& fx, const std::string& type, const std::string& nod
 // A core with three nodes and a fake clock; `lost_ms` is the lost timeout.
 struct Cluster {
   Core core;
+  ~Cluster() { CheckUsageOnExit(core); }
   int64_t now = 1'000'000;
 
   explicit Cluster(int64_t lost_ms = 365LL * 86'400'000, int flap_threshold = 3)
@@ -57,7 +58,7 @@ struct Cluster {
   // Submits, places and starts a job; returns its id.
   std::string Run(const v1::JobSpec& spec) {
     Effects fx;
-    absl::StatusOr<v1::Job> job = core.SubmitJob(spec, now, &fx);
+    absl::StatusOr<v1::Job> job = AsView(core.SubmitJob(spec, now, &fx));
     REQUIRE(job.ok());
     core.Schedule(now, &fx);
     for (const v1::LaunchReplica& l : Launches(fx)) {
@@ -68,13 +69,11 @@ struct Cluster {
     return job->id();
   }
 
-  const v1::Job& Job(const std::string& id) { return *core.FindJob(id); }
-  const v1::Replica& Replica(const std::string& id, int i) { return Job(id).replicas(i); }
+  v1::Job Job(const std::string& id) { return View(core, id); }
+  v1::Replica Replica(const std::string& id, int i) { return Job(id).replicas(i); }
   std::string NodeOf(const std::string& id, const std::string& replica) {
-    for (const v1::Replica& r : Job(id).replicas()) {
-      if (r.name() == replica) return r.node();
-    }
-    return "";
+    const sched::Replica* r = core.FindJob(id)->FindReplica(replica);
+    return r == nullptr ? "" : r->node;
   }
   std::string RunId(const std::string& id, int i) {
     const v1::Replica& r = Replica(id, i);
@@ -167,7 +166,7 @@ TEST_CASE(
     "line") {
   Cluster c;
   Effects fx;
-  absl::StatusOr<v1::Job> submitted = c.core.SubmitJob(Spec(2), c.now, &fx);
+  absl::StatusOr<v1::Job> submitted = AsView(c.core.SubmitJob(Spec(2), c.now, &fx));
   REQUIRE(submitted.ok());
   const std::string id = submitted->id();
   c.core.Schedule(c.now, &fx);
@@ -213,7 +212,8 @@ TEST_CASE(
   Effects fx4;
   c.core.Schedule(c.now, &fx4);
   REQUIRE(c.Job(id).state() == v1::JOB_STATE_PENDING);
-  for (const v1::Replica& r : c.Job(id).replicas()) CHECK(r.node() != bad);
+  const v1::Job moved = c.Job(id);
+  for (const v1::Replica& r : moved.replicas()) CHECK(r.node() != bad);
 }
 
 TEST_CASE("re-dispatch exhausted, or off with jobRetryNum 0, fails the job with error,exiting") {
@@ -221,7 +221,7 @@ TEST_CASE("re-dispatch exhausted, or off with jobRetryNum 0, fails the job with 
   v1::JobSpec spec = Spec(0);
   spec.mutable_fault_tolerance()->set_job_retry_num(0);
   Effects fx;
-  absl::StatusOr<v1::Job> job = c.core.SubmitJob(spec, c.now, &fx);
+  absl::StatusOr<v1::Job> job = AsView(c.core.SubmitJob(spec, c.now, &fx));
   REQUIRE(job.ok());
   c.core.Schedule(c.now, &fx);
   v1::LaunchReplica l = Launches(fx).at(0);
@@ -452,10 +452,11 @@ TEST_CASE("a cordoned node takes no new work but keeps what runs, restarts inclu
   CHECK(c.Replica(id, 0).moves() == 0);
   // A new job goes elsewhere.
   Effects fx3;
-  absl::StatusOr<v1::Job> other = c.core.SubmitJob(Spec(1), c.now, &fx3);
+  absl::StatusOr<v1::Job> other = AsView(c.core.SubmitJob(Spec(1), c.now, &fx3));
   REQUIRE(other.ok());
   c.core.Schedule(c.now, &fx3);
-  for (const v1::Replica& r : c.Job(other->id()).replicas()) CHECK(r.node() != node);
+  const v1::Job placed = c.Job(other->id());
+  for (const v1::Replica& r : placed.replicas()) CHECK(r.node() != node);
 }
 
 TEST_CASE(
@@ -546,10 +547,11 @@ TEST_CASE("an agent shutting down moves its replicas at once, not charged") {
   CHECK(c.Job(id).attempts_size() == 1);
   // Nothing new lands on it until it registers again.
   Effects fx2;
-  absl::StatusOr<v1::Job> other = c.core.SubmitJob(Spec(2), c.now, &fx2);
+  absl::StatusOr<v1::Job> other = AsView(c.core.SubmitJob(Spec(2), c.now, &fx2));
   REQUIRE(other.ok());
   c.core.Schedule(c.now, &fx2);
-  for (const v1::Replica& o : c.Job(other->id()).replicas()) CHECK(o.node() != node);
+  const v1::Job placed = c.Job(other->id());
+  for (const v1::Replica& o : placed.replicas()) CHECK(o.node() != node);
 }
 
 TEST_CASE("a move with no room anywhere re-dispatches the job") {

@@ -1,10 +1,12 @@
 // Builders shared by the scheduler core's tests: specs, agent registrations and reports.
 #pragma once
 
+#include <exception>
 #include <string>
 #include <vector>
 
 #include "scheduler/core.h"
+#include "scheduler/model_proto.h"
 
 namespace trainctl::sched::testing {
 
@@ -18,6 +20,24 @@ inline CoreOptions TestOptions(uint64_t seed) {
   o.id_seed = seed;
   o.nodes.lost_timeout_ms = 365LL * 86'400'000;
   return o;
+}
+
+// The API view of job `id` in `core`: what a client reads. REQUIRES: the job exists.
+inline v1::Job View(const Core& core, const std::string& id) { return ToProto(*core.FindJob(id)); }
+
+// Fails the test when what the core keeps incrementally (usage per node and per project) differs
+// from a recount over its jobs. Fixtures call it when they end.
+inline void CheckUsageOnExit(const Core& core) {
+  if (std::uncaught_exceptions() > 0) return;
+  absl::Status usage = core.CheckUsage();
+  INFO(usage.ToString());
+  CHECK(usage.ok());
+}
+
+// The API view of a job an input returned.
+inline absl::StatusOr<v1::Job> AsView(absl::StatusOr<const Job*> job) {
+  if (!job.ok()) return job.status();
+  return ToProto(**job);
 }
 
 // A job spec with pool "chief" (1 replica) and, if workers > 0, pool "worker".

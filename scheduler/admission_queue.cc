@@ -1,0 +1,293 @@
+#include "scheduler/admission_queue.h"
+
+#include "absl/strings/str_cat.h"
+#include "scheduler/node_registry.h"
+
+namespace trainctl::sched {
+namespace {
+
+// A retrying (re-dispatched) job gives up after this long in the queue (R17).
+constexpr absl::Duration kRetryQueueTimeout = absl::Minutes(30);
+// BEST_EFFORT_FIFO's starvation limit when the quota sets none.
+constexpr absl::Duration kDefaultStarvationLimit = absl::Minutes(10);
+
+constexpr char kNoNodes[] = "NO_NODES: no node is connected and READY";
+
+}  // namespace
+
+AdmissionQueue::QueueKey AdmissionQueue::KeyOf(const Job& job) {
+  return {job.attempts.empty() ? 1 : 0, -job.priority, job.create_time, job.id};
+}
+
+std::optional<absl::Time> AdmissionQueue::DeadlineOf(const Job& job) {
+  absl::Duration timeout = absl::Milliseconds(job.policy.queue_timeout_ms);
+  if (timeout <= absl::ZeroDuration() && !job.attempts.empty()) timeout = kRetryQueueTimeout;
+  if (timeout <= absl::ZeroDuration()) return std::nullopt;
+  return job.queue_time.value_or(job.create_time) + timeout;
+}
+
+void AdmissionQueue::RestoreQuotas(std::vector<v1::Quota> quotas) {
+  for (v1::Quota& q : quotas) quotas_[q.project()] = std::move(q);
+  pass_needed_ = true;
+}
+
+// --- Membership ----------------------------------------------------------------------------------
+
+void AdmissionQueue::Enqueue(const Job& job) {
+  const QueueKey key = KeyOf(job);
+  queue_.insert(key);
+  project_queues_[job.project].insert(key);
+  if (std::optional<absl::Time> deadline = DeadlineOf(job)) {
+    deadlines_.insert({*deadline, job.id});
+  }
+  pass_needed_ = true;
+}
+
+void AdmissionQueue::Dequeue(const Job& job) {
+  const QueueKey key = KeyOf(job);
+  queue_.erase(key);
+  auto it = project_queues_.find(job.project);
+  if (it != project_queues_.end()) {
+    it->second.erase(key);
+    if (it->second.empty()) project_queues_.erase(it);
+  }
+  if (std::optional<absl::Time> deadline = DeadlineOf(job)) deadlines_.erase({*deadline, job.id});
+  stockout_since_.erase(job.id);
+  blocked_since_.erase(job.id);
+}
+
+// --- Usage ---------------------------------------------------------------------------------------
+
+void AdmissionQueue::Hold(const std::string& project, const Res& need) {
+  usage_[project].used += need;
+  holders_[project]++;
+}
+
+void AdmissionQueue::Release(const std::string& project, const Res& need) {
+  ProjectUsage& u = usage_[project];
+  u.used -= need;
+  if (--holders_[project] <= 0) {
+    holders_.erase(project);
+    u.used = Res{};
+    if (u.running_jobs <= 0) usage_.erase(project);
+  }
+}
+
+void AdmissionQueue::Admitted(const std::string& project) { usage_[project].running_jobs++; }
+
+void AdmissionQueue::Released(const std::string& project) {
+  ProjectUsage& u = usage_[project];
+  if (--u.running_jobs <= 0 && holders_.count(project) == 0) usage_.erase(project);
+}
+
+// --- Quotas --------------------------------------------------------------------------------------
+
+absl::Status AdmissionQueue::SetQuota(const v1::Quota& quota, absl::Time now, Effects* fx) {
+  absl::Status valid = ValidateQuota(quota);
+  if (!valid.ok()) return valid;
+  quotas_[quota.project()] = quota;
+  fx->quotas.insert(quota.project());
+  AddEvent(
+      fx, now, nullptr, "", "", "QuotaChanged",
+      absl::StrCat("quota of project ", quota.project(), " set to ", quota.ShortDebugString()));
+  pass_needed_ = true;  // raising a quota admits waiting jobs at once
+  return absl::OkStatus();
+}
+
+const v1::Quota* AdmissionQueue::FindQuota(const std::string& project) const {
+  auto it = quotas_.find(project);
+  return it == quotas_.end() ? nullptr : &it->second;
+}
+
+v1::Quota AdmissionQueue::QuotaOf(const std::string& project) const {
+  auto it = quotas_.find(project);
+  v1::Quota q = it != quotas_.end() ? it->second : default_quota_;
+  q.set_project(project);
+  return q;
+}
+
+// --- The pass ------------------------------------------------------------------------------------
+
+AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, const NodeRegistry& nodes, absl::Time now,
+                                   Timers* timers) {
+  AdmissionPlan plan;
+  if (!pass_needed_) return plan;
+  pass_needed_ = false;
+  std::map<std::string, ProjectUsage> usage = usage_;
+  std::vector<NodeFree> free = nodes.FreeNodes();
+  std::set<std::string> started;
+  // A project's first queued job that this pass has not started: what it needs back from its
+  // cohort.
+  auto head_demand = [&](const std::string& project) -> std::optional<Res> {
+    auto q = project_queues_.find(project);
+    if (q == project_queues_.end()) return std::nullopt;
+    for (const QueueKey& key : q->second) {
+      if (started.count(std::get<3>(key)) == 0) return DemandOf(*jobs.Find(std::get<3>(key)));
+    }
+    return std::nullopt;
+  };
+  auto set_reason = [&plan](const Job& job, const std::string& reason) {
+    if (job.queue_reason != reason) plan.reasons.push_back({job.id, reason});
+  };
+
+  // Each project offers its jobs in order; the best next job across projects goes first.
+  using Cursor = std::pair<QueueKey, std::string>;  // (next job's key, project)
+  std::set<Cursor> round;
+  for (const auto& [project, q] : project_queues_) round.insert({*q.begin(), project});
+  auto advance = [&](const std::string& project, const QueueKey& after) {
+    const std::set<QueueKey>& q = project_queues_.at(project);
+    auto next = q.upper_bound(after);
+    if (next != q.end()) round.insert({*next, project});
+  };
+  while (!round.empty()) {
+    auto [key, project] = *round.begin();
+    round.erase(round.begin());
+    const Job& job = *jobs.Find(std::get<3>(key));
+    // A retry waits for its backoff and for the last attempt's replicas to be gone; it holds
+    // back nobody meanwhile.
+    if (job.next_attempt_time && *job.next_attempt_time > now) {
+      timers->WakeAt(*job.next_attempt_time);
+      advance(project, key);
+      continue;
+    }
+    bool stopping = false;
+    for (const Replica& r : job.replicas) {
+      const Node* node = nodes.Find(r.node);
+      stopping |= HoldsResources(r.state) && node != nullptr && node->connected;
+    }
+    if (stopping) {
+      advance(project, key);
+      continue;
+    }
+    const v1::Quota quota = QuotaOf(project);
+    const Res demand = DemandOf(job);
+    QuotaEval qe = EvaluateQuota(project, quota, usage[project], demand,
+                                 Borrowable(project, quota, quotas_, usage, head_demand));
+    if (!qe.fits_ever) {  // can never run under this quota: waits without blocking others
+      set_reason(job, qe.blockers[0].message());
+      advance(project, key);
+      continue;
+    }
+    std::string reason;
+    if (qe.fits_now) {
+      std::vector<ReplicaDemand> demands;
+      for (const Replica& r : job.replicas) demands.push_back({r.name, r.need});
+      absl::StatusOr<std::vector<std::string>> placed = PlaceGang(demands, free);
+      if (placed.ok()) {
+        stockout_since_.erase(job.id);
+        plan.starts.push_back({job.id, *placed});
+        started.insert(job.id);
+        usage[project].used += demand;
+        usage[project].running_jobs++;
+        for (size_t i = 0; i < demands.size(); ++i) {
+          for (NodeFree& n : free) {
+            if (n.name == (*placed)[i]) n.free -= demands[i].need;
+          }
+        }
+        advance(project, key);
+        continue;
+      }
+      const std::string missing(placed.status().message());
+      if (IsStockout(job, demands, missing, nodes, now, timers, &plan)) {
+        // Too large for the healthy cluster even when idle: waiting for other jobs would not
+        // help, so it holds back nobody.
+        set_reason(job, free.empty()
+                            ? kNoNodes
+                            : absl::StrCat("CAPACITY: ", missing, " (even with the cluster idle)"));
+        advance(project, key);
+        continue;
+      }
+      reason = free.empty() ? kNoNodes : absl::StrCat("CAPACITY: ", missing);
+    } else {
+      reason = qe.blockers[0].message();
+    }
+    set_reason(job, reason);
+    if (quota.queueing_strategy() == v1::QUEUEING_STRATEGY_BEST_EFFORT_FIFO) {
+      auto [since, inserted] = blocked_since_.insert({job.id, now});
+      const absl::Duration limit = quota.has_starvation_limit()
+                                       ? absl::Seconds(quota.starvation_limit().seconds()) +
+                                             absl::Nanoseconds(quota.starvation_limit().nanos())
+                                       : kDefaultStarvationLimit;
+      if (now - since->second < limit) {
+        timers->WakeAt(since->second + limit);
+        advance(project, key);  // later jobs may go past it, for now
+      }
+    }
+  }
+  return plan;
+}
+
+bool AdmissionQueue::IsStockout(const Job& job, const std::vector<ReplicaDemand>& demands,
+                                const std::string& missing, const NodeRegistry& nodes,
+                                absl::Time now, Timers* timers, AdmissionPlan* plan) {
+  // Only a cluster too small even when idle is a stockout; waiting behind running jobs is not.
+  const std::vector<NodeFree> idle = nodes.IdleNodes();
+  if (PlaceGang(demands, idle).ok()) {
+    stockout_since_.erase(job.id);
+    return false;
+  }
+  auto [it, inserted] = stockout_since_.insert({job.id, now});
+  const absl::Time deadline = it->second + absl::Milliseconds(job.policy.placement_timeout_ms);
+  if (now < deadline) {
+    timers->WakeAt(deadline);
+    return true;
+  }
+  stockout_since_.erase(it);
+  plan->stockouts.push_back({job.id, idle.empty() ? "no node is connected and READY" : missing});
+  return true;
+}
+
+std::vector<std::string> AdmissionQueue::ExpiredDeadlines(absl::Time now) const {
+  std::vector<std::string> out;
+  for (const auto& [deadline, id] : deadlines_) {
+    if (deadline > now) break;
+    out.push_back(id);
+  }
+  return out;
+}
+
+// --- Reads ---------------------------------------------------------------------------------------
+
+std::shared_ptr<const QueueState> AdmissionQueue::State(const JobTable& jobs,
+                                                        const NodeRegistry& nodes) const {
+  auto state = std::make_shared<QueueState>();
+  state->default_quota = default_quota_;
+  state->quotas = quotas_;
+  state->usage = usage_;
+  for (const auto& [project, q] : project_queues_) {
+    std::vector<std::string>& ids = state->order[project];
+    ids.reserve(q.size());
+    for (const QueueKey& key : q) ids.push_back(std::get<3>(key));
+    state->head_demand[project] = DemandOf(*jobs.Find(ids.front()));
+  }
+  state->free = nodes.FreeNodes();
+  return state;
+}
+
+std::vector<std::string> AdmissionQueue::Queued(const std::string& project, int32_t limit) const {
+  std::vector<std::string> ids;
+  if (project.empty()) {
+    for (const QueueKey& key : queue_) {
+      if (static_cast<int32_t>(ids.size()) >= limit) break;
+      ids.push_back(std::get<3>(key));
+    }
+    return ids;
+  }
+  auto q = project_queues_.find(project);
+  if (q == project_queues_.end()) return ids;
+  for (const QueueKey& key : q->second) {
+    if (static_cast<int32_t>(ids.size()) >= limit) break;
+    ids.push_back(std::get<3>(key));
+  }
+  return ids;
+}
+
+std::set<std::string> AdmissionQueue::Projects() const {
+  std::set<std::string> names;
+  for (const auto& [name, q] : quotas_) names.insert(name);
+  for (const auto& [name, q] : project_queues_) names.insert(name);
+  for (const auto& [name, u] : usage_) names.insert(name);
+  return names;
+}
+
+}  // namespace trainctl::sched

@@ -1,0 +1,152 @@
+// AdmissionQueue: the jobs waiting for admission, the projects' quotas and what each project's
+// admitted jobs hold, and the scheduling pass that decides which job is admitted next (R1, R17).
+//
+// Order: retrying (re-dispatched) jobs first, then higher priority, then earlier submission.
+// Fairness: each project offers its jobs in that order and the best next job across projects
+// goes first. A project leaves a pass when its next job is blocked (STRICT_FIFO), or when a
+// blocked job of it has been overtaken for its starvation limit (BEST_EFFORT_FIFO). A job larger
+// than its quota, or than the idle cluster, holds back nobody.
+//
+// Usage is kept incrementally: the job lifecycle tells the queue what each project's replicas
+// hold (Hold/Release) and when a job is admitted or released (Admitted/Released); nothing is
+// re-summed over running jobs. The pass is Nomad-like: it returns a plan (which jobs to start on
+// which nodes, which stockouts are due, which queue reasons changed) and the core applies it.
+//
+// Thread-safety: none; owned by the core.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "scheduler/admission.h"
+#include "scheduler/job_table.h"
+#include "scheduler/placement.h"
+#include "scheduler/queue_state.h"
+#include "scheduler/timers.h"
+
+namespace trainctl::sched {
+
+class NodeRegistry;
+
+// What a scheduling pass decided.
+struct AdmissionPlan {
+  struct Start {
+    std::string job_id;
+    std::vector<std::string> nodes;  // one per replica, in rank order
+  };
+  // Jobs to start now, in admission order.
+  std::vector<Start> starts;
+  struct Stockout {
+    std::string job_id;
+    // What the healthy cluster lacks, even idle: "no node has 8 free gpus for worker-0 (...)",
+    // or "no node is connected and READY".
+    std::string missing;
+  };
+  // Jobs whose placementTimeout passed while the cluster could not hold them even idle: the
+  // retry engine charges a capacity retry or fails them.
+  std::vector<Stockout> stockouts;
+  // New queue reasons (job id, reason), for jobs whose reason changed.
+  std::vector<std::pair<std::string, std::string>> reasons;
+};
+
+class AdmissionQueue {
+ public:
+  // `default_quota` is every project's quota that has none of its own.
+  explicit AdmissionQueue(v1::Quota default_quota) : default_quota_(std::move(default_quota)) {}
+
+  AdmissionQueue(const AdmissionQueue&) = delete;
+  AdmissionQueue& operator=(const AdmissionQueue&) = delete;
+
+  void RestoreQuotas(std::vector<v1::Quota> quotas);
+
+  // --- Membership ----------------------------------------------------------------------------
+
+  // REQUIRES: `job` is QUEUED and not in the queue.
+  void Enqueue(const Job& job);
+  // Removes `job` if queued; forgets its stockout and starvation clocks.
+  void Dequeue(const Job& job);
+  // Asks for a scheduling pass (something changed that may let a job in).
+  void Wake() { pass_needed_ = true; }
+
+  // --- Usage ---------------------------------------------------------------------------------
+
+  // A replica of `project` holds `need` now, or no longer does.
+  void Hold(const std::string& project, const Res& need);
+  void Release(const std::string& project, const Res& need);
+  // A job of `project` was admitted (PENDING, RUNNING, CANCELLING), or left those states.
+  void Admitted(const std::string& project);
+  void Released(const std::string& project);
+
+  // --- Quotas --------------------------------------------------------------------------------
+
+  // Replaces a project's quota; takes effect at the next pass. INVALID_ARGUMENT with the field
+  // path for a bad quota.
+  absl::Status SetQuota(const v1::Quota& quota, absl::Time now, Effects* fx);
+  // The project's own quota row, or nullptr when it uses the default.
+  const v1::Quota* FindQuota(const std::string& project) const;
+
+  // --- The pass ------------------------------------------------------------------------------
+
+  // Decides which queued jobs start now and where. Cheap when nothing changed since the last
+  // pass. Asks `timers` for the wakeups it needs (backoffs, placement timeouts, starvation).
+  AdmissionPlan Pass(const JobTable& jobs, const NodeRegistry& nodes, absl::Time now,
+                     Timers* timers);
+
+  // Queued jobs whose queue timeout has passed at `now`, oldest deadline first.
+  std::vector<std::string> ExpiredDeadlines(absl::Time now) const;
+
+  // --- Reads ---------------------------------------------------------------------------------
+
+  // Everything queue statuses and projects are computed from, as of now.
+  std::shared_ptr<const QueueState> State(const JobTable& jobs, const NodeRegistry& nodes) const;
+  // Queued job ids in admission order, of `project` (or all), at most `limit`.
+  std::vector<std::string> Queued(const std::string& project, int32_t limit) const;
+  // What the project's admitted jobs hold, as counted incrementally.
+  ProjectUsage UsageOf(const std::string& project) const {
+    auto it = usage_.find(project);
+    return it == usage_.end() ? ProjectUsage{} : it->second;
+  }
+  // Projects that have a quota row, a queued job or an admitted job.
+  std::set<std::string> Projects() const;
+
+ private:
+  // Queue order: retrying jobs first (R17), then higher priority, then earlier creation, then id.
+  using QueueKey = std::tuple<int32_t, int32_t, absl::Time, std::string>;
+  static QueueKey KeyOf(const Job& job);
+  // When a queued job times out (queueTimeout; 30m for a retrying job), if it does.
+  static std::optional<absl::Time> DeadlineOf(const Job& job);
+  v1::Quota QuotaOf(const std::string& project) const;
+  // Tells a busy cluster from a stockout; a due stockout goes into `plan`. Returns true when the
+  // job should hold back nobody (a stockout).
+  bool IsStockout(const Job& job, const std::vector<ReplicaDemand>& demands,
+                  const std::string& missing, const NodeRegistry& nodes, absl::Time now,
+                  Timers* timers, AdmissionPlan* plan);
+
+  // Constant after construction.
+  const v1::Quota default_quota_;
+
+  std::map<std::string, v1::Quota> quotas_;
+  std::map<std::string, ProjectUsage> usage_;
+  // Replicas holding resources, per project: a project with none holds exactly nothing (no
+  // float residue of cpu sums), and leaves usage_ once it has no admitted job either.
+  std::map<std::string, int32_t> holders_;
+  // Jobs waiting for admission, in admission order: all, and per project.
+  std::set<QueueKey> queue_;
+  std::map<std::string, std::set<QueueKey>> project_queues_;
+  // (deadline, job id) of queued jobs with a queue timeout.
+  std::set<std::pair<absl::Time, std::string>> deadlines_;
+  // Since when each blocked job has been overtaken (BEST_EFFORT_FIFO starvation limit).
+  std::map<std::string, absl::Time> blocked_since_;
+  // Since when each queued job could not fit even on the idle connected cluster (stockout).
+  std::map<std::string, absl::Time> stockout_since_;
+  bool pass_needed_ = true;
+};
+
+}  // namespace trainctl::sched

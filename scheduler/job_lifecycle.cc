@@ -1,0 +1,568 @@
+#include "scheduler/job_lifecycle.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/time_util.h"
+#include "scheduler/job_validation.h"
+#include "scheduler/launch_env.h"
+#include "scheduler/model_proto.h"
+
+namespace trainctl::sched {
+namespace {
+
+// "JobRunning" for JOB_STATE_RUNNING: the event type of entering a state.
+std::string EventTypeOf(v1::JobState state) {
+  std::string name = ShortName(state);
+  for (size_t i = 1; i < name.size(); ++i) name[i] = static_cast<char>(tolower(name[i]));
+  return "Job" + name;
+}
+
+std::string When(absl::Time t) { return FormatRfc3339(ToMs(t)); }
+
+}  // namespace
+
+void JobLifecycle::Restore() {
+  for (const auto& [id, job] : jobs_->all()) {
+    for (const Replica& r : job.replicas) {
+      if (!HoldsResources(r.state)) continue;
+      nodes_->Hold(r.node, r.need);
+      queue_->Hold(job.project, r.need);
+    }
+    if (IsAdmitted(job.state)) queue_->Admitted(job.project);
+    if (job.state == v1::JOB_STATE_QUEUED) queue_->Enqueue(job);
+  }
+  queue_->Wake();
+}
+
+// --- The only writers of state -----------------------------------------------------------------
+
+void JobLifecycle::SetReplicaState(Job* job, Replica* r, v1::ReplicaState state) {
+  const bool held = HoldsResources(r->state);
+  const bool holds = HoldsResources(state);
+  r->state = state;
+  if (held && !holds) {
+    nodes_->Release(r->node, r->need);
+    queue_->Release(job->project, r->need);
+  } else if (!held && holds) {
+    nodes_->Hold(r->node, r->need);
+    queue_->Hold(job->project, r->need);
+    jobs_->MarkActive(job->id);
+  }
+}
+
+void JobLifecycle::SetNode(Job* job, Replica* r, const std::string& node) {
+  if (HoldsResources(r->state)) {
+    nodes_->Release(r->node, r->need);
+    nodes_->Hold(node, r->need);
+  }
+  (void)job;
+  r->node = node;
+}
+
+void JobLifecycle::SetJobState(Job* job, v1::JobState state, const std::string& reason,
+                               absl::Time now, Effects* fx) {
+  const v1::JobState from = job->state;
+  job->state = state;
+  if (IsAdmitted(from) && !IsAdmitted(state)) queue_->Released(job->project);
+  if (!IsAdmitted(from) && IsAdmitted(state)) queue_->Admitted(job->project);
+  Touch(job, now, fx);
+  AddEvent(fx, now, job, "", "", EventTypeOf(state),
+           absl::StrCat(ShortName(from), " -> ", ShortName(state), ": ", reason));
+  jobs_->RefreshActive(*job);
+}
+
+// --- Jobs --------------------------------------------------------------------------------------
+
+const Job* JobLifecycle::Submit(v1::JobSpec spec, const std::string& checkpoint_root,
+                                absl::Time now, Effects* fx) {
+  Job job;
+  job.id = jobs_->NewId();
+  job.display_name = spec.display_name();
+  job.project = spec.project();
+  job.priority = spec.priority();
+  job.state = v1::JOB_STATE_QUEUED;
+  job.create_time = jobs_->NextCreateTime(now);
+  job.update_time = now;
+  job.checkpoint_dir = spec.checkpoint_dir().empty() ? absl::StrCat(checkpoint_root, "/", job.id)
+                                                     : spec.checkpoint_dir();
+  int rank = 0;
+  for (const v1::WorkerPool& pool : spec.worker_pools()) {
+    for (int i = 0; i < pool.replica_count(); ++i) {
+      Replica r;
+      r.name = absl::StrCat(pool.name(), "-", i);
+      r.pool = pool.name();
+      r.index = i;
+      r.rank = rank++;
+      r.need = Res::FromProto(pool.resources());
+      job.replicas.push_back(std::move(r));
+    }
+  }
+  job.queue_reason = "waiting for the scheduler to place it";
+  job.policy = RetryPolicy::ForJob(spec);
+  job.spec = std::move(spec);
+  AddEvent(fx, now, &job, "", "", "JobQueued",
+           absl::StrCat("submitted with ", job.replicas.size(), " replicas in ",
+                        job.spec.worker_pools_size(), " pools, project ", job.project));
+  job.queue_time = now;
+  Job* stored = jobs_->Insert(std::move(job));
+  queue_->Enqueue(*stored);
+  fx->jobs.insert(stored->id);
+  return stored;
+}
+
+void JobLifecycle::Cancel(Job* job, absl::Time now, Effects* fx) {
+  if (IsTerminal(job->state) || job->state == v1::JOB_STATE_CANCELLING) return;
+  JobError error;
+  error.code = absl::StatusCode::kCancelled;
+  error.message = "Job cancelled by request.";
+  if (job->state == v1::JOB_STATE_QUEUED) {
+    End(job, v1::JOB_STATE_CANCELLED, error, "cancelled by request while queued", now, fx);
+    return;
+  }
+  job->error = error;
+  SetJobState(job, v1::JOB_STATE_CANCELLING, "cancel requested: stopping every replica", now, fx);
+  StopLiveReplicas(job, "job cancelled", now, fx);
+  MaybeFinishCancel(job, now, fx);
+}
+
+void JobLifecycle::End(Job* job, v1::JobState state, const JobError& error,
+                       const std::string& reason, absl::Time now, Effects* fx) {
+  if (error.code != absl::StatusCode::kOk) job->error = error;
+  job->end_time = now;
+  if (job->state == v1::JOB_STATE_QUEUED) {
+    queue_->Dequeue(*job);
+    job->queue_reason.clear();
+    job->next_attempt_time.reset();
+  }
+  if (Attempt* attempt = job->current(); attempt != nullptr && !IsTerminal(attempt->state)) {
+    attempt->state = state;
+    attempt->reason = reason;
+    attempt->end_time = now;
+    fx->attempts.insert({job->id, attempt->number});
+  }
+  SetJobState(job, state, reason, now, fx);
+  StopLiveReplicas(job, absl::StrCat("job ", ShortName(state)), now, fx);
+  jobs_->RefreshActive(*job);
+  queue_->Wake();
+}
+
+void JobLifecycle::StopLiveReplicas(Job* job, const std::string& reason, absl::Time now,
+                                    Effects* fx) {
+  for (Replica& r : job->replicas) {
+    if (r.state == v1::REPLICA_STATE_RESTARTING || r.state == v1::REPLICA_STATE_PENDING) {
+      // No process to stop.
+      SetReplicaState(job, &r, v1::REPLICA_STATE_STOPPED);
+      r.next_start_time.reset();
+      continue;
+    }
+    if (!IsLive(r.state)) continue;
+    SetReplicaState(job, &r, v1::REPLICA_STATE_STOPPING);
+    r.message = reason;
+    SendStop(*job, r, job->policy.stop_grace_ms, reason, fx);
+    AddEvent(fx, now, job, r.name, r.node, "ReplicaStopping", reason);
+    RecordRun(*job, r, fx);
+  }
+  Touch(job, now, fx);
+}
+
+void JobLifecycle::MaybeFinishCancel(Job* job, absl::Time now, Effects* fx) {
+  if (job->state != v1::JOB_STATE_CANCELLING) return;
+  for (const Replica& r : job->replicas) {
+    if (HoldsResources(r.state)) return;
+  }
+  const JobError error = job->error;
+  End(job, v1::JOB_STATE_CANCELLED, error, "cancelled by request; every replica stopped", now, fx);
+}
+
+void JobLifecycle::MaybeMarkRunning(Job* job, absl::Time now, Effects* fx) {
+  if (job->state != v1::JOB_STATE_PENDING) return;
+  for (const Replica& r : job->replicas) {
+    if (r.state != v1::REPLICA_STATE_RUNNING && r.state != v1::REPLICA_STATE_SUCCEEDED) return;
+  }
+  if (!job->start_time) job->start_time = now;
+  if (Attempt* attempt = job->current()) {
+    attempt->state = v1::JOB_STATE_RUNNING;
+    fx->attempts.insert({job->id, attempt->number});
+  }
+  SetJobState(job, v1::JOB_STATE_RUNNING,
+              absl::StrCat("all ", job->replicas.size(), " replicas started"), now, fx);
+}
+
+void JobLifecycle::StartAttempt(Job* job, const std::vector<std::string>& placed, absl::Time now,
+                                Effects* fx) {
+  queue_->Dequeue(*job);
+  Attempt attempt;
+  attempt.number = static_cast<int32_t>(job->attempts.size()) + 1;
+  attempt.state = v1::JOB_STATE_PENDING;
+  attempt.start_time = now;
+  const std::set<std::string> used_nodes(placed.begin(), placed.end());
+  attempt.nodes.assign(used_nodes.begin(), used_nodes.end());
+  job->attempts.push_back(std::move(attempt));
+  fx->attempts.insert({job->id, job->attempts.back().number});
+  for (size_t i = 0; i < job->replicas.size(); ++i) {
+    Replica* r = &job->replicas[i];
+    SetNode(job, r, placed[i]);
+    SetReplicaState(job, r, v1::REPLICA_STATE_STARTING);
+    r->restart_count = 0;
+    r->charged_restarts = 0;
+    r->exit_code.reset();
+    r->signal.reset();
+    r->oom_killed = false;
+    r->pid = 0;
+    r->start_time = now;  // the launch time until confirmed
+    r->end_time.reset();
+    r->last_progress_time.reset();
+    r->next_start_time.reset();
+    r->moves = 0;
+    r->move_cause = MoveCause::kNone;
+    r->move_reason.clear();
+    r->message = absl::StrCat("launching on ", r->node);
+  }
+  job->queue_reason.clear();
+  job->next_attempt_time.reset();
+  job->queue_time.reset();
+  SetJobState(job, v1::JOB_STATE_PENDING,
+              absl::StrCat("attempt ", job->attempts.back().number, " placed on ",
+                           absl::StrJoin(used_nodes, ", "), "; launching ", job->replicas.size(),
+                           " replicas in parallel"),
+              now, fx);
+  for (const Replica& r : job->replicas) {
+    RecordRun(*job, r, fx);
+    SendLaunch(*job, r, fx);
+  }
+}
+
+void JobLifecycle::ApplyStockout(Job* job, const RetryDecision& d, absl::Time now, Effects* fx) {
+  if (d.action == Decision::kFailJob) {
+    AddEvent(fx, now, job, "", "", d.job_event_type, d.job_event);
+    End(job, v1::JOB_STATE_FAILED, d.error, d.error.message, now, fx);
+    return;
+  }
+  job->budgets_used = d.budgets_used;
+  job->next_attempt_time = now + absl::Milliseconds(d.delay_ms);
+  timers_->WakeAt(*job->next_attempt_time);
+  AddEvent(fx, now, job, "", "", d.job_event_type, d.job_event);
+  Touch(job, now, fx);
+}
+
+void JobLifecycle::SetQueueReason(Job* job, const std::string& reason, absl::Time now,
+                                  Effects* fx) {
+  if (IsTerminal(job->state) || job->queue_reason == reason) return;
+  job->queue_reason = reason;
+  Touch(job, now, fx);
+}
+
+// --- Replicas ----------------------------------------------------------------------------------
+
+void JobLifecycle::Started(Job* job, Replica* r, const v1::ReplicaStarted& started, absl::Time now,
+                           Effects* fx) {
+  if (r->state != v1::REPLICA_STATE_STARTING && r->state != v1::REPLICA_STATE_STOPPING) return;
+  r->pid = started.pid();
+  r->start_time = started.start_time_ms() > 0 ? FromMs(started.start_time_ms()) : now;
+  if (r->state == v1::REPLICA_STATE_STARTING) {
+    SetReplicaState(job, r, v1::REPLICA_STATE_RUNNING);
+    r->message = absl::StrCat("running on ", r->node);
+  }
+  AddEvent(fx, now, job, r->name, r->node, "ReplicaStarted",
+           absl::StrCat("process ", started.pid(), " started on ", r->node));
+  Touch(job, now, fx);
+  RecordRun(*job, *r, fx);
+  MaybeMarkRunning(job, now, fx);
+}
+
+void JobLifecycle::RecordExit(Job* job, Replica* r, const v1::ReplicaExited& exited, absl::Time now,
+                              Effects* fx) {
+  r->pid = 0;
+  r->exit_code.reset();
+  r->signal.reset();
+  if (exited.has_exit_code()) r->exit_code = exited.exit_code();
+  if (exited.has_signal()) r->signal = exited.signal();
+  r->oom_killed = exited.oom_killed();
+  r->end_time = exited.end_time_ms() > 0 ? FromMs(exited.end_time_ms()) : now;
+  Touch(job, now, fx);
+}
+
+JobLifecycle::StopKind JobLifecycle::StopKindOf(const Job& job, const Replica& r,
+                                                const v1::ReplicaExited& exited) const {
+  const bool live = IsLive(job.state);
+  const bool stopping = r.state == v1::REPLICA_STATE_STOPPING;
+  if (stopping && live && r.moving()) return StopKind::kForMove;
+  // The only other stop of a replica of a live job is the hang detector's.
+  if (stopping && live) return StopKind::kForHang;
+  if (stopping || exited.stopped_by_request() || !live) return StopKind::kStopped;
+  return StopKind::kNone;
+}
+
+void JobLifecycle::ConfirmStop(Job* job, Replica* r, absl::Time now, Effects* fx) {
+  // trainctl asked for this stop (cancel, job end, retry): not a failure of the replica.
+  SetReplicaState(job, r, v1::REPLICA_STATE_STOPPED);
+  r->message = absl::StrCat("stopped (", r->message, ")");
+  AddEvent(fx, now, job, r->name, r->node, "ReplicaStopped", "process stopped by trainctl");
+  RecordRun(*job, *r, fx);
+  MaybeFinishCancel(job, now, fx);
+  jobs_->RefreshActive(*job);
+  queue_->Wake();
+}
+
+void JobLifecycle::ContinueMove(Job* job, Replica* r, absl::Time now, Effects* fx) {
+  // A move's graceful stop has finished: start it elsewhere.
+  SetReplicaState(job, r, v1::REPLICA_STATE_STOPPED);
+  AddEvent(fx, now, job, r->name, r->node, "ReplicaStopped",
+           absl::StrCat("process stopped to move (", r->move_reason, ")"));
+  RecordRun(*job, *r, fx);
+  PlaceMoved(job, r, now, fx);
+}
+
+void JobLifecycle::EndRun(Job* job, Replica* r, const Failure& failure, absl::Time now,
+                          Effects* fx) {
+  Apply(job, r, DecideOnFailure(job->policy, *job, *r, failure, now), now, fx);
+}
+
+void JobLifecycle::Apply(Job* job, Replica* r, const RetryDecision& d, absl::Time now,
+                         Effects* fx) {
+  const bool ok = d.action == Decision::kSucceedJob || d.action == Decision::kContinue;
+  SetReplicaState(job, r, ok ? v1::REPLICA_STATE_SUCCEEDED : v1::REPLICA_STATE_FAILED);
+  r->message = d.replica_message;
+  if (d.action == Decision::kMoveReplica) {
+    r->move_cause = d.move_cause;
+    r->move_reason = d.move_reason;
+  }
+  AddEvent(fx, now, job, r->name, r->node, d.event_type, d.explanation);
+  RecordRun(*job, *r, fx);
+  queue_->Wake();
+  switch (d.action) {
+    case Decision::kNone:
+    case Decision::kContinue:
+      MaybeMarkRunning(job, now, fx);
+      break;
+    case Decision::kSucceedJob:
+      End(job, v1::JOB_STATE_SUCCEEDED, JobError(),
+          absl::StrCat("primary replica ", r->name, " exited with status 0"), now, fx);
+      break;
+    case Decision::kRestartReplica:
+      Restart(job, r, d, now, fx);
+      break;
+    case Decision::kMoveReplica:
+      PlaceMoved(job, r, now, fx);
+      break;
+    case Decision::kRetryJob:
+    case Decision::kRedispatch:
+      Retry(job, d, now, fx);
+      break;
+    case Decision::kFailJob:
+      Fail(job, d, now, fx);
+      break;
+  }
+}
+
+void JobLifecycle::Restart(Job* job, Replica* r, const RetryDecision& d, absl::Time now,
+                           Effects* fx) {
+  r->restart_count++;
+  r->charged_restarts = d.charged_restarts;
+  r->last_progress_time.reset();
+  if (d.delay_ms > 0) {
+    SetReplicaState(job, r, v1::REPLICA_STATE_RESTARTING);
+    r->next_start_time = now + absl::Milliseconds(d.delay_ms);
+    timers_->WakeAt(*r->next_start_time);
+    return;
+  }
+  LaunchOnItsNode(job, r, now, fx);
+}
+
+void JobLifecycle::LaunchOnItsNode(Job* job, Replica* r, absl::Time now, Effects* fx) {
+  std::string why_not;
+  if (!nodes_->KeepsReplicas(r->node, &why_not)) {
+    // An in-place restart keeps its node only while that node keeps its replicas.
+    r->move_cause = MoveCause::kNodeUnavailable;
+    r->move_reason = why_not;
+    PlaceMoved(job, r, now, fx, /*new_run=*/false);
+    return;
+  }
+  SetReplicaState(job, r, v1::REPLICA_STATE_STARTING);
+  r->next_start_time.reset();
+  // Until the agent confirms, start_time is when the launch was sent (see launchTimeout).
+  r->start_time = now;
+  r->message = absl::StrCat("launching on ", r->node);
+  Touch(job, now, fx);
+  RecordRun(*job, *r, fx);
+  SendLaunch(*job, *r, fx);
+}
+
+void JobLifecycle::RecordAttemptEnd(Job* job, const RetryDecision& d, absl::Time now, Effects* fx) {
+  Attempt* a = job->current();
+  if (a == nullptr) return;
+  const RetryPolicy& p = job->policy;
+  a->state = v1::JOB_STATE_FAILED;
+  a->reason = d.error.message;
+  a->failure_class = d.failure_class;
+  a->matched_rule = d.rule;
+  a->replica = d.error.replica;
+  a->node = d.error.node;
+  a->decision = d.action;
+  const Budgets& used = d.budgets_used;
+  a->budgets_left = Budgets{
+      p.max_job_retries - used.job_retries, p.max_internal_retries - used.internal_retries,
+      p.max_capacity_retries - used.capacity_retries, p.max_redispatches - used.redispatches};
+  a->end_time = now;
+  fx->attempts.insert({job->id, a->number});
+}
+
+void JobLifecycle::Retry(Job* job, const RetryDecision& d, absl::Time now, Effects* fx) {
+  if (!d.job_event_type.empty()) {
+    AddEvent(fx, now, job, d.error.replica, d.error.node, d.job_event_type, d.job_event);
+  }
+  RecordAttemptEnd(job, d, now, fx);
+  job->budgets_used = d.budgets_used;
+  StopLiveReplicas(job, "job retrying", now, fx);
+  const absl::Time next = now + absl::Milliseconds(d.delay_ms);
+  job->next_attempt_time = next;
+  job->queue_time = now;
+  const size_t n = job->attempts.size();
+  job->queue_reason = absl::StrCat("RETRY: attempt ", n + 1, " starts once attempt ", n,
+                                   "'s replicas have stopped and its backoff ends at ", When(next));
+  SetJobState(job, v1::JOB_STATE_QUEUED,
+              absl::StrCat("attempt ", n, " failed (", FailureClassName(d.failure_class),
+                           "): retrying as attempt ", n + 1),
+              now, fx);
+  queue_->Enqueue(*job);
+  timers_->WakeAt(next);
+  jobs_->RefreshActive(*job);
+}
+
+void JobLifecycle::Fail(Job* job, const RetryDecision& d, absl::Time now, Effects* fx) {
+  if (!d.job_event_type.empty()) {
+    AddEvent(fx, now, job, d.error.replica, d.error.node, d.job_event_type, d.job_event);
+  }
+  RecordAttemptEnd(job, d, now, fx);
+  End(job, v1::JOB_STATE_FAILED, d.error, d.error.message, now, fx);
+}
+
+void JobLifecycle::SendLaunch(const Job& job, const Replica& r, Effects* fx) {
+  v1::SchedulerMessage msg;
+  *msg.mutable_launch() =
+      BuildLaunch(job, static_cast<int>(&r - job.replicas.data()), nodes_->nodes());
+  jobs_->NoteRun(msg.launch().run_id(), r.node);
+  fx->commands.push_back({r.node, std::move(msg)});
+}
+
+void JobLifecycle::SendStop(const Job& job, const Replica& r, int64_t grace_ms,
+                            const std::string& reason, Effects* fx) {
+  fx->commands.push_back({r.node, StopMessage(job.RunIdOf(r), grace_ms, reason)});
+}
+
+void JobLifecycle::Progress(Job* job, Replica* r, absl::Time t, absl::Time now, Effects* fx) {
+  if (r->state != v1::REPLICA_STATE_RUNNING) return;
+  t = std::min(t, now);
+  if (r->last_progress_time && t <= *r->last_progress_time) return;
+  r->last_progress_time = t;
+  Touch(job, now, fx);
+}
+
+// --- Agents ------------------------------------------------------------------------------------
+
+void JobLifecycle::Reconcile(const v1::Register& reg, absl::Time now, Effects* fx) {
+  const std::string& node = reg.node();
+  // Runs the agent knows: adopt the wanted ones, stop the rest.
+  std::set<std::string> known_runs;
+  for (const v1::KnownRun& run : reg.runs()) {
+    known_runs.insert(run.run_id());
+    auto [job, r] = jobs_->CurrentRun(run.run_id());
+    if (job == nullptr || r->node != node || IsTerminal(r->state)) {
+      if (run.running()) {
+        fx->commands.push_back({node, StopMessage(run.run_id(), kDefaultStopGraceMs,
+                                                  "the scheduler no longer wants this run")});
+        AddEvent(fx, now, nullptr, "", node, "OrphanStopped",
+                 absl::StrCat("run ", run.run_id(), " is not wanted any more; stopping it"));
+      }
+      continue;
+    }
+    if (r->state == v1::REPLICA_STATE_STARTING && run.running()) {
+      SetReplicaState(job, r, v1::REPLICA_STATE_RUNNING);
+      r->pid = run.pid();
+      r->message = absl::StrCat("re-adopted on ", node);
+      Touch(job, now, fx);
+      RecordRun(*job, *r, fx);
+      MaybeMarkRunning(job, now, fx);
+    } else if (r->state == v1::REPLICA_STATE_STOPPING && run.running()) {
+      SendStop(*job, *r, job->policy.stop_grace_ms, r->message, fx);
+    }
+  }
+
+  // Runs the scheduler placed here that the agent does not know.
+  for (const std::string& id : jobs_->ActiveIds()) {
+    Job* job = jobs_->Find(id);
+    for (Replica& r : job->replicas) {
+      if (r.node != node || !HoldsResources(r.state)) continue;
+      if (known_runs.count(job->RunIdOf(r)) > 0) continue;
+      if (r.state == v1::REPLICA_STATE_STARTING) {
+        SendLaunch(*job, r, fx);  // the launch never reached the agent
+      } else if (r.state == v1::REPLICA_STATE_STOPPING) {
+        SetReplicaState(job, &r, v1::REPLICA_STATE_STOPPED);
+        r.end_time = now;
+        r.pid = 0;
+        Touch(job, now, fx);
+        RecordRun(*job, r, fx);
+        MaybeFinishCancel(job, now, fx);
+      } else if (r.state == v1::REPLICA_STATE_RUNNING) {
+        r.pid = 0;
+        r.end_time = now;
+        Failure lost;
+        lost.kind = Failure::Kind::kLost;
+        EndRun(job, &r, lost, now, fx);
+      }
+    }
+  }
+  queue_->Wake();
+}
+
+// --- Time --------------------------------------------------------------------------------------
+
+void JobLifecycle::Tick(absl::Time now, Effects* fx) {
+  for (const std::string& id : jobs_->ActiveIds()) {
+    Job* job = jobs_->Find(id);
+    if (!IsLive(job->state)) continue;
+    const RetryPolicy& policy = job->policy;
+    if (policy.timeout_ms > 0 && job->start_time &&
+        now >= *job->start_time + absl::Milliseconds(policy.timeout_ms)) {
+      const JobError error = DeadlineError(policy.timeout_ms);
+      End(job, v1::JOB_STATE_FAILED, error, error.message, now, fx);
+      continue;
+    }
+    for (Replica& r : job->replicas) {
+      if (IsTerminal(job->state) || job->state == v1::JOB_STATE_QUEUED) break;
+      if (r.state == v1::REPLICA_STATE_RESTARTING) {
+        if (!r.next_start_time || now >= *r.next_start_time) {
+          LaunchOnItsNode(job, &r, now, fx);
+        } else {
+          timers_->WakeAt(*r.next_start_time);
+        }
+      } else if (r.state == v1::REPLICA_STATE_STARTING && policy.launch_timeout_ms > 0 &&
+                 r.start_time &&
+                 now - *r.start_time >= absl::Milliseconds(policy.launch_timeout_ms)) {
+        Failure f;
+        f.kind = Failure::Kind::kLaunchTimeout;
+        EndRun(job, &r, f, now, fx);
+      } else if (r.state == v1::REPLICA_STATE_RUNNING && policy.hang_timeout_ms > 0) {
+        std::optional<absl::Time> last = r.start_time;
+        if (r.last_progress_time && (!last || *r.last_progress_time > *last)) {
+          last = r.last_progress_time;
+        }
+        if (last && now - *last >= absl::Milliseconds(policy.hang_timeout_ms)) {
+          SetReplicaState(job, &r, v1::REPLICA_STATE_STOPPING);
+          r.message = absl::StrCat("hung: no progress since ", When(*last));
+          SendStop(*job, r, policy.stop_grace_ms, "hung: no progress within hangTimeout", fx);
+          AddEvent(fx, now, job, r.name, r.node, "ReplicaStopping",
+                   absl::StrCat("no progress since ", When(*last),
+                                " (hangTimeout): stopping it to restart it"));
+          Touch(job, now, fx);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace trainctl::sched

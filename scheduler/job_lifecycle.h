@@ -1,0 +1,139 @@
+// JobLifecycle: the job and replica state machines. It applies what the retry engine and the
+// admission queue decided — start an attempt, restart a replica, move it, retry or re-dispatch the
+// job, end it — and keeps every derived fact in step: the resources each replica holds on its
+// node and in its project (NodeRegistry::Hold, AdmissionQueue::Hold), the admitted jobs per
+// project, the active set, the queue, the commands for agents, the rows and events in `fx`.
+//
+// It decides nothing about failures: every replica end it is given comes with a RetryDecision.
+// The only choices it makes are bookkeeping (which stop a report confirms) and the node a moving
+// replica goes to, which it asks of the placement policy.
+//
+// Replica state and node change only through SetReplicaState and SetNode, job state only through
+// SetJobState: that is what keeps the incremental usage exact.
+//
+// Thread-safety: none; owned by the core.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "scheduler/admission_queue.h"
+#include "scheduler/job_table.h"
+#include "scheduler/node_registry.h"
+#include "scheduler/retry_engine.h"
+#include "scheduler/timers.h"
+
+namespace trainctl::sched {
+
+class JobLifecycle {
+ public:
+  // The parts it keeps in step; they must outlive it.
+  JobLifecycle(JobTable* jobs, NodeRegistry* nodes, AdmissionQueue* queue, Timers* timers)
+      : jobs_(jobs), nodes_(nodes), queue_(queue), timers_(timers) {}
+
+  JobLifecycle(const JobLifecycle&) = delete;
+  JobLifecycle& operator=(const JobLifecycle&) = delete;
+
+  // Counts what the restored jobs hold and which are admitted or queued. REQUIRES: called once,
+  // after the jobs and nodes were restored.
+  void Restore();
+
+  // --- Jobs ----------------------------------------------------------------------------------
+
+  // A new job, QUEUED. REQUIRES: `spec` is valid, with defaults applied.
+  const Job* Submit(v1::JobSpec spec, const std::string& checkpoint_root, absl::Time now,
+                    Effects* fx);
+  // QUEUED jobs end at once; others stop their replicas first (CANCELLING, then CANCELLED).
+  void Cancel(Job* job, absl::Time now, Effects* fx);
+  // Ends the job in a terminal state, stopping what still runs.
+  void End(Job* job, v1::JobState state, const JobError& error, const std::string& reason,
+           absl::Time now, Effects* fx);
+  // Starts a new attempt of the job on `placed` (one node per replica).
+  void StartAttempt(Job* job, const std::vector<std::string>& placed, absl::Time now, Effects* fx);
+  // Applies the retry engine's answer to a stockout: a capacity retry's backoff, or the end.
+  void ApplyStockout(Job* job, const RetryDecision& d, absl::Time now, Effects* fx);
+  // The queue reason changed.
+  void SetQueueReason(Job* job, const std::string& reason, absl::Time now, Effects* fx);
+
+  // --- Replicas ------------------------------------------------------------------------------
+
+  // The agent confirmed the run started.
+  void Started(Job* job, Replica* r, const v1::ReplicaStarted& started, absl::Time now,
+               Effects* fx);
+  // Records how the run ended (pid, exit code, signal, OOM flag, end time).
+  void RecordExit(Job* job, Replica* r, const v1::ReplicaExited& exited, absl::Time now,
+                  Effects* fx);
+
+  // What a replica's end confirms, when trainctl had asked it to stop.
+  enum class StopKind {
+    kNone,     // trainctl did not stop it: a failure (or success) for the retry engine
+    kForMove,  // stopped to move: it starts on another node now
+    kForHang,  // stopped by the hang detector: a failure of class HUNG
+    kStopped,  // cancel, job end, retry: not a failure
+  };
+  StopKind StopKindOf(const Job& job, const Replica& r, const v1::ReplicaExited& exited) const;
+  void ConfirmStop(Job* job, Replica* r, absl::Time now, Effects* fx);
+  void ContinueMove(Job* job, Replica* r, absl::Time now, Effects* fx);
+
+  // Asks the retry engine what the end of `r`'s run means, and carries out its decision.
+  void EndRun(Job* job, Replica* r, const Failure& failure, absl::Time now, Effects* fx);
+
+  // A sign of progress at `t`; earlier signs are ignored.
+  void Progress(Job* job, Replica* r, absl::Time t, absl::Time now, Effects* fx);
+
+  // An agent (re)registered reporting `reg.runs()`: adopts the runs wanted, stops the rest,
+  // resends launches it never received, and ends as lost the runs it no longer has.
+  void Reconcile(const v1::Register& reg, absl::Time now, Effects* fx);
+
+  // Time limits: scheduling.timeout, due restarts, launchTimeout, hangTimeout.
+  void Tick(absl::Time now, Effects* fx);
+
+  // --- Moves (replica_moves.cc) --------------------------------------------------------------
+
+  // Moves every replica of live jobs off `node`, and stops what other jobs still hold there.
+  // `grace_ms` < 0: each job's stopGracePeriod. `node_gone`: its processes are out of reach.
+  void MoveReplicasOff(const std::string& node, MoveCause cause, const std::string& why,
+                       int64_t grace_ms, bool node_gone, absl::Time now, Effects* fx);
+
+ private:
+  // The only writers of replica state and node, and of job state.
+  void SetReplicaState(Job* job, Replica* r, v1::ReplicaState state);
+  // Carries out the retry engine's decision about the end of `r`'s run.
+  void Apply(Job* job, Replica* r, const RetryDecision& d, absl::Time now, Effects* fx);
+  void SetNode(Job* job, Replica* r, const std::string& node);
+  void SetJobState(Job* job, v1::JobState state, const std::string& reason, absl::Time now,
+                   Effects* fx);
+
+  void StopLiveReplicas(Job* job, const std::string& reason, absl::Time now, Effects* fx);
+  void MaybeFinishCancel(Job* job, absl::Time now, Effects* fx);
+  void MaybeMarkRunning(Job* job, absl::Time now, Effects* fx);
+  void Restart(Job* job, Replica* r, const RetryDecision& d, absl::Time now, Effects* fx);
+  // Marks the replica STARTING on its node and sends the launch; moves it when its node no
+  // longer keeps replicas.
+  void LaunchOnItsNode(Job* job, Replica* r, absl::Time now, Effects* fx);
+  void RecordAttemptEnd(Job* job, const RetryDecision& d, absl::Time now, Effects* fx);
+  // A new attempt after `d` (kRetryJob or kRedispatch): stops the replicas and queues the job
+  // first in line.
+  void Retry(Job* job, const RetryDecision& d, absl::Time now, Effects* fx);
+  void Fail(Job* job, const RetryDecision& d, absl::Time now, Effects* fx);
+  void SendLaunch(const Job& job, const Replica& r, Effects* fx);
+  void SendStop(const Job& job, const Replica& r, int64_t grace_ms, const std::string& reason,
+                Effects* fx);
+
+  // Moves the replica off its node for `cause`: a graceful stop first when its process can be
+  // reached (grace_ms < 0: the job's stopGracePeriod), else at once.
+  void Move(Job* job, Replica* r, MoveCause cause, const std::string& why, int64_t grace_ms,
+            absl::Time now, Effects* fx);
+  // Starts a replica whose move is due on the best other schedulable node, or re-dispatches the
+  // job when none has room. `new_run` false: the replica's restart count already names a run not
+  // launched yet (an in-place restart whose node cannot take it).
+  void PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx, bool new_run = true);
+
+  JobTable* const jobs_;
+  NodeRegistry* const nodes_;
+  AdmissionQueue* const queue_;
+  Timers* const timers_;
+};
+
+}  // namespace trainctl::sched

@@ -1,0 +1,92 @@
+#include "scheduler/job_policy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/time_util.h"
+
+namespace trainctl::sched {
+namespace {
+
+BackoffPolicy FromProto(const v1::Backoff& b) {
+  return {DurationToMs(b.initial()), DurationToMs(b.max()), b.multiplier()};
+}
+
+}  // namespace
+
+int64_t BackoffDelayMs(const BackoffPolicy& b, int n) {
+  if (n < 1 || b.initial_ms <= 0) return 0;
+  double d = static_cast<double>(b.initial_ms) * std::pow(std::max(1.0, b.multiplier), n - 1);
+  if (b.max_ms > 0) d = std::min(d, static_cast<double>(b.max_ms));
+  return static_cast<int64_t>(d);
+}
+
+std::string SignalName(int signal) {
+  const char* abbrev = sigabbrev_np(signal);
+  if (abbrev == nullptr) return absl::StrCat("signal ", signal);
+  return absl::StrCat("SIG", abbrev);
+}
+
+std::optional<int> ParseSignal(const std::string& text) {
+  int n = 0;
+  if (absl::SimpleAtoi(text, &n)) {
+    if (n >= 1 && n < NSIG) return n;
+    return std::nullopt;
+  }
+  std::string name = absl::AsciiStrToUpper(text);
+  absl::string_view bare = absl::StripPrefix(name, "SIG");
+  for (int s = 1; s < NSIG; ++s) {
+    const char* abbrev = sigabbrev_np(s);
+    if (abbrev != nullptr && bare == abbrev) return s;
+  }
+  return std::nullopt;
+}
+
+RetryPolicy RetryPolicy::FromSpec(const v1::Scheduling& s) {
+  RetryPolicy p;
+  p.restart_policy = s.restart_policy() == v1::RESTART_POLICY_UNSPECIFIED
+                         ? v1::RESTART_POLICY_ON_TRANSIENT_FAILURE
+                         : s.restart_policy();
+  p.max_replica_restarts = s.max_replica_restarts();
+  p.max_job_retries = s.max_job_retries();
+  p.max_internal_retries = s.max_internal_retries();
+  p.max_capacity_retries = s.max_capacity_retries();
+  p.transient_exit_codes = {s.transient_exit_codes().begin(), s.transient_exit_codes().end()};
+  for (const std::string& sig : s.transient_signals()) {
+    if (auto n = ParseSignal(sig)) p.transient_signals.insert(*n);
+  }
+  for (const v1::ExitCodeRule& r : s.exit_code_rules()) {
+    Rule rule;
+    rule.exit_codes = {r.exit_codes().begin(), r.exit_codes().end()};
+    for (const std::string& sig : r.signals()) {
+      if (auto n = ParseSignal(sig)) rule.signals.insert(*n);
+    }
+    rule.pools = {r.pools().begin(), r.pools().end()};
+    rule.action = r.action();
+    p.rules.push_back(std::move(rule));
+  }
+  p.restart_backoff = FromProto(s.restart_backoff());
+  p.retry_backoff = FromProto(s.retry_backoff());
+  p.placement_timeout_ms = DurationToMs(s.placement_timeout());
+  p.progress_reset_ms = DurationToMs(s.progress_reset_period());
+  p.hang_timeout_ms = DurationToMs(s.hang_timeout());
+  p.launch_timeout_ms = DurationToMs(s.launch_timeout());
+  p.stop_grace_ms = DurationToMs(s.stop_grace_period());
+  p.timeout_ms = DurationToMs(s.timeout());
+  p.queue_timeout_ms = DurationToMs(s.queue_timeout());
+  return p;
+}
+
+RetryPolicy RetryPolicy::ForJob(const v1::JobSpec& spec) {
+  RetryPolicy p = FromSpec(spec.scheduling());
+  p.max_redispatches = spec.fault_tolerance().job_retry_num();
+  return p;
+}
+
+}  // namespace trainctl::sched

@@ -1,0 +1,69 @@
+// A job's policy, resolved from its spec once: every default filled, durations in ms, signal names
+// parsed. The retry engine, the admission queue and the timers read this, never the spec.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "trainctl/v1/job.pb.h"
+
+namespace trainctl::sched {
+
+// Defaults of Scheduling (the seeds' numbers).
+inline constexpr int kDefaultMaxReplicaRestarts = 5;
+inline constexpr int kDefaultMaxJobRetries = 3;
+inline constexpr int kDefaultMaxInternalRetries = 2;
+inline constexpr int kDefaultMaxCapacityRetries = 3;
+
+struct BackoffPolicy {
+  int64_t initial_ms = 0;
+  int64_t max_ms = 0;
+  double multiplier = 2;
+};
+
+// The n-th delay (n >= 1): initial * multiplier^(n-1), at most max.
+int64_t BackoffDelayMs(const BackoffPolicy& b, int n);
+
+struct RetryPolicy {
+  struct Rule {
+    std::set<int> exit_codes;
+    std::set<int> signals;
+    std::set<std::string> pools;
+    v1::FailureAction action = v1::FAILURE_ACTION_UNSPECIFIED;
+  };
+  v1::RestartPolicy restart_policy = v1::RESTART_POLICY_ON_TRANSIENT_FAILURE;
+  int max_replica_restarts = kDefaultMaxReplicaRestarts;
+  int max_job_retries = kDefaultMaxJobRetries;
+  int max_internal_retries = kDefaultMaxInternalRetries;
+  int max_capacity_retries = kDefaultMaxCapacityRetries;
+  // faultTolerance.jobRetryNum: re-dispatches after host faults.
+  int max_redispatches = 0;
+  std::set<int> transient_exit_codes;
+  std::set<int> transient_signals;
+  std::vector<Rule> rules;
+  BackoffPolicy restart_backoff;
+  BackoffPolicy retry_backoff;
+  int64_t placement_timeout_ms = 0;
+  int64_t progress_reset_ms = 0;
+  int64_t hang_timeout_ms = 0;  // 0: off
+  int64_t launch_timeout_ms = 0;
+  int64_t stop_grace_ms = 0;
+  int64_t timeout_ms = 0;        // scheduling.timeout; 0: none
+  int64_t queue_timeout_ms = 0;  // scheduling.queueTimeout; 0: none (30m for a retrying job)
+
+  // REQUIRES: `s` passed ValidateJobSpec and ApplyDefaults.
+  static RetryPolicy FromSpec(const v1::Scheduling& s);
+  // The same, with the job's faultTolerance.
+  static RetryPolicy ForJob(const v1::JobSpec& spec);
+};
+
+// "SIGSEGV", "SEGV" or "11" -> 11; nullopt when unknown.
+std::optional<int> ParseSignal(const std::string& text);
+
+// "SIGSEGV" for 11; "signal 42" for numbers without a name.
+std::string SignalName(int signal);
+
+}  // namespace trainctl::sched

@@ -1,0 +1,164 @@
+#include "scheduler/job_table.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+
+namespace trainctl::sched {
+
+JobTable::JobTable(uint64_t id_seed) { rng_.seed(id_seed != 0 ? id_seed : std::random_device{}()); }
+
+void JobTable::Restore(std::vector<Job> jobs, const std::vector<ReplicaRun>& runs) {
+  for (Job& job : jobs) {
+    last_create_ = std::max(last_create_, job.create_time);
+    Insert(std::move(job));
+  }
+  for (const ReplicaRun& run : runs) run_nodes_[run.run_id] = run.node;
+}
+
+std::string JobTable::NewId() {
+  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  for (;;) {
+    std::string id = "j-";
+    for (int i = 0; i < 10; ++i) id += kAlphabet[rng_() % 36];
+    if (jobs_.find(id) == jobs_.end()) return id;
+  }
+}
+
+absl::Time JobTable::NextCreateTime(absl::Time now) {
+  last_create_ = std::max(now, last_create_ + absl::Milliseconds(1));
+  return last_create_;
+}
+
+Job* JobTable::Insert(Job job) {
+  const std::string id = job.id;
+  by_age_.insert({-ToMs(job.create_time), id});
+  Job& stored = jobs_[id] = std::move(job);
+  RefreshActive(stored);
+  return &stored;
+}
+
+Job* JobTable::Find(const std::string& id) {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+const Job* JobTable::Find(const std::string& id) const {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+std::pair<Job*, Replica*> JobTable::CurrentRun(const std::string& run_id) {
+  std::string job_id, replica;
+  int32_t attempt = 0, restart = 0;
+  if (!ParseRunId(run_id, &job_id, &attempt, &replica, &restart)) return {nullptr, nullptr};
+  Job* job = Find(job_id);
+  if (job == nullptr || job->current_attempt() != attempt) return {nullptr, nullptr};
+  Replica* r = job->FindReplica(replica);
+  if (r == nullptr || r->restart_count != restart) return {nullptr, nullptr};
+  return {job, r};
+}
+
+void JobTable::RefreshActive(const Job& job) {
+  bool holds = IsAdmitted(job.state);
+  for (const Replica& r : job.replicas) holds |= HoldsResources(r.state);
+  if (holds) {
+    active_.insert(job.id);
+  } else {
+    active_.erase(job.id);
+  }
+}
+
+std::vector<std::string> JobTable::ActiveIds() const {
+  return std::vector<std::string>(active_.begin(), active_.end());
+}
+
+absl::StatusOr<std::vector<const Job*>> JobTable::List(const ListJobsQuery& q,
+                                                       std::string* next_page_token) const {
+  const int32_t size = q.page_size == 0 ? 100 : q.page_size;
+  if (size < 1 || size > 1000) {
+    return absl::InvalidArgumentError(absl::StrCat("pageSize must be 1..1000, got ", size));
+  }
+  auto it = by_age_.begin();
+  if (!q.page_token.empty()) {
+    std::pair<std::string, std::string> parts =
+        absl::StrSplit(q.page_token, absl::MaxSplits(':', 1));
+    int64_t neg_ms = 0;
+    if (!absl::SimpleAtoi(parts.first, &neg_ms) || parts.second.empty()) {
+      return absl::InvalidArgumentError("pageToken is not one this server returned");
+    }
+    it = by_age_.upper_bound({neg_ms, parts.second});
+  }
+  std::vector<const Job*> out;
+  next_page_token->clear();
+  for (; it != by_age_.end(); ++it) {
+    const Job& job = jobs_.at(it->second);
+    if (!q.states.empty() && q.states.count(job.state) == 0) continue;
+    if (!q.project.empty() && job.project != q.project) continue;
+    if (static_cast<int32_t>(out.size()) == size) {
+      // There is more: the token names the last job returned.
+      const Job& last = *out.back();
+      *next_page_token = absl::StrCat(-ToMs(last.create_time), ":", last.id);
+      break;
+    }
+    out.push_back(&job);
+  }
+  return out;
+}
+
+absl::Status JobTable::LocateRun(const std::string& job_id, const std::string& replica,
+                                 int32_t attempt, int32_t restart, std::string* node,
+                                 std::string* run_id, bool* finished) const {
+  const Job* job = Find(job_id);
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("job ", job_id, " not found"));
+  const Replica* r = job->FindReplica(replica);
+  if (r == nullptr) {
+    std::vector<std::string> names;
+    for (const Replica& x : job->replicas) names.push_back(x.name);
+    return absl::NotFoundError(absl::StrCat("job ", job_id, " has no replica \"", replica,
+                                            "\"; its replicas are ", absl::StrJoin(names, ", ")));
+  }
+  const int32_t current = job->current_attempt();
+  if (current == 0) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " has not started yet (",
+                                                      ShortName(job->state), "): no logs"));
+  }
+  const int32_t a = attempt == 0 ? current : attempt;
+  const int32_t n = restart >= 0 ? restart : (a == current ? r->restart_count : 0);
+  *run_id = MakeRunId(job_id, a, replica, n);
+  auto it = run_nodes_.find(*run_id);
+  if (it == run_nodes_.end()) {
+    return absl::NotFoundError(absl::StrCat("no run ", *run_id, " (attempt ", a, ", restart ", n,
+                                            ") of replica ", replica));
+  }
+  *node = it->second;
+  *finished = !(a == current && n == r->restart_count && !IsTerminal(r->state));
+  return absl::OkStatus();
+}
+
+void Touch(Job* job, absl::Time now, Effects* fx) {
+  job->update_time = now;
+  fx->jobs.insert(job->id);
+}
+
+void RecordRun(const Job& job, const Replica& r, Effects* fx) {
+  ReplicaRun run;
+  run.run_id = job.RunIdOf(r);
+  run.job_id = job.id;
+  run.attempt = job.current_attempt();
+  run.replica = r.name;
+  run.restart = r.restart_count;
+  run.node = r.node;
+  run.state = r.state;
+  run.pid = r.pid;
+  run.exit_code = r.exit_code;
+  run.signal = r.signal;
+  run.oom_killed = r.oom_killed;
+  run.message = r.message;
+  run.start_ms = r.start_time ? ToMs(*r.start_time) : 0;
+  run.end_ms = r.end_time ? ToMs(*r.end_time) : 0;
+  fx->runs.push_back(std::move(run));
+}
+
+}  // namespace trainctl::sched

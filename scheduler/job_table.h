@@ -1,0 +1,94 @@
+// JobTable: every job the core holds, with the indexes its readers need — by id, newest first
+// for listing, the active set (jobs admitted or with replicas still holding resources), and the
+// node of every run ever launched (for logs of earlier runs).
+//
+// It changes no job by itself: the job lifecycle does, and keeps the active set in step through
+// RefreshActive.
+//
+// Thread-safety: none; owned by the core.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "scheduler/model.h"
+
+namespace trainctl::sched {
+
+struct ListJobsQuery {
+  int32_t page_size = 100;
+  std::string page_token;
+  std::set<v1::JobState> states;
+  std::string project;
+};
+
+class JobTable {
+ public:
+  // `id_seed` seeds job ids; 0 picks a random seed.
+  explicit JobTable(uint64_t id_seed);
+
+  JobTable(const JobTable&) = delete;
+  JobTable& operator=(const JobTable&) = delete;
+
+  // Loads persisted jobs and the nodes of their runs. REQUIRES: the table is empty.
+  void Restore(std::vector<Job> jobs, const std::vector<ReplicaRun>& runs);
+
+  // A fresh id: "j-" and 10 lowercase characters.
+  std::string NewId();
+  // A creation time at or after `now`, later than every earlier one: submission order is exact
+  // even for jobs submitted within one millisecond.
+  absl::Time NextCreateTime(absl::Time now);
+  // REQUIRES: job.id is new.
+  Job* Insert(Job job);
+
+  Job* Find(const std::string& id);
+  const Job* Find(const std::string& id) const;
+  // The job and replica of `run_id` if it is the replica's current run; else nullptrs.
+  std::pair<Job*, Replica*> CurrentRun(const std::string& run_id);
+
+  // Keeps the active set in step with the job's state and its replicas.
+  void RefreshActive(const Job& job);
+  // Marks the job active (a replica of it holds resources now).
+  void MarkActive(const std::string& id) { active_.insert(id); }
+  // The ids of active jobs, copied (for loops that may change the set).
+  std::vector<std::string> ActiveIds() const;
+  const std::set<std::string>& active() const { return active_; }
+
+  // Remembers where a run was launched.
+  void NoteRun(const std::string& run_id, const std::string& node) { run_nodes_[run_id] = node; }
+
+  // Newest first. INVALID_ARGUMENT for a page size outside 1..1000 or a foreign token.
+  absl::StatusOr<std::vector<const Job*>> List(const ListJobsQuery& q,
+                                               std::string* next_page_token) const;
+  // Where the log of (job, replica, attempt, restart) lives: its node and run id. attempt 0 means
+  // the current attempt; restart < 0 the latest run of that attempt.
+  absl::Status LocateRun(const std::string& job_id, const std::string& replica, int32_t attempt,
+                         int32_t restart, std::string* node, std::string* run_id,
+                         bool* finished) const;
+
+  size_t size() const { return jobs_.size(); }
+  const std::map<std::string, Job>& all() const { return jobs_; }
+
+ private:
+  std::mt19937_64 rng_;
+  std::map<std::string, Job> jobs_;
+  // Newest first, for listing: (-create ms, id).
+  std::set<std::pair<int64_t, std::string>> by_age_;
+  std::set<std::string> active_;
+  std::map<std::string, std::string> run_nodes_;
+  absl::Time last_create_ = absl::InfinitePast();
+};
+
+// Marks the job's row changed at `now`.
+void Touch(Job* job, absl::Time now, Effects* fx);
+// Appends the replica's current run row to `fx`.
+void RecordRun(const Job& job, const Replica& r, Effects* fx);
+
+}  // namespace trainctl::sched

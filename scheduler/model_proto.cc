@@ -1,0 +1,307 @@
+#include "scheduler/model_proto.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace trainctl::sched {
+namespace {
+
+struct ClassName {
+  FailureClass value;
+  const char* name;
+};
+constexpr ClassName kClassNames[] = {
+    {FailureClass::kNone, ""},
+    {FailureClass::kTransient, "TRANSIENT"},
+    {FailureClass::kUserError, "USER_ERROR"},
+    {FailureClass::kOutOfMemory, "OUT_OF_MEMORY"},
+    {FailureClass::kInternal, "INTERNAL"},
+    {FailureClass::kHung, "HUNG"},
+    {FailureClass::kCapacity, "CAPACITY"},
+    {FailureClass::kDeadline, "DEADLINE"},
+    {FailureClass::kHostFault, "HOST_FAULT"},
+    {FailureClass::kMaintenance, "MAINTENANCE"},
+};
+
+struct DecisionNameRow {
+  Decision value;
+  const char* name;
+};
+constexpr DecisionNameRow kDecisionNames[] = {
+    {Decision::kNone, ""},
+    {Decision::kContinue, "CONTINUE"},
+    {Decision::kSucceedJob, "SUCCEED_JOB"},
+    {Decision::kRestartReplica, "RESTART_REPLICA"},
+    {Decision::kMoveReplica, "MOVE_REPLICA"},
+    {Decision::kRetryJob, "RETRY_JOB"},
+    {Decision::kRedispatch, "REDISPATCH"},
+    {Decision::kFailJob, "FAIL_JOB"},
+};
+
+struct MoveCauseRow {
+  MoveCause value;
+  v1::MoveCause proto;
+};
+constexpr MoveCauseRow kMoveCauses[] = {
+    {MoveCause::kNone, v1::MOVE_CAUSE_UNSPECIFIED},
+    {MoveCause::kDrain, v1::MOVE_CAUSE_DRAIN},
+    {MoveCause::kLost, v1::MOVE_CAUSE_LOST},
+    {MoveCause::kUnhealthy, v1::MOVE_CAUSE_UNHEALTHY},
+    {MoveCause::kShutdown, v1::MOVE_CAUSE_SHUTDOWN},
+    {MoveCause::kNodeUnavailable, v1::MOVE_CAUSE_NODE_UNAVAILABLE},
+};
+
+v1::MoveCause ToProto(MoveCause c) {
+  for (const MoveCauseRow& row : kMoveCauses) {
+    if (row.value == c) return row.proto;
+  }
+  return v1::MOVE_CAUSE_UNSPECIFIED;
+}
+
+MoveCause MoveCauseFromProto(v1::MoveCause c, const std::string& reason) {
+  for (const MoveCauseRow& row : kMoveCauses) {
+    if (row.proto == c && row.value != MoveCause::kNone) return row.value;
+  }
+  // A replica moving in a database written before move causes were stored: it moves, for a
+  // reason that charges a re-dispatch like any host trouble.
+  return reason.empty() ? MoveCause::kNone : MoveCause::kNodeUnavailable;
+}
+
+std::optional<absl::Time> OptionalTime(bool has, const google::protobuf::Timestamp& t) {
+  if (!has) return std::nullopt;
+  return FromProtoTime(t);
+}
+
+bool IsEmpty(const JobError& e) {
+  return e.code == absl::StatusCode::kOk && e.message.empty() && e.replica.empty() &&
+         e.node.empty() && e.reason == FailureClass::kNone && e.output_tail.empty();
+}
+
+Replica ReplicaFromProto(const v1::Replica& p) {
+  Replica r;
+  r.name = p.name();
+  r.pool = p.pool();
+  r.index = p.index();
+  r.rank = p.rank();
+  r.node = p.node();
+  r.state = p.state();
+  r.restart_count = p.restart_count();
+  if (p.has_exit_code()) r.exit_code = p.exit_code();
+  if (p.has_signal()) r.signal = p.signal();
+  r.pid = p.pid();
+  r.message = p.message();
+  r.start_time = OptionalTime(p.has_start_time(), p.start_time());
+  r.end_time = OptionalTime(p.has_end_time(), p.end_time());
+  r.charged_restarts = p.charged_restarts();
+  r.last_progress_time = OptionalTime(p.has_last_progress_time(), p.last_progress_time());
+  r.next_start_time = OptionalTime(p.has_next_start_time(), p.next_start_time());
+  r.oom_killed = p.oom_killed();
+  r.moves = p.moves();
+  r.move_reason = p.move_reason();
+  r.move_cause = MoveCauseFromProto(p.move_cause(), p.move_reason());
+  return r;
+}
+
+}  // namespace
+
+google::protobuf::Timestamp ToProtoTime(absl::Time t) {
+  google::protobuf::Timestamp out;
+  const int64_t seconds = absl::ToUnixSeconds(t);  // rounds toward the past
+  out.set_seconds(seconds);
+  out.set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(t - absl::FromUnixSeconds(seconds))));
+  return out;
+}
+
+absl::Time FromProtoTime(const google::protobuf::Timestamp& t) {
+  return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
+}
+
+std::string FailureClassName(FailureClass c) {
+  for (const ClassName& row : kClassNames) {
+    if (row.value == c) return row.name;
+  }
+  return "";
+}
+
+std::string DecisionName(Decision d) {
+  for (const DecisionNameRow& row : kDecisionNames) {
+    if (row.value == d) return row.name;
+  }
+  return "";
+}
+
+absl::StatusOr<FailureClass> ParseFailureClass(const std::string& name) {
+  for (const ClassName& row : kClassNames) {
+    if (name == row.name) return row.value;
+  }
+  return absl::DataLossError(absl::StrCat("unknown failure class \"", name, "\""));
+}
+
+absl::StatusOr<Decision> ParseDecision(const std::string& name) {
+  for (const DecisionNameRow& row : kDecisionNames) {
+    if (name == row.name) return row.value;
+  }
+  return absl::DataLossError(absl::StrCat("unknown decision \"", name, "\""));
+}
+
+v1::Resources ToProto(const Res& r) {
+  v1::Resources out;
+  out.set_cpu(r.cpu);
+  out.set_memory_mb(r.memory_mb);
+  out.set_gpus(static_cast<int32_t>(r.gpus));
+  return out;
+}
+
+v1::Budgets ToProto(const Budgets& b) {
+  v1::Budgets out;
+  out.set_job_retries(b.job_retries);
+  out.set_internal_retries(b.internal_retries);
+  out.set_capacity_retries(b.capacity_retries);
+  out.set_redispatches(b.redispatches);
+  return out;
+}
+
+Budgets BudgetsFromProto(const v1::Budgets& p) {
+  return Budgets{p.job_retries(), p.internal_retries(), p.capacity_retries(), p.redispatches()};
+}
+
+v1::JobError ToProto(const JobError& e) {
+  v1::JobError out;
+  out.set_code(static_cast<int32_t>(e.code));
+  out.set_message(e.message);
+  out.set_replica(e.replica);
+  out.set_node(e.node);
+  out.set_reason(FailureClassName(e.reason));
+  out.set_output_tail(e.output_tail);
+  return out;
+}
+
+absl::StatusOr<JobError> ErrorFromProto(const v1::JobError& p) {
+  JobError e;
+  e.code = static_cast<absl::StatusCode>(p.code());
+  e.message = p.message();
+  e.replica = p.replica();
+  e.node = p.node();
+  TC_ASSIGN_OR_RETURN(e.reason, ParseFailureClass(p.reason()));
+  e.output_tail = p.output_tail();
+  return e;
+}
+
+v1::Replica ToProto(const Replica& r) {
+  v1::Replica out;
+  out.set_name(r.name);
+  out.set_pool(r.pool);
+  out.set_index(r.index);
+  out.set_rank(r.rank);
+  out.set_node(r.node);
+  out.set_state(r.state);
+  out.set_restart_count(r.restart_count);
+  if (r.exit_code) out.set_exit_code(*r.exit_code);
+  if (r.signal) out.set_signal(*r.signal);
+  out.set_pid(r.pid);
+  out.set_message(r.message);
+  if (r.start_time) *out.mutable_start_time() = ToProtoTime(*r.start_time);
+  if (r.end_time) *out.mutable_end_time() = ToProtoTime(*r.end_time);
+  out.set_charged_restarts(r.charged_restarts);
+  if (r.last_progress_time) *out.mutable_last_progress_time() = ToProtoTime(*r.last_progress_time);
+  if (r.next_start_time) *out.mutable_next_start_time() = ToProtoTime(*r.next_start_time);
+  out.set_oom_killed(r.oom_killed);
+  out.set_moves(r.moves);
+  out.set_move_reason(r.move_reason);
+  out.set_move_cause(ToProto(r.move_cause));
+  return out;
+}
+
+v1::Attempt ToProto(const Attempt& a) {
+  v1::Attempt out;
+  out.set_number(a.number);
+  out.set_state(a.state);
+  out.set_reason(a.reason);
+  if (a.start_time) *out.mutable_start_time() = ToProtoTime(*a.start_time);
+  if (a.end_time) *out.mutable_end_time() = ToProtoTime(*a.end_time);
+  for (const std::string& n : a.nodes) out.add_nodes(n);
+  out.set_failure_class(FailureClassName(a.failure_class));
+  out.set_matched_rule(a.matched_rule);
+  out.set_replica(a.replica);
+  out.set_node(a.node);
+  out.set_decision(DecisionName(a.decision));
+  if (a.budgets_left) *out.mutable_budgets_left() = ToProto(*a.budgets_left);
+  return out;
+}
+
+absl::StatusOr<Attempt> AttemptFromProto(const v1::Attempt& p) {
+  Attempt a;
+  a.number = p.number();
+  a.state = p.state();
+  a.reason = p.reason();
+  a.start_time = OptionalTime(p.has_start_time(), p.start_time());
+  a.end_time = OptionalTime(p.has_end_time(), p.end_time());
+  a.nodes.assign(p.nodes().begin(), p.nodes().end());
+  TC_ASSIGN_OR_RETURN(a.failure_class, ParseFailureClass(p.failure_class()));
+  a.matched_rule = p.matched_rule();
+  a.replica = p.replica();
+  a.node = p.node();
+  TC_ASSIGN_OR_RETURN(a.decision, ParseDecision(p.decision()));
+  if (p.has_budgets_left()) a.budgets_left = BudgetsFromProto(p.budgets_left());
+  return a;
+}
+
+v1::Job ToProto(const Job& job) {
+  v1::Job out;
+  out.set_id(job.id);
+  out.set_display_name(job.display_name);
+  out.set_project(job.project);
+  out.set_priority(job.priority);
+  out.set_state(job.state);
+  if (!IsEmpty(job.error)) *out.mutable_error() = ToProto(job.error);
+  *out.mutable_create_time() = ToProtoTime(job.create_time);
+  if (job.start_time) *out.mutable_start_time() = ToProtoTime(*job.start_time);
+  if (job.end_time) *out.mutable_end_time() = ToProtoTime(*job.end_time);
+  *out.mutable_update_time() = ToProtoTime(job.update_time);
+  for (const Replica& r : job.replicas) *out.add_replicas() = ToProto(r);
+  for (const Attempt& a : job.attempts) *out.add_attempts() = ToProto(a);
+  *out.mutable_spec() = job.spec;
+  out.set_queue_reason(job.queue_reason);
+  out.set_checkpoint_dir(job.checkpoint_dir);
+  if (job.budgets_used != Budgets{}) *out.mutable_budgets_used() = ToProto(job.budgets_used);
+  if (job.next_attempt_time) *out.mutable_next_attempt_time() = ToProtoTime(*job.next_attempt_time);
+  if (job.queue_time) *out.mutable_queue_time() = ToProtoTime(*job.queue_time);
+  return out;
+}
+
+absl::StatusOr<Job> JobFromProto(const v1::Job& p) {
+  Job job;
+  job.id = p.id();
+  job.display_name = p.display_name();
+  job.project = p.project();
+  job.priority = p.priority();
+  job.state = p.state();
+  if (p.has_error()) {
+    TC_ASSIGN_OR_RETURN(job.error, ErrorFromProto(p.error()));
+  }
+  job.create_time = FromProtoTime(p.create_time());
+  job.start_time = OptionalTime(p.has_start_time(), p.start_time());
+  job.end_time = OptionalTime(p.has_end_time(), p.end_time());
+  job.update_time = FromProtoTime(p.update_time());
+  job.spec = p.spec();
+  job.policy = RetryPolicy::ForJob(job.spec);
+  for (const v1::Replica& r : p.replicas()) {
+    job.replicas.push_back(ReplicaFromProto(r));
+    const v1::WorkerPool* pool = PoolOf(job, job.replicas.back());
+    if (pool != nullptr) job.replicas.back().need = Res::FromProto(pool->resources());
+  }
+  for (const v1::Attempt& a : p.attempts()) {
+    TC_ASSIGN_OR_RETURN(Attempt attempt, AttemptFromProto(a));
+    job.attempts.push_back(std::move(attempt));
+  }
+  job.queue_reason = p.queue_reason();
+  job.checkpoint_dir = p.checkpoint_dir();
+  job.budgets_used = BudgetsFromProto(p.budgets_used());
+  job.next_attempt_time = OptionalTime(p.has_next_attempt_time(), p.next_attempt_time());
+  job.queue_time = OptionalTime(p.has_queue_time(), p.queue_time());
+  return job;
+}
+
+}  // namespace trainctl::sched

@@ -1,0 +1,388 @@
+#include "scheduler/node_registry.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/time_util.h"
+#include "scheduler/job_validation.h"
+#include "scheduler/launch_env.h"
+#include "scheduler/model_proto.h"
+
+namespace trainctl::sched {
+namespace {
+
+constexpr size_t kMaxReasonLength = 1024;
+
+absl::Status NotFound(const std::string& name) {
+  return absl::NotFoundError(absl::StrCat("node ", name, " not found"));
+}
+
+absl::Status CheckReasonLength(const std::string& reason) {
+  if (reason.size() <= kMaxReasonLength) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("reason must be at most ", kMaxReasonLength,
+                                                 " characters, got ", reason.size()));
+}
+
+}  // namespace
+
+void NodeRegistry::Restore(std::vector<Node> nodes) {
+  for (Node& n : nodes) {
+    n.connected = false;
+    n.lost = n.status.state() == v1::NODE_STATE_LOST;
+    n.draining = n.status.state() == v1::NODE_STATE_DRAINING;
+    nodes_[n.name] = std::move(n);
+  }
+  restored_ = true;
+  changed_ = true;
+}
+
+Node* NodeRegistry::FindMutable(const std::string& name) {
+  auto it = nodes_.find(name);
+  return it == nodes_.end() ? nullptr : &it->second;
+}
+
+const Node* NodeRegistry::Find(const std::string& name) const {
+  auto it = nodes_.find(name);
+  return it == nodes_.end() ? nullptr : &it->second;
+}
+
+// --- Reports from agents -----------------------------------------------------------------------
+
+void NodeRegistry::Register(const v1::Register& reg, absl::Time now, Effects* fx) {
+  Node& node = nodes_[reg.node()];
+  const bool known_before = !node.name.empty();
+  const bool same_agent = known_before && node.agent_instance == reg.agent_instance();
+  node.name = reg.node();
+  node.address = reg.address();
+  node.capacity = Res::FromProto(reg.capacity());
+  node.allocatable = Res::FromProto(reg.allocatable());
+  node.labels = {reg.labels().begin(), reg.labels().end()};
+  node.connected = true;
+  node.shutting_down = false;
+  node.agent_instance = reg.agent_instance();
+  node.registered_ms = ToMs(now);
+  node.last_heartbeat_ms = ToMs(now);
+  node.status.set_agent_version(reg.agent_version());
+  node.status.mutable_config()->clear();
+  node.status.mutable_config()->insert(reg.config().begin(), reg.config().end());
+  fx->nodes.insert(node.name);
+  changed_ = true;
+  AddEvent(fx, now, nullptr, "", node.name, known_before ? "NodeReconnected" : "NodeRegistered",
+           absl::StrCat(same_agent ? "agent reconnected" : "agent registered", " with ",
+                        reg.allocatable().cpu(), " cpu, ", reg.allocatable().memory_mb(), " MiB, ",
+                        reg.allocatable().gpus(), " gpus allocatable; reports ", reg.runs_size(),
+                        " runs"));
+  // The runs it reports are reconciled by the core; stale ones it does not report are gone.
+  node.stale_runs.clear();
+  if (node.lost) {
+    Returned(&node, "its agent registered again", now, fx);
+  } else {
+    Refresh(&node, known_before ? "its agent reconnected" : "its agent registered", now, fx);
+  }
+  if (reg.has_startup()) ApplyCheckRun(node.name, reg.startup(), now, fx);
+}
+
+void NodeRegistry::Disconnect(const std::string& name, absl::Time now, Effects* fx) {
+  Node* node = FindMutable(name);
+  if (node == nullptr || !node->connected) return;
+  node->connected = false;
+  changed_ = true;
+  fx->nodes.insert(name);
+  AddEvent(fx, now, nullptr, "", name, "NodeDisconnected",
+           "the agent's stream closed; its replicas keep running until it reconnects");
+}
+
+void NodeRegistry::Heartbeat(const std::string& name, absl::Time now, Effects* fx) {
+  Node* node = FindMutable(name);
+  if (node == nullptr) return;
+  node->last_heartbeat_ms = ToMs(now);
+  if (node->lost && node->connected) Returned(node, "its agent is heard from again", now, fx);
+}
+
+void NodeRegistry::Returned(Node* node, const std::string& how, absl::Time now, Effects* fx) {
+  node->lost = false;
+  node->status.set_health_description(
+      absl::StrCat("The host rejoined at ", FormatRfc3339(ToMs(now)), " after it was lost"));
+  AddEvent(fx, now, nullptr, "", node->name, "NodeReturned",
+           absl::StrCat(how,
+                        " after the node was lost; runs moved elsewhere meanwhile are "
+                        "stopped on it"));
+  for (const std::string& run_id : node->stale_runs) {
+    fx->commands.push_back({node->name, StopMessage(run_id, kDefaultStopGraceMs,
+                                                    "moved to another node while this node "
+                                                    "was lost")});
+  }
+  node->stale_runs.clear();
+  Refresh(node, how, now, fx);
+}
+
+NodeRegistry::CheckOutcome NodeRegistry::ApplyCheckRun(const std::string& name,
+                                                       const v1::CheckRun& run_in, absl::Time now,
+                                                       Effects* fx) {
+  Node* found = FindMutable(name);
+  if (found == nullptr) return {};
+  Node& node = *found;
+  v1::CheckRun run = run_in;
+  if (!run.has_time()) *run.mutable_time() = ToProtoTime(now);
+  const sched::CheckOutcome out = RecordCheckRun(policy_, run, ToMs(now), &node);
+  const std::string when = FormatRfc3339(TimestampToMs(run.time()));
+  std::string reason;
+  if (!run.passed()) {
+    reason = absl::StrCat(run.phase(), " check failed: ", FailedItems(run));
+    node.status.set_health_description(absl::StrCat("The host failed its ", run.phase(),
+                                                    " check at ", when, ": ", FailedItems(run)));
+    if (out.isolated) {
+      AddEvent(fx, now, nullptr, "", name, "NodeIsolated",
+               absl::StrCat(reason, "; no new work until its checks pass again"));
+    } else {
+      AddEvent(fx, now, nullptr, "", name, "NodeCheckFailed", reason);
+    }
+    if (out.became_flapping) {
+      AddEvent(
+          fx, now, nullptr, "", name, "NodeFlapping",
+          absl::StrCat("isolated ", node.status.isolation_times_size(), " times within ",
+                       FormatDuration(policy_.flap_window_ms),
+                       ": stays out until an operator runs `trainctl node uncordon ", name, "`"));
+      reason =
+          absl::StrCat("flapping (isolated ", node.status.isolation_times_size(), " times within ",
+                       FormatDuration(policy_.flap_window_ms), "); last: ", reason);
+    }
+  } else if (out.recovered) {
+    node.status.set_health_description(
+        absl::StrCat("The host passed its ", run.phase(), " check again at ", when));
+    if (node.status.flapping()) {
+      reason = absl::StrCat(
+          "flapping: its checks pass again, but it stays out until an operator "
+          "runs `trainctl node uncordon ",
+          name, "`");
+      node.status.set_state_reason(reason);  // still ISOLATED: Refresh keeps the old one
+    } else {
+      reason = absl::StrCat("its ", run.phase(), " check passed again");
+    }
+    AddEvent(fx, now, nullptr, "", name, "NodeHealthy", reason);
+  }
+  Refresh(&node, reason, now, fx);
+  return {DeriveState(node) == v1::NODE_STATE_ISOLATED};
+}
+
+bool NodeRegistry::MarkShuttingDown(const std::string& name, absl::Time now, Effects* fx) {
+  Node* node = FindMutable(name);
+  if (node == nullptr || node->shutting_down) return false;
+  node->shutting_down = true;
+  changed_ = true;
+  node->status.set_health_description(absl::StrCat(
+      "The host had a maintenance event at ", FormatRfc3339(ToMs(now)), ": its agent shut down"));
+  AddEvent(fx, now, nullptr, "", name, "NodeShutdown",
+           "its agent is shutting down; moving its replicas to other nodes");
+  Refresh(node, "its agent is shutting down", now, fx);
+  return true;
+}
+
+// --- Operators ---------------------------------------------------------------------------------
+
+absl::Status NodeRegistry::Cordon(const std::string& name, const std::string& reason,
+                                  absl::Time now, Effects* fx) {
+  Node* node = FindMutable(name);
+  if (node == nullptr) return NotFound(name);
+  if (absl::Status s = CheckReasonLength(reason); !s.ok()) return s;
+  if (!node->status.cordoned()) {
+    node->status.set_cordoned(true);
+    const std::string why = reason.empty() ? "cordoned by an operator"
+                                           : absl::StrCat("cordoned by an operator: ", reason);
+    AddEvent(fx, now, nullptr, "", name, "NodeCordoned", why);
+    Refresh(node, why, now, fx);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NodeRegistry::Uncordon(const std::string& name, absl::Time now, Effects* fx) {
+  Node* node = FindMutable(name);
+  if (node == nullptr) return NotFound(name);
+  const bool held = node->status.cordoned() || node->draining || node->status.flapping();
+  node->status.set_cordoned(false);
+  node->status.set_flapping(false);
+  node->status.clear_isolation_times();
+  node->status.clear_drain_deadline();
+  node->draining = false;
+  std::string why = "uncordoned by an operator";
+  if (FailingChecks(node->status)) {
+    why = "uncordoned by an operator; stays out until its checks pass";
+    if (node->connected) {
+      v1::SchedulerMessage msg;
+      msg.mutable_run_checks();
+      fx->commands.push_back({name, std::move(msg)});
+    }
+  }
+  if (held || FailingChecks(node->status)) {
+    AddEvent(fx, now, nullptr, "", name, "NodeUncordoned", why);
+  }
+  Refresh(node, why, now, fx);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> NodeRegistry::Drain(const std::string& name, const std::string& reason,
+                                                int64_t deadline_ms, absl::Time now, Effects* fx) {
+  Node* node = FindMutable(name);
+  if (node == nullptr) return NotFound(name);
+  if (reason.empty()) {
+    return absl::InvalidArgumentError(
+        "reason is required: say why the node is drained, e.g. \"kernel upgrade\"");
+  }
+  if (absl::Status s = CheckReasonLength(reason); !s.ok()) return s;
+  if (deadline_ms < 0 || deadline_ms > 24 * 3'600'000LL) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("deadline must be 0s..24h, got ", FormatDuration(deadline_ms)));
+  }
+  node->status.set_cordoned(true);
+  node->draining = true;
+  if (deadline_ms > 0) {
+    *node->status.mutable_drain_deadline() = MsToDuration(deadline_ms);
+  } else {
+    node->status.clear_drain_deadline();
+  }
+  node->status.set_health_description(
+      absl::StrCat("The host had a maintenance event at ", FormatRfc3339(ToMs(now)), ": ", reason));
+  const std::string why = absl::StrCat("drained by an operator: ", reason);
+  AddEvent(fx, now, nullptr, "", name, "NodeDrainStarted",
+           absl::StrCat(why, "; moving its replicas to other nodes",
+                        deadline_ms > 0
+                            ? absl::StrCat(" (each gets ", FormatDuration(deadline_ms), " to stop)")
+                            : std::string(" (each gets its job's stopGracePeriod)")));
+  Refresh(node, why, now, fx);
+  return absl::StrCat("node ", name, " is draining: ", reason);
+}
+
+// --- Time --------------------------------------------------------------------------------------
+
+std::vector<NodeRegistry::Lost> NodeRegistry::DetectLost(absl::Time now, Effects* fx) {
+  if (restored_ && first_check_ == absl::InfinitePast()) first_check_ = now;
+  const int64_t now_ms = ToMs(now);
+  const int64_t first_ms = first_check_ == absl::InfinitePast() ? 0 : ToMs(first_check_);
+  std::vector<Lost> lost;
+  for (auto& [name, node] : nodes_) {
+    const int64_t heard = std::max(node.last_heartbeat_ms, first_ms);
+    if (node.lost || now_ms - heard < policy_.lost_timeout_ms) continue;
+    node.lost = true;
+    node.draining = false;
+    const std::string why =
+        absl::StrCat("no heartbeat for ", FormatDuration(now_ms - heard), " (lost timeout ",
+                     FormatDuration(policy_.lost_timeout_ms), ")");
+    node.status.set_health_description(
+        absl::StrCat("The host stopped responding at ", FormatRfc3339(heard), ": ", why));
+    AddEvent(fx, now, nullptr, "", name, "NodeLost",
+             absl::StrCat(why, "; moving its replicas to other nodes"));
+    Refresh(&node, why, now, fx);
+    lost.push_back({name, absl::StrCat("node ", name, " was lost: ", why)});
+  }
+  return lost;
+}
+
+void NodeRegistry::FinishDrains(absl::Time now, Effects* fx) {
+  for (auto& [name, node] : nodes_) {
+    if (!node.draining || UsageOf(name).replicas != 0) continue;
+    node.draining = false;
+    node.status.clear_drain_deadline();
+    AddEvent(fx, now, nullptr, "", name, "NodeDrained",
+             "every replica has moved off; the node stays cordoned until `trainctl node "
+             "uncordon`");
+    Refresh(&node, "drained: every replica moved off; cordoned until uncordoned", now, fx);
+  }
+}
+
+void NodeRegistry::Refresh(Node* node, const std::string& reason, absl::Time now, Effects* fx) {
+  const v1::NodeState state = DeriveState(*node);
+  const v1::NodeHealth health = DeriveHealth(*node);
+  fx->nodes.insert(node->name);
+  if (health != node->status.health()) node->status.set_health(health);
+  if (state == node->status.state()) return;
+  node->status.set_state(state);
+  node->status.set_state_reason(reason);
+  *node->status.mutable_state_time() = ToProtoTime(now);
+  changed_ = true;
+}
+
+// --- What replicas hold ------------------------------------------------------------------------
+
+void NodeRegistry::Hold(const std::string& node, const Res& need) {
+  NodeUsage& u = usage_[node];
+  u.used += need;
+  u.replicas++;
+}
+
+void NodeRegistry::Release(const std::string& node, const Res& need) {
+  auto it = usage_.find(node);
+  if (it == usage_.end()) return;
+  it->second.used -= need;
+  if (--it->second.replicas <= 0) usage_.erase(it);
+}
+
+void NodeRegistry::AddStaleRun(const std::string& node, const std::string& run_id) {
+  if (Node* n = FindMutable(node)) n->stale_runs.insert(run_id);
+}
+
+// --- Reads -------------------------------------------------------------------------------------
+
+NodeRegistry::NodeUsage NodeRegistry::UsageOf(const std::string& name) const {
+  auto it = usage_.find(name);
+  return it == usage_.end() ? NodeUsage{} : it->second;
+}
+
+std::vector<NodeFree> NodeRegistry::FreeNodes() const {
+  std::vector<NodeFree> free;
+  for (const auto& [name, node] : nodes_) {
+    if (!Schedulable(node)) continue;
+    Res f = node.allocatable;
+    f -= UsageOf(name).used;
+    free.push_back({name, f});
+  }
+  return free;
+}
+
+std::vector<NodeFree> NodeRegistry::IdleNodes() const {
+  std::vector<NodeFree> idle;
+  for (const auto& [name, node] : nodes_) {
+    if (Schedulable(node)) idle.push_back({name, node.allocatable});
+  }
+  return idle;
+}
+
+bool NodeRegistry::KeepsReplicas(const std::string& name, std::string* why_not) const {
+  const Node* node = Find(name);
+  if (node != nullptr && sched::KeepsReplicas(*node)) return true;
+  *why_not = absl::StrCat("node ", name, " is ",
+                          node == nullptr ? std::string("unknown") : ShortName(DeriveState(*node)),
+                          node != nullptr && !node->connected ? " and disconnected" : "");
+  return false;
+}
+
+v1::Node NodeRegistry::ViewOf(const Node& n) const {
+  const NodeUsage usage = UsageOf(n.name);
+  v1::Node out = n.status;
+  out.set_name(n.name);
+  out.set_address(n.address);
+  out.set_connected(n.connected);
+  *out.mutable_capacity() = ToProto(n.capacity);
+  *out.mutable_allocatable() = ToProto(n.allocatable);
+  Res free = n.allocatable;
+  free -= usage.used;
+  *out.mutable_free() = ToProto(free);
+  out.set_replicas(usage.replicas);
+  out.mutable_labels()->insert(n.labels.begin(), n.labels.end());
+  *out.mutable_last_heartbeat_time() = MsToTimestamp(n.last_heartbeat_ms);
+  *out.mutable_register_time() = MsToTimestamp(n.registered_ms);
+  return out;
+}
+
+absl::StatusOr<v1::Node> NodeRegistry::View(const std::string& name) const {
+  const Node* node = Find(name);
+  if (node == nullptr) return NotFound(name);
+  return ViewOf(*node);
+}
+
+std::vector<v1::Node> NodeRegistry::Views() const {
+  std::vector<v1::Node> out;
+  for (const auto& [name, n] : nodes_) out.push_back(ViewOf(n));
+  return out;
+}
+
+}  // namespace trainctl::sched

@@ -1,0 +1,144 @@
+// NodeRegistry: every node the scheduler knows, its connection, health state, operator holds,
+// and what placed replicas hold on it.
+//
+// It decides node state from reports and time (R11-R18): registration, heartbeats and the lost
+// timeout, check runs (isolation, flapping, recovery), cordon, drain and uncordon. Each change
+// appends its event and the node's row to `fx`. It knows nothing of jobs: what replicas hold is
+// told to it (Hold/Release) by the job lifecycle, and moving replicas off a node is the core's
+// answer to what these methods report.
+//
+//   NodeRegistry nodes(policy);
+//   nodes.Register(reg, now, &fx);                  // NodeRegistered, READY
+//   if (nodes.ApplyCheckRun("node-a", run, now, &fx).isolated) { ... move its replicas ... }
+//   std::vector<NodeFree> free = nodes.FreeNodes();  // for placement
+//
+// Thread-safety: none; owned by the core.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "scheduler/model.h"
+#include "scheduler/node_health.h"
+#include "scheduler/placement.h"
+
+namespace trainctl::sched {
+
+class NodeRegistry {
+ public:
+  // What placed replicas hold on a node, and how many replicas that is.
+  struct NodeUsage {
+    Res used;
+    int32_t replicas = 0;
+  };
+
+  explicit NodeRegistry(NodePolicy policy) : policy_(policy) {}
+
+  NodeRegistry(const NodeRegistry&) = delete;
+  NodeRegistry& operator=(const NodeRegistry&) = delete;
+
+  // Loads persisted nodes: each starts disconnected; LOST and DRAINING are kept. After a restore
+  // the first lost-timeout check counts every node as heard from at that check's time, so a
+  // scheduler restart gives every agent a full lost timeout to reconnect.
+  void Restore(std::vector<Node> nodes);
+
+  // --- Reports from agents -------------------------------------------------------------------
+
+  // An agent (re)connected: records the node, brings it back from LOST (stopping the runs that
+  // moved off it meanwhile), and applies its startup check run.
+  void Register(const v1::Register& reg, absl::Time now, Effects* fx);
+  void Disconnect(const std::string& name, absl::Time now, Effects* fx);
+  // A LOST node whose agent kept its stream and is heard from again is back.
+  void Heartbeat(const std::string& name, absl::Time now, Effects* fx);
+
+  struct CheckOutcome {
+    // The node is ISOLATED after this run (by checks or flapping).
+    bool isolated = false;
+  };
+  // Records a check run: isolation, flapping and recovery, with their events. Unknown nodes are
+  // ignored.
+  CheckOutcome ApplyCheckRun(const std::string& name, const v1::CheckRun& run, absl::Time now,
+                             Effects* fx);
+  // The node's agent is shutting down: no new work until it registers again. False when it was
+  // already known to be.
+  bool MarkShuttingDown(const std::string& name, absl::Time now, Effects* fx);
+
+  // --- Operators -----------------------------------------------------------------------------
+
+  // NOT_FOUND for an unknown node, INVALID_ARGUMENT for a reason over 1024 characters.
+  absl::Status Cordon(const std::string& name, const std::string& reason, absl::Time now,
+                      Effects* fx);
+  // Lifts the cordon, a drain and the flapping hold; asks a node whose checks still fail to run
+  // them again at once.
+  absl::Status Uncordon(const std::string& name, absl::Time now, Effects* fx);
+  // Cordons the node and marks it draining. Returns the reason its replicas move with.
+  // INVALID_ARGUMENT without a reason or with a deadline outside 0s..24h.
+  absl::StatusOr<std::string> Drain(const std::string& name, const std::string& reason,
+                                    int64_t deadline_ms, absl::Time now, Effects* fx);
+
+  // --- Time ----------------------------------------------------------------------------------
+
+  struct Lost {
+    std::string node;
+    // "node-a was lost: no heartbeat for 20s (lost timeout 15s)"
+    std::string why;
+  };
+  // Marks the nodes not heard from within the lost timeout LOST, with their events.
+  std::vector<Lost> DetectLost(absl::Time now, Effects* fx);
+  // Draining nodes that hold no replica any more become CORDONED.
+  void FinishDrains(absl::Time now, Effects* fx);
+
+  // --- What replicas hold --------------------------------------------------------------------
+
+  void Hold(const std::string& node, const Res& need);
+  void Release(const std::string& node, const Res& need);
+  // A run of a lost node that moved elsewhere: stopped on the node when it comes back.
+  void AddStaleRun(const std::string& node, const std::string& run_id);
+
+  // --- Reads ---------------------------------------------------------------------------------
+
+  const Node* Find(const std::string& name) const;
+  const std::map<std::string, Node>& nodes() const { return nodes_; }
+  NodeUsage UsageOf(const std::string& name) const;
+  // Schedulable nodes with what is free on each now.
+  std::vector<NodeFree> FreeNodes() const;
+  // Schedulable nodes with their whole allocatable size (the cluster if it were idle).
+  std::vector<NodeFree> IdleNodes() const;
+  // Whether replicas on `name` may restart in place; else why not, in words.
+  bool KeepsReplicas(const std::string& name, std::string* why_not) const;
+  // The API view of a node: status, resources, free resources and replica count.
+  absl::StatusOr<v1::Node> View(const std::string& name) const;
+  std::vector<v1::Node> Views() const;
+
+  // True when a node's state or connection changed since the last call: placement may find
+  // room it did not before.
+  bool TakeChanged() {
+    const bool changed = changed_;
+    changed_ = false;
+    return changed;
+  }
+
+ private:
+  Node* FindMutable(const std::string& name);
+  // Re-derives the node's state and health; records the change (and `reason`) when they moved.
+  void Refresh(Node* node, const std::string& reason, absl::Time now, Effects* fx);
+  // A LOST node is heard from again (`how`): back in service; stops the runs moved off it.
+  void Returned(Node* node, const std::string& how, absl::Time now, Effects* fx);
+  v1::Node ViewOf(const Node& node) const;
+
+  // Constant after construction.
+  const NodePolicy policy_;
+
+  std::map<std::string, Node> nodes_;
+  // By node name; nodes that hold nothing may be missing.
+  std::map<std::string, NodeUsage> usage_;
+  bool changed_ = true;
+  // After Restore, the first DetectLost's time: nodes count as heard from then.
+  bool restored_ = false;
+  absl::Time first_check_ = absl::InfinitePast();
+};
+
+}  // namespace trainctl::sched

@@ -1,0 +1,164 @@
+#include "scheduler/queue_state.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/time_util.h"
+#include "scheduler/model_proto.h"
+
+namespace trainctl::sched {
+
+QueuedJob QueuedJobOf(const Job& job) {
+  QueuedJob q;
+  q.id = job.id;
+  q.project = job.project;
+  q.attempts = static_cast<int32_t>(job.attempts.size());
+  q.next_attempt_time = job.next_attempt_time;
+  for (const Replica& r : job.replicas) {
+    q.stopping |= HoldsResources(r.state);
+    q.demands.push_back({r.name, r.need});
+  }
+  return q;
+}
+
+QueuedJob QueuedJobOf(const v1::Job& job) {
+  QueuedJob q;
+  q.id = job.id();
+  q.project = job.project();
+  q.attempts = job.attempts_size();
+  if (job.has_next_attempt_time()) q.next_attempt_time = FromProtoTime(job.next_attempt_time());
+  std::map<std::string, Res> needs;
+  for (const v1::WorkerPool& p : job.spec().worker_pools()) {
+    needs[p.name()] = Res::FromProto(p.resources());
+  }
+  for (const v1::Replica& r : job.replicas()) {
+    q.stopping |= HoldsResources(r.state());
+    q.demands.push_back({r.name(), needs[r.pool()]});
+  }
+  return q;
+}
+
+v1::Quota QueueState::QuotaOf(const std::string& project) const {
+  auto it = quotas.find(project);
+  v1::Quota q = it != quotas.end() ? it->second : default_quota;
+  q.set_project(project);
+  return q;
+}
+
+ProjectUsage QueueState::UsageOf(const std::string& project) const {
+  auto it = usage.find(project);
+  return it == usage.end() ? ProjectUsage{} : it->second;
+}
+
+Res Borrowable(const std::string& project, const v1::Quota& quota,
+               const std::map<std::string, v1::Quota>& quotas,
+               const std::map<std::string, ProjectUsage>& usage,
+               const std::function<std::optional<Res>(const std::string&)>& head_demand) {
+  Res none;
+  if (quota.cohort().empty()) return none;
+  const Res limit = Res::FromProto(quota.borrowing_limit());
+  if (limit.cpu <= 0 && limit.memory_mb <= 0 && limit.gpus <= 0) return none;
+  Res lendable;
+  Res lent;
+  for (const auto& [name, q] : quotas) {
+    if (name == project || q.cohort() != quota.cohort()) continue;
+    auto u = usage.find(name);
+    const Res used = u == usage.end() ? Res{} : u->second.used;
+    Res unused = Unused(q, used);
+    if (std::optional<Res> waiting = head_demand(name)) unused -= *waiting;
+    lendable.cpu += std::max(0.0, unused.cpu);
+    lendable.memory_mb += std::max<int64_t>(0, unused.memory_mb);
+    lendable.gpus += std::max<int64_t>(0, unused.gpus);
+    lent += Borrowed(q, used);
+  }
+  auto own = usage.find(project);
+  const Res already = Borrowed(quota, own == usage.end() ? Res{} : own->second.used);
+  Res b;
+  b.cpu = std::max(0.0, std::min(limit.cpu - already.cpu, lendable.cpu - lent.cpu));
+  b.memory_mb = std::max<int64_t>(
+      0, std::min(limit.memory_mb - already.memory_mb, lendable.memory_mb - lent.memory_mb));
+  b.gpus = std::max<int64_t>(0, std::min(limit.gpus - already.gpus, lendable.gpus - lent.gpus));
+  return b;
+}
+
+namespace {
+
+Res BorrowableIn(const QueueState& state, const std::string& project, const v1::Quota& quota) {
+  return Borrowable(project, quota, state.quotas, state.usage,
+                    [&state](const std::string& name) -> std::optional<Res> {
+                      auto it = state.head_demand.find(name);
+                      if (it == state.head_demand.end()) return std::nullopt;
+                      return it->second;
+                    });
+}
+
+}  // namespace
+
+std::vector<v1::Blocker> BlockersOf(const QueueState& state, const QueuedJob& job, absl::Time now) {
+  std::vector<v1::Blocker> out;
+  auto add = [&out](const std::string& kind, const std::string& message) {
+    v1::Blocker b;
+    b.set_kind(kind);
+    b.set_message(message);
+    out.push_back(std::move(b));
+  };
+  if (job.next_attempt_time && *job.next_attempt_time > now) {
+    add("BACKOFF",
+        absl::StrCat("BACKOFF: attempt ", job.attempts + 1, " waits for its retry backoff until ",
+                     FormatRfc3339(ToMs(*job.next_attempt_time))));
+  }
+  if (job.stopping) {
+    add("STOPPING",
+        absl::StrCat("STOPPING: attempt ", job.attempts, "'s replicas are still stopping"));
+  }
+  const v1::Quota quota = state.QuotaOf(job.project);
+  Res demand;
+  for (const ReplicaDemand& d : job.demands) demand += d.need;
+  QuotaEval qe = EvaluateQuota(job.project, quota, state.UsageOf(job.project), demand,
+                               BorrowableIn(state, job.project, quota));
+  for (v1::Blocker& b : qe.blockers) out.push_back(std::move(b));
+  if (state.free.empty()) {
+    add("NO_NODES", "NO_NODES: no node is connected and READY");
+  } else {
+    absl::StatusOr<std::vector<std::string>> placed = PlaceGang(job.demands, state.free);
+    if (!placed.ok()) add("CAPACITY", absl::StrCat("CAPACITY: ", placed.status().message()));
+  }
+  return out;
+}
+
+v1::QueueStatus QueueStatusOf(const QueueState& state, const QueuedJob& job, absl::Time now) {
+  v1::QueueStatus qs;
+  for (v1::Blocker& b : BlockersOf(state, job, now)) *qs.add_blockers() = std::move(b);
+  static const std::vector<std::string> kNone;
+  auto order = state.order.find(job.project);
+  const std::vector<std::string>& ids = order == state.order.end() ? kNone : order->second;
+  const int32_t ahead =
+      static_cast<int32_t>(std::find(ids.begin(), ids.end(), job.id) - ids.begin());
+  for (int32_t i = 0; i < ahead && i < 10; ++i) qs.add_jobs_ahead(ids[i]);
+  qs.set_position(ahead + 1);
+  qs.set_jobs_ahead_count(ahead);
+  if (ahead > 0) {
+    v1::Blocker* b = qs.add_blockers();
+    b->set_kind("PRIORITY");
+    b->set_jobs(ahead);
+    b->set_message(absl::StrCat("PRIORITY: ", ahead, ahead == 1 ? " job" : " jobs", " ahead in ",
+                                job.project));
+  }
+  return qs;
+}
+
+v1::Project ProjectOf(const QueueState& state, const std::string& name) {
+  v1::Project p;
+  p.set_name(name);
+  *p.mutable_quota() = state.QuotaOf(name);
+  p.set_default_quota(state.quotas.count(name) == 0);
+  const ProjectUsage usage = state.UsageOf(name);
+  *p.mutable_in_use() = ToProto(usage.used);
+  p.set_running_jobs(usage.running_jobs);
+  auto q = state.order.find(name);
+  p.set_queued_jobs(q == state.order.end() ? 0 : static_cast<int32_t>(q->second.size()));
+  *p.mutable_borrowed() = ToProto(Borrowed(p.quota(), usage.used));
+  return p;
+}
+
+}  // namespace trainctl::sched

@@ -1,0 +1,80 @@
+// QueueState: a read-only picture of admission — quotas, what each project holds, each project's
+// queued jobs in order, and the free nodes — and the pure functions that explain a queued job
+// from it: its blockers, its place in line, its project's usage.
+//
+// The core uses these for its own reads; the reconcile loop publishes a QueueState after each
+// turn that changed admission, so `get` and `list` can say why a job waits without waiting for
+// the loop (see server/job_snapshots.h).
+//
+//   QueueState state = ...;                          // AdmissionQueue::State()
+//   v1::QueueStatus qs = QueueStatusOf(state, QueuedJobOf(job), now);
+//
+// Thread-safety: a QueueState is immutable once built; share it freely.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "scheduler/admission.h"
+#include "scheduler/model.h"
+#include "scheduler/placement.h"
+
+namespace trainctl::sched {
+
+// What explaining a queued job needs of it.
+struct QueuedJob {
+  std::string id;
+  std::string project;
+  // Attempts so far; the next one is attempts + 1.
+  int32_t attempts = 0;
+  std::optional<absl::Time> next_attempt_time;
+  // Some replica of the last attempt still holds resources.
+  bool stopping = false;
+  std::vector<ReplicaDemand> demands;
+};
+
+QueuedJob QueuedJobOf(const Job& job);
+// The same from the API's message (a published snapshot). Replica needs come from the spec.
+QueuedJob QueuedJobOf(const v1::Job& job);
+
+struct QueueState {
+  v1::Quota default_quota;
+  // Projects' own quotas.
+  std::map<std::string, v1::Quota> quotas;
+  std::map<std::string, ProjectUsage> usage;
+  // Queued job ids per project, in admission order.
+  std::map<std::string, std::vector<std::string>> order;
+  // The whole demand of each project's first queued job.
+  std::map<std::string, Res> head_demand;
+  // Schedulable nodes and what is free on each.
+  std::vector<NodeFree> free;
+
+  // The effective quota of a project (its own, or the default).
+  v1::Quota QuotaOf(const std::string& project) const;
+  ProjectUsage UsageOf(const std::string& project) const;
+};
+
+// What `project` may borrow from its cohort now, per resource: the least of its borrowing limit
+// and what the other members leave unused, less what others already borrow and less what a
+// member needs back for its own first waiting job (the owner reclaims by taking it back first).
+// `head_demand` gives a project's first queued job's demand, if it has one.
+Res Borrowable(const std::string& project, const v1::Quota& quota,
+               const std::map<std::string, v1::Quota>& quotas,
+               const std::map<std::string, ProjectUsage>& usage,
+               const std::function<std::optional<Res>(const std::string&)>& head_demand);
+
+// Why the queued job is not running: every blocker, as of `now`, in a fixed order (BACKOFF,
+// STOPPING, QUOTA..., NO_NODES or CAPACITY). PRIORITY is added by QueueStatusOf.
+std::vector<v1::Blocker> BlockersOf(const QueueState& state, const QueuedJob& job, absl::Time now);
+
+// Blockers, place in line and the jobs ahead of it.
+v1::QueueStatus QueueStatusOf(const QueueState& state, const QueuedJob& job, absl::Time now);
+
+// A project with its effective quota, usage, queued jobs and what it borrows.
+v1::Project ProjectOf(const QueueState& state, const std::string& name);
+
+}  // namespace trainctl::sched

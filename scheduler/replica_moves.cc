@@ -1,0 +1,117 @@
+// JobLifecycle: replicas that leave their node — drained, lost or unhealthy hosts, agents that
+// shut down, in-place restarts whose node no longer keeps replicas (R4, R13, R14, R18).
+#include "absl/strings/str_cat.h"
+#include "scheduler/job_lifecycle.h"
+#include "scheduler/placement.h"
+
+namespace trainctl::sched {
+namespace {
+
+std::string DescribeNeed(const Res& need) {
+  return absl::StrCat(need.cpu, " cpu, ", need.memory_mb, " MiB, ", need.gpus, " gpus");
+}
+
+}  // namespace
+
+void JobLifecycle::MoveReplicasOff(const std::string& node, MoveCause cause, const std::string& why,
+                                   int64_t grace_ms, bool node_gone, absl::Time now, Effects* fx) {
+  for (const std::string& id : jobs_->ActiveIds()) {
+    Job* job = jobs_->Find(id);
+    for (Replica& r : job->replicas) {
+      if (r.node != node || !HoldsResources(r.state)) continue;
+      if (node_gone && r.state != v1::REPLICA_STATE_RESTARTING) {
+        nodes_->AddStaleRun(node, job->RunIdOf(r));
+      }
+      // Re-evaluated per replica: a move may turn into a re-dispatch, which ends the attempt.
+      const bool live = IsLive(job->state);
+      if (live && !r.moving() && r.state != v1::REPLICA_STATE_STOPPING) {
+        if (node_gone) SetReplicaState(job, &r, v1::REPLICA_STATE_FAILED);
+        Move(job, &r, cause, why, grace_ms, now, fx);
+      } else if (node_gone) {
+        // A stop in flight on a node that is gone: the process is out of reach, so the replica
+        // is done here. A move waiting for its stop goes on now.
+        SetReplicaState(job, &r, v1::REPLICA_STATE_STOPPED);
+        r.pid = 0;
+        r.end_time = now;
+        r.message = absl::StrCat("gone with node ", node);
+        Touch(job, now, fx);
+        RecordRun(*job, r, fx);
+        if (live && r.moving()) {
+          PlaceMoved(job, &r, now, fx);
+        } else {
+          MaybeFinishCancel(job, now, fx);
+          jobs_->RefreshActive(*job);
+        }
+      }
+    }
+  }
+  queue_->Wake();
+}
+
+void JobLifecycle::Move(Job* job, Replica* r, MoveCause cause, const std::string& why,
+                        int64_t grace_ms, absl::Time now, Effects* fx) {
+  r->move_cause = cause;
+  r->move_reason = why;
+  if (IsLive(r->state)) {
+    // Its process can still be reached: a graceful stop first (SIGTERM, a last checkpoint).
+    SetReplicaState(job, r, v1::REPLICA_STATE_STOPPING);
+    r->message = absl::StrCat("moving: ", why);
+    SendStop(*job, *r, grace_ms >= 0 ? grace_ms : job->policy.stop_grace_ms, why, fx);
+    AddEvent(fx, now, job, r->name, r->node, "ReplicaStopping",
+             absl::StrCat(why, ": stopping it gracefully to move it to another node"));
+    Touch(job, now, fx);
+    RecordRun(*job, *r, fx);
+    return;
+  }
+  // No process to stop (restarting, or its node is gone).
+  if (r->state != v1::REPLICA_STATE_FAILED) SetReplicaState(job, r, v1::REPLICA_STATE_STOPPED);
+  r->pid = 0;
+  r->next_start_time.reset();
+  r->end_time = now;
+  r->message = absl::StrCat("moving: ", why);
+  RecordRun(*job, *r, fx);
+  PlaceMoved(job, r, now, fx);
+}
+
+void JobLifecycle::PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx, bool new_run) {
+  const std::string from = r->node;
+  const std::string why = r->move_reason;
+  const std::vector<NodeFree> free = nodes_->FreeNodes();
+  const int to_index = ChooseNode(r->need, free, from);
+  if (to_index < 0) {
+    const RetryDecision d =
+        DecideNoRoomForMove(*job, *r, from, r->move_cause, why, DescribeNeed(r->need));
+    r->move_cause = MoveCause::kNone;
+    r->move_reason.clear();
+    if (d.action == Decision::kRedispatch) {
+      Retry(job, d, now, fx);
+    } else {
+      Fail(job, d, now, fx);
+    }
+    return;
+  }
+  const std::string to = free[to_index].name;
+  SetNode(job, r, to);
+  if (new_run) r->restart_count++;
+  r->moves++;
+  r->move_cause = MoveCause::kNone;
+  r->move_reason.clear();
+  r->exit_code.reset();
+  r->signal.reset();
+  r->oom_killed = false;
+  r->end_time.reset();
+  r->last_progress_time.reset();
+  if (Attempt* a = job->current()) {
+    if (std::find(a->nodes.begin(), a->nodes.end(), to) == a->nodes.end()) {
+      a->nodes.push_back(to);
+      fx->attempts.insert({job->id, a->number});
+    }
+  }
+  AddEvent(fx, now, job, r->name, to, "ReplicaMoved",
+           absl::StrCat("moved from ", from, " to ", to, " (", why, "); same name and rank ",
+                        r->rank, ", not charged to its restart budget"));
+  LaunchOnItsNode(job, r, now, fx);
+  jobs_->RefreshActive(*job);
+}
+
+}  // namespace trainctl::sched
