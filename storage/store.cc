@@ -91,6 +91,10 @@ const char* const kMigrations[] = {
     R"sql(
     ALTER TABLE nodes ADD COLUMN status BLOB NOT NULL DEFAULT x'';  -- trainctl.v1.Node, state on
     )sql",
+    // 3 -> 4: the whole attempt (failure class, rule, replica, node, decision, budgets left).
+    R"sql(
+    ALTER TABLE attempts ADD COLUMN data BLOB;  -- trainctl.v1.Attempt; NULL in older rows
+    )sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Store::kSchemaVersion);
 
@@ -187,8 +191,8 @@ absl::StatusOr<Snapshot> Store::Load() {
   }
   {
     Statement st(db_,
-                 "SELECT job_id, number, state, reason, start_ms, end_ms, nodes FROM attempts "
-                 "ORDER BY job_id, number");
+                 "SELECT job_id, number, state, reason, start_ms, end_ms, nodes, data FROM "
+                 "attempts ORDER BY job_id, number");
     TC_RETURN_IF_ERROR(st.status());
     for (;;) {
       TC_ASSIGN_OR_RETURN(bool row, st.Step());
@@ -196,6 +200,14 @@ absl::StatusOr<Snapshot> Store::Load() {
       auto it = index.find(st.Text(0));
       if (it == index.end()) continue;
       v1::Attempt* a = snap.jobs[it->second].add_attempts();
+      if (!st.IsNull(7)) {
+        if (!a->ParseFromString(st.Bytes(7))) {
+          return absl::DataLossError(
+              absl::StrCat("attempt ", st.Int(1), " of job ", st.Text(0), ": unreadable row"));
+        }
+        continue;
+      }
+      // A row from before schema 4 has only the columns.
       a->set_number(static_cast<int32_t>(st.Int(1)));
       a->set_state(static_cast<v1::JobState>(st.Int(2)));
       a->set_reason(st.Text(3));
@@ -281,12 +293,12 @@ absl::Status Store::Commit(const Batch& batch) {
     }
     Statement att_st(db_,
                      "INSERT OR REPLACE INTO attempts (job_id, number, state, reason, start_ms, "
-                     "end_ms, nodes) VALUES (?,?,?,?,?,?,?)");
+                     "end_ms, nodes, data) VALUES (?,?,?,?,?,?,?,?)");
     TC_RETURN_IF_ERROR(att_st.status());
     for (const auto& [job_id, a] : batch.attempts) {
       TC_RETURN_IF_ERROR(att_st.Run({job_id, int64_t{a.number()}, int64_t{a.state()}, a.reason(),
                                      TimestampToMs(a.start_time()), TimestampToMs(a.end_time()),
-                                     absl::StrJoin(a.nodes(), ",")}));
+                                     absl::StrJoin(a.nodes(), ","), Blob{a.SerializeAsString()}}));
     }
     Statement run_st(db_,
                      "INSERT OR REPLACE INTO replica_runs (run_id, job_id, attempt, replica, "

@@ -1,8 +1,10 @@
 // Durable state of trainctld in one SQLite file (WAL mode).
 //
 // Tables: jobs (one row per job: indexed columns plus the Job message without its attempts),
-// attempts, replica_runs (every launched process), nodes, quotas (one Quota message per project
-// that has its own), and the append-only events table.
+// attempts (one row per attempt: the same, with the whole Attempt message; a row written before
+// schema 4 has only the columns, and loads without its failure class, rule, replica, node,
+// decision and budgets), replica_runs (every launched process), nodes, quotas (one Quota message
+// per project that has its own), and the append-only events table.
 // The schema is versioned; Open() applies every pending migration in order, each in its own
 // transaction, and refuses a database written by a newer trainctld.
 //
@@ -66,7 +68,7 @@ struct EventQuery {
 class Store {
  public:
   // The schema version this build writes.
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
 
   // Opens (creating if needed) the database at `path` and migrates it to kSchemaVersion.
   // FAILED_PRECONDITION if it was written by a newer version; INTERNAL on I/O errors.

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "common/time_util.h"
+#include "tests/common/proto_fill.h"
 
 namespace trainctl::storage {
 namespace {
@@ -53,6 +54,61 @@ constexpr char kSchemaV1[] = R"sql(
     CREATE INDEX events_by_job ON events(job_id, seq);
     CREATE INDEX events_by_node ON events(node, seq);
 )sql";
+
+// What migrations 1 -> 2 and 2 -> 3 added, frozen like kSchemaV1: with it, a database as
+// trainctld wrote it at schema version 3.
+constexpr char kSchemaV1ToV3[] = R"sql(
+    CREATE TABLE quotas (project TEXT PRIMARY KEY, data BLOB NOT NULL);
+    ALTER TABLE nodes ADD COLUMN status BLOB NOT NULL DEFAULT x'';
+)sql";
+
+// Fields not stored because they are computed when read. Every other field of a job, its
+// attempts, a node's status and a quota must come back from the store as it was written.
+const std::set<std::string> kComputedWhenRead = {"trainctl.v1.Job.queue_status"};
+
+void ExecRaw(sqlite3* raw, const char* sql) {
+  char* err = nullptr;
+  int rc = sqlite3_exec(raw, sql, nullptr, nullptr, &err);
+  INFO(sql << ": " << (err != nullptr ? err : ""));
+  sqlite3_free(err);
+  REQUIRE(rc == SQLITE_OK);
+}
+
+// Writes `job` (attempts left out) as the jobs row of every schema version so far holds it.
+void InsertJobRow(sqlite3* raw, v1::Job job) {
+  job.clear_attempts();
+  sqlite3_stmt* st = nullptr;
+  REQUIRE(sqlite3_prepare_v2(raw,
+                             "INSERT INTO jobs (id, project, state, priority, create_ms, "
+                             "update_ms, data) VALUES (?, 'team-a', 3, 0, 1000, 1000, ?)",
+                             -1, &st, nullptr) == SQLITE_OK);
+  const std::string data = job.SerializeAsString();
+  sqlite3_bind_text(st, 1, job.id().data(), static_cast<int>(job.id().size()), SQLITE_TRANSIENT);
+  sqlite3_bind_blob(st, 2, data.data(), static_cast<int>(data.size()), SQLITE_TRANSIENT);
+  REQUIRE(sqlite3_step(st) == SQLITE_DONE);
+  sqlite3_finalize(st);
+}
+
+// Opens the database at `db` as a starting trainctld does (migrating it to the current schema)
+// and loads it.
+Snapshot OpenAndLoad(const std::string& db) {
+  auto store = Store::Open(db);
+  REQUIRE(store.ok());
+  CHECK(*(*store)->SchemaVersion() == Store::kSchemaVersion);
+  auto snap = (*store)->Load();
+  REQUIRE(snap.ok());
+  return *std::move(snap);
+}
+
+// Commits `batch` to the database at `db`, closes it, and loads what a restarted trainctld would.
+Snapshot CommitReopenLoad(const std::string& db, const Batch& batch) {
+  {
+    auto store = Store::Open(db);
+    REQUIRE(store.ok());
+    REQUIRE((*store)->Commit(batch).ok());
+  }
+  return OpenAndLoad(db);
+}
 
 v1::Job MakeJob(const std::string& id, int64_t create_ms) {
   v1::Job job;
@@ -222,17 +278,7 @@ TEST_CASE("a database at schema version 1 migrates to the current one and keeps 
     REQUIRE(sqlite3_open(db.c_str(), &raw) == SQLITE_OK);
     REQUIRE(sqlite3_exec(raw, kSchemaV1, nullptr, nullptr, nullptr) == SQLITE_OK);
     REQUIRE(sqlite3_exec(raw, "PRAGMA user_version=1", nullptr, nullptr, nullptr) == SQLITE_OK);
-    v1::Job job = MakeJob("j-old", 1000);
-    job.clear_attempts();
-    sqlite3_stmt* st = nullptr;
-    REQUIRE(sqlite3_prepare_v2(raw,
-                               "INSERT INTO jobs (id, project, state, priority, create_ms, "
-                               "update_ms, data) VALUES ('j-old', 'team-a', 3, 0, 1000, 1000, ?)",
-                               -1, &st, nullptr) == SQLITE_OK);
-    const std::string data = job.SerializeAsString();
-    sqlite3_bind_blob(st, 1, data.data(), static_cast<int>(data.size()), SQLITE_TRANSIENT);
-    REQUIRE(sqlite3_step(st) == SQLITE_DONE);
-    sqlite3_finalize(st);
+    InsertJobRow(raw, MakeJob("j-old", 1000));
     REQUIRE(sqlite3_exec(raw, "INSERT INTO attempts VALUES ('j-old', 1, 3, '', 1000, 0, 'node-a')",
                          nullptr, nullptr, nullptr) == SQLITE_OK);
     REQUIRE(sqlite3_exec(raw,
@@ -272,6 +318,154 @@ TEST_CASE("a database at schema version 1 migrates to the current one and keeps 
   REQUIRE(snap->quotas.size() == 1);
   CHECK(snap->quotas[0].gpus() == 2);
   CHECK(snap->jobs.size() == 1);
+}
+
+TEST_CASE("a database at schema version 3 keeps its attempts, and new ones are stored whole") {
+  TempDir dir;
+  const std::string db = dir.path + "/trainctl.db";
+  {
+    sqlite3* raw = nullptr;
+    REQUIRE(sqlite3_open(db.c_str(), &raw) == SQLITE_OK);
+    ExecRaw(raw, kSchemaV1);
+    ExecRaw(raw, kSchemaV1ToV3);
+    ExecRaw(raw, "PRAGMA user_version=3");
+    InsertJobRow(raw, MakeJob("j-old", 1000));
+    // Attempt 1 ended (retried), attempt 2 runs: the columns are all a version 3 row has.
+    ExecRaw(raw,
+            "INSERT INTO attempts VALUES ('j-old', 1, 5, 'Replica worker-0 exited with a "
+            "non-zero status of 134.', 1000, 2500, 'node-a,node-b')");
+    ExecRaw(raw, "INSERT INTO attempts VALUES ('j-old', 2, 3, '', 3000, 0, 'node-b')");
+    sqlite3_close(raw);
+  }
+  Snapshot snap = OpenAndLoad(db);
+  REQUIRE(snap.jobs.size() == 1);
+  REQUIRE(snap.jobs[0].attempts_size() == 2);
+  const v1::Attempt& first = snap.jobs[0].attempts(0);
+  CHECK(first.number() == 1);
+  CHECK(first.state() == v1::JOB_STATE_FAILED);
+  CHECK(first.reason() == "Replica worker-0 exited with a non-zero status of 134.");
+  CHECK(TimestampToMs(first.start_time()) == 1000);
+  CHECK(TimestampToMs(first.end_time()) == 2500);
+  REQUIRE(first.nodes_size() == 2);
+  CHECK(first.nodes(1) == "node-b");
+  CHECK(first.decision().empty());  // never stored before schema 4
+  CHECK(snap.jobs[0].attempts(1).state() == v1::JOB_STATE_RUNNING);
+
+  // Attempt 2 ends after the upgrade and attempt 3 starts: both are stored whole, next to the
+  // old row of attempt 1.
+  v1::Attempt second = snap.jobs[0].attempts(1);
+  second.set_state(v1::JOB_STATE_FAILED);
+  second.set_failure_class("TRANSIENT");
+  second.set_matched_rule("default: transient exit code 134");
+  second.set_replica("worker-0");
+  second.set_node("node-b");
+  second.set_decision("RETRY_JOB");
+  second.mutable_budgets_left()->set_job_retries(1);
+  v1::Attempt third;
+  third.set_number(3);
+  third.set_state(v1::JOB_STATE_PENDING);
+  third.add_nodes("node-c");
+  Batch b;
+  b.attempts = {{"j-old", second}, {"j-old", third}};
+  Snapshot after = CommitReopenLoad(db, b);
+  REQUIRE(after.jobs.size() == 1);
+  REQUIRE(after.jobs[0].attempts_size() == 3);
+  CHECK(testing::Differences(first, after.jobs[0].attempts(0)) == "");
+  CHECK(testing::Differences(second, after.jobs[0].attempts(1)) == "");
+  CHECK(testing::Differences(third, after.jobs[0].attempts(2)) == "");
+}
+
+TEST_CASE("every stored field of a job and its attempts survives closing and reopening") {
+  TempDir dir;
+  v1::Job job;
+  testing::FillEveryField(&job, kComputedWhenRead);
+  // The store keys attempts by (job id, number) and loads them oldest first.
+  REQUIRE(job.attempts_size() == 2);
+  job.mutable_attempts(0)->set_number(1);
+  job.mutable_attempts(1)->set_number(2);
+  Batch b;
+  b.jobs.push_back(job);
+  for (const v1::Attempt& a : job.attempts()) b.attempts.push_back({job.id(), a});
+  Snapshot snap = CommitReopenLoad(dir.path + "/trainctl.db", b);
+  REQUIRE(snap.jobs.size() == 1);
+  CHECK(testing::Differences(job, snap.jobs[0]) == "");
+}
+
+TEST_CASE("an attempt stored whole keeps its indexed columns filled") {
+  TempDir dir;
+  const std::string db = dir.path + "/trainctl.db";
+  v1::Job job = MakeJob("j-1", 1000);
+  v1::Attempt* a = job.mutable_attempts(0);
+  a->set_state(v1::JOB_STATE_FAILED);
+  a->set_reason("lost");
+  *a->mutable_start_time() = MsToTimestamp(1500);
+  *a->mutable_end_time() = MsToTimestamp(2500);
+  a->set_decision("RETRY_JOB");
+  Batch b;
+  b.jobs.push_back(job);
+  b.attempts.push_back({"j-1", *a});
+  CommitReopenLoad(db, b);
+  sqlite3* raw = nullptr;
+  REQUIRE(sqlite3_open(db.c_str(), &raw) == SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  REQUIRE(sqlite3_prepare_v2(raw,
+                             "SELECT number, state, reason, start_ms, end_ms, nodes FROM attempts "
+                             "WHERE job_id = 'j-1'",
+                             -1, &st, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+  CHECK(sqlite3_column_int(st, 0) == 1);
+  CHECK(sqlite3_column_int(st, 1) == v1::JOB_STATE_FAILED);
+  CHECK(std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 2))) == "lost");
+  CHECK(sqlite3_column_int64(st, 3) == 1500);
+  CHECK(sqlite3_column_int64(st, 4) == 2500);
+  CHECK(std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 5))) == "node-a,node-b");
+  sqlite3_finalize(st);
+  sqlite3_close(raw);
+}
+
+TEST_CASE("every stored field of a node, its status message whole, survives a reopen") {
+  TempDir dir;
+  sched::Node n;
+  n.name = "node-a";
+  n.address = "10.0.0.7";
+  n.capacity = {64.5, 515000, 8};
+  n.allocatable = {62.25, 500000, 7};
+  n.labels = {{"zone", "b"}, {"ib", "true"}};
+  n.agent_instance = "i-4711";
+  n.registered_ms = 1700000000123;
+  n.last_heartbeat_ms = 1700000004567;
+  testing::FillEveryField(&n.status);
+  // connected, lost, draining, shutting_down and stale_runs are not stored: the core derives
+  // them again when it restores the node (Core::Restore) and when its agent registers.
+  Batch b;
+  b.nodes.push_back(n);
+  Snapshot snap = CommitReopenLoad(dir.path + "/trainctl.db", b);
+  REQUIRE(snap.nodes.size() == 1);
+  const sched::Node& got = snap.nodes[0];
+  CHECK(got.name == n.name);
+  CHECK(got.address == n.address);
+  CHECK(got.capacity.cpu == n.capacity.cpu);
+  CHECK(got.capacity.memory_mb == n.capacity.memory_mb);
+  CHECK(got.capacity.gpus == n.capacity.gpus);
+  CHECK(got.allocatable.cpu == n.allocatable.cpu);
+  CHECK(got.allocatable.memory_mb == n.allocatable.memory_mb);
+  CHECK(got.allocatable.gpus == n.allocatable.gpus);
+  CHECK(got.labels == n.labels);
+  CHECK(got.agent_instance == n.agent_instance);
+  CHECK(got.registered_ms == n.registered_ms);
+  CHECK(got.last_heartbeat_ms == n.last_heartbeat_ms);
+  CHECK(testing::Differences(n.status, got.status) == "");
+}
+
+TEST_CASE("every field of a quota survives a reopen") {
+  TempDir dir;
+  v1::Quota q;
+  testing::FillEveryField(&q);
+  Batch b;
+  b.quotas.push_back(q);
+  Snapshot snap = CommitReopenLoad(dir.path + "/trainctl.db", b);
+  REQUIRE(snap.quotas.size() == 1);
+  CHECK(testing::Differences(q, snap.quotas[0]) == "");
 }
 
 TEST_CASE("a database from a newer trainctld is refused") {
