@@ -1,37 +1,14 @@
-#include "cli/flags.h"
+#include "common/flags.h"
 
 #include <catch2/catch.hpp>
 
-namespace trainctl::cli {
+#include "tests/common/example_specs.h"
+
+namespace trainctl {
 namespace {
 
-using Kind = FlagSpec::Kind;
-
-const std::vector<FlagSpec> kGlobals = {
-    {"server", 0, Kind::kValue, "HOST:PORT", "", "Server address"},
-    {"help", 'h', Kind::kBool, "", "", "Show help"},
-};
-
-const std::vector<CommandSpec> kCommands = {
-    {"submit", "", "Submit", "", {{"filename", 'f', Kind::kValue, "FILE", "", "Spec file"}}, 0, 0},
-    {"list",
-     "",
-     "List",
-     "",
-     {{"state", 0, Kind::kList, "STATE", "", "State"},
-      {"limit", 0, Kind::kValue, "N", "100", "Limit"},
-      {"output", 'o', Kind::kValue, "FORMAT", "table", "Format"}},
-     0,
-     0},
-    {"logs",
-     "ID",
-     "Logs",
-     "",
-     {{"follow", 'f', Kind::kBool, "", "", "Follow"},
-      {"restart", 0, Kind::kValue, "N", "-1", "Restart"}},
-     1,
-     1},
-};
+using testing::kCommands;
+using testing::kGlobals;
 
 ParsedArgs Parse(const std::vector<std::string>& argv) {
   ParsedArgs parsed;
@@ -139,18 +116,5 @@ TEST_CASE("CheckArgs counts positional arguments", "[flags]") {
         "unexpected argument \"b\" for \"logs\"");
 }
 
-TEST_CASE("FormatCommandUsage lists every flag with its default", "[flags]") {
-  std::string usage = FormatCommandUsage(kCommands[1], kGlobals);
-  CHECK_THAT(usage, Catch::StartsWith("Usage:\n  trainctl list [flags]\n"));
-  CHECK_THAT(usage, Catch::Contains("      --state STATE     State [repeatable]\n"));
-  CHECK_THAT(usage, Catch::Contains("      --limit N         Limit (default 100)\n"));
-  CHECK_THAT(usage, Catch::Contains("  -o, --output FORMAT   Format (default table)\n"));
-  CHECK_THAT(usage, Catch::Contains("Global flags:\n      --server HOST:PORT   Server address\n"));
-  CHECK_THAT(usage, Catch::Contains("  -h, --help               Show help\n"));
-
-  std::string top = FormatUsage("trainctl", kGlobals, kCommands);
-  CHECK_THAT(top, Catch::Contains("  submit   Submit\n  list     List\n  logs     Logs\n"));
-}
-
 }  // namespace
-}  // namespace trainctl::cli
+}  // namespace trainctl

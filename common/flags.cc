@@ -1,4 +1,4 @@
-#include "cli/flags.h"
+#include "common/flags.h"
 
 #include <algorithm>
 #include <utility>
@@ -7,7 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
-namespace trainctl::cli {
+namespace trainctl {
 namespace {
 
 const FlagSpec* LookUp(const std::vector<FlagSpec>& globals, const CommandSpec* command,
@@ -81,28 +81,6 @@ size_t FindCommandIndex(const std::vector<std::string>& argv, const std::vector<
 }
 
 std::string FlagName(const FlagSpec& flag) { return absl::StrCat("--", flag.name); }
-
-// "  -o, --output FORMAT" and its help, aligned in two columns.
-std::string FormatFlags(const std::vector<FlagSpec>& flags) {
-  std::vector<std::pair<std::string, std::string>> rows;
-  size_t width = 0;
-  for (const FlagSpec& f : flags) {
-    std::string left = f.short_name != 0 ? absl::StrCat("-", std::string(1, f.short_name), ", ")
-                                         : std::string("    ");
-    absl::StrAppend(&left, "--", f.name);
-    if (f.kind != FlagSpec::Kind::kBool) absl::StrAppend(&left, " ", f.value_name);
-    std::string right = f.help;
-    if (!f.default_value.empty()) absl::StrAppend(&right, " (default ", f.default_value, ")");
-    if (f.kind == FlagSpec::Kind::kList) absl::StrAppend(&right, " [repeatable]");
-    width = std::max(width, left.size());
-    rows.emplace_back(std::move(left), std::move(right));
-  }
-  std::string out;
-  for (const auto& [left, right] : rows) {
-    absl::StrAppend(&out, "  ", left, std::string(width - left.size() + 3, ' '), right, "\n");
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -200,32 +178,25 @@ const CommandSpec* FindCommand(const std::vector<CommandSpec>& commands, absl::s
   return nullptr;
 }
 
-std::string FormatUsage(absl::string_view header, const std::vector<FlagSpec>& globals,
-                        const std::vector<CommandSpec>& commands) {
-  std::string out = absl::StrCat(header, "\n\nUsage:\n  trainctl [flags] COMMAND [ARGS]\n\n");
-  absl::StrAppend(&out, "Commands:\n");
+std::string FormatFlags(const std::vector<FlagSpec>& flags) {
+  std::vector<std::pair<std::string, std::string>> rows;
   size_t width = 0;
-  for (const CommandSpec& c : commands) width = std::max(width, c.name.size());
-  for (const CommandSpec& c : commands) {
-    absl::StrAppend(&out, "  ", c.name, std::string(width - c.name.size() + 3, ' '), c.summary,
-                    "\n");
+  for (const FlagSpec& f : flags) {
+    std::string left = f.short_name != 0 ? absl::StrCat("-", std::string(1, f.short_name), ", ")
+                                         : std::string("    ");
+    absl::StrAppend(&left, "--", f.name);
+    if (f.kind != FlagSpec::Kind::kBool) absl::StrAppend(&left, " ", f.value_name);
+    std::string right = f.help;
+    if (!f.default_value.empty()) absl::StrAppend(&right, " (default ", f.default_value, ")");
+    if (f.kind == FlagSpec::Kind::kList) absl::StrAppend(&right, " [repeatable]");
+    width = std::max(width, left.size());
+    rows.emplace_back(std::move(left), std::move(right));
   }
-  absl::StrAppend(&out, "\nGlobal flags:\n", FormatFlags(globals));
-  absl::StrAppend(&out,
-                  "\nExit status: 0 on success; 1 when `wait` sees the job end FAILED or "
-                  "CANCELLED;\n2 on any error (usage, bad spec, server error, timeout).\n\n"
-                  "Run 'trainctl COMMAND --help' for the flags of a command.\n");
+  std::string out;
+  for (const auto& [left, right] : rows) {
+    absl::StrAppend(&out, "  ", left, std::string(width - left.size() + 3, ' '), right, "\n");
+  }
   return out;
 }
 
-std::string FormatCommandUsage(const CommandSpec& command, const std::vector<FlagSpec>& globals) {
-  std::string out = absl::StrCat("Usage:\n  trainctl ", command.name);
-  if (!command.args.empty()) absl::StrAppend(&out, " ", command.args);
-  absl::StrAppend(&out, " [flags]\n\n", command.summary, "\n");
-  if (!command.details.empty()) absl::StrAppend(&out, "\n", command.details, "\n");
-  if (!command.flags.empty()) absl::StrAppend(&out, "\nFlags:\n", FormatFlags(command.flags));
-  absl::StrAppend(&out, "\nGlobal flags:\n", FormatFlags(globals));
-  return out;
-}
-
-}  // namespace trainctl::cli
+}  // namespace trainctl

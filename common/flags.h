@@ -1,4 +1,5 @@
-// Command-line parsing for trainctl: `trainctl [global flags] COMMAND [args and flags]`.
+// Command-line parsing shared by trainctl's programs: `PROGRAM [global flags] COMMAND [args and
+// flags]`.
 //
 // Flags may come before or after positional arguments, in the forms `--name value`,
 // `--name=value`, `-n value` and `-nvalue`; a bool flag takes no value (`--follow`) unless given
@@ -19,7 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
-namespace trainctl::cli {
+namespace trainctl {
 
 struct FlagSpec {
   enum class Kind {
@@ -84,11 +85,8 @@ absl::Status CheckArgs(const ParsedArgs& parsed, const CommandSpec& command);
 // The command named `name`, or nullptr.
 const CommandSpec* FindCommand(const std::vector<CommandSpec>& commands, absl::string_view name);
 
-// Help text for the whole program: commands and global flags.
-std::string FormatUsage(absl::string_view header, const std::vector<FlagSpec>& globals,
-                        const std::vector<CommandSpec>& commands);
+// The flags as a table for help text, one row a flag: "  -o, --output FORMAT   Format (default
+// table)", the help of every row starting in one column.
+std::string FormatFlags(const std::vector<FlagSpec>& flags);
 
-// Help text for one command: usage line, details, its flags, then the global flags.
-std::string FormatCommandUsage(const CommandSpec& command, const std::vector<FlagSpec>& globals);
-
-}  // namespace trainctl::cli
+}  // namespace trainctl
