@@ -7,6 +7,8 @@
 namespace trainctl {
 namespace {
 
+using Kind = FlagSpec::Kind;
+
 using testing::kCommands;
 using testing::kGlobals;
 
@@ -114,6 +116,86 @@ TEST_CASE("CheckArgs counts positional arguments", "[flags]") {
   CHECK(CheckArgs(Parse({"logs"}), logs).message() == "\"logs\" needs ID");
   CHECK(CheckArgs(Parse({"logs", "a", "b"}), logs).message() ==
         "unexpected argument \"b\" for \"logs\"");
+}
+
+TEST_CASE("ParseArgs says what it rejected, for programs that word their own messages", "[flags]") {
+  using ErrorKind = ArgsError::Kind;
+  struct Case {
+    std::vector<std::string> argv;
+    ErrorKind kind;
+    const char* arg;
+    const char* flag;
+    const char* value;
+  };
+  const Case cases[] = {
+      {{"list"}, ErrorKind::kNone, "", "", ""},
+      {{"frobnicate"}, ErrorKind::kUnknownCommand, "frobnicate", "", ""},
+      {{"list", "--bogus=1"}, ErrorKind::kUnknownFlag, "--bogus=1", "", ""},
+      {{"list", "--limit"}, ErrorKind::kMissingValue, "--limit", "limit", ""},
+      {{"-o", "list"}, ErrorKind::kMissingValue, "-o", "output", ""},
+      {{"logs", "--follow=maybe"}, ErrorKind::kBadBool, "--follow=maybe", "follow", "maybe"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.argv.back());
+    ParsedArgs parsed;
+    CHECK(ParseArgs(c.argv, kGlobals, kCommands, &parsed).ok() == (c.kind == ErrorKind::kNone));
+    CHECK(parsed.error().kind == c.kind);
+    CHECK(parsed.error().arg == c.arg);
+    CHECK(parsed.error().flag.name == c.flag);
+    CHECK(parsed.error().value == c.value);
+  }
+}
+
+TEST_CASE("ParseArgs without commands takes flags only", "[flags]") {
+  ParsedArgs parsed;
+  REQUIRE(ParseArgs({"--server", "a:1", "-h"}, kGlobals, {}, &parsed).ok());
+  CHECK(parsed.command().empty());
+  CHECK(parsed.Get("server") == "a:1");
+  CHECK(parsed.GetBool("help"));
+
+  struct Case {
+    std::vector<std::string> argv;
+    const char* error;
+  };
+  const Case cases[] = {
+      {{"stray"}, "unexpected argument \"stray\""},
+      {{"--server=a:1", "--", "-x"}, "unexpected argument \"-x\""},
+      {{"--bogus"}, "unknown flag \"--bogus\""},
+      {{"--server"}, "flag --server needs a value (HOST:PORT)"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.argv[0]);
+    CHECK(ParseArgs(c.argv, kGlobals, {}, &parsed).message() == c.error);
+  }
+  CHECK(parsed.error().kind == ArgsError::Kind::kMissingValue);
+}
+
+TEST_CASE("FormatFlags puts a flag too wide for the column on a line of its own", "[flags]") {
+  const std::vector<FlagSpec> flags = {
+      {"inject-launch-failures", 0, Kind::kValue, "N", "0", "Fail launches"},
+      {"cpus", 0, Kind::kValue, "N", "", "CPU cores"},
+  };
+  CHECK(FormatFlags(flags) == "      --inject-launch-failures N\n" + std::string(17, ' ') +
+                                  "Fail launches (default 0)\n"
+                                  "      --cpus N   CPU cores\n");
+}
+
+TEST_CASE("FormatFlagGroups aligns every group alike and wraps the help", "[flags]") {
+  const std::vector<FlagGroup> groups = {
+      {"Required:", {{"work-dir", 0, Kind::kValue, "DIR", "", "Where jobs run"}}},
+      {"Optional:",
+       {{"log-level", 0, Kind::kValue, "LEVEL", "info", "How much to log"},
+        {"help", 'h', Kind::kBool, "", "", std::string(45, 'x') + " " + std::string(40, 'y')}}},
+  };
+  CHECK(AllFlags(groups).size() == 3);
+  CHECK(FormatFlagGroups(groups) ==
+        "Required:\n"
+        "      --work-dir DIR      Where jobs run\n"
+        "\n"
+        "Optional:\n"
+        "      --log-level LEVEL   How much to log (default info)\n"
+        "  -h, --help              " +
+            std::string(45, 'x') + "\n" + std::string(26, ' ') + std::string(40, 'y') + "\n");
 }
 
 }  // namespace
