@@ -14,6 +14,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/flags.h"
+#include "common/status_macros.h"
 #include "common/time_util.h"
 
 namespace trainctl::agent {
@@ -72,9 +74,101 @@ absl::Status ParseDurationFlag(absl::string_view flag, absl::string_view text, b
   return absl::OkStatus();
 }
 
-// Flags that take no value: "--flag" means true; "--flag=false" is accepted.
-bool IsBoolFlag(absl::string_view name) {
-  return name == "--check" || name == "--infiniband" || name == "--preflight";
+using Kind = FlagSpec::Kind;
+
+// The flags, grouped as --help lists them. Defaults live in AgentFlags (and NodeCheckConfig); the
+// help states them.
+std::vector<FlagGroup> AgentFlagGroups() {
+  return {
+      {"Required:",
+       {{"scheduler", 0, Kind::kValue, "HOST:PORT", "",
+         "address of the scheduler's agent endpoint"},
+        {"node", 0, Kind::kValue, "NAME", "",
+         "unique node name: lowercase letters, digits and '-', at most 63"},
+        {"work-dir", 0, Kind::kValue, "DIR", "",
+         "where job working directories and logs live; created if missing"}}},
+      {"Optional:",
+       {{"address", 0, Kind::kValue, "ADDR", "",
+         "address other replicas use to reach this node (default: hostname)"},
+        {"cpus", 0, Kind::kValue, "N", "",
+         "CPU cores to offer (default: detected from the CPU affinity mask)"},
+        {"memory-mb", 0, Kind::kValue, "N", "",
+         "memory to offer, in MiB (default: detected, MemTotal)"},
+        {"gpus", 0, Kind::kValue, "N", "",
+         "GPUs to offer (default: detected, number of /dev/nvidia<N>)"},
+        {"reserve-cpu", 0, Kind::kValue, "N", "", "CPU cores kept back from trainctl (default: 0)"},
+        {"reserve-memory-mb", 0, Kind::kValue, "N", "",
+         "memory kept back from trainctl, in MiB (default: 0)"},
+        {"labels", 0, Kind::kValue, "k=v,k=v", "", "node labels (default: none)"},
+        {"log-level", 0, Kind::kValue, "LEVEL", "",
+         "trace, debug, info, warn, error, critical or off (default: info)"},
+        {"inject-launch-failures", 0, Kind::kValue, "N", "",
+         "testing only: fail the first N launches as the host's fault, -1 for every launch "
+         "(default: 0)"},
+        {"help", 'h', Kind::kBool, "", "", "print this text and exit"}}},
+      {"Host checks (thresholds are this host's; each passes when strictly above):",
+       {{"check", 0, Kind::kBool, "", "",
+         "run the host check items once, print one \"item ...\" line each and exit 0 if all "
+         "passed, else 1; needs only --work-dir"},
+        {"gpus-needed", 0, Kind::kValue, "N", "",
+         "with --check: GPUs gpu-check requires (default: 0, always passes)"},
+        {"hostnames", 0, Kind::kValue, "a,b", "",
+         "with --check: hostnames dns must resolve (default: none)"},
+        {"check-disk-root-path", 0, Kind::kValue, "P", "",
+         "filesystem of disk-size root (default: /)"},
+        {"check-disk-root-gb", 0, Kind::kValue, "N", "",
+         "free GB disk-size root requires (default: 32)"},
+        {"check-disk-shm-path", 0, Kind::kValue, "P", "",
+         "filesystem of disk-size shm (default: /dev/shm)"},
+        {"check-disk-shm-gb", 0, Kind::kValue, "N", "",
+         "free GB disk-size shm requires (default: 1)"},
+        {"check-disk-cache-gb", 0, Kind::kValue, "N", "",
+         "free GB disk-size cache (the --work-dir filesystem) requires (default: 32)"},
+        {"infiniband", 0, Kind::kBool, "", "",
+         "this host uses an InfiniBand network: enables the ulimit item (default: false)"},
+        {"check-memlock-kib", 0, Kind::kValue, "N", "",
+         "ulimit: max locked memory in KiB (default: 16000)"},
+        {"check-nofile", 0, Kind::kValue, "N", "", "ulimit: open files (default: 1000000)"},
+        {"check-stack-kib", 0, Kind::kValue, "N", "", "ulimit: stack size in KiB (default: 8000)"},
+        {"check-nproc", 0, Kind::kValue, "N", "",
+         "ulimit: max user processes (default: 1000000)"}}},
+      {"Health checks (each run is reported to the scheduler; a failed one isolates the node):",
+       {{"preflight", 0, Kind::kBool, "", "",
+         "run the host check items for each job attempt before its replicas start here; on "
+         "failure they do not start; --preflight=false turns it off (default: true)"},
+        {"health-check-interval", 0, Kind::kValue, "D", "",
+         "run the host check items and the health program every D, starting at once; 0 turns "
+         "periodic checks off, leaving only the runs the scheduler asks for (default: 60s)"},
+        {"health-check-program", 0, Kind::kValue, "P", "",
+         "operator's program, run periodically and after every abnormal replica exit as item "
+         "health-program: exit 0 passes, else the first line of its output is the reason; gets "
+         "TRAINCTL_NODE and TRAINCTL_WORK_DIR (default: none)"},
+        {"health-check-timeout", 0, Kind::kValue, "D", "",
+         "kill the health program's process group after D (default: 30s)"},
+        {"startup-script", 0, Kind::kValue, "P", "",
+         "run when the agent starts and before re-registering after a lost connection; a "
+         "failure keeps the node isolated; same environment as the health program "
+         "(default: none)"},
+        {"startup-script-timeout", 0, Kind::kValue, "D", "",
+         "kill the startup script's process group after D (default: 5m)"}}},
+  };
+}
+
+// What the parser rejected, in the agent's words.
+absl::Status Reword(const ArgsError& error) {
+  const std::string flag = absl::StrCat("--", error.flag.name);
+  switch (error.kind) {
+    case ArgsError::Kind::kMissingValue:
+      return absl::InvalidArgumentError(absl::StrCat(flag, ": missing value"));
+    case ArgsError::Kind::kBadBool:
+      return BadValue(flag, "true or false", error.value);
+    case ArgsError::Kind::kUnexpectedArgument:
+      return absl::InvalidArgumentError(
+          absl::StrCat("unexpected argument \"", error.arg, "\" (see --help)"));
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown flag \"", error.arg.substr(0, error.arg.find('=')), "\" (see --help)"));
+  }
 }
 
 }  // namespace
@@ -127,72 +221,18 @@ absl::Status ResolvePrograms(AgentFlags* flags) {
 }
 
 std::string AgentUsage() {
-  return R"(usage: trainctl-agent --scheduler HOST:PORT --node NAME --work-dir DIR [flag]...
-       trainctl-agent --check --work-dir DIR [--gpus-needed N] [--hostnames a,b] [flag]...
-
-Runs the replicas the trainctl scheduler places on this node.
-
-Required:
-  --scheduler HOST:PORT    address of the scheduler's agent endpoint
-  --node NAME              unique node name: lowercase letters, digits and '-', at most 63
-  --work-dir DIR           where job working directories and logs live; created if missing
-
-Optional:
-  --address ADDR           address other replicas use to reach this node (default: hostname)
-  --cpus N                 CPU cores to offer (default: detected from the CPU affinity mask)
-  --memory-mb N            memory to offer, in MiB (default: detected, MemTotal)
-  --gpus N                 GPUs to offer (default: detected, number of /dev/nvidia<N>)
-  --reserve-cpu N          CPU cores kept back from trainctl (default: 0)
-  --reserve-memory-mb N    memory kept back from trainctl, in MiB (default: 0)
-  --labels k=v,k=v         node labels (default: none)
-  --log-level LEVEL        trace, debug, info, warn, error, critical or off (default: info)
-  --inject-launch-failures N
-                           testing only: fail the first N launches as the host's fault, -1 for
-                           every launch (default: 0)
-  --help                   print this text and exit
-
-Host checks (thresholds are this host's; each passes when strictly above):
-  --check                  run the host check items once, print one "item ..." line each and
-                           exit 0 if all passed, else 1; needs only --work-dir
-  --gpus-needed N          with --check: GPUs gpu-check requires (default: 0, always passes)
-  --hostnames a,b          with --check: hostnames dns must resolve (default: none)
-  --check-disk-root-path P filesystem of disk-size root (default: /)
-  --check-disk-root-gb N   free GB disk-size root requires (default: 32)
-  --check-disk-shm-path P  filesystem of disk-size shm (default: /dev/shm)
-  --check-disk-shm-gb N    free GB disk-size shm requires (default: 1)
-  --check-disk-cache-gb N  free GB disk-size cache (the --work-dir filesystem) requires
-                           (default: 32)
-  --infiniband             this host uses an InfiniBand network: enables the ulimit item
-                           (default: false)
-  --check-memlock-kib N    ulimit: max locked memory in KiB (default: 16000)
-  --check-nofile N         ulimit: open files (default: 1000000)
-  --check-stack-kib N      ulimit: stack size in KiB (default: 8000)
-  --check-nproc N          ulimit: max user processes (default: 1000000)
-
-Health checks (each run is reported to the scheduler; a failed one isolates the node):
-  --preflight[=false]      run the host check items for each job attempt before its replicas
-                           start here; on failure they do not start (default: true)
-  --health-check-interval D
-                           run the host check items and the health program every D, starting
-                           at once; 0 turns periodic checks off, leaving only the runs the
-                           scheduler asks for (default: 60s)
-  --health-check-program P operator's program, run periodically and after every abnormal replica
-                           exit as item health-program: exit 0 passes, else the first line of
-                           its output is the reason; gets TRAINCTL_NODE and TRAINCTL_WORK_DIR
-                           (default: none)
-  --health-check-timeout D kill the health program's process group after D (default: 30s)
-  --startup-script P       run when the agent starts and before re-registering after a lost
-                           connection; a failure keeps the node isolated; same environment as
-                           the health program (default: none)
-  --startup-script-timeout D
-                           kill the startup script's process group after D (default: 5m)
-Durations: 500ms, 30s, 5m, 1h, 1h30m, or a number of seconds.
-
-Flags take their value as "--flag value" or "--flag=value". On SIGTERM or SIGINT the agent stops
-its replicas (SIGTERM, then SIGKILL after 10s), reports their exits and exits 0. Replicas that
-outlive a crashed or SIGKILLed agent are found at the next start through the run records in
---work-dir, registered as running, and stopped if the scheduler no longer wants them.
-)";
+  return absl::StrCat(
+      "usage: trainctl-agent --scheduler HOST:PORT --node NAME --work-dir DIR [flag]...\n"
+      "       trainctl-agent --check --work-dir DIR [--gpus-needed N] [--hostnames a,b] "
+      "[flag]...\n\n"
+      "Runs the replicas the trainctl scheduler places on this node.\n\n",
+      FormatFlagGroups(AgentFlagGroups()),
+      "\nDurations: 500ms, 30s, 5m, 1h, 1h30m, or a number of seconds.\n\n"
+      "Flags take their value as \"--flag value\" or \"--flag=value\". On SIGTERM or SIGINT the "
+      "agent stops\nits replicas (SIGTERM, then SIGKILL after 10s), reports their exits and exits "
+      "0. Replicas that\noutlive a crashed or SIGKILLed agent are found at the next start "
+      "through the run records in\n--work-dir, registered as running, and stopped if the "
+      "scheduler no longer wants them.\n");
 }
 
 absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args) {
@@ -273,31 +313,21 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
          return absl::OkStatus();
        }},
   };
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "--help" || arg == "-h") {
-      flags.help = true;
-      return flags;
-    }
-    size_t eq = arg.find('=');
-    std::string name = arg.substr(0, eq);
-    auto it = setters.find(name);
-    if (it == setters.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(arg.rfind("-", 0) == 0 ? "unknown flag " : "unexpected argument ", "\"",
-                       name, "\" (see --help)"));
-    }
-    std::string value;
-    if (eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-    } else if (IsBoolFlag(name)) {
-      value = "true";
-    } else if (i + 1 < args.size()) {
-      value = args[++i];
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(name, ": missing value"));
-    }
-    if (absl::Status s = it->second(name, value); !s.ok()) return s;
+  const std::vector<FlagSpec> specs = AllFlags(AgentFlagGroups());
+  ParsedArgs parsed;
+  absl::Status status = ParseArgs(args, specs, {}, &parsed);
+  // What came before an error was parsed: --help wins over what follows it.
+  if (parsed.GetBool("help")) {
+    flags.help = true;
+    return flags;
+  }
+  if (!status.ok()) return Reword(parsed.error());
+  for (const FlagSpec& spec : specs) {
+    if (spec.name == "help" || !parsed.IsSet(spec.name)) continue;
+    const std::string flag = absl::StrCat("--", spec.name);
+    auto it = setters.find(flag);
+    if (it == setters.end()) return absl::InternalError(absl::StrCat(flag, " has no setter"));
+    TC_RETURN_IF_ERROR(it->second(flag, parsed.Get(spec.name)));
   }
   flags.checks.host.cache.path = flags.work_dir;
   if (flags.check) {

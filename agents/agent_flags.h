@@ -22,7 +22,8 @@
 namespace trainctl::agent {
 
 struct AgentFlags {
-  // --help was given; nothing else is validated.
+  // -h/--help was given; nothing else is validated, and errors in the arguments after it are
+  // ignored.
   bool help = false;
   // Required.
   std::string scheduler;
@@ -50,9 +51,10 @@ struct AgentFlags {
   NodeCheckConfig checks;
 };
 
-// Parses the arguments after the program name. Accepts "--flag value" and "--flag=value".
-// INVALID_ARGUMENT naming the flag for an unknown flag, a missing or malformed value, or a
-// missing required flag. --check needs only --work-dir.
+// Parses the arguments after the program name with common/flags.h: "--flag value",
+// "--flag=value"; a bool flag alone or as "--flag=false"; -h for --help. The last value of a flag
+// given twice wins. INVALID_ARGUMENT naming the flag for an unknown flag, a missing or malformed
+// value, or a missing required flag. --check needs only --work-dir.
 absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args);
 
 // Makes --health-check-program and --startup-script absolute, and checks that each names an

@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "cli/client.h"
-#include "cli/flags.h"
+#include "common/flags.h"
 
 namespace trainctl::cli {
 

@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/client.h"
 #include "cli/commands.h"
-#include "cli/flags.h"
+#include "cli/usage.h"
 
 #ifndef TRAINCTL_VERSION
 #define TRAINCTL_VERSION "dev"

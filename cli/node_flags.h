@@ -19,7 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "cli/flags.h"
+#include "common/flags.h"
 #include "trainctl/v1/job.pb.h"
 
 namespace trainctl::cli {

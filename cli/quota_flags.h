@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "cli/flags.h"
+#include "common/flags.h"
 #include "trainctl/v1/job.pb.h"
 
 namespace trainctl::cli {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "tests/agents/test_util.h"
 
 namespace trainctl::agent {
@@ -242,6 +243,25 @@ TEST_CASE("the usage lists every flag", "[agent_flags]") {
   for (const char* default_text :
        {"(default: 60s)", "(default: 30s)", "(default: 5m)", "(default: true)"}) {
     CHECK(absl::StrContains(AgentUsage(), default_text));
+  }
+}
+
+TEST_CASE("command line errors keep the agent's words", "[agent_flags]") {
+  auto error_of = [](const Args& args) {
+    return std::string(ParseAgentFlags(args).status().message());
+  };
+  CHECK(error_of(With({"--bogus=1"})) == "unknown flag \"--bogus\" (see --help)");
+  CHECK(error_of(With({"-x"})) == "unknown flag \"-x\" (see --help)");
+  CHECK(error_of(With({"stray"})) == "unexpected argument \"stray\" (see --help)");
+  CHECK(error_of(With({"--gpus"})) == "--gpus: missing value");
+  CHECK(error_of(With({"--check=maybe"})) == "--check: expected true or false, got \"maybe\"");
+  // --help wins over what follows it, not over what came before.
+  CHECK(ParseAgentFlags({"-h"})->help);
+  CHECK(ParseAgentFlags({"--help", "--bogus"})->help);
+  CHECK_FALSE(ParseAgentFlags({"--bogus", "--help"}).ok());
+  for (absl::string_view line : absl::StrSplit(AgentUsage(), '\n')) {
+    INFO(line);
+    CHECK(line.size() <= 100);
   }
 }
 

@@ -1,4 +1,4 @@
-#include "cli/flags.h"
+#include "common/flags.h"
 
 #include <algorithm>
 #include <utility>
@@ -6,8 +6,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
-namespace trainctl::cli {
+namespace trainctl {
 namespace {
 
 const FlagSpec* LookUp(const std::vector<FlagSpec>& globals, const CommandSpec* command,
@@ -80,26 +81,100 @@ size_t FindCommandIndex(const std::vector<std::string>& argv, const std::vector<
   return argv.size();
 }
 
-std::string FlagName(const FlagSpec& flag) { return absl::StrCat("--", flag.name); }
+ArgsError MakeError(ArgsError::Kind kind, const std::string& arg, const FlagSpec* flag = nullptr,
+                    std::string value = "") {
+  return ArgsError{kind, arg, flag != nullptr ? *flag : FlagSpec(), std::move(value)};
+}
 
-// "  -o, --output FORMAT" and its help, aligned in two columns.
-std::string FormatFlags(const std::vector<FlagSpec>& flags) {
-  std::vector<std::pair<std::string, std::string>> rows;
-  size_t width = 0;
-  for (const FlagSpec& f : flags) {
-    std::string left = f.short_name != 0 ? absl::StrCat("-", std::string(1, f.short_name), ", ")
-                                         : std::string("    ");
-    absl::StrAppend(&left, "--", f.name);
-    if (f.kind != FlagSpec::Kind::kBool) absl::StrAppend(&left, " ", f.value_name);
-    std::string right = f.help;
-    if (!f.default_value.empty()) absl::StrAppend(&right, " (default ", f.default_value, ")");
-    if (f.kind == FlagSpec::Kind::kList) absl::StrAppend(&right, " [repeatable]");
-    width = std::max(width, left.size());
-    rows.emplace_back(std::move(left), std::move(right));
+// ParseArgs's message for `error`, in trainctl's words. `command`: the command, or nullptr.
+std::string Describe(const ArgsError& error, const CommandSpec* command) {
+  using Kind = ArgsError::Kind;
+  switch (error.kind) {
+    case Kind::kUnknownCommand:
+      return absl::StrCat("unknown command \"", error.arg, "\"");
+    case Kind::kUnexpectedArgument:
+      return absl::StrCat("unexpected argument \"", error.arg, "\"");
+    case Kind::kUnknownFlag:
+      return absl::StrCat("unknown flag \"", error.arg, "\"",
+                          command != nullptr ? absl::StrCat(" for \"", command->name, "\"") : "");
+    case Kind::kMissingValue:
+      return absl::StrCat("flag --", error.flag.name, " needs a value (", error.flag.value_name,
+                          ")");
+    case Kind::kBadBool:
+      return absl::StrCat("flag --", error.flag.name, " takes true or false, got \"", error.value,
+                          "\"");
+    case Kind::kNone:
+      break;
   }
+  return "";
+}
+
+// Help text is laid out in two columns: "  FLAG   HELP". A flag wider than kMaxFlagWidth stands on
+// a line of its own, so that one long name does not push every row's help to the right.
+constexpr size_t kMaxFlagWidth = 28;
+// Where FormatFlagGroups wraps the help.
+constexpr size_t kLineWidth = 100;
+
+struct FlagRow {
+  std::string flag;  // "-o, --output FORMAT"
+  std::string help;  // "Format (default table)"
+};
+
+std::vector<FlagRow> MakeRows(const std::vector<FlagSpec>& flags) {
+  std::vector<FlagRow> rows;
+  for (const FlagSpec& f : flags) {
+    FlagRow row;
+    row.flag = f.short_name != 0 ? absl::StrCat("-", std::string(1, f.short_name), ", ")
+                                 : std::string("    ");
+    absl::StrAppend(&row.flag, "--", f.name);
+    if (f.kind != FlagSpec::Kind::kBool) absl::StrAppend(&row.flag, " ", f.value_name);
+    row.help = f.help;
+    if (!f.default_value.empty()) absl::StrAppend(&row.help, " (default ", f.default_value, ")");
+    if (f.kind == FlagSpec::Kind::kList) absl::StrAppend(&row.help, " [repeatable]");
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+// The width of the flag column: that of the widest flag that fits kMaxFlagWidth.
+size_t FlagWidth(const std::vector<FlagRow>& rows) {
+  size_t width = 0;
+  for (const FlagRow& row : rows) {
+    if (row.flag.size() <= kMaxFlagWidth) width = std::max(width, row.flag.size());
+  }
+  return width;
+}
+
+// `text` broken at spaces into lines of at most `width` characters; a longer word stands alone.
+std::vector<std::string> Wrap(const std::string& text, size_t width) {
+  std::vector<std::string> lines;
+  std::string line;
+  for (absl::string_view word : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      lines.push_back(std::move(line));
+      line.clear();
+    }
+    absl::StrAppend(&line, line.empty() ? "" : " ", word);
+  }
+  if (!line.empty() || lines.empty()) lines.push_back(std::move(line));
+  return lines;
+}
+
+// `rows` with their help starting `width` + 5 columns in; `wrap`: wrapped to kLineWidth.
+std::string FormatRows(const std::vector<FlagRow>& rows, size_t width, bool wrap) {
+  const std::string indent(width + 5, ' ');
   std::string out;
-  for (const auto& [left, right] : rows) {
-    absl::StrAppend(&out, "  ", left, std::string(width - left.size() + 3, ' '), right, "\n");
+  for (const FlagRow& row : rows) {
+    std::vector<std::string> help =
+        wrap ? Wrap(row.help, kLineWidth - indent.size()) : std::vector<std::string>{row.help};
+    size_t next = 0;
+    if (row.flag.size() > width) {
+      absl::StrAppend(&out, "  ", row.flag, "\n");
+    } else {
+      absl::StrAppend(&out, "  ", row.flag, std::string(width - row.flag.size() + 3, ' '),
+                      help[next++], "\n");
+    }
+    for (; next < help.size(); ++next) absl::StrAppend(&out, indent, help[next], "\n");
   }
   return out;
 }
@@ -120,6 +195,7 @@ std::vector<std::string> ParsedArgs::GetAll(const std::string& name) const {
 
 absl::Status ParseArgs(const std::vector<std::string>& argv, const std::vector<FlagSpec>& globals,
                        const std::vector<CommandSpec>& commands, ParsedArgs* out) {
+  using ErrorKind = ArgsError::Kind;
   *out = ParsedArgs();
   for (const FlagSpec& f : globals) out->defaults_[f.name] = f.default_value;
   const size_t command_index = FindCommandIndex(argv, globals, commands);
@@ -129,13 +205,19 @@ absl::Status ParseArgs(const std::vector<std::string>& argv, const std::vector<F
     out->command_ = command->name;
     for (const FlagSpec& f : command->flags) out->defaults_[f.name] = f.default_value;
   }
+  auto reject = [&](ArgsError error) {
+    absl::Status status = absl::InvalidArgumentError(Describe(error, command));
+    out->error_ = std::move(error);
+    return status;
+  };
   bool flags_done = false;
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& arg = argv[i];
     if (i == command_index) continue;
     if (flags_done || !IsFlag(arg)) {
+      if (commands.empty()) return reject(MakeError(ErrorKind::kUnexpectedArgument, arg));
       if (command == nullptr || i < command_index) {
-        return absl::InvalidArgumentError(absl::StrCat("unknown command \"", arg, "\""));
+        return reject(MakeError(ErrorKind::kUnknownCommand, arg));
       }
       out->args_.push_back(arg);
       continue;
@@ -151,11 +233,7 @@ absl::Status ParseArgs(const std::vector<std::string>& argv, const std::vector<F
         t.has_value && arg[2] != '=') {
       flag = nullptr;
     }
-    if (flag == nullptr) {
-      std::string where =
-          command != nullptr ? absl::StrCat(" for \"", command->name, "\"") : std::string();
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag \"", arg, "\"", where));
-    }
+    if (flag == nullptr) return reject(MakeError(ErrorKind::kUnknownFlag, arg));
     std::string value = std::move(t.value);
     if (flag->kind == FlagSpec::Kind::kBool) {
       const std::string v = absl::AsciiStrToLower(value);
@@ -164,13 +242,11 @@ absl::Status ParseArgs(const std::vector<std::string>& argv, const std::vector<F
       } else if (v == "false" || v == "0") {
         value = "false";
       } else {
-        return absl::InvalidArgumentError(
-            absl::StrCat("flag ", FlagName(*flag), " takes true or false, got \"", value, "\""));
+        return reject(MakeError(ErrorKind::kBadBool, arg, flag, value));
       }
     } else if (!t.has_value) {
       if (i + 1 >= argv.size() || i + 1 == command_index) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("flag ", FlagName(*flag), " needs a value (", flag->value_name, ")"));
+        return reject(MakeError(ErrorKind::kMissingValue, arg, flag));
       }
       value = argv[++i];
     }
@@ -200,32 +276,25 @@ const CommandSpec* FindCommand(const std::vector<CommandSpec>& commands, absl::s
   return nullptr;
 }
 
-std::string FormatUsage(absl::string_view header, const std::vector<FlagSpec>& globals,
-                        const std::vector<CommandSpec>& commands) {
-  std::string out = absl::StrCat(header, "\n\nUsage:\n  trainctl [flags] COMMAND [ARGS]\n\n");
-  absl::StrAppend(&out, "Commands:\n");
-  size_t width = 0;
-  for (const CommandSpec& c : commands) width = std::max(width, c.name.size());
-  for (const CommandSpec& c : commands) {
-    absl::StrAppend(&out, "  ", c.name, std::string(width - c.name.size() + 3, ' '), c.summary,
-                    "\n");
+std::string FormatFlags(const std::vector<FlagSpec>& flags) {
+  std::vector<FlagRow> rows = MakeRows(flags);
+  return FormatRows(rows, FlagWidth(rows), /*wrap=*/false);
+}
+
+std::vector<FlagSpec> AllFlags(const std::vector<FlagGroup>& groups) {
+  std::vector<FlagSpec> flags;
+  for (const FlagGroup& g : groups) flags.insert(flags.end(), g.flags.begin(), g.flags.end());
+  return flags;
+}
+
+std::string FormatFlagGroups(const std::vector<FlagGroup>& groups) {
+  const size_t width = FlagWidth(MakeRows(AllFlags(groups)));
+  std::string out;
+  for (const FlagGroup& g : groups) {
+    absl::StrAppend(&out, out.empty() ? "" : "\n", g.heading, "\n",
+                    FormatRows(MakeRows(g.flags), width, /*wrap=*/true));
   }
-  absl::StrAppend(&out, "\nGlobal flags:\n", FormatFlags(globals));
-  absl::StrAppend(&out,
-                  "\nExit status: 0 on success; 1 when `wait` sees the job end FAILED or "
-                  "CANCELLED;\n2 on any error (usage, bad spec, server error, timeout).\n\n"
-                  "Run 'trainctl COMMAND --help' for the flags of a command.\n");
   return out;
 }
 
-std::string FormatCommandUsage(const CommandSpec& command, const std::vector<FlagSpec>& globals) {
-  std::string out = absl::StrCat("Usage:\n  trainctl ", command.name);
-  if (!command.args.empty()) absl::StrAppend(&out, " ", command.args);
-  absl::StrAppend(&out, " [flags]\n\n", command.summary, "\n");
-  if (!command.details.empty()) absl::StrAppend(&out, "\n", command.details, "\n");
-  if (!command.flags.empty()) absl::StrAppend(&out, "\nFlags:\n", FormatFlags(command.flags));
-  absl::StrAppend(&out, "\nGlobal flags:\n", FormatFlags(globals));
-  return out;
-}
-
-}  // namespace trainctl::cli
+}  // namespace trainctl

@@ -1,37 +1,16 @@
-#include "cli/flags.h"
+#include "common/flags.h"
 
 #include <catch2/catch.hpp>
 
-namespace trainctl::cli {
+#include "tests/common/example_specs.h"
+
+namespace trainctl {
 namespace {
 
 using Kind = FlagSpec::Kind;
 
-const std::vector<FlagSpec> kGlobals = {
-    {"server", 0, Kind::kValue, "HOST:PORT", "", "Server address"},
-    {"help", 'h', Kind::kBool, "", "", "Show help"},
-};
-
-const std::vector<CommandSpec> kCommands = {
-    {"submit", "", "Submit", "", {{"filename", 'f', Kind::kValue, "FILE", "", "Spec file"}}, 0, 0},
-    {"list",
-     "",
-     "List",
-     "",
-     {{"state", 0, Kind::kList, "STATE", "", "State"},
-      {"limit", 0, Kind::kValue, "N", "100", "Limit"},
-      {"output", 'o', Kind::kValue, "FORMAT", "table", "Format"}},
-     0,
-     0},
-    {"logs",
-     "ID",
-     "Logs",
-     "",
-     {{"follow", 'f', Kind::kBool, "", "", "Follow"},
-      {"restart", 0, Kind::kValue, "N", "-1", "Restart"}},
-     1,
-     1},
-};
+using testing::kCommands;
+using testing::kGlobals;
 
 ParsedArgs Parse(const std::vector<std::string>& argv) {
   ParsedArgs parsed;
@@ -139,18 +118,85 @@ TEST_CASE("CheckArgs counts positional arguments", "[flags]") {
         "unexpected argument \"b\" for \"logs\"");
 }
 
-TEST_CASE("FormatCommandUsage lists every flag with its default", "[flags]") {
-  std::string usage = FormatCommandUsage(kCommands[1], kGlobals);
-  CHECK_THAT(usage, Catch::StartsWith("Usage:\n  trainctl list [flags]\n"));
-  CHECK_THAT(usage, Catch::Contains("      --state STATE     State [repeatable]\n"));
-  CHECK_THAT(usage, Catch::Contains("      --limit N         Limit (default 100)\n"));
-  CHECK_THAT(usage, Catch::Contains("  -o, --output FORMAT   Format (default table)\n"));
-  CHECK_THAT(usage, Catch::Contains("Global flags:\n      --server HOST:PORT   Server address\n"));
-  CHECK_THAT(usage, Catch::Contains("  -h, --help               Show help\n"));
+TEST_CASE("ParseArgs says what it rejected, for programs that word their own messages", "[flags]") {
+  using ErrorKind = ArgsError::Kind;
+  struct Case {
+    std::vector<std::string> argv;
+    ErrorKind kind;
+    const char* arg;
+    const char* flag;
+    const char* value;
+  };
+  const Case cases[] = {
+      {{"list"}, ErrorKind::kNone, "", "", ""},
+      {{"frobnicate"}, ErrorKind::kUnknownCommand, "frobnicate", "", ""},
+      {{"list", "--bogus=1"}, ErrorKind::kUnknownFlag, "--bogus=1", "", ""},
+      {{"list", "--limit"}, ErrorKind::kMissingValue, "--limit", "limit", ""},
+      {{"-o", "list"}, ErrorKind::kMissingValue, "-o", "output", ""},
+      {{"logs", "--follow=maybe"}, ErrorKind::kBadBool, "--follow=maybe", "follow", "maybe"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.argv.back());
+    ParsedArgs parsed;
+    CHECK(ParseArgs(c.argv, kGlobals, kCommands, &parsed).ok() == (c.kind == ErrorKind::kNone));
+    CHECK(parsed.error().kind == c.kind);
+    CHECK(parsed.error().arg == c.arg);
+    CHECK(parsed.error().flag.name == c.flag);
+    CHECK(parsed.error().value == c.value);
+  }
+}
 
-  std::string top = FormatUsage("trainctl", kGlobals, kCommands);
-  CHECK_THAT(top, Catch::Contains("  submit   Submit\n  list     List\n  logs     Logs\n"));
+TEST_CASE("ParseArgs without commands takes flags only", "[flags]") {
+  ParsedArgs parsed;
+  REQUIRE(ParseArgs({"--server", "a:1", "-h"}, kGlobals, {}, &parsed).ok());
+  CHECK(parsed.command().empty());
+  CHECK(parsed.Get("server") == "a:1");
+  CHECK(parsed.GetBool("help"));
+
+  struct Case {
+    std::vector<std::string> argv;
+    const char* error;
+  };
+  const Case cases[] = {
+      {{"stray"}, "unexpected argument \"stray\""},
+      {{"--server=a:1", "--", "-x"}, "unexpected argument \"-x\""},
+      {{"--bogus"}, "unknown flag \"--bogus\""},
+      {{"--server"}, "flag --server needs a value (HOST:PORT)"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.argv[0]);
+    CHECK(ParseArgs(c.argv, kGlobals, {}, &parsed).message() == c.error);
+  }
+  CHECK(parsed.error().kind == ArgsError::Kind::kMissingValue);
+}
+
+TEST_CASE("FormatFlags puts a flag too wide for the column on a line of its own", "[flags]") {
+  const std::vector<FlagSpec> flags = {
+      {"inject-launch-failures", 0, Kind::kValue, "N", "0", "Fail launches"},
+      {"cpus", 0, Kind::kValue, "N", "", "CPU cores"},
+  };
+  CHECK(FormatFlags(flags) == "      --inject-launch-failures N\n" + std::string(17, ' ') +
+                                  "Fail launches (default 0)\n"
+                                  "      --cpus N   CPU cores\n");
+}
+
+TEST_CASE("FormatFlagGroups aligns every group alike and wraps the help", "[flags]") {
+  const std::vector<FlagGroup> groups = {
+      {"Required:", {{"work-dir", 0, Kind::kValue, "DIR", "", "Where jobs run"}}},
+      {"Optional:",
+       {{"log-level", 0, Kind::kValue, "LEVEL", "info", "How much to log"},
+        {"help", 'h', Kind::kBool, "", "", std::string(45, 'x') + " " + std::string(40, 'y')}}},
+  };
+  CHECK(AllFlags(groups).size() == 3);
+  CHECK(FormatFlagGroups(groups) ==
+        "Required:\n"
+        "      --work-dir DIR      Where jobs run\n"
+        "\n"
+        "Optional:\n"
+        "      --log-level LEVEL   How much to log (default info)\n"
+        "  -h, --help              " +
+            std::string(45, 'x') + "\n" + std::string(26, ' ') + std::string(40, 'y') + "\n");
 }
 
 }  // namespace
-}  // namespace trainctl::cli
+}  // namespace trainctl

@@ -1,0 +1,177 @@
+#include "server/daemon_flags.h"
+
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/flags.h"
+#include "common/status_macros.h"
+#include "common/time_util.h"
+
+namespace trainctl::server {
+namespace {
+
+using Kind = FlagSpec::Kind;
+
+// Defaults live in DaemonFlags; the help states them, and an absent flag reads as "".
+std::vector<FlagGroup> DaemonFlagGroups() {
+  return {
+      {"Flags:",
+       {{"data-dir", 0, Kind::kValue, "DIR", "",
+         "where the database (trainctl.db) lives; created if missing (required)"},
+        {"listen", 0, Kind::kValue, "HOST:PORT", "",
+         "gRPC address for the CLI, pipelines and agents (default 127.0.0.1:7070; port 0 picks a "
+         "free port; the address in use is written to DIR/trainctld.addr)"},
+        {"checkpoint-root", 0, Kind::kValue, "DIR", "",
+         "parent of each job's default checkpoint directory; point it at a filesystem every node "
+         "mounts (default DIR/checkpoints)"},
+        {"heartbeat-interval", 0, Kind::kValue, "D", "",
+         "how often agents send heartbeats (default 2s)"},
+        {"node-lost-timeout", 0, Kind::kValue, "D", "",
+         "a node not heard from for this long is LOST and its replicas move to other nodes "
+         "(default 15s; at least 3 heartbeat intervals)"},
+        {"flap-threshold", 0, Kind::kValue, "N", "",
+         "a node isolated N times within --flap-window is flapping: it stays out until "
+         "`trainctl node uncordon` (default 3; 0 turns it off)"},
+        {"flap-window", 0, Kind::kValue, "D", "", "see --flap-threshold (default 1h)"},
+        {"log-level", 0, Kind::kValue, "LEVEL", "",
+         "trace, debug, info, warn, error (default info)"},
+        {"help", 'h', Kind::kBool, "", "", "show this help"},
+        {"version", 0, Kind::kBool, "", "", "print the version"}}},
+      {"Default quota, for every project without a quota of its own (set one with `trainctl quota "
+       "set`);\neach limit a non-negative number; unset means unlimited, the default:",
+       {{"default-quota-gpus", 0, Kind::kValue, "N", "", "GPUs its jobs may hold at once"},
+        {"default-quota-cpu", 0, Kind::kValue, "N", "",
+         "CPU cores (fractions allowed) its jobs may hold at once"},
+        {"default-quota-memory-mb", 0, Kind::kValue, "N", "",
+         "memory in MiB its jobs may hold at once"},
+        {"default-quota-max-running-jobs", 0, Kind::kValue, "N", "", "jobs it may run at once"}}},
+  };
+}
+
+constexpr const char* kQuotaFlags[] = {"default-quota-gpus", "default-quota-cpu",
+                                       "default-quota-memory-mb", "default-quota-max-running-jobs"};
+
+// What the parser rejected, in trainctld's words: a flag that takes no value given one
+// ("--help=x") is as unknown as a misspelt one.
+absl::Status Reword(const ArgsError& error) {
+  if (error.kind == ArgsError::Kind::kMissingValue) {
+    return absl::InvalidArgumentError(absl::StrCat("--", error.flag.name, " needs a value"));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown flag ", error.arg.substr(0, error.arg.find('='))));
+}
+
+// A non-negative whole number for `flag`, at most `max`.
+absl::StatusOr<int64_t> ParseCount(const std::string& flag, const std::string& text, int64_t max) {
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(text, &n) || n < 0 || n > max) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " must be a whole number from 0 to ", max, ", got \"", text, "\""));
+  }
+  return n;
+}
+
+// A duration for `flag` in ms, from `min_ms` to `max_ms`; `range` says so in words
+// ("between 1s and 1h, e.g. 15s").
+absl::StatusOr<int64_t> ParseDuration(const std::string& flag, const std::string& text,
+                                      int64_t min_ms, int64_t max_ms, absl::string_view range) {
+  absl::StatusOr<int64_t> ms = ParseDurationMs(text);
+  if (!ms.ok() || *ms < min_ms || *ms > max_ms) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " must be a duration ", range, ", got \"", text, "\""));
+  }
+  return *ms;
+}
+
+// Fills the default quota from the --default-quota-* flags that were given.
+absl::Status ParseDefaultQuota(const ParsedArgs& parsed, v1::Quota* q) {
+  constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
+  for (const char* name : kQuotaFlags) {
+    const std::string text = parsed.Get(name);
+    if (text.empty()) continue;
+    const std::string flag = absl::StrCat("--", name);
+    if (flag == "--default-quota-gpus") {
+      TC_ASSIGN_OR_RETURN(int64_t n, ParseCount(flag, text, kMaxInt32));
+      q->set_gpus(static_cast<int32_t>(n));
+    } else if (flag == "--default-quota-memory-mb") {
+      TC_ASSIGN_OR_RETURN(int64_t n, ParseCount(flag, text, std::numeric_limits<int64_t>::max()));
+      q->set_memory_mb(n);
+    } else if (flag == "--default-quota-max-running-jobs") {
+      TC_ASSIGN_OR_RETURN(int64_t n, ParseCount(flag, text, kMaxInt32));
+      q->set_max_running_jobs(static_cast<int32_t>(n));
+    } else {
+      double cpu = 0;
+      if (!absl::SimpleAtod(text, &cpu) || !std::isfinite(cpu) || cpu < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            flag, " must be a non-negative number of cores (e.g. 8 or 0.5), got \"", text, "\""));
+      }
+      q->set_cpu(cpu);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& args) {
+  DaemonFlags f;
+  ParsedArgs parsed;
+  absl::Status status = ParseArgs(args, AllFlags(DaemonFlagGroups()), {}, &parsed);
+  // What came before an error was parsed: --help and --version win over what follows them.
+  f.help = parsed.GetBool("help");
+  f.version = parsed.GetBool("version");
+  if (f.help || f.version) return f;
+  if (!status.ok()) return Reword(parsed.error());
+  for (const char* name : kQuotaFlags) {
+    if (parsed.IsSet(name) && parsed.Get(name).empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
+    }
+  }
+  for (auto [name, value] : {std::pair<const char*, std::string*>{"data-dir", &f.data_dir},
+                             {"listen", &f.listen},
+                             {"checkpoint-root", &f.checkpoint_root},
+                             {"log-level", &f.log_level}}) {
+    if (parsed.IsSet(name)) *value = parsed.Get(name);
+  }
+  if (f.data_dir.empty()) return absl::InvalidArgumentError("--data-dir is required");
+  if (std::string text = parsed.Get("heartbeat-interval"); !text.empty()) {
+    TC_ASSIGN_OR_RETURN(f.heartbeat_ms, ParseDuration("--heartbeat-interval", text, 100, 60'000,
+                                                      "between 100ms and 60s, e.g. 2s"));
+  }
+  if (std::string text = parsed.Get("node-lost-timeout"); !text.empty()) {
+    TC_ASSIGN_OR_RETURN(
+        f.node_lost_timeout_ms,
+        ParseDuration("--node-lost-timeout", text, 1000, 3'600'000, "between 1s and 1h, e.g. 15s"));
+  }
+  if (f.node_lost_timeout_ms < 3 * f.heartbeat_ms) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--node-lost-timeout (", f.node_lost_timeout_ms,
+                     "ms) must be at least 3 heartbeat intervals (--heartbeat-interval ",
+                     f.heartbeat_ms, "ms), or healthy nodes would be declared lost"));
+  }
+  if (std::string text = parsed.Get("flap-threshold"); !text.empty()) {
+    TC_ASSIGN_OR_RETURN(int64_t n, ParseCount("--flap-threshold", text, 100));
+    f.flap_threshold = static_cast<int32_t>(n);
+  }
+  if (std::string text = parsed.Get("flap-window"); !text.empty()) {
+    TC_ASSIGN_OR_RETURN(f.flap_window_ms,
+                        ParseDuration("--flap-window", text, 1000, 7 * 86'400'000LL,
+                                      "between 1s and 168h, e.g. 1h"));
+  }
+  TC_RETURN_IF_ERROR(ParseDefaultQuota(parsed, &f.default_quota));
+  if (f.checkpoint_root.empty()) f.checkpoint_root = f.data_dir + "/checkpoints";
+  return f;
+}
+
+std::string DaemonUsage() {
+  return absl::StrCat(
+      "Usage: trainctld --data-dir DIR [flags]\n\n"
+      "The trainctl scheduler: serves the job API, keeps every job in SQLite, places replicas on\n"
+      "trainctl-agent nodes and reacts to their exits.\n\n",
+      FormatFlagGroups(DaemonFlagGroups()),
+      "\nDurations: 500ms, 30s, 5m, 1h, 1h30m, or a number of seconds.\n");
+}
+
+}  // namespace trainctl::server

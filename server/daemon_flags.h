@@ -1,0 +1,53 @@
+// trainctld's command line: its flags, their defaults and checks, and the --help text.
+//
+//   absl::StatusOr<DaemonFlags> flags = ParseDaemonFlags({"--data-dir", "/var/lib/trainctl"});
+//   if (!flags.ok()) {
+//     std::cerr << "trainctld: " << flags.status().message() << "\n(see trainctld --help)\n";
+//     return 2;
+//   }
+//
+// Parsing prints nothing and never exits: every error is INVALID_ARGUMENT with a message that
+// names the flag and says what it takes. Thread-safe: the functions keep no state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "trainctl/v1/job.pb.h"
+
+namespace trainctl::server {
+
+struct DaemonFlags {
+  // -h/--help or --version was given: the caller prints DaemonUsage() or the version. Nothing
+  // else is checked, and errors in the arguments after it are ignored.
+  bool help = false;
+  bool version = false;
+  // Required.
+  std::string data_dir;
+  // Port 0 picks a free port.
+  std::string listen = "127.0.0.1:7070";
+  // DATA_DIR/checkpoints unless given.
+  std::string checkpoint_root;
+  // 100ms to 60s.
+  int64_t heartbeat_ms = 2000;
+  // 1s to 1h, and at least 3 heartbeat intervals.
+  int64_t node_lost_timeout_ms = 15000;
+  // 0 to 100; 0 turns flap detection off.
+  int32_t flap_threshold = 3;
+  // 1s to 168h.
+  int64_t flap_window_ms = 3'600'000;
+  std::string log_level = "info";
+  // CoreOptions::default_quota; unset limits are unlimited.
+  v1::Quota default_quota;
+};
+
+// Parses the arguments after the program name. INVALID_ARGUMENT for an unknown flag, a missing or
+// malformed value, or a missing --data-dir.
+absl::StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& args);
+
+// The --help text: every flag with its default and meaning.
+std::string DaemonUsage();
+
+}  // namespace trainctl::server

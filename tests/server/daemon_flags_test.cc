@@ -1,0 +1,195 @@
+// trainctld's flags: defaults, every flag, every check's message, and the --help text.
+#include "server/daemon_flags.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+
+namespace trainctl::server {
+namespace {
+
+using Args = std::vector<std::string>;
+
+Args With(Args extra) {
+  Args args = {"--data-dir", "/d"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+TEST_CASE("trainctld flags have their defaults", "[daemon_flags]") {
+  // An empty value ("--flap-window=") leaves the default too.
+  for (const Args& args :
+       {With({}), With({"--heartbeat-interval=", "--node-lost-timeout=", "--flap-threshold=",
+                        "--flap-window=", "--checkpoint-root="})}) {
+    INFO(args.size());
+    absl::StatusOr<DaemonFlags> flags = ParseDaemonFlags(args);
+    REQUIRE(flags.ok());
+    CHECK_FALSE(flags->help);
+    CHECK_FALSE(flags->version);
+    CHECK(flags->data_dir == "/d");
+    CHECK(flags->listen == "127.0.0.1:7070");
+    CHECK(flags->checkpoint_root == "/d/checkpoints");
+    CHECK(flags->heartbeat_ms == 2000);
+    CHECK(flags->node_lost_timeout_ms == 15000);
+    CHECK(flags->flap_threshold == 3);
+    CHECK(flags->flap_window_ms == 3'600'000);
+    CHECK(flags->log_level == "info");
+    CHECK_FALSE(flags->default_quota.has_gpus());
+    CHECK_FALSE(flags->default_quota.has_cpu());
+    CHECK_FALSE(flags->default_quota.has_memory_mb());
+    CHECK_FALSE(flags->default_quota.has_max_running_jobs());
+  }
+}
+
+TEST_CASE("every trainctld flag sets its field", "[daemon_flags]") {
+  absl::StatusOr<DaemonFlags> flags = ParseDaemonFlags({"--data-dir=/var/lib/tc",
+                                                        "--listen",
+                                                        "0.0.0.0:0",
+                                                        "--checkpoint-root",
+                                                        "/shared/ckpt",
+                                                        "--heartbeat-interval",
+                                                        "500ms",
+                                                        "--node-lost-timeout=1m",
+                                                        "--flap-threshold",
+                                                        "0",
+                                                        "--flap-window",
+                                                        "168h",
+                                                        "--log-level",
+                                                        "debug",
+                                                        "--default-quota-gpus",
+                                                        "8",
+                                                        "--default-quota-cpu=0.5",
+                                                        "--default-quota-memory-mb",
+                                                        "65536",
+                                                        "--default-quota-max-running-jobs",
+                                                        "0"});
+  REQUIRE(flags.ok());
+  CHECK(flags->data_dir == "/var/lib/tc");
+  CHECK(flags->listen == "0.0.0.0:0");
+  CHECK(flags->checkpoint_root == "/shared/ckpt");
+  CHECK(flags->heartbeat_ms == 500);
+  CHECK(flags->node_lost_timeout_ms == 60'000);
+  CHECK(flags->flap_threshold == 0);
+  CHECK(flags->flap_window_ms == 168 * 3'600'000LL);
+  CHECK(flags->log_level == "debug");
+  CHECK(flags->default_quota.gpus() == 8);
+  CHECK(flags->default_quota.cpu() == 0.5);
+  CHECK(flags->default_quota.memory_mb() == 65536);
+  CHECK(flags->default_quota.has_max_running_jobs());
+  CHECK(flags->default_quota.max_running_jobs() == 0);
+  // The bounds are allowed; the last value given wins.
+  flags = ParseDaemonFlags(
+      With({"--heartbeat-interval", "100ms", "--node-lost-timeout", "1h", "--flap-threshold", "100",
+            "--flap-window", "1s", "--flap-window", "2s"}));
+  REQUIRE(flags.ok());
+  CHECK(flags->heartbeat_ms == 100);
+  CHECK(flags->node_lost_timeout_ms == 3'600'000);
+  CHECK(flags->flap_threshold == 100);
+  CHECK(flags->flap_window_ms == 2000);
+}
+
+TEST_CASE("a bad trainctld command line is an error that says what to give", "[daemon_flags]") {
+  struct Row {
+    Args args;
+    const char* message;
+  };
+  const Row rows[] = {
+      {{}, "--data-dir is required"},
+      {{"--data-dir="}, "--data-dir is required"},
+      {{"--bogus"}, "unknown flag --bogus"},
+      {With({"--bogus=1"}), "unknown flag --bogus"},
+      {With({"stray"}), "unknown flag stray"},
+      {With({"-x"}), "unknown flag -x"},
+      {With({"--help=maybe"}), "unknown flag --help"},
+      {With({"--listen"}), "--listen needs a value"},
+      {{"--data-dir"}, "--data-dir needs a value"},
+      {With({"--default-quota-cpu="}), "--default-quota-cpu needs a value"},
+      {With({"--heartbeat-interval", "x"}),
+       "--heartbeat-interval must be a duration between 100ms and 60s, e.g. 2s, got \"x\""},
+      {With({"--heartbeat-interval", "99ms"}),
+       "--heartbeat-interval must be a duration between 100ms and 60s, e.g. 2s, got \"99ms\""},
+      {With({"--heartbeat-interval", "61s", "--node-lost-timeout", "1h"}),
+       "--heartbeat-interval must be a duration between 100ms and 60s, e.g. 2s, got \"61s\""},
+      {With({"--node-lost-timeout", "x"}),
+       "--node-lost-timeout must be a duration between 1s and 1h, e.g. 15s, got \"x\""},
+      {With({"--node-lost-timeout", "2h"}),
+       "--node-lost-timeout must be a duration between 1s and 1h, e.g. 15s, got \"2h\""},
+      {With({"--heartbeat-interval", "10s", "--node-lost-timeout", "20s"}),
+       "--node-lost-timeout (20000ms) must be at least 3 heartbeat intervals "
+       "(--heartbeat-interval 10000ms), or healthy nodes would be declared lost"},
+      {With({"--heartbeat-interval", "6s"}),
+       "--node-lost-timeout (15000ms) must be at least 3 heartbeat intervals "
+       "(--heartbeat-interval 6000ms), or healthy nodes would be declared lost"},
+      {With({"--flap-threshold", "101"}),
+       "--flap-threshold must be a whole number from 0 to 100, got \"101\""},
+      {With({"--flap-threshold", "-1"}),
+       "--flap-threshold must be a whole number from 0 to 100, got \"-1\""},
+      {With({"--flap-window", "0"}),
+       "--flap-window must be a duration between 1s and 168h, e.g. 1h, got \"0\""},
+      {With({"--flap-window", "169h"}),
+       "--flap-window must be a duration between 1s and 168h, e.g. 1h, got \"169h\""},
+      {With({"--default-quota-gpus", "x"}),
+       "--default-quota-gpus must be a whole number from 0 to 2147483647, got \"x\""},
+      {With({"--default-quota-gpus", "-1"}),
+       "--default-quota-gpus must be a whole number from 0 to 2147483647, got \"-1\""},
+      {With({"--default-quota-max-running-jobs", "3000000000"}),
+       "--default-quota-max-running-jobs must be a whole number from 0 to 2147483647, got "
+       "\"3000000000\""},
+      {With({"--default-quota-memory-mb", "1.5"}),
+       "--default-quota-memory-mb must be a whole number from 0 to 9223372036854775807, got "
+       "\"1.5\""},
+      {With({"--default-quota-cpu", "-1"}),
+       "--default-quota-cpu must be a non-negative number of cores (e.g. 8 or 0.5), got \"-1\""},
+      {With({"--default-quota-cpu", "inf"}),
+       "--default-quota-cpu must be a non-negative number of cores (e.g. 8 or 0.5), got \"inf\""},
+  };
+  for (const Row& row : rows) {
+    INFO(row.message);
+    absl::StatusOr<DaemonFlags> flags = ParseDaemonFlags(row.args);
+    REQUIRE_FALSE(flags.ok());
+    CHECK(absl::IsInvalidArgument(flags.status()));
+    CHECK(flags.status().message() == row.message);
+  }
+}
+
+TEST_CASE("--help and --version win over what follows them", "[daemon_flags]") {
+  for (const Args& args : {Args{"--help"}, Args{"-h"}, Args{"--help", "--bogus"},
+                           Args{"--data-dir", "/d", "--help", "--flap-threshold"}}) {
+    INFO(args[0]);
+    absl::StatusOr<DaemonFlags> flags = ParseDaemonFlags(args);
+    REQUIRE(flags.ok());
+    CHECK(flags->help);
+  }
+  absl::StatusOr<DaemonFlags> flags = ParseDaemonFlags({"--version", "--flap-threshold=x"});
+  REQUIRE(flags.ok());
+  CHECK(flags->version);
+  CHECK_FALSE(flags->help);
+  CHECK(ParseDaemonFlags({"--bogus", "--help"}).status().message() == "unknown flag --bogus");
+}
+
+TEST_CASE("trainctld's usage lists every flag with its default", "[daemon_flags]") {
+  const std::string usage = DaemonUsage();
+  CHECK_THAT(usage, Catch::StartsWith("Usage: trainctld --data-dir DIR [flags]\n"));
+  for (const char* flag :
+       {"--data-dir DIR", "--listen HOST:PORT", "--checkpoint-root DIR", "--heartbeat-interval D",
+        "--node-lost-timeout D", "--flap-threshold N", "--flap-window D", "--log-level LEVEL",
+        "-h, --help", "--version", "--default-quota-gpus N", "--default-quota-cpu N",
+        "--default-quota-memory-mb N", "--default-quota-max-running-jobs N"}) {
+    CHECK_THAT(usage, Catch::Contains(flag));
+  }
+  for (const char* default_text :
+       {"(required)", "127.0.0.1:7070;", "(default DIR/checkpoints)", "(default 2s)",
+        "(default 15s;", "(default 3;", "(default 1h)", "(default info)", "unlimited"}) {
+    CHECK_THAT(usage, Catch::Contains(default_text));
+  }
+  for (absl::string_view line : absl::StrSplit(usage, '\n')) {
+    INFO(line);
+    CHECK(line.size() <= 100);
+  }
+}
+
+}  // namespace
+}  // namespace trainctl::server
