@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/flags.h"
+#include "common/names.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
 
@@ -174,9 +175,7 @@ absl::Status Reword(const ArgsError& error) {
 }  // namespace
 
 absl::Status ValidateNodeName(absl::string_view name) {
-  bool ok = !name.empty() && name.size() <= 63 && name.front() != '-' && name.back() != '-';
-  for (char c : name) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-');
-  if (ok) return absl::OkStatus();
+  if (IsDnsLabel(name, 63)) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       "--node: \"", name,
       "\" is not a valid node name: use at most 63 lowercase letters, digits and '-', starting "

@@ -23,12 +23,6 @@ bool IsSafeChar(char c) {
          c == '_' || c == '-';
 }
 
-bool ParseCount(absl::string_view text, int32_t* out) {
-  return !text.empty() && text.size() <= 9 &&
-         text.find_first_not_of("0123456789") == absl::string_view::npos &&
-         absl::SimpleAtoi(text, out);
-}
-
 // Length of the valid UTF-8 sequence at the start of `s`, or 0 when it is not valid.
 size_t Utf8SequenceLength(absl::string_view s) {
   auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
@@ -68,11 +62,6 @@ absl::StatusOr<std::string> ReadAt(int fd, int64_t offset, int64_t size) {
 
 }  // namespace
 
-std::string MakeRunId(const RunIdParts& parts) {
-  return absl::StrCat(parts.job_id, "/", parts.attempt, "/", parts.replica_name, "/",
-                      parts.restart);
-}
-
 absl::Status CheckPathComponent(absl::string_view what, absl::string_view name) {
   bool ok = !name.empty() && name != "." && name != ".." && name.size() <= 255;
   for (char c : name) ok = ok && IsSafeChar(c);
@@ -82,18 +71,14 @@ absl::Status CheckPathComponent(absl::string_view what, absl::string_view name) 
 }
 
 absl::StatusOr<RunIdParts> ParseRunId(absl::string_view run_id) {
-  std::vector<absl::string_view> parts = absl::StrSplit(run_id, '/');
-  RunIdParts out;
-  if (parts.size() != 4 || !ParseCount(parts[1], &out.attempt) ||
-      !ParseCount(parts[3], &out.restart)) {
+  std::optional<RunIdParts> parts = SplitRunId(run_id);
+  if (!parts) {
     return absl::InvalidArgumentError(absl::StrCat(
         "invalid run id \"", run_id, "\": want <job id>/<attempt>/<replica name>/<restart>"));
   }
-  if (absl::Status s = CheckPathComponent("job id", parts[0]); !s.ok()) return s;
-  if (absl::Status s = CheckPathComponent("replica name", parts[2]); !s.ok()) return s;
-  out.job_id = std::string(parts[0]);
-  out.replica_name = std::string(parts[2]);
-  return out;
+  if (absl::Status s = CheckPathComponent("job id", parts->job_id); !s.ok()) return s;
+  if (absl::Status s = CheckPathComponent("replica name", parts->replica_name); !s.ok()) return s;
+  return *parts;
 }
 
 absl::Status CheckRunId(absl::string_view run_id, const RunIdParts& parts) {

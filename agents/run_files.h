@@ -17,19 +17,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/run_id.h"
 
 namespace trainctl::agent {
 
-// The parts of a run id.
-struct RunIdParts {
-  std::string job_id;
-  int32_t attempt = 0;
-  std::string replica_name;
-  int32_t restart = 0;
-};
-
-// "<job>/<attempt>/<replica>/<restart>".
-std::string MakeRunId(const RunIdParts& parts);
+using trainctl::MakeRunId;
+using trainctl::RunIdParts;
 
 // Splits a run id. INVALID_ARGUMENT when it does not have four parts, a number is not a
 // non-negative integer, or a name is not a safe path component ([A-Za-z0-9._-]+, not "." or

@@ -71,9 +71,4 @@ absl::StatusOr<std::vector<v1::JobState>> ParseJobStates(const std::vector<std::
   return states;
 }
 
-bool IsTerminal(v1::JobState state) {
-  return state == v1::JOB_STATE_SUCCEEDED || state == v1::JOB_STATE_FAILED ||
-         state == v1::JOB_STATE_CANCELLED;
-}
-
 }  // namespace trainctl::cli

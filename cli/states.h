@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/job_states.h"
 #include "trainctl/v1/job.pb.h"
 
 namespace trainctl::cli {
@@ -37,7 +38,6 @@ absl::StatusOr<v1::JobState> ParseJobState(absl::string_view text);
 // ("running,queued"). Duplicates are dropped; order is kept.
 absl::StatusOr<std::vector<v1::JobState>> ParseJobStates(const std::vector<std::string>& values);
 
-// SUCCEEDED, FAILED and CANCELLED: the job will not change any more.
-bool IsTerminal(v1::JobState state);
+using trainctl::IsTerminal;
 
 }  // namespace trainctl::cli

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/names.h"
 #include "scheduler/job_validation.h"
 
 namespace trainctl::sched {

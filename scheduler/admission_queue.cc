@@ -27,6 +27,7 @@ std::optional<absl::Time> AdmissionQueue::DeadlineOf(const Job& job) {
 }
 
 void AdmissionQueue::RestoreQuotas(std::vector<v1::Quota> quotas) {
+  ++version_;
   for (v1::Quota& q : quotas) quotas_[q.project()] = std::move(q);
   pass_needed_ = true;
 }
@@ -34,6 +35,7 @@ void AdmissionQueue::RestoreQuotas(std::vector<v1::Quota> quotas) {
 // --- Membership ----------------------------------------------------------------------------------
 
 void AdmissionQueue::Enqueue(const Job& job) {
+  ++version_;
   const QueueKey key = KeyOf(job);
   queue_.insert(key);
   project_queues_[job.project].insert(key);
@@ -44,6 +46,7 @@ void AdmissionQueue::Enqueue(const Job& job) {
 }
 
 void AdmissionQueue::Dequeue(const Job& job) {
+  ++version_;
   const QueueKey key = KeyOf(job);
   queue_.erase(key);
   auto it = project_queues_.find(job.project);
@@ -59,11 +62,13 @@ void AdmissionQueue::Dequeue(const Job& job) {
 // --- Usage ---------------------------------------------------------------------------------------
 
 void AdmissionQueue::Hold(const std::string& project, const Res& need) {
+  ++version_;
   usage_[project].used += need;
   holders_[project]++;
 }
 
 void AdmissionQueue::Release(const std::string& project, const Res& need) {
+  ++version_;
   ProjectUsage& u = usage_[project];
   u.used -= need;
   if (--holders_[project] <= 0) {
@@ -73,9 +78,13 @@ void AdmissionQueue::Release(const std::string& project, const Res& need) {
   }
 }
 
-void AdmissionQueue::Admitted(const std::string& project) { usage_[project].running_jobs++; }
+void AdmissionQueue::Admitted(const std::string& project) {
+  ++version_;
+  usage_[project].running_jobs++;
+}
 
 void AdmissionQueue::Released(const std::string& project) {
+  ++version_;
   ProjectUsage& u = usage_[project];
   if (--u.running_jobs <= 0 && holders_.count(project) == 0) usage_.erase(project);
 }
@@ -86,6 +95,7 @@ absl::Status AdmissionQueue::SetQuota(const v1::Quota& quota, absl::Time now, Ef
   absl::Status valid = ValidateQuota(quota);
   if (!valid.ok()) return valid;
   quotas_[quota.project()] = quota;
+  ++version_;
   fx->quotas.insert(quota.project());
   AddEvent(
       fx, now, nullptr, "", "", "QuotaChanged",

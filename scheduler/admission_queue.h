@@ -108,6 +108,8 @@ class AdmissionQueue {
   std::shared_ptr<const QueueState> State(const JobTable& jobs, const NodeRegistry& nodes) const;
   // Queued job ids in admission order, of `project` (or all), at most `limit`.
   std::vector<std::string> Queued(const std::string& project, int32_t limit) const;
+  // Changes whenever anything State() returns may have changed.
+  uint64_t version() const { return version_; }
   // What the project's admitted jobs hold, as counted incrementally.
   ProjectUsage UsageOf(const std::string& project) const {
     auto it = usage_.find(project);
@@ -147,6 +149,7 @@ class AdmissionQueue {
   // Since when each queued job could not fit even on the idle connected cluster (stockout).
   std::map<std::string, absl::Time> stockout_since_;
   bool pass_needed_ = true;
+  uint64_t version_ = 0;
 };
 
 }  // namespace trainctl::sched

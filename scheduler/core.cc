@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/names.h"
 #include "scheduler/job_validation.h"
 #include "scheduler/model_proto.h"
 #include "scheduler/placement.h"

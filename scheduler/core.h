@@ -133,10 +133,8 @@ class Core {
 
   // nullptr when unknown.
   const Job* FindJob(const std::string& id) const { return jobs_.Find(id); }
-  absl::StatusOr<std::vector<const Job*>> ListJobs(const ListJobsQuery& q,
-                                                   std::string* next_page_token) const {
-    return jobs_.List(q, next_page_token);
-  }
+  // Every job, by id.
+  const std::map<std::string, Job>& jobs() const { return jobs_.all(); }
   const Node* FindNode(const std::string& name) const { return nodes_.Find(name); }
   const std::map<std::string, Node>& nodes() const { return nodes_.nodes(); }
   // The API view of a node. NOT_FOUND for an unknown node.
@@ -155,6 +153,8 @@ class Core {
   std::vector<v1::Job> ListQueue(const std::string& project, int32_t limit, int64_t now) const;
   // The API view of `job`, with queue_status filled when it is QUEUED.
   v1::Job View(const Job& job, int64_t now) const;
+  // Changes whenever QueueSnapshot() may return something new.
+  uint64_t QueueVersion() const { return queue_.version() + nodes_.version(); }
   // The picture of admission that queue statuses are computed from (see queue_state.h).
   std::shared_ptr<const QueueState> QueueSnapshot() const { return queue_.State(jobs_, nodes_); }
 

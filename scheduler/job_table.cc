@@ -1,9 +1,7 @@
 #include "scheduler/job_table.h"
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 
 namespace trainctl::sched {
 
@@ -33,7 +31,6 @@ absl::Time JobTable::NextCreateTime(absl::Time now) {
 
 Job* JobTable::Insert(Job job) {
   const std::string id = job.id;
-  by_age_.insert({-ToMs(job.create_time), id});
   Job& stored = jobs_[id] = std::move(job);
   RefreshActive(stored);
   return &stored;
@@ -72,39 +69,6 @@ void JobTable::RefreshActive(const Job& job) {
 
 std::vector<std::string> JobTable::ActiveIds() const {
   return std::vector<std::string>(active_.begin(), active_.end());
-}
-
-absl::StatusOr<std::vector<const Job*>> JobTable::List(const ListJobsQuery& q,
-                                                       std::string* next_page_token) const {
-  const int32_t size = q.page_size == 0 ? 100 : q.page_size;
-  if (size < 1 || size > 1000) {
-    return absl::InvalidArgumentError(absl::StrCat("pageSize must be 1..1000, got ", size));
-  }
-  auto it = by_age_.begin();
-  if (!q.page_token.empty()) {
-    std::pair<std::string, std::string> parts =
-        absl::StrSplit(q.page_token, absl::MaxSplits(':', 1));
-    int64_t neg_ms = 0;
-    if (!absl::SimpleAtoi(parts.first, &neg_ms) || parts.second.empty()) {
-      return absl::InvalidArgumentError("pageToken is not one this server returned");
-    }
-    it = by_age_.upper_bound({neg_ms, parts.second});
-  }
-  std::vector<const Job*> out;
-  next_page_token->clear();
-  for (; it != by_age_.end(); ++it) {
-    const Job& job = jobs_.at(it->second);
-    if (!q.states.empty() && q.states.count(job.state) == 0) continue;
-    if (!q.project.empty() && job.project != q.project) continue;
-    if (static_cast<int32_t>(out.size()) == size) {
-      // There is more: the token names the last job returned.
-      const Job& last = *out.back();
-      *next_page_token = absl::StrCat(-ToMs(last.create_time), ":", last.id);
-      break;
-    }
-    out.push_back(&job);
-  }
-  return out;
 }
 
 absl::Status JobTable::LocateRun(const std::string& job_id, const std::string& replica,

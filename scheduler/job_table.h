@@ -1,6 +1,7 @@
-// JobTable: every job the core holds, with the indexes its readers need — by id, newest first
-// for listing, the active set (jobs admitted or with replicas still holding resources), and the
-// node of every run ever launched (for logs of earlier runs).
+// JobTable: every job the core holds, with the indexes the core needs — by id, the active set
+// (jobs admitted or with replicas still holding resources), and the node of every run ever
+// launched (for logs of earlier runs). Listing is served from the published snapshots
+// (server/job_snapshots.h), not from here.
 //
 // It changes no job by itself: the job lifecycle does, and keeps the active set in step through
 // RefreshActive.
@@ -21,13 +22,6 @@
 #include "scheduler/model.h"
 
 namespace trainctl::sched {
-
-struct ListJobsQuery {
-  int32_t page_size = 100;
-  std::string page_token;
-  std::set<v1::JobState> states;
-  std::string project;
-};
 
 class JobTable {
  public:
@@ -64,9 +58,6 @@ class JobTable {
   // Remembers where a run was launched.
   void NoteRun(const std::string& run_id, const std::string& node) { run_nodes_[run_id] = node; }
 
-  // Newest first. INVALID_ARGUMENT for a page size outside 1..1000 or a foreign token.
-  absl::StatusOr<std::vector<const Job*>> List(const ListJobsQuery& q,
-                                               std::string* next_page_token) const;
   // Where the log of (job, replica, attempt, restart) lives: its node and run id. attempt 0 means
   // the current attempt; restart < 0 the latest run of that attempt.
   absl::Status LocateRun(const std::string& job_id, const std::string& replica, int32_t attempt,
@@ -79,8 +70,6 @@ class JobTable {
  private:
   std::mt19937_64 rng_;
   std::map<std::string, Job> jobs_;
-  // Newest first, for listing: (-create ms, id).
-  std::set<std::pair<int64_t, std::string>> by_age_;
   std::set<std::string> active_;
   std::map<std::string, std::string> run_nodes_;
   absl::Time last_create_ = absl::InfinitePast();

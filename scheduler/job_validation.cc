@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/names.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
 #include "scheduler/retry_engine.h"
@@ -202,14 +203,6 @@ void DefaultBackoff(v1::Backoff* b, int64_t initial_ms, int64_t max_ms) {
 }
 
 }  // namespace
-
-bool IsDnsLabel(const std::string& name, size_t max_len) {
-  if (name.empty() || name.size() > max_len) return false;
-  for (char c : name) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
-  }
-  return name.front() != '-' && name.back() != '-';
-}
 
 absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
   if (spec.display_name().size() > kMaxDisplayNameLength) {

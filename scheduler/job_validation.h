@@ -32,7 +32,4 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec);
 // Fills documented defaults (project, stop grace period). REQUIRES: ValidateJobSpec(spec).ok().
 void ApplyDefaults(v1::JobSpec* spec);
 
-// True for DNS-label-like names: [a-z0-9]([-a-z0-9]*[a-z0-9])?, 1..max_len characters.
-bool IsDnsLabel(const std::string& name, size_t max_len);
-
 }  // namespace trainctl::sched

@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/job_states.h"
 #include "scheduler/job_policy.h"
 #include "trainctl/v1/agent.pb.h"
 #include "trainctl/v1/job.pb.h"
@@ -308,9 +309,6 @@ std::string MakeRunId(const std::string& job_id, int32_t attempt, const std::str
 // Splits a run id; false when it is malformed.
 bool ParseRunId(const std::string& run_id, std::string* job_id, int32_t* attempt,
                 std::string* replica, int32_t* restart);
-
-bool IsTerminal(v1::JobState state);
-bool IsTerminal(v1::ReplicaState state);
 
 // "RUNNING" for JOB_STATE_RUNNING; "STOPPING" for REPLICA_STATE_STOPPING.
 std::string ShortName(v1::JobState state);

@@ -33,7 +33,7 @@ void NodeRegistry::Restore(std::vector<Node> nodes) {
     nodes_[n.name] = std::move(n);
   }
   restored_ = true;
-  changed_ = true;
+  Changed();
 }
 
 Node* NodeRegistry::FindMutable(const std::string& name) {
@@ -66,7 +66,7 @@ void NodeRegistry::Register(const v1::Register& reg, absl::Time now, Effects* fx
   node.status.mutable_config()->clear();
   node.status.mutable_config()->insert(reg.config().begin(), reg.config().end());
   fx->nodes.insert(node.name);
-  changed_ = true;
+  Changed();
   AddEvent(fx, now, nullptr, "", node.name, known_before ? "NodeReconnected" : "NodeRegistered",
            absl::StrCat(same_agent ? "agent reconnected" : "agent registered", " with ",
                         reg.allocatable().cpu(), " cpu, ", reg.allocatable().memory_mb(), " MiB, ",
@@ -86,7 +86,7 @@ void NodeRegistry::Disconnect(const std::string& name, absl::Time now, Effects* 
   Node* node = FindMutable(name);
   if (node == nullptr || !node->connected) return;
   node->connected = false;
-  changed_ = true;
+  Changed();
   fx->nodes.insert(name);
   AddEvent(fx, now, nullptr, "", name, "NodeDisconnected",
            "the agent's stream closed; its replicas keep running until it reconnects");
@@ -169,7 +169,7 @@ bool NodeRegistry::MarkShuttingDown(const std::string& name, absl::Time now, Eff
   Node* node = FindMutable(name);
   if (node == nullptr || node->shutting_down) return false;
   node->shutting_down = true;
-  changed_ = true;
+  Changed();
   node->status.set_health_description(absl::StrCat(
       "The host had a maintenance event at ", FormatRfc3339(ToMs(now)), ": its agent shut down"));
   AddEvent(fx, now, nullptr, "", name, "NodeShutdown",
@@ -298,12 +298,13 @@ void NodeRegistry::Refresh(Node* node, const std::string& reason, absl::Time now
   node->status.set_state(state);
   node->status.set_state_reason(reason);
   *node->status.mutable_state_time() = ToProtoTime(now);
-  changed_ = true;
+  Changed();
 }
 
 // --- What replicas hold ------------------------------------------------------------------------
 
 void NodeRegistry::Hold(const std::string& node, const Res& need) {
+  ++version_;
   NodeUsage& u = usage_[node];
   u.used += need;
   u.replicas++;
@@ -312,6 +313,7 @@ void NodeRegistry::Hold(const std::string& node, const Res& need) {
 void NodeRegistry::Release(const std::string& node, const Res& need) {
   auto it = usage_.find(node);
   if (it == usage_.end()) return;
+  ++version_;
   it->second.used -= need;
   if (--it->second.replicas <= 0) usage_.erase(it);
 }

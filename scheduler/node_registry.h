@@ -113,12 +113,20 @@ class NodeRegistry {
   absl::StatusOr<v1::Node> View(const std::string& name) const;
   std::vector<v1::Node> Views() const;
 
+  // Changes whenever what FreeNodes returns may have changed.
+  uint64_t version() const { return version_; }
+
   // True when a node's state or connection changed since the last call: placement may find
   // room it did not before.
   bool TakeChanged() {
     const bool changed = changed_;
     changed_ = false;
     return changed;
+  }
+  // Records a change of what FreeNodes returns.
+  void Changed() {
+    changed_ = true;
+    ++version_;
   }
 
  private:
@@ -136,6 +144,7 @@ class NodeRegistry {
   // By node name; nodes that hold nothing may be missing.
   std::map<std::string, NodeUsage> usage_;
   bool changed_ = true;
+  uint64_t version_ = 0;
   // After Restore, the first DetectLost's time: nodes count as heard from then.
   bool restored_ = false;
   absl::Time first_check_ = absl::InfinitePast();

@@ -6,7 +6,7 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
-#include "scheduler/job_validation.h"
+#include "common/names.h"
 
 namespace trainctl::server {
 namespace {
@@ -125,7 +125,7 @@ class AgentSession : public Reactor {
     switch (m.msg_case()) {
       case v1::AgentMessage::kRegister: {
         const v1::Register& reg = m.register_();
-        if (!sched::IsDnsLabel(reg.node(), 63)) {
+        if (!IsDnsLabel(reg.node(), 63)) {
           channel_->Finish(grpc::Status(
               grpc::StatusCode::INVALID_ARGUMENT,
               absl::StrCat("register.node must be 1..63 characters of a-z, 0-9 and '-', got \"",

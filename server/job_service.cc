@@ -48,7 +48,7 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::Job>,
       Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "watch stream broken"));
       return;
     }
-    if (sched::IsTerminal(current_.state())) {
+    if (IsTerminal(current_.state())) {
       finished_ = true;
       Finish(grpc::Status::OK);
       return;
@@ -111,18 +111,9 @@ grpc::ServerUnaryReactor* JobServiceImpl::CreateJob(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* ctx,
                                                  const v1::GetJobRequest* req, v1::Job* resp) {
   auto* reactor = ctx->DefaultReactor();
-  std::string id = req->id();
-  loop_->Post([reactor, resp, id](Turn& t) {
-    const sched::Job* job = t.core.FindJob(id);
-    absl::Status status = absl::OkStatus();
-    if (job == nullptr) {
-      status = absl::NotFoundError(absl::StrCat("job ", id, " not found"));
-    } else {
-      // A queued job carries what keeps it waiting, computed now.
-      *resp = t.core.View(*job, t.now);
-    }
-    t.after_commit->push_back([reactor, status] { reactor->Finish(ToGrpcStatus(status)); });
-  });
+  absl::StatusOr<v1::Job> job = snapshots_->Get(req->id(), clock_());
+  if (job.ok()) *resp = *std::move(job);
+  reactor->Finish(ToGrpcStatus(job.status()));
   return reactor;
 }
 
@@ -130,21 +121,9 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* 
                                                    const v1::ListJobsRequest* req,
                                                    v1::ListJobsResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
-  sched::ListJobsQuery q;
-  q.page_size = req->page_size();
-  q.page_token = req->page_token();
-  q.project = req->project();
-  for (int s : req->states()) q.states.insert(static_cast<v1::JobState>(s));
-  loop_->Post([reactor, resp, q](Turn& t) {
-    std::string next;
-    absl::StatusOr<std::vector<const sched::Job*>> jobs = t.core.ListJobs(q, &next);
-    if (jobs.ok()) {
-      for (const sched::Job* j : *jobs) *resp->add_jobs() = t.core.View(*j, t.now);
-      resp->set_next_page_token(next);
-    }
-    absl::Status status = jobs.status();
-    t.after_commit->push_back([reactor, status] { reactor->Finish(ToGrpcStatus(status)); });
-  });
+  absl::StatusOr<v1::ListJobsResponse> page = snapshots_->List(*req, clock_());
+  if (page.ok()) *resp = *std::move(page);
+  reactor->Finish(ToGrpcStatus(page.status()));
   return reactor;
 }
 
@@ -166,18 +145,8 @@ grpc::ServerWriteReactor<v1::Job>* JobServiceImpl::WatchJob(grpc::CallbackServer
                                                             const v1::WatchJobRequest* req) {
   (void)ctx;
   std::shared_ptr<WatchReactor> w = WatchReactor::Create();
-  std::string id = req->id();
-  WatchHub* hub = hub_;
-  loop_->Post([w, id, hub](Turn& t) {
-    const sched::Job* job = t.core.FindJob(id);
-    if (job == nullptr) {
-      w->FinishWith(
-          grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job ", id, " not found")));
-      return;
-    }
-    // Subscribing on the loop thread, with the current state, misses no later update.
-    if (w->Push(sched::ToProto(*job)) && !sched::IsTerminal(job->state)) hub->Subscribe(id, w);
-  });
+  absl::Status watched = snapshots_->Watch(req->id(), w);
+  if (!watched.ok()) w->FinishWith(ToGrpcStatus(watched));
   return w.get();
 }
 

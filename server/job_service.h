@@ -1,20 +1,23 @@
 // JobService: the user-facing job API over gRPC.
 //
-// Thin edge: every handler translates the request into work for the reconcile loop and replies
-// after the loop's commit. Nothing here decides anything.
+// Thin edge: writes become work for the reconcile loop and are answered after the loop's commit;
+// reads (get, list, watch) are answered from the published JobSnapshots and never wait for the
+// loop. Nothing here decides anything.
 #pragma once
 
 #include "server/agent_registry.h"
+#include "server/job_snapshots.h"
 #include "server/reconcile_loop.h"
-#include "server/watch_hub.h"
 #include "trainctl/v1/job.grpc.pb.h"
 
 namespace trainctl::server {
 
 class JobServiceImpl final : public v1::JobService::CallbackService {
  public:
-  JobServiceImpl(ReconcileLoop* loop, AgentRegistry* registry, WatchHub* hub)
-      : loop_(loop), registry_(registry), hub_(hub) {}
+  // `clock` gives the time queue statuses are computed for.
+  JobServiceImpl(ReconcileLoop* loop, AgentRegistry* registry, JobSnapshots* snapshots,
+                 ReconcileLoop::Clock clock)
+      : loop_(loop), registry_(registry), snapshots_(snapshots), clock_(std::move(clock)) {}
 
   grpc::ServerUnaryReactor* CreateJob(grpc::CallbackServerContext* ctx,
                                       const v1::CreateJobRequest* req, v1::Job* resp) override;
@@ -37,7 +40,8 @@ class JobServiceImpl final : public v1::JobService::CallbackService {
  private:
   ReconcileLoop* const loop_;
   AgentRegistry* const registry_;
-  WatchHub* const hub_;
+  JobSnapshots* const snapshots_;
+  const ReconcileLoop::Clock clock_;
 };
 
 }  // namespace trainctl::server

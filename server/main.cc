@@ -27,6 +27,7 @@
 #include "server/cluster_service.h"
 #include "server/daemon_flags.h"
 #include "server/job_service.h"
+#include "server/job_snapshots.h"
 #include "server/quota_service.h"
 #include "server/reconcile_loop.h"
 #include "server/watch_hub.h"
@@ -122,8 +123,9 @@ int main(int argc, char** argv) {
 
   server::AgentRegistry registry;
   server::WatchHub hub;
-  server::ReconcileLoop loop(std::move(core), std::move(*store), &registry, &hub, WallNowMs);
-  server::JobServiceImpl job_service(&loop, &registry, &hub);
+  server::JobSnapshots snapshots(&hub);
+  server::ReconcileLoop loop(std::move(core), std::move(*store), &registry, &snapshots, WallNowMs);
+  server::JobServiceImpl job_service(&loop, &registry, &snapshots, WallNowMs);
   server::AgentServiceImpl agent_service(&loop, &registry);
   server::ClusterServiceImpl cluster_service(&loop);
   server::QuotaServiceImpl quota_service(&loop);

@@ -2,12 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
-#include <chrono>
 #include <cstdlib>
 
 #include "scheduler/model_proto.h"
 #include "server/agent_registry.h"
-#include "server/watch_hub.h"
+#include "server/job_snapshots.h"
 
 namespace trainctl::server {
 namespace {
@@ -15,47 +14,58 @@ namespace {
 // How often the core's time limits are checked when nothing else happens.
 constexpr int64_t kTickIntervalMs = 500;
 
+void AbortOnCommitFailure(const absl::Status& status) {
+  spdlog::critical("cannot commit scheduler state: {}; exiting so a restart reloads it",
+                   status.ToString());
+  std::abort();
+}
+
 }  // namespace
 
 ReconcileLoop::ReconcileLoop(std::unique_ptr<sched::Core> core,
                              std::unique_ptr<storage::Store> store, AgentRegistry* registry,
-                             WatchHub* hub, Clock clock)
+                             JobSnapshots* snapshots, Clock clock,
+                             CommitFailureHandler on_commit_failure)
     : core_(std::move(core)),
       store_(std::move(store)),
       registry_(registry),
-      hub_(hub),
-      clock_(std::move(clock)) {}
+      snapshots_(snapshots),
+      clock_(std::move(clock)),
+      on_commit_failure_(on_commit_failure ? std::move(on_commit_failure)
+                                           : CommitFailureHandler(AbortOnCommitFailure)) {}
 
 ReconcileLoop::~ReconcileLoop() { Stop(); }
 
 void ReconcileLoop::Start() {
+  std::vector<v1::Job> all;
+  all.reserve(core_->jobs().size());
+  for (const auto& [id, job] : core_->jobs()) all.push_back(sched::ToProto(job));
+  published_queue_version_ = core_->QueueVersion() + 1;  // publish the queue too
+  Publish(all);
   thread_ = std::thread([this] { Run(); });
 }
 
 void ReconcileLoop::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
 void ReconcileLoop::Post(Work work) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(std::move(work));
-  }
-  cv_.notify_one();
+  absl::MutexLock lock(&mu_);
+  queue_.push_back(std::move(work));
 }
 
 void ReconcileLoop::Run() {
   for (;;) {
     std::vector<Work> items;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_for(lock, std::chrono::milliseconds(kTickIntervalMs),
-                   [this] { return stopping_ || !queue_.empty(); });
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]()
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || !queue_.empty(); };
+      mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Milliseconds(kTickIntervalMs));
       if (stopping_ && queue_.empty()) return;
       items.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
       queue_.clear();
@@ -91,18 +101,30 @@ void ReconcileLoop::RunTurn(std::vector<Work> items) {
   }
   absl::Status committed = store_->Commit(batch);
   if (!committed.ok()) {
-    spdlog::critical("cannot commit scheduler state: {}; exiting so a restart reloads it",
-                     committed.ToString());
-    std::abort();
+    // Nothing of this turn may be seen, sent or acknowledged.
+    on_commit_failure_(committed);
+    return;
   }
   for (const sched::Event& e : batch.events) {
     spdlog::info("event {} job={} replica={} node={}: {}", e.type, e.job_id, e.replica, e.node,
                  e.reason);
   }
   for (auto& [node, msg] : fx.commands) registry_->Send(node, msg);
-  for (const v1::Job& job : batch.jobs) hub_->Publish(job);
+  Publish(batch.jobs);
   for (auto& f : after) f();
   registry_->ExpireLogRequests();
+}
+
+void ReconcileLoop::Publish(const std::vector<v1::Job>& jobs) {
+  std::vector<JobSnapshots::JobPtr> ptrs;
+  ptrs.reserve(jobs.size());
+  for (const v1::Job& job : jobs) ptrs.push_back(std::make_shared<const v1::Job>(job));
+  std::shared_ptr<const sched::QueueState> queue;
+  if (core_->QueueVersion() != published_queue_version_) {
+    queue = core_->QueueSnapshot();
+    published_queue_version_ = core_->QueueVersion();
+  }
+  if (!ptrs.empty() || queue != nullptr) snapshots_->Publish(ptrs, std::move(queue));
 }
 
 }  // namespace trainctl::server

@@ -232,8 +232,7 @@ TEST_CASE("an invalid spec is refused and changes nothing") {
   CHECK(job.status().code() == absl::StatusCode::kInvalidArgument);
   CHECK(job.status().message() == "workerPools[1].replicaCount must be 1..4096, got 0");
   CHECK(fx.empty());
-  std::string next;
-  CHECK(f.core.ListJobs({}, &next)->empty());
+  CHECK(f.core.jobs().empty());
 }
 
 TEST_CASE("higher priority is placed first") {
@@ -505,37 +504,6 @@ TEST_CASE("scheduling.timeout fails a running job with DEADLINE_EXCEEDED") {
   CHECK(f.Job(id).state() == v1::JOB_STATE_FAILED);
   CHECK(f.Job(id).error().code() == 4);
   CHECK(Stops(fx).size() == 1);
-}
-
-TEST_CASE("list pages newest first and filters by state") {
-  Fixture f;
-  std::vector<std::string> ids;
-  for (int i = 0; i < 5; ++i) {
-    Effects fx;
-    f.now += 10;
-    ids.push_back(f.Submit(Spec(0), &fx).id());
-  }
-  ListJobsQuery q;
-  q.page_size = 2;
-  std::string next;
-  auto page1 = f.core.ListJobs(q, &next);
-  REQUIRE(page1->size() == 2);
-  CHECK((*page1)[0]->id == ids[4]);
-  REQUIRE(!next.empty());
-  q.page_token = next;
-  auto page2 = f.core.ListJobs(q, &next);
-  CHECK((*page2)[0]->id == ids[2]);
-  q.page_token = next;
-  auto page3 = f.core.ListJobs(q, &next);
-  CHECK(page3->size() == 1);
-  CHECK(next.empty());
-
-  ListJobsQuery running;
-  running.states = {v1::JOB_STATE_RUNNING};
-  CHECK(f.core.ListJobs(running, &next)->empty());
-  ListJobsQuery bad;
-  bad.page_size = 5000;
-  CHECK(f.core.ListJobs(bad, &next).status().code() == absl::StatusCode::kInvalidArgument);
 }
 
 TEST_CASE("restore keeps jobs, queue order and run locations") {

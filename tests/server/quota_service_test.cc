@@ -13,6 +13,7 @@
 #include "common/time_util.h"
 #include "server/agent_registry.h"
 #include "server/job_service.h"
+#include "server/job_snapshots.h"
 #include "server/reconcile_loop.h"
 #include "server/watch_hub.h"
 #include "storage/store.h"
@@ -33,8 +34,8 @@ class Server {
     options.checkpoint_root = dir_ + "/checkpoints";
     options.default_quota.set_gpus(4);
     loop_ = std::make_unique<ReconcileLoop>(std::make_unique<sched::Core>(options),
-                                            std::move(*store), &registry_, &hub_, WallNowMs);
-    jobs_ = std::make_unique<JobServiceImpl>(loop_.get(), &registry_, &hub_);
+                                            std::move(*store), &registry_, &snapshots_, WallNowMs);
+    jobs_ = std::make_unique<JobServiceImpl>(loop_.get(), &registry_, &snapshots_, WallNowMs);
     quotas_ = std::make_unique<QuotaServiceImpl>(loop_.get());
     loop_->Start();
     grpc::ServerBuilder builder;
@@ -65,6 +66,7 @@ class Server {
   std::string dir_;
   AgentRegistry registry_;
   WatchHub hub_;
+  JobSnapshots snapshots_{&hub_};
   std::unique_ptr<ReconcileLoop> loop_;
   std::unique_ptr<JobServiceImpl> jobs_;
   std::unique_ptr<QuotaServiceImpl> quotas_;

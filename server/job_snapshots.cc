@@ -1,0 +1,103 @@
+#include "server/job_snapshots.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/time_util.h"
+#include "scheduler/model.h"
+
+namespace trainctl::server {
+
+void JobSnapshots::Publish(const std::vector<JobPtr>& jobs,
+                           std::shared_ptr<const sched::QueueState> queue) {
+  absl::MutexLock lock(&mu_);
+  if (queue != nullptr) queue_ = std::move(queue);
+  for (const JobPtr& job : jobs) {
+    auto [it, inserted] = jobs_.insert({job->id(), job});
+    if (inserted) {
+      by_age_.insert({-TimestampToMs(job->create_time()), job->id()});
+    } else {
+      it->second = job;
+    }
+    // Under the lock: a watcher subscribing meanwhile sees this state either in its first
+    // snapshot or as this push, never neither.
+    hub_->Publish(*job);
+  }
+}
+
+v1::Job JobSnapshots::WithQueueStatus(const JobPtr& job, const sched::QueueState* queue,
+                                      int64_t now_ms) {
+  v1::Job out = *job;
+  if (job->state() == v1::JOB_STATE_QUEUED && queue != nullptr) {
+    *out.mutable_queue_status() =
+        sched::QueueStatusOf(*queue, sched::QueuedJobOf(*job), sched::FromMs(now_ms));
+  }
+  return out;
+}
+
+absl::StatusOr<v1::Job> JobSnapshots::Get(const std::string& id, int64_t now_ms) const {
+  JobPtr job;
+  std::shared_ptr<const sched::QueueState> queue;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+    job = it->second;
+    queue = queue_;
+  }
+  return WithQueueStatus(job, queue.get(), now_ms);
+}
+
+absl::StatusOr<v1::ListJobsResponse> JobSnapshots::List(const v1::ListJobsRequest& req,
+                                                        int64_t now_ms) const {
+  const int32_t size = req.page_size() == 0 ? 100 : req.page_size();
+  if (size < 1 || size > 1000) {
+    return absl::InvalidArgumentError(absl::StrCat("pageSize must be 1..1000, got ", size));
+  }
+  std::pair<int64_t, std::string> after;
+  if (!req.page_token().empty()) {
+    std::pair<std::string, std::string> parts =
+        absl::StrSplit(req.page_token(), absl::MaxSplits(':', 1));
+    if (!absl::SimpleAtoi(parts.first, &after.first) || parts.second.empty()) {
+      return absl::InvalidArgumentError("pageToken is not one this server returned");
+    }
+    after.second = parts.second;
+  }
+  const std::set<int> states(req.states().begin(), req.states().end());
+  std::vector<JobPtr> page;
+  std::string next_token;
+  std::shared_ptr<const sched::QueueState> queue;
+  {
+    absl::MutexLock lock(&mu_);
+    queue = queue_;
+    auto it = req.page_token().empty() ? by_age_.begin() : by_age_.upper_bound(after);
+    for (; it != by_age_.end(); ++it) {
+      const JobPtr& job = jobs_.at(it->second);
+      if (!states.empty() && states.count(job->state()) == 0) continue;
+      if (!req.project().empty() && job->project() != req.project()) continue;
+      if (static_cast<int32_t>(page.size()) == size) {
+        // There is more: the token names the last job returned.
+        const JobPtr& last = page.back();
+        next_token = absl::StrCat(-TimestampToMs(last->create_time()), ":", last->id());
+        break;
+      }
+      page.push_back(job);
+    }
+  }
+  v1::ListJobsResponse resp;
+  for (const JobPtr& job : page) *resp.add_jobs() = WithQueueStatus(job, queue.get(), now_ms);
+  resp.set_next_page_token(next_token);
+  return resp;
+}
+
+absl::Status JobSnapshots::Watch(const std::string& id, std::shared_ptr<JobWatcher> watcher) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+  if (watcher->Push(*it->second) && !IsTerminal(it->second->state())) {
+    hub_->Subscribe(id, std::move(watcher));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace trainctl::server

@@ -1,0 +1,144 @@
+// JobSnapshots: reads served from what the loop published — listing, queue status from the
+// published queue, replacement, and watchers that miss no update.
+#include "server/job_snapshots.h"
+
+#include <catch2/catch.hpp>
+#include <vector>
+
+#include "common/time_util.h"
+
+namespace trainctl::server {
+namespace {
+
+JobSnapshots::JobPtr MakeJob(const std::string& id, int64_t create_ms, v1::JobState state,
+                             const std::string& project = "default") {
+  auto job = std::make_shared<v1::Job>();
+  job->set_id(id);
+  job->set_project(project);
+  job->set_state(state);
+  *job->mutable_create_time() = MsToTimestamp(create_ms);
+  v1::WorkerPool* pool = job->mutable_spec()->add_worker_pools();
+  pool->set_name("chief");
+  pool->mutable_resources()->set_gpus(2);
+  v1::Replica* r = job->add_replicas();
+  r->set_name("chief-0");
+  r->set_pool("chief");
+  return job;
+}
+
+// Records every job pushed to it.
+class Recorder : public JobWatcher {
+ public:
+  bool Push(const v1::Job& job) override {
+    seen.push_back(job);
+    return !done;
+  }
+  std::vector<v1::Job> seen;
+  bool done = false;
+};
+
+TEST_CASE("list pages newest first and filters by state and project") {
+  WatchHub hub;
+  JobSnapshots snapshots(&hub);
+  std::vector<JobSnapshots::JobPtr> jobs;
+  for (int i = 0; i < 5; ++i) {
+    jobs.push_back(MakeJob("j-" + std::to_string(i), 1000 + 10 * i,
+                           i == 3 ? v1::JOB_STATE_RUNNING : v1::JOB_STATE_SUCCEEDED,
+                           i == 4 ? "team-a" : "default"));
+  }
+  snapshots.Publish(jobs, nullptr);
+
+  v1::ListJobsRequest req;
+  req.set_page_size(2);
+  absl::StatusOr<v1::ListJobsResponse> page1 = snapshots.List(req, 0);
+  REQUIRE(page1.ok());
+  REQUIRE(page1->jobs_size() == 2);
+  CHECK(page1->jobs(0).id() == "j-4");
+  CHECK(page1->jobs(1).id() == "j-3");
+  REQUIRE(!page1->next_page_token().empty());
+  req.set_page_token(page1->next_page_token());
+  absl::StatusOr<v1::ListJobsResponse> page2 = snapshots.List(req, 0);
+  CHECK(page2->jobs(0).id() == "j-2");
+  req.set_page_token(page2->next_page_token());
+  absl::StatusOr<v1::ListJobsResponse> page3 = snapshots.List(req, 0);
+  CHECK(page3->jobs_size() == 1);
+  CHECK(page3->next_page_token().empty());
+
+  v1::ListJobsRequest running;
+  running.add_states(v1::JOB_STATE_RUNNING);
+  REQUIRE(snapshots.List(running, 0)->jobs_size() == 1);
+  CHECK(snapshots.List(running, 0)->jobs(0).id() == "j-3");
+  v1::ListJobsRequest team;
+  team.set_project("team-a");
+  CHECK(snapshots.List(team, 0)->jobs_size() == 1);
+
+  v1::ListJobsRequest bad;
+  bad.set_page_size(5000);
+  CHECK(snapshots.List(bad, 0).status().message() == "pageSize must be 1..1000, got 5000");
+  v1::ListJobsRequest foreign;
+  foreign.set_page_token("nonsense");
+  CHECK(snapshots.List(foreign, 0).status().code() == absl::StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("a queued job's status is computed from the published queue") {
+  WatchHub hub;
+  JobSnapshots snapshots(&hub);
+  auto queue = std::make_shared<sched::QueueState>();
+  queue->order["default"] = {"j-0", "j-1"};
+  queue->free.push_back({"node-a", {8, 8192, 1}});
+  snapshots.Publish(
+      {MakeJob("j-0", 1000, v1::JOB_STATE_QUEUED), MakeJob("j-1", 1001, v1::JOB_STATE_QUEUED),
+       MakeJob("j-2", 1002, v1::JOB_STATE_RUNNING)},
+      queue);
+  absl::StatusOr<v1::Job> second = snapshots.Get("j-1", 5000);
+  REQUIRE(second.ok());
+  const v1::QueueStatus& qs = second->queue_status();
+  CHECK(qs.position() == 2);
+  REQUIRE(qs.jobs_ahead_size() == 1);
+  CHECK(qs.jobs_ahead(0) == "j-0");
+  REQUIRE(qs.blockers_size() == 2);
+  CHECK(qs.blockers(0).kind() == "CAPACITY");
+  CHECK(qs.blockers(1).message() == "PRIORITY: 1 job ahead in default");
+  // Only queued jobs carry a queue status.
+  CHECK(!snapshots.Get("j-2", 5000)->has_queue_status());
+  CHECK(snapshots.Get("j-9", 5000).status().code() == absl::StatusCode::kNotFound);
+}
+
+TEST_CASE("a publication replaces a job's snapshot; a reader keeps the one it holds") {
+  WatchHub hub;
+  JobSnapshots snapshots(&hub);
+  snapshots.Publish({MakeJob("j-0", 1000, v1::JOB_STATE_QUEUED)}, nullptr);
+  absl::StatusOr<v1::Job> before = snapshots.Get("j-0", 0);
+  snapshots.Publish({MakeJob("j-0", 1000, v1::JOB_STATE_RUNNING)}, nullptr);
+  CHECK(before->state() == v1::JOB_STATE_QUEUED);
+  CHECK(snapshots.Get("j-0", 0)->state() == v1::JOB_STATE_RUNNING);
+  v1::ListJobsRequest all;
+  CHECK(snapshots.List(all, 0)->jobs_size() == 1);  // replaced, not listed twice
+}
+
+TEST_CASE("a watcher gets the current snapshot, then every publication until a terminal state") {
+  WatchHub hub;
+  JobSnapshots snapshots(&hub);
+  snapshots.Publish({MakeJob("j-0", 1000, v1::JOB_STATE_PENDING)}, nullptr);
+  auto watcher = std::make_shared<Recorder>();
+  REQUIRE(snapshots.Watch("j-0", watcher).ok());
+  snapshots.Publish({MakeJob("j-0", 1000, v1::JOB_STATE_RUNNING)}, nullptr);
+  snapshots.Publish({MakeJob("j-1", 1001, v1::JOB_STATE_RUNNING)}, nullptr);  // another job
+  watcher->done = true;  // the stream ends after this push
+  snapshots.Publish({MakeJob("j-0", 1000, v1::JOB_STATE_SUCCEEDED)}, nullptr);
+  snapshots.Publish({MakeJob("j-0", 1000, v1::JOB_STATE_SUCCEEDED)}, nullptr);
+  REQUIRE(watcher->seen.size() == 3);
+  CHECK(watcher->seen[0].state() == v1::JOB_STATE_PENDING);
+  CHECK(watcher->seen[1].state() == v1::JOB_STATE_RUNNING);
+  CHECK(watcher->seen[2].state() == v1::JOB_STATE_SUCCEEDED);
+
+  // A terminal job's watcher gets its one snapshot and is not subscribed.
+  auto late = std::make_shared<Recorder>();
+  REQUIRE(snapshots.Watch("j-0", late).ok());
+  snapshots.Publish({MakeJob("j-0", 1000, v1::JOB_STATE_SUCCEEDED)}, nullptr);
+  CHECK(late->seen.size() == 1);
+  CHECK(snapshots.Watch("j-9", late).code() == absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace trainctl::server

@@ -1,0 +1,220 @@
+// ReconcileLoop: the shell's promises with a real core and a real SQLite store — commands leave
+// and readers see only what is committed, a failed commit is neither sent nor acknowledged, and
+// Stop finishes the work already posted.
+#include "server/reconcile_loop.h"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <memory>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "server/agent_registry.h"
+#include "server/job_snapshots.h"
+#include "server/watch_hub.h"
+
+namespace trainctl::server {
+namespace {
+
+// The state of job `id` in the database as another connection sees it; -1 when it has no row.
+int CommittedState(const std::string& db_path, const std::string& id) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  REQUIRE(sqlite3_prepare_v2(db, "SELECT state FROM jobs WHERE id = ?", -1, &st, nullptr) ==
+          SQLITE_OK);
+  sqlite3_bind_text(st, 1, id.c_str(), -1, SQLITE_TRANSIENT);
+  const int state = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return state;
+}
+
+void ExecSql(const std::string& db_path, const char* sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(db_path.c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db, sql, nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+}
+
+// An agent's stream that records, at the moment each command is sent, what the database holds
+// for the job the command is about.
+class RecordingChannel : public AgentChannel {
+ public:
+  explicit RecordingChannel(std::string db_path) : db_path_(std::move(db_path)) {}
+  void Send(const v1::SchedulerMessage& msg) override {
+    if (!msg.has_launch()) return;
+    const int state = CommittedState(db_path_, msg.launch().job_id());
+    absl::MutexLock lock(&mu_);
+    launch_states_.push_back(state);
+  }
+  void Close(const std::string&) override {}
+  std::vector<int> launch_states() {
+    absl::MutexLock lock(&mu_);
+    return launch_states_;
+  }
+
+ private:
+  const std::string db_path_;
+  absl::Mutex mu_;
+  std::vector<int> launch_states_ ABSL_GUARDED_BY(mu_);
+};
+
+v1::JobSpec OneReplica() {
+  v1::JobSpec spec;
+  spec.set_display_name("loop");
+  v1::WorkerPool* pool = spec.add_worker_pools();
+  pool->set_name("chief");
+  pool->set_replica_count(1);
+  pool->add_command("/bin/true");
+  return spec;
+}
+
+v1::Register NodeA() {
+  v1::Register reg;
+  reg.set_node("node-a");
+  reg.set_address("127.0.0.1");
+  reg.mutable_allocatable()->set_cpu(4);
+  reg.mutable_allocatable()->set_memory_mb(4096);
+  *reg.mutable_capacity() = reg.allocatable();
+  reg.set_agent_instance("test");
+  return reg;
+}
+
+// A loop over a real core and store in a temporary directory, with a fake clock.
+class Fixture {
+ public:
+  explicit Fixture(ReconcileLoop::CommitFailureHandler on_failure = nullptr) {
+    char tmpl[] = "/tmp/trainctl-loop-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    auto store = storage::Store::Open(db_path());
+    REQUIRE(store.ok());
+    sched::CoreOptions options;
+    options.id_seed = 11;
+    options.checkpoint_root = dir_ + "/checkpoints";
+    loop = std::make_unique<ReconcileLoop>(
+        std::make_unique<sched::Core>(options), std::move(*store), &registry, &snapshots,
+        [this] { return now_ms.load(); }, std::move(on_failure));
+    loop->Start();
+  }
+  ~Fixture() {
+    loop->Stop();
+    std::filesystem::remove_all(dir_);
+  }
+  std::string db_path() const { return dir_ + "/trainctl.db"; }
+
+  // Posts a submit; `done` runs after the turn's commit with the new job's id (or "").
+  void Submit(std::function<void(const std::string&)> done) {
+    loop->Post([done = std::move(done)](Turn& t) {
+      absl::StatusOr<const sched::Job*> job = t.core.SubmitJob(OneReplica(), t.now, t.fx);
+      const std::string id = job.ok() ? (*job)->id : "";
+      t.after_commit->push_back([done, id] { done(id); });
+    });
+  }
+
+  std::atomic<int64_t> now_ms{1'000'000};
+  AgentRegistry registry;
+  WatchHub hub;
+  JobSnapshots snapshots{&hub};
+  std::unique_ptr<ReconcileLoop> loop;
+
+ private:
+  std::string dir_;
+};
+
+TEST_CASE("a job is readable as soon as its create is answered") {
+  Fixture f;
+  absl::Notification answered;
+  std::string id;
+  bool readable = false;
+  f.Submit([&](const std::string& job_id) {
+    id = job_id;
+    readable = f.snapshots.Get(job_id, f.now_ms).ok();
+    answered.Notify();
+  });
+  REQUIRE(answered.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  CHECK(!id.empty());
+  CHECK(readable);
+  CHECK(f.snapshots.Get(id, f.now_ms)->state() == v1::JOB_STATE_QUEUED);  // no node yet
+}
+
+TEST_CASE("commands for agents leave only after the commit that decided them") {
+  Fixture f;
+  auto channel = std::make_shared<RecordingChannel>(f.db_path());
+  f.registry.Attach("node-a", channel);
+  f.loop->Post([](Turn& t) { t.core.AgentRegistered(NodeA(), t.now, t.fx); });
+  absl::Notification answered;
+  f.Submit([&](const std::string&) { answered.Notify(); });
+  REQUIRE(answered.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  // The submit's turn placed the job: its launch went out with the job already PENDING on disk.
+  const std::vector<int> states = channel->launch_states();
+  REQUIRE(states.size() == 1);
+  CHECK(states[0] == v1::JOB_STATE_PENDING);
+}
+
+TEST_CASE("a failed commit is not sent, published or acknowledged") {
+  absl::Mutex mu;
+  std::vector<std::string> failures;
+  Fixture f([&](const absl::Status& status) {
+    absl::MutexLock lock(&mu);
+    failures.push_back(std::string(status.message()));
+  });
+  auto channel = std::make_shared<RecordingChannel>(f.db_path());
+  f.registry.Attach("node-a", channel);
+  // Every write of an event fails from now on, as a full disk would.
+  ExecSql(f.db_path(),
+          "CREATE TRIGGER no_space BEFORE INSERT ON events "
+          "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;");
+  std::atomic<bool> acknowledged{false};
+  f.loop->Post([](Turn& t) { t.core.AgentRegistered(NodeA(), t.now, t.fx); });
+  f.Submit([&](const std::string&) { acknowledged = true; });
+  f.loop->Stop();  // finishes the posted work
+  {
+    absl::MutexLock lock(&mu);
+    REQUIRE(!failures.empty());
+    CHECK(failures[0].find("database or disk is full") != std::string::npos);
+  }
+  CHECK(!acknowledged);
+  CHECK(channel->launch_states().empty());
+  v1::ListJobsRequest all;
+  CHECK(f.snapshots.List(all, f.now_ms)->jobs_size() == 0);
+}
+
+TEST_CASE("Stop finishes the work already posted, answering each") {
+  Fixture f;
+  std::atomic<int> answered{0};
+  for (int i = 0; i < 50; ++i) f.Submit([&](const std::string&) { answered++; });
+  f.loop->Stop();
+  CHECK(answered == 50);
+  v1::ListJobsRequest all;
+  all.set_page_size(1000);
+  CHECK(f.snapshots.List(all, f.now_ms)->jobs_size() == 50);
+}
+
+TEST_CASE("time limits are checked on the loop's clock") {
+  Fixture f;
+  absl::Notification answered;
+  std::string id;
+  f.loop->Post([&](Turn& t) {
+    v1::JobSpec spec = OneReplica();
+    spec.mutable_scheduling()->mutable_queue_timeout()->set_seconds(60);
+    id = (*t.core.SubmitJob(spec, t.now, t.fx))->id;
+    t.after_commit->push_back([&] { answered.Notify(); });
+  });
+  REQUIRE(answered.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  f.now_ms += 61'000;  // no node: the job waits past its queue timeout
+  absl::Notification failed;
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < deadline && !failed.HasBeenNotified()) {
+    if (f.snapshots.Get(id, f.now_ms)->state() == v1::JOB_STATE_FAILED) failed.Notify();
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  CHECK(failed.HasBeenNotified());
+}
+
+}  // namespace
+}  // namespace trainctl::server
