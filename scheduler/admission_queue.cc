@@ -292,6 +292,12 @@ std::vector<std::string> AdmissionQueue::Queued(const std::string& project, int3
   return ids;
 }
 
+v1::Project AdmissionQueue::ProjectView(const std::string& project) const {
+  auto q = project_queues_.find(project);
+  return MakeProject(project, QuotaOf(project), quotas_.count(project) == 0, UsageOf(project),
+                     q == project_queues_.end() ? 0 : static_cast<int32_t>(q->second.size()));
+}
+
 std::set<std::string> AdmissionQueue::Projects() const {
   std::set<std::string> names;
   for (const auto& [name, q] : quotas_) names.insert(name);

@@ -115,6 +115,8 @@ class AdmissionQueue {
     auto it = usage_.find(project);
     return it == usage_.end() ? ProjectUsage{} : it->second;
   }
+  // A project with its effective quota, usage and queued jobs, as of now.
+  v1::Project ProjectView(const std::string& project) const;
   // Projects that have a quota row, a queued job or an admitted job.
   std::set<std::string> Projects() const;
 

@@ -55,7 +55,7 @@ absl::StatusOr<const Job*> Core::CancelJob(const std::string& id, int64_t now, E
 absl::StatusOr<v1::Project> Core::SetQuota(const v1::Quota& quota, int64_t now, Effects* fx) {
   absl::Status set = queue_.SetQuota(quota, FromMs(now), fx);
   if (!set.ok()) return set;
-  return ProjectOf(*QueueSnapshot(), quota.project());
+  return queue_.ProjectView(quota.project());
 }
 
 absl::Status Core::ReportProgress(const std::string& job_id, const std::string& replica,
@@ -232,13 +232,12 @@ absl::StatusOr<v1::Project> Core::GetProject(const std::string& name) const {
     return absl::InvalidArgumentError(
         absl::StrCat("project must be 1..63 characters of a-z, 0-9 and '-'; got \"", name, "\""));
   }
-  return ProjectOf(*QueueSnapshot(), name);
+  return queue_.ProjectView(name);
 }
 
 std::vector<v1::Project> Core::ListProjects() const {
-  const std::shared_ptr<const QueueState> state = QueueSnapshot();
   std::vector<v1::Project> out;
-  for (const std::string& name : queue_.Projects()) out.push_back(ProjectOf(*state, name));
+  for (const std::string& name : queue_.Projects()) out.push_back(queue_.ProjectView(name));
   return out;
 }
 

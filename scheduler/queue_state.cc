@@ -147,18 +147,24 @@ v1::QueueStatus QueueStatusOf(const QueueState& state, const QueuedJob& job, abs
   return qs;
 }
 
-v1::Project ProjectOf(const QueueState& state, const std::string& name) {
+v1::Project MakeProject(const std::string& name, const v1::Quota& quota, bool default_quota,
+                        const ProjectUsage& usage, int32_t queued_jobs) {
   v1::Project p;
   p.set_name(name);
-  *p.mutable_quota() = state.QuotaOf(name);
-  p.set_default_quota(state.quotas.count(name) == 0);
-  const ProjectUsage usage = state.UsageOf(name);
+  *p.mutable_quota() = quota;
+  p.set_default_quota(default_quota);
   *p.mutable_in_use() = ToProto(usage.used);
   p.set_running_jobs(usage.running_jobs);
-  auto q = state.order.find(name);
-  p.set_queued_jobs(q == state.order.end() ? 0 : static_cast<int32_t>(q->second.size()));
-  *p.mutable_borrowed() = ToProto(Borrowed(p.quota(), usage.used));
+  p.set_queued_jobs(queued_jobs);
+  *p.mutable_borrowed() = ToProto(Borrowed(quota, usage.used));
   return p;
+}
+
+v1::Project ProjectOf(const QueueState& state, const std::string& name) {
+  auto q = state.order.find(name);
+  return MakeProject(name, state.QuotaOf(name), state.quotas.count(name) == 0,
+                     state.UsageOf(name),
+                     q == state.order.end() ? 0 : static_cast<int32_t>(q->second.size()));
 }
 
 }  // namespace trainctl::sched

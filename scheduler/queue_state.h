@@ -74,7 +74,11 @@ std::vector<v1::Blocker> BlockersOf(const QueueState& state, const QueuedJob& jo
 // Blockers, place in line and the jobs ahead of it.
 v1::QueueStatus QueueStatusOf(const QueueState& state, const QueuedJob& job, absl::Time now);
 
-// A project with its effective quota, usage, queued jobs and what it borrows.
+// A project with its effective quota (`default_quota` when it has none of its own), usage,
+// queued jobs and what it borrows.
+v1::Project MakeProject(const std::string& name, const v1::Quota& quota, bool default_quota,
+                        const ProjectUsage& usage, int32_t queued_jobs);
+// The same from a QueueState.
 v1::Project ProjectOf(const QueueState& state, const std::string& name);
 
 }  // namespace trainctl::sched
