@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "scheduler/model_proto.h"
 #include "scheduler/node_health.h"
 
 namespace trainctl::sched {
@@ -62,6 +63,11 @@ int MatchRule(const RetryPolicy& p, const Replica& r, const v1::ReplicaExited& x
   return -1;
 }
 
+// " (class TRANSIENT" and what follows it, up to the closing parenthesis.
+std::string ClassTag(FailureClass c, const std::string& more = "") {
+  return absl::StrCat(" (class ", FailureClassName(c), more, ")");
+}
+
 bool IsCleanExit(const v1::ReplicaExited& x) {
   return x.has_exit_code() && x.exit_code() == 0 && !x.has_signal() && !x.launch_failed();
 }
@@ -82,11 +88,13 @@ Classification HostFault(const Replica& r, const v1::ReplicaExited& x, Classific
   c.remedy = Remedy::kRedispatch;
   std::string message;
   if (x.preflight_failed()) {
-    c.replica_message = absl::StrCat("node ", r.node, " failed its preflight check (HOST_FAULT)");
+    c.replica_message = absl::StrCat("node ", r.node, " failed its preflight check (",
+                                     FailureClassName(FailureClass::kHostFault), ")");
     message = absl::StrCat("Replica ", r.name, " could not start: node ", r.node,
                            " failed its preflight check: ", FailedItems(x.checks()), ".");
   } else {
-    c.replica_message = absl::StrCat(c.summary, " on a failing host (HOST_FAULT)");
+    c.replica_message = absl::StrCat(c.summary, " on a failing host (",
+                                     FailureClassName(FailureClass::kHostFault), ")");
     message = absl::StrCat("Replica ", r.name, " ", c.summary, " while node ", r.node,
                            " failed its health check: ", FailedItems(x.checks()), ".");
   }
@@ -146,7 +154,7 @@ Classification Classify(const RetryPolicy& p, const Replica& r, const Failure& f
                         absl::StrCat(kInternalMessage, " Replica ", r.name, " on node ", r.node,
                                      " ", c.summary, "."),
                         r, x);
-    absl::StrAppend(&c.explanation, " (class INTERNAL)");
+    absl::StrAppend(&c.explanation, ClassTag(c.failure_class));
     c.remedy = Remedy::kInternalRetry;
     c.retry_why = "an internal error is not the user's";
     return c;
@@ -157,7 +165,7 @@ Classification Classify(const RetryPolicy& p, const Replica& r, const Failure& f
     c.error = MakeError(
         absl::StatusCode::kInvalidArgument, FailureClass::kUserError,
         absl::StrCat("Replica ", r.name, " could not start: ", x.launch_error(), "."), r, x);
-    absl::StrAppend(&c.explanation, " (class USER_ERROR)");
+    absl::StrAppend(&c.explanation, ClassTag(c.failure_class));
     c.remedy = Remedy::kFail;
     return c;
   }
@@ -168,7 +176,7 @@ Classification Classify(const RetryPolicy& p, const Replica& r, const Failure& f
         absl::StatusCode::kInvalidArgument, FailureClass::kTransient,
         absl::StrCat("Replica ", r.name, " hung: it showed no progress for its hangTimeout."), r,
         x);
-    absl::StrAppend(&c.explanation, " (class HUNG, treated as transient)");
+    absl::StrAppend(&c.explanation, ClassTag(c.failure_class, ", treated as transient"));
     c.remedy = Remedy::kRestart;
     return c;
   }
@@ -208,14 +216,14 @@ Classification Classify(const RetryPolicy& p, const Replica& r, const Failure& f
   if (x.oom_killed()) {
     c.rule = "default: out of memory";
     c.remedy = Remedy::kFail;
-    absl::StrAppend(&c.explanation, " (class OUT_OF_MEMORY)");
+    absl::StrAppend(&c.explanation, ClassTag(c.failure_class));
     c.fail_hint = "; raise its resources.memoryMb";
     return c;
   }
   if (transient) {
     c.rule = x.has_exit_code() ? absl::StrCat("default: transient exit code ", x.exit_code())
                                : absl::StrCat("default: transient signal ", SignalName(x.signal()));
-    absl::StrAppend(&c.explanation, " (class TRANSIENT, ", c.rule, ")");
+    absl::StrAppend(&c.explanation, ClassTag(c.failure_class, absl::StrCat(", ", c.rule)));
     if (p.restart_policy == v1::RESTART_POLICY_NEVER) {
       c.remedy = Remedy::kRetryJob;
       c.retry_why = "restartPolicy NEVER restarts nothing";
@@ -226,12 +234,13 @@ Classification Classify(const RetryPolicy& p, const Replica& r, const Failure& f
   }
   if (p.restart_policy == v1::RESTART_POLICY_ON_FAILURE) {
     c.rule = "restartPolicy ON_FAILURE";
-    absl::StrAppend(&c.explanation, " (class USER_ERROR, restarted by ", c.rule, ")");
+    absl::StrAppend(&c.explanation,
+                    ClassTag(c.failure_class, absl::StrCat(", restarted by ", c.rule)));
     c.remedy = Remedy::kRestart;
     return c;
   }
   c.rule = "default: non-zero exit is a user error";
-  absl::StrAppend(&c.explanation, " (class USER_ERROR)");
+  absl::StrAppend(&c.explanation, ClassTag(c.failure_class));
   c.remedy = Remedy::kFail;
   return c;
 }
