@@ -122,6 +122,30 @@ TEST_CASE("SetQuota answers once the quota is durable") {
         grpc::StatusCode::INVALID_ARGUMENT);
 }
 
+TEST_CASE("a job is readable and listed as soon as CreateJob returns") {
+  Server s;
+  for (int i = 0; i < 20; ++i) {
+    v1::CreateJobRequest create;
+    *create.mutable_spec() = GpuJob("team-a", 1);
+    grpc::ClientContext ctx;
+    v1::Job created;
+    REQUIRE(s.jobs().CreateJob(&ctx, create, &created).ok());
+    grpc::ClientContext get_ctx;
+    v1::GetJobRequest get;
+    get.set_id(created.id());
+    v1::Job read;
+    REQUIRE(s.jobs().GetJob(&get_ctx, get, &read).ok());
+    CHECK(read.id() == created.id());
+    CHECK(read.state() == v1::JOB_STATE_QUEUED);
+    CHECK(read.queue_status().position() == i + 1);  // no node: every job waits, in order
+    grpc::ClientContext list_ctx;
+    v1::ListJobsResponse listed;
+    REQUIRE(s.jobs().ListJobs(&list_ctx, v1::ListJobsRequest(), &listed).ok());
+    REQUIRE(listed.jobs_size() == i + 1);
+    CHECK(listed.jobs(0).id() == created.id());  // newest first
+  }
+}
+
 TEST_CASE("GetQuota gives a project without a quota the default one") {
   Server s;
   v1::GetQuotaRequest request;
