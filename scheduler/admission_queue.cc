@@ -19,11 +19,17 @@ AdmissionQueue::QueueKey AdmissionQueue::KeyOf(const Job& job) {
   return {job.attempts.empty() ? 1 : 0, -job.priority, job.create_time, job.id};
 }
 
-std::optional<absl::Time> AdmissionQueue::DeadlineOf(const Job& job) {
+std::optional<absl::Duration> AdmissionQueue::QueueTimeoutOf(const Job& job) {
   absl::Duration timeout = absl::Milliseconds(job.policy.queue_timeout_ms);
   if (timeout <= absl::ZeroDuration() && !job.attempts.empty()) timeout = kRetryQueueTimeout;
   if (timeout <= absl::ZeroDuration()) return std::nullopt;
-  return job.queue_time.value_or(job.create_time) + timeout;
+  return timeout;
+}
+
+std::optional<absl::Time> AdmissionQueue::DeadlineOf(const Job& job) {
+  const std::optional<absl::Duration> timeout = QueueTimeoutOf(job);
+  if (!timeout) return std::nullopt;
+  return job.queue_time.value_or(job.create_time) + *timeout;
 }
 
 void AdmissionQueue::RestoreQuotas(std::vector<v1::Quota> quotas) {

@@ -99,6 +99,8 @@ class AdmissionQueue {
   AdmissionPlan Pass(const JobTable& jobs, const NodeRegistry& nodes, absl::Time now,
                      Timers* timers);
 
+  // How long the job may wait in the queue: queueTimeout, or 30m for a retrying job (R17).
+  static std::optional<absl::Duration> QueueTimeoutOf(const Job& job);
   // Queued jobs whose queue timeout has passed at `now`, oldest deadline first.
   std::vector<std::string> ExpiredDeadlines(absl::Time now) const;
 

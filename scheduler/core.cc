@@ -196,10 +196,9 @@ void Core::Tick(int64_t now_ms, Effects* fx) {
         why.push_back(b.message());
       }
       const bool retry = !job->attempts.empty();
-      const int64_t timeout_ms =
-          job->policy.queue_timeout_ms > 0 ? job->policy.queue_timeout_ms : 30 * 60'000;
       const JobError error =
-          QueueTimeoutError(ToMs(now - since), timeout_ms, retry, absl::StrJoin(why, "; "));
+          QueueTimeoutError(ToMs(now - since), ToMs(*AdmissionQueue::QueueTimeoutOf(*job)), retry,
+                            absl::StrJoin(why, "; "));
       if (retry) {
         AddEvent(fx, now, job, "", "", "JobQueueTimeout", "error,exiting: " + error.message);
       }
