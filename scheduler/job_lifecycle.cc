@@ -54,12 +54,12 @@ void JobLifecycle::SetReplicaState(Job* job, Replica* r, v1::ReplicaState state)
   }
 }
 
-void JobLifecycle::SetNode(Job* job, Replica* r, const std::string& node) {
+void JobLifecycle::SetNode(Replica* r, const std::string& node) {
+  // The project holds the same either way; only the node changes.
   if (HoldsResources(r->state)) {
     nodes_->Release(r->node, r->need);
     nodes_->Hold(node, r->need);
   }
-  (void)job;
   r->node = node;
 }
 
@@ -205,7 +205,7 @@ void JobLifecycle::StartAttempt(Job* job, const std::vector<std::string>& placed
   fx->attempts.insert({job->id, job->attempts.back().number});
   for (size_t i = 0; i < job->replicas.size(); ++i) {
     Replica* r = &job->replicas[i];
-    SetNode(job, r, placed[i]);
+    SetNode(r, placed[i]);
     SetReplicaState(job, r, v1::REPLICA_STATE_STARTING);
     r->restart_count = 0;
     r->charged_restarts = 0;

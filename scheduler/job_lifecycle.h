@@ -101,7 +101,7 @@ class JobLifecycle {
   void SetReplicaState(Job* job, Replica* r, v1::ReplicaState state);
   // Carries out the retry engine's decision about the end of `r`'s run.
   void Apply(Job* job, Replica* r, const RetryDecision& d, absl::Time now, Effects* fx);
-  void SetNode(Job* job, Replica* r, const std::string& node);
+  void SetNode(Replica* r, const std::string& node);
   void SetJobState(Job* job, v1::JobState state, const std::string& reason, absl::Time now,
                    Effects* fx);
 

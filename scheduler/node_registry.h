@@ -123,14 +123,14 @@ class NodeRegistry {
     changed_ = false;
     return changed;
   }
+
+ private:
+  Node* FindMutable(const std::string& name);
   // Records a change of what FreeNodes returns.
   void Changed() {
     changed_ = true;
     ++version_;
   }
-
- private:
-  Node* FindMutable(const std::string& name);
   // Re-derives the node's state and health; records the change (and `reason`) when they moved.
   void Refresh(Node* node, const std::string& reason, absl::Time now, Effects* fx);
   // A LOST node is heard from again (`how`): back in service; stops the runs moved off it.
