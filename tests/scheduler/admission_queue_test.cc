@@ -180,27 +180,31 @@ TEST_CASE("AdmissionQueue: BEST_EFFORT_FIFO lets jobs past a blocked one until i
   CHECK(plan.starts.empty());  // starved long enough: nobody goes past it now
 }
 
-// team-b leaves 4 gpus unused and team-a already borrows all 4: they are not lent again, however
-// high team-a's borrowing limit.
-TEST_CASE("AdmissionQueue: a cohort's unused quota is lent once") {
-  Queue q(std::vector<std::string>{});
+// A cohort "c" of team-a (4 gpus, borrowing up to `a_borrows`) and team-b (`b_gpus`, idle) on one
+// large node; team-a runs a job that holds `a_holds` gpus.
+void Cohort(Queue* q, int a_borrows, int b_gpus, int a_holds) {
   Effects fx;
-  q.nodes.Register(testing::Reg("node-g", 64, 65536, 16), kT0, &fx);
+  q->nodes.Register(testing::Reg("node-g", 64, 65536, 16), kT0, &fx);
   v1::Quota a;
   a.set_project("team-a");
   a.set_gpus(4);
   a.set_cohort("c");
-  a.mutable_borrowing_limit()->set_gpus(8);
+  a.mutable_borrowing_limit()->set_gpus(a_borrows);
   v1::Quota b;
   b.set_project("team-b");
-  b.set_gpus(4);
+  b.set_gpus(b_gpus);
   b.set_cohort("c");
-  REQUIRE(q.queue.SetQuota(a, kT0, &fx).ok());
-  REQUIRE(q.queue.SetQuota(b, kT0, &fx).ok());
-  q.queue.Admitted("team-a");
-  q.queue.Hold("team-a", {0, 0, 8});  // 4 of its own and 4 of team-b's
+  REQUIRE(q->queue.SetQuota(a, kT0, &fx).ok());
+  REQUIRE(q->queue.SetQuota(b, kT0, &fx).ok());
+  q->queue.Admitted("team-a");
+  q->queue.Hold("team-a", {0, 0, a_holds});
+}
+
+TEST_CASE("AdmissionQueue: a cohort's unused quota is lent once") {
+  Queue q(std::vector<std::string>{});
+  Cohort(&q, /*a_borrows=*/8, /*b_gpus=*/4, /*a_holds=*/8);  // all of team-b's 4 borrowed
   q.Add(MakeJob("j-more", "team-a", 1, {{0, 0, 4}}));
-  CHECK(q.Pass(kT0).starts.empty());
+  CHECK(q.Pass(kT0).starts.empty());  // however high team-a's borrowing limit
 }
 
 // BUG (scheduler/queue_state.cc:74-80 with scheduler/admission.cc:89-91; see queue_state_test):
@@ -208,21 +212,7 @@ TEST_CASE("AdmissionQueue: a cohort's unused quota is lent once") {
 // its limit of 4, team-b leaves 8 unused, and a job needing 1 more gpu waits for ever.
 TEST_CASE("AdmissionQueue: a project that borrows may borrow up to its limit", "[!mayfail]") {
   Queue q(std::vector<std::string>{});
-  Effects fx;
-  q.nodes.Register(testing::Reg("node-g", 64, 65536, 16), kT0, &fx);
-  v1::Quota a;
-  a.set_project("team-a");
-  a.set_gpus(4);
-  a.set_cohort("c");
-  a.mutable_borrowing_limit()->set_gpus(4);
-  v1::Quota b;
-  b.set_project("team-b");
-  b.set_gpus(8);
-  b.set_cohort("c");
-  REQUIRE(q.queue.SetQuota(a, kT0, &fx).ok());
-  REQUIRE(q.queue.SetQuota(b, kT0, &fx).ok());
-  q.queue.Admitted("team-a");
-  q.queue.Hold("team-a", {0, 0, 6});  // 2 borrowed
+  Cohort(&q, /*a_borrows=*/4, /*b_gpus=*/8, /*a_holds=*/6);
   q.Add(MakeJob("j-more", "team-a", 1, {{0, 0, 1}}));
   const AdmissionPlan plan = q.Pass(kT0);
   INFO((plan.reasons.empty() ? "" : plan.reasons[0].second));
@@ -334,7 +324,7 @@ TEST_CASE("AdmissionQueue: a retry waits for its backoff and its stopping replic
   CHECK(plan.starts[0].nodes == std::vector<std::string>{"node-b"});
 }
 
-TEST_CASE("AdmissionQueue: queue timeouts expire oldest first; a retry gives up after 30m") {
+TEST_CASE("AdmissionQueue: queue timeouts expire oldest first, a retry's after 30m") {
   Queue q;
   Job a = MakeJob("j-a", "p", 0, {{1, 0, 0}});
   a.policy.queue_timeout_ms = 120'000;
