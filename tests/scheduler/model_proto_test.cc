@@ -1,0 +1,218 @@
+// The one mapping between the core's model and trainctl.v1 (scheduler/model_proto.h): a stored
+// job comes back field for field, and the names of classes and decisions are the historic words.
+#include "scheduler/model_proto.h"
+
+#include <catch2/catch.hpp>
+#include <set>
+
+#include "tests/common/proto_fill.h"
+
+namespace trainctl::sched {
+namespace {
+
+using trainctl::testing::Differences;
+using trainctl::testing::FillEveryField;
+
+TEST_CASE("a job with every field set maps to the model and back unchanged") {
+  v1::Job job;
+  // Job.queue_status is computed when read (QueueStatusOf) and never mapped.
+  FillEveryField(&job, {"trainctl.v1.Job.queue_status"});
+  // Fields that hold an enum's name or value must hold one the model knows.
+  job.mutable_error()->set_reason("OUT_OF_MEMORY");
+  const char* classes[] = {"TRANSIENT", "HOST_FAULT"};
+  const char* decisions[] = {"RETRY_JOB", "REDISPATCH"};
+  REQUIRE(job.attempts_size() == 2);
+  for (int i = 0; i < job.attempts_size(); ++i) {
+    job.mutable_attempts(i)->set_failure_class(classes[i]);
+    job.mutable_attempts(i)->set_decision(decisions[i]);
+  }
+  const v1::MoveCause causes[] = {v1::MOVE_CAUSE_LOST, v1::MOVE_CAUSE_NODE_UNAVAILABLE};
+  REQUIRE(job.replicas_size() == 2);
+  for (int i = 0; i < job.replicas_size(); ++i) job.mutable_replicas(i)->set_move_cause(causes[i]);
+
+  absl::StatusOr<Job> model = JobFromProto(job);
+  REQUIRE(model.ok());
+  const v1::Job back = ToProto(*model);
+  INFO(Differences(job, back));
+  CHECK(Differences(job, back).empty());
+}
+
+TEST_CASE("JobFromProto derives each replica's need from its pool and the resolved policy") {
+  v1::Job job;
+  v1::WorkerPool* pool = job.mutable_spec()->add_worker_pools();
+  pool->set_name("worker");
+  pool->mutable_resources()->set_cpu(2.5);
+  pool->mutable_resources()->set_memory_mb(512);
+  pool->mutable_resources()->set_gpus(1);
+  job.mutable_spec()->mutable_fault_tolerance()->set_job_retry_num(2);
+  job.add_replicas()->set_pool("worker");
+  job.add_replicas()->set_pool("gone");  // a pool the spec does not have: needs nothing
+
+  absl::StatusOr<Job> model = JobFromProto(job);
+  REQUIRE(model.ok());
+  CHECK(model->replicas[0].need.cpu == 2.5);
+  CHECK(model->replicas[0].need.memory_mb == 512);
+  CHECK(model->replicas[0].need.gpus == 1);
+  CHECK(model->replicas[1].need.cpu == 0);
+  CHECK(model->policy.max_redispatches == 2);
+}
+
+TEST_CASE("every failure class and decision round-trips through its historic name") {
+  struct ClassRow {
+    FailureClass value;
+    const char* name;
+  };
+  const ClassRow classes[] = {
+      {FailureClass::kNone, ""},
+      {FailureClass::kTransient, "TRANSIENT"},
+      {FailureClass::kUserError, "USER_ERROR"},
+      {FailureClass::kOutOfMemory, "OUT_OF_MEMORY"},
+      {FailureClass::kInternal, "INTERNAL"},
+      {FailureClass::kHung, "HUNG"},
+      {FailureClass::kCapacity, "CAPACITY"},
+      {FailureClass::kDeadline, "DEADLINE"},
+      {FailureClass::kHostFault, "HOST_FAULT"},
+      {FailureClass::kMaintenance, "MAINTENANCE"},
+  };
+  for (const ClassRow& row : classes) {
+    INFO(row.name);
+    CHECK(FailureClassName(row.value) == row.name);
+    absl::StatusOr<FailureClass> parsed = ParseFailureClass(row.name);
+    REQUIRE(parsed.ok());
+    CHECK(*parsed == row.value);
+  }
+
+  struct DecisionRow {
+    Decision value;
+    const char* name;
+  };
+  // The stored ones (Attempt.decision) are the historic words; the others only appear in
+  // messages but must round-trip too.
+  const DecisionRow decisions[] = {
+      {Decision::kNone, ""},
+      {Decision::kRetryJob, "RETRY_JOB"},
+      {Decision::kFailJob, "FAIL_JOB"},
+      {Decision::kRedispatch, "REDISPATCH"},
+      {Decision::kContinue, "CONTINUE"},
+      {Decision::kSucceedJob, "SUCCEED_JOB"},
+      {Decision::kRestartReplica, "RESTART_REPLICA"},
+      {Decision::kMoveReplica, "MOVE_REPLICA"},
+  };
+  for (const DecisionRow& row : decisions) {
+    INFO(row.name);
+    CHECK(DecisionName(row.value) == row.name);
+    absl::StatusOr<Decision> parsed = ParseDecision(row.name);
+    REQUIRE(parsed.ok());
+    CHECK(*parsed == row.value);
+  }
+}
+
+TEST_CASE("an unknown stored name is DATA_LOSS, wherever it is stored") {
+  CHECK(ParseFailureClass("transient").status().code() == absl::StatusCode::kDataLoss);
+  CHECK(ParseFailureClass("PREEMPTED").status().code() == absl::StatusCode::kDataLoss);
+  CHECK(ParseDecision("RETRY").status().code() == absl::StatusCode::kDataLoss);
+  CHECK(ParseDecision("PREEMPT_JOB").status().message() == "unknown decision \"PREEMPT_JOB\"");
+
+  v1::Job bad_error;
+  bad_error.mutable_error()->set_reason("NOT_A_CLASS");
+  CHECK(JobFromProto(bad_error).status().code() == absl::StatusCode::kDataLoss);
+
+  v1::Job bad_class;
+  bad_class.add_attempts()->set_failure_class("NOT_A_CLASS");
+  CHECK(JobFromProto(bad_class).status().code() == absl::StatusCode::kDataLoss);
+
+  v1::Job bad_decision;
+  bad_decision.add_attempts()->set_decision("NOT_A_DECISION");
+  CHECK(JobFromProto(bad_decision).status().code() == absl::StatusCode::kDataLoss);
+}
+
+TEST_CASE("an unset Timestamp is an unset optional, and maps back unset") {
+  v1::Job job;
+  // What every stored job has: its times of creation and update, and its spec.
+  *job.mutable_create_time() = ToProtoTime(absl::FromUnixMillis(1'700'000'000'123));
+  *job.mutable_update_time() = job.create_time();
+  job.mutable_spec()->set_display_name("test");
+  v1::Replica* r = job.add_replicas();
+  r->set_name("chief-0");
+  job.add_attempts()->set_number(1);
+
+  absl::StatusOr<Job> model = JobFromProto(job);
+  REQUIRE(model.ok());
+  CHECK_FALSE(model->start_time.has_value());
+  CHECK_FALSE(model->end_time.has_value());
+  CHECK_FALSE(model->next_attempt_time.has_value());
+  CHECK_FALSE(model->queue_time.has_value());
+  CHECK_FALSE(model->replicas[0].start_time.has_value());
+  CHECK_FALSE(model->replicas[0].end_time.has_value());
+  CHECK_FALSE(model->replicas[0].last_progress_time.has_value());
+  CHECK_FALSE(model->replicas[0].next_start_time.has_value());
+  CHECK_FALSE(model->replicas[0].exit_code.has_value());
+  CHECK_FALSE(model->replicas[0].signal.has_value());
+  CHECK_FALSE(model->attempts[0].start_time.has_value());
+  CHECK_FALSE(model->attempts[0].end_time.has_value());
+  CHECK_FALSE(model->attempts[0].budgets_left.has_value());
+
+  const v1::Job back = ToProto(*model);
+  CHECK_FALSE(back.has_start_time());
+  CHECK_FALSE(back.has_end_time());
+  CHECK_FALSE(back.has_next_attempt_time());
+  CHECK_FALSE(back.has_queue_time());
+  CHECK_FALSE(back.has_error());         // no error: unset, not an empty message
+  CHECK_FALSE(back.has_budgets_used());  // nothing used: unset
+  CHECK_FALSE(back.replicas(0).has_start_time());
+  CHECK_FALSE(back.replicas(0).has_exit_code());
+  CHECK_FALSE(back.attempts(0).has_end_time());
+  CHECK_FALSE(back.attempts(0).has_budgets_left());
+  INFO(Differences(job, back));
+  CHECK(Differences(job, back).empty());
+}
+
+TEST_CASE("ToProtoTime keeps nanoseconds, before the epoch too") {
+  const absl::Time times[] = {
+      absl::FromUnixNanos(1'700'000'000'123'456'789),
+      absl::FromUnixNanos(-1'500'000'000),  // 1.5s before the epoch: seconds -2, nanos 5e8
+      absl::UnixEpoch(),
+  };
+  for (absl::Time t : times) {
+    const google::protobuf::Timestamp p = ToProtoTime(t);
+    CHECK(p.nanos() >= 0);
+    CHECK(p.nanos() < 1'000'000'000);
+    CHECK(FromProtoTime(p) == t);
+  }
+}
+
+TEST_CASE("a replica moving in a database from before move causes were stored") {
+  v1::Job job;
+  v1::Replica* moving = job.add_replicas();
+  moving->set_move_reason("node node-a is LOST and disconnected");  // no move_cause
+  job.add_replicas();  // neither a reason nor a cause: not moving
+  absl::StatusOr<Job> model = JobFromProto(job);
+  REQUIRE(model.ok());
+  // It moves, for a reason that charges a re-dispatch like any host trouble.
+  CHECK(model->replicas[0].move_cause == MoveCause::kNodeUnavailable);
+  CHECK(model->replicas[0].moving());
+  CHECK(model->replicas[1].move_cause == MoveCause::kNone);
+  CHECK_FALSE(model->replicas[1].moving());
+}
+
+TEST_CASE("every move cause maps to its own proto value and back") {
+  const MoveCause causes[] = {MoveCause::kDrain, MoveCause::kLost, MoveCause::kUnhealthy,
+                              MoveCause::kShutdown, MoveCause::kNodeUnavailable};
+  std::set<int> seen;
+  for (MoveCause c : causes) {
+    Replica r;
+    r.move_cause = c;
+    r.move_reason = "why";
+    const v1::Replica p = ToProto(r);
+    CHECK(p.move_cause() != v1::MOVE_CAUSE_UNSPECIFIED);
+    CHECK(seen.insert(p.move_cause()).second);
+    v1::Job job;
+    *job.add_replicas() = p;
+    absl::StatusOr<Job> back = JobFromProto(job);
+    REQUIRE(back.ok());
+    CHECK(back->replicas[0].move_cause == c);
+  }
+}
+
+}  // namespace
+}  // namespace trainctl::sched
