@@ -47,12 +47,6 @@ Job Placed(Job job, int attempt, int restart = 0,
   return job;
 }
 
-std::vector<std::string> Ids(const std::vector<const Job*>& jobs) {
-  std::vector<std::string> ids;
-  for (const Job* j : jobs) ids.push_back(j->id);
-  return ids;
-}
-
 TEST_CASE("JobTable: ids are j- and 10 lowercase characters, repeatable from a seed") {
   JobTable a(42);
   JobTable b(42);
@@ -125,67 +119,6 @@ TEST_CASE("JobTable: the active set holds admitted jobs and jobs whose replicas 
   CHECK(jobs.ActiveIds() == std::vector<std::string>{"j-queued", "j-retrying"});
   jobs.RefreshActive(*jobs.Find("j-queued"));  // it holds nothing after all
   CHECK(jobs.active() == std::set<std::string>{"j-retrying"});
-}
-
-TEST_CASE("JobTable: List pages newest first and filters by state and project") {
-  JobTable jobs(1);
-  jobs.Insert(MakeJob("j-1", 1));
-  jobs.Insert(MakeJob("j-2", 2, "other"));
-  jobs.Insert(MakeJob("j-3", 3, "p", v1::JOB_STATE_FAILED));
-  jobs.Insert(MakeJob("j-4", 4));
-  jobs.Insert(MakeJob("j-5", 5));
-  std::string token;
-
-  ListJobsQuery q;
-  q.page_size = 2;
-  absl::StatusOr<std::vector<const Job*>> page = jobs.List(q, &token);
-  REQUIRE(page.ok());
-  CHECK(Ids(*page) == std::vector<std::string>{"j-5", "j-4"});
-  CHECK(token == absl::StrCat(-ToMs(kT0 + absl::Seconds(4)), ":j-4"));
-  q.page_token = token;
-  CHECK(Ids(*jobs.List(q, &token)) == std::vector<std::string>{"j-3", "j-2"});
-  q.page_token = token;
-  CHECK(Ids(*jobs.List(q, &token)) == std::vector<std::string>{"j-1"});
-  CHECK(token.empty());  // the last page
-
-  ListJobsQuery filtered;
-  filtered.project = "p";
-  filtered.states = {v1::JOB_STATE_QUEUED};
-  filtered.page_size = 2;
-  CHECK(Ids(*jobs.List(filtered, &token)) == std::vector<std::string>{"j-5", "j-4"});
-  CHECK_FALSE(token.empty());  // j-1 still matches
-  filtered.page_token = token;
-  CHECK(Ids(*jobs.List(filtered, &token)) == std::vector<std::string>{"j-1"});
-  CHECK(token.empty());
-
-  ListJobsQuery all;
-  all.page_size = 0;  // the default, 100
-  CHECK(jobs.List(all, &token)->size() == 5);
-}
-
-TEST_CASE("JobTable: List refuses a bad page size or a foreign token") {
-  JobTable jobs(1);
-  std::string token;
-  struct Row {
-    int32_t page_size;
-    const char* token;
-    const char* message;
-  };
-  const Row rows[] = {
-      {1001, "", "pageSize must be 1..1000, got 1001"},
-      {-1, "", "pageSize must be 1..1000, got -1"},
-      {10, "nonsense", "pageToken is not one this server returned"},
-      {10, "-1000:", "pageToken is not one this server returned"},
-      {10, "abc:j-1", "pageToken is not one this server returned"},
-  };
-  for (const Row& row : rows) {
-    ListJobsQuery q;
-    q.page_size = row.page_size;
-    q.page_token = row.token;
-    absl::StatusOr<std::vector<const Job*>> page = jobs.List(q, &token);
-    CHECK(page.status().code() == absl::StatusCode::kInvalidArgument);
-    CHECK(page.status().message() == row.message);
-  }
 }
 
 TEST_CASE("JobTable: LocateRun finds the node of a run, or says why not") {

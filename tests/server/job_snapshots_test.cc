@@ -75,9 +75,12 @@ TEST_CASE("list pages newest first and filters by state and project") {
   v1::ListJobsRequest bad;
   bad.set_page_size(5000);
   CHECK(snapshots.List(bad, 0).status().message() == "pageSize must be 1..1000, got 5000");
-  v1::ListJobsRequest foreign;
-  foreign.set_page_token("nonsense");
-  CHECK(snapshots.List(foreign, 0).status().code() == absl::StatusCode::kInvalidArgument);
+  for (const char* token : {"nonsense", "-1000:", "abc:j-1"}) {
+    v1::ListJobsRequest foreign;
+    foreign.set_page_token(token);
+    CHECK(snapshots.List(foreign, 0).status().message() ==
+          "pageToken is not one this server returned");
+  }
 }
 
 TEST_CASE("a queued job's status is computed from the published queue") {
