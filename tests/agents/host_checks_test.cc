@@ -110,7 +110,7 @@ TEST_CASE("each item passes or fails with its message", "[host_checks]") {
   }
 }
 
-TEST_CASE("items run in order; ulimit only with InfiniBand", "[host_checks]") {
+TEST_CASE("items run in order, ulimit only with InfiniBand", "[host_checks]") {
   FakeHostProbe probe;
   HostCheckConfig config = Config();
   auto items = [&] {

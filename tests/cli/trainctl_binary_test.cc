@@ -14,7 +14,7 @@
 namespace trainctl::cli {
 namespace {
 
-TEST_CASE("submit prints the job id alone; get shows it in every format", "[binary]") {
+TEST_CASE("submit prints the job id alone, get shows it in every format", "[binary]") {
   Result submit = Fake().Run("submit -f examples/hello.yaml");
   INFO(submit.err);
   REQUIRE(submit.exit_status == 0);

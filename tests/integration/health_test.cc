@@ -188,7 +188,7 @@ TEST_CASE("a failed preflight fails a job with jobRetryNum 0", "[integration][he
   CHECK(c.GetNode("node-0").state() == v1::NODE_STATE_ISOLATED);
 }
 
-TEST_CASE("a SIGKILLed agent's node is lost; its replica moves and resumes from its checkpoint",
+TEST_CASE("a SIGKILLed agent's node is lost, its replica moves and resumes from its checkpoint",
           "[integration][health]") {
   ClusterOptions o;
   o.agents = 3;
@@ -510,7 +510,7 @@ TEST_CASE("a host isolated too often is flapping and stays out until uncordoned"
   CHECK(back.health() == v1::NODE_HEALTH_HEALTHY);
 }
 
-TEST_CASE("startup scripts run before the agent registers; a failing one isolates the host",
+TEST_CASE("startup scripts run before the agent registers, a failing one isolates the host",
           "[integration][health]") {
   ClusterOptions o;
   o.agents = 3;

@@ -62,7 +62,7 @@ TEST_CASE("a transient crash restarts the replica in place, then the job succeed
   }
 }
 
-TEST_CASE("six crashes of a replica retry the job; attempt 2 succeeds (R5)",
+TEST_CASE("six crashes of a replica retry the job, attempt 2 succeeds (R5)",
           "[integration][retry]") {
   MiniCluster c(2);
   std::string id = c.Submit(c.Spec(Job("--fail-times 6 --fail-code 134")));

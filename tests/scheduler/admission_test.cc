@@ -139,7 +139,7 @@ TEST_CASE("a job is admitted only when its whole demand fits the quota (gang adm
   CHECK(c.State(b) == v1::JOB_STATE_RUNNING);
 }
 
-TEST_CASE("raising a quota admits waiting jobs at once; lowering it stops nothing") {
+TEST_CASE("raising a quota admits waiting jobs at once, lowering it stops nothing") {
   Cluster c;
   c.SetQuota(Quota("team-a", 2));
   std::string a = c.Submit("team-a", 2);

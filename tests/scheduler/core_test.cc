@@ -146,7 +146,7 @@ TEST_CASE("a non-zero exit fails the job with the exit code and the R8 message")
   CHECK(Stops(fx).size() == 2);
 }
 
-TEST_CASE("cancel stops every replica; CANCELLED only when all are gone") {
+TEST_CASE("cancel stops every replica, CANCELLED only when all are gone") {
   Fixture f;
   std::string id;
   auto launches = f.SubmitAndPlace(Spec(1), &id);
@@ -169,7 +169,7 @@ TEST_CASE("cancel stops every replica; CANCELLED only when all are gone") {
   CHECK(fx3.commands.empty());
 }
 
-TEST_CASE("cancelling a queued job ends it at once; unknown ids are NOT_FOUND") {
+TEST_CASE("cancelling a queued job ends it at once, unknown ids are NOT_FOUND") {
   Core core{TestOptions(1)};  // no nodes: the job stays queued
   Effects fx;
   v1::Job job = *AsView(core.SubmitJob(Spec(1), 5, &fx));

@@ -116,7 +116,7 @@ TEST_CASE("node state is derived: LOST, then ISOLATED, DRAINING, CORDONED, READY
 }
 
 TEST_CASE(
-    "a later passing run of the host items supersedes a failure; a failed startup script "
+    "a later passing run of the host items supersedes a failure, a failed startup script "
     "is cleared only by the script") {
   v1::Node s;
   *s.add_checks() = Checks("preflight", false, 10);
@@ -134,7 +134,7 @@ TEST_CASE(
   CHECK_FALSE(FailingChecks(t));
 }
 
-TEST_CASE("isolations within the window make a node flapping; older ones are forgotten") {
+TEST_CASE("isolations within the window make a node flapping, older ones are forgotten") {
   NodePolicy policy;
   policy.flap_threshold = 2;
   policy.flap_window_ms = 1000;
@@ -282,7 +282,7 @@ TEST_CASE(
 // --- Lost nodes ----------------------------------------------------------------------------
 
 TEST_CASE(
-    "a node without heartbeats is LOST after the timeout; its replicas move, same name and "
+    "a node without heartbeats is LOST after the timeout, its replicas move, same name and "
     "rank, not charged; when it returns, the old run is stopped there") {
   Cluster c(/*lost_ms=*/15'000);
   const std::string id = c.Run(Spec(2));
@@ -337,7 +337,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "a node whose heartbeats stall on an open stream is LOST; heard from again, it is back "
+    "a node whose heartbeats stall on an open stream is LOST, heard from again, it is back "
     "and the runs moved off it are stopped there") {
   Cluster c(/*lost_ms=*/15'000);
   const std::string id = c.Run(Spec(1));
@@ -460,7 +460,7 @@ TEST_CASE("a cordoned node takes no new work but keeps what runs, restarts inclu
 }
 
 TEST_CASE(
-    "a failed periodic check isolates the node and moves its replicas; a passing one brings "
+    "a failed periodic check isolates the node and moves its replicas, a passing one brings "
     "it back") {
   Cluster c;
   const std::string id = c.Run(Spec(1));

@@ -107,7 +107,7 @@ TEST_CASE("a queued job's status is computed from the published queue") {
   CHECK(snapshots.Get("j-9", 5000).status().code() == absl::StatusCode::kNotFound);
 }
 
-TEST_CASE("a publication replaces a job's snapshot; a reader keeps the one it holds") {
+TEST_CASE("a publication replaces a job's snapshot, a reader keeps the one it holds") {
   WatchHub hub;
   JobSnapshots snapshots(&hub);
   snapshots.Publish({MakeJob("j-0", 1000, v1::JOB_STATE_QUEUED)}, nullptr);

@@ -200,7 +200,7 @@ TEST_CASE("a failing batch leaves nothing half-written") {
   CHECK(snap->jobs.empty());
 }
 
-TEST_CASE("updates replace rows; events only append") {
+TEST_CASE("updates replace rows, events only append") {
   TempDir dir;
   auto store = Store::Open(dir.path + "/trainctl.db");
   REQUIRE(store.ok());
