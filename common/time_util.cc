@@ -49,7 +49,8 @@ std::string FormatRfc3339(int64_t ms) {
 }
 
 std::string FormatDuration(int64_t ms) {
-  if (ms < 1000) return absl::StrCat(ms < 0 ? 0 : ms, "ms");
+  if (ms < 0) return absl::StrCat("-", FormatDuration(-ms));
+  if (ms < 1000) return absl::StrCat(ms, "ms");
   int64_t s = ms / 1000;
   if (s < 60) return absl::StrCat(s, "s");
   if (s < 3600) return absl::StrCat(s / 60, "m", s % 60, "s");

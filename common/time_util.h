@@ -26,7 +26,8 @@ google::protobuf::Duration MsToDuration(int64_t ms);
 // "2026-11-21T03:44:36Z" (UTC, seconds precision).
 std::string FormatRfc3339(int64_t ms);
 
-// A duration in words for messages: "1h2m3s", "30m0s", "45s", "250ms".
+// A duration in words for messages: "1h2m3s", "30m0s", "45s", "250ms", "-5s". Whole seconds
+// from one second on.
 std::string FormatDuration(int64_t ms);
 
 // A short age for tables: "42s", "5m", "3h", "2d".

@@ -107,9 +107,10 @@ QuotaEval EvaluateQuota(const std::string& project, const v1::Quota& q, const Pr
           absl::StrCat("QUOTA: project ", project, " needs ", Amount(d.demand, d.unit), ", ",
                        absl::StrFormat("%g", d.used), " of ", absl::StrFormat("%g", d.limit),
                        " in use by ", jobs, jobs == 1 ? " job" : " jobs");
-      if (d.borrowable > 0) {
-        absl::StrAppend(&msg, " (its cohort can lend ", absl::StrFormat("%g", d.borrowable),
-                        " more)");
+      // `borrowable` is the whole borrowing allowed; what is borrowed already is not lendable.
+      const double more = d.borrowable - std::max(0.0, d.used - d.limit);
+      if (more > 1e-9) {
+        absl::StrAppend(&msg, " (its cohort can lend ", absl::StrFormat("%g", more), " more)");
       }
       b.set_message(msg);
       e.blockers.push_back(std::move(b));

@@ -31,8 +31,8 @@ struct QuotaEval {
   Res borrows;
 };
 
-// `borrowable` is what the project may borrow now per resource: the least of its borrowing limit
-// and what its cohort can lend.
+// `borrowable` is the most the project may borrow in all, per resource, what it borrows already
+// included: the least of its borrowing limit and what its cohort can lend (see Borrowable).
 QuotaEval EvaluateQuota(const std::string& project, const v1::Quota& quota,
                         const ProjectUsage& usage, const Res& demand, const Res& borrowable);
 

@@ -89,7 +89,22 @@ absl::Status JobTable::LocateRun(const std::string& job_id, const std::string& r
                                                       ShortName(job->state), "): no logs"));
   }
   const int32_t a = attempt == 0 ? current : attempt;
-  const int32_t n = restart >= 0 ? restart : (a == current ? r->restart_count : 0);
+  int32_t n = restart;
+  if (n < 0 && a == current) n = r->restart_count;
+  if (n < 0) {
+    // The latest run of an earlier attempt: the highest restart launched.
+    n = 0;
+    const std::string prefix = MakeRunId(job_id, a, replica, 0);
+    const std::string stem = prefix.substr(0, prefix.size() - 1);  // "<job>/<a>/<replica>/"
+    for (auto it = run_nodes_.lower_bound(stem); it != run_nodes_.end(); ++it) {
+      if (it->first.compare(0, stem.size(), stem) != 0) break;
+      std::string ignored_job, ignored_replica;
+      int32_t ignored_attempt = 0, launched = 0;
+      if (ParseRunId(it->first, &ignored_job, &ignored_attempt, &ignored_replica, &launched)) {
+        n = std::max(n, launched);
+      }
+    }
+  }
   *run_id = MakeRunId(job_id, a, replica, n);
   auto it = run_nodes_.find(*run_id);
   if (it == run_nodes_.end()) {

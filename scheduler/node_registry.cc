@@ -351,6 +351,10 @@ std::vector<NodeFree> NodeRegistry::IdleNodes() const {
 bool NodeRegistry::KeepsReplicas(const std::string& name, std::string* why_not) const {
   const Node* node = Find(name);
   if (node != nullptr && sched::KeepsReplicas(*node)) return true;
+  if (node != nullptr && node->shutting_down) {
+    *why_not = absl::StrCat("node ", name, "'s agent is shutting down");
+    return false;
+  }
   *why_not = absl::StrCat("node ", name, " is ",
                           node == nullptr ? std::string("unknown") : ShortName(DeriveState(*node)),
                           node != nullptr && !node->connected ? " and disconnected" : "");

@@ -71,13 +71,13 @@ Res Borrowable(const std::string& project, const v1::Quota& quota,
     lendable.gpus += std::max<int64_t>(0, unused.gpus);
     lent += Borrowed(q, used);
   }
-  auto own = usage.find(project);
-  const Res already = Borrowed(quota, own == usage.end() ? Res{} : own->second.used);
+  // `lent` counts only the other projects' borrowing: what this project borrows already is part
+  // of what it may borrow in all, not a second charge against it.
   Res b;
-  b.cpu = std::max(0.0, std::min(limit.cpu - already.cpu, lendable.cpu - lent.cpu));
-  b.memory_mb = std::max<int64_t>(
-      0, std::min(limit.memory_mb - already.memory_mb, lendable.memory_mb - lent.memory_mb));
-  b.gpus = std::max<int64_t>(0, std::min(limit.gpus - already.gpus, lendable.gpus - lent.gpus));
+  b.cpu = std::max(0.0, std::min(limit.cpu, lendable.cpu - lent.cpu));
+  b.memory_mb =
+      std::max<int64_t>(0, std::min(limit.memory_mb, lendable.memory_mb - lent.memory_mb));
+  b.gpus = std::max<int64_t>(0, std::min(limit.gpus, lendable.gpus - lent.gpus));
   return b;
 }
 
@@ -162,8 +162,7 @@ v1::Project MakeProject(const std::string& name, const v1::Quota& quota, bool de
 
 v1::Project ProjectOf(const QueueState& state, const std::string& name) {
   auto q = state.order.find(name);
-  return MakeProject(name, state.QuotaOf(name), state.quotas.count(name) == 0,
-                     state.UsageOf(name),
+  return MakeProject(name, state.QuotaOf(name), state.quotas.count(name) == 0, state.UsageOf(name),
                      q == state.order.end() ? 0 : static_cast<int32_t>(q->second.size()));
 }
 

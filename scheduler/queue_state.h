@@ -58,9 +58,10 @@ struct QueueState {
   ProjectUsage UsageOf(const std::string& project) const;
 };
 
-// What `project` may borrow from its cohort now, per resource: the least of its borrowing limit
-// and what the other members leave unused, less what others already borrow and less what a
-// member needs back for its own first waiting job (the owner reclaims by taking it back first).
+// The most `project` may borrow from its cohort in all, per resource, what it borrows already
+// included: the least of its borrowing limit and what the other members leave unused, less what
+// other projects already borrow and less what a member needs back for its own first waiting job
+// (the owner reclaims by taking it back first).
 // `head_demand` gives a project's first queued job's demand, if it has one.
 Res Borrowable(const std::string& project, const v1::Quota& quota,
                const std::map<std::string, v1::Quota>& quotas,

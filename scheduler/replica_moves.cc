@@ -25,7 +25,9 @@ void JobLifecycle::MoveReplicasOff(const std::string& node, MoveCause cause, con
       // Re-evaluated per replica: a move may turn into a re-dispatch, which ends the attempt.
       const bool live = IsLive(job->state);
       if (live && !r.moving() && r.state != v1::REPLICA_STATE_STOPPING) {
-        if (node_gone) SetReplicaState(job, &r, v1::REPLICA_STATE_FAILED);
+        if (node_gone && r.state != v1::REPLICA_STATE_RESTARTING) {
+          SetReplicaState(job, &r, v1::REPLICA_STATE_FAILED);
+        }
         Move(job, &r, cause, why, grace_ms, now, fx);
       } else if (node_gone) {
         // A stop in flight on a node that is gone: the process is out of reach, so the replica
@@ -63,14 +65,18 @@ void JobLifecycle::Move(Job* job, Replica* r, MoveCause cause, const std::string
     RecordRun(*job, *r, fx);
     return;
   }
-  // No process to stop (restarting, or its node is gone).
+  // No process to stop. A restarting replica's restart count names a run not launched yet: that
+  // run starts on the new node. Any other ran here, and its run ends.
+  const bool launched = r->state != v1::REPLICA_STATE_RESTARTING;
   if (r->state != v1::REPLICA_STATE_FAILED) SetReplicaState(job, r, v1::REPLICA_STATE_STOPPED);
   r->pid = 0;
   r->next_start_time.reset();
-  r->end_time = now;
   r->message = absl::StrCat("moving: ", why);
-  RecordRun(*job, *r, fx);
-  PlaceMoved(job, r, now, fx);
+  if (launched) {
+    r->end_time = now;
+    RecordRun(*job, *r, fx);
+  }
+  PlaceMoved(job, r, now, fx, /*new_run=*/launched);
 }
 
 void JobLifecycle::PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx, bool new_run) {

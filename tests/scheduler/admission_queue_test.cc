@@ -207,10 +207,9 @@ TEST_CASE("AdmissionQueue: a cohort's unused quota is lent once") {
   CHECK(q.Pass(kT0).starts.empty());  // however high team-a's borrowing limit
 }
 
-// BUG (scheduler/queue_state.cc:74-80 with scheduler/admission.cc:89-91; see queue_state_test):
-// what a project already borrows counts twice against its borrowing limit. team-a borrows 2 of
-// its limit of 4, team-b leaves 8 unused, and a job needing 1 more gpu waits for ever.
-TEST_CASE("AdmissionQueue: a project that borrows may borrow up to its limit", "[!mayfail]") {
+// What a project borrows already counts once against its borrowing limit: team-a borrows 2 of its
+// limit of 4, team-b leaves 8 unused, so a job needing 1 more gpu is admitted.
+TEST_CASE("AdmissionQueue: a project that borrows may borrow up to its limit") {
   Queue q(std::vector<std::string>{});
   Cohort(&q, /*a_borrows=*/4, /*b_gpus=*/8, /*a_holds=*/6);
   q.Add(MakeJob("j-more", "team-a", 1, {{0, 0, 1}}));

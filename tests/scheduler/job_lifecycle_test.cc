@@ -319,12 +319,9 @@ TEST_CASE("JobLifecycle: a transient crash restarts in place, holding its node t
   CHECK(job->replicas[1].restart_count == 2);
 }
 
-// BUG (scheduler/replica_moves.cc:64-73): a RESTARTING replica's restart count already names a
-// run not launched yet, but Move calls PlaceMoved with new_run=true: the count is bumped again
-// (restart 2 is skipped) and a run row is recorded for restart 2, a process that never existed.
-// PlaceMoved's own contract says new_run=false is for exactly this case.
-TEST_CASE("JobLifecycle: a restarting replica moved off its node keeps its pending run number",
-          "[!mayfail]") {
+// A RESTARTING replica's restart count already names a run not launched yet: moved, it launches
+// that run on the new node, and no row says the run ever ran on the old one.
+TEST_CASE("JobLifecycle: a restarting replica moved off its node keeps its pending run number") {
   Parts p;
   Job* job = p.Submit(1);
   p.Run(job, {"node-a", "node-b"});

@@ -198,13 +198,9 @@ TEST_CASE("Borrowable: what the cohort leaves unused, within the borrowing limit
   CHECK(Borrowable("other", quotas["other"], quotas, usage, NoneWaiting).gpus == 0);
 }
 
-// BUG (scheduler/queue_state.cc:74-80 with scheduler/admission.cc:89-91): Borrowable takes what
-// the project already borrows off its borrowing limit (an increment: "can lend 2 more"), but
-// EvaluateQuota compares the project's whole borrowing after admission (used + demand - quota)
-// with it, so what is already borrowed counts twice against the limit. Here p borrows 2 of its
-// limit of 4 and its cohort leaves 8 unused, yet a job needing 1 more gpu is blocked: "QUOTA:
-// project p needs 1 gpus, 6 of 4 in use by 1 job (its cohort can lend 2 more)".
-TEST_CASE("BlockersOf: a project that borrows may borrow up to its limit", "[!mayfail]") {
+// Borrowable is the whole borrowing allowed, so what a project borrows already counts once: p
+// borrows 2 of its limit of 4 and its cohort leaves 8 unused, so a job needing 1 more gpu fits.
+TEST_CASE("BlockersOf: a project that borrows may borrow up to its limit") {
   QueueState state = State();
   state.quotas["p"] = GpuQuota(4, "c", 4);
   state.quotas["b"] = GpuQuota(8, "c");
