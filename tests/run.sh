@@ -8,7 +8,7 @@
 #           everything, runs the tests that do not go through gRPC (those labelled "grpc" or
 #           "integration" do), since Debian's gRPC is not built for TSan
 # With arguments, runs only the named parts, in the order given: `tests/run.sh tsan`.
-# Prints how long each part took. Exits non-zero on any failure.
+# Prints how long each part took, also after a failure. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -60,6 +60,14 @@ tsan_tests() {
     ctest --test-dir build-tsan -j"$jobs" --output-on-failure --label-exclude 'grpc|integration'
 }
 
+# Printed however the script ends.
+report() {
+  echo "tests/run.sh: wall time per part:"
+  if [ ${#timings[@]} -gt 0 ]; then printf '  %s\n' "${timings[@]}"; fi
+  printf '  %-16s %3dm %02ds\n' total $((SECONDS / 60)) $((SECONDS % 60))
+}
+trap report EXIT
+
 timed install-deps bash deploy/install-deps.sh
 for part in "${parts[@]}"; do
   case "$part" in
@@ -78,6 +86,4 @@ for part in "${parts[@]}"; do
       ;;
   esac
 done
-echo "tests/run.sh: every part passed; wall time per part:"
-printf '  %s\n' "${timings[@]}"
-printf '  %-16s %3dm %02ds\n' total $((SECONDS / 60)) $((SECONDS % 60))
+echo "tests/run.sh: every part passed"
