@@ -105,17 +105,17 @@ class Agent {
   ~Agent();
 
   // Connects, serves and reconnects until Shutdown(); then returns.
-  void Run();
+  void Run() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Stops accepting launches, stops every replica (SIGTERM, SIGKILL after `grace`), waits until
   // they are reaped, waits up to `ack_wait` for the scheduler to acknowledge every report, then
   // makes Run() return. Blocks until then (Run() itself may still be finishing).
-  void Shutdown(absl::Duration grace, absl::Duration ack_wait);
+  void Shutdown(absl::Duration grace, absl::Duration ack_wait) ABSL_LOCKS_EXCLUDED(mu_);
 
   // A random id, new for every process.
   const std::string& instance() const { return instance_; }
   // The number of reports not acknowledged yet, exits waiting for their exit checks included.
-  size_t UnackedReports() const;
+  size_t UnackedReports() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct StreamOutcome {
@@ -126,30 +126,32 @@ class Agent {
     grpc::Status status;
   };
   // Runs one stream from Register to its end.
-  StreamOutcome RunStream();
+  StreamOutcome RunStream() ABSL_LOCKS_EXCLUDED(mu_);
   // Writes queued messages and heartbeats until the stream breaks or the agent stops.
   void WriteLoop(grpc::ClientReaderWriterInterface<trainctl::v1::AgentMessage,
-                                                   trainctl::v1::SchedulerMessage>* stream);
+                                                   trainctl::v1::SchedulerMessage>* stream)
+      ABSL_LOCKS_EXCLUDED(mu_);
   void ReadLoop(grpc::ClientReaderWriterInterface<trainctl::v1::AgentMessage,
-                                                  trainctl::v1::SchedulerMessage>* stream);
-  void Handle(const trainctl::v1::SchedulerMessage& message);
-  void WorkerLoop();
+                                                  trainctl::v1::SchedulerMessage>* stream)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void Handle(const trainctl::v1::SchedulerMessage& message) ABSL_LOCKS_EXCLUDED(mu_);
+  void WorkerLoop() ABSL_LOCKS_EXCLUDED(mu_);
   // Options::checks.preflight: the launch's preflight, from the cache or run now.
   std::optional<ProcessLauncher::PreflightFailure> Preflight(
-      const trainctl::v1::LaunchReplica& launch);
+      const trainctl::v1::LaunchReplica& launch) ABSL_LOCKS_EXCLUDED(mu_);
   // Runs the exit checks for the exits in pending_exits_ and reports them.
-  void ExitCheckLoop();
+  void ExitCheckLoop() ABSL_LOCKS_EXCLUDED(mu_);
   // Runs the periodic checks every interval, and when the scheduler asks, until the agent stops.
-  void HealthCheckLoop();
+  void HealthCheckLoop() ABSL_LOCKS_EXCLUDED(mu_);
   // Runs the startup script, if any, and keeps its run for Register.
-  void RunStartupScript();
+  void RunStartupScript() ABSL_LOCKS_EXCLUDED(mu_);
   // Where launcher reports arrive: an abnormal exit waits for its exit checks.
-  void OnExited(trainctl::v1::ReplicaExited exited);
+  void OnExited(trainctl::v1::ReplicaExited exited) ABSL_LOCKS_EXCLUDED(mu_);
   // Builds the Register for a new stream and resets the per-stream state.
-  trainctl::v1::AgentMessage StartStream();
-  void AddReport(trainctl::v1::AgentMessage report);
+  trainctl::v1::AgentMessage StartStream() ABSL_LOCKS_EXCLUDED(mu_);
+  void AddReport(trainctl::v1::AgentMessage report) ABSL_LOCKS_EXCLUDED(mu_);
   // Sleeps `d` unless the agent stops first.
-  void SleepUnlessStopped(absl::Duration d);
+  void SleepUnlessStopped(absl::Duration d) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Constant after construction.
   const Options options_;
@@ -157,12 +159,17 @@ class Agent {
   const NodeChecker checker_;
   // Register.config.
   const std::map<std::string, std::string> check_config_;
-  // Used by the worker thread's preflights.
+  // Used by the worker thread's preflights; thread-safe itself.
   PreflightCache preflight_cache_;
 
-  // Used by the Run() thread only; replaced after a failed connect.
+  // No lock: used by the Run() thread only; replaced after a failed connect.
   std::unique_ptr<trainctl::v1::AgentService::Stub> stub_;
 
+  // One mutex for every concern, on purpose: the writer waits on one condition over the
+  // reports, the outbox, the heartbeat and the stop; an exit moves from pending_exits_ to
+  // reports_ in one step, as UnackedReports(), StartStream() and Shutdown() see both; the health
+  // check thread wakes on stopped_ or a request. Only the worker's queue (commands_) stands
+  // apart, and a lock of its own would save nothing at a few messages a second.
   // Lock order: mu_ before the launcher's lock (the launcher calls back with no lock held).
   mutable absl::Mutex mu_;
   // State below is protected by mu_.
@@ -197,6 +204,8 @@ class Agent {
   // Declared last: its callbacks use the members above, and its destructor (which kills
   // leftover replicas) runs first.
   ProcessLauncher launcher_;
+  // No lock: the threads are started and joined by the constructor and destructor, and
+  // health_checker_ by the Run() thread, before the destructor joins it (Run() has returned).
   std::thread worker_;
   std::thread exit_checker_;
   // Started by Run() after the first startup script run.

@@ -112,43 +112,45 @@ class ProcessLauncher {
   // Starts the run described by `launch` and returns once it runs or failed to start (the
   // outcome goes to the callbacks). A run id the launcher already knows is ignored. Creates the
   // working directory, the checkpoint directory and the log file. Blocks for the fork and exec.
-  void Launch(const trainctl::v1::LaunchReplica& launch);
+  void Launch(const trainctl::v1::LaunchReplica& launch) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Takes over every process of Options::run_records that still runs, as a running run that
   // reports no ReplicaStarted; deletes the records of those that are gone. Returns the adopted
   // run ids. Call before the first Register, so that it lists them.
-  std::vector<std::string> AdoptRecordedRuns();
+  std::vector<std::string> AdoptRecordedRuns() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Sends SIGTERM to the run's process group, and SIGKILL if it is still alive `grace_ms` later
   // (at once when grace_ms <= 0). For StopReplica: the exit report says stopped_by_request. A
   // stop that arrives while the run is still being launched takes effect once it has started.
   // OK when the run already exited; NOT_FOUND for an unknown run id.
-  absl::Status Stop(const std::string& run_id, int64_t grace_ms, const std::string& reason);
+  absl::Status Stop(const std::string& run_id, int64_t grace_ms, const std::string& reason)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Stops every run that has not exited, like Stop(), for the agent's own reasons (shutdown):
   // their exit reports do not say stopped_by_request, since the scheduler did not ask.
-  void StopAll(int64_t grace_ms, const std::string& reason);
+  void StopAll(int64_t grace_ms, const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
 
   // From now on, Launch() of a new run id reports a launch failure (the host's) with `reason`
   // instead of starting it. For shutdown: call before StopAll() so no run starts after it.
-  void RejectNewLaunches(const std::string& reason);
+  void RejectNewLaunches(const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Reads the run's captured output from `offset`, at most `max_bytes` (<= 0: 1 MiB; capped
   // 64 KiB under 4 MiB, so that a LogData fits gRPC's default 4 MiB message limit). `complete` is
   // set when the run has exited and nothing is left after next_offset. A run this launcher no
   // longer remembers is still read from its log file, as exited. Problems are reported in
   // LogData.error. request_id is left for the caller to fill.
-  trainctl::v1::LogData ReadLog(const std::string& run_id, int64_t offset, int64_t max_bytes) const;
+  trainctl::v1::LogData ReadLog(const std::string& run_id, int64_t offset, int64_t max_bytes) const
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Every process that runs (pid known and exit not yet reported), with running = true.
-  std::vector<trainctl::v1::KnownRun> KnownRuns() const;
+  std::vector<trainctl::v1::KnownRun> KnownRuns() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Number of runs being launched or running.
-  int ActiveCount() const;
+  int ActiveCount() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Waits until no run is being launched or running and every exit was reported. Returns false
   // if `deadline` passed first.
-  bool WaitUntilIdle(absl::Time deadline) const;
+  bool WaitUntilIdle(absl::Time deadline) const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   enum class RunState { kLaunching, kRunning, kExiting, kExited };
@@ -186,17 +188,19 @@ class ProcessLauncher {
 
   // Creates the run's memory cgroup when it has a limit and Options::memory_cgroups is set;
   // returns its cgroup.procs path, or "" to run without one.
-  std::string PrepareCgroup(const std::string& run_id);
+  std::string PrepareCgroup(const std::string& run_id) ABSL_LOCKS_EXCLUDED(mu_);
   // Removes the run's memory cgroup, logging a failure. REQUIRES: Options::memory_cgroups.
   void RemoveCgroup(const std::string& run_id);
   // Reports the started process, then hands it to the monitor.
-  void FinishLaunch(const std::string& run_id, pid_t pid, int64_t start_time_ms);
+  void FinishLaunch(const std::string& run_id, pid_t pid, int64_t start_time_ms)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Reports a launch that failed with `error` (INVALID_ARGUMENT: the user's fault), noting it in
   // the log when `log_fd` >= 0. `preflight`: the failed preflight run that stopped it.
   void ReportLaunchFailure(const std::string& run_id, const absl::Status& error, int log_fd,
-                           const trainctl::v1::CheckRun* preflight = nullptr);
+                           const trainctl::v1::CheckRun* preflight = nullptr)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Records the started run (Options::run_records); logs a failure.
-  void WriteRecord(const std::string& run_id, pid_t pid);
+  void WriteRecord(const std::string& run_id, pid_t pid) ABSL_LOCKS_EXCLUDED(mu_);
   void RemoveRecord(const std::string& run_id);
   // Stop(); `by_request` says whether the scheduler asked.
   absl::Status StopLocked(const std::string& run_id, int64_t grace_ms, const std::string& reason,
@@ -204,7 +208,7 @@ class ProcessLauncher {
   // Signals a running, unreaped run's group. REQUIRES: mu_ held.
   void SignalLocked(const std::string& run_id, Run& run, int sig)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void MonitorLoop();
+  void MonitorLoop() ABSL_LOCKS_EXCLUDED(mu_);
   // A running run, as the monitor checks it for its end.
   struct Watched {
     std::string run_id;
@@ -213,20 +217,22 @@ class ProcessLauncher {
     uint64_t start_ticks = 0;
   };
   // Sends due SIGKILLs; returns the runs to check for exit.
-  std::vector<Watched> CheckDeadlines();
-  void EnforceMemoryLimits();
-  void ReportProgress();
+  std::vector<Watched> CheckDeadlines() ABSL_LOCKS_EXCLUDED(mu_);
+  void EnforceMemoryLimits() ABSL_LOCKS_EXCLUDED(mu_);
+  void ReportProgress() ABSL_LOCKS_EXCLUDED(mu_);
   // Reaps the run if its leader exited, kills its stragglers and reports the exit.
-  void MaybeReap(const std::string& run_id, pid_t pid);
+  void MaybeReap(const std::string& run_id, pid_t pid) ABSL_LOCKS_EXCLUDED(mu_);
   // For an adopted run: reports its end once its process is gone, killing its group's rest.
-  void MaybeReportAdoptedEnd(const Watched& watched);
+  void MaybeReportAdoptedEnd(const Watched& watched) ABSL_LOCKS_EXCLUDED(mu_);
   // Finishes a run whose process is gone: drops its record and cgroup and reports its exit.
   // `status` is the wait status, or nullopt for an adopted run (not our child: unknown).
-  void ReportEnd(const std::string& run_id, pid_t pid, std::optional<int> status);
+  void ReportEnd(const std::string& run_id, pid_t pid, std::optional<int> status)
+      ABSL_LOCKS_EXCLUDED(mu_);
   void ForgetOldRunsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Constant after construction.
   const Options options_;
+  // No lock: started by the constructor, joined by the destructor.
   std::thread monitor_;
 
   mutable absl::Mutex mu_;

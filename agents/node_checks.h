@@ -106,7 +106,8 @@ class NodeChecker {
  private:
   // Runs `path` as item `item`, one program at a time.
   CheckResult RunProgramItem(const std::string& item, const std::string& path,
-                             absl::Duration timeout, const Cancelled& cancelled) const;
+                             absl::Duration timeout, const Cancelled& cancelled) const
+      ABSL_LOCKS_EXCLUDED(program_mu_);
   // Logs each item after `context`, and a summary line.
   void Log(const std::string& context, const std::vector<CheckResult>& results) const;
 
@@ -128,10 +129,12 @@ class PreflightCache {
   explicit PreflightCache(size_t capacity = 256) : capacity_(capacity) {}
 
   // The cached run of (job_id, attempt), or nullopt.
-  std::optional<trainctl::v1::CheckRun> Find(const std::string& job_id, int32_t attempt) const;
+  std::optional<trainctl::v1::CheckRun> Find(const std::string& job_id, int32_t attempt) const
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Caches `run` for (job_id, attempt), replacing an earlier one.
-  void Insert(const std::string& job_id, int32_t attempt, trainctl::v1::CheckRun run);
+  void Insert(const std::string& job_id, int32_t attempt, trainctl::v1::CheckRun run)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   using Key = std::pair<std::string, int32_t>;

@@ -3,6 +3,7 @@
 set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config clang-format
+  clang libclang-rt-14-dev  # the ThreadSanitizer + -Wthread-safety build (tests/run.sh tsan)
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libsqlite3-dev libspdlog-dev libyaml-cpp-dev libsystemd-dev catch2
 )

@@ -192,13 +192,9 @@ absl::Status ValidateScheduling(const v1::JobSpec& spec) {
   return absl::OkStatus();
 }
 
-void DefaultDuration(google::protobuf::Duration* d, bool has, int64_t ms) {
-  if (!has) *d = MsToDuration(ms);
-}
-
 void DefaultBackoff(v1::Backoff* b, int64_t initial_ms, int64_t max_ms) {
-  DefaultDuration(b->mutable_initial(), b->has_initial(), initial_ms);
-  DefaultDuration(b->mutable_max(), b->has_max(), max_ms);
+  if (!b->has_initial()) *b->mutable_initial() = MsToDuration(initial_ms);
+  if (!b->has_max()) *b->mutable_max() = MsToDuration(max_ms);
   if (b->multiplier() == 0) b->set_multiplier(2);
 }
 
@@ -261,7 +257,9 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
 void ApplyDefaults(v1::JobSpec* spec) {
   if (spec->project().empty()) spec->set_project(kDefaultProject);
   v1::Scheduling* s = spec->mutable_scheduling();
-  DefaultDuration(s->mutable_stop_grace_period(), s->has_stop_grace_period(), kDefaultStopGraceMs);
+  if (!s->has_stop_grace_period()) {
+    *s->mutable_stop_grace_period() = MsToDuration(kDefaultStopGraceMs);
+  }
   if (s->restart_policy() == v1::RESTART_POLICY_UNSPECIFIED) {
     s->set_restart_policy(v1::RESTART_POLICY_ON_TRANSIENT_FAILURE);
   }
@@ -278,9 +276,11 @@ void ApplyDefaults(v1::JobSpec* spec) {
   }
   DefaultBackoff(s->mutable_restart_backoff(), 1000, 60'000);
   DefaultBackoff(s->mutable_retry_backoff(), 5000, 300'000);
-  DefaultDuration(s->mutable_placement_timeout(), s->has_placement_timeout(), 300'000);
-  DefaultDuration(s->mutable_progress_reset_period(), s->has_progress_reset_period(), 3'600'000);
-  DefaultDuration(s->mutable_launch_timeout(), s->has_launch_timeout(), 120'000);
+  if (!s->has_placement_timeout()) *s->mutable_placement_timeout() = MsToDuration(300'000);
+  if (!s->has_progress_reset_period()) {
+    *s->mutable_progress_reset_period() = MsToDuration(3'600'000);
+  }
+  if (!s->has_launch_timeout()) *s->mutable_launch_timeout() = MsToDuration(120'000);
   v1::FaultTolerance* ft = spec->mutable_fault_tolerance();
   if (!ft->has_job_retry_num()) ft->set_job_retry_num(kDefaultJobRetryNum);
 }

@@ -9,7 +9,7 @@ namespace trainctl::server {
 void AgentRegistry::Attach(const std::string& node, std::shared_ptr<AgentChannel> channel) {
   std::shared_ptr<AgentChannel> old;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     old = std::move(channels_[node]);
     channels_[node] = std::move(channel);
   }
@@ -17,7 +17,7 @@ void AgentRegistry::Attach(const std::string& node, std::shared_ptr<AgentChannel
 }
 
 bool AgentRegistry::Detach(const std::string& node, const AgentChannel* channel) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = channels_.find(node);
   if (it == channels_.end() || it->second.get() != channel) return false;
   channels_.erase(it);
@@ -25,14 +25,14 @@ bool AgentRegistry::Detach(const std::string& node, const AgentChannel* channel)
 }
 
 bool AgentRegistry::IsConnected(const std::string& node) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return channels_.count(node) > 0;
 }
 
 void AgentRegistry::Send(const std::string& node, const v1::SchedulerMessage& msg) {
   std::shared_ptr<AgentChannel> ch;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = channels_.find(node);
     if (it == channels_.end()) return;
     ch = it->second;
@@ -43,7 +43,7 @@ void AgentRegistry::Send(const std::string& node, const v1::SchedulerMessage& ms
 void AgentRegistry::RequestLog(const std::string& node, v1::ReadLog req, LogCallback done) {
   std::shared_ptr<AgentChannel> ch;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = channels_.find(node);
     if (it != channels_.end()) {
       ch = it->second;
@@ -67,7 +67,7 @@ void AgentRegistry::RequestLog(const std::string& node, v1::ReadLog req, LogCall
 void AgentRegistry::CompleteLog(const v1::LogData& data) {
   LogCallback done;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = pending_logs_.find(data.request_id());
     if (it == pending_logs_.end()) return;  // expired already
     done = std::move(it->second.done);
@@ -83,7 +83,7 @@ void AgentRegistry::CompleteLog(const v1::LogData& data) {
 void AgentRegistry::ExpireLogRequests() {
   std::vector<std::pair<std::string, LogCallback>> expired;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     const auto now = std::chrono::steady_clock::now();
     for (auto it = pending_logs_.begin(); it != pending_logs_.end();) {
       bool gone = channels_.count(it->second.node) == 0;

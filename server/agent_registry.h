@@ -5,17 +5,19 @@
 // the older one. Log reads are requests on the agent's stream answered by LogData; each waits at
 // most kLogReadTimeout.
 //
-// Thread-safety: every method may be called from any thread.
+// Thread-safety: every method may be called from any thread. No callback (a channel's Send or
+// Close, a LogCallback) runs with the registry's lock held, so they may call back into it.
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "trainctl/v1/agent.pb.h"
 
 namespace trainctl::server {
@@ -36,21 +38,23 @@ class AgentRegistry {
   static constexpr std::chrono::seconds kLogReadTimeout{10};
 
   // Makes `channel` the node's stream; closes the one it replaces, if any.
-  void Attach(const std::string& node, std::shared_ptr<AgentChannel> channel);
+  void Attach(const std::string& node, std::shared_ptr<AgentChannel> channel)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Removes `channel` if it is still the node's stream; returns whether it was.
-  bool Detach(const std::string& node, const AgentChannel* channel);
-  bool IsConnected(const std::string& node);
+  bool Detach(const std::string& node, const AgentChannel* channel) ABSL_LOCKS_EXCLUDED(mu_);
+  bool IsConnected(const std::string& node) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Sends to the node's current stream; a message for an unconnected node is dropped (the core
   // resends what matters when the agent registers again).
-  void Send(const std::string& node, const v1::SchedulerMessage& msg);
+  void Send(const std::string& node, const v1::SchedulerMessage& msg) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Asks `node` for a piece of a run's log; `done` runs exactly once, on some thread.
-  void RequestLog(const std::string& node, v1::ReadLog req, LogCallback done);
+  void RequestLog(const std::string& node, v1::ReadLog req, LogCallback done)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Completes the request LogData answers.
-  void CompleteLog(const v1::LogData& data);
+  void CompleteLog(const v1::LogData& data) ABSL_LOCKS_EXCLUDED(mu_);
   // Fails requests older than kLogReadTimeout, and those whose node went away.
-  void ExpireLogRequests();
+  void ExpireLogRequests() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct PendingLog {
@@ -59,10 +63,10 @@ class AgentRegistry {
     LogCallback done;
   };
 
-  std::mutex mu_;
-  std::map<std::string, std::shared_ptr<AgentChannel>> channels_;  // guarded by mu_
-  std::map<uint64_t, PendingLog> pending_logs_;                    // guarded by mu_
-  uint64_t next_request_id_ = 1;                                   // guarded by mu_
+  absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<AgentChannel>> channels_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, PendingLog> pending_logs_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_request_id_ ABSL_GUARDED_BY(mu_) = 1;
 };
 
 }  // namespace trainctl::server

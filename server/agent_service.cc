@@ -3,9 +3,10 @@
 #include <spdlog/spdlog.h>
 
 #include <deque>
-#include <mutex>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/names.h"
 
 namespace trainctl::server {
@@ -14,13 +15,15 @@ namespace {
 using Reactor = grpc::ServerBidiReactor<v1::AgentMessage, v1::SchedulerMessage>;
 
 // The channel half of a session. It outlives the reactor: the registry and the loop may hold it
-// after the stream ended, and then Send() does nothing.
+// after the stream ended, and then Send() does nothing. Send and Close come from any thread (the
+// loop's, gRPC's), the rest from the reactor's callbacks; StartWrite and Finish are called with
+// mu_ held, so none starts after the reactor is done.
 class SessionChannel : public AgentChannel {
  public:
   explicit SessionChannel(Reactor* reactor) : reactor_(reactor) {}
 
-  void Send(const v1::SchedulerMessage& msg) override {
-    std::lock_guard<std::mutex> lock(mu_);
+  void Send(const v1::SchedulerMessage& msg) override ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
     if (reactor_ == nullptr || finishing_) return;
     outbox_.push_back(msg);
     if (!writing_) {
@@ -29,16 +32,16 @@ class SessionChannel : public AgentChannel {
     }
   }
 
-  void Close(const std::string& why) override {
-    std::lock_guard<std::mutex> lock(mu_);
+  void Close(const std::string& why) override ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
     if (reactor_ == nullptr || finishing_) return;
     finishing_ = true;
     reactor_->Finish(grpc::Status(grpc::StatusCode::ABORTED, why));
   }
 
   // Reactor callbacks.
-  void WriteDone(bool ok) {
-    std::lock_guard<std::mutex> lock(mu_);
+  void WriteDone(bool ok) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
     outbox_.pop_front();
     if (!ok || reactor_ == nullptr || finishing_ || outbox_.empty()) {
       writing_ = false;
@@ -46,23 +49,25 @@ class SessionChannel : public AgentChannel {
     }
     reactor_->StartWrite(&outbox_.front());
   }
-  void Finish(const grpc::Status& status) {
-    std::lock_guard<std::mutex> lock(mu_);
+  void Finish(const grpc::Status& status) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
     if (reactor_ == nullptr || finishing_) return;
     finishing_ = true;
     reactor_->Finish(status);
   }
-  void Detach() {
-    std::lock_guard<std::mutex> lock(mu_);
+  void Detach() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
     reactor_ = nullptr;
   }
 
  private:
-  std::mutex mu_;
-  Reactor* reactor_;                         // guarded by mu_; null after OnDone
-  std::deque<v1::SchedulerMessage> outbox_;  // guarded by mu_; front() is being written
-  bool writing_ = false;                     // guarded by mu_
-  bool finishing_ = false;                   // guarded by mu_
+  absl::Mutex mu_;
+  // Null after OnDone.
+  Reactor* reactor_ ABSL_GUARDED_BY(mu_);
+  // front() is being written while writing_.
+  std::deque<v1::SchedulerMessage> outbox_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finishing_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 class AgentSession : public Reactor {
@@ -192,9 +197,11 @@ class AgentSession : public Reactor {
   AgentRegistry* const registry_;
   const std::string peer_;
   const std::shared_ptr<SessionChannel> channel_;
-  // Set by the first register; touched only by reactor callbacks, which never run concurrently
-  // for reads.
+  // No lock: touched only by OnReadDone (one read at a time, each started by the one before)
+  // and by OnDone, which gRPC runs after every other callback of the stream.
+  // Set by the first register.
   std::string node_;
+  // The read buffer.
   v1::AgentMessage in_;
 };
 

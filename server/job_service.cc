@@ -2,9 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include <mutex>
-
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/grpc_status.h"
 #include "scheduler/model_proto.h"
 
@@ -12,6 +12,9 @@ namespace trainctl::server {
 namespace {
 
 // A WatchJob stream: sends the newest state of one job until a terminal state went out.
+// Push and FinishWith run on the loop thread, the reactor callbacks on gRPC's threads; mu_ orders
+// them. StartWrite and Finish are called with mu_ held, so that a write never starts after the
+// stream finished.
 class WatchReactor : public grpc::ServerWriteReactor<v1::Job>,
                      public JobWatcher,
                      public std::enable_shared_from_this<WatchReactor> {
@@ -19,12 +22,13 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::Job>,
   // The hub holds a shared_ptr while subscribed; the reactor keeps itself alive until OnDone.
   static std::shared_ptr<WatchReactor> Create() {
     auto w = std::shared_ptr<WatchReactor>(new WatchReactor());
+    absl::MutexLock lock(&w->mu_);  // Uncontended: no other thread knows w yet.
     w->self_ = w;
     return w;
   }
 
-  bool Push(const v1::Job& job) override {
-    std::lock_guard<std::mutex> lock(mu_);
+  bool Push(const v1::Job& job) override ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
     if (finished_) return false;
     pending_ = job;
     has_pending_ = true;
@@ -32,15 +36,15 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::Job>,
     return true;
   }
 
-  void FinishWith(const grpc::Status& status) {
-    std::lock_guard<std::mutex> lock(mu_);
+  void FinishWith(const grpc::Status& status) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
     if (finished_) return;
     finished_ = true;
     Finish(status);
   }
 
-  void OnWriteDone(bool ok) override {
-    std::lock_guard<std::mutex> lock(mu_);
+  void OnWriteDone(bool ok) override ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
     writing_ = false;
     if (finished_) return;
     if (!ok) {
@@ -56,17 +60,17 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::Job>,
     if (has_pending_) WriteNextLocked();
   }
 
-  void OnCancel() override {
-    std::lock_guard<std::mutex> lock(mu_);
+  void OnCancel() override ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
     if (finished_) return;
     finished_ = true;
     Finish(grpc::Status::CANCELLED);
   }
 
-  void OnDone() override {
+  void OnDone() override ABSL_LOCKS_EXCLUDED(mu_) {
     std::shared_ptr<WatchReactor> self;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       finished_ = true;
       self = std::move(self_);
     }
@@ -76,20 +80,21 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::Job>,
  private:
   WatchReactor() = default;
 
-  void WriteNextLocked() {
+  void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     current_ = std::move(pending_);
     has_pending_ = false;
     writing_ = true;
     StartWrite(&current_);
   }
 
-  std::mutex mu_;
-  std::shared_ptr<WatchReactor> self_;  // guarded by mu_
-  v1::Job current_;                     // guarded by mu_; being written
-  v1::Job pending_;                     // guarded by mu_
-  bool has_pending_ = false;            // guarded by mu_
-  bool writing_ = false;                // guarded by mu_
-  bool finished_ = false;               // guarded by mu_
+  absl::Mutex mu_;
+  std::shared_ptr<WatchReactor> self_ ABSL_GUARDED_BY(mu_);
+  // The job being written: gRPC reads it until OnWriteDone, so it changes only while !writing_.
+  v1::Job current_ ABSL_GUARDED_BY(mu_);
+  v1::Job pending_ ABSL_GUARDED_BY(mu_);
+  bool has_pending_ ABSL_GUARDED_BY(mu_) = false;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace

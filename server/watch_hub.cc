@@ -5,14 +5,14 @@
 namespace trainctl::server {
 
 void WatchHub::Subscribe(const std::string& job_id, std::shared_ptr<JobWatcher> w) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   watchers_.emplace(job_id, std::move(w));
 }
 
 void WatchHub::Publish(const v1::Job& job) {
   std::vector<std::shared_ptr<JobWatcher>> targets;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto [begin, end] = watchers_.equal_range(job.id());
     for (auto it = begin; it != end; ++it) targets.push_back(it->second);
   }
@@ -21,7 +21,7 @@ void WatchHub::Publish(const v1::Job& job) {
     if (!w->Push(job)) finished.push_back(w.get());
   }
   if (finished.empty()) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto [begin, end] = watchers_.equal_range(job.id());
   for (auto it = begin; it != end;) {
     bool done = false;
@@ -31,7 +31,7 @@ void WatchHub::Publish(const v1::Job& job) {
 }
 
 void WatchHub::Clear() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   watchers_.clear();
 }
 

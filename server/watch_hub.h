@@ -6,13 +6,15 @@
 //
 // Thread-safety: every method may be called from any thread. Subscribe and Publish are called
 // on the loop thread, so a watcher that subscribes with the current snapshot misses no update.
+// JobWatcher::Push runs with no hub lock held.
 #pragma once
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "trainctl/v1/job.pb.h"
 
 namespace trainctl::server {
@@ -26,14 +28,14 @@ class JobWatcher {
 
 class WatchHub {
  public:
-  void Subscribe(const std::string& job_id, std::shared_ptr<JobWatcher> w);
-  void Publish(const v1::Job& job);
+  void Subscribe(const std::string& job_id, std::shared_ptr<JobWatcher> w) ABSL_LOCKS_EXCLUDED(mu_);
+  void Publish(const v1::Job& job) ABSL_LOCKS_EXCLUDED(mu_);
   // Closes every watcher (server shutdown).
-  void Clear();
+  void Clear() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  std::mutex mu_;
-  std::multimap<std::string, std::shared_ptr<JobWatcher>> watchers_;  // guarded by mu_
+  absl::Mutex mu_;
+  std::multimap<std::string, std::shared_ptr<JobWatcher>> watchers_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace trainctl::server
