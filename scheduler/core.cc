@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/names.h"
+#include "common/time_util.h"
 #include "scheduler/job_validation.h"
 #include "scheduler/model_proto.h"
 #include "scheduler/placement.h"
@@ -17,7 +18,8 @@ Core::Core(CoreOptions options)
       jobs_(options_.id_seed),
       nodes_(options_.nodes),
       queue_(options_.default_quota),
-      lifecycle_(&jobs_, &nodes_, &queue_, &timers_) {}
+      lifecycle_(&jobs_, &nodes_, &queue_, &timers_,
+                 absl::Milliseconds(options_.skew_tolerance_ms)) {}
 
 void Core::Restore(std::vector<Job> jobs, std::vector<Node> nodes,
                    const std::vector<ReplicaRun>& runs, std::vector<v1::Quota> quotas) {
@@ -34,6 +36,9 @@ absl::StatusOr<const Job*> Core::SubmitJob(const v1::JobSpec& spec_in, int64_t n
   if (!valid.ok()) return valid;
   v1::JobSpec spec = spec_in;
   ApplyDefaults(&spec);
+  if (!spec.scheduling().has_settle_window()) {
+    *spec.mutable_scheduling()->mutable_settle_window() = MsToDuration(options_.settle_window_ms);
+  }
   std::vector<Node> known;
   for (const auto& [name, node] : nodes_.nodes()) known.push_back(node);
   for (int p = 0; p < spec.worker_pools_size(); ++p) {
@@ -140,7 +145,11 @@ void Core::ReplicaExited(const std::string& node, const v1::ReplicaExited& exite
   // The host's verdict counts even for a stale run: every host that failed is isolated (R16).
   if (exited.has_checks()) nodes_.ApplyCheckRun(node, exited.checks(), now, fx);
   auto [job, r] = jobs_.CurrentRun(exited.run_id());
-  if (job == nullptr || r->node != node || IsTerminal(r->state)) return;  // duplicate
+  // A run already ended (or waiting the settle window) is reported again: a duplicate.
+  if (job == nullptr || r->node != node || IsTerminal(r->state) ||
+      r->state == v1::REPLICA_STATE_SETTLING) {
+    return;
+  }
   lifecycle_.RecordExit(job, r, exited, now, fx);
   Failure failure;
   switch (lifecycle_.StopKindOf(*job, *r, exited)) {
@@ -148,7 +157,10 @@ void Core::ReplicaExited(const std::string& node, const v1::ReplicaExited& exite
       lifecycle_.ContinueMove(job, r, now, fx);
       return;
     case JobLifecycle::StopKind::kStopped:
-      lifecycle_.ConfirmStop(job, r, now, fx);
+      lifecycle_.ConfirmStop(job, r, exited, now, fx);
+      return;
+    case JobLifecycle::StopKind::kForGang:
+      lifecycle_.ConfirmGangStop(job, r, exited, now, fx);
       return;
     case JobLifecycle::StopKind::kForHang:
       failure.kind = Failure::Kind::kHung;

@@ -51,6 +51,12 @@ struct CoreOptions {
   v1::Quota default_quota;
   // The lost timeout and the flapping rule.
   NodePolicy nodes;
+  // scheduling.settleWindow of jobs that set none (GANG jobs: how long a non-transient exit
+  // waits for an earlier failure of a peer).
+  int64_t settle_window_ms = 3000;
+  // Failures whose exit times are this close count as simultaneous when the root cause of a
+  // gang's failure is chosen (agents' clocks and reports disagree a little).
+  int64_t skew_tolerance_ms = 1000;
 };
 
 class Core {

@@ -68,10 +68,6 @@ std::string ClassTag(FailureClass c, const std::string& more = "") {
   return absl::StrCat(" (class ", FailureClassName(c), more, ")");
 }
 
-bool IsCleanExit(const v1::ReplicaExited& x) {
-  return x.has_exit_code() && x.exit_code() == 0 && !x.has_signal() && !x.launch_failed();
-}
-
 // The node's agent shut down under the replica: it moves, charging nothing.
 Classification Shutdown(const Replica& r, Classification c) {
   c.remedy = Remedy::kMove;
@@ -104,6 +100,10 @@ Classification HostFault(const Replica& r, const v1::ReplicaExited& x, Classific
 }
 
 }  // namespace
+
+bool IsCleanExit(const v1::ReplicaExited& x) {
+  return x.has_exit_code() && x.exit_code() == 0 && !x.has_signal() && !x.launch_failed();
+}
 
 bool IsHostFault(const v1::ReplicaExited& x) {
   return x.preflight_failed() ||

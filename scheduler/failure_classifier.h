@@ -66,6 +66,9 @@ struct Classification {
 
 Classification Classify(const RetryPolicy& policy, const Replica& replica, const Failure& failure);
 
+// Exit status 0, no signal, no launch failure: the run did what it should.
+bool IsCleanExit(const v1::ReplicaExited& exited);
+
 // True when the report is a host fault (R16 scenarios 1-3): the preflight failed, or the
 // replica exited abnormally and the check run after the crash failed.
 bool IsHostFault(const v1::ReplicaExited& exited);

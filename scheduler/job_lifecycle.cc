@@ -41,6 +41,9 @@ void JobLifecycle::Restore() {
 // --- The only writers of state -----------------------------------------------------------------
 
 void JobLifecycle::SetReplicaState(Job* job, Replica* r, v1::ReplicaState state) {
+  if (r->state == v1::REPLICA_STATE_SETTLING && state != v1::REPLICA_STATE_SETTLING) {
+    job->settling_reports.erase(r->name);
+  }
   const bool held = HoldsResources(r->state);
   const bool holds = HoldsResources(state);
   r->state = state;
@@ -132,7 +135,11 @@ void JobLifecycle::Cancel(Job* job, absl::Time now, Effects* fx) {
 void JobLifecycle::End(Job* job, v1::JobState state, const JobError& error,
                        const std::string& reason, absl::Time now, Effects* fx) {
   if (error.code != absl::StatusCode::kOk) job->error = error;
+  if (job->root_cause && job->error.replica == job->root_cause->replica) {
+    job->error.consequences = job->root_cause->consequences;
+  }
   job->end_time = now;
+  job->gang_restarting = false;
   if (job->state == v1::JOB_STATE_QUEUED) {
     queue_->Dequeue(*job);
     job->queue_reason.clear();
@@ -153,7 +160,8 @@ void JobLifecycle::End(Job* job, v1::JobState state, const JobError& error,
 void JobLifecycle::StopLiveReplicas(Job* job, const std::string& reason, absl::Time now,
                                     Effects* fx) {
   for (Replica& r : job->replicas) {
-    if (r.state == v1::REPLICA_STATE_RESTARTING || r.state == v1::REPLICA_STATE_PENDING) {
+    if (r.state == v1::REPLICA_STATE_RESTARTING || r.state == v1::REPLICA_STATE_PENDING ||
+        r.state == v1::REPLICA_STATE_SETTLING) {
       // No process to stop.
       SetReplicaState(job, &r, v1::REPLICA_STATE_STOPPED);
       r.next_start_time.reset();
@@ -225,6 +233,9 @@ void JobLifecycle::StartAttempt(Job* job, const std::vector<std::string>& placed
   job->queue_reason.clear();
   job->next_attempt_time.reset();
   job->queue_time.reset();
+  job->gang_generation = 0;
+  job->gang_restarting = false;
+  job->root_cause.reset();
   SetJobState(job, v1::JOB_STATE_PENDING,
               absl::StrCat("attempt ", job->attempts.back().number, " placed on ",
                            absl::StrJoin(used_nodes, ", "), "; launching ", job->replicas.size(),
@@ -291,14 +302,20 @@ JobLifecycle::StopKind JobLifecycle::StopKindOf(const Job& job, const Replica& r
   const bool live = IsLive(job.state);
   const bool stopping = r.state == v1::REPLICA_STATE_STOPPING;
   if (stopping && live && r.moving()) return StopKind::kForMove;
+  if (stopping && live && job.gang_restarting) return StopKind::kForGang;
   // The only other stop of a replica of a live job is the hang detector's.
   if (stopping && live) return StopKind::kForHang;
   if (stopping || exited.stopped_by_request() || !live) return StopKind::kStopped;
   return StopKind::kNone;
 }
 
-void JobLifecycle::ConfirmStop(Job* job, Replica* r, absl::Time now, Effects* fx) {
-  // trainctl asked for this stop (cancel, job end, retry): not a failure of the replica.
+void JobLifecycle::ConfirmStop(Job* job, Replica* r, const v1::ReplicaExited& exited,
+                               absl::Time now, Effects* fx) {
+  // trainctl asked for this stop (cancel, job end, retry): not a failure of the replica. One that
+  // failed on its own before the stop reached it followed the failure being handled.
+  if (job->root_cause && !IsCleanExit(exited) && !exited.stopped_by_request()) {
+    AddConsequence(job, *r, DescribeExit(exited), now, fx);
+  }
   SetReplicaState(job, r, v1::REPLICA_STATE_STOPPED);
   r->message = absl::StrCat("stopped (", r->message, ")");
   AddEvent(fx, now, job, r->name, r->node, "ReplicaStopped", "process stopped by trainctl");
@@ -319,6 +336,10 @@ void JobLifecycle::ContinueMove(Job* job, Replica* r, absl::Time now, Effects* f
 
 void JobLifecycle::EndRun(Job* job, Replica* r, const Failure& failure, absl::Time now,
                           Effects* fx) {
+  if (IsGang(*job)) {
+    GangRunEnd(job, r, failure, now, fx);
+    return;
+  }
   Apply(job, r, DecideOnFailure(job->policy, *job, *r, failure, now), now, fx);
 }
 
@@ -346,7 +367,11 @@ void JobLifecycle::Apply(Job* job, Replica* r, const RetryDecision& d, absl::Tim
     case Decision::kRestartReplica:
       Restart(job, r, d, now, fx);
       break;
+    case Decision::kRestartGang:
+      RestartGang(job, r, d, now, fx);
+      break;
     case Decision::kMoveReplica:
+      if (IsGang(*job) && !job->gang_restarting) RestartGang(job, r, d, now, fx);
       PlaceMoved(job, r, now, fx);
       break;
     case Decision::kRetryJob:
@@ -403,6 +428,9 @@ void JobLifecycle::RecordAttemptEnd(Job* job, const RetryDecision& d, absl::Time
   a->replica = d.error.replica;
   a->node = d.error.node;
   a->decision = d.action;
+  if (job->root_cause && job->root_cause->replica == d.error.replica) {
+    a->consequences = job->root_cause->consequences;
+  }
   const Budgets& used = d.budgets_used;
   a->budgets_left = Budgets{
       p.max_job_retries - used.job_retries, p.max_internal_retries - used.internal_retries,
@@ -417,6 +445,7 @@ void JobLifecycle::Retry(Job* job, const RetryDecision& d, absl::Time now, Effec
   }
   RecordAttemptEnd(job, d, now, fx);
   job->budgets_used = d.budgets_used;
+  job->gang_restarting = false;
   StopLiveReplicas(job, "job retrying", now, fx);
   const absl::Time next = now + absl::Milliseconds(d.delay_ms);
   job->next_attempt_time = next;
@@ -532,8 +561,23 @@ void JobLifecycle::Tick(absl::Time now, Effects* fx) {
       End(job, v1::JOB_STATE_FAILED, error, error.message, now, fx);
       continue;
     }
+    if (IsGang(*job)) {
+      // A gang starts again as one; a settled failure is decided as one episode.
+      bool settled = false;
+      for (const Replica& r : job->replicas) {
+        if (r.state != v1::REPLICA_STATE_SETTLING || !r.next_start_time) continue;
+        if (now >= *r.next_start_time) {
+          settled = true;
+        } else {
+          timers_->WakeAt(*r.next_start_time);
+        }
+      }
+      if (settled) DecideGangRoot(job, nullptr, Failure(), now, fx);
+      MaybeRelaunchGang(job, now, fx);
+    }
     for (Replica& r : job->replicas) {
       if (IsTerminal(job->state) || job->state == v1::JOB_STATE_QUEUED) break;
+      if (r.state == v1::REPLICA_STATE_RESTARTING && IsGang(*job)) continue;
       if (r.state == v1::REPLICA_STATE_RESTARTING) {
         if (!r.next_start_time || now >= *r.next_start_time) {
           LaunchOnItsNode(job, &r, now, fx);

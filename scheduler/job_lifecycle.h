@@ -4,9 +4,18 @@
 // node and in its project (NodeRegistry::Hold, AdmissionQueue::Hold), the admitted jobs per
 // project, the active set, the queue, the commands for agents, the rows and events in `fx`.
 //
-// It decides nothing about failures: every replica end it is given comes with a RetryDecision.
-// The only choices it makes are bookkeeping (which stop a report confirms) and the node a moving
-// replica goes to, which it asks of the placement policy.
+// It decides nothing about failures: every replica end goes to the retry engine, and the lifecycle
+// carries out its decision. The only choices it makes are bookkeeping (which stop a report
+// confirms; for a GANG job, which failures are one episode's root cause and which its
+// consequences, by the engine's ChooseRootCause) and the node a moving replica goes to, which it
+// asks of the placement policy.
+//
+// GANG jobs (restartScope GANG, gang_restarts.cc): a restart or a move of one replica restarts
+// every replica together. The survivors are stopped (SIGTERM, the grace period, SIGKILL), wait
+// as RESTARTING on their nodes, and all start again in parallel as a new gang generation once
+// every one is stopped and the cause's backoff has passed. A USER_ERROR first waits as SETTLING
+// for the settle window, so that an earlier failure of a peer reported later is still its root
+// cause.
 //
 // Replica state and node change only through SetReplicaState and SetNode, job state only through
 // SetJobState: that is what keeps the incremental usage exact.
@@ -29,8 +38,10 @@ namespace trainctl::sched {
 class JobLifecycle {
  public:
   // The parts it keeps in step; they must outlive it.
-  JobLifecycle(JobTable* jobs, NodeRegistry* nodes, AdmissionQueue* queue, Timers* timers)
-      : jobs_(jobs), nodes_(nodes), queue_(queue), timers_(timers) {}
+  // `skew` is how far apart two failures' exit times may be and still count as simultaneous.
+  JobLifecycle(JobTable* jobs, NodeRegistry* nodes, AdmissionQueue* queue, Timers* timers,
+               absl::Duration skew = absl::Seconds(1))
+      : jobs_(jobs), nodes_(nodes), queue_(queue), timers_(timers), skew_(skew) {}
 
   JobLifecycle(const JobLifecycle&) = delete;
   JobLifecycle& operator=(const JobLifecycle&) = delete;
@@ -69,11 +80,17 @@ class JobLifecycle {
   enum class StopKind {
     kNone,     // trainctl did not stop it: a failure (or success) for the retry engine
     kForMove,  // stopped to move: it starts on another node now
+    kForGang,  // stopped for its gang's restart: it waits to start again with the others
     kForHang,  // stopped by the hang detector: a failure of class HUNG
     kStopped,  // cancel, job end, retry: not a failure
   };
   StopKind StopKindOf(const Job& job, const Replica& r, const v1::ReplicaExited& exited) const;
-  void ConfirmStop(Job* job, Replica* r, absl::Time now, Effects* fx);
+  // A stop trainctl asked for has finished. A run that failed on its own meanwhile is recorded
+  // as a consequence of the failure being handled.
+  void ConfirmStop(Job* job, Replica* r, const v1::ReplicaExited& exited, absl::Time now,
+                   Effects* fx);
+  void ConfirmGangStop(Job* job, Replica* r, const v1::ReplicaExited& exited, absl::Time now,
+                       Effects* fx);
   void ContinueMove(Job* job, Replica* r, absl::Time now, Effects* fx);
 
   // Asks the retry engine what the end of `r`'s run means, and carries out its decision.
@@ -130,10 +147,32 @@ class JobLifecycle {
   // launched yet (an in-place restart whose node cannot take it).
   void PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx, bool new_run = true);
 
+  // --- Gangs (gang_restarts.cc) --------------------------------------------------------------
+
+  static bool IsGang(const Job& job);
+  // The end of a run of a GANG job: a USER_ERROR settles first; else the root cause is chosen
+  // among it and the settling peers, decided by the retry engine, and the rest are its
+  // consequences.
+  void GangRunEnd(Job* job, Replica* r, const Failure& failure, absl::Time now, Effects* fx);
+  // Decides a GANG job's failure episode: `r` (may be null) and every SETTLING replica.
+  void DecideGangRoot(Job* job, Replica* r, const Failure& failure, absl::Time now, Effects* fx);
+  // Restarts the whole gang for `cause`: its failure (d.action kRestartGang, charged as d says)
+  // or its move (kMoveReplica, not charged; the cause moves on its own path).
+  void RestartGang(Job* job, Replica* cause, const RetryDecision& d, absl::Time now, Effects* fx);
+  // Starts every replica again once all are stopped and the restart is due.
+  void MaybeRelaunchGang(Job* job, absl::Time now, Effects* fx);
+  // Records `r`'s failure (`summary`) as a consequence of the job's root cause, after the cause
+  // was decided.
+  void AddConsequence(Job* job, const Replica& r, const std::string& summary, absl::Time now,
+                      Effects* fx);
+  void ConsequenceEvent(const Job& job, const Replica& r, const std::string& summary,
+                        const RootCause& root, absl::Time now, Effects* fx);
+
   JobTable* const jobs_;
   NodeRegistry* const nodes_;
   AdmissionQueue* const queue_;
   Timers* const timers_;
+  const absl::Duration skew_;
 };
 
 }  // namespace trainctl::sched

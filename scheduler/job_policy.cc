@@ -80,6 +80,8 @@ RetryPolicy RetryPolicy::FromSpec(const v1::Scheduling& s) {
   p.stop_grace_ms = DurationToMs(s.stop_grace_period());
   p.timeout_ms = DurationToMs(s.timeout());
   p.queue_timeout_ms = DurationToMs(s.queue_timeout());
+  p.gang = s.restart_scope() == v1::RESTART_SCOPE_GANG;
+  p.settle_window_ms = DurationToMs(s.settle_window());
   return p;
 }
 

@@ -53,6 +53,10 @@ struct RetryPolicy {
   int64_t stop_grace_ms = 0;
   int64_t timeout_ms = 0;        // scheduling.timeout; 0: none
   int64_t queue_timeout_ms = 0;  // scheduling.queueTimeout; 0: none (30m for a retrying job)
+  // restartScope GANG: a restartable failure restarts every replica together.
+  bool gang = false;
+  // GANG: how long a non-transient exit waits for an earlier failure of a peer.
+  int64_t settle_window_ms = 0;
 
   // REQUIRES: `s` passed ValidateJobSpec and ApplyDefaults.
   static RetryPolicy FromSpec(const v1::Scheduling& s);

@@ -189,6 +189,11 @@ absl::Status ValidateScheduling(const v1::JobSpec& spec) {
   TC_RETURN_IF_ERROR(ValidateDuration("scheduling.hangTimeout", s.hang_timeout(), 366LL * 86400));
   TC_RETURN_IF_ERROR(
       ValidateDuration("scheduling.launchTimeout", s.launch_timeout(), 366LL * 86400));
+  if (!v1::RestartScope_IsValid(s.restart_scope())) {
+    return Invalid("scheduling.restartScope",
+                   absl::StrCat("must be GANG or REPLICA, got ", s.restart_scope()));
+  }
+  TC_RETURN_IF_ERROR(ValidateDuration("scheduling.settleWindow", s.settle_window(), 60));
   return absl::OkStatus();
 }
 
@@ -281,6 +286,11 @@ void ApplyDefaults(v1::JobSpec* spec) {
     *s->mutable_progress_reset_period() = MsToDuration(3'600'000);
   }
   if (!s->has_launch_timeout()) *s->mutable_launch_timeout() = MsToDuration(120'000);
+  if (s->restart_scope() == v1::RESTART_SCOPE_UNSPECIFIED) {
+    int replicas = 0;
+    for (const v1::WorkerPool& p : spec->worker_pools()) replicas += p.replica_count();
+    s->set_restart_scope(replicas > 1 ? v1::RESTART_SCOPE_GANG : v1::RESTART_SCOPE_REPLICA);
+  }
   v1::FaultTolerance* ft = spec->mutable_fault_tolerance();
   if (!ft->has_job_retry_num()) ft->set_job_retry_num(kDefaultJobRetryNum);
 }

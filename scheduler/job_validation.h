@@ -29,7 +29,8 @@ inline constexpr int kDefaultJobRetryNum = 3;
 // Checks `spec` against every rule of the job API. Returns the first error found.
 absl::Status ValidateJobSpec(const v1::JobSpec& spec);
 
-// Fills documented defaults (project, stop grace period). REQUIRES: ValidateJobSpec(spec).ok().
+// Fills documented defaults (project, stop grace period, restart scope, ...). The settle window
+// is left to the caller, whose default is a server flag. REQUIRES: ValidateJobSpec(spec).ok().
 void ApplyDefaults(v1::JobSpec* spec);
 
 }  // namespace trainctl::sched

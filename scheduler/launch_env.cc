@@ -106,6 +106,7 @@ v1::LaunchReplica BuildLaunch(const Job& job, int replica_index,
   env["TRAINCTL_ATTEMPT"] = absl::StrCat(attempt);
   env["TRAINCTL_REPLICA_NAME"] = r.name;
   env["TRAINCTL_RESTART_COUNT"] = absl::StrCat(r.restart_count);
+  env["TRAINCTL_GANG_GENERATION"] = absl::StrCat(job.gang_generation);
   env["TRAINCTL_NODE"] = r.node;
   env["RANK"] = absl::StrCat(r.rank);
   env["WORLD_SIZE"] = absl::StrCat(job.replicas.size());

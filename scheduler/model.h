@@ -76,6 +76,7 @@ enum class Decision {
   kSucceedJob,      // the primary exited 0
   kRestartReplica,  // in place, same node, name and rank
   kMoveReplica,     // to another node, same name and rank, not charged
+  kRestartGang,     // every replica of a GANG job, in place, charged to the one that failed
   kRetryJob,        // a new attempt
   kRedispatch,      // a new attempt on other hosts after a host fault, first in the queue (R17)
   kFailJob,
@@ -114,6 +115,20 @@ struct JobError {
   FailureClass reason = FailureClass::kNone;
   // The last lines of the replica's output.
   std::string output_tail;
+  // For a gang's failure: the peers' failures that followed the root cause, in words.
+  std::vector<std::string> consequences;
+};
+
+// The first failure of a gang's failure episode (see RestartScope GANG), and what followed it.
+struct RootCause {
+  std::string replica;
+  std::string node;
+  absl::Time exit_time;
+  FailureClass failure_class = FailureClass::kNone;
+  // "exited with status 134".
+  std::string summary;
+  // "chief-0 exited with status 1": peers' failures not classified on their own.
+  std::vector<std::string> consequences;
 };
 
 // One replica of the job's current attempt. Name, pool, index and rank never change (R3).
@@ -139,13 +154,22 @@ struct Replica {
   std::optional<absl::Time> start_time;
   std::optional<absl::Time> end_time;
   std::optional<absl::Time> last_progress_time;
-  // While RESTARTING: when the restart is due.
+  // While RESTARTING: when the restart is due. While SETTLING: when its failure is decided.
   std::optional<absl::Time> next_start_time;
   // While it moves: why (cause != kNone), and the reason in words.
   MoveCause move_cause = MoveCause::kNone;
   std::string move_reason;
 
   bool moving() const { return move_cause != MoveCause::kNone; }
+};
+
+// One restart of a GANG job's whole gang.
+struct GangRestart {
+  int32_t generation = 0;
+  absl::Time time;
+  RootCause cause;
+  std::string matched_rule;
+  bool charged = false;
 };
 
 // One try of the whole job.
@@ -163,6 +187,10 @@ struct Attempt {
   std::string node;
   Decision decision = Decision::kNone;
   std::optional<Budgets> budgets_left;
+  // The peers' failures that followed the root cause (replica, node, class above).
+  std::vector<std::string> consequences;
+  // GANG jobs: every restart of the whole gang in this attempt.
+  std::vector<GangRestart> gang_restarts;
 };
 
 struct Job {
@@ -189,6 +217,15 @@ struct Job {
   std::optional<absl::Time> next_attempt_time;
   // When it last entered QUEUED (cleared when placed).
   std::optional<absl::Time> queue_time;
+  // GANG jobs: restarts of the current attempt's whole gang (TRAINCTL_GANG_GENERATION).
+  int32_t gang_generation = 0;
+  // The failure the gang is restarting from, while its episode lasts.
+  std::optional<RootCause> root_cause;
+  // A gang restart is stopping the survivors, or waiting to start every replica again.
+  bool gang_restarting = false;
+  // The reports of SETTLING replicas, for deciding them later. In memory only: after a restart a
+  // settling replica's report is rebuilt from its fields, without its output.
+  std::map<std::string, v1::ReplicaExited> settling_reports;
 
   // The current attempt's number; 0 before the first placement.
   int32_t current_attempt() const { return attempts.empty() ? 0 : attempts.back().number; }

@@ -35,6 +35,7 @@ constexpr DecisionNameRow kDecisionNames[] = {
     {Decision::kSucceedJob, "SUCCEED_JOB"},
     {Decision::kRestartReplica, "RESTART_REPLICA"},
     {Decision::kMoveReplica, "MOVE_REPLICA"},
+    {Decision::kRestartGang, "RESTART_GANG"},
     {Decision::kRetryJob, "RETRY_JOB"},
     {Decision::kRedispatch, "REDISPATCH"},
     {Decision::kFailJob, "FAIL_JOB"},
@@ -175,6 +176,7 @@ v1::JobError ToProto(const JobError& e) {
   out.set_node(e.node);
   out.set_reason(FailureClassName(e.reason));
   out.set_output_tail(e.output_tail);
+  for (const std::string& c : e.consequences) out.add_consequences(c);
   return out;
 }
 
@@ -186,6 +188,7 @@ absl::StatusOr<JobError> ErrorFromProto(const v1::JobError& p) {
   e.node = p.node();
   TC_ASSIGN_OR_RETURN(e.reason, ParseFailureClass(p.reason()));
   e.output_tail = p.output_tail();
+  e.consequences.assign(p.consequences().begin(), p.consequences().end());
   return e;
 }
 
@@ -214,6 +217,28 @@ v1::Replica ToProto(const Replica& r) {
   return out;
 }
 
+v1::RootCause ToProto(const RootCause& c) {
+  v1::RootCause out;
+  out.set_replica(c.replica);
+  out.set_node(c.node);
+  *out.mutable_exit_time() = ToProtoTime(c.exit_time);
+  out.set_failure_class(FailureClassName(c.failure_class));
+  out.set_summary(c.summary);
+  for (const std::string& s : c.consequences) out.add_consequences(s);
+  return out;
+}
+
+absl::StatusOr<RootCause> RootCauseFromProto(const v1::RootCause& p) {
+  RootCause c;
+  c.replica = p.replica();
+  c.node = p.node();
+  c.exit_time = FromProtoTime(p.exit_time());
+  TC_ASSIGN_OR_RETURN(c.failure_class, ParseFailureClass(p.failure_class()));
+  c.summary = p.summary();
+  c.consequences.assign(p.consequences().begin(), p.consequences().end());
+  return c;
+}
+
 v1::Attempt ToProto(const Attempt& a) {
   v1::Attempt out;
   out.set_number(a.number);
@@ -228,6 +253,15 @@ v1::Attempt ToProto(const Attempt& a) {
   out.set_node(a.node);
   out.set_decision(DecisionName(a.decision));
   if (a.budgets_left) *out.mutable_budgets_left() = ToProto(*a.budgets_left);
+  for (const std::string& c : a.consequences) out.add_consequences(c);
+  for (const GangRestart& g : a.gang_restarts) {
+    v1::GangRestart* p = out.add_gang_restarts();
+    p->set_generation(g.generation);
+    *p->mutable_time() = ToProtoTime(g.time);
+    *p->mutable_cause() = ToProto(g.cause);
+    p->set_matched_rule(g.matched_rule);
+    p->set_charged(g.charged);
+  }
   return out;
 }
 
@@ -245,6 +279,16 @@ absl::StatusOr<Attempt> AttemptFromProto(const v1::Attempt& p) {
   a.node = p.node();
   TC_ASSIGN_OR_RETURN(a.decision, ParseDecision(p.decision()));
   if (p.has_budgets_left()) a.budgets_left = BudgetsFromProto(p.budgets_left());
+  a.consequences.assign(p.consequences().begin(), p.consequences().end());
+  for (const v1::GangRestart& g : p.gang_restarts()) {
+    GangRestart restart;
+    restart.generation = g.generation();
+    restart.time = FromProtoTime(g.time());
+    TC_ASSIGN_OR_RETURN(restart.cause, RootCauseFromProto(g.cause()));
+    restart.matched_rule = g.matched_rule();
+    restart.charged = g.charged();
+    a.gang_restarts.push_back(std::move(restart));
+  }
   return a;
 }
 
@@ -268,6 +312,9 @@ v1::Job ToProto(const Job& job) {
   if (job.budgets_used != Budgets{}) *out.mutable_budgets_used() = ToProto(job.budgets_used);
   if (job.next_attempt_time) *out.mutable_next_attempt_time() = ToProtoTime(*job.next_attempt_time);
   if (job.queue_time) *out.mutable_queue_time() = ToProtoTime(*job.queue_time);
+  out.set_gang_generation(job.gang_generation);
+  if (job.root_cause) *out.mutable_root_cause() = ToProto(*job.root_cause);
+  out.set_gang_restarting(job.gang_restarting);
   return out;
 }
 
@@ -301,6 +348,12 @@ absl::StatusOr<Job> JobFromProto(const v1::Job& p) {
   job.budgets_used = BudgetsFromProto(p.budgets_used());
   job.next_attempt_time = OptionalTime(p.has_next_attempt_time(), p.next_attempt_time());
   job.queue_time = OptionalTime(p.has_queue_time(), p.queue_time());
+  job.gang_generation = p.gang_generation();
+  if (p.has_root_cause()) {
+    TC_ASSIGN_OR_RETURN(RootCause rc, RootCauseFromProto(p.root_cause()));
+    job.root_cause = std::move(rc);
+  }
+  job.gang_restarting = p.gang_restarting();
   return job;
 }
 

@@ -24,6 +24,7 @@ v1::Replica ToProto(const Replica& replica);
 v1::JobError ToProto(const JobError& error);
 v1::Budgets ToProto(const Budgets& budgets);
 v1::Resources ToProto(const Res& res);
+v1::RootCause ToProto(const RootCause& cause);
 
 // Maps a stored job back and derives what is not stored (the resolved policy, each replica's
 // need). DATA_LOSS when a stored name (failure class, decision) is not one this build knows.
@@ -31,6 +32,7 @@ absl::StatusOr<Job> JobFromProto(const v1::Job& proto);
 absl::StatusOr<Attempt> AttemptFromProto(const v1::Attempt& proto);
 absl::StatusOr<JobError> ErrorFromProto(const v1::JobError& proto);
 Budgets BudgetsFromProto(const v1::Budgets& proto);
+absl::StatusOr<RootCause> RootCauseFromProto(const v1::RootCause& proto);
 
 // "TRANSIENT", "USER_ERROR", ... ("" for kNone).
 std::string FailureClassName(FailureClass c);

@@ -19,6 +19,8 @@ void JobLifecycle::MoveReplicasOff(const std::string& node, MoveCause cause, con
     Job* job = jobs_->Find(id);
     for (Replica& r : job->replicas) {
       if (r.node != node || !HoldsResources(r.state)) continue;
+      // Its process is gone already; its failure is decided when its settle window ends.
+      if (r.state == v1::REPLICA_STATE_SETTLING) continue;
       if (node_gone && r.state != v1::REPLICA_STATE_RESTARTING) {
         nodes_->AddStaleRun(node, job->RunIdOf(r));
       }
@@ -38,6 +40,11 @@ void JobLifecycle::MoveReplicasOff(const std::string& node, MoveCause cause, con
         r.message = absl::StrCat("gone with node ", node);
         Touch(job, now, fx);
         RecordRun(*job, r, fx);
+        if (live && !r.moving() && IsGang(*job) && job->gang_restarting) {
+          // Stopped for its gang's restart: it starts again with the others, elsewhere.
+          r.move_cause = cause;
+          r.move_reason = why;
+        }
         if (live && r.moving()) {
           PlaceMoved(job, &r, now, fx);
         } else {
@@ -54,6 +61,16 @@ void JobLifecycle::Move(Job* job, Replica* r, MoveCause cause, const std::string
                         int64_t grace_ms, absl::Time now, Effects* fx) {
   r->move_cause = cause;
   r->move_reason = why;
+  if (IsGang(*job) && !job->gang_restarting) {
+    // A move of one replica of a GANG job restarts the whole gang, charging nothing.
+    RetryDecision d;
+    d.action = Decision::kMoveReplica;
+    d.move_cause = cause;
+    d.move_reason = why;
+    d.rule = why;
+    d.summary = absl::StrCat("had to leave node ", r->node);
+    RestartGang(job, r, d, now, fx);
+  }
   if (IsLive(r->state)) {
     // Its process can still be reached: a graceful stop first (SIGTERM, a last checkpoint).
     SetReplicaState(job, r, v1::REPLICA_STATE_STOPPING);
@@ -116,7 +133,14 @@ void JobLifecycle::PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx,
   AddEvent(fx, now, job, r->name, to, "ReplicaMoved",
            absl::StrCat("moved from ", from, " to ", to, " (", why, "); same name and rank ",
                         r->rank, ", not charged to its restart budget"));
-  LaunchOnItsNode(job, r, now, fx);
+  if (IsGang(*job) && job->gang_restarting) {
+    // It starts again with the rest of its gang.
+    SetReplicaState(job, r, v1::REPLICA_STATE_RESTARTING);
+    r->next_start_time = now;
+    MaybeRelaunchGang(job, now, fx);
+  } else {
+    LaunchOnItsNode(job, r, now, fx);
+  }
   jobs_->RefreshActive(*job);
 }
 

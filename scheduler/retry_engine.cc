@@ -50,13 +50,20 @@ RetryDecision RestartOrRetry(const RetryPolicy& p, const Job& job, const Replica
                     "restart count was reset");
   }
   if (!charge || charged < p.max_replica_restarts) {
-    d.action = Decision::kRestartReplica;
+    // GANG: the whole gang restarts together, charged once, to this replica.
+    const bool gang = p.gang && job.replicas.size() > 1;
+    d.action = gang ? Decision::kRestartGang : Decision::kRestartReplica;
     d.charged_restarts = charge ? charged + 1 : charged;
+    d.charged = charge;
     const int nth = r.restart_count + 1;  // restarts in this attempt, this one included
     d.delay_ms = nth <= 1 ? 0 : BackoffDelayMs(p.restart_backoff, nth - 1);
     absl::StrAppend(
-        &d.explanation, "; restarting it in place on ", r.node, " (",
-        charge ? absl::StrCat("restart ", d.charged_restarts, " of ", p.max_replica_restarts)
+        &d.explanation,
+        gang ? absl::StrCat("; restarting the whole gang of ", job.replicas.size(),
+                            " replicas in place (restartScope GANG, ")
+             : absl::StrCat("; restarting it in place on ", r.node, " ("),
+        charge ? absl::StrCat("restart ", d.charged_restarts, " of ", p.max_replica_restarts,
+                              gang ? absl::StrCat(", charged to ", r.name) : "")
                : std::string("not charged"),
         ") in ", d.delay_ms / 1000.0, "s");
     return d;
@@ -108,6 +115,7 @@ RetryDecision DecideOnFailure(const RetryPolicy& p, const Job& job, const Replic
   d.error = c.error;
   d.event_type = c.event_type;
   d.explanation = c.explanation;
+  d.summary = c.summary;
   d.replica_message = !c.replica_message.empty() ? c.replica_message
                       : c.failure_class == FailureClass::kNone
                           ? c.summary
@@ -139,6 +147,30 @@ RetryDecision DecideOnFailure(const RetryPolicy& p, const Job& job, const Replic
   d.action = Decision::kFailJob;
   absl::StrAppend(&d.explanation, ": failing the job", c.fail_hint);
   return d;
+}
+
+bool Settles(const RetryPolicy& p, const Job& job, const Replica& r, const Failure& f) {
+  if (!p.gang || job.replicas.size() < 2 || p.settle_window_ms <= 0) return false;
+  return Classify(p, r, f).failure_class == FailureClass::kUserError;
+}
+
+size_t ChooseRootCause(const std::vector<FailureCandidate>& candidates, absl::Duration skew) {
+  size_t earliest = 0;
+  for (size_t i = 1; i < candidates.size(); ++i) {
+    if (candidates[i].exit_time < candidates[earliest].exit_time) earliest = i;
+  }
+  if (!candidates[earliest].user_error) return earliest;
+  // Within the skew of the earliest, a failure that is not the user's wins: a broken collective
+  // makes peers exit with errors of their own, and agents' clocks and reports disagree a little.
+  size_t best = earliest;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (candidates[i].user_error ||
+        candidates[i].exit_time - candidates[earliest].exit_time > skew) {
+      continue;
+    }
+    if (best == earliest || candidates[i].exit_time < candidates[best].exit_time) best = i;
+  }
+  return best;
 }
 
 RetryDecision DecideNoRoomForMove(const Job& job, const Replica& r, const std::string& from,

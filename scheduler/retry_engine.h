@@ -29,9 +29,10 @@ struct RetryDecision {
   FailureClass failure_class = FailureClass::kNone;
   // What classified it: "default: transient exit code 134", "exitCodeRules[1]", ...
   std::string rule;
-  // For kRestartReplica: the replica's charged_restarts after this decision, and whether the
-  // charge was reset first by stable progress.
+  // For kRestartReplica and kRestartGang: the replica's charged_restarts after this decision,
+  // whether a restart was charged, and whether the charge was reset first by stable progress.
   int32_t charged_restarts = 0;
+  bool charged = false;
   bool progress_reset = false;
   // Delay before the restart or the new attempt.
   int64_t delay_ms = 0;
@@ -40,6 +41,8 @@ struct RetryDecision {
   // For kFailJob, and the cause of a kRetryJob or kRedispatch: code, message, replica, node,
   // the output's tail.
   JobError error;
+  // How the run ended: "exited with status 134".
+  std::string summary;
   // One line for the replica: "exited with status 134 (TRANSIENT)".
   std::string replica_message;
   // The replica's event: its type and reason (what happened, how it was classed, what was
@@ -60,6 +63,23 @@ struct RetryDecision {
 // progress reset only.
 RetryDecision DecideOnFailure(const RetryPolicy& policy, const Job& job, const Replica& replica,
                               const Failure& failure, absl::Time now);
+
+// True when the end of `replica`'s run must wait the settle window before it is decided: a
+// USER_ERROR of a GANG job with more than one replica, which may be the consequence of a peer's
+// failure whose report is still on its way.
+bool Settles(const RetryPolicy& policy, const Job& job, const Replica& replica,
+             const Failure& failure);
+
+// One failure among those that may be one episode's root cause.
+struct FailureCandidate {
+  // When it exited, as its agent reported.
+  absl::Time exit_time;
+  // Classed USER_ERROR.
+  bool user_error = false;
+};
+// The index of the root cause: the earliest exit, except that a failure that is not the user's
+// within `skew` of the earliest wins over a user error. REQUIRES: candidates is not empty.
+size_t ChooseRootCause(const std::vector<FailureCandidate>& candidates, absl::Duration skew);
 
 // A replica had to leave node `from` for `cause` (`why` in words) and no other healthy node has
 // room for it (`needs` in words): re-dispatch the job, charged unless the node is drained, or

@@ -35,6 +35,12 @@ std::vector<FlagGroup> DaemonFlagGroups() {
          "a node isolated N times within --flap-window is flapping: it stays out until "
          "`trainctl node uncordon` (default 3; 0 turns it off)"},
         {"flap-window", 0, Kind::kValue, "D", "", "see --flap-threshold (default 1h)"},
+        {"settle-window", 0, Kind::kValue, "D", "",
+         "GANG jobs: how long a non-transient exit waits for an earlier failure of a peer before "
+         "it is decided; a job's scheduling.settleWindow overrides it (default 3s; 0s..60s)"},
+        {"clock-skew-tolerance", 0, Kind::kValue, "D", "",
+         "GANG jobs: failures whose exit times are this close count as simultaneous, and one "
+         "that is not the user's is then the root cause (default 1s; 0s..10s)"},
         {"log-level", 0, Kind::kValue, "LEVEL", "",
          "trace, debug, info, warn, error (default info)"},
         {"help", 'h', Kind::kBool, "", "", "show this help"},
@@ -159,6 +165,14 @@ absl::StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& arg
     TC_ASSIGN_OR_RETURN(f.flap_window_ms,
                         ParseDuration("--flap-window", text, 1000, 7 * 86'400'000LL,
                                       "between 1s and 168h, e.g. 1h"));
+  }
+  if (std::string text = parsed.Get("settle-window"); !text.empty()) {
+    TC_ASSIGN_OR_RETURN(f.settle_window_ms, ParseDuration("--settle-window", text, 0, 60'000,
+                                                          "between 0s and 60s, e.g. 3s"));
+  }
+  if (std::string text = parsed.Get("clock-skew-tolerance"); !text.empty()) {
+    TC_ASSIGN_OR_RETURN(f.skew_tolerance_ms, ParseDuration("--clock-skew-tolerance", text, 0,
+                                                           10'000, "between 0s and 10s, e.g. 1s"));
   }
   TC_RETURN_IF_ERROR(ParseDefaultQuota(parsed, &f.default_quota));
   if (f.checkpoint_root.empty()) f.checkpoint_root = f.data_dir + "/checkpoints";

@@ -39,6 +39,10 @@ struct DaemonFlags {
   // 1s to 168h.
   int64_t flap_window_ms = 3'600'000;
   std::string log_level = "info";
+  // 0s to 60s: CoreOptions::settle_window_ms.
+  int64_t settle_window_ms = 3000;
+  // 0s to 10s: CoreOptions::skew_tolerance_ms.
+  int64_t skew_tolerance_ms = 1000;
   // CoreOptions::default_quota; unset limits are unlimited.
   v1::Quota default_quota;
 };

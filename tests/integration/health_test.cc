@@ -257,6 +257,7 @@ workerPools:
   replicaCount: 1
   command: [WORKLOAD, --trap-term, --print, started, --wait-file, DIR/finish]
   resources: {cpu: 1, memoryMb: 64}
+scheduling: {restartScope: REPLICA}   # only the drained replica moves
 )"));
   v1::Job running = c.WaitForState(id, v1::JOB_STATE_RUNNING);
   const std::string drained = running.replicas(1).node();

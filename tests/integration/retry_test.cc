@@ -9,7 +9,9 @@ namespace trainctl::testing {
 namespace {
 
 // Small backoffs keep the tests quick; the defaults are covered by the unit tests.
+// REPLICA scope: these jobs follow one replica's restarts while its peer runs on.
 constexpr char kFastBackoff[] = R"(
+  restartScope: REPLICA
   restartBackoff: {initial: 100ms, max: 400ms}
   retryBackoff: {initial: 200ms, max: 400ms}
 )";

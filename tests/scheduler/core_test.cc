@@ -131,7 +131,7 @@ TEST_CASE("a worker exiting 0 leaves the job running") {
 TEST_CASE("a non-zero exit fails the job with the exit code and the R8 message") {
   Fixture f;
   std::string id;
-  auto launches = f.SubmitAndPlace(Spec(2), &id);
+  auto launches = f.SubmitAndPlace(ReplicaScope(Spec(2)), &id);
   f.StartAll(launches);
   Effects fx;
   f.core.ReplicaExited(f.NodeOf(launches[2]), ExitedCode(launches[2].run_id(), 3), ++f.now, &fx);
@@ -307,7 +307,7 @@ TEST_CASE("a running replica its restarted agent no longer knows is an internal 
 TEST_CASE("a transient crash restarts the replica in place with the same identity (R3, R4)") {
   Fixture f;
   std::string id;
-  auto launches = f.SubmitAndPlace(Spec(1), &id);
+  auto launches = f.SubmitAndPlace(ReplicaScope(Spec(1)), &id);
   f.StartAll(launches);
   const std::string node = f.NodeOf(launches[1]);
   Effects fx;
@@ -343,7 +343,7 @@ TEST_CASE("a transient crash restarts the replica in place with the same identit
 
 TEST_CASE("the 6th crash of a replica retries the whole job as a new attempt (R5)") {
   Fixture f;
-  v1::JobSpec spec = Spec(1);
+  v1::JobSpec spec = ReplicaScope(Spec(1));
   spec.mutable_scheduling()->mutable_restart_backoff()->mutable_initial()->set_seconds(0);
   std::string id;
   auto launches = f.SubmitAndPlace(spec, &id);

@@ -37,8 +37,11 @@ struct Parts {
   }
 
   // Submits chief-0 and `workers` workers needing `cpu` each; returns the stored job.
-  Job* Submit(int workers, double cpu = 1, int retry_num = kDefaultJobRetryNum) {
+  // REPLICA scope unless told: most of these tests follow one replica on its own.
+  Job* Submit(int workers, double cpu = 1, int retry_num = kDefaultJobRetryNum,
+              v1::RestartScope scope = v1::RESTART_SCOPE_REPLICA) {
     v1::JobSpec spec = testing::Spec(workers, cpu);
+    spec.mutable_scheduling()->set_restart_scope(scope);
     spec.mutable_fault_tolerance()->set_job_retry_num(retry_num);
     ApplyDefaults(&spec);
     Effects fx;
@@ -58,8 +61,10 @@ struct Parts {
     Effects fx;
     Replica* r = job->FindReplica(replica);
     REQUIRE(r->state == v1::REPLICA_STATE_STOPPING);
-    life.RecordExit(job, r, testing::ExitedSignal(job->RunIdOf(*r), 15), now, &fx);
-    life.ConfirmStop(job, r, now, &fx);
+    v1::ReplicaExited exited = testing::ExitedSignal(job->RunIdOf(*r), 15);
+    exited.set_stopped_by_request(true);
+    life.RecordExit(job, r, exited, now, &fx);
+    life.ConfirmStop(job, r, exited, now, &fx);
   }
 
   // What the parts count incrementally equals a recount over the jobs.

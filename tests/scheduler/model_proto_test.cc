@@ -25,7 +25,11 @@ TEST_CASE("a job with every field set maps to the model and back unchanged") {
   for (int i = 0; i < job.attempts_size(); ++i) {
     job.mutable_attempts(i)->set_failure_class(classes[i]);
     job.mutable_attempts(i)->set_decision(decisions[i]);
+    for (v1::GangRestart& g : *job.mutable_attempts(i)->mutable_gang_restarts()) {
+      g.mutable_cause()->set_failure_class("HUNG");
+    }
   }
+  job.mutable_root_cause()->set_failure_class("INTERNAL");
   const v1::MoveCause causes[] = {v1::MOVE_CAUSE_LOST, v1::MOVE_CAUSE_NODE_UNAVAILABLE};
   REQUIRE(job.replicas_size() == 2);
   for (int i = 0; i < job.replicas_size(); ++i) job.mutable_replicas(i)->set_move_cause(causes[i]);

@@ -269,7 +269,7 @@ TEST_CASE(
     "scenario 4: the user's failure on a healthy host fails the job and leaves the host "
     "READY") {
   Cluster c;
-  const std::string id = c.Run(Spec(1));
+  const std::string id = c.Run(ReplicaScope(Spec(1)));
   const std::string node = c.NodeOf(id, "chief-0");
   Effects fx;
   c.core.ReplicaExited(node, AbnormalExit(c.RunId(id, 0), true), ++c.now, &fx);
@@ -285,7 +285,7 @@ TEST_CASE(
     "a node without heartbeats is LOST after the timeout, its replicas move, same name and "
     "rank, not charged; when it returns, the old run is stopped there") {
   Cluster c(/*lost_ms=*/15'000);
-  const std::string id = c.Run(Spec(2));
+  const std::string id = c.Run(ReplicaScope(Spec(2)));
   const std::string victim = c.NodeOf(id, "worker-1");
   const std::string old_run = c.RunId(id, 2);
 
@@ -382,7 +382,7 @@ TEST_CASE(
     "drain stops replicas with the deadline as grace, moves them not charged, then the node "
     "is CORDONED with the maintenance event") {
   Cluster c;
-  const std::string id = c.Run(Spec(1));
+  const std::string id = c.Run(ReplicaScope(Spec(1)));
   const std::string node = c.NodeOf(id, "worker-0");
   const std::string run = c.RunId(id, 1);
 
@@ -463,7 +463,7 @@ TEST_CASE(
     "a failed periodic check isolates the node and moves its replicas, a passing one brings "
     "it back") {
   Cluster c;
-  const std::string id = c.Run(Spec(1));
+  const std::string id = c.Run(ReplicaScope(Spec(1)));
   const std::string node = c.NodeOf(id, "chief-0");
   Effects fx;
   c.Report(node, false, &fx);

@@ -54,7 +54,8 @@ struct Situation {
   int replica = 2;
 
   explicit Situation(const std::function<void(v1::JobSpec*)>& edit = nullptr) {
-    v1::JobSpec spec = testing::Spec(2);
+    // REPLICA scope: the table is about one replica's restarts (GANG has rows of its own).
+    v1::JobSpec spec = testing::ReplicaScope(testing::Spec(2));
     if (edit) edit(&spec);
     REQUIRE(ValidateJobSpec(spec).ok());
     ApplyDefaults(&spec);

@@ -40,6 +40,13 @@ inline absl::StatusOr<v1::Job> AsView(absl::StatusOr<const Job*> job) {
   return ToProto(**job);
 }
 
+// `spec` with restartScope REPLICA: only a failed replica restarts, its peers run on. Tests of
+// per-replica restarts set it explicitly, since GANG is the default for more than one replica.
+inline v1::JobSpec ReplicaScope(v1::JobSpec spec) {
+  spec.mutable_scheduling()->set_restart_scope(v1::RESTART_SCOPE_REPLICA);
+  return spec;
+}
+
 // A job spec with pool "chief" (1 replica) and, if workers > 0, pool "worker".
 inline v1::JobSpec Spec(int workers, double cpu = 1, int64_t mem = 100, int gpus = 0) {
   v1::JobSpec spec;

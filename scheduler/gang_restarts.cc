@@ -1,0 +1,241 @@
+// JobLifecycle: GANG jobs — a restartable failure or a move of one replica restarts every replica
+// together, charged once to the root cause; the peers' failures that follow it are its
+// consequences, never classified on their own (restartScope GANG, see job.proto).
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/time_util.h"
+#include "scheduler/job_lifecycle.h"
+#include "scheduler/model_proto.h"
+
+namespace trainctl::sched {
+namespace {
+
+// A settling replica's report, kept in memory or rebuilt from its fields after a restart.
+v1::ReplicaExited ReportOf(const Job& job, const Replica& r) {
+  auto it = job.settling_reports.find(r.name);
+  if (it != job.settling_reports.end()) return it->second;
+  v1::ReplicaExited x;
+  x.set_run_id(job.RunIdOf(r));
+  if (r.exit_code) x.set_exit_code(*r.exit_code);
+  if (r.signal) x.set_signal(*r.signal);
+  x.set_oom_killed(r.oom_killed);
+  if (r.end_time) x.set_end_time_ms(ToMs(*r.end_time));
+  return x;
+}
+
+}  // namespace
+
+bool JobLifecycle::IsGang(const Job& job) { return job.policy.gang && job.replicas.size() > 1; }
+
+void JobLifecycle::GangRunEnd(Job* job, Replica* r, const Failure& failure, absl::Time now,
+                              Effects* fx) {
+  if (job->gang_restarting) {
+    // The gang is restarting already: this failure followed its root cause.
+    SetReplicaState(job, r, v1::REPLICA_STATE_FAILED);
+    AddConsequence(job, *r, Classify(job->policy, *r, failure).summary, now, fx);
+    RecordRun(*job, *r, fx);
+    r->restart_count++;
+    SetReplicaState(job, r, v1::REPLICA_STATE_RESTARTING);
+    r->next_start_time = now;
+    MaybeRelaunchGang(job, now, fx);
+    return;
+  }
+  if (Settles(job->policy, *job, *r, failure)) {
+    // A user error may be the consequence of a peer's failure whose report is still on its way.
+    const absl::Duration window = absl::Milliseconds(job->policy.settle_window_ms);
+    SetReplicaState(job, r, v1::REPLICA_STATE_SETTLING);
+    r->next_start_time = now + window;
+    job->settling_reports[r->name] = failure.report;
+    const std::string summary = DescribeExit(failure.report);
+    r->message = absl::StrCat(summary, " (settling: waiting for an earlier failure of a peer)");
+    AddEvent(fx, now, job, r->name, r->node, "ReplicaExited",
+             absl::StrCat("Replica ", r->name, " on ", r->node, " ", summary,
+                          "; waiting the settle window (", FormatDuration(ToMs(window)),
+                          ") for an earlier failure of a peer before deciding"));
+    Touch(job, now, fx);
+    RecordRun(*job, *r, fx);
+    timers_->WakeAt(*r->next_start_time);
+    return;
+  }
+  DecideGangRoot(job, r, failure, now, fx);
+}
+
+void JobLifecycle::DecideGangRoot(Job* job, Replica* r, const Failure& failure, absl::Time now,
+                                  Effects* fx) {
+  // The candidates: this failure, and every failure waiting its settle window.
+  std::vector<Replica*> replicas;
+  std::vector<Failure> failures;
+  std::vector<FailureCandidate> candidates;
+  if (r != nullptr) {
+    replicas.push_back(r);
+    failures.push_back(failure);
+    candidates.push_back(
+        {r->end_time.value_or(now),
+         Classify(job->policy, *r, failure).failure_class == FailureClass::kUserError});
+  }
+  for (Replica& s : job->replicas) {
+    if (s.state != v1::REPLICA_STATE_SETTLING) continue;
+    Failure settled;
+    settled.report = ReportOf(*job, s);
+    replicas.push_back(&s);
+    failures.push_back(settled);
+    candidates.push_back({s.end_time.value_or(now), /*user_error=*/true});
+  }
+  if (candidates.empty()) return;
+  const size_t root = ChooseRootCause(candidates, skew_);
+  Replica* cause = replicas[root];
+  const RetryDecision d = DecideOnFailure(job->policy, *job, *cause, failures[root], now);
+  RootCause rc;
+  rc.replica = cause->name;
+  rc.node = cause->node;
+  rc.exit_time = cause->end_time.value_or(now);
+  rc.failure_class = d.failure_class;
+  rc.summary = d.summary;
+  // The others followed it: their processes are gone, and they are not classified on their own.
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    if (i == root) continue;
+    Replica* other = replicas[i];
+    const std::string summary = DescribeExit(failures[i].report);
+    other->message = absl::StrCat(summary, " (a consequence of ", cause->name, ")");
+    if (other == r) {
+      SetReplicaState(job, r, v1::REPLICA_STATE_FAILED);
+      RecordRun(*job, *r, fx);
+    }
+    rc.consequences.push_back(absl::StrCat(other->name, " ", summary));
+    ConsequenceEvent(*job, *other, summary, rc, now, fx);
+  }
+  // Apply records the consequences with the cause: in the gang restart, or the attempt's end.
+  if (d.action != Decision::kContinue && d.action != Decision::kSucceedJob) {
+    job->root_cause = std::move(rc);
+  }
+  Apply(job, cause, d, now, fx);
+}
+
+void JobLifecycle::RestartGang(Job* job, Replica* cause, const RetryDecision& d, absl::Time now,
+                               Effects* fx) {
+  const absl::Time due = now + absl::Milliseconds(d.delay_ms);
+  const bool failed = d.action == Decision::kRestartGang;
+  RootCause rc;
+  rc.replica = cause->name;
+  rc.node = cause->node;
+  rc.exit_time = failed ? cause->end_time.value_or(now) : now;
+  rc.failure_class = d.failure_class;
+  rc.summary = failed ? d.summary : absl::StrCat(d.summary, " (", d.move_reason, ")");
+  if (job->root_cause && job->root_cause->replica == cause->name) {
+    rc.consequences = job->root_cause->consequences;
+  }
+  job->root_cause = rc;
+  job->gang_restarting = true;
+  if (Attempt* a = job->current()) {
+    a->gang_restarts.push_back({job->gang_generation + 1, now, rc, d.rule, failed && d.charged});
+    fx->attempts.insert({job->id, a->number});
+  }
+  if (failed) {
+    cause->restart_count++;
+    cause->charged_restarts = d.charged_restarts;
+    cause->last_progress_time.reset();
+    SetReplicaState(job, cause, v1::REPLICA_STATE_RESTARTING);
+    cause->next_start_time = due;
+  }
+  const std::string why = absl::StrCat("restarting the gang: ", cause->name, " ", rc.summary);
+  for (Replica& o : job->replicas) {
+    if (&o == cause || o.moving()) continue;
+    if (IsLive(o.state)) {
+      SetReplicaState(job, &o, v1::REPLICA_STATE_STOPPING);
+      o.message = why;
+      SendStop(*job, o, job->policy.stop_grace_ms, why, fx);
+      AddEvent(fx, now, job, o.name, o.node, "ReplicaStopping",
+               absl::StrCat(why, ": stopping it to start every replica together"));
+      RecordRun(*job, o, fx);
+    } else if (o.state != v1::REPLICA_STATE_STOPPING && o.state != v1::REPLICA_STATE_RESTARTING) {
+      // No process: it waits on its node to start with the others.
+      o.restart_count++;
+      SetReplicaState(job, &o, v1::REPLICA_STATE_RESTARTING);
+      o.next_start_time = due;
+    }
+  }
+  AddEvent(
+      fx, now, job, cause->name, cause->node, "GangRestarting",
+      absl::StrCat("restarting all ", job->replicas.size(), " replicas together as gang ",
+                   "generation ", job->gang_generation + 1, " after ", cause->name, " ", rc.summary,
+                   failed ? absl::StrCat(" (", FailureClassName(d.failure_class), "; ", d.rule, ")")
+                          : std::string(" (a move: not charged)"),
+                   "; the others are stopped first, then every replica starts at once"));
+  Touch(job, now, fx);
+  timers_->WakeAt(due);
+  MaybeRelaunchGang(job, now, fx);
+}
+
+void JobLifecycle::ConfirmGangStop(Job* job, Replica* r, const v1::ReplicaExited& exited,
+                                   absl::Time now, Effects* fx) {
+  if (!IsCleanExit(exited) && !exited.stopped_by_request()) {
+    AddConsequence(job, *r, DescribeExit(exited), now, fx);
+  }
+  SetReplicaState(job, r, v1::REPLICA_STATE_STOPPED);
+  AddEvent(fx, now, job, r->name, r->node, "ReplicaStopped",
+           "process stopped for the gang restart");
+  RecordRun(*job, *r, fx);
+  r->restart_count++;
+  SetReplicaState(job, r, v1::REPLICA_STATE_RESTARTING);
+  r->next_start_time = now;
+  MaybeRelaunchGang(job, now, fx);
+}
+
+void JobLifecycle::MaybeRelaunchGang(Job* job, absl::Time now, Effects* fx) {
+  if (!job->gang_restarting || !IsLive(job->state)) return;
+  absl::Time due = absl::InfinitePast();
+  for (const Replica& r : job->replicas) {
+    if (r.state != v1::REPLICA_STATE_RESTARTING) return;  // some are still stopping
+    if (r.next_start_time) due = std::max(due, *r.next_start_time);
+  }
+  if (now < due) {
+    timers_->WakeAt(due);
+    return;
+  }
+  job->gang_restarting = false;
+  job->gang_generation++;
+  const std::string cause =
+      job->root_cause ? absl::StrCat(" after ", job->root_cause->replica) : std::string();
+  job->root_cause.reset();
+  AddEvent(fx, now, job, "", "", "GangStarting",
+           absl::StrCat("every replica stopped", cause, ": starting all ", job->replicas.size(),
+                        " together as gang generation ", job->gang_generation));
+  for (Replica& r : job->replicas) {
+    r.last_progress_time.reset();
+    LaunchOnItsNode(job, &r, now, fx);
+  }
+  Touch(job, now, fx);
+}
+
+void JobLifecycle::AddConsequence(Job* job, const Replica& r, const std::string& summary,
+                                  absl::Time now, Effects* fx) {
+  if (!job->root_cause) return;
+  const RootCause& root = *job->root_cause;
+  const std::string text = absl::StrCat(r.name, " ", summary);
+  job->root_cause->consequences.push_back(text);
+  if (Attempt* a = job->current()) {
+    if (job->gang_restarting && !a->gang_restarts.empty()) {
+      a->gang_restarts.back().cause.consequences.push_back(text);
+    } else if (a->decision != Decision::kNone && a->replica == root.replica) {
+      a->consequences.push_back(text);
+    }
+    fx->attempts.insert({job->id, a->number});
+  }
+  if (job->error.code != absl::StatusCode::kOk && job->error.replica == root.replica) {
+    job->error.consequences.push_back(text);
+  }
+  ConsequenceEvent(*job, r, summary, root, now, fx);
+  Touch(job, now, fx);
+}
+
+void JobLifecycle::ConsequenceEvent(const Job& job, const Replica& r, const std::string& summary,
+                                    const RootCause& root, absl::Time now, Effects* fx) {
+  AddEvent(
+      fx, now, &job, r.name, r.node, "ReplicaExited",
+      absl::StrCat("Replica ", r.name, " on ", r.node, " ", summary, ": a consequence of ",
+                   root.replica, "'s failure (", root.summary, "), not classified on its own"));
+}
+
+}  // namespace trainctl::sched
