@@ -68,6 +68,15 @@ Agent::Options WithCheckDefaults(Agent::Options options) {
 // The job id of a run id ("<job>/<attempt>/<replica>/<restart>").
 std::string JobOfRun(const std::string& run_id) { return run_id.substr(0, run_id.find('/')); }
 
+// The exit status as a shell reports it: the exit code, or 128+N for a run killed by signal N.
+// nullopt for a run that never started or whose status is unknown (an adopted run).
+std::optional<int> ExitStatus(const trainctl::v1::ReplicaExited& exited) {
+  if (exited.launch_failed()) return std::nullopt;
+  if (exited.has_exit_code()) return exited.exit_code();
+  if (exited.has_signal()) return 128 + exited.signal();
+  return std::nullopt;
+}
+
 }  // namespace
 
 Agent::Agent(Options options)
@@ -116,6 +125,7 @@ Agent::Agent(Options options)
   }
   worker_ = std::thread([this] { WorkerLoop(); });
   exit_checker_ = std::thread([this] { ExitCheckLoop(); });
+  if (options_.delay_exit_status >= 0) exit_delayer_ = std::thread([this] { DelayedExitLoop(); });
 }
 
 Agent::~Agent() {
@@ -127,16 +137,31 @@ Agent::~Agent() {
   }
   worker_.join();
   exit_checker_.join();
+  if (exit_delayer_.joinable()) exit_delayer_.join();
   if (health_checker_.joinable()) health_checker_.join();
 }
 
 size_t Agent::UnackedReports() const {
   absl::MutexLock lock(&mu_);
-  return reports_.size() + pending_exits_.size();
+  return reports_.size() + pending_exits_.size() + delayed_exits_.size();
 }
 
 void Agent::OnExited(trainctl::v1::ReplicaExited exited) {
   absl::MutexLock lock(&mu_);
+  if (options_.delay_exit_status >= 0 &&
+      ExitStatus(exited) == std::optional<int>(options_.delay_exit_status)) {
+    spdlog::info(
+        "run {}: exited with status {}; holding its report for {} "
+        "(--inject-exit-report-delay)",
+        exited.run_id(), options_.delay_exit_status,
+        absl::FormatDuration(options_.exit_report_delay));
+    delayed_exits_.emplace_back(absl::Now() + options_.exit_report_delay, std::move(exited));
+    return;
+  }
+  QueueExit(std::move(exited));
+}
+
+void Agent::QueueExit(trainctl::v1::ReplicaExited exited) {
   if (IsAbnormalExit(exited)) {
     spdlog::info("run {}: exited abnormally; running the exit checks before reporting it",
                  exited.run_id());
@@ -202,6 +227,25 @@ void Agent::ExitCheckLoop() {
       exited.mutable_checks()->set_run_id(exited.run_id());
       reports_.Add(std::move(report));
     }
+  }
+}
+
+void Agent::DelayedExitLoop() {
+  absl::MutexLock lock(&mu_);
+  while (!worker_exit_) {
+    // Every exit is held for the same time, so the oldest is due first.
+    if (!delayed_exits_.empty() && absl::Now() >= delayed_exits_.front().first) {
+      QueueExit(std::move(delayed_exits_.front().second));
+      delayed_exits_.pop_front();
+      continue;
+    }
+    const absl::Time due =
+        delayed_exits_.empty() ? absl::InfiniteFuture() : delayed_exits_.front().first;
+    const size_t held = delayed_exits_.size();
+    auto changed = [this, held]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return worker_exit_ || delayed_exits_.size() != held;
+    };
+    mu_.AwaitWithDeadline(absl::Condition(&changed), due);
   }
 }
 
@@ -332,10 +376,13 @@ trainctl::v1::AgentMessage Agent::StartStream() {
     run.set_run_id(exited.run_id());
     run.set_running(false);
   }
-  // Exited, with the report still waiting for its exit checks.
-  for (const trainctl::v1::ReplicaExited& exited : pending_exits_) {
-    trainctl::v1::KnownRun& run = runs[exited.run_id()];
-    run.set_run_id(exited.run_id());
+  // Exited, with the report still waiting for its exit checks or its test delay.
+  std::vector<const trainctl::v1::ReplicaExited*> held;
+  for (const trainctl::v1::ReplicaExited& exited : pending_exits_) held.push_back(&exited);
+  for (const auto& [due, exited] : delayed_exits_) held.push_back(&exited);
+  for (const trainctl::v1::ReplicaExited* exited : held) {
+    trainctl::v1::KnownRun& run = runs[exited->run_id()];
+    run.set_run_id(exited->run_id());
     run.set_running(false);
   }
   for (auto& entry : runs) *reg.add_runs() = std::move(entry.second);
@@ -504,11 +551,11 @@ void Agent::Shutdown(absl::Duration grace, absl::Duration ack_wait) {
   }
   absl::MutexLock lock(&mu_);
   auto all_acked = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return reports_.empty() && pending_exits_.empty();
+    return reports_.empty() && pending_exits_.empty() && delayed_exits_.empty();
   };
   if (!mu_.AwaitWithTimeout(absl::Condition(&all_acked), ack_wait)) {
     spdlog::warn("{} reports were not acknowledged by the scheduler",
-                 reports_.size() + pending_exits_.size());
+                 reports_.size() + pending_exits_.size() + delayed_exits_.size());
   }
   stopped_ = true;
   if (context_ != nullptr) context_->TryCancel();

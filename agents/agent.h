@@ -35,6 +35,9 @@
 //   more on the exit-check thread, and then reported with the result in ReplicaExited.checks
 //   (phase "exit"). Exits that queue up meanwhile share one run. Other reports do not wait.
 //   Until then the run shows in Register.runs as KnownRun{running = false}.
+// Test hook (Options::delay_exit_status): the exit of a run with that status is held for
+//   Options::exit_report_delay on a thread of its own, then handled like any exit; meanwhile it
+//   shows in Register.runs as KnownRun{running = false} too.
 // Orphans: started runs are recorded in the work dir (run_records.h); at construction the agent
 // adopts the processes an earlier agent left running, so that the first Register lists them as
 // running, the scheduler can stop the ones it no longer wants, and the ones it keeps are
@@ -57,6 +60,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -88,6 +92,11 @@ class Agent {
     absl::Duration poll_interval = absl::Milliseconds(20);
     absl::Duration progress_interval = absl::Seconds(1);
     int inject_launch_failures = 0;
+    // Test hook: hold the exit of every run whose status is `delay_exit_status` (0..255; a run
+    // killed by signal N has status 128+N) for `exit_report_delay` before it is reported (and
+    // before its exit checks). -1: off.
+    int delay_exit_status = -1;
+    absl::Duration exit_report_delay = absl::ZeroDuration();
     // What the node checks, and when. checks.gpus is taken from capacity.gpus(), and an empty
     // checks.host.cache.path becomes work_dir.
     NodeCheckConfig checks;
@@ -141,12 +150,16 @@ class Agent {
       const trainctl::v1::LaunchReplica& launch) ABSL_LOCKS_EXCLUDED(mu_);
   // Runs the exit checks for the exits in pending_exits_ and reports them.
   void ExitCheckLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  // Options::delay_exit_status: hands each exit in delayed_exits_ to QueueExit when it is due.
+  void DelayedExitLoop() ABSL_LOCKS_EXCLUDED(mu_);
   // Runs the periodic checks every interval, and when the scheduler asks, until the agent stops.
   void HealthCheckLoop() ABSL_LOCKS_EXCLUDED(mu_);
   // Runs the startup script, if any, and keeps its run for Register.
   void RunStartupScript() ABSL_LOCKS_EXCLUDED(mu_);
   // Where launcher reports arrive: an abnormal exit waits for its exit checks.
   void OnExited(trainctl::v1::ReplicaExited exited) ABSL_LOCKS_EXCLUDED(mu_);
+  // Reports an exit, or queues it for its exit checks when it is abnormal.
+  void QueueExit(trainctl::v1::ReplicaExited exited) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Builds the Register for a new stream and resets the per-stream state.
   trainctl::v1::AgentMessage StartStream() ABSL_LOCKS_EXCLUDED(mu_);
   void AddReport(trainctl::v1::AgentMessage report) ABSL_LOCKS_EXCLUDED(mu_);
@@ -200,6 +213,9 @@ class Agent {
   // Abnormal exits waiting for their exit checks, oldest first; the exit-check thread removes
   // them only when it adds their reports.
   std::deque<trainctl::v1::ReplicaExited> pending_exits_ ABSL_GUARDED_BY(mu_);
+  // Options::delay_exit_status: exits held back, each with the time it is due, oldest first.
+  std::deque<std::pair<absl::Time, trainctl::v1::ReplicaExited>> delayed_exits_
+      ABSL_GUARDED_BY(mu_);
 
   // Declared last: its callbacks use the members above, and its destructor (which kills
   // leftover replicas) runs first.
@@ -208,6 +224,8 @@ class Agent {
   // health_checker_ by the Run() thread, before the destructor joins it (Run() has returned).
   std::thread worker_;
   std::thread exit_checker_;
+  // Started only with Options::delay_exit_status.
+  std::thread exit_delayer_;
   // Started by Run() after the first startup script run.
   std::thread health_checker_;
 };

@@ -106,6 +106,10 @@ std::vector<FlagGroup> AgentFlagGroups() {
         {"inject-launch-failures", 0, Kind::kValue, "N", "",
          "testing only: fail the first N launches as the host's fault, -1 for every launch "
          "(default: 0)"},
+        {"inject-exit-report-delay", 0, Kind::kValue, "CODE:D", "",
+         "testing only: hold the exit report of every run that exited with status CODE (a run "
+         "killed by signal N has status 128+N) for D before sending it, e.g. 134:2s "
+         "(default: none)"},
         {"help", 'h', Kind::kBool, "", "", "print this text and exit"}}},
       {"Host checks (thresholds are this host's; each passes when strictly above):",
        {{"check", 0, Kind::kBool, "", "",
@@ -199,6 +203,23 @@ absl::StatusOr<std::map<std::string, std::string>> ParseLabels(absl::string_view
   return labels;
 }
 
+absl::Status ParseExitReportDelay(absl::string_view text, int* status, absl::Duration* delay) {
+  constexpr char kFlag[] = "--inject-exit-report-delay";
+  constexpr char kWant[] = "CODE:DURATION with CODE 0..255, such as 134:2s";
+  std::pair<std::string, std::string> parts = absl::StrSplit(text, absl::MaxSplits(':', 1));
+  int code;
+  if (!absl::SimpleAtoi(parts.first, &code) || code < 0 || code > 255) {
+    return BadValue(kFlag, kWant, text);
+  }
+  absl::Duration duration;
+  if (!ParseDurationFlag(kFlag, parts.second, false, &duration).ok()) {
+    return BadValue(kFlag, kWant, text);
+  }
+  *status = code;
+  *delay = duration;
+  return absl::OkStatus();
+}
+
 absl::Status ResolvePrograms(AgentFlags* flags) {
   for (auto [flag, path] : {std::pair<const char*, std::string*>{
                                 "--health-check-program", &flags->checks.health_check_program},
@@ -259,6 +280,10 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
        [&](auto& f, auto& v) { return ParseInt<int64_t>(f, v, 0, &flags.reserve_memory_mb); }},
       {"--inject-launch-failures",
        [&](auto& f, auto& v) { return ParseInt<int>(f, v, -1, &flags.inject_launch_failures); }},
+      {"--inject-exit-report-delay",
+       [&](auto&, auto& v) {
+         return ParseExitReportDelay(v, &flags.delay_exit_status, &flags.exit_report_delay);
+       }},
       {"--check", [&](auto& f, auto& v) { return ParseBool(f, v, &flags.check); }},
       {"--infiniband",
        [&](auto& f, auto& v) { return ParseBool(f, v, &flags.checks.host.infiniband); }},

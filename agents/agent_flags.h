@@ -41,6 +41,10 @@ struct AgentFlags {
   std::string log_level = "info";
   // Test hook: fail the first N launches as host errors; -1: all.
   int inject_launch_failures = 0;
+  // Test hook (--inject-exit-report-delay CODE:DURATION): hold the exit report of every run that
+  // exited with status CODE (0..255) for DURATION. -1: off.
+  int delay_exit_status = -1;
+  absl::Duration exit_report_delay = absl::ZeroDuration();
   // --check: run the host check items once and exit; --scheduler and --node are then optional.
   bool check = false;
   // What --check checks for; only valid with --check.
@@ -60,6 +64,10 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
 // Makes --health-check-program and --startup-script absolute, and checks that each names an
 // executable file: INVALID_ARGUMENT naming the flag otherwise. Reads the file system.
 absl::Status ResolvePrograms(AgentFlags* flags);
+
+// Parses --inject-exit-report-delay's "CODE:DURATION" (e.g. "134:2s"): CODE an exit status
+// 0..255, DURATION positive. INVALID_ARGUMENT naming the flag otherwise.
+absl::Status ParseExitReportDelay(absl::string_view text, int* status, absl::Duration* delay);
 
 // The --help text: every flag with its default.
 std::string AgentUsage();

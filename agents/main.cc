@@ -43,6 +43,8 @@ absl::StatusOr<Agent::Options> MakeOptions(const AgentFlags& flags) {
   options.node = flags.node;
   options.labels = flags.labels;
   options.inject_launch_failures = flags.inject_launch_failures;
+  options.delay_exit_status = flags.delay_exit_status;
+  options.exit_report_delay = flags.exit_report_delay;
   options.address = flags.address;
   if (options.address.empty()) {
     char host[HOST_NAME_MAX + 1] = {};

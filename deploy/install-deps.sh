@@ -6,6 +6,7 @@ packages=(
   clang libclang-rt-14-dev  # the ThreadSanitizer + -Wthread-safety build (tests/run.sh tsan)
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libsqlite3-dev libspdlog-dev libyaml-cpp-dev libsystemd-dev catch2
+  python3-torch  # /usr/bin/python3 with torch: the PyTorch DDP example and its tests (label torch)
 )
 sudo=""
 if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi

@@ -44,6 +44,12 @@ std::string AddressOf(const Replica& r, const std::string& job_id,
   return absl::StrCat(HostOf(r.node, nodes), ":", BasePort(job_id) + r.rank);
 }
 
+// Vertex AI's TF_CONFIG task type of the worker pool at each position. The first three pools make
+// up TensorFlow's training cluster; the evaluator is not part of it.
+constexpr const char* kTfTaskType[] = {"chief", "worker", "ps", "evaluator"};
+constexpr int kTfTaskTypes = 4;
+constexpr int kTfClusterPools = 3;
+
 }  // namespace
 
 int BasePort(const std::string& job_id) {
@@ -82,6 +88,29 @@ std::string ClusterSpecJson(const Job& job, int replica_index,
   return json;
 }
 
+std::string TfConfigJson(const Job& job, int replica_index,
+                         const std::map<std::string, Node>& nodes) {
+  const auto& pools = job.spec.worker_pools();
+  const Replica& self = job.replicas[replica_index];
+  std::vector<std::string> pool_entries;
+  std::string task_type = self.pool;
+  for (int p = 0; p < pools.size(); ++p) {
+    if (pools[p].name() == self.pool) {
+      task_type = p < kTfTaskTypes ? kTfTaskType[p] : absl::StrCat("workerpool", p);
+    }
+    if (p >= kTfClusterPools) continue;
+    std::vector<std::string> addrs;
+    for (const Replica& r : job.replicas) {
+      if (r.pool == pools[p].name()) addrs.push_back(JsonString(AddressOf(r, job.id, nodes)));
+    }
+    pool_entries.push_back(
+        absl::StrCat(JsonString(kTfTaskType[p]), ":[", absl::StrJoin(addrs, ","), "]"));
+  }
+  return absl::StrCat("{\"cluster\":{", absl::StrJoin(pool_entries, ","),
+                      "},\"task\":{\"type\":", JsonString(task_type), ",\"index\":", self.index,
+                      "},\"environment\":\"cloud\",\"job\":{\"id\":", JsonString(job.id), "}}");
+}
+
 v1::LaunchReplica BuildLaunch(const Job& job, int replica_index,
                               const std::map<std::string, Node>& nodes) {
   const Replica& r = job.replicas[replica_index];
@@ -114,6 +143,7 @@ v1::LaunchReplica BuildLaunch(const Job& job, int replica_index,
   env["MASTER_PORT"] = absl::StrCat(BasePort(job.id));
   env["TRAINCTL_CLUSTER_SPEC"] = ClusterSpecJson(job, replica_index, nodes, /*vertex=*/false);
   env["CLUSTER_SPEC"] = ClusterSpecJson(job, replica_index, nodes, /*vertex=*/true);
+  env["TF_CONFIG"] = TfConfigJson(job, replica_index, nodes);
   env["TRAINCTL_CHECKPOINT_DIR"] = job.checkpoint_dir;
   env["AIP_CHECKPOINT_DIR"] = job.checkpoint_dir;
   // Every host of the job, once each, for the preflight `dns` item.

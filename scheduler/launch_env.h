@@ -3,7 +3,7 @@
 //
 // Environment (DESIGN.md, R3, R10): TRAINCTL_JOB_ID, TRAINCTL_ATTEMPT, TRAINCTL_REPLICA_NAME,
 // TRAINCTL_RESTART_COUNT, TRAINCTL_NODE, RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
-// TRAINCTL_CLUSTER_SPEC, TRAINCTL_CHECKPOINT_DIR, and Vertex AI's CLUSTER_SPEC and
+// TRAINCTL_CLUSTER_SPEC, TRAINCTL_CHECKPOINT_DIR, and Vertex AI's CLUSTER_SPEC, TF_CONFIG and
 // AIP_CHECKPOINT_DIR so code written for Vertex runs unchanged. The pool's own env comes first;
 // trainctl's variables win on a clash.
 #pragma once
@@ -33,5 +33,17 @@ v1::SchedulerMessage StopMessage(const std::string& run_id, int64_t grace_ms,
 // vertex=true:  pools named workerpool0..N, plus "environment":"cloud".
 std::string ClusterSpecJson(const Job& job, int replica_index,
                             const std::map<std::string, Node>& nodes, bool vertex);
+
+// TF_CONFIG as Vertex AI sets it, as seen from `replica_index`:
+//   {"cluster":{"chief":["h:p"],"worker":[...],"ps":[...]},"task":{"type":"worker","index":1},
+//    "environment":"cloud","job":{"id":"j-..."}}
+// Pool 0 is "chief", pool 1 "worker", pool 2 "ps", pool 3 "evaluator"; a pool's own name does
+// not matter. The cluster is TensorFlow's training cluster: like Vertex AI, it never lists the
+// evaluators, and it lists no pool beyond the fourth either, as TensorFlow has no role for one;
+// such a replica's task type is "workerpool<N>", as in CLUSTER_SPEC. "job" carries the job id
+// alone, not the spec as on Vertex AI: a spec can be larger than the kernel takes for one
+// environment variable (128 KiB).
+std::string TfConfigJson(const Job& job, int replica_index,
+                         const std::map<std::string, Node>& nodes);
 
 }  // namespace trainctl::sched

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "tests/agents/test_util.h"
 
@@ -83,6 +84,49 @@ TEST_CASE("a bad flag is an error that names it", "[agent_flags]") {
     REQUIRE_FALSE(flags.ok());
     CHECK(absl::IsInvalidArgument(flags.status()));
     CHECK(absl::StrContains(flags.status().message(), row.names));
+  }
+}
+
+TEST_CASE("the exit report delay hook takes an exit status and a duration", "[agent_flags]") {
+  absl::StatusOr<AgentFlags> flags = ParseAgentFlags(Required());
+  REQUIRE(flags.ok());
+  CHECK(flags->delay_exit_status == -1);  // off
+  CHECK(flags->exit_report_delay == absl::ZeroDuration());
+
+  struct Row {
+    const char* text;
+    int status;  // -1: rejected
+    absl::Duration delay;
+  };
+  const Row rows[] = {
+      {"134:2s", 134, absl::Seconds(2)},
+      {"1:500ms", 1, absl::Milliseconds(500)},
+      {"0:1m", 0, absl::Minutes(1)},  // a success can be held back too
+      {"255:1.5s", 255, absl::Milliseconds(1500)},
+      {"134", -1, {}},
+      {"134:", -1, {}},
+      {":2s", -1, {}},
+      {"abort:2s", -1, {}},
+      {"256:2s", -1, {}},
+      {"-1:2s", -1, {}},
+      {"134:0", -1, {}},  // no delay is no hook
+      {"134:soon", -1, {}},
+      {"134:2s:3s", -1, {}},
+  };
+  for (const Row& row : rows) {
+    INFO(row.text);
+    flags = ParseAgentFlags(With({"--inject-exit-report-delay", row.text}));
+    if (row.status < 0) {
+      REQUIRE_FALSE(flags.ok());
+      CHECK(flags.status().message() ==
+            absl::StrCat("--inject-exit-report-delay: expected CODE:DURATION with CODE 0..255, "
+                         "such as 134:2s, got \"",
+                         row.text, "\""));
+      continue;
+    }
+    REQUIRE(flags.ok());
+    CHECK(flags->delay_exit_status == row.status);
+    CHECK(flags->exit_report_delay == row.delay);
   }
 }
 
@@ -237,7 +281,9 @@ TEST_CASE("the usage lists every flag", "[agent_flags]") {
                            "--health-check-program",
                            "--health-check-timeout",
                            "--startup-script",
-                           "--startup-script-timeout"}) {
+                           "--startup-script-timeout",
+                           "--inject-launch-failures",
+                           "--inject-exit-report-delay"}) {
     CHECK(absl::StrContains(AgentUsage(), flag));
   }
   for (const char* default_text :

@@ -171,5 +171,36 @@ TEST_CASE("Shutdown stops replicas and waits for their exits to be acked", "[age
   CHECK(f.agent().UnackedReports() == 0);
 }
 
+TEST_CASE("the exit report delay hook holds back the exits of one status", "[agent]") {
+  AgentFixture f([](Agent::Options& o) {
+    o.delay_exit_status = 134;
+    o.exit_report_delay = absl::Seconds(2);
+  });
+  REQUIRE(f.scheduler().Next(IsRegister));
+  const absl::Time launched = absl::Now();
+  // worker-0 aborts at once (SIGABRT: status 128+6); worker-1 exits 1 a little later.
+  f.scheduler().Send(Launch("worker-0", {kWorkload, "--signal", "ABRT"}));
+  f.scheduler().Send(Launch("worker-1", {kWorkload, "--sleep", "0.2", "--exit", "1"}));
+  std::optional<AgentMessage> first = f.scheduler().Next(IsExited);
+  REQUIRE(first);
+  CHECK(first->replica_exited().run_id() == "j-agent/1/worker-1/0");
+
+  // While held, the exit is known: a new stream lists the run as ended.
+  f.scheduler().DropStream();
+  std::optional<AgentMessage> reg = f.scheduler().Next(IsRegister);
+  REQUIRE(reg);
+  REQUIRE(reg->register_().runs_size() == 2);
+  CHECK(reg->register_().runs(0).run_id() == "j-agent/1/worker-0/0");
+  CHECK_FALSE(reg->register_().runs(0).running());
+
+  std::optional<AgentMessage> held = f.scheduler().Next([](const AgentMessage& m) {
+    return IsExited(m) && m.replica_exited().run_id() == "j-agent/1/worker-0/0";
+  });
+  REQUIRE(held);
+  CHECK(absl::Now() - launched >= absl::Seconds(2));
+  CHECK(held->replica_exited().signal() == SIGABRT);
+  CHECK(held->replica_exited().checks().phase() == "exit");  // then checked like any crash
+}
+
 }  // namespace
 }  // namespace trainctl::agent

@@ -2,6 +2,9 @@
 #include "scheduler/launch_env.h"
 
 #include <catch2/catch.hpp>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "scheduler/model_proto.h"
@@ -60,6 +63,7 @@ TEST_CASE("BuildLaunch sets argv, identity, rank and checkpoint variables") {
   CHECK(env.at("MASTER_PORT") == absl::StrCat(BasePort("j-abc")));
   CHECK(env.at("TRAINCTL_CHECKPOINT_DIR") == "/ckpt/j-abc");
   CHECK(env.at("AIP_CHECKPOINT_DIR") == "/ckpt/j-abc");
+  CHECK(env.at("TF_CONFIG") == TfConfigJson(*JobFromProto(job), 2, Nodes()));
 
   v1::LaunchReplica chief = BuildLaunch(*JobFromProto(job), 0, Nodes());
   CHECK(chief.argv(1) == "train.py");
@@ -79,6 +83,65 @@ TEST_CASE("cluster specs list every replica by pool, in trainctl and Vertex form
                      "\"],\"workerpool1\":[\"10.0.0.2:", p + 1, "\",\"10.0.0.1:", p + 2,
                      "\"]},\"task\":{\"type\":\"workerpool0\",\"index\":0},\"environment\":"
                      "\"cloud\",\"job\":{\"id\":\"j-abc\"}}"));
+}
+
+// A job with one pool per entry of `pools` ({name, replicas}), its replicas ranked in pool order
+// and placed on node-a and node-b in turn.
+v1::Job PlacedPools(const std::vector<std::pair<std::string, int>>& pools) {
+  v1::Job job;
+  job.set_id("j-tf");
+  int rank = 0;
+  for (const auto& [name, count] : pools) {
+    auto* pool = job.mutable_spec()->add_worker_pools();
+    pool->set_name(name);
+    pool->set_replica_count(count);
+    pool->add_command("python3");
+    for (int i = 0; i < count; ++i, ++rank) {
+      v1::Replica* r = job.add_replicas();
+      r->set_pool(name);
+      r->set_index(i);
+      r->set_name(absl::StrCat(name, "-", i));
+      r->set_rank(rank);
+      r->set_node(rank % 2 == 0 ? "node-a" : "node-b");
+    }
+  }
+  job.add_attempts()->set_number(1);
+  return job;
+}
+
+TEST_CASE("TF_CONFIG names pools by position as Vertex AI does") {
+  const int p = BasePort("j-tf");
+  // Pool names are the user's; only the position decides the task type.
+  v1::Job job =
+      PlacedPools({{"main", 1}, {"trainer", 2}, {"params", 1}, {"eval", 1}, {"extra", 1}});
+  // The training cluster: chief, worker and ps. Neither the evaluator nor a fifth pool is part of
+  // it (Vertex AI leaves evaluators out; TensorFlow has no role for a fifth pool).
+  const std::string cluster =
+      absl::StrCat("{\"cluster\":{\"chief\":[\"10.0.0.1:", p, "\"],\"worker\":[\"10.0.0.2:", p + 1,
+                   "\",\"10.0.0.1:", p + 2, "\"],\"ps\":[\"10.0.0.2:", p + 3, "\"]},");
+  const std::string tail = ",\"environment\":\"cloud\",\"job\":{\"id\":\"j-tf\"}}";
+  struct Row {
+    int replica;
+    const char* task;
+  };
+  const Row rows[] = {
+      {0, "{\"type\":\"chief\",\"index\":0}"},        // pool 0: the primary
+      {1, "{\"type\":\"worker\",\"index\":0}"},       // pool 1
+      {2, "{\"type\":\"worker\",\"index\":1}"},       // the index counts within the pool
+      {3, "{\"type\":\"ps\",\"index\":0}"},           // pool 2
+      {4, "{\"type\":\"evaluator\",\"index\":0}"},    // pool 3, outside the cluster
+      {5, "{\"type\":\"workerpool4\",\"index\":0}"},  // beyond Vertex AI's four pools
+  };
+  for (const Row& row : rows) {
+    INFO("replica " << row.replica);
+    CHECK(TfConfigJson(*JobFromProto(job), row.replica, Nodes()) ==
+          absl::StrCat(cluster, "\"task\":", row.task, tail));
+  }
+
+  // A one-pool job is a cluster of one chief.
+  CHECK(TfConfigJson(*JobFromProto(PlacedPools({{"trainer", 1}})), 0, Nodes()) ==
+        absl::StrCat("{\"cluster\":{\"chief\":[\"10.0.0.1:", p,
+                     "\"]},\"task\":{\"type\":\"chief\",\"index\":0}", tail));
 }
 
 }  // namespace
