@@ -27,6 +27,17 @@ std::string RenderJobDescription(const v1::Job& job, int64_t now_ms) {
   std::vector<std::pair<std::string, std::string>> fields = JobSummaryFields(job, now_ms);
   fields.emplace_back("Retry budgets", RetryBudgetsText(job));
   fields.emplace_back("Host faults", FaultToleranceText(job));
+  if (const std::string scope = RestartScopeText(job); !scope.empty()) {
+    fields.emplace_back("Restart scope", scope);
+  }
+  if (job.gang_restarting() && job.has_root_cause()) {
+    fields.emplace_back("Gang restart",
+                        absl::StrCat("in progress after ", job.root_cause().replica(), " ",
+                                     job.root_cause().summary()));
+  }
+  if (job.error().consequences_size() > 0) {
+    fields.emplace_back("Consequences", absl::StrJoin(job.error().consequences(), "; "));
+  }
   std::string out = absl::StrCat(RenderFields(fields), RenderWaitingFor(job));
   const std::string tail = OutputTailText(job.error().output_tail());
   if (!tail.empty()) absl::StrAppend(&out, "\nLast output:\n", IndentLines(tail, 2), "\n");
@@ -43,17 +54,45 @@ std::string RenderJobDescription(const v1::Job& job, int64_t now_ms) {
   }
   if (job.attempts_size() > 0) {
     Table attempts({"NUMBER", "STATE", "STARTED", "ENDED", "CLASS", "RULE", "REPLICA", "NODE",
-                    "DECISION", "BUDGETS-LEFT", "REASON"});
+                    "DECISION", "BUDGETS-LEFT", "CONSEQUENCES", "REASON"});
+    Table gang(
+        {"ATTEMPT", "GENERATION", "TIME", "CAUSE", "CLASS", "RULE", "CHARGED", "CONSEQUENCES"});
     for (const v1::Attempt& a : job.attempts()) {
       attempts.AddRow({absl::StrCat(a.number()), JobStateName(a.state()),
                        FormatTimestamp(a.start_time()), FormatTimestamp(a.end_time()),
                        a.failure_class(), a.matched_rule(), a.replica(), a.node(), a.decision(),
-                       BudgetsLeftText(a), a.reason()});
+                       BudgetsLeftText(a), absl::StrJoin(a.consequences(), "; "), a.reason()});
+      for (const v1::GangRestart& g : a.gang_restarts()) {
+        gang.AddRow({absl::StrCat(a.number()), absl::StrCat(g.generation()),
+                     FormatTimestamp(g.time()),
+                     absl::StrCat(g.cause().replica(), " ", g.cause().summary()),
+                     g.cause().failure_class(), g.matched_rule(), g.charged() ? "yes" : "no",
+                     absl::StrJoin(g.cause().consequences(), "; ")});
+      }
     }
-    attempts.DropEmptyColumns({"CLASS", "RULE", "REPLICA", "NODE", "DECISION", "BUDGETS-LEFT"});
+    attempts.DropEmptyColumns(
+        {"CLASS", "RULE", "REPLICA", "NODE", "DECISION", "BUDGETS-LEFT", "CONSEQUENCES"});
     absl::StrAppend(&out, Section("Attempts", attempts));
+    if (gang.row_count() > 0) {
+      gang.DropEmptyColumns({"CLASS", "CONSEQUENCES"});
+      absl::StrAppend(&out, Section("Gang restarts", gang));
+    }
   }
   return out;
+}
+
+std::string RestartScopeText(const v1::Job& job) {
+  switch (job.spec().scheduling().restart_scope()) {
+    case v1::RESTART_SCOPE_GANG:
+      return absl::StrCat("GANG: a restartable failure restarts every replica together",
+                          job.gang_generation() > 0
+                              ? absl::StrCat(" (generation ", job.gang_generation(), " now)")
+                              : "");
+    case v1::RESTART_SCOPE_REPLICA:
+      return "REPLICA: only a failed replica restarts";
+    default:
+      return "";  // the server always fills it in
+  }
 }
 
 std::string RetryBudgetsText(const v1::Job& job) {

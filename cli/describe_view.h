@@ -33,6 +33,10 @@ std::string RenderJobDescription(const v1::Job& job, int64_t now_ms);
 // without the limit; redispatches always show, against JobRetryNum.
 std::string RetryBudgetsText(const v1::Job& job);
 
+// "GANG: a restartable failure restarts every replica together (generation 2 now)", or REPLICA;
+// "" when the spec does not say (the server always fills it in).
+std::string RestartScopeText(const v1::Job& job);
+
 // faultTolerance.jobRetryNum when unset in the spec.
 inline constexpr int32_t kDefaultJobRetryNum = 3;
 

@@ -198,6 +198,42 @@ TEST_CASE("RenderJobDescription of a job queued for a retry says when it starts"
         "restarts\n");
 }
 
+TEST_CASE("RenderJobDescription of a GANG job lists its gang restarts and their consequences",
+          "[describe_view]") {
+  v1::Job job;
+  job.set_id("j-g");
+  job.set_state(v1::JOB_STATE_FAILED);
+  job.mutable_spec()->mutable_scheduling()->set_restart_scope(v1::RESTART_SCOPE_GANG);
+  job.set_gang_generation(1);
+  job.mutable_error()->set_code(3);
+  job.mutable_error()->set_message("Replica chief-0 exited with a non-zero status of 1.");
+  job.mutable_error()->set_replica("chief-0");
+  job.mutable_error()->add_consequences("worker-0 exited with status 134");
+  v1::Attempt* a = job.add_attempts();
+  a->set_number(1);
+  a->set_state(v1::JOB_STATE_FAILED);
+  a->set_failure_class("USER_ERROR");
+  a->set_decision("FAIL_JOB");
+  a->add_consequences("worker-0 exited with status 134");
+  v1::GangRestart* g = a->add_gang_restarts();
+  g->set_generation(1);
+  g->mutable_cause()->set_replica("worker-0");
+  g->mutable_cause()->set_summary("exited with status 134");
+  g->mutable_cause()->set_failure_class("TRANSIENT");
+  g->mutable_cause()->add_consequences("chief-0 exited with status 1");
+  g->set_matched_rule("default: transient exit code 134");
+  g->set_charged(true);
+  const std::string out = RenderJobDescription(job, kNowMs);
+  INFO(out);
+  CHECK(out.find("Restart scope:  GANG: a restartable failure restarts every replica together "
+                 "(generation 1 now)\n") != std::string::npos);
+  CHECK(out.find("Consequences:   worker-0 exited with status 134\n") != std::string::npos);
+  CHECK(out.find("CONSEQUENCES") != std::string::npos);
+  CHECK(out.find("Gang restarts:\n") != std::string::npos);
+  CHECK(out.find("worker-0 exited with status 134   TRANSIENT   default: transient exit code 134"
+                 "   yes       chief-0 exited with status 1") != std::string::npos);
+}
+
 TEST_CASE("RenderJobDescription of a queued job shows why it waits and no tables",
           "[describe_view]") {
   v1::Job job;
