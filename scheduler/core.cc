@@ -151,27 +151,17 @@ void Core::ReplicaExited(const std::string& node, const v1::ReplicaExited& exite
     return;
   }
   lifecycle_.RecordExit(job, r, exited, now, fx);
+  // A stop trainctl asked for (a move, a gang restart, the job's end) is not a failure.
+  if (lifecycle_.FinishStop(job, r, exited, now, fx)) return;
   Failure failure;
-  switch (lifecycle_.StopKindOf(*job, *r, exited)) {
-    case JobLifecycle::StopKind::kForMove:
-      lifecycle_.ContinueMove(job, r, now, fx);
-      return;
-    case JobLifecycle::StopKind::kStopped:
-      lifecycle_.ConfirmStop(job, r, exited, now, fx);
-      return;
-    case JobLifecycle::StopKind::kForGang:
-      lifecycle_.ConfirmGangStop(job, r, exited, now, fx);
-      return;
-    case JobLifecycle::StopKind::kForHang:
-      failure.kind = Failure::Kind::kHung;
-      break;
-    case JobLifecycle::StopKind::kNone:
-      // The agent is going away (systemd stop, host maintenance): no new work on its node
-      // until it registers again; the retry engine moves the replica at once.
-      if (exited.node_shutdown()) nodes_.MarkShuttingDown(node, now, fx);
-      break;
-  }
   failure.report = exited;
+  if (lifecycle_.StopKindOf(*job, *r, exited) == JobLifecycle::StopKind::kForHang) {
+    failure.kind = Failure::Kind::kHung;
+  } else if (exited.node_shutdown()) {
+    // The agent is going away (systemd stop, host maintenance): no new work on its node until it
+    // registers again; the retry engine moves the replica at once.
+    nodes_.MarkShuttingDown(node, now, fx);
+  }
   lifecycle_.EndRun(job, r, failure, now, fx);
 }
 

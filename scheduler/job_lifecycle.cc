@@ -309,6 +309,25 @@ JobLifecycle::StopKind JobLifecycle::StopKindOf(const Job& job, const Replica& r
   return StopKind::kNone;
 }
 
+bool JobLifecycle::FinishStop(Job* job, Replica* r, const v1::ReplicaExited& exited, absl::Time now,
+                              Effects* fx) {
+  switch (StopKindOf(*job, *r, exited)) {
+    case StopKind::kForMove:
+      ContinueMove(job, r, now, fx);
+      return true;
+    case StopKind::kForGang:
+      ConfirmGangStop(job, r, exited, now, fx);
+      return true;
+    case StopKind::kStopped:
+      ConfirmStop(job, r, exited, now, fx);
+      return true;
+    case StopKind::kForHang:
+    case StopKind::kNone:
+      break;
+  }
+  return false;
+}
+
 void JobLifecycle::ConfirmStop(Job* job, Replica* r, const v1::ReplicaExited& exited,
                                absl::Time now, Effects* fx) {
   // trainctl asked for this stop (cancel, job end, retry): not a failure of the replica. One that
@@ -530,12 +549,19 @@ void JobLifecycle::Reconcile(const v1::Register& reg, absl::Time now, Effects* f
       if (r.state == v1::REPLICA_STATE_STARTING) {
         SendLaunch(*job, r, fx);  // the launch never reached the agent
       } else if (r.state == v1::REPLICA_STATE_STOPPING) {
-        SetReplicaState(job, &r, v1::REPLICA_STATE_STOPPED);
+        // The restarted agent no longer has it: the stop is over, whatever it was for.
         r.end_time = now;
         r.pid = 0;
-        Touch(job, now, fx);
-        RecordRun(*job, r, fx);
-        MaybeFinishCancel(job, now, fx);
+        v1::ReplicaExited gone;
+        gone.set_run_id(job->RunIdOf(r));
+        gone.set_stopped_by_request(true);
+        if (!FinishStop(job, &r, gone, now, fx)) {
+          // The hang detector's stop: the replica is gone, as if it had been stopped.
+          Failure hung;
+          hung.kind = Failure::Kind::kHung;
+          hung.report = gone;
+          EndRun(job, &r, hung, now, fx);
+        }
       } else if (r.state == v1::REPLICA_STATE_RUNNING) {
         r.pid = 0;
         r.end_time = now;

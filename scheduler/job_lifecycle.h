@@ -85,6 +85,11 @@ class JobLifecycle {
     kStopped,  // cancel, job end, retry: not a failure
   };
   StopKind StopKindOf(const Job& job, const Replica& r, const v1::ReplicaExited& exited) const;
+  // Carries out the end of a stop trainctl asked for: a move goes on, a gang restart counts the
+  // replica stopped, a job's end or retry confirms it. False for the ends that are failures
+  // (kNone, kForHang), which the caller gives the retry engine.
+  bool FinishStop(Job* job, Replica* r, const v1::ReplicaExited& exited, absl::Time now,
+                  Effects* fx);
   // A stop trainctl asked for has finished. A run that failed on its own meanwhile is recorded
   // as a consequence of the failure being handled.
   void ConfirmStop(Job* job, Replica* r, const v1::ReplicaExited& exited, absl::Time now,

@@ -277,6 +277,18 @@ TEST_CASE("a lost node restarts the whole gang with its replica on another node"
   CHECK(!g.Job().attempts[0].gang_restarts[0].charged);
 }
 
+TEST_CASE("a survivor its restarted agent no longer runs counts as stopped for the gang") {
+  Gang g(1);
+  g.Exit("worker-0", 134);
+  REQUIRE(g.R("chief-0").state == v1::REPLICA_STATE_STOPPING);
+  v1::Register again = Reg(g.R("chief-0").node);
+  again.set_agent_instance("instance-2");  // it runs nothing any more
+  Effects fx;
+  g.core.AgentRegistered(again, g.now, &fx);
+  CHECK(Launches(fx).size() == 2);  // the whole gang starts again
+  CHECK(g.Job().gang_generation == 1);
+}
+
 TEST_CASE("REPLICA scope keeps restarting one replica while its peers run on") {
   Gang g(1, [](v1::JobSpec* s) {
     s->mutable_scheduling()->set_restart_scope(v1::RESTART_SCOPE_REPLICA);
