@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/flags.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
@@ -35,6 +36,10 @@ std::vector<FlagGroup> DaemonFlagGroups() {
          "a node isolated N times within --flap-window is flapping: it stays out until "
          "`trainctl node uncordon` (default 3; 0 turns it off)"},
         {"flap-window", 0, Kind::kValue, "D", "", "see --flap-threshold (default 1h)"},
+        {"port-range", 0, Kind::kValue, "LO-HI", "",
+         "the ports of each node that replicas get: one each, and a second one, the rendezvous "
+         "port (MASTER_PORT), for each job's primary (default 20000-32767; at least 64 ports "
+         "within 1024-65535)"},
         {"log-level", 0, Kind::kValue, "LEVEL", "",
          "trace, debug, info, warn, error (default info)"},
         {"help", 'h', Kind::kBool, "", "", "show this help"},
@@ -83,6 +88,21 @@ absl::StatusOr<int64_t> ParseDuration(const std::string& flag, const std::string
         absl::StrCat(flag, " must be a duration ", range, ", got \"", text, "\""));
   }
   return *ms;
+}
+
+// "LO-HI" for --port-range, checked by ValidatePortRange.
+absl::StatusOr<sched::PortRange> ParsePortRange(const std::string& text) {
+  const std::vector<std::string> parts = absl::StrSplit(text, '-');
+  sched::PortRange range;
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &range.lo) ||
+      !absl::SimpleAtoi(parts[1], &range.hi)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--port-range must be two ports LO-HI, e.g. 20000-32767, got \"", text, "\""));
+  }
+  if (absl::Status valid = sched::ValidatePortRange(range); !valid.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--port-range ", text, ": ", valid.message()));
+  }
+  return range;
 }
 
 // Fills the default quota from the --default-quota-* flags that were given.
@@ -159,6 +179,9 @@ absl::StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& arg
     TC_ASSIGN_OR_RETURN(f.flap_window_ms,
                         ParseDuration("--flap-window", text, 1000, 7 * 86'400'000LL,
                                       "between 1s and 168h, e.g. 1h"));
+  }
+  if (std::string text = parsed.Get("port-range"); !text.empty()) {
+    TC_ASSIGN_OR_RETURN(f.port_range, ParsePortRange(text));
   }
   TC_RETURN_IF_ERROR(ParseDefaultQuota(parsed, &f.default_quota));
   if (f.checkpoint_root.empty()) f.checkpoint_root = f.data_dir + "/checkpoints";

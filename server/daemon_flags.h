@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "scheduler/port_pool.h"
 #include "trainctl/v1/job.pb.h"
 
 namespace trainctl::server {
@@ -39,6 +40,9 @@ struct DaemonFlags {
   // 1s to 168h.
   int64_t flap_window_ms = 3'600'000;
   std::string log_level = "info";
+  // Every node's port pool: the ports replicas get (their own, and the primary's rendezvous
+  // port). 1024..65535, LO < HI, at least 64 ports.
+  sched::PortRange port_range;
   // CoreOptions::default_quota; unset limits are unlimited.
   v1::Quota default_quota;
 };

@@ -106,6 +106,7 @@ int main(int argc, char** argv) {
   opts.nodes.lost_timeout_ms = flags.node_lost_timeout_ms;
   opts.nodes.flap_threshold = flags.flap_threshold;
   opts.nodes.flap_window_ms = flags.flap_window_ms;
+  opts.nodes.ports = flags.port_range;
   auto core = std::make_unique<sched::Core>(opts);
   spdlog::info("loaded {} jobs, {} nodes and {} project quotas from {}", snap->jobs.size(),
                snap->nodes.size(), snap->quotas.size(), db_path);
