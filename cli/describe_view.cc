@@ -42,14 +42,15 @@ std::string RenderJobDescription(const v1::Job& job, int64_t now_ms) {
   const std::string tail = OutputTailText(job.error().output_tail());
   if (!tail.empty()) absl::StrAppend(&out, "\nLast output:\n", IndentLines(tail, 2), "\n");
   if (job.replicas_size() > 0) {
-    Table replicas({"NAME", "RANK", "NODE", "STATE", "RESTARTS", "MOVES", "EXIT", "MESSAGE"});
+    Table replicas(
+        {"NAME", "RANK", "NODE", "PORT", "STATE", "RESTARTS", "MOVES", "EXIT", "MESSAGE"});
     for (const v1::Replica& r : job.replicas()) {
-      replicas.AddRow({r.name(), absl::StrCat(r.rank()), OrDash(r.node()),
+      replicas.AddRow({r.name(), absl::StrCat(r.rank()), OrDash(r.node()), ReplicaPortText(r),
                        ReplicaStateName(r.state()), ReplicaRestartsText(r),
                        r.moves() > 0 ? absl::StrCat(r.moves()) : "", ReplicaExitText(r),
                        ReplicaNoteText(r, now_ms)});
     }
-    replicas.DropEmptyColumns({"MOVES"});
+    replicas.DropEmptyColumns({"PORT", "MOVES"});
     absl::StrAppend(&out, Section("Replicas", replicas));
   }
   if (job.attempts_size() > 0) {
@@ -132,6 +133,12 @@ std::string BudgetsLeftText(const v1::Attempt& attempt) {
   return absl::StrCat("retries ", left.job_retries(), ", internal ", left.internal_retries(),
                       ", capacity ", left.capacity_retries(), ", redispatches ",
                       left.redispatches());
+}
+
+std::string ReplicaPortText(const v1::Replica& replica) {
+  if (replica.port() == 0) return "";
+  if (replica.rendezvous_port() == 0) return absl::StrCat(replica.port());
+  return absl::StrCat(replica.port(), " (rendezvous ", replica.rendezvous_port(), ")");
 }
 
 std::string ReplicaRestartsText(const v1::Replica& replica) {

@@ -19,12 +19,12 @@ namespace trainctl::cli {
 
 // The job summary (JobSummaryFields) with a "Retry budgets" line (RetryBudgetsText) and a "Host
 // faults" line (FaultToleranceText); then what a queued job waits for (RenderWaitingFor), the
-// error's "Last output:" (OutputTailText), a "Replicas:" table (NAME RANK NODE STATE RESTARTS
-// MOVES EXIT MESSAGE, see ReplicaRestartsText and ReplicaNoteText; MOVES is left out when no
-// replica moved) and an "Attempts:" table (NUMBER STATE STARTED ENDED CLASS RULE REPLICA NODE
-// DECISION BUDGETS-LEFT REASON; CLASS to BUDGETS-LEFT are left out when no attempt has them). Each
-// section follows a blank line, its body indented by two spaces; sections without content are left
-// out.
+// error's "Last output:" (OutputTailText), a "Replicas:" table (NAME RANK NODE PORT STATE
+// RESTARTS MOVES EXIT MESSAGE, see ReplicaPortText, ReplicaRestartsText and ReplicaNoteText; PORT
+// is left out when no replica has a port, MOVES when no replica moved) and an "Attempts:" table
+// (NUMBER STATE STARTED ENDED CLASS RULE REPLICA NODE DECISION BUDGETS-LEFT REASON; CLASS to
+// BUDGETS-LEFT are left out when no attempt has them). Each section follows a blank line, its body
+// indented by two spaces; sections without content are left out.
 std::string RenderJobDescription(const v1::Job& job, int64_t now_ms);
 
 // What the job has used of its retry budgets against the limits of its spec: "job retries 1/3
@@ -52,6 +52,10 @@ std::string FaultToleranceText(const v1::Job& job);
 // The budgets left after an attempt ended: "retries 2, internal 2, capacity 3, redispatches 3"; ""
 // while the attempt has none (it is still running).
 std::string BudgetsLeftText(const v1::Attempt& attempt);
+
+// The replica's port on its node, and the primary's rendezvous port (MASTER_PORT): "20001
+// (rendezvous 20000)", "20002"; "" when it has none (not placed yet).
+std::string ReplicaPortText(const v1::Replica& replica);
 
 // The replica's restarts in this attempt: "3", or "3 (2 charged)" when not every restart was
 // charged to maxReplicaRestarts (IGNORE rules, a reset after stable progress).

@@ -187,7 +187,7 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, const NodeRegistry& nod
     std::string reason;
     if (qe.fits_now) {
       std::vector<ReplicaDemand> demands;
-      for (const Replica& r : job.replicas) demands.push_back({r.name, r.need});
+      for (const Replica& r : job.replicas) demands.push_back(ReplicaDemandOf(r));
       absl::StatusOr<std::vector<std::string>> placed = PlaceGang(demands, free);
       if (placed.ok()) {
         stockout_since_.erase(job.id);
@@ -197,7 +197,9 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, const NodeRegistry& nod
         usage[project].running_jobs++;
         for (size_t i = 0; i < demands.size(); ++i) {
           for (NodeFree& n : free) {
-            if (n.name == (*placed)[i]) n.free -= demands[i].need;
+            if (n.name != (*placed)[i]) continue;
+            n.free -= demands[i].need;
+            n.free_ports -= demands[i].ports;
           }
         }
         advance(project, key);

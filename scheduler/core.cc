@@ -288,6 +288,7 @@ absl::Status Core::CheckUsage() const {
                                               " by the jobs"));
     }
   }
+  if (absl::Status ports = lifecycle_.CheckPorts(); !ports.ok()) return ports;
   std::set<std::string> projects = queue_.Projects();
   for (const auto& [name, u] : by_project) projects.insert(name);
   for (const std::string& name : projects) {

@@ -49,7 +49,7 @@ struct CoreOptions {
   // The quota of every project that has none of its own (its `project` field is ignored).
   // Unset limits are unlimited.
   v1::Quota default_quota;
-  // The lost timeout and the flapping rule.
+  // The lost timeout, the flapping rule and the port range of every node.
   NodePolicy nodes;
   // scheduling.settleWindow of jobs that set none (GANG jobs: how long a non-transient exit
   // waits for an earlier failure of a peer).
@@ -172,8 +172,8 @@ class Core {
     return jobs_.LocateRun(job_id, replica, attempt, restart, node, run_id, finished);
   }
 
-  // Recounts what every replica holds and every project runs, and compares with what the parts
-  // keep incrementally. For tests; INTERNAL naming the first difference.
+  // Recounts what every replica holds (resources and ports) and every project runs, and compares
+  // with what the parts keep incrementally. For tests; INTERNAL naming the first difference.
   absl::Status CheckUsage() const;
 
  private:

@@ -199,6 +199,8 @@ void JobLifecycle::MaybeRelaunchGang(Job* job, absl::Time now, Effects* fx) {
   const std::string cause =
       job->root_cause ? absl::StrCat(" after ", job->root_cause->replica) : std::string();
   job->root_cause.reset();
+  // Fresh ports for the new generation: a dying process may still hold the old rendezvous port.
+  RenewPorts(job);
   AddEvent(fx, now, job, "", "", "GangStarting",
            absl::StrCat("every replica stopped", cause, ": starting all ", job->replicas.size(),
                         " together as gang generation ", job->gang_generation));

@@ -31,6 +31,9 @@ void JobLifecycle::Restore() {
       if (!HoldsResources(r.state)) continue;
       nodes_->Hold(r.node, r.need);
       queue_->Hold(job.project, r.need);
+      for (int32_t port : {r.port, r.rendezvous_port}) {
+        if (port != 0) nodes_->RestorePort(r.node, port);
+      }
     }
     if (IsAdmitted(job.state)) queue_->Admitted(job.project);
     if (job.state == v1::JOB_STATE_QUEUED) queue_->Enqueue(job);
@@ -50,9 +53,11 @@ void JobLifecycle::SetReplicaState(Job* job, Replica* r, v1::ReplicaState state)
   if (held && !holds) {
     nodes_->Release(r->node, r->need);
     queue_->Release(job->project, r->need);
+    ReleasePorts(*r);
   } else if (!held && holds) {
     nodes_->Hold(r->node, r->need);
     queue_->Hold(job->project, r->need);
+    TakeBackPorts(r);
     jobs_->MarkActive(job->id);
   }
 }
@@ -63,6 +68,8 @@ void JobLifecycle::SetNode(Replica* r, const std::string& node) {
     nodes_->Release(r->node, r->need);
     nodes_->Hold(node, r->need);
   }
+  // Ports belong to a node: given back here; new ones come with the launch on the new node.
+  if (node != r->node) LeavePorts(r);
   r->node = node;
 }
 
@@ -230,6 +237,8 @@ void JobLifecycle::StartAttempt(Job* job, const std::vector<std::string>& placed
     r->move_reason.clear();
     r->message = absl::StrCat("launching on ", r->node);
   }
+  // Fresh ports for the attempt, every replica's before any launch: each cluster spec lists all.
+  RenewPorts(job);
   job->queue_reason.clear();
   job->next_attempt_time.reset();
   job->queue_time.reset();
@@ -427,6 +436,7 @@ void JobLifecycle::LaunchOnItsNode(Job* job, Replica* r, absl::Time now, Effects
     return;
   }
   SetReplicaState(job, r, v1::REPLICA_STATE_STARTING);
+  if (r->port == 0) AllocatePorts(r);  // moved here, or its old ports were taken meanwhile
   r->next_start_time.reset();
   // Until the agent confirms, start_time is when the launch was sent (see launchTimeout).
   r->start_time = now;

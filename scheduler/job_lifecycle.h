@@ -18,7 +18,9 @@
 // cause.
 //
 // Replica state and node change only through SetReplicaState and SetNode, job state only through
-// SetJobState: that is what keeps the incremental usage exact.
+// SetJobState: that is what keeps the incremental usage exact. The same two keep each replica's
+// ports (replica_ports.cc): held in its node's pool while it holds resources, taken back when it
+// restarts on the same node, given back when it stops holding or leaves the node.
 //
 // Thread-safety: none; owned by the core.
 #pragma once
@@ -118,12 +120,41 @@ class JobLifecycle {
   void MoveReplicasOff(const std::string& node, MoveCause cause, const std::string& why,
                        int64_t grace_ms, bool node_gone, absl::Time now, Effects* fx);
 
+  // --- Ports (replica_ports.cc) --------------------------------------------------------------
+
+  // Gives back every replica's ports and gives each placed replica new ones on its current node,
+  // different from the old ones while its pool has other free ports (the cursor hands the old
+  // ones out last). Call it before relaunching a whole gang, so that no run of the new launches
+  // binds a port an old process may still hold; every launch built afterwards lists the new
+  // ports. A replica that holds resources holds its new ports at once; one that does not has
+  // them picked but not held, and takes them when it launches (as after an in-place restart).
+  // Changes no row: the caller marks the job changed.
+  void RenewPorts(Job* job);
+
+  // Recounts the ports of every replica that holds resources and compares with each node's pool:
+  // each such port (within the range) held there, by one replica, and no other port held. For
+  // tests (Core::CheckUsage); INTERNAL naming the first difference.
+  absl::Status CheckPorts() const;
+
  private:
   // The only writers of replica state and node, and of job state.
   void SetReplicaState(Job* job, Replica* r, v1::ReplicaState state);
   // Carries out the retry engine's decision about the end of `r`'s run.
   void Apply(Job* job, Replica* r, const RetryDecision& d, absl::Time now, Effects* fx);
   void SetNode(Replica* r, const std::string& node);
+
+  // A replica's ports (replica_ports.cc), used by the writers above, StartAttempt, LaunchOnItsNode
+  // and RenewPorts. A replica holding resources holds all of its ports or none (port 0).
+  // Takes back the ports it had on its node, as it starts holding resources again: all of them
+  // while they are still free, else none (it forgets them and gets new ones at launch).
+  void TakeBackPorts(Replica* r);
+  // Gives it new ports on its node (PortsNeeded), held in the pool. A port the pool cannot give
+  // stays 0 (placement checks free ports first). REQUIRES: it holds none.
+  void AllocatePorts(Replica* r);
+  // Gives its ports back to its node's pool; the replica remembers them. REQUIRES: it holds them.
+  void ReleasePorts(const Replica& r);
+  // Gives back what it holds on its node, and forgets its ports: before it changes node.
+  void LeavePorts(Replica* r);
   void SetJobState(Job* job, v1::JobState state, const std::string& reason, absl::Time now,
                    Effects* fx);
 

@@ -1,6 +1,5 @@
 #include "scheduler/launch_env.h"
 
-#include <functional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -39,9 +38,8 @@ std::string HostOf(const std::string& node, const std::map<std::string, Node>& n
   return it == nodes.end() ? node : it->second.address;
 }
 
-std::string AddressOf(const Replica& r, const std::string& job_id,
-                      const std::map<std::string, Node>& nodes) {
-  return absl::StrCat(HostOf(r.node, nodes), ":", BasePort(job_id) + r.rank);
+std::string AddressOf(const Replica& r, const std::map<std::string, Node>& nodes) {
+  return absl::StrCat(HostOf(r.node, nodes), ":", r.port);
 }
 
 // Vertex AI's TF_CONFIG task type of the worker pool at each position. The first three pools make
@@ -52,11 +50,6 @@ constexpr int kTfClusterPools = 3;
 
 }  // namespace
 
-int BasePort(const std::string& job_id) {
-  // 600 slots of 64 ports in 20000..58399: replicas of one job on one host get distinct ports.
-  return 20000 + static_cast<int>(std::hash<std::string>{}(job_id) % 600) * 64;
-}
-
 std::string ClusterSpecJson(const Job& job, int replica_index,
                             const std::map<std::string, Node>& nodes, bool vertex) {
   const auto& pools = job.spec.worker_pools();
@@ -64,7 +57,7 @@ std::string ClusterSpecJson(const Job& job, int replica_index,
   for (int p = 0; p < pools.size(); ++p) {
     std::vector<std::string> addrs;
     for (const Replica& r : job.replicas) {
-      if (r.pool == pools[p].name()) addrs.push_back(JsonString(AddressOf(r, job.id, nodes)));
+      if (r.pool == pools[p].name()) addrs.push_back(JsonString(AddressOf(r, nodes)));
     }
     std::string key = vertex ? absl::StrCat("workerpool", p) : pools[p].name();
     pool_entries.push_back(absl::StrCat(JsonString(key), ":[", absl::StrJoin(addrs, ","), "]"));
@@ -101,7 +94,7 @@ std::string TfConfigJson(const Job& job, int replica_index,
     if (p >= kTfClusterPools) continue;
     std::vector<std::string> addrs;
     for (const Replica& r : job.replicas) {
-      if (r.pool == pools[p].name()) addrs.push_back(JsonString(AddressOf(r, job.id, nodes)));
+      if (r.pool == pools[p].name()) addrs.push_back(JsonString(AddressOf(r, nodes)));
     }
     pool_entries.push_back(
         absl::StrCat(JsonString(kTfTaskType[p]), ":[", absl::StrJoin(addrs, ","), "]"));
@@ -140,7 +133,7 @@ v1::LaunchReplica BuildLaunch(const Job& job, int replica_index,
   env["RANK"] = absl::StrCat(r.rank);
   env["WORLD_SIZE"] = absl::StrCat(job.replicas.size());
   env["MASTER_ADDR"] = HostOf(primary.node, nodes);
-  env["MASTER_PORT"] = absl::StrCat(BasePort(job.id));
+  env["MASTER_PORT"] = absl::StrCat(primary.rendezvous_port);
   env["TRAINCTL_CLUSTER_SPEC"] = ClusterSpecJson(job, replica_index, nodes, /*vertex=*/false);
   env["CLUSTER_SPEC"] = ClusterSpecJson(job, replica_index, nodes, /*vertex=*/true);
   env["TF_CONFIG"] = TfConfigJson(job, replica_index, nodes);

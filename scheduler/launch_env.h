@@ -6,6 +6,10 @@
 // TRAINCTL_CLUSTER_SPEC, TRAINCTL_CHECKPOINT_DIR, and Vertex AI's CLUSTER_SPEC, TF_CONFIG and
 // AIP_CHECKPOINT_DIR so code written for Vertex runs unchanged. The pool's own env comes first;
 // trainctl's variables win on a clash.
+//
+// Ports are the ones the job lifecycle gave each replica (Replica::port, rendezvous_port):
+// MASTER_PORT is the primary's rendezvous port, and each replica's cluster spec entry is
+// host:port with the replica's own port.
 #pragma once
 
 #include <map>
@@ -14,10 +18,6 @@
 #include "scheduler/model.h"
 
 namespace trainctl::sched {
-
-// The first port of a job's replica ports: MASTER_PORT, and the port of rank r is base + r.
-// Derived from the job id so it survives a scheduler restart without being stored.
-int BasePort(const std::string& job_id);
 
 // REQUIRES: every replica of `job` has a node, and each such node is in `nodes`.
 v1::LaunchReplica BuildLaunch(const Job& job, int replica_index,

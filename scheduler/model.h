@@ -141,6 +141,12 @@ struct Replica {
   // spec; not stored.
   Res need;
   std::string node;  // empty until placed
+  // Its own port on its node (its host:port in the cluster spec) and, for the primary, the
+  // rendezvous port (MASTER_PORT); 0 when it has none. Held in the node's port pool while the
+  // replica holds resources; a replica that restarts on the same node takes the same ports back;
+  // forgotten when it changes node (see scheduler/replica_ports.cc).
+  int32_t port = 0;
+  int32_t rendezvous_port = 0;
   v1::ReplicaState state = v1::REPLICA_STATE_PENDING;
   // Restarts within the attempt (moves included), and those charged to maxReplicaRestarts.
   int32_t restart_count = 0;
@@ -238,6 +244,10 @@ struct Job {
 
 // The whole demand of a job, every replica at once.
 Res DemandOf(const Job& job);
+
+// How many ports a replica of rank `rank` holds on its node: its own, and for the primary (rank
+// 0) the rendezvous port too.
+inline int32_t PortsNeeded(int32_t rank) { return rank == 0 ? 2 : 1; }
 
 // The replica's pool, or nullptr.
 const v1::WorkerPool* PoolOf(const Job& job, const Replica& r);

@@ -87,6 +87,8 @@ Replica ReplicaFromProto(const v1::Replica& p) {
   r.index = p.index();
   r.rank = p.rank();
   r.node = p.node();
+  r.port = p.port();
+  r.rendezvous_port = p.rendezvous_port();
   r.state = p.state();
   r.restart_count = p.restart_count();
   if (p.has_exit_code()) r.exit_code = p.exit_code();
@@ -199,6 +201,8 @@ v1::Replica ToProto(const Replica& r) {
   out.set_index(r.index);
   out.set_rank(r.rank);
   out.set_node(r.node);
+  out.set_port(r.port);
+  out.set_rendezvous_port(r.rendezvous_port);
   out.set_state(r.state);
   out.set_restart_count(r.restart_count);
   if (r.exit_code) out.set_exit_code(*r.exit_code);

@@ -25,6 +25,7 @@
 #include <string>
 
 #include "scheduler/model.h"
+#include "scheduler/port_pool.h"
 
 namespace trainctl::sched {
 
@@ -34,6 +35,8 @@ struct NodePolicy {
   // Isolations within the window that make a node flapping.
   int32_t flap_threshold = 3;
   int64_t flap_window_ms = 3'600'000;
+  // The ports of every node's pool (trainctld --port-range). REQUIRES: ValidatePortRange is OK.
+  PortRange ports;
 };
 
 // True when the latest checks that count (see the file comment) failed.

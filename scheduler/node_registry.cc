@@ -322,6 +322,44 @@ void NodeRegistry::AddStaleRun(const std::string& node, const std::string& run_i
   if (Node* n = FindMutable(node)) n->stale_runs.insert(run_id);
 }
 
+// --- Ports -------------------------------------------------------------------------------------
+
+PortPool& NodeRegistry::PortPoolOf(const std::string& node) {
+  return ports_.try_emplace(node, policy_.ports).first->second;
+}
+
+std::optional<int32_t> NodeRegistry::AllocatePort(const std::string& node) {
+  ++version_;
+  return PortPoolOf(node).Allocate();
+}
+
+bool NodeRegistry::ReservePort(const std::string& node, int32_t port) {
+  ++version_;
+  return PortPoolOf(node).Reserve(port);
+}
+
+bool NodeRegistry::RestorePort(const std::string& node, int32_t port) {
+  ++version_;
+  return PortPoolOf(node).Restore(port);
+}
+
+void NodeRegistry::ReleasePort(const std::string& node, int32_t port) {
+  auto it = ports_.find(node);
+  if (it == ports_.end()) return;
+  ++version_;
+  it->second.Release(port);
+}
+
+const PortPool* NodeRegistry::PortsOf(const std::string& node) const {
+  auto it = ports_.find(node);
+  return it == ports_.end() ? nullptr : &it->second;
+}
+
+int32_t NodeRegistry::FreePorts(const std::string& node) const {
+  const PortPool* pool = PortsOf(node);
+  return pool == nullptr ? policy_.ports.size() : pool->free();
+}
+
 // --- Reads -------------------------------------------------------------------------------------
 
 NodeRegistry::NodeUsage NodeRegistry::UsageOf(const std::string& name) const {
@@ -335,7 +373,7 @@ std::vector<NodeFree> NodeRegistry::FreeNodes() const {
     if (!Schedulable(node)) continue;
     Res f = node.allocatable;
     f -= UsageOf(name).used;
-    free.push_back({name, f});
+    free.push_back({name, f, FreePorts(name)});
   }
   return free;
 }
@@ -343,7 +381,7 @@ std::vector<NodeFree> NodeRegistry::FreeNodes() const {
 std::vector<NodeFree> NodeRegistry::IdleNodes() const {
   std::vector<NodeFree> idle;
   for (const auto& [name, node] : nodes_) {
-    if (Schedulable(node)) idle.push_back({name, node.allocatable});
+    if (Schedulable(node)) idle.push_back({name, node.allocatable, policy_.ports.size()});
   }
   return idle;
 }

@@ -4,8 +4,8 @@
 // It decides node state from reports and time (R11-R18): registration, heartbeats and the lost
 // timeout, check runs (isolation, flapping, recovery), cordon, drain and uncordon. Each change
 // appends its event and the node's row to `fx`. It knows nothing of jobs: what replicas hold is
-// told to it (Hold/Release) by the job lifecycle, and moving replicas off a node is the core's
-// answer to what these methods report.
+// told to it (Hold/Release, and the ports of each node's PortPool) by the job lifecycle, and
+// moving replicas off a node is the core's answer to what these methods report.
 //
 //   NodeRegistry nodes(policy);
 //   nodes.Register(reg, now, &fx);                  // NodeRegistered, READY
@@ -16,6 +16,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "scheduler/model.h"
 #include "scheduler/node_health.h"
 #include "scheduler/placement.h"
+#include "scheduler/port_pool.h"
 
 namespace trainctl::sched {
 
@@ -98,14 +100,27 @@ class NodeRegistry {
   // A run of a lost node that moved elsewhere: stopped on the node when it comes back.
   void AddStaleRun(const std::string& node, const std::string& run_id);
 
+  // The ports of `node` (policy.ports), created on first use; see port_pool.h. Ports are held
+  // and released only by the job lifecycle, which keeps each replica's ports in step with its
+  // state and node.
+  std::optional<int32_t> AllocatePort(const std::string& node);
+  bool ReservePort(const std::string& node, int32_t port);
+  bool RestorePort(const std::string& node, int32_t port);
+  void ReleasePort(const std::string& node, int32_t port);
+  // The pool of `node`, or nullptr while it never held a port.
+  const PortPool* PortsOf(const std::string& node) const;
+  // The range of every node's pool.
+  const PortRange& port_range() const { return policy_.ports; }
+
   // --- Reads ---------------------------------------------------------------------------------
 
   const Node* Find(const std::string& name) const;
   const std::map<std::string, Node>& nodes() const { return nodes_; }
   NodeUsage UsageOf(const std::string& name) const;
-  // Schedulable nodes with what is free on each now.
+  // Schedulable nodes with what is free on each now, free ports included.
   std::vector<NodeFree> FreeNodes() const;
-  // Schedulable nodes with their whole allocatable size (the cluster if it were idle).
+  // Schedulable nodes with their whole allocatable size and port range (the cluster if it were
+  // idle).
   std::vector<NodeFree> IdleNodes() const;
   // Whether replicas on `name` may restart in place; else why not, in words.
   bool KeepsReplicas(const std::string& name, std::string* why_not) const;
@@ -136,6 +151,8 @@ class NodeRegistry {
   // A LOST node is heard from again (`how`): back in service; stops the runs moved off it.
   void Returned(Node* node, const std::string& how, absl::Time now, Effects* fx);
   v1::Node ViewOf(const Node& node) const;
+  PortPool& PortPoolOf(const std::string& node);
+  int32_t FreePorts(const std::string& node) const;
 
   // Constant after construction.
   const NodePolicy policy_;
@@ -143,6 +160,9 @@ class NodeRegistry {
   std::map<std::string, Node> nodes_;
   // By node name; nodes that hold nothing may be missing.
   std::map<std::string, NodeUsage> usage_;
+  // By node name; a node that never held a port is missing (all its ports are free). Kept for
+  // nodes that hold none any more: the cursor remembers which ports were released last.
+  std::map<std::string, PortPool> ports_;
   bool changed_ = true;
   uint64_t version_ = 0;
   // After Restore, the first DetectLost's time: nodes count as heard from then.

@@ -13,42 +13,61 @@ namespace {
 // Larger is "more free"; compared lexicographically.
 auto FreeKey(const Res& r) { return std::make_tuple(r.gpus, r.memory_mb, r.cpu); }
 
-std::string DescribeShortfall(const std::string& replica, const Res& need,
-                              const std::vector<NodeFree>& nodes) {
+std::string DescribeShortfall(const ReplicaDemand& demand, const std::vector<NodeFree>& nodes) {
   // Name the first dimension that no node can satisfy, with the best offer for it.
   struct Dim {
     const char* unit;
     double need;
-    double (*get)(const Res&);
+    double (*get)(const NodeFree&);
   };
+  const Res& need = demand.need;
   const Dim dims[] = {
-      {"gpus", static_cast<double>(need.gpus), [](const Res& r) { return double(r.gpus); }},
+      {"gpus", static_cast<double>(need.gpus),
+       [](const NodeFree& n) { return double(n.free.gpus); }},
       {"MiB of memory", static_cast<double>(need.memory_mb),
-       [](const Res& r) { return double(r.memory_mb); }},
-      {"cpu cores", need.cpu, [](const Res& r) { return r.cpu; }},
+       [](const NodeFree& n) { return double(n.free.memory_mb); }},
+      {"cpu cores", need.cpu, [](const NodeFree& n) { return n.free.cpu; }},
+      {"ports", static_cast<double>(demand.ports),
+       [](const NodeFree& n) { return double(n.free_ports); }},
   };
   for (const Dim& d : dims) {
     const NodeFree* best = nullptr;
     for (const NodeFree& n : nodes) {
-      if (best == nullptr || d.get(n.free) > d.get(best->free)) best = &n;
+      if (best == nullptr || d.get(n) > d.get(*best)) best = &n;
     }
     if (best == nullptr) return "no node is registered";
-    if (d.get(best->free) + 1e-9 < d.need) {
+    if (d.get(*best) + 1e-9 < d.need) {
       return absl::StrFormat("no node has %g free %s for %s (most free: %g on %s)", d.need, d.unit,
-                             replica, d.get(best->free), best->name);
+                             demand.replica, d.get(*best), best->name);
+    }
+  }
+  // Every dimension fits somewhere, but not all on one node. When some node has room for the
+  // resources, ports are what it lacks.
+  for (const NodeFree& n : nodes) {
+    if (n.free.Fits(need)) {
+      return absl::StrFormat(
+          "no single node has %g cpu cores, %d MiB, %d gpus and %d ports free together for %s",
+          need.cpu, need.memory_mb, need.gpus, demand.ports, demand.replica);
     }
   }
   return absl::StrFormat("no single node has %g cpu cores, %d MiB and %d gpus free together for %s",
-                         need.cpu, need.memory_mb, need.gpus, replica);
+                         need.cpu, need.memory_mb, need.gpus, demand.replica);
+}
+
+bool Fits(const NodeFree& n, const ReplicaDemand& d) {
+  return n.free.Fits(d.need) && n.free_ports >= d.ports;
 }
 
 }  // namespace
 
-int ChooseNode(const Res& need, const std::vector<NodeFree>& nodes, const std::string& exclude) {
+ReplicaDemand ReplicaDemandOf(const Replica& r) { return {r.name, r.need, PortsNeeded(r.rank)}; }
+
+int ChooseNode(const ReplicaDemand& demand, const std::vector<NodeFree>& nodes,
+               const std::string& exclude) {
   int best = -1;
   for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
     const NodeFree& n = nodes[i];
-    if (n.name == exclude || !n.free.Fits(need)) continue;
+    if (n.name == exclude || !Fits(n, demand)) continue;
     if (best < 0) {
       best = i;
       continue;
@@ -73,13 +92,14 @@ absl::StatusOr<std::vector<std::string>> PlaceGang(const std::vector<ReplicaDema
   std::vector<std::string> result(demands.size());
   for (size_t i : order) {
     const ReplicaDemand& d = demands[i];
-    const int best = ChooseNode(d.need, nodes);
+    const int best = ChooseNode(d, nodes);
     if (best < 0) {
       std::sort(nodes.begin(), nodes.end(),
                 [](const NodeFree& a, const NodeFree& b) { return a.name < b.name; });
-      return absl::ResourceExhaustedError(DescribeShortfall(d.replica, d.need, nodes));
+      return absl::ResourceExhaustedError(DescribeShortfall(d, nodes));
     }
     nodes[best].free -= d.need;
+    nodes[best].free_ports -= d.ports;
     result[i] = nodes[best].name;
   }
   return result;
@@ -93,7 +113,7 @@ absl::Status CheckFitsLargestNode(const std::string& path, const Res& need,
   }
   std::vector<NodeFree> sizes;
   for (const Node& n : nodes) sizes.push_back({n.name, n.allocatable});
-  std::string why = DescribeShortfall("one replica", need, sizes);
+  std::string why = DescribeShortfall({"one replica", need}, sizes);
   absl::StrReplaceAll({{" free ", " allocatable "}}, &why);
   return absl::FailedPreconditionError(
       absl::StrCat(path, ": no registered node is large enough: ", why));

@@ -6,6 +6,9 @@
 // (gpus first, then memory, then cpu), ties broken by node name (ChooseNode). Spreading keeps one
 // host's failure from taking a whole job's replicas with it and balances load on CPU-only hosts;
 // a packing policy for GPU fragmentation can replace ChooseNode without touching callers.
+//
+// Ports are a resource too: a node without enough free ports in its pool (NodeFree::free_ports)
+// is never chosen, though they do not count in the ranking.
 #pragma once
 
 #include <string>
@@ -20,23 +23,30 @@ struct NodeFree {
   std::string name;
   // Free now: allocatable minus what placed replicas hold.
   Res free;
+  // Ports of its pool not held by any replica.
+  int32_t free_ports = 0;
 };
 
 struct ReplicaDemand {
   // For messages: "worker-2".
   std::string replica;
   Res need;
+  // Ports it holds on its node (PortsNeeded: 2 for the primary, 1 for the others).
+  int32_t ports = 0;
 };
+
+// What a replica of the model demands of its node.
+ReplicaDemand ReplicaDemandOf(const Replica& r);
 
 // Returns one node name per demand, in the order of `demands`, or RESOURCE_EXHAUSTED whose
 // message says what is missing, e.g. "no node has 4 free gpus for worker-2 (most free: 2 on
-// node-b)".
+// node-b)" or "no node has 2 free ports for chief-0 (most free: 1 on node-a)".
 absl::StatusOr<std::vector<std::string>> PlaceGang(const std::vector<ReplicaDemand>& demands,
                                                    std::vector<NodeFree> nodes);
 
-// The index in `nodes` of the node a replica needing `need` goes to, or -1 when none fits. The
-// node named `exclude` (the one a moving replica leaves) is never chosen.
-int ChooseNode(const Res& need, const std::vector<NodeFree>& nodes,
+// The index in `nodes` of the node `demand` goes to, or -1 when none fits. The node named
+// `exclude` (the one a moving replica leaves) is never chosen.
+int ChooseNode(const ReplicaDemand& demand, const std::vector<NodeFree>& nodes,
                const std::string& exclude = "");
 
 // Returns OK when some node of `nodes` (by allocatable size, ignoring current use) could ever

@@ -16,7 +16,7 @@ QueuedJob QueuedJobOf(const Job& job) {
   q.next_attempt_time = job.next_attempt_time;
   for (const Replica& r : job.replicas) {
     q.stopping |= HoldsResources(r.state);
-    q.demands.push_back({r.name, r.need});
+    q.demands.push_back(ReplicaDemandOf(r));
   }
   return q;
 }
@@ -33,7 +33,7 @@ QueuedJob QueuedJobOf(const v1::Job& job) {
   }
   for (const v1::Replica& r : job.replicas()) {
     q.stopping |= HoldsResources(r.state());
-    q.demands.push_back({r.name(), needs[r.pool()]});
+    q.demands.push_back({r.name(), needs[r.pool()], PortsNeeded(r.rank())});
   }
   return q;
 }

@@ -100,7 +100,7 @@ void JobLifecycle::PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx,
   const std::string from = r->node;
   const std::string why = r->move_reason;
   const std::vector<NodeFree> free = nodes_->FreeNodes();
-  const int to_index = ChooseNode(r->need, free, from);
+  const int to_index = ChooseNode(ReplicaDemandOf(*r), free, from);
   if (to_index < 0) {
     const RetryDecision d =
         DecideNoRoomForMove(*job, *r, from, r->move_cause, why, DescribeNeed(r->need));

@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/flags.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
@@ -41,6 +42,10 @@ std::vector<FlagGroup> DaemonFlagGroups() {
         {"clock-skew-tolerance", 0, Kind::kValue, "D", "",
          "GANG jobs: failures whose exit times are this close count as simultaneous, and one "
          "that is not the user's is then the root cause (default 1s; 0s..10s)"},
+        {"port-range", 0, Kind::kValue, "LO-HI", "",
+         "the ports of each node that replicas get: one each, and a second one, the rendezvous "
+         "port (MASTER_PORT), for each job's primary (default 20000-32767; at least 64 ports "
+         "within 1024-65535)"},
         {"log-level", 0, Kind::kValue, "LEVEL", "",
          "trace, debug, info, warn, error (default info)"},
         {"help", 'h', Kind::kBool, "", "", "show this help"},
@@ -89,6 +94,21 @@ absl::StatusOr<int64_t> ParseDuration(const std::string& flag, const std::string
         absl::StrCat(flag, " must be a duration ", range, ", got \"", text, "\""));
   }
   return *ms;
+}
+
+// "LO-HI" for --port-range, checked by ValidatePortRange.
+absl::StatusOr<sched::PortRange> ParsePortRange(const std::string& text) {
+  const std::vector<std::string> parts = absl::StrSplit(text, '-');
+  sched::PortRange range;
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &range.lo) ||
+      !absl::SimpleAtoi(parts[1], &range.hi)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--port-range must be two ports LO-HI, e.g. 20000-32767, got \"", text, "\""));
+  }
+  if (absl::Status valid = sched::ValidatePortRange(range); !valid.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--port-range ", text, ": ", valid.message()));
+  }
+  return range;
 }
 
 // Fills the default quota from the --default-quota-* flags that were given.
@@ -173,6 +193,9 @@ absl::StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& arg
   if (std::string text = parsed.Get("clock-skew-tolerance"); !text.empty()) {
     TC_ASSIGN_OR_RETURN(f.skew_tolerance_ms, ParseDuration("--clock-skew-tolerance", text, 0,
                                                            10'000, "between 0s and 10s, e.g. 1s"));
+  }
+  if (std::string text = parsed.Get("port-range"); !text.empty()) {
+    TC_ASSIGN_OR_RETURN(f.port_range, ParsePortRange(text));
   }
   TC_RETURN_IF_ERROR(ParseDefaultQuota(parsed, &f.default_quota));
   if (f.checkpoint_root.empty()) f.checkpoint_root = f.data_dir + "/checkpoints";

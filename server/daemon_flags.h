@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "scheduler/port_pool.h"
 #include "trainctl/v1/job.pb.h"
 
 namespace trainctl::server {
@@ -43,6 +44,9 @@ struct DaemonFlags {
   int64_t settle_window_ms = 3000;
   // 0s to 10s: CoreOptions::skew_tolerance_ms.
   int64_t skew_tolerance_ms = 1000;
+  // Every node's port pool: the ports replicas get (their own, and the primary's rendezvous
+  // port). 1024..65535, LO < HI, at least 64 ports.
+  sched::PortRange port_range;
   // CoreOptions::default_quota; unset limits are unlimited.
   v1::Quota default_quota;
 };

@@ -108,6 +108,7 @@ int main(int argc, char** argv) {
   opts.nodes.flap_window_ms = flags.flap_window_ms;
   opts.settle_window_ms = flags.settle_window_ms;
   opts.skew_tolerance_ms = flags.skew_tolerance_ms;
+  opts.nodes.ports = flags.port_range;
   auto core = std::make_unique<sched::Core>(opts);
   spdlog::info("loaded {} jobs, {} nodes and {} project quotas from {}", snap->jobs.size(),
                snap->nodes.size(), snap->quotas.size(), db_path);

@@ -320,6 +320,38 @@ TEST_CASE("RetryBudgetsText shows what is used of each budget the spec limits", 
   }
 }
 
+TEST_CASE("RenderJobDescription shows each replica's port, and the primary's rendezvous port",
+          "[describe_view]") {
+  v1::Job job = RetriedJob();
+  job.mutable_replicas(0)->set_port(20001);
+  job.mutable_replicas(0)->set_rendezvous_port(20000);
+  job.mutable_replicas(1)->set_port(20417);
+  v1::Replica* pending = job.add_replicas();  // not placed: no node, no port
+  pending->set_name("worker-1");
+  pending->set_rank(2);
+  pending->set_state(v1::REPLICA_STATE_PENDING);
+  CHECK_THAT(
+      RenderJobDescription(job, kNowMs),
+      Catch::Contains(
+          "Replicas:\n"
+          "  NAME       RANK   NODE     PORT                       STATE     RESTARTS   EXIT    "
+          "             MESSAGE\n"
+          "  chief-0    0      node-a   20001 (rendezvous 20000)   RUNNING   0          -       "
+          "             started\n"
+          "  worker-0   1      node-b   20417                      RUNNING   1          signal 9 "
+          "(SIGKILL)   restarted after signal 9\n"
+          "  worker-1   2      -        -                          PENDING   0          -\n"));
+}
+
+TEST_CASE("ReplicaPortText", "[describe_view]") {
+  v1::Replica r;
+  CHECK(ReplicaPortText(r).empty());
+  r.set_port(20417);
+  CHECK(ReplicaPortText(r) == "20417");
+  r.set_rendezvous_port(20416);
+  CHECK(ReplicaPortText(r) == "20417 (rendezvous 20416)");
+}
+
 TEST_CASE("FaultToleranceText says what a host fault does and why", "[describe_view]") {
   v1::Job job;
   CHECK(JobRetryNum(job) == 3);

@@ -12,6 +12,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -156,9 +157,22 @@ void MiniCluster::StartDaemon() {
   // The first start picks a free port; restarts reuse it so agents find the daemon again.
   std::string listen = address_.empty() ? "127.0.0.1:0" : address_;
   std::filesystem::remove(data + "/trainctld.addr");
-  std::vector<std::string> argv = {
-      BinDir() + "/trainctld", "--data-dir", data,          "--listen", listen,
-      "--heartbeat-interval",  "500ms",      "--log-level", "debug"};
+  if (port_range_.empty()) {
+    // 80 blocks of 512 ports in 20000..60959.
+    const int lo = 20000 + static_cast<int>(std::random_device{}() % 80) * 512;
+    port_range_ = absl::StrCat(lo, "-", lo + 511);
+  }
+  std::vector<std::string> argv = {BinDir() + "/trainctld",
+                                   "--data-dir",
+                                   data,
+                                   "--listen",
+                                   listen,
+                                   "--heartbeat-interval",
+                                   "500ms",
+                                   "--log-level",
+                                   "debug",
+                                   "--port-range",
+                                   port_range_};
   argv.insert(argv.end(), opts_.daemon_args.begin(), opts_.daemon_args.end());
   daemon_ = std::make_unique<Process>(argv, dir_ + "/trainctld.log");
   REQUIRE(Eventually([&] { return std::filesystem::exists(data + "/trainctld.addr"); }));

@@ -172,6 +172,10 @@ class MiniCluster {
 
   std::string dir_;
   std::string address_;
+  // trainctld's --port-range, chosen at random once per cluster: clusters of tests running at
+  // the same time on one host must not hand out the same ports (each trainctld's pools start at
+  // the bottom of its range, and every agent here is 127.0.0.1).
+  std::string port_range_;
   ClusterOptions opts_;
   std::unique_ptr<Process> daemon_;
   std::vector<std::unique_ptr<Process>> agents_;

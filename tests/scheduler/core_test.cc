@@ -194,6 +194,50 @@ TEST_CASE("gang placement: a job that does not fit places none of its replicas")
   CHECK(f.Job(small.id()).state() == v1::JOB_STATE_PENDING);
 }
 
+TEST_CASE("a node out of ports is skipped, and a job no node has ports for waits for them") {
+  CoreOptions options = TestOptions(42);
+  options.nodes.ports = PortRange{20000, 20063};  // the smallest range: 64 ports
+  Core core(options);
+  int64_t now = 1'000'000;
+  Effects fx;
+  core.AgentRegistered(Reg("node-a", 64), now, &fx);
+  // 32 one-replica jobs take two ports each: all 64 of node-a's, though its cpu is far from full.
+  std::vector<std::string> ids;
+  for (int i = 0; i < 32; ++i) {
+    absl::StatusOr<const Job*> job = core.SubmitJob(Spec(0, 0.5), now, &fx);
+    REQUIRE(job.ok());
+    ids.push_back((*job)->id);
+  }
+  core.Schedule(now, &fx);
+  std::set<int32_t> ports;
+  for (const std::string& id : ids) {
+    const Replica& chief = core.FindJob(id)->replicas[0];
+    REQUIRE(chief.state == v1::REPLICA_STATE_STARTING);
+    ports.insert(chief.port);
+    ports.insert(chief.rendezvous_port);
+  }
+  CHECK(ports.size() == 64);  // every port once
+  CHECK(*ports.begin() == 20000);
+  CHECK(*ports.rbegin() == 20063);
+
+  absl::StatusOr<const Job*> late = core.SubmitJob(Spec(0, 0.5), now, &fx);
+  REQUIRE(late.ok());
+  const std::string late_id = (*late)->id;
+  core.Schedule(now, &fx);
+  CHECK(View(core, late_id).state() == v1::JOB_STATE_QUEUED);
+  CHECK(View(core, late_id).queue_reason() ==
+        "CAPACITY: no node has 2 free ports for chief-0 (most free: 0 on node-a)");
+  CHECK(core.ListQueue("", 10, now)[0].queue_status().blockers(0).message() ==
+        View(core, late_id).queue_reason());
+
+  // A second node has ports: the job goes there, though node-a has more cpu free.
+  core.AgentRegistered(Reg("node-b", 1), now, &fx);
+  core.Schedule(now, &fx);
+  CHECK(core.FindJob(late_id)->replicas[0].node == "node-b");
+  CHECK(core.FindJob(late_id)->state == v1::JOB_STATE_PENDING);
+  CheckUsageOnExit(core);
+}
+
 TEST_CASE("resources are held until replicas are gone, then queued jobs start") {
   Fixture f;
   std::string first;
@@ -531,6 +575,40 @@ TEST_CASE("restore keeps jobs, queue order and run locations") {
   REQUIRE(restored.LocateRun(id, "worker-0", 0, -1, &node, &run_id, &finished).ok());
   CHECK(run_id == launches[1].run_id());
   CHECK(!finished);
+
+  // The running replicas' ports are held again: a job placed after the restart gets others.
+  CHECK(restored.CheckUsage().ok());
+  std::set<std::pair<std::string, int32_t>> held;
+  const v1::Job restored_job = View(restored, id);
+  for (const v1::Replica& r : restored_job.replicas()) {
+    CHECK(r.port() != 0);
+    held.insert({r.node(), r.port()});
+    if (r.rendezvous_port() != 0) held.insert({r.node(), r.rendezvous_port()});
+  }
+  CHECK(held.size() == 3);  // chief-0's two and worker-0's one
+  Effects fx2;
+  for (const char* name : {"node-a", "node-b"}) {  // the agents come back with their runs
+    std::vector<v1::KnownRun> known;
+    for (const ReplicaRun& run : runs) {
+      if (run.node != name) continue;
+      known.emplace_back();
+      known.back().set_run_id(run.run_id);
+      known.back().set_running(true);
+    }
+    restored.AgentRegistered(Reg(name, 4, 4096, 0, known), f.now, &fx2);
+  }
+  REQUIRE(View(restored, id).state() == v1::JOB_STATE_RUNNING);
+  absl::StatusOr<const Job*> next = restored.SubmitJob(Spec(1), f.now, &fx2);
+  REQUIRE(next.ok());
+  const std::string next_id = (*next)->id;
+  restored.Schedule(f.now, &fx2);
+  for (const Replica& r : restored.FindJob(next_id)->replicas) {
+    INFO(r.name);
+    REQUIRE(r.state == v1::REPLICA_STATE_STARTING);
+    CHECK(held.count({r.node, r.port}) == 0);
+    CHECK(held.count({r.node, r.rendezvous_port}) == 0);
+  }
+  CheckUsageOnExit(restored);
 }
 
 }  // namespace

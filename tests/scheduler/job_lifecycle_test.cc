@@ -1,6 +1,7 @@
 // JobLifecycle with its parts wired by hand (JobTable, NodeRegistry, AdmissionQueue, Timers): what
 // an attempt holds on its nodes and in its project, and that every end gives it back exactly;
-// retries, moves and re-dispatches (R4, R5, R13, R16-R18). Fake clock.
+// retries, moves and re-dispatches (R4, R5, R13, R16-R18); the ports each replica holds. Fake
+// clock.
 #include "scheduler/job_lifecycle.h"
 
 #include <catch2/catch.hpp>
@@ -9,9 +10,12 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "scheduler/job_validation.h"
+#include "scheduler/launch_env.h"
 #include "tests/scheduler/test_util.h"
 
 namespace trainctl::sched {
@@ -92,8 +96,24 @@ struct Parts {
       CHECK(queue.UsageOf(project).running_jobs == by_project[project].running_jobs);
       CHECK(std::abs(queue.UsageOf(project).used.cpu - by_project[project].used.cpu) < 1e-9);
     }
+    const absl::Status ports = life.CheckPorts();
+    INFO(ports.ToString());
+    CHECK(ports.ok());
+  }
+
+  // Whether `port` is held in `node`'s pool.
+  bool Held(const std::string& node, int32_t port) const {
+    const PortPool* pool = nodes.PortsOf(node);
+    return pool != nullptr && pool->InUse(port);
+  }
+  int32_t PortsHeld(const std::string& node) const {
+    const PortPool* pool = nodes.PortsOf(node);
+    return pool == nullptr ? 0 : pool->used();
   }
 };
+
+// The ports a replica has: its own and the rendezvous port (0 for a non-primary).
+std::pair<int32_t, int32_t> PortsOf(const Replica& r) { return {r.port, r.rendezvous_port}; }
 
 TEST_CASE("JobLifecycle: StartAttempt holds resources on the nodes and in the project") {
   Parts p;
@@ -349,6 +369,204 @@ TEST_CASE("JobLifecycle: a restarting replica moved off its node keeps its pendi
   for (const ReplicaRun& run : moved.runs) {
     CHECK_FALSE((run.restart == 2 && run.node == "node-b"));  // run 2 never ran on node-b
   }
+}
+
+// --- Ports --------------------------------------------------------------------------------------
+
+TEST_CASE("JobLifecycle: StartAttempt gives every replica its ports before any launch") {
+  Parts p;
+  Job* job = p.Submit(2);
+  Effects fx;
+  p.life.StartAttempt(job, {"node-a", "node-b", "node-a"}, p.now, &fx);
+  const Replica& chief = job->replicas[0];
+  const Replica& w0 = job->replicas[1];
+  const Replica& w1 = job->replicas[2];
+  // From the start of the default range, in rank order: the primary takes two on node-a.
+  CHECK(PortsOf(chief) == std::pair<int32_t, int32_t>{20000, 20001});
+  CHECK(PortsOf(w0) == std::pair<int32_t, int32_t>{20000, 0});  // node-b has a pool of its own
+  CHECK(PortsOf(w1) == std::pair<int32_t, int32_t>{20002, 0});
+  CHECK(p.PortsHeld("node-a") == 3);
+  CHECK(p.PortsHeld("node-b") == 1);
+  CHECK(p.PortsHeld("node-c") == 0);
+  // The first launch already lists the ports of replicas launched after it.
+  std::vector<v1::LaunchReplica> launches = testing::Launches(fx);
+  REQUIRE(launches.size() == 3);
+  for (const v1::LaunchReplica& l : launches) {
+    INFO(l.replica_name());
+    CHECK(l.env().at("MASTER_PORT") == "20001");
+    CHECK(l.env().at("MASTER_ADDR") == "node-a.local");
+    CHECK(l.env()
+              .at("TRAINCTL_CLUSTER_SPEC")
+              .find("{\"chief\":[\"node-a.local:20000\"],"
+                    "\"worker\":[\"node-b.local:20000\","
+                    "\"node-a.local:20002\"]}") != std::string::npos);
+  }
+}
+
+TEST_CASE("JobLifecycle: ports are kept over in-place restarts, during the backoff too") {
+  Parts p;
+  Job* job = p.Submit(1);
+  p.Run(job, {"node-a", "node-b"});
+  Replica* chief = &job->replicas[0];
+  Replica* worker = &job->replicas[1];
+  const auto chief_ports = PortsOf(*chief);
+  const auto worker_ports = PortsOf(*worker);
+  Effects fx;
+  Failure crash;
+  crash.report.set_exit_code(134);                // transient: restarts in place
+  p.life.EndRun(job, worker, crash, p.now, &fx);  // the first restart: at once
+  REQUIRE(worker->state == v1::REPLICA_STATE_STARTING);
+  CHECK(PortsOf(*worker) == worker_ports);
+  CHECK(p.Held("node-b", worker->port));
+  std::vector<v1::LaunchReplica> relaunch = testing::Launches(fx);
+  REQUIRE(relaunch.size() == 1);
+  CHECK(relaunch[0]
+            .env()
+            .at("TRAINCTL_CLUSTER_SPEC")
+            .find(absl::StrCat("node-b.local:", worker_ports.first)) != std::string::npos);
+
+  p.life.Started(job, worker, testing::Started(job->RunIdOf(*worker)), p.now, &fx);
+  p.life.EndRun(job, worker, crash, p.now, &fx);  // the second waits its backoff
+  REQUIRE(worker->state == v1::REPLICA_STATE_RESTARTING);
+  CHECK(p.Held("node-b", worker->port));  // nobody else gets it meanwhile
+  p.life.Tick(p.now + absl::Seconds(1), &fx);
+  REQUIRE(worker->state == v1::REPLICA_STATE_STARTING);
+  CHECK(PortsOf(*worker) == worker_ports);
+
+  p.life.EndRun(job, chief, crash, p.now, &fx);  // the primary keeps both of its ports
+  REQUIRE(chief->state == v1::REPLICA_STATE_STARTING);
+  CHECK(PortsOf(*chief) == chief_ports);
+  CHECK(p.PortsHeld("node-a") == 2);
+  CHECK(p.PortsHeld("node-b") == 1);
+}
+
+TEST_CASE("JobLifecycle: a replica gives its ports back when it stops holding resources") {
+  Parts p;
+  Job* job = p.Submit(1);
+  p.Run(job, {"node-a", "node-b"});
+  const auto chief_ports = PortsOf(job->replicas[0]);
+  Effects fx;
+  Failure clean;
+  clean.report.set_exit_code(0);
+  p.life.EndRun(job, &job->replicas[0], clean, p.now, &fx);  // the primary exits 0
+  REQUIRE(job->state == v1::JOB_STATE_SUCCEEDED);
+  CHECK(p.PortsHeld("node-a") == 0);
+  CHECK(p.PortsHeld("node-b") == 1);  // worker-0 holds its port until it has stopped
+  p.ConfirmStop(job, "worker-0");
+  CHECK(p.PortsHeld("node-b") == 0);
+  // The replicas still show the ports they had, for the record.
+  CHECK(PortsOf(job->replicas[0]) == chief_ports);
+  CHECK(job->replicas[1].port != 0);
+
+  // The next job on node-a gets ports past the released ones (the cursor goes on).
+  Job* next = p.Submit(0);
+  p.Run(next, {"node-a"});
+  CHECK(PortsOf(next->replicas[0]) ==
+        std::pair<int32_t, int32_t>{chief_ports.second + 1, chief_ports.second + 2});
+}
+
+TEST_CASE("JobLifecycle: a moved replica gets a port on its new node and frees the old one") {
+  SECTION("its node is lost: moved at once") {
+    Parts p;
+    Job* job = p.Submit(1);
+    p.Run(job, {"node-a", "node-b"});
+    Effects fx;
+    p.nodes.Disconnect("node-a", p.now, &fx);
+    p.life.MoveReplicasOff("node-a", MoveCause::kLost, "node node-a was lost", -1,
+                           /*node_gone=*/true, p.now, &fx);
+    const Replica& chief = job->replicas[0];
+    REQUIRE(chief.node == "node-c");
+    CHECK(PortsOf(chief) == std::pair<int32_t, int32_t>{20000, 20001});  // node-c's first
+    CHECK(p.Held("node-c", 20000));
+    CHECK(p.Held("node-c", 20001));
+    CHECK(p.PortsHeld("node-a") == 0);
+    std::vector<v1::LaunchReplica> launches = testing::Launches(fx);
+    REQUIRE(launches.size() == 1);
+    CHECK(launches[0].env().at("MASTER_PORT") == "20001");
+    CHECK(launches[0].env().at("MASTER_ADDR") == "node-c.local");
+  }
+  SECTION("drained: it holds its old ports until its process has stopped") {
+    Parts p;
+    Job* job = p.Submit(1);
+    p.Run(job, {"node-a", "node-b"});
+    // node-c already runs a replica with the first ports of its range; it has the most cpu left.
+    Job* other = p.Submit(0, 0.5);
+    p.Run(other, {"node-c"});
+    Effects fx;
+    REQUIRE(p.nodes.Drain("node-b", "upgrade", 0, p.now, &fx).ok());
+    p.life.MoveReplicasOff("node-b", MoveCause::kDrain, "node node-b is draining: upgrade", -1,
+                           /*node_gone=*/false, p.now, &fx);
+    Replica* worker = &job->replicas[1];
+    REQUIRE(worker->state == v1::REPLICA_STATE_STOPPING);
+    CHECK(p.Held("node-b", worker->port));
+    p.life.RecordExit(job, worker, testing::ExitedSignal(job->RunIdOf(*worker), 15), p.now, &fx);
+    p.life.ContinueMove(job, worker, p.now, &fx);
+    REQUIRE(worker->node == "node-c");
+    CHECK(PortsOf(*worker) == std::pair<int32_t, int32_t>{20002, 0});  // not the other job's
+    CHECK(p.PortsHeld("node-b") == 0);
+    CHECK(p.PortsHeld("node-c") == 3);
+  }
+  SECTION("restarting on a node that no longer keeps replicas") {
+    Parts p;
+    Job* job = p.Submit(1);
+    p.Run(job, {"node-a", "node-b"});
+    Replica* worker = &job->replicas[1];
+    Effects fx;
+    Failure crash;
+    crash.report.set_exit_code(134);
+    p.life.EndRun(job, worker, crash, p.now, &fx);
+    p.life.Started(job, worker, testing::Started(job->RunIdOf(*worker)), p.now, &fx);
+    p.life.EndRun(job, worker, crash, p.now, &fx);
+    REQUIRE(worker->state == v1::REPLICA_STATE_RESTARTING);
+    p.nodes.Disconnect("node-b", p.now, &fx);  // the restart finds its node gone
+    p.life.Tick(p.now + absl::Seconds(1), &fx);
+    REQUIRE(worker->node == "node-c");
+    CHECK(worker->state == v1::REPLICA_STATE_STARTING);
+    CHECK(PortsOf(*worker) == std::pair<int32_t, int32_t>{20000, 0});
+    CHECK(p.PortsHeld("node-b") == 0);
+  }
+}
+
+TEST_CASE("JobLifecycle: RenewPorts gives every replica different ports on its node") {
+  Parts p;
+  Job* job = p.Submit(2);
+  p.Run(job, {"node-a", "node-b", "node-a"});
+  std::vector<std::pair<int32_t, int32_t>> before;
+  for (const Replica& r : job->replicas) before.push_back(PortsOf(r));
+
+  p.life.RenewPorts(job);  // every replica holds resources: the new ports are held at once
+  for (size_t i = 0; i < job->replicas.size(); ++i) {
+    const Replica& r = job->replicas[i];
+    INFO(r.name);
+    CHECK(r.port != before[i].first);
+    CHECK(p.Held(r.node, r.port));
+    CHECK_FALSE(p.Held(r.node, before[i].first));
+  }
+  CHECK(job->replicas[0].rendezvous_port != before[0].second);
+  CHECK(job->replicas[0].rendezvous_port != 0);
+  CHECK(job->replicas[1].rendezvous_port == 0);
+  CHECK(p.PortsHeld("node-a") == 3);
+  CHECK(p.PortsHeld("node-b") == 1);
+  // Launches built now list the new ports.
+  const v1::LaunchReplica l = BuildLaunch(*job, 1, p.nodes.nodes());
+  CHECK(l.env().at("MASTER_PORT") == absl::StrCat(job->replicas[0].rendezvous_port));
+  CHECK(l.env()
+            .at("TRAINCTL_CLUSTER_SPEC")
+            .find(absl::StrCat("\"node-b.local:", job->replicas[1].port, "\"")) !=
+        std::string::npos);
+
+  // Replicas that hold nothing (the job's replicas stopped) have new ports picked, not held.
+  Effects fx;
+  p.life.Cancel(job, p.now, &fx);
+  for (const char* name : {"chief-0", "worker-0", "worker-1"}) p.ConfirmStop(job, name);
+  CHECK(p.PortsHeld("node-a") == 0);
+  const int32_t stopped_port = job->replicas[2].port;
+  p.life.RenewPorts(job);
+  CHECK(job->replicas[2].port != stopped_port);
+  CHECK(job->replicas[2].port != job->replicas[0].port);  // distinct though none is held
+  CHECK(job->replicas[2].port != job->replicas[0].rendezvous_port);
+  CHECK(p.PortsHeld("node-a") == 0);
+  CHECK(p.PortsHeld("node-b") == 0);
 }
 
 }  // namespace

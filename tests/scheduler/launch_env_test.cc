@@ -27,6 +27,8 @@ v1::Job PlacedJob() {
   worker->set_replica_count(2);
   worker->add_command("python3");
   const char* nodes[] = {"node-a", "node-b", "node-a"};
+  // Allocated ports, in no pattern a hash of the job id or the rank would give.
+  const int32_t ports[] = {21007, 20400, 21003};
   for (int i = 0; i < 3; ++i) {
     v1::Replica* r = job.add_replicas();
     r->set_pool(i == 0 ? "chief" : "worker");
@@ -34,7 +36,9 @@ v1::Job PlacedJob() {
     r->set_name(absl::StrCat(r->pool(), "-", r->index()));
     r->set_rank(i);
     r->set_node(nodes[i]);
+    r->set_port(ports[i]);
   }
+  job.mutable_replicas(0)->set_rendezvous_port(21006);
   job.add_attempts()->set_number(2);
   return job;
 }
@@ -60,7 +64,7 @@ TEST_CASE("BuildLaunch sets argv, identity, rank and checkpoint variables") {
   CHECK(env.at("RANK") == "2");
   CHECK(env.at("WORLD_SIZE") == "3");
   CHECK(env.at("MASTER_ADDR") == "10.0.0.1");
-  CHECK(env.at("MASTER_PORT") == absl::StrCat(BasePort("j-abc")));
+  CHECK(env.at("MASTER_PORT") == "21006");  // the primary's rendezvous port, not its own
   CHECK(env.at("TRAINCTL_CHECKPOINT_DIR") == "/ckpt/j-abc");
   CHECK(env.at("AIP_CHECKPOINT_DIR") == "/ckpt/j-abc");
   CHECK(env.at("TF_CONFIG") == TfConfigJson(*JobFromProto(job), 2, Nodes()));
@@ -70,23 +74,34 @@ TEST_CASE("BuildLaunch sets argv, identity, rank and checkpoint variables") {
   CHECK(chief.env().at("FOO") == "bar");
 }
 
-TEST_CASE("cluster specs list every replica by pool, in trainctl and Vertex form") {
+TEST_CASE(
+    "cluster specs list every replica by pool with its own port, in trainctl and Vertex "
+    "form") {
   v1::Job job = PlacedJob();
-  int p = BasePort("j-abc");
   CHECK(ClusterSpecJson(*JobFromProto(job), 1, Nodes(), false) ==
-        absl::StrCat("{\"cluster\":{\"chief\":[\"10.0.0.1:", p,
-                     "\"],\"worker\":[\"10.0.0.2:", p + 1, "\",\"10.0.0.1:", p + 2,
-                     "\"]},\"task\":{\"type\":\"worker\",\"index\":0},\"job\":{\"id\":\"j-abc\","
-                     "\"attempt\":2}}"));
+        "{\"cluster\":{\"chief\":[\"10.0.0.1:21007\"],\"worker\":[\"10.0.0.2:20400\","
+        "\"10.0.0.1:21003\"]},\"task\":{\"type\":\"worker\",\"index\":0},\"job\":{\"id\":"
+        "\"j-abc\",\"attempt\":2}}");
   CHECK(ClusterSpecJson(*JobFromProto(job), 0, Nodes(), true) ==
-        absl::StrCat("{\"cluster\":{\"workerpool0\":[\"10.0.0.1:", p,
-                     "\"],\"workerpool1\":[\"10.0.0.2:", p + 1, "\",\"10.0.0.1:", p + 2,
-                     "\"]},\"task\":{\"type\":\"workerpool0\",\"index\":0},\"environment\":"
-                     "\"cloud\",\"job\":{\"id\":\"j-abc\"}}"));
+        "{\"cluster\":{\"workerpool0\":[\"10.0.0.1:21007\"],\"workerpool1\":[\"10.0.0.2:20400\","
+        "\"10.0.0.1:21003\"]},\"task\":{\"type\":\"workerpool0\",\"index\":0},\"environment\":"
+        "\"cloud\",\"job\":{\"id\":\"j-abc\"}}");
+  // The launches carry the same specs, and every replica the same MASTER_PORT.
+  for (int i = 0; i < 3; ++i) {
+    INFO("replica " << i);
+    v1::LaunchReplica l = BuildLaunch(*JobFromProto(job), i, Nodes());
+    CHECK(l.env().at("TRAINCTL_CLUSTER_SPEC") ==
+          ClusterSpecJson(*JobFromProto(job), i, Nodes(), false));
+    CHECK(l.env().at("CLUSTER_SPEC") == ClusterSpecJson(*JobFromProto(job), i, Nodes(), true));
+    CHECK(l.env().at("MASTER_PORT") == "21006");
+  }
 }
 
 // A job with one pool per entry of `pools` ({name, replicas}), its replicas ranked in pool order
 // and placed on node-a and node-b in turn.
+// The port of the replica of rank r in PlacedPools.
+constexpr int32_t kFirstPort = 24000;
+
 v1::Job PlacedPools(const std::vector<std::pair<std::string, int>>& pools) {
   v1::Job job;
   job.set_id("j-tf");
@@ -103,6 +118,7 @@ v1::Job PlacedPools(const std::vector<std::pair<std::string, int>>& pools) {
       r->set_name(absl::StrCat(name, "-", i));
       r->set_rank(rank);
       r->set_node(rank % 2 == 0 ? "node-a" : "node-b");
+      r->set_port(kFirstPort + rank);
     }
   }
   job.add_attempts()->set_number(1);
@@ -110,7 +126,7 @@ v1::Job PlacedPools(const std::vector<std::pair<std::string, int>>& pools) {
 }
 
 TEST_CASE("TF_CONFIG names pools by position as Vertex AI does") {
-  const int p = BasePort("j-tf");
+  const int p = kFirstPort;
   // Pool names are the user's; only the position decides the task type.
   v1::Job job =
       PlacedPools({{"main", 1}, {"trainer", 2}, {"params", 1}, {"eval", 1}, {"extra", 1}});

@@ -403,6 +403,39 @@ TEST_CASE("NodeRegistry: Hold and Release keep usage, and only schedulable nodes
   CHECK(Names(r.nodes.FreeNodes()) == std::vector<std::string>{"node-a"});
 }
 
+TEST_CASE(
+    "NodeRegistry: each node has a pool of its own, and free ports are offered to placement") {
+  NodePolicy policy = Policy();
+  policy.ports = PortRange{30000, 30099};
+  NodeRegistry nodes(policy);
+  Effects fx;
+  nodes.Register(Reg("node-a"), kT0, &fx);
+  nodes.Register(Reg("node-b"), kT0, &fx);
+  CHECK(nodes.PortsOf("node-a") == nullptr);  // created on first use
+  CHECK(nodes.FreeNodes()[0].free_ports == 100);
+
+  const uint64_t version = nodes.version();
+  CHECK(nodes.AllocatePort("node-a") == std::optional<int32_t>(30000));
+  CHECK(nodes.AllocatePort("node-a") == std::optional<int32_t>(30001));
+  CHECK(nodes.AllocatePort("node-b") == std::optional<int32_t>(30000));  // another node's pool
+  CHECK(nodes.version() > version);                 // what FreeNodes returns changed
+  CHECK_FALSE(nodes.ReservePort("node-a", 30001));  // in use
+  CHECK(nodes.ReservePort("node-a", 30050));
+  CHECK(nodes.RestorePort("node-b", 30070));
+  const std::vector<NodeFree> free = nodes.FreeNodes();
+  REQUIRE(free.size() == 2);
+  CHECK(free[0].free_ports == 97);
+  CHECK(free[1].free_ports == 98);
+  CHECK(nodes.IdleNodes()[0].free_ports == 100);  // as if idle
+
+  nodes.ReleasePort("node-a", 30000);
+  nodes.ReleasePort("node-x", 30000);  // no pool there: ignored
+  CHECK(nodes.PortsOf("node-a")->used() == 2);
+  CHECK(nodes.PortsOf("node-a")->range() == PortRange{30000, 30099});
+  CHECK(nodes.PortsOf("node-x") == nullptr);
+  CHECK(nodes.AllocatePort("node-b") == std::optional<int32_t>(30071));  // after the restored one
+}
+
 // A node whose agent is shutting down keeps no replicas, though it is still READY: the reason a
 // restart moves names the shutdown.
 TEST_CASE("NodeRegistry: KeepsReplicas names an agent's shutdown") {

@@ -45,6 +45,77 @@ TEST_CASE("PlaceGang with fractional cpu") {
   CHECK(PlaceGang(d, nodes).ok());
 }
 
+TEST_CASE("PlaceGang skips a node out of ports, and the CAPACITY message names ports") {
+  struct Row {
+    const char* what;
+    std::vector<NodeFree> nodes;
+    std::vector<std::string> placed;  // empty: no room
+    const char* message;
+  };
+  // chief-0 needs 2 ports (its own and the rendezvous port), worker-0 one.
+  const std::vector<ReplicaDemand> d = {{"chief-0", {1, 100, 0}, 2}, {"worker-0", {1, 100, 0}, 1}};
+  const Row rows[] = {
+      {"room everywhere: spread as usual",
+       {{"node-a", {4, 4096, 0}, 100}, {"node-b", {4, 4096, 0}, 100}},
+       {"node-a", "node-b"},
+       ""},
+      {"node-a has the most cpu but no port: both go to node-b",
+       {{"node-a", {8, 4096, 0}, 0}, {"node-b", {4, 4096, 0}, 3}},
+       {"node-b", "node-b"},
+       ""},
+      {"node-a has one port: only the worker fits there",
+       {{"node-a", {8, 4096, 0}, 1}, {"node-b", {4, 4096, 0}, 2}},
+       {"node-b", "node-a"},
+       ""},
+      {"the gang's ports count together: 2 + 1 do not fit in 2",
+       {{"node-a", {8, 4096, 0}, 2}},
+       {},
+       "no node has 1 free ports for worker-0 (most free: 0 on node-a)"},
+      {"no node has 2 ports for the primary",
+       {{"node-a", {8, 4096, 0}, 1}, {"node-b", {8, 4096, 0}, 1}},
+       {},
+       "no node has 2 free ports for chief-0 (most free: 1 on node-a)"},
+      {"the node with ports has no cpu, the node with cpu no ports",
+       {{"node-a", {8, 4096, 0}, 0}, {"node-b", {0.5, 4096, 0}, 10}},
+       {},
+       "no single node has 1 cpu cores, 100 MiB, 0 gpus and 2 ports free together for chief-0"},
+      {"resources still come first in the message",
+       {{"node-a", {0.5, 4096, 0}, 0}},
+       {},
+       "no node has 1 free cpu cores for chief-0 (most free: 0.5 on node-a)"},
+  };
+  for (const Row& row : rows) {
+    INFO(row.what);
+    auto placed = PlaceGang(d, row.nodes);
+    if (row.placed.empty()) {
+      REQUIRE(placed.status().code() == absl::StatusCode::kResourceExhausted);
+      CHECK(placed.status().message() == row.message);
+    } else {
+      REQUIRE(placed.ok());
+      CHECK(*placed == row.placed);
+    }
+  }
+}
+
+TEST_CASE("ChooseNode for a moving replica needs its ports on the new node") {
+  const std::vector<NodeFree> nodes = {
+      {"node-a", {4, 4096, 0}, 5}, {"node-b", {8, 4096, 0}, 0}, {"node-c", {2, 4096, 0}, 1}};
+  CHECK(ChooseNode({"worker-1", {1, 100, 0}, 1}, nodes) == 0);  // node-b has no port
+  CHECK(ChooseNode({"worker-1", {1, 100, 0}, 1}, nodes, "node-a") == 2);
+  CHECK(ChooseNode({"chief-0", {1, 100, 0}, 2}, nodes, "node-a") == -1);
+  Replica chief;
+  chief.name = "chief-0";
+  chief.rank = 0;
+  chief.need = {1, 100, 0};
+  Replica worker = chief;
+  worker.name = "worker-0";
+  worker.rank = 1;
+  CHECK(ReplicaDemandOf(chief).ports == 2);
+  CHECK(ReplicaDemandOf(worker).ports == 1);
+  CHECK(ReplicaDemandOf(worker).replica == "worker-0");
+  CHECK(ReplicaDemandOf(worker).need.memory_mb == 100);
+}
+
 TEST_CASE("CheckFitsLargestNode") {
   Node a;
   a.name = "node-a";

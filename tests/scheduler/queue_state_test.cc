@@ -230,6 +230,7 @@ TEST_CASE("QueuedJobOf gives the same facts from the model and from the API's me
     v1::Replica* r = proto.add_replicas();
     r->set_name(names[i]);
     r->set_pool(i == 0 ? "chief" : "worker");
+    r->set_rank(i);
     r->set_state(states[i]);
   }
   proto.add_attempts()->set_number(1);
@@ -251,6 +252,9 @@ TEST_CASE("QueuedJobOf gives the same facts from the model and from the API's me
     CHECK(q.demands[0].need.gpus == 1);
     CHECK(q.demands[2].replica == "worker-1");
     CHECK(q.demands[2].need.memory_mb == 2048);
+    CHECK(q.demands[0].ports == 2);  // the primary's own port and the rendezvous port
+    CHECK(q.demands[1].ports == 1);
+    CHECK(q.demands[2].ports == 1);
   }
 
   proto.mutable_replicas(1)->set_state(v1::REPLICA_STATE_STOPPED);

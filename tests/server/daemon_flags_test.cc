@@ -23,7 +23,7 @@ TEST_CASE("trainctld flags have their defaults", "[daemon_flags]") {
   // An empty value ("--flap-window=") leaves the default too.
   for (const Args& args :
        {With({}), With({"--heartbeat-interval=", "--node-lost-timeout=", "--flap-threshold=",
-                        "--flap-window=", "--checkpoint-root="})}) {
+                        "--flap-window=", "--checkpoint-root=", "--port-range="})}) {
     INFO(args.size());
     absl::StatusOr<DaemonFlags> flags = ParseDaemonFlags(args);
     REQUIRE(flags.ok());
@@ -37,6 +37,7 @@ TEST_CASE("trainctld flags have their defaults", "[daemon_flags]") {
     CHECK(flags->flap_threshold == 3);
     CHECK(flags->flap_window_ms == 3'600'000);
     CHECK(flags->log_level == "info");
+    CHECK(flags->port_range == sched::PortRange{20000, 32767});
     CHECK_FALSE(flags->default_quota.has_gpus());
     CHECK_FALSE(flags->default_quota.has_cpu());
     CHECK_FALSE(flags->default_quota.has_memory_mb());
@@ -59,6 +60,8 @@ TEST_CASE("every trainctld flag sets its field", "[daemon_flags]") {
                                                         "168h",
                                                         "--log-level",
                                                         "debug",
+                                                        "--port-range",
+                                                        "40000-40999",
                                                         "--default-quota-gpus",
                                                         "8",
                                                         "--default-quota-cpu=0.5",
@@ -75,6 +78,7 @@ TEST_CASE("every trainctld flag sets its field", "[daemon_flags]") {
   CHECK(flags->flap_threshold == 0);
   CHECK(flags->flap_window_ms == 168 * 3'600'000LL);
   CHECK(flags->log_level == "debug");
+  CHECK(flags->port_range == sched::PortRange{40000, 40999});
   CHECK(flags->default_quota.gpus() == 8);
   CHECK(flags->default_quota.cpu() == 0.5);
   CHECK(flags->default_quota.memory_mb() == 65536);
@@ -83,12 +87,16 @@ TEST_CASE("every trainctld flag sets its field", "[daemon_flags]") {
   // The bounds are allowed; the last value given wins.
   flags = ParseDaemonFlags(
       With({"--heartbeat-interval", "100ms", "--node-lost-timeout", "1h", "--flap-threshold", "100",
-            "--flap-window", "1s", "--flap-window", "2s"}));
+            "--flap-window", "1s", "--flap-window", "2s", "--port-range=1024-1087"}));
   REQUIRE(flags.ok());
+  CHECK(flags->port_range == sched::PortRange{1024, 1087});  // 64 ports from the lowest allowed
   CHECK(flags->heartbeat_ms == 100);
   CHECK(flags->node_lost_timeout_ms == 3'600'000);
   CHECK(flags->flap_threshold == 100);
   CHECK(flags->flap_window_ms == 2000);
+  flags = ParseDaemonFlags(With({"--port-range", "65472-65535"}));  // 64 up to the highest
+  REQUIRE(flags.ok());
+  CHECK(flags->port_range == sched::PortRange{65472, 65535});
 }
 
 TEST_CASE("a bad trainctld command line is an error that says what to give", "[daemon_flags]") {
@@ -131,6 +139,25 @@ TEST_CASE("a bad trainctld command line is an error that says what to give", "[d
        "--flap-window must be a duration between 1s and 168h, e.g. 1h, got \"0\""},
       {With({"--flap-window", "169h"}),
        "--flap-window must be a duration between 1s and 168h, e.g. 1h, got \"169h\""},
+      {With({"--port-range"}), "--port-range needs a value"},
+      {With({"--port-range", "20000"}),
+       "--port-range must be two ports LO-HI, e.g. 20000-32767, got \"20000\""},
+      {With({"--port-range", "20000-x"}),
+       "--port-range must be two ports LO-HI, e.g. 20000-32767, got \"20000-x\""},
+      {With({"--port-range", "20000-30000-40000"}),
+       "--port-range must be two ports LO-HI, e.g. 20000-32767, got \"20000-30000-40000\""},
+      {With({"--port-range", "-1-30000"}),
+       "--port-range must be two ports LO-HI, e.g. 20000-32767, got \"-1-30000\""},
+      {With({"--port-range", "1023-2000"}),
+       "--port-range 1023-2000: ports must be within 1024..65535"},
+      {With({"--port-range", "60000-65536"}),
+       "--port-range 60000-65536: ports must be within 1024..65535"},
+      {With({"--port-range", "30000-20000"}),
+       "--port-range 30000-20000: the first port must be below the last"},
+      {With({"--port-range", "30000-30000"}),
+       "--port-range 30000-30000: the first port must be below the last"},
+      {With({"--port-range", "30000-30062"}),
+       "--port-range 30000-30062: the range must hold at least 64 ports, not 63"},
       {With({"--default-quota-gpus", "x"}),
        "--default-quota-gpus must be a whole number from 0 to 2147483647, got \"x\""},
       {With({"--default-quota-gpus", "-1"}),
@@ -175,14 +202,15 @@ TEST_CASE("trainctld's usage lists every flag with its default", "[daemon_flags]
   CHECK_THAT(usage, Catch::StartsWith("Usage: trainctld --data-dir DIR [flags]\n"));
   for (const char* flag :
        {"--data-dir DIR", "--listen HOST:PORT", "--checkpoint-root DIR", "--heartbeat-interval D",
-        "--node-lost-timeout D", "--flap-threshold N", "--flap-window D", "--log-level LEVEL",
-        "-h, --help", "--version", "--default-quota-gpus N", "--default-quota-cpu N",
-        "--default-quota-memory-mb N", "--default-quota-max-running-jobs N"}) {
+        "--node-lost-timeout D", "--flap-threshold N", "--flap-window D", "--port-range LO-HI",
+        "--log-level LEVEL", "-h, --help", "--version", "--default-quota-gpus N",
+        "--default-quota-cpu N", "--default-quota-memory-mb N",
+        "--default-quota-max-running-jobs N"}) {
     CHECK_THAT(usage, Catch::Contains(flag));
   }
-  for (const char* default_text :
-       {"(required)", "127.0.0.1:7070;", "(default DIR/checkpoints)", "(default 2s)",
-        "(default 15s;", "(default 3;", "(default 1h)", "(default info)", "unlimited"}) {
+  for (const char* default_text : {"(required)", "127.0.0.1:7070;", "(default DIR/checkpoints)",
+                                   "(default 2s)", "(default 15s;", "(default 3;", "(default 1h)",
+                                   "20000-32767;", "(default info)", "unlimited"}) {
     CHECK_THAT(usage, Catch::Contains(default_text));
   }
   for (absl::string_view line : absl::StrSplit(usage, '\n')) {
