@@ -35,9 +35,11 @@ struct Gang {
     if (edit) edit(&spec);
     id = (*core.SubmitJob(spec, now, &fx))->id;
     core.Schedule(now, &fx);
-    StartAll(Launches(fx));
+    first_launches = Launches(fx);
+    StartAll(first_launches);
     REQUIRE(Job().state == v1::JOB_STATE_RUNNING);
   }
+  std::vector<v1::LaunchReplica> first_launches;
 
   const sched::Job& Job() { return *core.FindJob(id); }
   const Replica& R(const std::string& name) { return *Job().FindReplica(name); }
@@ -118,6 +120,8 @@ TEST_CASE("a transient crash restarts the whole gang, charged once to the crashe
   for (const v1::LaunchReplica& l : launches) {
     CHECK(l.env().at("TRAINCTL_GANG_GENERATION") == "1");
     CHECK(l.restart() == 1);  // a new run of every replica
+    // A fresh rendezvous port: the old one may still be held by a dying process.
+    CHECK(l.env().at("MASTER_PORT") != g.first_launches[0].env().at("MASTER_PORT"));
   }
   const sched::Job& job = g.Job();
   CHECK(!job.gang_restarting);
