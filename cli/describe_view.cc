@@ -9,6 +9,7 @@
 #include "cli/job_view.h"
 #include "cli/output.h"
 #include "cli/states.h"
+#include "common/index_list.h"
 #include "common/time_util.h"
 
 namespace trainctl::cli {
@@ -43,14 +44,15 @@ std::string RenderJobDescription(const v1::Job& job, int64_t now_ms) {
   if (!tail.empty()) absl::StrAppend(&out, "\nLast output:\n", IndentLines(tail, 2), "\n");
   if (job.replicas_size() > 0) {
     Table replicas(
-        {"NAME", "RANK", "NODE", "PORT", "STATE", "RESTARTS", "MOVES", "EXIT", "MESSAGE"});
+        {"NAME", "RANK", "NODE", "PORT", "GPUS", "STATE", "RESTARTS", "MOVES", "EXIT", "MESSAGE"});
     for (const v1::Replica& r : job.replicas()) {
       replicas.AddRow({r.name(), absl::StrCat(r.rank()), OrDash(r.node()), ReplicaPortText(r),
+                       FormatIndexList({r.gpu_devices().begin(), r.gpu_devices().end()}),
                        ReplicaStateName(r.state()), ReplicaRestartsText(r),
                        r.moves() > 0 ? absl::StrCat(r.moves()) : "", ReplicaExitText(r),
                        ReplicaNoteText(r, now_ms)});
     }
-    replicas.DropEmptyColumns({"PORT", "MOVES"});
+    replicas.DropEmptyColumns({"PORT", "GPUS", "MOVES"});
     absl::StrAppend(&out, Section("Replicas", replicas));
   }
   if (job.attempts_size() > 0) {

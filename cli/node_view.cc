@@ -72,6 +72,22 @@ std::string ResourcesSection(const v1::Node& node) {
                       "  Replicas placed: ", node.replicas(), "\n");
 }
 
+// One row per GPU: index, model, memory, UUID, NUMA node, NVLink group, and the replica and run
+// holding it. Columns nothing fills are dropped; synthetic GPUs (--gpus N) show index and holder.
+std::string GpusSection(const v1::Node& node) {
+  if (node.gpu_devices().empty()) return "";
+  Table table({"GPU", "MODEL", "MEMORY", "UUID", "NUMA", "NVLINK", "HELD-BY", "RUN"});
+  for (const v1::GpuDevice& d : node.gpu_devices()) {
+    table.AddRow({absl::StrCat(d.index()), d.model(),
+                  d.memory_mb() > 0 ? absl::StrCat(d.memory_mb(), "Mi") : "", d.uuid(),
+                  d.numa_node() >= 0 ? absl::StrCat(d.numa_node()) : "",
+                  d.nvlink_group() >= 0 ? absl::StrCat("group ", d.nvlink_group()) : "",
+                  d.holder().empty() ? "free" : d.holder(), d.run_id()});
+  }
+  table.DropEmptyColumns({"MODEL", "MEMORY", "UUID", "NUMA", "NVLINK", "RUN"});
+  return absl::StrCat("\nGPUs:\n", IndentLines(table.Render(), 2));
+}
+
 std::string ConfigSection(const v1::Node& node) {
   if (node.config().empty()) return "";
   const std::map<std::string, std::string> sorted(node.config().begin(), node.config().end());
@@ -167,8 +183,8 @@ std::string RenderNodeDescription(const v1::Node& node,
       {"Drain deadline", DrainDeadlineText(node)},
       {"Labels", LabelsText(node.labels())},
   };
-  return absl::StrCat(RenderFields(fields), ResourcesSection(node), ConfigSection(node),
-                      ChecksSection(node, now_ms), EventsSection(events));
+  return absl::StrCat(RenderFields(fields), ResourcesSection(node), GpusSection(node),
+                      ConfigSection(node), ChecksSection(node, now_ms), EventsSection(events));
 }
 
 absl::StatusOr<std::string> FormatNodeDescription(const v1::Node& node,

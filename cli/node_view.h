@@ -40,6 +40,8 @@ std::string CheckItemLine(const v1::CheckResult& item);
 // sections, each after a blank line with its body indented by two spaces:
 //   - "Resources:": a RESOURCE CAPACITY ALLOCATABLE FREE table (cpu, memory, gpus) and the
 //     replicas placed on the node;
+//   - "GPUs:": a GPU MODEL MEMORY UUID NUMA NVLINK HELD-BY RUN table, one row per GPU, HELD-BY
+//     "free" or "<job>/<replica>" (left out for a node without GPUs; columns no GPU fills too);
 //   - "Config:": the agent's check configuration, sorted by key (left out when empty);
 //   - "Checks:": each check run (phase, PASSED or FAILED, time, the job when set), its items below
 //     it as CheckItemLine, indented by four spaces (left out when there are none);

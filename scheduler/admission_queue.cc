@@ -198,8 +198,7 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, const NodeRegistry& nod
         for (size_t i = 0; i < demands.size(); ++i) {
           for (NodeFree& n : free) {
             if (n.name != (*placed)[i]) continue;
-            n.free -= demands[i].need;
-            n.free_ports -= demands[i].ports;
+            TakeFrom(&n, demands[i]);
           }
         }
         advance(project, key);

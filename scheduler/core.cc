@@ -289,6 +289,7 @@ absl::Status Core::CheckUsage() const {
     }
   }
   if (absl::Status ports = lifecycle_.CheckPorts(); !ports.ok()) return ports;
+  if (absl::Status devices = lifecycle_.CheckDevices(); !devices.ok()) return devices;
   std::set<std::string> projects = queue_.Projects();
   for (const auto& [name, u] : by_project) projects.insert(name);
   for (const std::string& name : projects) {

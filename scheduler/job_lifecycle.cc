@@ -34,6 +34,8 @@ void JobLifecycle::Restore() {
       for (int32_t port : {r.port, r.rendezvous_port}) {
         if (port != 0) nodes_->RestorePort(r.node, port);
       }
+      // Its processes use these devices now; a node whose inventory lost one keeps the rest.
+      nodes_->ReserveDevices(r.node, r.gpu_devices, absl::StrCat(id, "/", r.name));
     }
     if (IsAdmitted(job.state)) queue_->Admitted(job.project);
     if (job.state == v1::JOB_STATE_QUEUED) queue_->Enqueue(job);
@@ -54,23 +56,31 @@ void JobLifecycle::SetReplicaState(Job* job, Replica* r, v1::ReplicaState state)
     nodes_->Release(r->node, r->need);
     queue_->Release(job->project, r->need);
     ReleasePorts(*r);
+    ReleaseDevices(*r);
   } else if (!held && holds) {
     nodes_->Hold(r->node, r->need);
     queue_->Hold(job->project, r->need);
     TakeBackPorts(r);
+    HoldDevices(*job, r);
     jobs_->MarkActive(job->id);
   }
 }
 
-void JobLifecycle::SetNode(Replica* r, const std::string& node) {
+void JobLifecycle::SetNode(const Job& job, Replica* r, const std::string& node) {
+  if (node == r->node) return;
   // The project holds the same either way; only the node changes.
-  if (HoldsResources(r->state)) {
+  const bool holds = HoldsResources(r->state);
+  if (holds) {
     nodes_->Release(r->node, r->need);
     nodes_->Hold(node, r->need);
+    ReleaseDevices(*r);
   }
-  // Ports belong to a node: given back here; new ones come with the launch on the new node.
-  if (node != r->node) LeavePorts(r);
+  // Ports and devices belong to a node: given back here; new ports come with the launch on the
+  // new node, new devices as the replica starts holding resources there.
+  LeavePorts(r);
+  r->gpu_devices.clear();
   r->node = node;
+  if (holds) HoldDevices(job, r);
 }
 
 void JobLifecycle::SetJobState(Job* job, v1::JobState state, const std::string& reason,
@@ -220,7 +230,7 @@ void JobLifecycle::StartAttempt(Job* job, const std::vector<std::string>& placed
   fx->attempts.insert({job->id, job->attempts.back().number});
   for (size_t i = 0; i < job->replicas.size(); ++i) {
     Replica* r = &job->replicas[i];
-    SetNode(r, placed[i]);
+    SetNode(*job, r, placed[i]);
     SetReplicaState(job, r, v1::REPLICA_STATE_STARTING);
     r->restart_count = 0;
     r->charged_restarts = 0;
@@ -504,6 +514,7 @@ void JobLifecycle::SendLaunch(const Job& job, const Replica& r, Effects* fx) {
   *msg.mutable_launch() =
       BuildLaunch(job, static_cast<int>(&r - job.replicas.data()), nodes_->nodes());
   jobs_->NoteRun(msg.launch().run_id(), r.node);
+  nodes_->SetDeviceRun(r.node, r.gpu_devices, msg.launch().run_id());
   fx->commands.push_back({r.node, std::move(msg)});
 }
 

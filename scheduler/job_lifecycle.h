@@ -136,12 +136,19 @@ class JobLifecycle {
   // tests (Core::CheckUsage); INTERNAL naming the first difference.
   absl::Status CheckPorts() const;
 
+  // --- Devices (replica_devices.cc) ----------------------------------------------------------
+
+  // Like CheckPorts, for GPUs: every replica holding resources holds need.gpus devices in its
+  // node's pool, each for it alone, and the pool holds no others. INTERNAL naming the first
+  // difference.
+  absl::Status CheckDevices() const;
+
  private:
   // The only writers of replica state and node, and of job state.
   void SetReplicaState(Job* job, Replica* r, v1::ReplicaState state);
   // Carries out the retry engine's decision about the end of `r`'s run.
   void Apply(Job* job, Replica* r, const RetryDecision& d, absl::Time now, Effects* fx);
-  void SetNode(Replica* r, const std::string& node);
+  void SetNode(const Job& job, Replica* r, const std::string& node);
 
   // A replica's ports (replica_ports.cc), used by the writers above, StartAttempt, LaunchOnItsNode
   // and RenewPorts. A replica holding resources holds all of its ports or none (port 0).
@@ -155,6 +162,12 @@ class JobLifecycle {
   void ReleasePorts(const Replica& r);
   // Gives back what it holds on its node, and forgets its ports: before it changes node.
   void LeavePorts(Replica* r);
+  // A replica's GPUs (replica_devices.cc), used by SetReplicaState and SetNode. As it starts
+  // holding resources on its node: the devices it had there, while all are still free, else new
+  // ones. REQUIRES: it holds none.
+  void HoldDevices(const Job& job, Replica* r);
+  // Gives its devices back to its node's pool; the replica remembers them.
+  void ReleaseDevices(const Replica& r);
   void SetJobState(Job* job, v1::JobState state, const std::string& reason, absl::Time now,
                    Effects* fx);
 

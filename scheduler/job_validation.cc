@@ -13,6 +13,20 @@
 namespace trainctl::sched {
 namespace {
 
+// Variables that say which devices a replica owns and its place on its host: a job that set
+// them would run on GPUs another replica owns.
+bool IsDeviceVariable(const std::string& key) {
+  static const std::set<std::string>* const kNames =
+      new std::set<std::string>{"CUDA_VISIBLE_DEVICES",
+                                "NVIDIA_VISIBLE_DEVICES",
+                                "CUDA_DEVICE_ORDER",
+                                "LOCAL_RANK",
+                                "LOCAL_WORLD_SIZE",
+                                "NODE_RANK",
+                                "GROUP_RANK"};
+  return kNames->count(key) > 0;
+}
+
 absl::Status Invalid(const std::string& path, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(path, " ", what));
 }
@@ -82,6 +96,9 @@ absl::Status ValidatePool(const std::string& path, int index, const v1::WorkerPo
     if (!IsEnvName(key)) return Invalid(p, "is not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)");
     if (absl::StartsWith(key, "TRAINCTL_")) {
       return Invalid(p, "uses the reserved prefix TRAINCTL_; trainctl sets these itself");
+    }
+    if (IsDeviceVariable(key)) {
+      return Invalid(p, "is set by trainctl for each replica (its GPUs and host-local ranks)");
     }
     if (value.size() > kMaxArgLength || absl::StrContains(value, '\0')) {
       return Invalid(p, absl::StrCat("must be at most ", kMaxArgLength, " bytes with no NUL"));

@@ -1,5 +1,6 @@
 #include "scheduler/launch_env.h"
 
+#include <algorithm>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -49,6 +50,23 @@ constexpr int kTfTaskTypes = 4;
 constexpr int kTfClusterPools = 3;
 
 }  // namespace
+
+LocalRanks LocalRanksOf(const Job& job, int replica_index) {
+  const Replica& self = job.replicas[replica_index];
+  LocalRanks out;
+  // Replicas are in rank order, so each node's first replica in the list has its lowest rank.
+  std::vector<std::string> nodes;
+  for (const Replica& r : job.replicas) {
+    if (std::find(nodes.begin(), nodes.end(), r.node) == nodes.end()) nodes.push_back(r.node);
+    if (r.node != self.node) continue;
+    if (r.rank < self.rank) ++out.local_rank;
+    ++out.local_world_size;
+  }
+  out.node_rank =
+      static_cast<int32_t>(std::find(nodes.begin(), nodes.end(), self.node) - nodes.begin());
+  out.nodes = static_cast<int32_t>(nodes.size());
+  return out;
+}
 
 std::string ClusterSpecJson(const Job& job, int replica_index,
                             const std::map<std::string, Node>& nodes, bool vertex) {
@@ -137,6 +155,19 @@ v1::LaunchReplica BuildLaunch(const Job& job, int replica_index,
   env["TRAINCTL_CLUSTER_SPEC"] = ClusterSpecJson(job, replica_index, nodes, /*vertex=*/false);
   env["CLUSTER_SPEC"] = ClusterSpecJson(job, replica_index, nodes, /*vertex=*/true);
   env["TF_CONFIG"] = TfConfigJson(job, replica_index, nodes);
+  const LocalRanks local = LocalRanksOf(job, replica_index);
+  env["LOCAL_RANK"] = absl::StrCat(local.local_rank);
+  env["LOCAL_WORLD_SIZE"] = absl::StrCat(local.local_world_size);
+  env["NODE_RANK"] = absl::StrCat(local.node_rank);
+  env["GROUP_RANK"] = absl::StrCat(local.node_rank);
+  // Its own GPUs only; none at all for a replica that asked for none. Indices are nvidia-smi's,
+  // which CUDA follows only in PCI bus order.
+  launch.mutable_gpu_devices()->Add(r.gpu_devices.begin(), r.gpu_devices.end());
+  const std::string gpus = absl::StrJoin(r.gpu_devices, ",");
+  env["CUDA_VISIBLE_DEVICES"] = gpus;
+  env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
+  env["NVIDIA_VISIBLE_DEVICES"] = gpus.empty() ? "void" : gpus;
+  env["TRAINCTL_GPUS"] = gpus;
   env["TRAINCTL_CHECKPOINT_DIR"] = job.checkpoint_dir;
   env["AIP_CHECKPOINT_DIR"] = job.checkpoint_dir;
   // Every host of the job, once each, for the preflight `dns` item.

@@ -3,9 +3,12 @@
 //
 // Environment (DESIGN.md, R3, R10): TRAINCTL_JOB_ID, TRAINCTL_ATTEMPT, TRAINCTL_REPLICA_NAME,
 // TRAINCTL_RESTART_COUNT, TRAINCTL_NODE, RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
-// TRAINCTL_CLUSTER_SPEC, TRAINCTL_CHECKPOINT_DIR, and Vertex AI's CLUSTER_SPEC, TF_CONFIG and
-// AIP_CHECKPOINT_DIR so code written for Vertex runs unchanged. The pool's own env comes first;
-// trainctl's variables win on a clash.
+// TRAINCTL_CLUSTER_SPEC, TRAINCTL_CHECKPOINT_DIR, the host-local ranks (LOCAL_RANK,
+// LOCAL_WORLD_SIZE, NODE_RANK, GROUP_RANK: LocalRanksOf), its GPUs (CUDA_VISIBLE_DEVICES,
+// NVIDIA_VISIBLE_DEVICES, TRAINCTL_GPUS: the indices it owns, comma-separated; with
+// CUDA_DEVICE_ORDER=PCI_BUS_ID so that CUDA numbers devices as nvidia-smi does), and Vertex AI's
+// CLUSTER_SPEC, TF_CONFIG and AIP_CHECKPOINT_DIR so code written for Vertex runs unchanged. The
+// pool's own env comes first; trainctl's variables win on a clash.
 //
 // Ports are the ones the job lifecycle gave each replica (Replica::port, rendezvous_port):
 // MASTER_PORT is the primary's rendezvous port, and each replica's cluster spec entry is
@@ -18,6 +21,18 @@
 #include "scheduler/model.h"
 
 namespace trainctl::sched {
+
+// PyTorch's host-local ranks for the replicas of one job (what torchrun sets): the replica's place
+// among the job's replicas on its node by rank (LOCAL_RANK, 0-based), how many of them there are
+// (LOCAL_WORLD_SIZE), and its node's place among the job's nodes ordered by the lowest rank on
+// each (NODE_RANK = GROUP_RANK; the primary's node is 0), of `nodes` nodes.
+struct LocalRanks {
+  int32_t local_rank = 0;
+  int32_t local_world_size = 0;
+  int32_t node_rank = 0;
+  int32_t nodes = 0;
+};
+LocalRanks LocalRanksOf(const Job& job, int replica_index);
 
 // REQUIRES: every replica of `job` has a node, and each such node is in `nodes`.
 v1::LaunchReplica BuildLaunch(const Job& job, int replica_index,

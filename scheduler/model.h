@@ -147,6 +147,9 @@ struct Replica {
   // forgotten when it changes node (see scheduler/replica_ports.cc).
   int32_t port = 0;
   int32_t rendezvous_port = 0;
+  // The GPUs it owns on its node, by index, need.gpus of them (CUDA_VISIBLE_DEVICES). Held in the
+  // node's device pool while it holds resources, kept like its ports (replica_devices.cc).
+  std::vector<int32_t> gpu_devices;
   v1::ReplicaState state = v1::REPLICA_STATE_PENDING;
   // Restarts within the attempt (moves included), and those charged to maxReplicaRestarts.
   int32_t restart_count = 0;

@@ -89,6 +89,7 @@ Replica ReplicaFromProto(const v1::Replica& p) {
   r.node = p.node();
   r.port = p.port();
   r.rendezvous_port = p.rendezvous_port();
+  r.gpu_devices.assign(p.gpu_devices().begin(), p.gpu_devices().end());
   r.state = p.state();
   r.restart_count = p.restart_count();
   if (p.has_exit_code()) r.exit_code = p.exit_code();
@@ -203,6 +204,7 @@ v1::Replica ToProto(const Replica& r) {
   out.set_node(r.node);
   out.set_port(r.port);
   out.set_rendezvous_port(r.rendezvous_port);
+  out.mutable_gpu_devices()->Add(r.gpu_devices.begin(), r.gpu_devices.end());
   out.set_state(r.state);
   out.set_restart_count(r.restart_count);
   if (r.exit_code) out.set_exit_code(*r.exit_code);

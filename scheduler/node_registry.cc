@@ -30,6 +30,7 @@ void NodeRegistry::Restore(std::vector<Node> nodes) {
     n.connected = false;
     n.lost = n.status.state() == v1::NODE_STATE_LOST;
     n.draining = n.status.state() == v1::NODE_STATE_DRAINING;
+    LoadDevices(n);
     nodes_[n.name] = std::move(n);
   }
   restored_ = true;
@@ -65,6 +66,20 @@ void NodeRegistry::Register(const v1::Register& reg, absl::Time now, Effects* fx
   node.status.set_agent_version(reg.agent_version());
   node.status.mutable_config()->clear();
   node.status.mutable_config()->insert(reg.config().begin(), reg.config().end());
+  // The inventory is trusted when it lists as many GPUs as the agent offers.
+  node.status.clear_gpu_devices();
+  if (reg.gpu_devices_size() == reg.allocatable().gpus()) {
+    *node.status.mutable_gpu_devices() = reg.gpu_devices();
+  } else {
+    for (v1::GpuDevice& d : SyntheticDevices(reg.allocatable().gpus())) {
+      *node.status.add_gpu_devices() = std::move(d);
+    }
+  }
+  for (v1::GpuDevice& d : *node.status.mutable_gpu_devices()) {
+    d.clear_holder();
+    d.clear_run_id();
+  }
+  LoadDevices(node);
   fx->nodes.insert(node.name);
   Changed();
   AddEvent(fx, now, nullptr, "", node.name, known_before ? "NodeReconnected" : "NodeRegistered",
@@ -360,6 +375,48 @@ int32_t NodeRegistry::FreePorts(const std::string& node) const {
   return pool == nullptr ? policy_.ports.size() : pool->free();
 }
 
+// --- Devices -----------------------------------------------------------------------------------
+
+void NodeRegistry::LoadDevices(const Node& node) {
+  devices_[node.name].SetDevices(
+      {node.status.gpu_devices().begin(), node.status.gpu_devices().end()});
+}
+
+std::optional<std::vector<int32_t>> NodeRegistry::AllocateDevices(const std::string& node,
+                                                                  int32_t count,
+                                                                  const std::string& holder) {
+  auto it = devices_.find(node);
+  if (it == devices_.end()) return std::nullopt;
+  ++version_;
+  return it->second.Allocate(count, holder);
+}
+
+bool NodeRegistry::ReserveDevices(const std::string& node, const std::vector<int32_t>& indices,
+                                  const std::string& holder) {
+  auto it = devices_.find(node);
+  if (it == devices_.end()) return false;
+  ++version_;
+  return it->second.Reserve(indices, holder);
+}
+
+void NodeRegistry::ReleaseDevices(const std::string& node, const std::vector<int32_t>& indices) {
+  auto it = devices_.find(node);
+  if (it == devices_.end()) return;
+  ++version_;
+  it->second.Release(indices);
+}
+
+void NodeRegistry::SetDeviceRun(const std::string& node, const std::vector<int32_t>& indices,
+                                const std::string& run_id) {
+  auto it = devices_.find(node);
+  if (it != devices_.end()) it->second.SetRun(indices, run_id);
+}
+
+const DevicePool* NodeRegistry::DevicesOf(const std::string& node) const {
+  auto it = devices_.find(node);
+  return it == devices_.end() ? nullptr : &it->second;
+}
+
 // --- Reads -------------------------------------------------------------------------------------
 
 NodeRegistry::NodeUsage NodeRegistry::UsageOf(const std::string& name) const {
@@ -373,7 +430,9 @@ std::vector<NodeFree> NodeRegistry::FreeNodes() const {
     if (!Schedulable(node)) continue;
     Res f = node.allocatable;
     f -= UsageOf(name).used;
-    free.push_back({name, f, FreePorts(name)});
+    const DevicePool* devices = DevicesOf(name);
+    free.push_back({name, f, FreePorts(name),
+                    devices == nullptr ? std::vector<int32_t>() : devices->FreeIndices()});
   }
   return free;
 }
@@ -414,6 +473,9 @@ v1::Node NodeRegistry::ViewOf(const Node& n) const {
   out.mutable_labels()->insert(n.labels.begin(), n.labels.end());
   *out.mutable_last_heartbeat_time() = MsToTimestamp(n.last_heartbeat_ms);
   *out.mutable_register_time() = MsToTimestamp(n.registered_ms);
+  if (const DevicePool* devices = DevicesOf(n.name)) {
+    out.mutable_gpu_devices()->Assign(devices->devices().begin(), devices->devices().end());
+  }
   return out;
 }
 

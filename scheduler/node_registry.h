@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "scheduler/device_pool.h"
 #include "scheduler/model.h"
 #include "scheduler/node_health.h"
 #include "scheduler/placement.h"
@@ -112,6 +113,21 @@ class NodeRegistry {
   // The range of every node's pool.
   const PortRange& port_range() const { return policy_.ports; }
 
+  // The GPUs of `node` (device_pool.h), from its agent's inventory (Register.gpu_devices), or
+  // synthetic devices 0..N-1 for N allocatable GPUs when the agent sent no inventory that matches
+  // that count. Held and released only by the job lifecycle, like ports. `holder` is
+  // "<job id>/<replica>". Unknown nodes hold nothing: Allocate gives nullopt, Reserve false.
+  std::optional<std::vector<int32_t>> AllocateDevices(const std::string& node, int32_t count,
+                                                      const std::string& holder);
+  bool ReserveDevices(const std::string& node, const std::vector<int32_t>& indices,
+                      const std::string& holder);
+  void ReleaseDevices(const std::string& node, const std::vector<int32_t>& indices);
+  // The run that uses the held `indices` now, for node views.
+  void SetDeviceRun(const std::string& node, const std::vector<int32_t>& indices,
+                    const std::string& run_id);
+  // The devices of `node`, or nullptr for an unknown node.
+  const DevicePool* DevicesOf(const std::string& node) const;
+
   // --- Reads ---------------------------------------------------------------------------------
 
   const Node* Find(const std::string& name) const;
@@ -152,6 +168,8 @@ class NodeRegistry {
   void Returned(Node* node, const std::string& how, absl::Time now, Effects* fx);
   v1::Node ViewOf(const Node& node) const;
   PortPool& PortPoolOf(const std::string& node);
+  // Rebuilds the node's device pool from its inventory (status.gpu_devices), keeping holds.
+  void LoadDevices(const Node& node);
   int32_t FreePorts(const std::string& node) const;
 
   // Constant after construction.
@@ -163,6 +181,8 @@ class NodeRegistry {
   // By node name; a node that never held a port is missing (all its ports are free). Kept for
   // nodes that hold none any more: the cursor remembers which ports were released last.
   std::map<std::string, PortPool> ports_;
+  // By node name, for every known node (empty for nodes without GPUs).
+  std::map<std::string, DevicePool> devices_;
   bool changed_ = true;
   uint64_t version_ = 0;
   // After Restore, the first DetectLost's time: nodes count as heard from then.

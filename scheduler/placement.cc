@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "common/index_list.h"
 
 namespace trainctl::sched {
 namespace {
@@ -37,8 +38,13 @@ std::string DescribeShortfall(const ReplicaDemand& demand, const std::vector<Nod
     }
     if (best == nullptr) return "no node is registered";
     if (d.get(*best) + 1e-9 < d.need) {
-      return absl::StrFormat("no node has %g free %s for %s (most free: %g on %s)", d.need, d.unit,
-                             demand.replica, d.get(*best), best->name);
+      // For GPUs, which ones are free, while that is known.
+      std::string which;
+      if (d.unit == std::string("gpus") && !best->free_gpu_indices.empty()) {
+        which = absl::StrCat(", GPUs ", FormatIndexList(best->free_gpu_indices));
+      }
+      return absl::StrFormat("no node has %g free %s for %s (most free: %g on %s%s)", d.need,
+                             d.unit, demand.replica, d.get(*best), best->name, which);
     }
   }
   // Every dimension fits somewhere, but not all on one node. When some node has room for the
@@ -59,6 +65,12 @@ bool Fits(const NodeFree& n, const ReplicaDemand& d) {
 }
 
 }  // namespace
+
+void TakeFrom(NodeFree* node, const ReplicaDemand& demand) {
+  node->free -= demand.need;
+  node->free_ports -= demand.ports;
+  if (demand.need.gpus > 0) node->free_gpu_indices.clear();
+}
 
 ReplicaDemand ReplicaDemandOf(const Replica& r) { return {r.name, r.need, PortsNeeded(r.rank)}; }
 
@@ -98,8 +110,7 @@ absl::StatusOr<std::vector<std::string>> PlaceGang(const std::vector<ReplicaDema
                 [](const NodeFree& a, const NodeFree& b) { return a.name < b.name; });
       return absl::ResourceExhaustedError(DescribeShortfall(d, nodes));
     }
-    nodes[best].free -= d.need;
-    nodes[best].free_ports -= d.ports;
+    TakeFrom(&nodes[best], d);
     result[i] = nodes[best].name;
   }
   return result;

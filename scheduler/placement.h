@@ -25,6 +25,9 @@ struct NodeFree {
   Res free;
   // Ports of its pool not held by any replica.
   int32_t free_ports = 0;
+  // The indices of its free GPUs, for messages: "most free: 3 on node-a (GPUs 1,5,7)". Left out
+  // (empty) once a placement in progress took GPUs of the node.
+  std::vector<int32_t> free_gpu_indices = {};
 };
 
 struct ReplicaDemand {
@@ -34,6 +37,9 @@ struct ReplicaDemand {
   // Ports it holds on its node (PortsNeeded: 2 for the primary, 1 for the others).
   int32_t ports = 0;
 };
+
+// `node` after `demand` was placed on it: less free, and its free GPU indices no longer known.
+void TakeFrom(NodeFree* node, const ReplicaDemand& demand);
 
 // What a replica of the model demands of its node.
 ReplicaDemand ReplicaDemandOf(const Replica& r);

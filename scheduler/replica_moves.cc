@@ -114,7 +114,7 @@ void JobLifecycle::PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx,
     return;
   }
   const std::string to = free[to_index].name;
-  SetNode(r, to);
+  SetNode(*job, r, to);
   if (new_run) r->restart_count++;
   r->moves++;
   r->move_cause = MoveCause::kNone;

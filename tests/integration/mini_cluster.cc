@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
 namespace trainctl::testing {
@@ -56,6 +57,15 @@ bool Eventually(const std::function<bool()>& cond, std::chrono::milliseconds tim
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+}
+
+std::map<std::string, std::string> ParseEnvLines(const std::string& text) {
+  std::map<std::string, std::string> env;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(line, absl::MaxSplits('=', 1));
+    env[kv.first] = kv.second;
+  }
+  return env;
 }
 
 std::string ReadTextFile(const std::string& path) {

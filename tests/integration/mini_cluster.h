@@ -45,6 +45,9 @@ bool PidAlive(pid_t pid);
 // The whole file, or "" when it cannot be read.
 std::string ReadTextFile(const std::string& path);
 
+// NAME=VALUE lines (as `workload --env` prints them) as a map.
+std::map<std::string, std::string> ParseEnvLines(const std::string& text);
+
 // A child process with stdout+stderr to a log file.
 class Process {
  public:

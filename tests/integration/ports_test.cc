@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "tests/integration/mini_cluster.h"
 
 namespace trainctl::testing {
@@ -30,16 +29,6 @@ workerPools:
   args: ['f=DIR/env-$TRAINCTL_JOB_ID-$TRAINCTL_REPLICA_NAME; WORKLOAD --env > $f.tmp && mv $f.tmp $f && exec WORKLOAD --wait-file DIR/go']
   resources: {cpu: 0.05, memoryMb: 16}
 )";
-
-// NAME=VALUE lines.
-std::map<std::string, std::string> ParseEnv(const std::string& text) {
-  std::map<std::string, std::string> env;
-  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
-    std::pair<std::string, std::string> kv = absl::StrSplit(line, absl::MaxSplits('=', 1));
-    env[kv.first] = kv.second;
-  }
-  return env;
-}
 
 TEST_CASE("40 jobs running at once on two nodes never share a port", "[integration][ports]") {
   constexpr int kJobs = 40;
@@ -103,7 +92,7 @@ TEST_CASE("40 jobs running at once on two nodes never share a port", "[integrati
     master_ports.insert({chief.node(), absl::StrCat(chief.rendezvous_port())});
     for (const v1::Replica& r : job.replicas()) {
       INFO(id << " " << r.name());
-      std::map<std::string, std::string> env = ParseEnv(ReadTextFile(env_file(id, r.name())));
+      std::map<std::string, std::string> env = ParseEnvLines(ReadTextFile(env_file(id, r.name())));
       CHECK(env["TRAINCTL_NODE"] == r.node());
       CHECK(env["MASTER_PORT"] == absl::StrCat(chief.rendezvous_port()));
       const std::string& spec = env["TRAINCTL_CLUSTER_SPEC"];

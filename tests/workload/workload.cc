@@ -39,7 +39,9 @@ const char kUsage[] =
     "  --wait-file PATH      wait until PATH exists (polls every 20 ms; gives up and exits 4\n"
     "                        after 300 s, so a forgotten replica cannot outlive its test)\n"
     "  --env                 print TRAINCTL_*, RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT,\n"
-    "                        CLUSTER_SPEC and AIP_CHECKPOINT_DIR as NAME=VALUE lines\n"
+    "                        CLUSTER_SPEC, AIP_CHECKPOINT_DIR, the GPU variables\n"
+    "                        (CUDA_VISIBLE_DEVICES, ...) and the host-local ranks\n"
+    "                        (LOCAL_RANK, ...) as NAME=VALUE lines\n"
     "  --pidfile PATH        write the pid to PATH\n"
     "  --trap-term           on SIGTERM print \"got SIGTERM\" and exit 0\n"
     "  --ignore-term         ignore SIGTERM\n";
@@ -147,8 +149,19 @@ void OnTerm(int) {
 }
 
 void PrintEnv() {
-  static const char* const kNames[] = {"RANK",        "WORLD_SIZE",   "MASTER_ADDR",
-                                       "MASTER_PORT", "CLUSTER_SPEC", "AIP_CHECKPOINT_DIR"};
+  static const char* const kNames[] = {"RANK",
+                                       "WORLD_SIZE",
+                                       "MASTER_ADDR",
+                                       "MASTER_PORT",
+                                       "CLUSTER_SPEC",
+                                       "AIP_CHECKPOINT_DIR",
+                                       "CUDA_VISIBLE_DEVICES",
+                                       "NVIDIA_VISIBLE_DEVICES",
+                                       "CUDA_DEVICE_ORDER",
+                                       "LOCAL_RANK",
+                                       "LOCAL_WORLD_SIZE",
+                                       "NODE_RANK",
+                                       "GROUP_RANK"};
   std::vector<std::string> lines;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string entry = *e;
