@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "agents/memory_cgroup.h"
+#include "agents/run_cgroup.h"
 #include "agents/run_records.h"
 #include "spdlog/spdlog.h"
 
@@ -45,19 +45,6 @@ std::shared_ptr<grpc::Channel> MakeChannel(const Agent::Options& options) {
   return grpc::CreateCustomChannel(options.scheduler, grpc::InsecureChannelCredentials(), args);
 }
 
-// The memory cgroups for runs with a memory limit, or null where the host offers none.
-std::shared_ptr<const MemoryCgroups> DetectMemoryCgroups(const std::string& node) {
-  absl::StatusOr<std::unique_ptr<MemoryCgroups>> cgroups = MemoryCgroups::Detect(node);
-  if (!cgroups.ok()) {
-    spdlog::info("memory limits: enforced by watching resident memory (no memory cgroup: {})",
-                 std::string(cgroups.status().message()));
-    return nullptr;
-  }
-  spdlog::info("memory limits: enforced by memory cgroups ({}), with the RSS watch as a backstop",
-               (*cgroups)->Describe());
-  return std::move(*cgroups);
-}
-
 // Fills in what the check configuration takes from the rest of the options.
 Agent::Options WithCheckDefaults(Agent::Options options) {
   options.checks.gpus = options.capacity.gpus();
@@ -91,7 +78,11 @@ Agent::Agent(Options options)
         launcher_options.poll_interval = options_.poll_interval;
         launcher_options.progress_interval = options_.progress_interval;
         launcher_options.inject_launch_failures = options_.inject_launch_failures;
-        launcher_options.memory_cgroups = DetectMemoryCgroups(options_.node);
+        // The launcher logs which controllers runs are isolated by, and which not.
+        launcher_options.cgroups = RunCgroups::Detect(options_.node);
+        launcher_options.pids_max = options_.pids_max;
+        launcher_options.cpu_policy = options_.cpu_policy;
+        launcher_options.min_shared_cpus = options_.min_shared_cpus;
         launcher_options.on_progress = [this](trainctl::v1::ReplicaProgress progress) {
           trainctl::v1::AgentMessage message;
           *message.mutable_replica_progress() = std::move(progress);

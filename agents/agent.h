@@ -92,6 +92,11 @@ class Agent {
     absl::Duration poll_interval = absl::Milliseconds(20);
     absl::Duration progress_interval = absl::Seconds(1);
     int inject_launch_failures = 0;
+    // Per-run cgroups (launcher.h): pids.max of each run (0: none), the CPU policy, and how many
+    // CPUs always stay shared under CpuPolicy::kStatic.
+    int64_t pids_max = kDefaultPidsMax;
+    CpuPolicy cpu_policy = CpuPolicy::kNone;
+    int min_shared_cpus = 1;
     // Test hook: hold the exit of every run whose status is `delay_exit_status` (0..255; a run
     // killed by signal N has status 128+N) for `exit_report_delay` before it is reported (and
     // before its exit checks). -1: off.

@@ -101,6 +101,14 @@ std::vector<FlagGroup> AgentFlagGroups() {
         {"reserve-memory-mb", 0, Kind::kValue, "N", "",
          "memory kept back from trainctl, in MiB (default: 0)"},
         {"labels", 0, Kind::kValue, "k=v,k=v", "", "node labels (default: none)"},
+        {"pids-max", 0, Kind::kValue, "N", "",
+         "pids.max of each replica's cgroup: its processes and threads; 0 for no limit "
+         "(default: 32768)"},
+        {"cpu-policy", 0, Kind::kValue, "POLICY", "",
+         "none: replicas share the CPUs, each held to its cpu request by a CFS quota; static: a "
+         "replica asking for a whole number of CPUs gets that many to itself (cpuset), the rest "
+         "share what remains; the lowest --reserve-cpu CPUs (rounded up, at least 1) always stay "
+         "shared (default: none)"},
         {"log-level", 0, Kind::kValue, "LEVEL", "",
          "trace, debug, info, warn, error, critical or off (default: info)"},
         {"inject-launch-failures", 0, Kind::kValue, "N", "",
@@ -329,6 +337,14 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
        }},
       {"--health-check-program", text(&flags.checks.health_check_program)},
       {"--startup-script", text(&flags.checks.startup_script)},
+      {"--pids-max", [&](auto& f, auto& v) { return ParseInt<int64_t>(f, v, 0, &flags.pids_max); }},
+      {"--cpu-policy",
+       [&](auto&, auto& v) {
+         absl::StatusOr<CpuPolicy> policy = ParseCpuPolicy(v);
+         if (!policy.ok()) return policy.status();
+         flags.cpu_policy = *policy;
+         return absl::OkStatus();
+       }},
       {"--labels",
        [&](auto&, auto& v) {
          absl::StatusOr<std::map<std::string, std::string>> labels = ParseLabels(v);

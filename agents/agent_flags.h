@@ -16,8 +16,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "agents/cpu_manager.h"
 #include "agents/host_checks.h"
 #include "agents/node_checks.h"
+#include "agents/run_cgroup.h"
 
 namespace trainctl::agent {
 
@@ -38,6 +40,9 @@ struct AgentFlags {
   int64_t reserve_memory_mb = 0;
   double reserve_cpu = 0;
   std::map<std::string, std::string> labels;
+  // pids.max of each run's cgroup; 0: no limit.
+  int64_t pids_max = kDefaultPidsMax;
+  CpuPolicy cpu_policy = CpuPolicy::kNone;
   std::string log_level = "info";
   // Test hook: fail the first N launches as host errors; -1: all.
   int inject_launch_failures = 0;

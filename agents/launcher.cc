@@ -26,10 +26,23 @@ namespace {
 constexpr int64_t kDefaultLogChunk = 1 << 20;
 constexpr int64_t kMaxLogChunk = (4 << 20) - (64 << 10);
 
+RunIsolation::Options IsolationOptions(const ProcessLauncher::Options& options) {
+  RunIsolation::Options out;
+  out.cgroups = options.cgroups;
+  out.pids_max = options.pids_max;
+  out.cpu_policy = options.cpu_policy;
+  out.cpus = options.cpus;
+  out.min_shared_cpus = options.min_shared_cpus;
+  out.gpu_inventory = options.gpu_inventory;
+  return out;
+}
+
 }  // namespace
 
 ProcessLauncher::ProcessLauncher(Options options)
-    : options_(std::move(options)), injected_failures_left_(options_.inject_launch_failures) {
+    : options_(std::move(options)),
+      isolation_(IsolationOptions(options_)),
+      injected_failures_left_(options_.inject_launch_failures) {
   monitor_ = std::thread([this] { MonitorLoop(); });
 }
 
@@ -47,7 +60,7 @@ ProcessLauncher::~ProcessLauncher() {
     while (!run.adopted && waitpid(run.pid, nullptr, 0) < 0 && errno == EINTR) {
     }
     spdlog::warn("run {} killed: the launcher was destroyed", run_id);
-    if (run.in_cgroup) RemoveCgroup(run_id);
+    isolation_.Release(run_id);
     RemoveRecord(run_id);
   }
 }
@@ -71,9 +84,9 @@ std::vector<std::string> ProcessLauncher::AdoptRecordedRuns() {
       run.log_path = RunLogPath(options_.work_dir, *parts);
       run.progress_file = RunWorkingDir(options_.work_dir, *parts) + "/" + kProgressFileName;
     }
-    // The earlier agent may have put it in a memory cgroup; it is removed at the run's end.
-    run.in_cgroup = options_.memory_cgroups != nullptr &&
-                    access(options_.memory_cgroups->RunDir(record.run_id).c_str(), F_OK) == 0;
+    // The earlier agent put it in its cgroups; they are removed at the run's end.
+    run.exclusive_cpus = record.exclusive_cpus;
+    isolation_.Adopt(record.run_id, record.exclusive_cpus);
     spdlog::warn("run {}: adopted pid {}, which an earlier agent left running", record.run_id,
                  record.pid);
     adopted.push_back(record.run_id);
@@ -95,6 +108,7 @@ void ProcessLauncher::WriteRecord(const std::string& run_id, pid_t pid) {
     const Run& run = runs_[run_id];
     record.memory_limit_bytes = run.memory_limit_bytes;
     record.checkpoint_dir = run.checkpoint_dir;
+    record.exclusive_cpus = run.exclusive_cpus;
   }
   if (absl::Status s = options_.run_records->Write(record); !s.ok()) {
     spdlog::warn("run {}: cannot record it; an agent restarted after a crash would not know it: {}",
@@ -168,11 +182,16 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
       overlay);
   request.working_dir = working_dir;
   request.output_fd = log_fd;
-  request.cgroup_procs_path = PrepareCgroup(run_id);
+  RunIsolation::Prepared isolation = isolation_.Prepare(launch);
+  request.cgroup_procs_paths = std::move(isolation.procs_paths);
+  {
+    absl::MutexLock lock(&mu_);
+    runs_[run_id].exclusive_cpus = isolation.exclusive_cpus;
+  }
   int64_t start_time_ms = WallNowMs();
   absl::StatusOr<pid_t> pid = SpawnProcess(request);
   if (!pid.ok()) {
-    if (!request.cgroup_procs_path.empty()) RemoveCgroup(run_id);
+    isolation_.Release(run_id);
     ReportLaunchFailure(run_id, pid.status(), log_fd);
     close(log_fd);
     return;
@@ -180,31 +199,6 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
   close(log_fd);
   spdlog::info("run {}: started pid {}: {}", run_id, *pid, absl::StrJoin(request.argv, " "));
   FinishLaunch(run_id, *pid, start_time_ms);
-}
-
-std::string ProcessLauncher::PrepareCgroup(const std::string& run_id) {
-  int64_t limit_bytes = 0;
-  {
-    absl::MutexLock lock(&mu_);
-    limit_bytes = runs_[run_id].memory_limit_bytes;
-  }
-  if (options_.memory_cgroups == nullptr || limit_bytes == 0) return "";
-  absl::StatusOr<std::string> procs = options_.memory_cgroups->Create(run_id, limit_bytes);
-  if (!procs.ok()) {
-    spdlog::warn("run {}: no memory cgroup, its limit is watched through RSS only: {}", run_id,
-                 std::string(procs.status().message()));
-    return "";
-  }
-  absl::MutexLock lock(&mu_);
-  runs_[run_id].in_cgroup = true;
-  return *procs;
-}
-
-void ProcessLauncher::RemoveCgroup(const std::string& run_id) {
-  if (absl::Status status = options_.memory_cgroups->Remove(run_id); !status.ok()) {
-    spdlog::warn("run {}: cannot remove its memory cgroup: {}", run_id,
-                 std::string(status.message()));
-  }
 }
 
 void ProcessLauncher::FinishLaunch(const std::string& run_id, pid_t pid, int64_t start_time_ms) {

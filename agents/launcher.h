@@ -11,11 +11,12 @@
 // the whole group; when the group leader exits, the rest of the group is SIGKILLed so no
 // stragglers outlive the run. stdout and stderr go to the run's log file (see run_files.h).
 // A run with resources.memory_mb > 0 is SIGKILLed (and reported oom_killed) when its process
-// group's resident memory exceeds that limit; with Options::memory_cgroups it also runs in its
-// own memory cgroup with that hard limit, and a kernel OOM kill there is reported as oom_killed
-// too. Every process gets TRAINCTL_PROGRESS_FILE, a file
-// in its working directory; touching it, or writing into the checkpoint directory, is reported
-// as a ReplicaProgress.
+// group's resident memory exceeds that limit. With Options::cgroups every run also gets cgroups
+// of its own (run_isolation.h): a hard memory limit, whose kernel OOM kills are reported as
+// oom_killed too, a CPU quota, pids.max, a cpuset under Options::cpu_policy static, and no access
+// to the device nodes of GPUs that are not its own. Every process gets TRAINCTL_PROGRESS_FILE, a
+// file in its working directory; touching it, or writing into the checkpoint directory, is
+// reported as a ReplicaProgress.
 //
 // Preflight (Options::preflight): a launch whose preflight fails starts nothing and is reported
 // as a launch failure with preflight_failed and the failed check run.
@@ -46,6 +47,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -54,7 +56,9 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "agents/memory_cgroup.h"
+#include "agents/cpu_manager.h"
+#include "agents/run_cgroup.h"
+#include "agents/run_isolation.h"
 #include "agents/run_records.h"
 #include "trainctl/v1/agent.pb.h"
 
@@ -92,9 +96,20 @@ class ProcessLauncher {
     // For tests of the scheduler's retries: the first N launches fail as the host's fault
     // without starting anything; -1 fails every launch.
     int inject_launch_failures = 0;
-    // Where set, runs with a memory limit get a memory cgroup (memory_cgroup.h); null: the RSS
-    // watch alone enforces limits.
-    std::shared_ptr<const MemoryCgroups> memory_cgroups;
+    // Where set, every run gets cgroups of its own (run_cgroup.h, run_isolation.h); null: none,
+    // and the RSS watch alone enforces memory limits.
+    std::shared_ptr<const RunCgroups> cgroups;
+    // pids.max of every run's cgroup (--pids-max); 0: no limit.
+    int64_t pids_max = kDefaultPidsMax;
+    // --cpu-policy: kStatic gives runs that ask for whole CPUs exclusive ones (cpu_manager.h).
+    CpuPolicy cpu_policy = CpuPolicy::kNone;
+    // kStatic: how many of the lowest-numbered CPUs are never exclusive (at least 1).
+    int min_shared_cpus = 1;
+    // kStatic: the CPUs runs are placed on; empty: the agent's affinity mask.
+    std::set<int> cpus;
+    // The node's GPUs: a run may open the device nodes (/dev/nvidia<minor>) of only those its
+    // LaunchReplica.gpu_devices names. Empty: no device is denied.
+    std::vector<trainctl::v1::GpuDevice> gpu_inventory;
     // Optional; called by Launch() on its caller's thread before anything of the run is created.
     PreflightCallback preflight;
     // Where set, started runs are recorded there (see the file comment).
@@ -167,8 +182,8 @@ class ProcessLauncher {
     uint64_t start_ticks = 0;
     // 0: no limit.
     int64_t memory_limit_bytes = 0;
-    // The run has a memory cgroup (Options::memory_cgroups) to read and remove at exit.
-    bool in_cgroup = false;
+    // Its exclusive CPUs (RunIsolation::Prepared), for its run record; "" for none.
+    std::string exclusive_cpus;
     // Where signs of progress appear (progress_watch.h), and the newest one reported so far
     // (at first the start time).
     std::string progress_file;
@@ -186,11 +201,6 @@ class ProcessLauncher {
     bool oom_killed = false;
   };
 
-  // Creates the run's memory cgroup when it has a limit and Options::memory_cgroups is set;
-  // returns its cgroup.procs path, or "" to run without one.
-  std::string PrepareCgroup(const std::string& run_id) ABSL_LOCKS_EXCLUDED(mu_);
-  // Removes the run's memory cgroup, logging a failure. REQUIRES: Options::memory_cgroups.
-  void RemoveCgroup(const std::string& run_id);
   // Reports the started process, then hands it to the monitor.
   void FinishLaunch(const std::string& run_id, pid_t pid, int64_t start_time_ms)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -232,6 +242,8 @@ class ProcessLauncher {
 
   // Constant after construction.
   const Options options_;
+  // Thread-safe itself; the launcher's lock may be held when it is called, never the reverse.
+  RunIsolation isolation_;
   // No lock: started by the constructor, joined by the destructor.
   std::thread monitor_;
 

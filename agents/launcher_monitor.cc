@@ -160,7 +160,7 @@ void ProcessLauncher::ReportEnd(const std::string& run_id, pid_t pid, std::optio
   if (status && WIFEXITED(*status)) exited.set_exit_code(WEXITSTATUS(*status));
   if (status && WIFSIGNALED(*status)) exited.set_signal(WTERMSIG(*status));
   std::string log_path;
-  bool in_cgroup = false;
+  bool has_memory_limit = false;
   {
     absl::MutexLock lock(&mu_);
     Run& run = runs_[run_id];
@@ -169,16 +169,14 @@ void ProcessLauncher::ReportEnd(const std::string& run_id, pid_t pid, std::optio
     exited.set_node_shutdown(run.stopped_by_node);
     exited.set_oom_killed(run.oom_killed);
     log_path = run.log_path;
-    in_cgroup = run.in_cgroup;
+    has_memory_limit = run.memory_limit_bytes > 0;
   }
-  if (in_cgroup) {
-    const bool died_by_sigkill = status && WIFSIGNALED(*status) && WTERMSIG(*status) == SIGKILL;
-    if (options_.memory_cgroups->SawOomKill(run_id, died_by_sigkill) && !exited.oom_killed()) {
-      spdlog::warn("run {}: the kernel killed it for exceeding its memory cgroup's limit", run_id);
-      exited.set_oom_killed(true);
-    }
-    RemoveCgroup(run_id);
+  const bool died_by_sigkill = status && WIFSIGNALED(*status) && WTERMSIG(*status) == SIGKILL;
+  if (has_memory_limit && !exited.oom_killed() && isolation_.SawOomKill(run_id, died_by_sigkill)) {
+    spdlog::warn("run {}: the kernel killed it for exceeding its memory cgroup's limit", run_id);
+    exited.set_oom_killed(true);
   }
+  isolation_.Release(run_id);
   exited.set_output_tail(ReadOutputTail(log_path));
   spdlog::info("run {}: {}pid {} {}{}", run_id, status ? "" : "adopted ", pid,
                status ? DescribeStatus(*status)

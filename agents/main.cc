@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -43,6 +45,9 @@ absl::StatusOr<Agent::Options> MakeOptions(const AgentFlags& flags) {
   options.node = flags.node;
   options.labels = flags.labels;
   options.inject_launch_failures = flags.inject_launch_failures;
+  options.pids_max = flags.pids_max;
+  options.cpu_policy = flags.cpu_policy;
+  options.min_shared_cpus = std::max(1, static_cast<int>(std::ceil(flags.reserve_cpu)));
   options.delay_exit_status = flags.delay_exit_status;
   options.exit_report_delay = flags.exit_report_delay;
   options.address = flags.address;

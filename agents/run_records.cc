@@ -38,7 +38,8 @@ std::string FormatRunRecord(const RunRecord& record) {
   // One "key value" line each; the checkpoint dir last, since it is the only free-form value.
   return absl::StrCat("run_id ", record.run_id, "\npid ", record.pid, "\nstart_ticks ",
                       record.start_ticks, "\nboot_id ", record.boot_id, "\nmemory_limit_bytes ",
-                      record.memory_limit_bytes, "\ncheckpoint_dir ", record.checkpoint_dir, "\n");
+                      record.memory_limit_bytes, "\nexclusive_cpus ", record.exclusive_cpus,
+                      "\ncheckpoint_dir ", record.checkpoint_dir, "\n");
 }
 
 absl::StatusOr<RunRecord> ParseRunRecord(const std::string& text) {
@@ -62,6 +63,8 @@ absl::StatusOr<RunRecord> ParseRunRecord(const std::string& text) {
       record.boot_id = std::string(value);
     } else if (key == "memory_limit_bytes") {
       ok = absl::SimpleAtoi(value, &record.memory_limit_bytes) && record.memory_limit_bytes >= 0;
+    } else if (key == "exclusive_cpus") {
+      record.exclusive_cpus = std::string(value);
     } else if (key == "checkpoint_dir") {
       record.checkpoint_dir = std::string(value);
     }  // Unknown keys are skipped: a newer agent may add some.

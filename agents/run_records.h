@@ -10,7 +10,7 @@
 // (field 22 of /proc/<pid>/stat) and boot id, so a reused pid is never mistaken for the run.
 //
 //   RunRecordStore store(work_dir + "/run-records");
-//   store.Write({run_id, pid, ProcessStartTicks(pid), BootId(), limit, checkpoint_dir});
+//   store.Write({run_id, pid, ProcessStartTicks(pid), BootId(), limit, checkpoint_dir, cpus});
 //   for (const RunRecord& r : store.LoadAlive()) launcher.Adopt(r);  // dead ones are deleted
 //   store.Remove(run_id);
 //
@@ -43,6 +43,8 @@ struct RunRecord {
   int64_t memory_limit_bytes = 0;
   // The job's checkpoint directory, for signs of progress; may be empty.
   std::string checkpoint_dir;
+  // Its exclusive CPUs under --cpu-policy static, a CPU list ("2-3"); "" for none.
+  std::string exclusive_cpus;
 };
 
 // The text of a record file, and back. ParseRunRecord: INVALID_ARGUMENT for malformed text.

@@ -79,22 +79,23 @@ int AboveStdio(int fd) {
   return moved;
 }
 
-// Moves the calling process into the cgroup whose cgroup.procs is `procs_path` (nullptr: none),
-// ignoring failures. Async-signal-safe.
-void JoinCgroup(const char* procs_path) {
-  if (procs_path == nullptr) return;
-  int fd = open(procs_path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  ssize_t ignored = write(fd, "0", 1);  // "0" names the writer.
-  (void)ignored;
-  close(fd);
+// Moves the calling process into each cgroup whose cgroup.procs is listed in the
+// nullptr-terminated `procs_paths`, ignoring failures. Async-signal-safe.
+void JoinCgroups(char* const* procs_paths) {
+  for (; *procs_paths != nullptr; ++procs_paths) {
+    int fd = open(*procs_paths, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    ssize_t ignored = write(fd, "0", 1);  // "0" names the writer.
+    (void)ignored;
+    close(fd);
+  }
 }
 
 // Runs in the forked child: async-signal-safe calls only. Never returns.
 [[noreturn]] void ExecChild(const char* path, char* const* argv, char* const* envp,
-                            const char* working_dir, const char* cgroup_procs, int null_fd,
+                            const char* working_dir, char* const* cgroup_procs, int null_fd,
                             int output_fd, int status_fd) {
-  JoinCgroup(cgroup_procs);
+  JoinCgroups(cgroup_procs);
   sigset_t empty;
   sigemptyset(&empty);
   sigprocmask(SIG_SETMASK, &empty, nullptr);
@@ -209,6 +210,7 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
   }
   std::vector<char*> argv = CStringArray(request.argv);
   std::vector<char*> envp = CStringArray(request.env);
+  std::vector<char*> cgroup_procs = CStringArray(request.cgroup_procs_paths);
 
   FdCloser null_fd(AboveStdio(open("/dev/null", O_RDONLY | O_CLOEXEC)));
   if (null_fd.get() < 0) {
@@ -232,8 +234,7 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
   if (pid < 0) return absl::UnavailableError(absl::StrCat("fork: ", ErrnoText(errno)));
   if (pid == 0) {
     ExecChild(path.c_str(), argv.data(), envp.data(), request.working_dir.c_str(),
-              request.cgroup_procs_path.empty() ? nullptr : request.cgroup_procs_path.c_str(),
-              null_fd.get(), output_fd.get(), status_write.get());
+              cgroup_procs.data(), null_fd.get(), output_fd.get(), status_write.get());
   }
   status_write.Reset();
 

@@ -35,9 +35,10 @@ struct SpawnRequest {
   std::string working_dir;
   // Becomes the child's stdout and stderr. Not owned; the caller closes it after the call.
   int output_fd = -1;
-  // When set, the child moves itself into this cgroup (a cgroup.procs file, see
-  // memory_cgroup.h) before exec. Best effort: a failed write leaves it where the agent is.
-  std::string cgroup_procs_path;
+  // The child moves itself into each of these cgroups (cgroup.procs files, one per hierarchy,
+  // see run_cgroup.h) before exec, in order. Best effort: a failed write leaves it where the
+  // agent is in that hierarchy.
+  std::vector<std::string> cgroup_procs_paths;
 };
 
 // Starts the process in a new session (its pid is also its process group id) with stdin from

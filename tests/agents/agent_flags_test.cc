@@ -38,6 +38,8 @@ TEST_CASE("flags parse with their defaults", "[agent_flags]") {
   CHECK(flags->reserve_memory_mb == 0);
   CHECK(flags->labels.empty());
   CHECK(flags->log_level == "info");
+  CHECK(flags->pids_max == 32768);
+  CHECK(flags->cpu_policy == CpuPolicy::kNone);
 
   flags =
       ParseAgentFlags(With({"--cpus=7.5", "--memory-mb", "2048", "--gpus", "0",
@@ -53,6 +55,12 @@ TEST_CASE("flags parse with their defaults", "[agent_flags]") {
   CHECK(flags->address == "10.0.0.1");
   CHECK(flags->log_level == "debug");
   CHECK(ParseAgentFlags({"--help"})->help);
+
+  flags = ParseAgentFlags(With({"--pids-max", "0", "--cpu-policy=static"}));
+  REQUIRE(flags.ok());
+  CHECK(flags->pids_max == 0);
+  CHECK(flags->cpu_policy == CpuPolicy::kStatic);
+  CHECK(ParseAgentFlags(With({"--cpu-policy", "none"}))->cpu_policy == CpuPolicy::kNone);
 }
 
 TEST_CASE("a bad flag is an error that names it", "[agent_flags]") {
@@ -74,6 +82,9 @@ TEST_CASE("a bad flag is an error that names it", "[agent_flags]") {
       {With({"--labels", "=1"}), "--labels"},
       {With({"--bogus", "1"}), "--bogus"},
       {With({"--gpus"}), "--gpus"},
+      {With({"--pids-max", "-1"}), "--pids-max"},
+      {With({"--pids-max", "lots"}), "--pids-max"},
+      {With({"--cpu-policy", "dynamic"}), "--cpu-policy"},
       {With({"--node", "Node_1"}), "--node"},
       {With({"--node", "-node"}), "--node"},
       {With({"--node", std::string(64, 'a')}), "--node"},
@@ -261,6 +272,8 @@ TEST_CASE("the usage lists every flag", "[agent_flags]") {
                            "--reserve-memory-mb",
                            "--reserve-cpu",
                            "--labels",
+                           "--pids-max",
+                           "--cpu-policy",
                            "--log-level",
                            "--help",
                            "--check",
@@ -286,8 +299,8 @@ TEST_CASE("the usage lists every flag", "[agent_flags]") {
                            "--inject-exit-report-delay"}) {
     CHECK(absl::StrContains(AgentUsage(), flag));
   }
-  for (const char* default_text :
-       {"(default: 60s)", "(default: 30s)", "(default: 5m)", "(default: true)"}) {
+  for (const char* default_text : {"(default: 60s)", "(default: 30s)", "(default: 5m)",
+                                   "(default: true)", "(default: 32768)", "(default: none)"}) {
     CHECK(absl::StrContains(AgentUsage(), default_text));
   }
 }

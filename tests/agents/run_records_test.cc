@@ -49,7 +49,7 @@ pid_t ReadPid(const std::string& path) {
 bool FileExists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
 
 TEST_CASE("a run record reads back as it was written", "[run_records]") {
-  RunRecord record{"j-1/2/worker-0/3", 4242, 987654, "b0-07", 64 << 20, "/ckpt/a b"};
+  RunRecord record{"j-1/2/worker-0/3", 4242, 987654, "b0-07", 64 << 20, "/ckpt/a b", "2-3,6"};
   absl::StatusOr<RunRecord> back = ParseRunRecord(FormatRunRecord(record));
   REQUIRE(back.ok());
   CHECK(back->run_id == record.run_id);
@@ -58,6 +58,9 @@ TEST_CASE("a run record reads back as it was written", "[run_records]") {
   CHECK(back->boot_id == "b0-07");
   CHECK(back->memory_limit_bytes == 64 << 20);
   CHECK(back->checkpoint_dir == "/ckpt/a b");
+  CHECK(back->exclusive_cpus == "2-3,6");
+  record.exclusive_cpus = "";
+  CHECK(ParseRunRecord(FormatRunRecord(record))->exclusive_cpus.empty());
   CHECK_FALSE(ParseRunRecord("run_id x\npid 12\n").ok());
   CHECK_FALSE(ParseRunRecord("run_id x\npid zero\nstart_ticks 5\n").ok());
   CHECK(ParseRunRecord("run_id x\npid 12\nstart_ticks 5\nfuture_key 1\n").ok());
