@@ -64,6 +64,11 @@ void RunCgroups::Add(CgroupVersion version, const std::string& agent_dir,
   hierarchies_.push_back({version, agent_dir, {controller}});
 }
 
+RunCgroups::~RunCgroups() {
+  // rmdir fails (EBUSY, ENOTEMPTY) for a directory that still holds a run: that one stays.
+  for (const std::string& dir : AgentDirs()) rmdir(dir.c_str());
+}
+
 bool RunCgroups::Has(CgroupController controller) const { return Find(controller) != nullptr; }
 
 CgroupVersion RunCgroups::VersionOf(CgroupController controller) const {

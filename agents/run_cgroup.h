@@ -15,10 +15,12 @@
 //            own: v1 writes "c 195:<minor> rwm" to devices.deny; v2 has no such file and gets a
 //            BPF device program instead (device_filter.h)
 //
-// Layout: <parent>/trainctl-agent-<node>/<run id with '/' replaced by '_'> in every hierarchy,
-// where <parent> is the agent's own cgroup there when it can be written (for v2: when it can
-// also enable the controllers for its children), else the hierarchy's root. The (empty)
-// trainctl-agent-<node> directories are kept when the agent ends, for its next start.
+// Layout: <parent>/trainctl-agent-<name>/<run id with '/' replaced by '_'> in every hierarchy,
+// where <name> is the agent's node and a hash of its work dir (two agents on one host never share
+// a directory; a restarted agent finds its own), and <parent> is the agent's own cgroup there when
+// it can be written (for v2: when it can also enable the controllers for its children), else the
+// hierarchy's root. The (empty) trainctl-agent-<name> directories are kept when the agent ends, for
+// its next start.
 //
 // Detect() takes each controller from cgroup v2 where the v2 hierarchy offers it, else from v1.
 // On a hybrid host (v1 controllers and a cgroup2 mount with none) that means devices through v2's
@@ -91,6 +93,11 @@ class RunCgroups {
   static std::unique_ptr<RunCgroups> Detect(const std::string& node) {
     return Detect(node, Options());
   }
+
+  RunCgroups(const RunCgroups&) = delete;
+  RunCgroups& operator=(const RunCgroups&) = delete;
+  // Removes the agent's directories that hold no run any more.
+  ~RunCgroups();
 
   bool Has(CgroupController controller) const;
   // The version of the hierarchy `controller` is used in. REQUIRES: Has(controller).

@@ -22,7 +22,7 @@ TEST_CASE("only whole CPU requests ask for exclusive CPUs", "[cpu_manager]") {
   }
 }
 
-TEST_CASE("--cpu-policy is none or static", "[cpu_manager]") {
+TEST_CASE("the CPU policy flag value is none or static", "[cpu_manager]") {
   CHECK(*ParseCpuPolicy("none") == CpuPolicy::kNone);
   CHECK(*ParseCpuPolicy("static") == CpuPolicy::kStatic);
   absl::StatusOr<CpuPolicy> bad = ParseCpuPolicy("dynamic");
