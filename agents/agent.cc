@@ -7,8 +7,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "agents/gpu_inventory.h"
 #include "agents/run_cgroup.h"
 #include "agents/run_records.h"
 #include "spdlog/spdlog.h"
@@ -45,9 +47,29 @@ std::shared_ptr<grpc::Channel> MakeChannel(const Agent::Options& options) {
   return grpc::CreateCustomChannel(options.scheduler, grpc::InsecureChannelCredentials(), args);
 }
 
+// The name of the agent's cgroup directories: its node and a hash (FNV-1a) of its work dir, so
+// that two agents on one host (a test cluster, or agents of two clusters) never share the
+// cgroups of runs with the same id, while an agent that restarts finds its own again.
+std::string CgroupName(const Agent::Options& options) {
+  uint32_t hash = 2166136261u;
+  for (unsigned char c : options.work_dir) {
+    hash ^= c;
+    hash *= 16777619u;
+  }
+  return absl::StrCat(options.node, "-", absl::Hex(hash, absl::kZeroPad8));
+}
+
 // Fills in what the check configuration takes from the rest of the options.
 Agent::Options WithCheckDefaults(Agent::Options options) {
-  options.checks.gpus = options.capacity.gpus();
+  options.checks.gpu_devices.clear();
+  options.checks.synthetic_gpus = false;
+  for (const trainctl::v1::GpuDevice& d : options.gpu_devices) {
+    if (IsSynthetic(d)) {
+      options.checks.synthetic_gpus = true;
+    } else {
+      options.checks.gpu_devices.push_back(d.index());
+    }
+  }
   if (options.checks.host.cache.path.empty()) options.checks.host.cache.path = options.work_dir;
   return options;
 }
@@ -79,7 +101,8 @@ Agent::Agent(Options options)
         launcher_options.progress_interval = options_.progress_interval;
         launcher_options.inject_launch_failures = options_.inject_launch_failures;
         // The launcher logs which controllers runs are isolated by, and which not.
-        launcher_options.cgroups = RunCgroups::Detect(options_.node);
+        launcher_options.cgroups = RunCgroups::Detect(CgroupName(options_));
+        launcher_options.gpu_inventory = options_.gpu_devices;
         launcher_options.pids_max = options_.pids_max;
         launcher_options.cpu_policy = options_.cpu_policy;
         launcher_options.min_shared_cpus = options_.min_shared_cpus;
@@ -347,6 +370,7 @@ trainctl::v1::AgentMessage Agent::StartStream() {
   *reg.mutable_capacity() = options_.capacity;
   *reg.mutable_allocatable() = options_.allocatable;
   reg.mutable_labels()->insert(options_.labels.begin(), options_.labels.end());
+  for (const trainctl::v1::GpuDevice& d : options_.gpu_devices) *reg.add_gpu_devices() = d;
   reg.set_agent_version(kVersion);
   reg.set_agent_instance(instance_);
   reg.mutable_config()->insert(check_config_.begin(), check_config_.end());

@@ -85,6 +85,8 @@ class Agent {
     trainctl::v1::NodeResources capacity;
     trainctl::v1::NodeResources allocatable;
     std::map<std::string, std::string> labels;
+    // Every GPU of the node (capacity.gpus of them), registered with the scheduler.
+    std::vector<trainctl::v1::GpuDevice> gpu_devices;
     // Reconnect backoff: starts at `initial_backoff`, doubles up to `max_backoff`, +-20% jitter.
     absl::Duration initial_backoff = absl::Milliseconds(200);
     absl::Duration max_backoff = absl::Seconds(5);
@@ -102,8 +104,8 @@ class Agent {
     // before its exit checks). -1: off.
     int delay_exit_status = -1;
     absl::Duration exit_report_delay = absl::ZeroDuration();
-    // What the node checks, and when. checks.gpus is taken from capacity.gpus(), and an empty
-    // checks.host.cache.path becomes work_dir.
+    // What the node checks, and when. checks.gpu_devices and checks.synthetic_gpus are taken
+    // from gpu_devices, and an empty checks.host.cache.path becomes work_dir.
     NodeCheckConfig checks;
     // The host as the check items see it; null: the real one (RealHostProbe). For tests.
     std::shared_ptr<const HostProbe> probe;

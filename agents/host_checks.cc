@@ -8,15 +8,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "agents/host_commands.h"
 #include "agents/host_resources.h"
+#include "common/index_list.h"
 #include "spdlog/spdlog.h"
 
 namespace trainctl::agent {
@@ -28,16 +32,6 @@ CheckResult Result(std::string item, bool passed, std::string measured, std::str
                    std::string message) {
   return CheckResult{std::move(item), passed, std::move(measured), std::move(threshold),
                      std::move(message)};
-}
-
-// True when an executable named `name` is in one of $PATH's directories.
-bool OnPath(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  if (path == nullptr) return false;
-  for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
-    if (access(absl::StrCat(dir, "/", name).c_str(), X_OK) == 0) return true;
-  }
-  return false;
 }
 
 // One limit of the `ulimit` item, in the unit ulimit(1) shows.
@@ -85,20 +79,20 @@ absl::StatusOr<uint64_t> RealHostProbe::SoftLimit(int resource) const {
   return static_cast<uint64_t>(limit.rlim_cur);
 }
 
-absl::StatusOr<int32_t> RealHostProbe::GpuCount() const {
-  if (!OnPath("nvidia-smi")) return CountNvidiaDevices();
-  FILE* out = popen("nvidia-smi -L 2>/dev/null", "r");
-  if (out == nullptr) return absl::InternalError(absl::StrCat("nvidia-smi: ", strerror(errno)));
-  int32_t gpus = 0;
-  char line[512];
-  while (fgets(line, sizeof(line), out) != nullptr) {
-    if (absl::StartsWith(line, "GPU ")) ++gpus;
+absl::StatusOr<std::vector<int32_t>> RealHostProbe::GpuIndices() const {
+  if (!OnPath("nvidia-smi")) return NvidiaDeviceMinors();
+  absl::StatusOr<std::string> out =
+      CommandOutput("nvidia-smi --query-gpu=index --format=csv,noheader");
+  if (!out.ok()) return out.status();
+  std::vector<int32_t> indices;
+  for (absl::string_view line : absl::StrSplit(*out, '\n', absl::SkipWhitespace())) {
+    int32_t index;
+    if (!absl::SimpleAtoi(line, &index)) {
+      return absl::InternalError(absl::StrCat("nvidia-smi printed \"", line, "\", not an index"));
+    }
+    indices.push_back(index);
   }
-  int status = pclose(out);
-  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return absl::InternalError("nvidia-smi -L failed");
-  }
-  return gpus;
+  return indices;
 }
 
 CheckResult CheckDns(const std::vector<std::string>& hostnames, const HostProbe& probe) {
@@ -169,20 +163,39 @@ CheckResult CheckUlimit(const HostCheckConfig& config, const HostProbe& probe) {
                 absl::StrJoin(passed ? passes : failures, "; "));
 }
 
-CheckResult CheckGpus(int32_t gpus_needed, const HostProbe& probe) {
-  std::string need = absl::StrCat(">= ", gpus_needed, " GPUs");
-  if (gpus_needed <= 0) return Result("gpu-check", true, "", need, "no GPUs needed");
-  absl::StatusOr<int32_t> gpus = probe.GpuCount();
+CheckResult CheckGpus(const CheckRequest& request, const HostProbe& probe) {
+  const std::vector<int32_t>& wanted = request.gpu_devices;
+  const int32_t gpus_needed = request.gpus_needed;
+  std::string need = wanted.empty() ? absl::StrCat(">= ", gpus_needed, " GPUs")
+                                    : absl::StrCat("GPUs ", FormatIndexList(wanted));
+  if (wanted.empty() && gpus_needed <= 0) {
+    return Result("gpu-check", true, "", need, "no GPUs needed");
+  }
+  absl::StatusOr<std::vector<int32_t>> gpus = probe.GpuIndices();
   if (!gpus.ok()) {
     return Result("gpu-check", false, "", need,
-                  absl::StrCat("cannot count GPUs: ", gpus.status().message()));
+                  absl::StrCat("cannot list GPUs: ", gpus.status().message()));
   }
-  std::string measured = absl::StrCat(*gpus, " GPUs detected");
-  if (*gpus >= gpus_needed) {
-    return Result("gpu-check", true, measured, need,
-                  absl::StrCat(measured, ", ", gpus_needed, " needed"));
+  std::string measured = absl::StrCat(gpus->size(), " GPUs detected");
+  if (wanted.empty()) {
+    if (static_cast<int32_t>(gpus->size()) >= gpus_needed) {
+      return Result("gpu-check", true, measured, need,
+                    absl::StrCat(measured, ", ", gpus_needed, " needed"));
+    }
+    return Result("gpu-check", false, measured, need, absl::StrCat(measured, ", need ", need));
   }
-  return Result("gpu-check", false, measured, need, absl::StrCat(measured, ", need ", need));
+  std::vector<int32_t> missing;
+  for (int32_t index : wanted) {
+    if (std::find(gpus->begin(), gpus->end(), index) == gpus->end()) missing.push_back(index);
+  }
+  if (missing.empty()) {
+    return Result("gpu-check", true, measured, need, absl::StrCat(need, " present, ", measured));
+  }
+  return Result(
+      "gpu-check", false, measured, need,
+      absl::StrCat(missing.size() == 1 ? "GPU " : "GPUs ", FormatIndexList(missing), " of ", need,
+                   missing.size() == 1 ? " is" : " are", " missing; ", measured,
+                   gpus->empty() ? "" : absl::StrCat(": ", FormatIndexList(*gpus))));
 }
 
 std::vector<CheckResult> RunChecks(const HostCheckConfig& config, const HostProbe& probe,
@@ -193,7 +206,7 @@ std::vector<CheckResult> RunChecks(const HostCheckConfig& config, const HostProb
   results.push_back(CheckDiskSize("shm", config.shm, probe));
   results.push_back(CheckDiskSize("cache", config.cache, probe));
   if (config.infiniband) results.push_back(CheckUlimit(config, probe));
-  results.push_back(CheckGpus(request.gpus_needed, probe));
+  results.push_back(CheckGpus(request, probe));
   return results;
 }
 

@@ -62,8 +62,12 @@ struct HostCheckConfig {
 struct CheckRequest {
   // Every hostname of the job; the `dns` item resolves each.
   std::vector<std::string> hostnames;
-  // GPUs the job uses here; 0 makes `gpu-check` pass without probing.
+  // GPUs the job uses here, by count (`trainctl-agent --check --gpus-needed N`); 0 makes
+  // `gpu-check` pass without probing, unless gpu_devices is set.
   int32_t gpus_needed = 0;
+  // The GPUs the replica will get (or, for periodic runs, every GPU the node offers), by index:
+  // each must be visible. Takes precedence over gpus_needed.
+  std::vector<int32_t> gpu_devices = {};
 };
 
 // The host as the checks see it. Implementations must be safe to call from any thread.
@@ -80,18 +84,19 @@ class HostProbe {
   // This process's soft limit for `resource` (an RLIMIT_* constant) in the unit getrlimit uses
   // (bytes for RLIMIT_MEMLOCK and RLIMIT_STACK), or kUnlimited.
   virtual absl::StatusOr<uint64_t> SoftLimit(int resource) const = 0;
-  // GPUs visible on this host.
-  virtual absl::StatusOr<int32_t> GpuCount() const = 0;
+  // The indices of the GPUs visible on this host now.
+  virtual absl::StatusOr<std::vector<int32_t>> GpuIndices() const = 0;
 };
 
-// The probe backed by the system: statvfs, getaddrinfo, getrlimit, and for GPUs the lines of
-// `nvidia-smi -L` when nvidia-smi is on PATH, else the number of /dev/nvidia<N>.
+// The probe backed by the system: statvfs, getaddrinfo, getrlimit, and for GPUs the indices
+// `nvidia-smi --query-gpu=index` lists when nvidia-smi is on PATH, else the N of each
+// /dev/nvidia<N>.
 class RealHostProbe : public HostProbe {
  public:
   absl::StatusOr<uint64_t> FreeBytes(const std::string& path) const override;
   absl::Status Resolve(const std::string& hostname) const override;
   absl::StatusOr<uint64_t> SoftLimit(int resource) const override;
-  absl::StatusOr<int32_t> GpuCount() const override;
+  absl::StatusOr<std::vector<int32_t>> GpuIndices() const override;
 };
 
 // The single items. A probe error makes the item fail with the error in its message.
@@ -100,7 +105,9 @@ CheckResult CheckDns(const std::vector<std::string>& hostnames, const HostProbe&
 CheckResult CheckDiskSize(const std::string& name, const DiskThreshold& threshold,
                           const HostProbe& probe);
 CheckResult CheckUlimit(const HostCheckConfig& config, const HostProbe& probe);
-CheckResult CheckGpus(int32_t gpus_needed, const HostProbe& probe);
+// By request.gpu_devices when set ("GPUs 4-7 present, 8 detected"; else which are missing),
+// else by request.gpus_needed ("8 GPUs detected, 4 needed").
+CheckResult CheckGpus(const CheckRequest& request, const HostProbe& probe);
 
 // Every item that applies to this host, in the order dns, disk-size root, disk-size shm,
 // disk-size cache, ulimit (only with config.infiniband), gpu-check.

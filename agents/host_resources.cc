@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -28,17 +29,22 @@ std::optional<int64_t> ParseMemTotalMb(const std::string& meminfo) {
   return std::nullopt;
 }
 
-int32_t CountNvidiaDevices(const std::string& dev_dir) {
+std::vector<int32_t> NvidiaDeviceMinors(const std::string& dev_dir) {
+  std::vector<int32_t> minors;
   DIR* dir = opendir(dev_dir.c_str());
-  if (dir == nullptr) return 0;
-  int32_t count = 0;
+  if (dir == nullptr) return minors;
   while (struct dirent* entry = readdir(dir)) {
     absl::string_view name = entry->d_name;
-    if (!absl::ConsumePrefix(&name, "nvidia") || name.empty()) continue;
-    if (name.find_first_not_of("0123456789") == absl::string_view::npos) ++count;
+    int32_t minor;
+    if (absl::ConsumePrefix(&name, "nvidia") && !name.empty() &&
+        name.find_first_not_of("0123456789") == absl::string_view::npos &&
+        absl::SimpleAtoi(name, &minor)) {
+      minors.push_back(minor);
+    }
   }
   closedir(dir);
-  return count;
+  std::sort(minors.begin(), minors.end());
+  return minors;
 }
 
 absl::StatusOr<HostResources> DetectHostResources() {
@@ -55,7 +61,6 @@ absl::StatusOr<HostResources> DetectHostResources() {
   std::optional<int64_t> memory_mb = ParseMemTotalMb(text.str());
   if (!memory_mb) return absl::InternalError("cannot read MemTotal from /proc/meminfo");
   out.memory_mb = *memory_mb;
-  out.gpus = CountNvidiaDevices();
   return out;
 }
 

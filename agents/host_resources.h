@@ -1,4 +1,5 @@
-// What this host offers to trainctl: CPUs, memory and GPUs, detected or given by flags.
+// What this host offers to trainctl: CPUs and memory, detected or given by flags. GPUs are in
+// gpu_inventory.h.
 //
 //   absl::StatusOr<HostResources> host = DetectHostResources();
 //
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -16,17 +18,17 @@ namespace trainctl::agent {
 struct HostResources {
   double cpu = 0;
   int64_t memory_mb = 0;
-  int32_t gpus = 0;
 };
 
-// CPUs this process may run on (sched_getaffinity), MemTotal from /proc/meminfo, and the number
-// of /dev/nvidia<N> devices. INTERNAL when the CPU count or the memory cannot be read.
+// CPUs this process may run on (sched_getaffinity) and MemTotal from /proc/meminfo. INTERNAL when
+// the CPU count or the memory cannot be read.
 absl::StatusOr<HostResources> DetectHostResources();
 
 // MemTotal in MiB from the text of /proc/meminfo; nullopt when absent or malformed.
 std::optional<int64_t> ParseMemTotalMb(const std::string& meminfo);
 
-// Number of entries of `dev_dir` named nvidia<digits> ("nvidia0", not "nvidiactl").
-int32_t CountNvidiaDevices(const std::string& dev_dir = "/dev");
+// The N of each entry of `dev_dir` named nvidia<N> ("nvidia0", not "nvidiactl"), in increasing
+// order: the minor numbers of the host's NVIDIA GPUs.
+std::vector<int32_t> NvidiaDeviceMinors(const std::string& dev_dir = "/dev");
 
 }  // namespace trainctl::agent

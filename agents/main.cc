@@ -20,6 +20,7 @@
 #include "agents/agent.h"
 #include "agents/agent_flags.h"
 #include "agents/check_program.h"
+#include "agents/gpu_inventory.h"
 #include "agents/host_checks.h"
 #include "agents/host_resources.h"
 #include "agents/run_files.h"
@@ -61,12 +62,15 @@ absl::StatusOr<Agent::Options> MakeOptions(const AgentFlags& flags) {
     absl::StatusOr<HostResources> detected = DetectHostResources();
     if (!detected.ok()) return detected.status();
     host = *detected;
-  } else {
-    host.gpus = CountNvidiaDevices();
   }
+  options.gpu_devices = flags.gpus ? SyntheticGpus(*flags.gpus) : DetectGpus();
   options.capacity.set_cpu(flags.cpus.value_or(host.cpu));
   options.capacity.set_memory_mb(flags.memory_mb.value_or(host.memory_mb));
-  options.capacity.set_gpus(flags.gpus.value_or(host.gpus));
+  options.capacity.set_gpus(static_cast<int32_t>(options.gpu_devices.size()));
+  // The GPUs' model, for node selectors, unless the operator labelled it.
+  if (std::string model = GpuModelLabel(options.gpu_devices); !model.empty()) {
+    options.labels.try_emplace(kGpuModelLabel, model);
+  }
   if (flags.reserve_cpu >= options.capacity.cpu()) {
     return absl::InvalidArgumentError(absl::StrCat("--reserve-cpu: ", flags.reserve_cpu,
                                                    " leaves no CPU of the node's ",

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agents/check_program.h"
+#include "common/index_list.h"
 #include "common/time_util.h"
 #include "spdlog/spdlog.h"
 
@@ -76,7 +77,10 @@ std::map<std::string, std::string> DescribeCheckConfig(const NodeCheckConfig& co
           ? absl::StrCat("memlock > ", host.min_memlock_kib, " KiB, nofile > ", host.min_nofile,
                          ", stack > ", host.min_stack_kib, " KiB, nproc > ", host.min_nproc)
           : "off (no --infiniband)";
-  out["gpu-check"] = absl::StrCat(config.gpus, " gpus");
+  out["gpu-check"] = config.synthetic_gpus ? "off (synthetic GPUs from --gpus)"
+                     : config.gpu_devices.empty()
+                         ? "off (no GPUs)"
+                         : absl::StrCat("GPUs ", FormatIndexList(config.gpu_devices));
   out["preflight"] = config.preflight ? "on" : "off";
   out["health-check-interval"] = OrOff(config.health_check_interval);
   out["health-check-program"] = OrNone(config.health_check_program);
@@ -96,7 +100,11 @@ NodeChecker::NodeChecker(NodeCheckConfig config, std::string node, std::string w
 trainctl::v1::CheckRun NodeChecker::RunPreflight(const trainctl::v1::LaunchReplica& launch) const {
   CheckRequest request;
   request.hostnames.assign(launch.hostnames().begin(), launch.hostnames().end());
-  request.gpus_needed = launch.resources().gpus();
+  if (!config_.synthetic_gpus) {
+    // The GPUs it will get; a scheduler that sends none is checked by count.
+    request.gpu_devices.assign(launch.gpu_devices().begin(), launch.gpu_devices().end());
+    if (request.gpu_devices.empty()) request.gpus_needed = launch.resources().gpus();
+  }
   std::vector<CheckResult> results = RunChecks(config_.host, *probe_, request);
   trainctl::v1::CheckRun run = MakeCheckRun("preflight", results, WallNowMs());
   run.set_job_id(launch.job_id());
@@ -108,7 +116,7 @@ trainctl::v1::CheckRun NodeChecker::RunPreflight(const trainctl::v1::LaunchRepli
 trainctl::v1::CheckRun NodeChecker::RunHealthChecks(const std::string& phase,
                                                     const Cancelled& cancelled) const {
   CheckRequest request;
-  request.gpus_needed = config_.gpus;
+  if (!config_.synthetic_gpus) request.gpu_devices = config_.gpu_devices;
   std::vector<CheckResult> results = RunChecks(config_.host, *probe_, request);
   if (!config_.health_check_program.empty()) {
     results.push_back(RunProgramItem("health-program", config_.health_check_program,

@@ -43,8 +43,11 @@ namespace trainctl::agent {
 struct NodeCheckConfig {
   // Thresholds of the host items. host.cache.path is the work dir.
   HostCheckConfig host;
-  // GPUs the node offers: what gpu-check requires of periodic and exit runs.
-  int32_t gpus = 0;
+  // The GPUs the node offers, by index: what gpu-check requires of periodic and exit runs. The
+  // preflight requires the launch's own (LaunchReplica.gpu_devices).
+  std::vector<int32_t> gpu_devices;
+  // The node's GPUs are synthetic (--gpus N): nothing to probe, gpu-check passes.
+  bool synthetic_gpus = false;
   // Run the preflight before a job attempt's replicas start.
   bool preflight = true;
   // Between periodic runs; zero: no periodic runs.

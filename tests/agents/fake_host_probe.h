@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "agents/host_checks.h"
 
@@ -26,7 +27,8 @@ class FakeHostProbe : public HostProbe {
                                     {RLIMIT_NOFILE, 1048576},
                                     {RLIMIT_STACK, 8192 * 1024},
                                     {RLIMIT_NPROC, kUnlimited}};
-  absl::StatusOr<int32_t> gpus = 8;
+  // The indices of the GPUs it sees: 0..7.
+  absl::StatusOr<std::vector<int32_t>> gpus = Gpus(8);
   // FreeBytes("/") calls so far: one per check run.
   mutable std::atomic<int> root_probes{0};
 
@@ -41,7 +43,14 @@ class FakeHostProbe : public HostProbe {
     return absl::NotFoundError(hostname + ": Name or service not known");
   }
   absl::StatusOr<uint64_t> SoftLimit(int resource) const override { return limits.at(resource); }
-  absl::StatusOr<int32_t> GpuCount() const override { return gpus; }
+  absl::StatusOr<std::vector<int32_t>> GpuIndices() const override { return gpus; }
+
+  // GPUs 0..count-1.
+  static std::vector<int32_t> Gpus(int32_t count) {
+    std::vector<int32_t> out;
+    for (int32_t i = 0; i < count; ++i) out.push_back(i);
+    return out;
+  }
 };
 
 }  // namespace trainctl::agent::testing

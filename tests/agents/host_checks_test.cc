@@ -78,16 +78,29 @@ TEST_CASE("each item passes or fails with its message", "[host_checks]") {
        true, "item gpu-check passed: 8 GPUs detected, 8 needed"},
       {"R20 too few GPUs",
        [](FakeHostProbe& p, auto&, CheckRequest& r) {
-         p.gpus = 7;
+         p.gpus = FakeHostProbe::Gpus(7);
          r.gpus_needed = 8;
        },
        "gpu-check", false, "item gpu-check failed: 7 GPUs detected, need >= 8 GPUs"},
       {"R20 GPUs cannot be counted",
        [](FakeHostProbe& p, auto&, CheckRequest& r) {
-         p.gpus = absl::InternalError("nvidia-smi -L failed");
+         p.gpus = absl::InternalError("nvidia-smi failed");
          r.gpus_needed = 1;
        },
-       "gpu-check", false, "item gpu-check failed: cannot count GPUs: nvidia-smi -L failed"},
+       "gpu-check", false, "item gpu-check failed: cannot list GPUs: nvidia-smi failed"},
+      {"R20 the replica's own GPUs are present",
+       [](auto&, auto&, CheckRequest& r) {
+         r.gpu_devices = {4, 5, 6, 7};
+       },
+       "gpu-check", true, "item gpu-check passed: GPUs 4-7 present, 8 GPUs detected"},
+      {"R20 one of the replica's GPUs is missing",
+       [](FakeHostProbe& p, auto&, CheckRequest& r) {
+         p.gpus = std::vector<int32_t>{0, 1, 2, 4, 5, 6, 7};
+         r.gpu_devices = {2, 3};
+         r.gpus_needed = 1;  // the devices decide, not the count
+       },
+       "gpu-check", false,
+       "item gpu-check failed: GPU 3 of GPUs 2-3 is missing; 7 GPUs detected: 0-2,4-7"},
       {"R20 no GPUs needed passes without GPUs",
        [](FakeHostProbe& p, auto&, auto&) { p.gpus = absl::InternalError("no driver"); },
        "gpu-check", true, "item gpu-check passed: no GPUs needed"},

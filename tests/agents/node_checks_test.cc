@@ -89,13 +89,17 @@ TEST_CASE("exit checks follow abnormal exits only", "[node_checks]") {
 TEST_CASE("the check configuration is described for node describe", "[node_checks]") {
   NodeCheckConfig config;
   config.host.cache.path = "/var/lib/trainctl";
-  config.gpus = 2;
+  config.gpu_devices = {0, 1};
   std::map<std::string, std::string> described = DescribeCheckConfig(config);
   CHECK(described.at("disk-size root") == "/ > 32 GB");
   CHECK(described.at("disk-size shm") == "/dev/shm > 1 GB");
   CHECK(described.at("disk-size cache") == "/var/lib/trainctl > 32 GB");
   CHECK(described.at("ulimit") == "off (no --infiniband)");
-  CHECK(described.at("gpu-check") == "2 gpus");
+  CHECK(described.at("gpu-check") == "GPUs 0-1");
+  config.synthetic_gpus = true;
+  CHECK(DescribeCheckConfig(config).at("gpu-check") == "off (synthetic GPUs from --gpus)");
+  config = NodeCheckConfig();
+  CHECK(DescribeCheckConfig(config).at("gpu-check") == "off (no GPUs)");
   CHECK(described.at("preflight") == "on");
   CHECK(described.at("health-check-interval") == "1m");
   CHECK(described.at("health-check-program") == "none");
@@ -137,7 +141,7 @@ class NodeCheckerFixture {
  public:
   explicit NodeCheckerFixture(const std::string& program_body = "") {
     config_.host.cache.path = "/work";
-    config_.gpus = 8;
+    config_.gpu_devices = FakeHostProbe::Gpus(8);
     if (!program_body.empty()) {
       config_.health_check_program = dir_.path() + "/health.sh";
       std::ofstream(config_.health_check_program) << "#!/bin/sh\n" << program_body << "\n";
@@ -168,6 +172,7 @@ TEST_CASE("the preflight checks the launch's hosts and GPUs", "[node_checks]") {
   launch.add_hostnames("worker-0");
   launch.add_hostnames("ghost");
   launch.mutable_resources()->set_gpus(4);
+  for (int32_t gpu : {4, 5, 6, 7}) launch.add_gpu_devices(gpu);
   trainctl::v1::CheckRun run = f.Make().RunPreflight(launch);
   CHECK(run.phase() == "preflight");
   CHECK(run.job_id() == "j-1");
@@ -176,7 +181,17 @@ TEST_CASE("the preflight checks the launch's hosts and GPUs", "[node_checks]") {
   CHECK(Items(run) == std::vector<std::string>{"dns", "disk-size root", "disk-size shm",
                                                "disk-size cache", "gpu-check"});
   CHECK_FALSE(run.items(0).passed());
-  CHECK(run.items(4).message() == "8 GPUs detected, 4 needed");
+  CHECK(run.items(4).message() == "GPUs 4-7 present, 8 GPUs detected");
+
+  // It checks the GPUs the replica will get, not how many there are.
+  f.probe()->gpus = std::vector<int32_t>{0, 1, 2, 3, 4, 5, 7};
+  run = f.Make().RunPreflight(launch);
+  CHECK(run.items(4).message() == "GPU 6 of GPUs 4-7 is missing; 7 GPUs detected: 0-5,7");
+  // Synthetic GPUs (--gpus N) are not probed.
+  f.config().synthetic_gpus = true;
+  CHECK(f.Make().RunPreflight(launch).items(4).message() == "no GPUs needed");
+  f.config().synthetic_gpus = false;
+  f.probe()->gpus = FakeHostProbe::Gpus(8);
 
   // The thresholds are the node's own.
   f.probe()->resolvable.insert("ghost");
@@ -194,7 +209,7 @@ TEST_CASE("health checks run the host items and the health program", "[node_chec
     CHECK(run.passed());
     CHECK(Items(run) == std::vector<std::string>{"dns", "disk-size root", "disk-size shm",
                                                  "disk-size cache", "gpu-check"});
-    CHECK(run.items(4).message() == "8 GPUs detected, 8 needed");  // Every GPU offered.
+    CHECK(run.items(4).message() == "GPUs 0-7 present, 8 GPUs detected");  // Every GPU offered.
   }
   SECTION("with a failing program") {
     NodeCheckerFixture f("echo \"GPU 3 fell off the bus on $TRAINCTL_NODE\"; exit 1");

@@ -1,7 +1,8 @@
 // GPUs end to end with synthetic devices (`trainctl-agent --gpus 8`, no GPU needed): what each
 // replica sees (CUDA_VISIBLE_DEVICES, LOCAL_RANK, ...) is the devices the scheduler gave it, two
 // jobs on one host never share one, devices come back when a job ends, and `trainctl node
-// describe` shows who holds each.
+// describe` shows who holds each. And the CPU a replica asked for is the CFS quota of its cgroup.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
 #include <set>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "agents/cgroup_fs.h"
 #include "tests/integration/mini_cluster.h"
 
 namespace trainctl::testing {
@@ -175,6 +177,58 @@ TEST_CASE("a job that sets CUDA_VISIBLE_DEVICES itself is refused", "[integratio
   CHECK_THAT(r.err,
              Catch::Contains("INVALID_ARGUMENT: workerPools[0].env[\"CUDA_VISIBLE_DEVICES\"] "
                              "is set by trainctl for each replica"));
+}
+
+// The directory of `pid`'s cgroup in the hierarchy holding `controller`, or "" when none holds it.
+std::string CgroupDirOf(pid_t pid, const std::string& controller) {
+  const std::string self = ReadTextFile(absl::StrCat("/proc/", pid, "/cgroup"));
+  for (const agent::CgroupMount& m :
+       agent::ParseCgroupMounts(ReadTextFile("/proc/self/mountinfo"))) {
+    const std::string own = agent::OwnCgroup(self, m);
+    if (own.empty() || m.root != "/") continue;
+    const std::string dir = m.mount_point + own;
+    const bool holds =
+        m.version == agent::CgroupVersion::kV1
+            ? std::find(m.controllers.begin(), m.controllers.end(), controller) !=
+                  m.controllers.end()
+            : agent::ListsWord(ReadTextFile(dir + "/cgroup.controllers"), controller);
+    if (holds) return dir;
+  }
+  return "";
+}
+
+TEST_CASE("a running replica's cgroup holds its cpu request as a CFS quota, and pids.max",
+          "[integration][devices]") {
+  MiniCluster c(OneGpuHost());
+  const std::string id = c.Submit(c.Spec(R"(
+workerPools:
+- name: chief
+  replicaCount: 1
+  command: [WORKLOAD, --wait-file, DIR/go]
+  resources: {cpu: 0.5, memoryMb: 64}
+)"));
+  const v1::Job job = c.WaitForJob(id, [](const v1::Job& j) {
+    return j.replicas(0).state() == v1::REPLICA_STATE_RUNNING && j.replicas(0).pid() > 0;
+  });
+  const pid_t pid = static_cast<pid_t>(job.replicas(0).pid());
+  const std::string cpu = CgroupDirOf(pid, "cpu");
+  const std::string pids = CgroupDirOf(pid, "pids");
+  if (cpu.find("trainctl-agent-") == std::string::npos ||
+      pids.find("trainctl-agent-") == std::string::npos) {
+    WARN("skipped: the agent has no cpu and pids cgroups here (" << cpu << ", " << pids << ")");
+    c.WriteFile("go", "");
+    return;
+  }
+  INFO(cpu);
+  if (ReadTextFile(cpu + "/cpu.max").empty()) {  // cgroup v1
+    CHECK(ReadTextFile(cpu + "/cpu.cfs_period_us") == "100000\n");
+    CHECK(ReadTextFile(cpu + "/cpu.cfs_quota_us") == "50000\n");
+  } else {
+    CHECK(ReadTextFile(cpu + "/cpu.max") == "50000 100000\n");
+  }
+  CHECK(ReadTextFile(pids + "/pids.max") == "32768\n");
+  c.WriteFile("go", "");
+  CHECK(c.WaitForEnd(id).state() == v1::JOB_STATE_SUCCEEDED);
 }
 
 }  // namespace
