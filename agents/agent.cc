@@ -195,6 +195,8 @@ std::optional<ProcessLauncher::PreflightFailure> Agent::Preflight(
     spdlog::info("run {}: preflight of job {} attempt {} already {} on this node (run for {})",
                  launch.run_id(), launch.job_id(), launch.attempt(),
                  run->passed() ? "passed" : "failed", run->run_id());
+    // Its own GPUs are not the ones that run checked.
+    if (run->passed()) run = checker_.ForReplica(*std::move(run), launch);
   } else {
     run = checker_.RunPreflight(launch);
     preflight_cache_.Insert(launch.job_id(), launch.attempt(), *run);

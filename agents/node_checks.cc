@@ -113,6 +113,23 @@ trainctl::v1::CheckRun NodeChecker::RunPreflight(const trainctl::v1::LaunchRepli
   return run;
 }
 
+trainctl::v1::CheckRun NodeChecker::ForReplica(trainctl::v1::CheckRun shared,
+                                               const trainctl::v1::LaunchReplica& launch) const {
+  shared.set_run_id(launch.run_id());
+  if (config_.synthetic_gpus || launch.gpu_devices().empty()) return shared;
+  CheckRequest request;
+  request.gpu_devices.assign(launch.gpu_devices().begin(), launch.gpu_devices().end());
+  const CheckResult gpus = CheckGpus(request, *probe_);
+  bool passed = true;
+  for (trainctl::v1::CheckResult& item : *shared.mutable_items()) {
+    if (item.item() == gpus.item) item = ToProto(gpus);
+    passed = passed && item.passed();
+  }
+  shared.set_passed(passed);
+  if (!gpus.passed) Log(absl::StrCat("preflight check for ", launch.run_id(), ": "), {gpus});
+  return shared;
+}
+
 trainctl::v1::CheckRun NodeChecker::RunHealthChecks(const std::string& phase,
                                                     const Cancelled& cancelled) const {
   CheckRequest request;

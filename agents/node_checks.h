@@ -95,9 +95,17 @@ class NodeChecker {
 
   const NodeCheckConfig& config() const { return config_; }
 
-  // The preflight for a launch: the host items for launch.hostnames() and
-  // launch.resources().gpus(). job_id and run_id are the launch's.
+  // The preflight for a launch: the host items for launch.hostnames() and the launch's own GPUs
+  // (launch.gpu_devices(); by count, resources.gpus, from a scheduler that sends none). job_id and
+  // run_id are the launch's.
   trainctl::v1::CheckRun RunPreflight(const trainctl::v1::LaunchReplica& launch) const;
+
+  // The preflight `shared` of the launch's attempt (run for another of its replicas), as it
+  // holds for `launch`: its gpu-check item checked again for the launch's own GPUs, and the run
+  // failed when they are missing. Unchanged (but for run_id) for a launch without GPUs or on a
+  // node with synthetic ones: the rest of the host is the same for every replica.
+  trainctl::v1::CheckRun ForReplica(trainctl::v1::CheckRun shared,
+                                    const trainctl::v1::LaunchReplica& launch) const;
 
   // The periodic set (host items and the health program) as `phase` ("periodic" or "exit").
   trainctl::v1::CheckRun RunHealthChecks(const std::string& phase,

@@ -201,6 +201,32 @@ TEST_CASE("the preflight checks the launch's hosts and GPUs", "[node_checks]") {
   CHECK(DescribeFailures(run) == "item disk-size root failed: 120.0 GB free, need > 1e+09 GB");
 }
 
+TEST_CASE("a shared preflight is checked again for each replica's own GPUs", "[node_checks]") {
+  NodeCheckerFixture f;
+  trainctl::v1::LaunchReplica first;
+  first.set_job_id("j-1");
+  first.set_run_id("j-1/1/worker-0/0");
+  first.add_hostnames("worker-0");
+  for (int32_t gpu : {0, 1}) first.add_gpu_devices(gpu);
+  const trainctl::v1::CheckRun shared = f.Make().RunPreflight(first);
+  REQUIRE(shared.passed());
+
+  trainctl::v1::LaunchReplica second = first;
+  second.set_run_id("j-1/1/worker-1/0");
+  second.clear_gpu_devices();
+  for (int32_t gpu : {2, 3}) second.add_gpu_devices(gpu);
+  f.probe()->gpus = std::vector<int32_t>{0, 1, 2};
+  trainctl::v1::CheckRun run = f.Make().ForReplica(shared, second);
+  CHECK(run.run_id() == "j-1/1/worker-1/0");
+  CHECK_FALSE(run.passed());
+  CHECK(DescribeFailures(run) ==
+        "item gpu-check failed: GPU 3 of GPUs 2-3 is missing; 3 GPUs detected: 0-2");
+
+  // A replica without GPUs shares the run as it is.
+  second.clear_gpu_devices();
+  CHECK(f.Make().ForReplica(shared, second).passed());
+}
+
 TEST_CASE("health checks run the host items and the health program", "[node_checks]") {
   SECTION("without a program") {
     NodeCheckerFixture f;
