@@ -13,6 +13,7 @@
 #include "agents/gpu_inventory.h"
 #include "agents/run_cgroup.h"
 #include "agents/run_records.h"
+#include "agents/spawn.h"
 #include "spdlog/spdlog.h"
 
 namespace trainctl::agent {
@@ -103,6 +104,8 @@ Agent::Agent(Options options)
         // The launcher logs which controllers runs are isolated by, and which not.
         launcher_options.cgroups = RunCgroups::Detect(CgroupName(options_));
         launcher_options.gpu_inventory = options_.gpu_devices;
+        launcher_options.base_environment =
+            PassedEnvironment(CurrentEnvironment(), options_.pass_env);
         launcher_options.pids_max = options_.pids_max;
         launcher_options.cpu_policy = options_.cpu_policy;
         launcher_options.min_shared_cpus = options_.min_shared_cpus;

@@ -85,6 +85,8 @@ class Agent {
     trainctl::v1::NodeResources capacity;
     trainctl::v1::NodeResources allocatable;
     std::map<std::string, std::string> labels;
+    // The variables of the agent's environment its replicas inherit (--pass-env); nothing else.
+    std::vector<std::string> pass_env = {"PATH", "LANG", "HOME"};
     // Every GPU of the node (capacity.gpus of them), registered with the scheduler.
     std::vector<trainctl::v1::GpuDevice> gpu_devices;
     // Reconnect backoff: starts at `initial_backoff`, doubles up to `max_backoff`, +-20% jitter.

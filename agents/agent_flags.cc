@@ -96,11 +96,16 @@ std::vector<FlagGroup> AgentFlagGroups() {
         {"memory-mb", 0, Kind::kValue, "N", "",
          "memory to offer, in MiB (default: detected, MemTotal)"},
         {"gpus", 0, Kind::kValue, "N", "",
-         "GPUs to offer (default: detected, number of /dev/nvidia<N>)"},
+         "GPUs to offer, as N synthetic devices 0..N-1 that are neither probed nor isolated "
+         "(default: detected with nvidia-smi, else /dev/nvidia<N>)"},
         {"reserve-cpu", 0, Kind::kValue, "N", "", "CPU cores kept back from trainctl (default: 0)"},
         {"reserve-memory-mb", 0, Kind::kValue, "N", "",
          "memory kept back from trainctl, in MiB (default: 0)"},
         {"labels", 0, Kind::kValue, "k=v,k=v", "", "node labels (default: none)"},
+        {"pass-env", 0, Kind::kValue, "NAME,...", "",
+         "the variables of the agent's own environment that replicas inherit; nothing else of it "
+         "reaches a job; \"\" for none (a replica without PATH gets a standard one) "
+         "(default: PATH,LANG,HOME)"},
         {"pids-max", 0, Kind::kValue, "N", "",
          "pids.max of each replica's cgroup: its processes and threads; 0 for no limit "
          "(default: 32768)"},
@@ -338,6 +343,18 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
       {"--health-check-program", text(&flags.checks.health_check_program)},
       {"--startup-script", text(&flags.checks.startup_script)},
       {"--pids-max", [&](auto& f, auto& v) { return ParseInt<int64_t>(f, v, 0, &flags.pids_max); }},
+      {"--pass-env",
+       [&](auto&, auto& v) -> absl::Status {
+         std::vector<std::string> names = absl::StrSplit(v, ',', absl::SkipEmpty());
+         for (const std::string& name : names) {
+           if (!IsEnvName(name)) {
+             return absl::InvalidArgumentError(absl::StrCat(
+                 "--pass-env: \"", name, "\" is not a variable name ([A-Za-z_][A-Za-z0-9_]*)"));
+           }
+         }
+         flags.pass_env = std::move(names);
+         return absl::OkStatus();
+       }},
       {"--cpu-policy",
        [&](auto&, auto& v) {
          absl::StatusOr<CpuPolicy> policy = ParseCpuPolicy(v);

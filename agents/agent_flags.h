@@ -40,6 +40,8 @@ struct AgentFlags {
   int64_t reserve_memory_mb = 0;
   double reserve_cpu = 0;
   std::map<std::string, std::string> labels;
+  // The variables of the agent's environment that replicas inherit (--pass-env).
+  std::vector<std::string> pass_env = {"PATH", "LANG", "HOME"};
   // pids.max of each run's cgroup; 0: no limit.
   int64_t pids_max = kDefaultPidsMax;
   CpuPolicy cpu_policy = CpuPolicy::kNone;

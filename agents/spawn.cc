@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -190,6 +191,20 @@ std::vector<std::string> MergeEnvironment(const std::vector<std::string>& base,
     if (overlay.count(name) == 0) out.push_back(entry);
   }
   for (const auto& [name, value] : overlay) out.push_back(absl::StrCat(name, "=", value));
+  return out;
+}
+
+std::vector<std::string> PassedEnvironment(const std::vector<std::string>& env,
+                                           const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  bool has_path = false;
+  for (const std::string& entry : env) {
+    const std::string name = entry.substr(0, entry.find('='));
+    if (std::find(names.begin(), names.end(), name) == names.end()) continue;
+    has_path = has_path || name == "PATH";
+    out.push_back(entry);
+  }
+  if (!has_path) out.push_back(kDefaultReplicaPath);
   return out;
 }
 

@@ -64,4 +64,14 @@ std::vector<std::string> MergeEnvironment(const std::vector<std::string>& base,
 // This process's environment as "NAME=VALUE" entries.
 std::vector<std::string> CurrentEnvironment();
 
+// The PATH a replica gets when the agent's own environment has none to pass on.
+inline constexpr char kDefaultReplicaPath[] =
+    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+// The entries of `env` whose names are in `names`, in `env`'s order, plus kDefaultReplicaPath
+// when that leaves no PATH: what a replica inherits from the agent (--pass-env). Nothing else of
+// the agent's environment (its credentials, its config) reaches a job.
+std::vector<std::string> PassedEnvironment(const std::vector<std::string>& env,
+                                           const std::vector<std::string>& names);
+
 }  // namespace trainctl::agent

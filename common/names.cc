@@ -1,5 +1,7 @@
 #include "common/names.h"
 
+#include "absl/strings/ascii.h"
+
 namespace trainctl {
 
 bool IsDnsLabel(absl::string_view name, size_t max_len) {
@@ -8,6 +10,15 @@ bool IsDnsLabel(absl::string_view name, size_t max_len) {
     if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
   }
   return name.front() != '-' && name.back() != '-';
+}
+
+bool IsEnvName(absl::string_view name) {
+  if (name.empty() || name.size() > 256) return false;
+  if (!(absl::ascii_isalpha(name[0]) || name[0] == '_')) return false;
+  for (char c : name) {
+    if (!(absl::ascii_isalnum(c) || c == '_')) return false;
+  }
+  return true;
 }
 
 }  // namespace trainctl

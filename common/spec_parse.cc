@@ -321,6 +321,28 @@ absl::Status WithPrefix(const absl::Status& status, absl::string_view prefix) {
   return absl::Status(status.code(), absl::StrCat(prefix, ": ", status.message()));
 }
 
+// Counts the nodes of `node` as the conversion will walk them, aliases expanded, and the bytes of
+// their scalars; false as soon as either passes its limit.
+bool WithinExpansion(const YAML::Node& node, int64_t* nodes, int64_t* bytes) {
+  if (++*nodes > kMaxExpandedNodes) return false;
+  if (node.IsScalar()) {
+    *bytes += static_cast<int64_t>(node.Scalar().size());
+    return *bytes <= kMaxExpandedBytes;
+  }
+  if (node.IsSequence()) {
+    for (const YAML::Node& child : node) {
+      if (!WithinExpansion(child, nodes, bytes)) return false;
+    }
+  } else if (node.IsMap()) {
+    for (const auto& kv : node) {
+      if (!WithinExpansion(kv.first, nodes, bytes) || !WithinExpansion(kv.second, nodes, bytes)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 absl::Status ParseYamlToMessage(absl::string_view text, Message* message) {
@@ -344,6 +366,15 @@ absl::Status ParseYamlToMessage(absl::string_view text, Message* message) {
   if (!docs[0].IsMap()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the top level must be a mapping of field names to values, got ", Describe(docs[0])));
+  }
+  int64_t nodes = 0;
+  int64_t bytes = 0;
+  if (!WithinExpansion(docs[0], &nodes, &bytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the document expands to more than ", kMaxExpandedNodes, " values or ",
+                     kMaxExpandedBytes >> 20,
+                     " MiB of text once its aliases (*name) are expanded; write the "
+                     "repeated parts out, or repeat less"));
   }
   try {
     return FillMessage(docs[0], "", message);

@@ -23,6 +23,7 @@
 // Thread-safe: these are pure functions.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -33,9 +34,16 @@
 
 namespace trainctl {
 
+// The most a document may hold once YAML aliases are expanded: far more than any real job spec
+// (4,096 replicas are one number), far less than a "billion laughs" document, a few lines of
+// nested aliases that would expand to gigabytes.
+inline constexpr int64_t kMaxExpandedNodes = 200'000;
+inline constexpr int64_t kMaxExpandedBytes = int64_t{64} << 20;
+
 // Parses one YAML or JSON document into a JobSpec. Errors are INVALID_ARGUMENT: malformed text
-// ("line 3, column 5: ..."), an empty document, a top level that is not a mapping, or a value
-// that does not fit its field (with the field path).
+// ("line 3, column 5: ..."), an empty document, a top level that is not a mapping, a document
+// that expands past kMaxExpandedNodes or kMaxExpandedBytes, or a value that does not fit its
+// field (with the field path).
 absl::StatusOr<v1::JobSpec> ParseJobSpec(absl::string_view text);
 
 // Reads `path` ("-" means stdin) and parses it with ParseJobSpec. Errors are prefixed with the

@@ -31,6 +31,16 @@ int64_t DurationToMs(const google::protobuf::Duration& d) {
   return d.seconds() * 1000 + d.nanos() / 1000000;
 }
 
+absl::Status ValidateProtoDuration(const std::string& path, const google::protobuf::Duration& d,
+                                   int64_t max_seconds) {
+  const bool ok = d.seconds() >= 0 && d.nanos() >= 0 && d.nanos() <= 999'999'999 &&
+                  (d.seconds() < max_seconds || (d.seconds() == max_seconds && d.nanos() == 0));
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(path, " must be between 0s and ", max_seconds,
+                                                 "s, got ", d.seconds(), "s and ", d.nanos(),
+                                                 "ns"));
+}
+
 google::protobuf::Duration MsToDuration(int64_t ms) {
   google::protobuf::Duration d;
   d.set_seconds(ms / 1000);

@@ -21,6 +21,13 @@ google::protobuf::Timestamp MsToTimestamp(int64_t ms);
 int64_t TimestampToMs(const google::protobuf::Timestamp& ts);
 
 int64_t DurationToMs(const google::protobuf::Duration& d);
+
+// OK when `d` is a valid non-negative Duration of at most `max_seconds`: seconds in
+// 0..max_seconds and nanos in 0..999999999 (and 0 at the maximum). Else INVALID_ARGUMENT:
+// "<path> must be between 0s and 3600s, got 5s and 2000000000ns". Every Duration that enters
+// through the API is checked with it, so that stored values always convert.
+absl::Status ValidateProtoDuration(const std::string& path, const google::protobuf::Duration& d,
+                                   int64_t max_seconds);
 google::protobuf::Duration MsToDuration(int64_t ms);
 
 // "2026-11-21T03:44:36Z" (UTC, seconds precision).

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/names.h"
+#include "common/time_util.h"
 #include "scheduler/job_validation.h"
 
 namespace trainctl::sched {
@@ -162,10 +163,7 @@ absl::Status ValidateQuota(const v1::Quota& q) {
     return absl::InvalidArgumentError(absl::StrCat(
         "quota.cohort must be 1..63 characters of a-z, 0-9 and '-'; got \"", q.cohort(), "\""));
   }
-  if (q.starvation_limit().seconds() < 0 || q.starvation_limit().seconds() > 366LL * 86400) {
-    return absl::InvalidArgumentError("quota.starvationLimit must be between 0s and 366 days");
-  }
-  return absl::OkStatus();
+  return ValidateProtoDuration("quota.starvationLimit", q.starvation_limit(), 366LL * 86400);
 }
 
 }  // namespace trainctl::sched

@@ -35,6 +35,13 @@ absl::StatusOr<const Job*> Core::SubmitJob(const v1::JobSpec& spec_in, int64_t n
   absl::Status valid = ValidateJobSpec(spec_in);
   if (!valid.ok()) return valid;
   v1::JobSpec spec = spec_in;
+  if (!spec.checkpoint_dir().empty()) {
+    std::vector<std::string> roots = options_.checkpoint_allowed_roots;
+    if (roots.empty()) roots.push_back(options_.checkpoint_root);
+    absl::StatusOr<std::string> dir = CheckpointDirUnder(spec.checkpoint_dir(), roots);
+    if (!dir.ok()) return dir.status();
+    spec.set_checkpoint_dir(*dir);
+  }
   ApplyDefaults(&spec);
   if (!spec.scheduling().has_settle_window()) {
     *spec.mutable_scheduling()->mutable_settle_window() = MsToDuration(options_.settle_window_ms);

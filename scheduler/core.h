@@ -42,6 +42,10 @@ namespace trainctl::sched {
 struct CoreOptions {
   // Parent of every job's default checkpoint directory ("<root>/<job id>").
   std::string checkpoint_root = "/var/lib/trainctl/checkpoints";
+  // Where a job's own checkpointDir may lie: strictly under one of these (absolute) directories.
+  // Empty: under checkpoint_root. Agents create the directory, often as root, so a job must not
+  // name /etc.
+  std::vector<std::string> checkpoint_allowed_roots;
   // Told to agents in RegisterAck.
   int32_t heartbeat_interval_ms = 2000;
   // Seed for job ids; 0 picks a random seed.

@@ -1,10 +1,12 @@
 #include "scheduler/job_validation.h"
 
 #include <cmath>
+#include <filesystem>
 #include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/names.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
@@ -29,15 +31,6 @@ bool IsDeviceVariable(const std::string& key) {
 
 absl::Status Invalid(const std::string& path, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(path, " ", what));
-}
-
-bool IsEnvName(const std::string& name) {
-  if (name.empty() || name.size() > 256) return false;
-  if (!(isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_')) return false;
-  for (char c : name) {
-    if (!(isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
-  }
-  return true;
 }
 
 absl::Status ValidateResources(const std::string& path, const v1::Resources& r) {
@@ -109,10 +102,7 @@ absl::Status ValidatePool(const std::string& path, int index, const v1::WorkerPo
 
 absl::Status ValidateDuration(const std::string& path, const google::protobuf::Duration& d,
                               int64_t max_seconds) {
-  if (d.seconds() < 0 || d.nanos() < 0 || d.seconds() > max_seconds) {
-    return Invalid(path, absl::StrCat("must be between 0s and ", max_seconds, "s"));
-  }
-  return absl::OkStatus();
+  return ValidateProtoDuration(path, d, max_seconds);
 }
 
 absl::Status ValidateCount(const std::string& path, bool has, int32_t value) {
@@ -211,6 +201,7 @@ absl::Status ValidateScheduling(const v1::JobSpec& spec) {
                    absl::StrCat("must be GANG or REPLICA, got ", s.restart_scope()));
   }
   TC_RETURN_IF_ERROR(ValidateDuration("scheduling.settleWindow", s.settle_window(), 60));
+  TC_RETURN_IF_ERROR(ValidateDuration("scheduling.queueTimeout", s.queue_timeout(), 366LL * 86400));
   return absl::OkStatus();
 }
 
@@ -310,6 +301,25 @@ void ApplyDefaults(v1::JobSpec* spec) {
   }
   v1::FaultTolerance* ft = spec->mutable_fault_tolerance();
   if (!ft->has_job_retry_num()) ft->set_job_retry_num(kDefaultJobRetryNum);
+}
+
+absl::StatusOr<std::string> CheckpointDirUnder(const std::string& dir,
+                                               const std::vector<std::string>& roots) {
+  const std::filesystem::path normal = std::filesystem::path(dir).lexically_normal();
+  for (const std::string& root : roots) {
+    const std::filesystem::path relative =
+        normal.lexically_relative(std::filesystem::path(root).lexically_normal());
+    const std::string first = relative.empty() ? "" : relative.begin()->string();
+    if (!relative.empty() && first != ".." && first != ".") {
+      std::string out = normal.string();
+      while (out.size() > 1 && out.back() == '/') out.pop_back();
+      return out;
+    }
+  }
+  return Invalid(
+      "checkpointDir",
+      absl::StrCat("must be under one of the allowed roots (", absl::StrJoin(roots, ", "),
+                   "; trainctld --checkpoint-allowed-roots), got \"", dir, "\""));
 }
 
 }  // namespace trainctl::sched

@@ -4,7 +4,11 @@
 // e.g. "workerPools[1].replicaCount must be 1..4096, got 0", so a person can fix the spec.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "trainctl/v1/job.pb.h"
 
 namespace trainctl::sched {
@@ -28,6 +32,13 @@ inline constexpr int kDefaultJobRetryNum = 3;
 
 // Checks `spec` against every rule of the job API. Returns the first error found.
 absl::Status ValidateJobSpec(const v1::JobSpec& spec);
+
+// A job's checkpointDir `dir` (absolute; ValidateJobSpec checked it) made lexically normal
+// ("a/./b", "a/x/../b" and repeated or trailing slashes resolved, without looking at the file
+// system), when that lies strictly under one of `roots`. Else INVALID_ARGUMENT: "checkpointDir must
+// be under one of the allowed roots (/ckpt; trainctld --checkpoint-allowed-roots), got \"/etc/x\"".
+absl::StatusOr<std::string> CheckpointDirUnder(const std::string& dir,
+                                               const std::vector<std::string>& roots);
 
 // Fills documented defaults (project, stop grace period, restart scope, ...). The settle window
 // is left to the caller, whose default is a server flag. REQUIRES: ValidateJobSpec(spec).ok().

@@ -6,20 +6,41 @@
 
 namespace trainctl::server {
 
-void AgentRegistry::Attach(const std::string& node, std::shared_ptr<AgentChannel> channel) {
+absl::Status AgentRegistry::Attach(const std::string& node, std::shared_ptr<AgentChannel> channel,
+                                   const std::string& instance) {
+  const auto now = std::chrono::steady_clock::now();
   std::shared_ptr<AgentChannel> old;
   {
     absl::MutexLock lock(&mu_);
-    old = std::move(channels_[node]);
-    channels_[node] = std::move(channel);
+    auto it = channels_.find(node);
+    if (it != channels_.end() && it->second.channel != channel && it->second.instance != instance &&
+        now - it->second.heard < takeover_after_) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "node ", node, " is connected through a live stream of another agent (instance \"",
+          it->second.instance,
+          "\"); a second stream takes a node over only from the same agent, "
+          "or once the first has been silent for ",
+          std::chrono::duration_cast<std::chrono::milliseconds>(takeover_after_).count(), "ms"));
+    }
+    if (it != channels_.end() && it->second.channel != channel) old = it->second.channel;
+    channels_[node] = Stream{std::move(channel), instance, now};
   }
   if (old) old->Close("replaced by a newer connection from the same node");
+  return absl::OkStatus();
+}
+
+void AgentRegistry::Heard(const std::string& node, const AgentChannel* channel) {
+  absl::MutexLock lock(&mu_);
+  auto it = channels_.find(node);
+  if (it != channels_.end() && it->second.channel.get() == channel) {
+    it->second.heard = std::chrono::steady_clock::now();
+  }
 }
 
 bool AgentRegistry::Detach(const std::string& node, const AgentChannel* channel) {
   absl::MutexLock lock(&mu_);
   auto it = channels_.find(node);
-  if (it == channels_.end() || it->second.get() != channel) return false;
+  if (it == channels_.end() || it->second.channel.get() != channel) return false;
   channels_.erase(it);
   return true;
 }
@@ -35,7 +56,7 @@ void AgentRegistry::Send(const std::string& node, const v1::SchedulerMessage& ms
     absl::MutexLock lock(&mu_);
     auto it = channels_.find(node);
     if (it == channels_.end()) return;
-    ch = it->second;
+    ch = it->second.channel;
   }
   ch->Send(msg);
 }
@@ -46,7 +67,7 @@ void AgentRegistry::RequestLog(const std::string& node, v1::ReadLog req, LogCall
     absl::MutexLock lock(&mu_);
     auto it = channels_.find(node);
     if (it != channels_.end()) {
-      ch = it->second;
+      ch = it->second.channel;
       req.set_request_id(next_request_id_++);
       pending_logs_[req.request_id()] = {node, std::chrono::steady_clock::now() + kLogReadTimeout,
                                          std::move(done)};

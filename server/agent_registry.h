@@ -1,9 +1,12 @@
 // The connected agents' streams, by node name, and the log reads in flight through them.
 //
 // The reconcile loop sends commands with Send(node, msg); an agent session attaches itself when
-// its agent registers and detaches when its stream ends. A newer stream of the same node replaces
-// the older one. Log reads are requests on the agent's stream answered by LogData; each waits at
-// most kLogReadTimeout.
+// its agent registers and detaches when its stream ends. A second stream claiming a connected
+// node's name takes over only from the same agent process (its agent_instance: a reconnect the
+// old stream has not noticed yet) or once the old stream has been silent for `takeover_after`
+// (two missed heartbeats); any other claim is refused, so a rogue client cannot unseat a live
+// agent and stop its replicas. Log reads are requests on the agent's stream answered by LogData;
+// each waits at most kLogReadTimeout.
 //
 // Thread-safety: every method may be called from any thread. No callback (a channel's Send or
 // Close, a LogCallback) runs with the registry's lock held, so they may call back into it.
@@ -37,9 +40,18 @@ class AgentRegistry {
   using LogCallback = std::function<void(absl::StatusOr<v1::LogData>)>;
   static constexpr std::chrono::seconds kLogReadTimeout{10};
 
-  // Makes `channel` the node's stream; closes the one it replaces, if any.
-  void Attach(const std::string& node, std::shared_ptr<AgentChannel> channel)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // `takeover_after`: how long a connected node's stream must have been silent before a stream
+  // of another agent instance may take the node over; twice the heartbeat interval.
+  explicit AgentRegistry(std::chrono::milliseconds takeover_after = std::chrono::seconds(4))
+      : takeover_after_(takeover_after) {}
+
+  // Makes `channel` the node's stream for agent process `instance` and closes the one it
+  // replaces, if any; see the file comment for when it may. ALREADY_EXISTS, and nothing changes,
+  // when the node is connected through a live stream of another instance.
+  absl::Status Attach(const std::string& node, std::shared_ptr<AgentChannel> channel,
+                      const std::string& instance) ABSL_LOCKS_EXCLUDED(mu_);
+  // A message arrived on `channel`, the node's stream.
+  void Heard(const std::string& node, const AgentChannel* channel) ABSL_LOCKS_EXCLUDED(mu_);
   // Removes `channel` if it is still the node's stream; returns whether it was.
   bool Detach(const std::string& node, const AgentChannel* channel) ABSL_LOCKS_EXCLUDED(mu_);
   bool IsConnected(const std::string& node) ABSL_LOCKS_EXCLUDED(mu_);
@@ -63,8 +75,16 @@ class AgentRegistry {
     LogCallback done;
   };
 
+  // A node's stream, the agent process behind it, and when it was last heard from.
+  struct Stream {
+    std::shared_ptr<AgentChannel> channel;
+    std::string instance;
+    std::chrono::steady_clock::time_point heard;
+  };
+
+  const std::chrono::milliseconds takeover_after_;
   absl::Mutex mu_;
-  std::map<std::string, std::shared_ptr<AgentChannel>> channels_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Stream> channels_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, PendingLog> pending_logs_ ABSL_GUARDED_BY(mu_);
   uint64_t next_request_id_ ABSL_GUARDED_BY(mu_) = 1;
 };

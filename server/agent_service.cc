@@ -7,7 +7,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "common/names.h"
+#include "common/grpc_status.h"
+#include "scheduler/agent_validation.h"
 
 namespace trainctl::server {
 namespace {
@@ -127,14 +128,13 @@ class AgentSession : public Reactor {
   // Returns false when the stream was finished and must not read again.
   bool Handle(const v1::AgentMessage& m) {
     const uint64_t seq = m.seq();
+    if (!node_.empty()) registry_->Heard(node_, channel_.get());
     switch (m.msg_case()) {
       case v1::AgentMessage::kRegister: {
         const v1::Register& reg = m.register_();
-        if (!IsDnsLabel(reg.node(), 63)) {
-          channel_->Finish(grpc::Status(
-              grpc::StatusCode::INVALID_ARGUMENT,
-              absl::StrCat("register.node must be 1..63 characters of a-z, 0-9 and '-', got \"",
-                           reg.node(), "\"")));
+        if (absl::Status valid = sched::ValidateRegister(reg); !valid.ok()) {
+          spdlog::warn("agent stream from {} refused: {}", peer_, valid.ToString());
+          channel_->Finish(ToGrpcStatus(valid));
           return false;
         }
         if (!node_.empty() && node_ != reg.node()) {
@@ -142,9 +142,14 @@ class AgentSession : public Reactor {
                                         "an agent stream cannot change its node name"));
           return false;
         }
+        if (absl::Status attached = registry_->Attach(reg.node(), channel_, reg.agent_instance());
+            !attached.ok()) {
+          spdlog::warn("agent stream from {} refused: {}", peer_, attached.ToString());
+          channel_->Finish(ToGrpcStatus(attached));
+          return false;
+        }
         node_ = reg.node();
         spdlog::info("agent {} registered from {} ({} runs)", node_, peer_, reg.runs_size());
-        registry_->Attach(node_, channel_);
         std::shared_ptr<SessionChannel> ch = channel_;
         auto ack_seq = AckAfterCommit(seq);
         loop_->Post([reg, ch, ack_seq](Turn& t) {

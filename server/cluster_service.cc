@@ -75,9 +75,7 @@ grpc::ServerUnaryReactor* ClusterServiceImpl::DrainNode(grpc::CallbackServerCont
                                                         v1::Node* resp) {
   return NodeCall(loop_, ctx, resp, [r = *req](Turn& t) -> absl::StatusOr<v1::Node> {
     TC_RETURN_IF_ERROR(CheckNodeName(r.name()));
-    if (r.deadline().seconds() < 0 || r.deadline().nanos() < 0) {
-      return absl::InvalidArgumentError("deadline must not be negative");
-    }
+    TC_RETURN_IF_ERROR(ValidateProtoDuration("deadline", r.deadline(), 24 * 3600));
     return t.core.DrainNode(r.name(), r.reason(), DurationToMs(r.deadline()), t.now, t.fx);
   });
 }

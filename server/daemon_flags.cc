@@ -27,6 +27,9 @@ std::vector<FlagGroup> DaemonFlagGroups() {
         {"checkpoint-root", 0, Kind::kValue, "DIR", "",
          "parent of each job's default checkpoint directory; point it at a filesystem every node "
          "mounts (default DIR/checkpoints)"},
+        {"checkpoint-allowed-roots", 0, Kind::kValue, "DIR,...", "",
+         "absolute directories under which a job may name its own checkpointDir (default: the "
+         "checkpoint root)"},
         {"heartbeat-interval", 0, Kind::kValue, "D", "",
          "how often agents send heartbeats (default 2s)"},
         {"node-lost-timeout", 0, Kind::kValue, "D", "",
@@ -196,6 +199,15 @@ absl::StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& arg
   }
   if (std::string text = parsed.Get("port-range"); !text.empty()) {
     TC_ASSIGN_OR_RETURN(f.port_range, ParsePortRange(text));
+  }
+  if (std::string text = parsed.Get("checkpoint-allowed-roots"); !text.empty()) {
+    for (absl::string_view root : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+      if (root.empty() || root[0] != '/') {
+        return absl::InvalidArgumentError(absl::StrCat("--checkpoint-allowed-roots: \"", root,
+                                                       "\" is not an absolute directory"));
+      }
+      f.checkpoint_allowed_roots.emplace_back(root);
+    }
   }
   TC_RETURN_IF_ERROR(ParseDefaultQuota(parsed, &f.default_quota));
   if (f.checkpoint_root.empty()) f.checkpoint_root = f.data_dir + "/checkpoints";

@@ -31,6 +31,8 @@ struct DaemonFlags {
   std::string listen = "127.0.0.1:7070";
   // DATA_DIR/checkpoints unless given.
   std::string checkpoint_root;
+  // Absolute; empty: the checkpoint root alone (CoreOptions::checkpoint_allowed_roots).
+  std::vector<std::string> checkpoint_allowed_roots;
   // 100ms to 60s.
   int64_t heartbeat_ms = 2000;
   // 1s to 1h, and at least 3 heartbeat intervals.

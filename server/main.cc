@@ -101,6 +101,7 @@ int main(int argc, char** argv) {
   }
   sched::CoreOptions opts;
   opts.checkpoint_root = std::filesystem::absolute(flags.checkpoint_root).string();
+  opts.checkpoint_allowed_roots = flags.checkpoint_allowed_roots;
   opts.heartbeat_interval_ms = static_cast<int32_t>(flags.heartbeat_ms);
   opts.default_quota = flags.default_quota;
   opts.nodes.lost_timeout_ms = flags.node_lost_timeout_ms;
@@ -124,7 +125,8 @@ int main(int argc, char** argv) {
   }
   core->Restore(std::move(jobs), std::move(snap->nodes), snap->runs, std::move(snap->quotas));
 
-  server::AgentRegistry registry;
+  // A node taken over by another agent process only after two missed heartbeats.
+  server::AgentRegistry registry(std::chrono::milliseconds(2 * flags.heartbeat_ms));
   server::WatchHub hub;
   server::JobSnapshots snapshots(&hub);
   server::ReconcileLoop loop(std::move(core), std::move(*store), &registry, &snapshots, WallNowMs);

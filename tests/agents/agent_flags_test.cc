@@ -37,6 +37,7 @@ TEST_CASE("flags parse with their defaults", "[agent_flags]") {
   CHECK_FALSE(flags->gpus);
   CHECK(flags->reserve_memory_mb == 0);
   CHECK(flags->labels.empty());
+  CHECK(flags->pass_env == std::vector<std::string>{"PATH", "LANG", "HOME"});
   CHECK(flags->log_level == "info");
   CHECK(flags->pids_max == 32768);
   CHECK(flags->cpu_policy == CpuPolicy::kNone);
@@ -78,6 +79,7 @@ TEST_CASE("a bad flag is an error that names it", "[agent_flags]") {
       {With({"--gpus", "1.5"}), "--gpus"},
       {With({"--reserve-memory-mb", "x"}), "--reserve-memory-mb"},
       {With({"--labels", "novalue"}), "--labels"},
+      {With({"--pass-env", "PATH,BAD-NAME"}), "--pass-env"},
       {With({"--labels", "a=1,a=2"}), "--labels"},
       {With({"--labels", "=1"}), "--labels"},
       {With({"--bogus", "1"}), "--bogus"},

@@ -2,6 +2,7 @@
 #include "agents/agent.h"
 
 #include <signal.h>
+#include <stdlib.h>
 
 #include <catch2/catch.hpp>
 #include <optional>
@@ -101,6 +102,24 @@ TEST_CASE("the agent registers, heartbeats and reports runs until acked", "[agen
   // Seqs are 1, 2, 3, ... in the order the scheduler saw them.
   std::vector<uint64_t> seqs = f.scheduler().Seqs();
   for (size_t i = 0; i < seqs.size(); ++i) CHECK(seqs[i] == i + 1);
+}
+
+TEST_CASE("replicas inherit none of the agent's environment but PATH, LANG and HOME", "[agent]") {
+  setenv("AWS_SECRET_ACCESS_KEY", "the-agent's-own", 1);
+  AgentFixture f;
+  unsetenv("AWS_SECRET_ACCESS_KEY");
+  REQUIRE(f.scheduler().Next(IsRegister));
+  f.scheduler().Send(
+      Launch("worker-0",
+             {"sh", "-c", "echo \"secret=${AWS_SECRET_ACCESS_KEY:-none} path=${PATH:+set}\""}));
+  REQUIRE(f.scheduler().Next(IsExited));
+  SchedulerMessage read;
+  read.mutable_read_log()->set_run_id("j-agent/1/worker-0/0");
+  f.scheduler().Send(read);
+  std::optional<AgentMessage> log =
+      f.scheduler().Next([](const AgentMessage& m) { return m.has_log_data(); });
+  REQUIRE(log);
+  CHECK(log->log_data().data() == "secret=none path=set\n");
 }
 
 TEST_CASE("replicas inherit no file descriptor but stdin, stdout and stderr", "[agent]") {

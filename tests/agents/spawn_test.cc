@@ -47,5 +47,16 @@ TEST_CASE("the environment overlay replaces and appends", "[spawn]") {
   CHECK(merged == std::vector<std::string>{"PATH=/bin", "EMPTY=", "A=1", "HOME=/home/x"});
 }
 
+TEST_CASE("a replica inherits only the passed variables of the agent's environment", "[spawn]") {
+  const std::vector<std::string> agent = {"PATH=/usr/bin", "AWS_SECRET_ACCESS_KEY=x", "LANG=C",
+                                          "HOME=/root"};
+  CHECK(PassedEnvironment(agent, {"PATH", "LANG", "HOME"}) ==
+        std::vector<std::string>{"PATH=/usr/bin", "LANG=C", "HOME=/root"});
+  // Without a PATH to pass, a standard one, so that commands still resolve.
+  CHECK(PassedEnvironment(agent, {}) == std::vector<std::string>{kDefaultReplicaPath});
+  CHECK(PassedEnvironment({"HOME=/root"}, {"HOME"}) ==
+        std::vector<std::string>{"HOME=/root", kDefaultReplicaPath});
+}
+
 }  // namespace
 }  // namespace trainctl::agent

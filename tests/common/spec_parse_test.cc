@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "common/time_util.h"
 
 namespace trainctl {
@@ -272,6 +273,23 @@ TEST_CASE("ParseJobSpecFile reads files and prefixes errors with the path", "[sp
   CHECK(spec.status().message() ==
         std::string(path) + ": workerPools[0].replicaCount: expected an integer, got \"x\"");
   std::remove(path);
+}
+
+TEST_CASE("a document whose aliases expand without bound is refused", "[spec_parse]") {
+  // Nine levels of ten aliases: 10^9 strings once expanded, from a few hundred bytes.
+  std::string text = "a0: &a0 [\"lol\"]\n";
+  for (int level = 1; level <= 9; ++level) {
+    std::string refs;
+    for (int i = 0; i < 10; ++i) refs += absl::StrCat(i > 0 ? "," : "", "*a", level - 1);
+    absl::StrAppend(&text, "a", level, ": &a", level, " [", refs, "]\n");
+  }
+  absl::StatusOr<v1::JobSpec> spec = ParseJobSpec(text);
+  REQUIRE_FALSE(spec.ok());
+  CHECK(spec.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(spec.status().message()),
+             Catch::StartsWith("the document expands to more than 200000 values"));
+  // A few aliases are fine.
+  CHECK(ParseJobSpec("displayName: &n x\nproject: default\nlabels: {a: *n}\n").ok());
 }
 
 }  // namespace

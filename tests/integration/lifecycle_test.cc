@@ -246,6 +246,10 @@ TEST_CASE("bad specs are rejected with the field path and nothing is stored", "[
        "workerPools:\n- {name: chief, replicaCount: 1, command: [/bin/true], "
        "resources: {cpu: -1}}\n",
        "INVALID_ARGUMENT", "workerPools[0].resources.cpu must be 0..4096 cores, got -1"},
+      {"checkpoint dir outside the allowed roots",
+       "checkpointDir: /tmp/../etc/trainctl\nworkerPools:\n"
+       "- {name: chief, replicaCount: 1, command: [/bin/true]}\n",
+       "INVALID_ARGUMENT", "checkpointDir must be under one of the allowed roots"},
       {"larger than any host",
        "workerPools:\n- {name: chief, replicaCount: 1, command: [/bin/true], "
        "resources: {gpus: 8}}\n",

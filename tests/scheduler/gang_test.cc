@@ -99,7 +99,7 @@ TEST_CASE("GANG is the default for more than one replica, REPLICA for one") {
   v1::JobSpec bad = Spec(1);
   bad.mutable_scheduling()->mutable_settle_window()->set_seconds(61);
   CHECK(core.SubmitJob(bad, 1, &fx).status().message() ==
-        "scheduling.settleWindow must be between 0s and 60s");
+        "scheduling.settleWindow must be between 0s and 60s, got 61s and 0ns");
 }
 
 TEST_CASE("a transient crash restarts the whole gang, charged once to the crashed replica") {

@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "tests/scheduler/test_util.h"
 
@@ -59,7 +61,20 @@ TEST_CASE("ValidateJobSpec names the field and the rule") {
        "checkpointDir must be an absolute path, got \"ckpt\""},
       {"negative timeout",
        [](v1::JobSpec* s) { s->mutable_scheduling()->mutable_timeout()->set_seconds(-1); },
-       "scheduling.timeout must be between 0s and 31622400s"},
+       "scheduling.timeout must be between 0s and 31622400s, got -1s and 0ns"},
+      {"nanos out of range",
+       [](v1::JobSpec* s) { s->mutable_scheduling()->mutable_hang_timeout()->set_nanos(2e9); },
+       "scheduling.hangTimeout must be between 0s and 31622400s, got 0s and 2000000000ns"},
+      {"queue timeout past a year",
+       [](v1::JobSpec* s) {
+         s->mutable_scheduling()->mutable_queue_timeout()->set_seconds(400LL * 86400);
+       },
+       "scheduling.queueTimeout must be between 0s and 31622400s, got 34560000s and 0ns"},
+      {"backoff nanos out of range",
+       [](v1::JobSpec* s) {
+         s->mutable_scheduling()->mutable_restart_backoff()->mutable_initial()->set_nanos(-5);
+       },
+       "scheduling.restartBackoff.initial must be between 0s and 3600s, got 0s and -5ns"},
       {"long display name", [](v1::JobSpec* s) { s->set_display_name(std::string(200, 'x')); },
        "displayName must be at most 128 characters, got 200"},
   };
@@ -83,6 +98,23 @@ TEST_CASE("ApplyDefaults fills project and stop grace period") {
   ApplyDefaults(&spec);
   CHECK(spec.project() == "default");
   CHECK(spec.scheduling().stop_grace_period().seconds() == 10);
+}
+
+TEST_CASE("a job's checkpointDir is made normal and must lie under an allowed root",
+          "[job_validation]") {
+  const std::vector<std::string> roots = {"/ckpt", "/mnt/shared/"};
+  CHECK(CheckpointDirUnder("/ckpt/resnet", roots).value() == "/ckpt/resnet");
+  CHECK(CheckpointDirUnder("/ckpt//a/./b/../c/", roots).value() == "/ckpt/a/c");
+  CHECK(CheckpointDirUnder("/mnt/shared/run-1", roots).value() == "/mnt/shared/run-1");
+  for (const char* bad : {"/etc/x", "/ckpt/../etc/x", "/ckpt", "/ckpt/.", "/ckptx/a", "/"}) {
+    INFO(bad);
+    absl::StatusOr<std::string> dir = CheckpointDirUnder(bad, roots);
+    REQUIRE_FALSE(dir.ok());
+    CHECK(std::string(dir.status().message()) ==
+          absl::StrCat("checkpointDir must be under one of the allowed roots (/ckpt, "
+                       "/mnt/shared/; trainctld --checkpoint-allowed-roots), got \"",
+                       bad, "\""));
+  }
 }
 
 }  // namespace

@@ -197,15 +197,26 @@ TEST_CASE("--help and --version win over what follows them", "[daemon_flags]") {
   CHECK(ParseDaemonFlags({"--bogus", "--help"}).status().message() == "unknown flag --bogus");
 }
 
+TEST_CASE("checkpoint roots are absolute directories", "[daemon_flags]") {
+  absl::StatusOr<DaemonFlags> flags =
+      ParseDaemonFlags({"--data-dir", "/d", "--checkpoint-allowed-roots", "/ckpt,/mnt/shared"});
+  REQUIRE(flags.ok());
+  CHECK(flags->checkpoint_allowed_roots == std::vector<std::string>{"/ckpt", "/mnt/shared"});
+  CHECK(ParseDaemonFlags({"--data-dir", "/d"})->checkpoint_allowed_roots.empty());
+  CHECK(ParseDaemonFlags({"--data-dir", "/d", "--checkpoint-allowed-roots", "/ok,rel"})
+            .status()
+            .message() == "--checkpoint-allowed-roots: \"rel\" is not an absolute directory");
+}
+
 TEST_CASE("trainctld's usage lists every flag with its default", "[daemon_flags]") {
   const std::string usage = DaemonUsage();
   CHECK_THAT(usage, Catch::StartsWith("Usage: trainctld --data-dir DIR [flags]\n"));
   for (const char* flag :
-       {"--data-dir DIR", "--listen HOST:PORT", "--checkpoint-root DIR", "--heartbeat-interval D",
-        "--node-lost-timeout D", "--flap-threshold N", "--flap-window D", "--port-range LO-HI",
-        "--log-level LEVEL", "-h, --help", "--version", "--default-quota-gpus N",
-        "--default-quota-cpu N", "--default-quota-memory-mb N",
-        "--default-quota-max-running-jobs N"}) {
+       {"--data-dir DIR", "--listen HOST:PORT", "--checkpoint-root DIR",
+        "--checkpoint-allowed-roots DIR,...", "--heartbeat-interval D", "--node-lost-timeout D",
+        "--flap-threshold N", "--flap-window D", "--port-range LO-HI", "--log-level LEVEL",
+        "-h, --help", "--version", "--default-quota-gpus N", "--default-quota-cpu N",
+        "--default-quota-memory-mb N", "--default-quota-max-running-jobs N"}) {
     CHECK_THAT(usage, Catch::Contains(flag));
   }
   for (const char* default_text : {"(required)", "127.0.0.1:7070;", "(default DIR/checkpoints)",

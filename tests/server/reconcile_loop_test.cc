@@ -145,7 +145,7 @@ TEST_CASE("a job is readable as soon as its create is answered") {
 TEST_CASE("commands for agents leave only after the commit that decided them") {
   Fixture f;
   auto channel = std::make_shared<RecordingChannel>(f.db_path());
-  f.registry.Attach("node-a", channel);
+  REQUIRE(f.registry.Attach("node-a", channel, "instance-1").ok());
   f.loop->Post([](Turn& t) { t.core.AgentRegistered(NodeA(), t.now, t.fx); });
   absl::Notification answered;
   f.Submit([&](const std::string&) { answered.Notify(); });
@@ -164,7 +164,7 @@ TEST_CASE("a failed commit is not sent, published or acknowledged") {
     failures.push_back(std::string(status.message()));
   });
   auto channel = std::make_shared<RecordingChannel>(f.db_path());
-  f.registry.Attach("node-a", channel);
+  REQUIRE(f.registry.Attach("node-a", channel, "instance-1").ok());
   // Every write of an event fails from now on, as a full disk would.
   ExecSql(f.db_path(),
           "CREATE TRIGGER no_space BEFORE INSERT ON events "
