@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <set>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -10,6 +11,8 @@
 #include "common/names.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
 #include "scheduler/retry_engine.h"
 
 namespace trainctl::sched {
@@ -211,9 +214,63 @@ void DefaultBackoff(v1::Backoff* b, int64_t initial_ms, int64_t max_ms) {
   if (b->multiplier() == 0) b->set_multiplier(2);
 }
 
+// Every string of `message` (at `path`), in nested messages, lists and maps too, free of NUL
+// bytes: they would cut a command, an env entry or a path short where it reaches C.
+absl::Status CheckNoNul(const google::protobuf::Message& message, const std::string& path) {
+  using google::protobuf::FieldDescriptor;
+  const google::protobuf::Reflection* reflection = message.GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  auto check = [](const std::string& at, const std::string& value) {
+    return absl::StrContains(value, '\0') ? Invalid(at, "must not contain NUL bytes")
+                                          : absl::OkStatus();
+  };
+  for (const FieldDescriptor* field : fields) {
+    const std::string at = path.empty() ? field->json_name() : path + "." + field->json_name();
+    if (field->is_map()) {
+      for (int i = 0; i < reflection->FieldSize(message, field); ++i) {
+        const google::protobuf::Message& entry = reflection->GetRepeatedMessage(message, field, i);
+        const google::protobuf::Reflection* er = entry.GetReflection();
+        const FieldDescriptor* key = entry.GetDescriptor()->map_key();
+        const FieldDescriptor* value = entry.GetDescriptor()->map_value();
+        const std::string key_text =
+            key->cpp_type() == FieldDescriptor::CPPTYPE_STRING ? er->GetString(entry, key) : "";
+        TC_RETURN_IF_ERROR(check(at, key_text));
+        const std::string entry_path = absl::StrCat(at, "[\"", key_text, "\"]");
+        if (value->cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
+          TC_RETURN_IF_ERROR(check(entry_path, er->GetString(entry, value)));
+        } else if (value->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+          TC_RETURN_IF_ERROR(CheckNoNul(er->GetMessage(entry, value), entry_path));
+        }
+      }
+    } else if (field->is_repeated()) {
+      for (int i = 0; i < reflection->FieldSize(message, field); ++i) {
+        const std::string item = absl::StrCat(at, "[", i, "]");
+        if (field->cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
+          TC_RETURN_IF_ERROR(check(item, reflection->GetRepeatedString(message, field, i)));
+        } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+          TC_RETURN_IF_ERROR(CheckNoNul(reflection->GetRepeatedMessage(message, field, i), item));
+        }
+      }
+    } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
+      TC_RETURN_IF_ERROR(check(at, reflection->GetString(message, field)));
+    } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      TC_RETURN_IF_ERROR(CheckNoNul(reflection->GetMessage(message, field), at));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
+  // Whole-message limits first: nothing below has to walk a huge or malformed spec.
+  if (const size_t bytes = spec.ByteSizeLong(); bytes > kMaxSpecBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the job spec is ", bytes, " bytes, at most ", kMaxSpecBytes,
+        " are allowed (each replica's launch carries its pool's command, args and env)"));
+  }
+  TC_RETURN_IF_ERROR(CheckNoNul(spec, ""));
   if (spec.display_name().size() > kMaxDisplayNameLength) {
     return Invalid("displayName", absl::StrCat("must be at most ", kMaxDisplayNameLength,
                                                " characters, got ", spec.display_name().size()));

@@ -22,6 +22,10 @@ inline constexpr int kMaxArgs = 1024;
 inline constexpr int kMaxArgLength = 64 * 1024;
 inline constexpr int kMaxEnv = 256;
 inline constexpr int kMaxLabels = 32;
+// The whole spec, serialized. Every replica's launch message carries its pool's command, args
+// and env plus the cluster's addresses; at this size the launch of the largest job stays well
+// inside the 4 MiB a gRPC message may have by default.
+inline constexpr size_t kMaxSpecBytes = size_t{1} << 20;
 inline constexpr int kDefaultStopGraceMs = 10'000;
 inline constexpr char kDefaultProject[] = "default";
 // faultTolerance.jobRetryNum when unset: re-dispatch on host faults, up to the most R19 allows.
@@ -30,7 +34,8 @@ inline constexpr char kDefaultProject[] = "default";
 // everywhere (a cluster-wide DNS outage), after which it fails with "error,exiting".
 inline constexpr int kDefaultJobRetryNum = 3;
 
-// Checks `spec` against every rule of the job API. Returns the first error found.
+// Checks `spec` against every rule of the job API: its size (kMaxSpecBytes), no NUL byte in any
+// string, then each field. Returns the first error found.
 absl::Status ValidateJobSpec(const v1::JobSpec& spec);
 
 // A job's checkpointDir `dir` (absolute; ValidateJobSpec checked it) made lexically normal

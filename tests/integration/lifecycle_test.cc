@@ -272,6 +272,25 @@ TEST_CASE("bad specs are rejected with the field path and nothing is stored", "[
   }
 }
 
+TEST_CASE("a job near the largest spec allowed runs end to end", "[integration]") {
+  MiniCluster c(2);
+  // About 960 KB of arguments, just under the 1 MiB spec limit: every launch message carries
+  // them, and must still fit the agent stream.
+  std::string yaml =
+      "displayName: large\nworkerPools:\n- name: chief\n  replicaCount: 1\n"
+      "  command: [/bin/sh, -c, 'exit 0']\n  args:\n";
+  for (int i = 0; i < 16; ++i) absl::StrAppend(&yaml, "  - ", std::string(60'000, 'a' + i), "\n");
+  absl::StrAppend(&yaml, "- name: worker\n  replicaCount: 7\n  command: [/bin/true]\n");
+  const std::string id = c.Submit(yaml);
+  CHECK(c.WaitForEnd(id).state() == v1::JOB_STATE_SUCCEEDED);
+
+  // 17 such arguments are over the limit, refused before anything is stored.
+  absl::StrAppend(&yaml, "  args: [", std::string(120'000, 'z'), "]\n");
+  CliResult r = c.Cli({"submit", "-f", c.WriteFile("too-large.yaml", yaml)});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("bytes, at most 1048576 are allowed"));
+}
+
 TEST_CASE("logs -f follows a replica's output until it ends", "[integration]") {
   MiniCluster c(1);
   std::string id = c.Submit(c.Spec(R"(

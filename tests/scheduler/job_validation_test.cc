@@ -100,6 +100,44 @@ TEST_CASE("ApplyDefaults fills project and stop grace period") {
   CHECK(spec.scheduling().stop_grace_period().seconds() == 10);
 }
 
+TEST_CASE("a NUL byte anywhere in a spec is refused naming the field", "[job_validation]") {
+  struct Row {
+    const char* what;
+    std::function<void(v1::JobSpec*)> mutate;
+    const char* message;
+  };
+  const std::string nul("a\0b", 3);
+  const Row rows[] = {
+      {"display name", [&](v1::JobSpec* s) { s->set_display_name(nul); },
+       "displayName must not contain NUL bytes"},
+      {"an argument", [&](v1::JobSpec* s) { s->mutable_worker_pools(1)->add_args(nul); },
+       "workerPools[1].args[0] must not contain NUL bytes"},
+      {"an env value",
+       [&](v1::JobSpec* s) { (*s->mutable_worker_pools(0)->mutable_env())["MODE"] = nul; },
+       "workerPools[0].env[\"MODE\"] must not contain NUL bytes"},
+      {"a label key", [&](v1::JobSpec* s) { (*s->mutable_labels())[nul] = "x"; },
+       "labels must not contain NUL bytes"},
+  };
+  for (const Row& row : rows) {
+    SECTION(row.what) {
+      v1::JobSpec spec = testing::Spec(2);
+      row.mutate(&spec);
+      absl::Status s = ValidateJobSpec(spec);
+      CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+      CHECK(std::string(s.message()) == row.message);
+    }
+  }
+}
+
+TEST_CASE("a spec larger than 1 MiB is refused", "[job_validation]") {
+  v1::JobSpec spec = testing::Spec(2);
+  for (int i = 0; i < 20; ++i) spec.mutable_worker_pools(0)->add_args(std::string(60'000, 'x'));
+  absl::Status s = ValidateJobSpec(spec);
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(s.message()),
+             Catch::Matches("the job spec is [0-9]+ bytes, at most 1048576 are allowed .*"));
+}
+
 TEST_CASE("a job's checkpointDir is made normal and must lie under an allowed root",
           "[job_validation]") {
   const std::vector<std::string> roots = {"/ckpt", "/mnt/shared/"};
