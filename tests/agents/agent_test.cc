@@ -99,9 +99,13 @@ TEST_CASE("the agent registers, heartbeats and reports runs until acked", "[agen
   CHECK(stream == 3);
   CHECK(reg->register_().runs().empty());
 
-  // Seqs are 1, 2, 3, ... in the order the scheduler saw them.
+  // Seqs start at 1 and increase in the order the scheduler saw them. A message written as a
+  // stream drops (a heartbeat, say) may never be read: its seq is a gap, which is harmless,
+  // since a seq only names a report to ack.
   std::vector<uint64_t> seqs = f.scheduler().Seqs();
-  for (size_t i = 0; i < seqs.size(); ++i) CHECK(seqs[i] == i + 1);
+  REQUIRE_FALSE(seqs.empty());
+  CHECK(seqs[0] == 1);
+  for (size_t i = 1; i < seqs.size(); ++i) CHECK(seqs[i] > seqs[i - 1]);
 }
 
 TEST_CASE("replicas inherit none of the agent's environment but PATH, LANG and HOME", "[agent]") {
