@@ -45,7 +45,14 @@ std::shared_ptr<grpc::Channel> MakeChannel(const Agent::Options& options) {
   // accepts pings every 5s or more (GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS).
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
-  return grpc::CreateCustomChannel(options.scheduler, grpc::InsecureChannelCredentials(), args);
+  if (options.tls_ca_pem.empty()) {
+    return grpc::CreateCustomChannel(options.scheduler, grpc::InsecureChannelCredentials(), args);
+  }
+  grpc::SslCredentialsOptions tls;
+  tls.pem_root_certs = options.tls_ca_pem;
+  tls.pem_cert_chain = options.tls_cert_pem;
+  tls.pem_private_key = options.tls_key_pem;
+  return grpc::CreateCustomChannel(options.scheduler, grpc::SslCredentials(tls), args);
 }
 
 // The name of the agent's cgroup directories: its node and a hash (FNV-1a) of its work dir, so
@@ -337,6 +344,14 @@ void Agent::Run() {
       startup_due = true;
     }
     if (!outcome.connected) stub_.reset();  // The stream, which uses it, is gone.
+    // Refused for who it is (a certificate for another node, a revoked one): retrying soon
+    // changes nothing until an operator acts, so wait the longest backoff.
+    const grpc::StatusCode code = outcome.status.error_code();
+    if (code == grpc::StatusCode::PERMISSION_DENIED || code == grpc::StatusCode::UNAUTHENTICATED) {
+      backoff = options_.max_backoff;
+      spdlog::error("the scheduler at {} refused this agent: {}", options_.scheduler,
+                    outcome.status.error_message());
+    }
     absl::Duration delay = absl::Trunc(backoff * jitter(rng), absl::Milliseconds(1));
     std::string why =
         outcome.status.error_message().empty() ? "stream closed" : outcome.status.error_message();

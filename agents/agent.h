@@ -85,6 +85,11 @@ class Agent {
     trainctl::v1::NodeResources capacity;
     trainctl::v1::NodeResources allocatable;
     std::map<std::string, std::string> labels;
+    // TLS to the scheduler, PEM texts: the CA its certificate must chain to, and this node's
+    // certificate and key. Empty: plaintext.
+    std::string tls_ca_pem;
+    std::string tls_cert_pem;
+    std::string tls_key_pem;
     // The variables of the agent's environment its replicas inherit (--pass-env); nothing else.
     std::vector<std::string> pass_env = {"PATH", "LANG", "HOME"};
     // Every GPU of the node (capacity.gpus of them), registered with the scheduler.

@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "common/flags.h"
 #include "common/names.h"
+#include "common/net_address.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
 
@@ -88,6 +89,17 @@ std::vector<FlagGroup> AgentFlagGroups() {
          "unique node name: lowercase letters, digits and '-', at most 63"},
         {"work-dir", 0, Kind::kValue, "DIR", "",
          "where job working directories and logs live; created if missing"}}},
+      {"Transport security (a scheduler off loopback needs all three --tls-* flags, made by\n"
+       "`trainctld pki init` and `trainctld pki issue-agent DIR NODE`, or\n"
+       "--insecure-allow-plaintext):",
+       {{"tls-ca", 0, Kind::kValue, "FILE", "",
+         "CA certificates (PEM) the scheduler's certificate must chain to"},
+        {"tls-cert", 0, Kind::kValue, "FILE", "",
+         "this node's client certificate (PEM); its common name must be --node"},
+        {"tls-key", 0, Kind::kValue, "FILE", "", "the private key of --tls-cert (PEM)"},
+        {"insecure-allow-plaintext", 0, Kind::kBool, "", "",
+         "talk plaintext gRPC to a scheduler off loopback: whoever can intercept the traffic or "
+         "impersonate the scheduler can run any command on this host"}}},
       {"Optional:",
        {{"address", 0, Kind::kValue, "ADDR", "",
          "address other replicas use to reach this node (default: hostname)"},
@@ -268,6 +280,31 @@ std::string AgentUsage() {
       "scheduler no longer wants them.\n");
 }
 
+namespace {
+
+// The --tls-* flags go together, and a scheduler off loopback needs them or the escape hatch.
+absl::Status CheckTransportSecurity(const AgentFlags& flags) {
+  const int given = !flags.tls_ca.empty() + !flags.tls_cert.empty() + !flags.tls_key.empty();
+  if (given != 0 && given != 3) {
+    return absl::InvalidArgumentError(
+        "--tls-ca, --tls-cert and --tls-key go together: the scheduler's CA, and this node's "
+        "certificate and key (`trainctld pki issue-agent DIR NODE`)");
+  }
+  if (given == 3 && flags.insecure_allow_plaintext) {
+    return absl::InvalidArgumentError("--insecure-allow-plaintext contradicts --tls-cert");
+  }
+  if (given == 0 && !flags.insecure_allow_plaintext && !IsLoopbackAddress(flags.scheduler)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--scheduler ", flags.scheduler,
+        " is another host: talk TLS with --tls-ca, --tls-cert and --tls-key (`trainctld pki "
+        "issue-agent DIR ",
+        flags.node, "`), or accept the risk with --insecure-allow-plaintext"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args) {
   AgentFlags flags;
   using Setter = std::function<absl::Status(const std::string& flag, const std::string& value)>;
@@ -282,6 +319,11 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
       {"--node", text(&flags.node)},
       {"--work-dir", text(&flags.work_dir)},
       {"--address", text(&flags.address)},
+      {"--tls-ca", text(&flags.tls_ca)},
+      {"--tls-cert", text(&flags.tls_cert)},
+      {"--tls-key", text(&flags.tls_key)},
+      {"--insecure-allow-plaintext",
+       [&](auto& f, auto& v) { return ParseBool(f, v, &flags.insecure_allow_plaintext); }},
       {"--log-level", text(&flags.log_level)},
       {"--cpus", [&](auto& f, auto& v) { return ParseCpu(f, v, false, &flags.cpus.emplace()); }},
       {"--memory-mb",
@@ -400,6 +442,7 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
     if (value->empty()) return absl::InvalidArgumentError(absl::StrCat(flag, " is required"));
   }
   if (absl::Status s = ValidateNodeName(flags.node); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(CheckTransportSecurity(flags));
   return flags;
 }
 

@@ -40,6 +40,13 @@ struct AgentFlags {
   int64_t reserve_memory_mb = 0;
   double reserve_cpu = 0;
   std::map<std::string, std::string> labels;
+  // PEM files: the CA that signed the scheduler's certificate, and this node's client
+  // certificate and key. All three or none; none only for a loopback scheduler or with
+  // --insecure-allow-plaintext.
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
+  bool insecure_allow_plaintext = false;
   // The variables of the agent's environment that replicas inherit (--pass-env).
   std::vector<std::string> pass_env = {"PATH", "LANG", "HOME"};
   // pids.max of each run's cgroup; 0: no limit.

@@ -25,6 +25,8 @@
 #include "agents/host_resources.h"
 #include "agents/run_files.h"
 #include "common/logging.h"
+#include "common/pem_file.h"
+#include "common/status_macros.h"
 #include "spdlog/spdlog.h"
 
 namespace trainctl::agent {
@@ -46,6 +48,11 @@ absl::StatusOr<Agent::Options> MakeOptions(const AgentFlags& flags) {
   options.node = flags.node;
   options.labels = flags.labels;
   options.pass_env = flags.pass_env;
+  if (!flags.tls_ca.empty()) {
+    TC_ASSIGN_OR_RETURN(options.tls_ca_pem, ReadPemFile("--tls-ca", flags.tls_ca));
+    TC_ASSIGN_OR_RETURN(options.tls_cert_pem, ReadPemFile("--tls-cert", flags.tls_cert));
+    TC_ASSIGN_OR_RETURN(options.tls_key_pem, ReadPemFile("--tls-key", flags.tls_key));
+  }
   options.inject_launch_failures = flags.inject_launch_failures;
   options.pids_max = flags.pids_max;
   options.cpu_policy = flags.cpu_policy;
@@ -155,6 +162,12 @@ int Main(int argc, char** argv) {
       "{} GPUs allocatable",
       Agent::kVersion, options->node, options->address, options->work_dir,
       options->allocatable.cpu(), options->allocatable.memory_mb(), options->allocatable.gpus());
+  if (flags->insecure_allow_plaintext) {
+    spdlog::warn(
+        "INSECURE: plaintext to the scheduler at {} (--insecure-allow-plaintext): whoever can "
+        "intercept the traffic or impersonate the scheduler can run any command on this host",
+        options->scheduler);
+  }
   Agent agent(*std::move(options));
   std::thread waiter([&] {
     int sig = 0;

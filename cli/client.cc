@@ -13,18 +13,26 @@ int64_t NextBackoffMs(int64_t current_ms) {
   return std::min(current_ms * 2, kMaxBackoffMs);
 }
 
-std::string ResolveServer(const std::string& flag_value, const char* env) {
+std::string ResolveSetting(const std::string& flag_value, const char* env) {
   if (!flag_value.empty()) return flag_value;
-  if (env != nullptr && env[0] != '\0') return env;
-  return kDefaultServer;
+  if (env != nullptr) return env;
+  return "";
 }
 
-std::string UnavailableMessage(const std::string& server, const std::string& grpc_message) {
+std::string ResolveServer(const std::string& flag_value, const char* env) {
+  std::string server = ResolveSetting(flag_value, env);
+  return server.empty() ? kDefaultServer : server;
+}
+
+std::string UnavailableMessage(const std::string& server, const std::string& grpc_message,
+                               bool tls) {
   std::string message = absl::StrCat("cannot reach the trainctl server at ", server);
   if (!grpc_message.empty()) absl::StrAppend(&message, " (", grpc_message, ")");
   absl::StrAppend(&message,
                   "; is it running? Point trainctl at it with --server HOST:PORT or the "
                   "TRAINCTL_SERVER environment variable");
+  absl::StrAppend(&message, tls ? "; does its certificate chain to --ca and name that host?"
+                                : "; a server that serves TLS needs --ca FILE (or TRAINCTL_CA)");
   return message;
 }
 
@@ -45,21 +53,27 @@ bool IsTransient(grpc::StatusCode code) {
 
 namespace {
 
-std::shared_ptr<grpc::Channel> NewChannel(const std::string& server) {
+std::shared_ptr<grpc::Channel> NewChannel(const std::string& server, const std::string& ca_pem) {
   grpc::ChannelArguments args;
   // gRPC's own reconnect backoff grows to 120s; while `wait` rides out a server restart, keep it
   // in step with ours so that the server is seen again within ~2s of coming back.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(kInitialBackoffMs));
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(kInitialBackoffMs));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(kMaxBackoffMs));
-  return grpc::CreateCustomChannel(server, grpc::InsecureChannelCredentials(), args);
+  if (ca_pem.empty()) {
+    return grpc::CreateCustomChannel(server, grpc::InsecureChannelCredentials(), args);
+  }
+  grpc::SslCredentialsOptions tls;
+  tls.pem_root_certs = ca_pem;
+  return grpc::CreateCustomChannel(server, grpc::SslCredentials(tls), args);
 }
 
 }  // namespace
 
-Client::Client(std::string server)
+Client::Client(std::string server, const std::string& ca_pem)
     : server_(std::move(server)),
-      channel_(NewChannel(server_)),
+      tls_(!ca_pem.empty()),
+      channel_(NewChannel(server_, ca_pem)),
       stub_(v1::JobService::NewStub(channel_)),
       cluster_(v1::ClusterService::NewStub(channel_)),
       quota_(v1::QuotaService::NewStub(channel_)) {}
@@ -74,7 +88,7 @@ void Client::PrepareUnary(grpc::ClientContext* context) {
 
 absl::Status Client::ToStatus(const grpc::Status& status) const {
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE && !Connected()) {
-    return absl::UnavailableError(UnavailableMessage(server_, status.error_message()));
+    return absl::UnavailableError(UnavailableMessage(server_, status.error_message(), tls_));
   }
   return FromGrpcStatus(status);
 }

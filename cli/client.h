@@ -39,17 +39,22 @@ int64_t NextBackoffMs(int64_t current_ms);
 // else kDefaultServer. Empty values count as unset.
 std::string ResolveServer(const std::string& flag_value, const char* env);
 
-// The message for an UNAVAILABLE error: which address could not be reached, gRPC's reason, and
-// how to point trainctl at another server.
-std::string UnavailableMessage(const std::string& server, const std::string& grpc_message);
+// The message for an UNAVAILABLE error: which address could not be reached, gRPC's reason, how
+// to point trainctl at another server, and what TLS needs (`tls`: the client talks TLS).
+std::string UnavailableMessage(const std::string& server, const std::string& grpc_message,
+                               bool tls = false);
 
 // Whether a broken WatchJob stream (or a failed poll while following logs) is worth retrying:
 // the server went away or restarted, as opposed to a request it rejected.
 bool IsTransient(grpc::StatusCode code);
 
+// `flag_value` if given, else `env` (may be null), else "".
+std::string ResolveSetting(const std::string& flag_value, const char* env);
+
 class Client {
  public:
-  explicit Client(std::string server);
+  // `ca_pem`: the CA the server's certificate must chain to; empty: plaintext.
+  explicit Client(std::string server, const std::string& ca_pem = "");
 
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
@@ -75,6 +80,7 @@ class Client {
  private:
   // Constant after construction.
   const std::string server_;
+  const bool tls_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::JobService::Stub> stub_;
   std::unique_ptr<v1::ClusterService::Stub> cluster_;

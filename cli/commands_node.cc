@@ -1,4 +1,4 @@
-// node describe|cordon|uncordon|drain: ClusterService requests on one node, then print.
+// node describe|cordon|uncordon|drain|revoke: ClusterService requests on one node, then print.
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
@@ -38,7 +38,8 @@ absl::StatusOr<int> RunDescribe(const std::string& name, OutputFormat format, Cl
   return kExitOk;
 }
 
-// Sends the request of `action` (cordon, uncordon or drain) and returns the node as it is now.
+// Sends the request of `action` (cordon, uncordon, drain or revoke) and returns the node as it is
+// now.
 absl::StatusOr<v1::Node> Change(NodeAction action, const ParsedArgs& args, Client& client) {
   grpc::ClientContext context;
   Client::PrepareUnary(&context);
@@ -53,6 +54,9 @@ absl::StatusOr<v1::Node> Change(NodeAction action, const ParsedArgs& args, Clien
       break;
     case NodeAction::kDrain:
       status = client.cluster().DrainNode(&context, DrainRequestFromArgs(args), &node);
+      break;
+    case NodeAction::kRevoke:
+      status = client.cluster().RevokeNode(&context, RevokeRequestFromArgs(args), &node);
       break;
     case NodeAction::kDescribe:
       return absl::InternalError("node describe changes nothing");
@@ -85,8 +89,8 @@ absl::StatusOr<int> RunNode(const ParsedArgs& args, Client& client) {
 Command NodeCommand() {
   CommandSpec spec{
       "node",
-      "describe|cordon|uncordon|drain NODE",
-      "Show one node in detail, or cordon, uncordon or drain it",
+      "describe|cordon|uncordon|drain|revoke NODE",
+      "Show one node in detail, or cordon, uncordon, drain or revoke it",
       absl::StrCat(
           "Subcommands:\n", NodeSubcommandList(),
           "\n"
@@ -96,7 +100,12 @@ Command NodeCommand() {
           "node is CORDONED once empty. uncordon lifts either hold, and the hold on a flapping\n"
           "node; an ISOLATED node returns to READY only once its checks pass.\n"
           "\n"
-          "cordon, uncordon and drain print the node's state afterwards, e.g.\n"
+          "revoke (with agent certificates, trainctld --agent-ca) refuses the certificate the\n"
+          "node's agent registered with from now on: the agent is disconnected, the node is\n"
+          "cordoned and LOST, and its replicas move to other nodes. A new certificate\n"
+          "(`trainctld pki issue-agent DIR NODE`) lets the host register again, cordoned.\n"
+          "\n"
+          "cordon, uncordon, drain and revoke print the node's state afterwards, e.g.\n"
           "  node node-1 DRAINING: kernel upgrade (2 replicas moving)\n"
           "With -o json or yaml they print the Node, and describe prints\n"
           "{\"node\": Node, \"events\": [its 20 newest events]}."),

@@ -14,6 +14,7 @@
 #include "cli/client.h"
 #include "cli/commands.h"
 #include "cli/usage.h"
+#include "common/pem_file.h"
 
 #ifndef TRAINCTL_VERSION
 #define TRAINCTL_VERSION "dev"
@@ -29,6 +30,9 @@ std::vector<FlagSpec> GlobalFlags() {
   return {
       {"server", 0, FlagSpec::Kind::kValue, "HOST:PORT", "",
        absl::StrCat("Server address (default: $TRAINCTL_SERVER, else ", kDefaultServer, ")")},
+      {"ca", 0, FlagSpec::Kind::kValue, "FILE", "",
+       "CA certificate (PEM) the server's certificate must chain to; talks TLS to the server "
+       "(default: $TRAINCTL_CA; none: plaintext, for a server on loopback)"},
       {"help", 'h', FlagSpec::Kind::kBool, "", "", "Show help for trainctl or a command"},
       {"version", 0, FlagSpec::Kind::kBool, "", "", "Print the version and exit"},
   };
@@ -84,7 +88,13 @@ int Main(int argc, char** argv) {
   status = CheckArgs(parsed, *spec);
   if (!status.ok()) return Fail(status, parsed.command());
 
-  Client client(ResolveServer(parsed.Get("server"), std::getenv("TRAINCTL_SERVER")));
+  std::string ca_pem;
+  if (std::string ca = ResolveSetting(parsed.Get("ca"), std::getenv("TRAINCTL_CA")); !ca.empty()) {
+    absl::StatusOr<std::string> pem = ReadPemFile("--ca", ca);
+    if (!pem.ok()) return Fail(pem.status(), "-");
+    ca_pem = *std::move(pem);
+  }
+  Client client(ResolveServer(parsed.Get("server"), std::getenv("TRAINCTL_SERVER")), ca_pem);
   for (const Command& c : commands) {
     if (c.spec.name != parsed.command()) continue;
     absl::StatusOr<int> result = c.run(parsed, client);

@@ -26,6 +26,8 @@ constexpr Subcommand kSubcommands[] = {
      "Lift the hold (ISOLATED waits for its checks)"},
     {NodeAction::kDrain, "drain", "drain NODE --reason TEXT [--deadline DURATION]",
      "Cordon it and move its replicas to other nodes"},
+    {NodeAction::kRevoke, "revoke", "revoke NODE [--reason TEXT]",
+     "Refuse its agent's certificate from now on"},
 };
 
 const Subcommand& Find(NodeAction action) {
@@ -46,8 +48,8 @@ absl::Status RejectFlags(const ParsedArgs& args, NodeAction action) {
   }
   if (args.IsSet("reason") &&
       (action == NodeAction::kDescribe || action == NodeAction::kUncordon)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("node ", name, " takes no --reason; it is for node cordon and node drain"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "node ", name, " takes no --reason; it is for node cordon, node drain and node revoke"));
   }
   return absl::OkStatus();
 }
@@ -58,10 +60,13 @@ absl::Status CheckReason(const ParsedArgs& args, NodeAction action) {
     return absl::InvalidArgumentError(
         "--reason is required: say why the node is drained, e.g. --reason \"kernel upgrade\"");
   }
-  if (args.IsSet("reason") && action == NodeAction::kCordon && reason.empty()) {
+  if (args.IsSet("reason") && (action == NodeAction::kCordon || action == NodeAction::kRevoke) &&
+      reason.empty()) {
     return absl::InvalidArgumentError(
-        "--reason is empty: say why the node is cordoned, e.g. --reason \"bad fan\", or leave "
-        "the flag out");
+        absl::StrCat("--reason is empty: say why the node is ", Find(action).name,
+                     action == NodeAction::kCordon ? "ed" : "d", ", e.g. --reason \"",
+                     action == NodeAction::kCordon ? "bad fan" : "host decommissioned",
+                     "\", or leave the flag out"));
   }
   const size_t chars = DisplayWidth(reason);
   if (chars > kMaxNodeReasonChars) {
@@ -162,6 +167,13 @@ v1::DrainNodeRequest DrainRequestFromArgs(const ParsedArgs& args) {
     absl::StatusOr<int64_t> ms = ParseDurationMs(args.Get("deadline"));
     if (ms.ok()) *request.mutable_deadline() = MsToDuration(*ms);
   }
+  return request;
+}
+
+v1::RevokeNodeRequest RevokeRequestFromArgs(const ParsedArgs& args) {
+  v1::RevokeNodeRequest request;
+  request.set_name(args.args()[1]);
+  request.set_reason(Reason(args));
   return request;
 }
 

@@ -4,6 +4,7 @@
 //   trainctl node cordon NODE [--reason TEXT]
 //   trainctl node uncordon NODE
 //   trainctl node drain NODE --reason TEXT [--deadline DURATION]
+//   trainctl node revoke NODE [--reason TEXT]
 //
 // Everything here is checked before any RPC, so that a mistyped command line never reaches the
 // server half-right:
@@ -24,7 +25,7 @@
 
 namespace trainctl::cli {
 
-enum class NodeAction { kDescribe, kCordon, kUncordon, kDrain };
+enum class NodeAction { kDescribe, kCordon, kUncordon, kDrain, kRevoke };
 
 // DrainNodeRequest.reason and CordonNodeRequest.reason allow at most this many characters.
 inline constexpr size_t kMaxNodeReasonChars = 1024;
@@ -32,7 +33,7 @@ inline constexpr size_t kMaxNodeReasonChars = 1024;
 // --reason, --deadline and -o, for every subcommand (CheckNodeArgs says which takes which).
 std::vector<FlagSpec> NodeFlags();
 
-// "describe", "cordon", "uncordon" or "drain"; INVALID_ARGUMENT with NodeSubcommandList
+// "describe", "cordon", "uncordon", "drain" or "revoke"; INVALID_ARGUMENT with NodeSubcommandList
 // otherwise.
 absl::StatusOr<NodeAction> ParseNodeAction(absl::string_view name);
 
@@ -51,5 +52,6 @@ absl::StatusOr<NodeAction> CheckNodeArgs(const ParsedArgs& args);
 v1::CordonNodeRequest CordonRequestFromArgs(const ParsedArgs& args);
 v1::UncordonNodeRequest UncordonRequestFromArgs(const ParsedArgs& args);
 v1::DrainNodeRequest DrainRequestFromArgs(const ParsedArgs& args);
+v1::RevokeNodeRequest RevokeRequestFromArgs(const ParsedArgs& args);
 
 }  // namespace trainctl::cli

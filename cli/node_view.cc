@@ -149,6 +149,17 @@ absl::StatusOr<std::string> NodeDescriptionJson(const v1::Node& node,
   return absl::StrCat("{\n \"node\": ", nested, ",\n", events_member, "}\n");
 }
 
+// The fingerprint of its agent's certificate with its expiry, REVOKED when it is; "" without.
+std::string CertificateText(const v1::Node& node) {
+  if (node.certificate_fingerprint().empty()) return "";
+  std::string text = absl::StrCat(node.certificate_fingerprint(), ", expires ",
+                                  FormatRfc3339(TimestampToMs(node.certificate_expire_time())));
+  for (const std::string& fp : node.revoked_certificates()) {
+    if (fp == node.certificate_fingerprint()) absl::StrAppend(&text, " (REVOKED)");
+  }
+  return text;
+}
+
 }  // namespace
 
 std::string CheckItemLine(const v1::CheckResult& item) {
@@ -182,6 +193,10 @@ std::string RenderNodeDescription(const v1::Node& node,
       {"Isolations", IsolationsText(node)},
       {"Drain deadline", DrainDeadlineText(node)},
       {"Labels", LabelsText(node.labels())},
+      {"Certificate", CertificateText(node)},
+      {"Revoked certs", node.revoked_certificates().empty()
+                            ? std::string()
+                            : absl::StrCat(node.revoked_certificates_size())},
   };
   return absl::StrCat(RenderFields(fields), ResourcesSection(node), GpusSection(node),
                       ConfigSection(node), ChecksSection(node, now_ms), EventsSection(events));

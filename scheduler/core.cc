@@ -111,7 +111,19 @@ absl::StatusOr<v1::Node> Core::DrainNode(const std::string& name, const std::str
   return GetNode(name);
 }
 
+absl::StatusOr<v1::Node> Core::RevokeNode(const std::string& name, const std::string& reason,
+                                          int64_t now, Effects* fx) {
+  absl::StatusOr<std::string> why = nodes_.Revoke(name, reason, FromMs(now), fx);
+  if (!why.ok()) return why.status();
+  lifecycle_.MoveReplicasOff(name, MoveCause::kLost, *why, -1, /*node_gone=*/true, FromMs(now), fx);
+  return GetNode(name);
+}
+
 // --- Agents ------------------------------------------------------------------------------------
+
+void Core::AgentRefused(const std::string& node, const std::string& why, int64_t now, Effects* fx) {
+  nodes_.Refused(node, why, FromMs(now), fx);
+}
 
 v1::RegisterAck Core::AgentRegistered(const v1::Register& reg, int64_t now, Effects* fx) {
   nodes_.Register(reg, FromMs(now), fx);

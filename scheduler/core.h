@@ -107,7 +107,15 @@ class Core {
   absl::StatusOr<v1::Node> DrainNode(const std::string& name, const std::string& reason,
                                      int64_t deadline_ms, int64_t now, Effects* fx);
 
+  // Revokes the node's agent certificate (see NodeRegistry::Revoke) and moves its replicas as
+  // from a lost node. NOT_FOUND, FAILED_PRECONDITION without a certificate.
+  absl::StatusOr<v1::Node> RevokeNode(const std::string& name, const std::string& reason,
+                                      int64_t now, Effects* fx);
+
   // --- Inputs from agents ------------------------------------------------------------------
+
+  // The scheduler refused an agent stream claiming `node`, for `why`: an event row.
+  void AgentRefused(const std::string& node, const std::string& why, int64_t now, Effects* fx);
 
   // An agent (re)connected. Re-adopts the replicas it reports, stops runs nobody wants, resends
   // launches it never received. Returns the RegisterAck to send back.

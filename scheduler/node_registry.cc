@@ -80,6 +80,12 @@ void NodeRegistry::Register(const v1::Register& reg, absl::Time now, Effects* fx
     d.clear_run_id();
   }
   LoadDevices(node);
+  node.status.set_certificate_fingerprint(reg.certificate_fingerprint());
+  if (reg.certificate_expire_ms() > 0) {
+    *node.status.mutable_certificate_expire_time() = MsToTimestamp(reg.certificate_expire_ms());
+  } else {
+    node.status.clear_certificate_expire_time();
+  }
   fx->nodes.insert(node.name);
   Changed();
   AddEvent(fx, now, nullptr, "", node.name, known_before ? "NodeReconnected" : "NodeRegistered",
@@ -194,6 +200,44 @@ bool NodeRegistry::MarkShuttingDown(const std::string& name, absl::Time now, Eff
 }
 
 // --- Operators ---------------------------------------------------------------------------------
+
+absl::StatusOr<std::string> NodeRegistry::Revoke(const std::string& name, const std::string& reason,
+                                                 absl::Time now, Effects* fx) {
+  Node* node = FindMutable(name);
+  if (node == nullptr) return NotFound(name);
+  if (absl::Status s = CheckReasonLength(reason); !s.ok()) return s;
+  const std::string fingerprint = node->status.certificate_fingerprint();
+  if (fingerprint.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "node ", name,
+        " never registered with a client certificate, so there is none to revoke (agents are "
+        "authenticated only when trainctld runs with --tls-cert and --agent-ca)"));
+  }
+  bool known = false;
+  for (const std::string& r : node->status.revoked_certificates())
+    known = known || r == fingerprint;
+  if (!known) node->status.add_revoked_certificates(fingerprint);
+  node->status.set_cordoned(true);
+  node->connected = false;
+  node->lost = true;
+  const std::string why =
+      absl::StrCat("node ", name, "'s certificate ", fingerprint, " was revoked by an operator",
+                   reason.empty() ? "" : ": ", reason);
+  node->status.set_health_description(absl::StrCat("The host's certificate was revoked at ",
+                                                   FormatRfc3339(ToMs(now)),
+                                                   reason.empty() ? "" : ": ", reason));
+  AddEvent(fx, now, nullptr, "", name, "NodeRevoked",
+           absl::StrCat(why, "; its agent is disconnected and its replicas move to other nodes"));
+  fx->nodes.insert(name);
+  Changed();
+  Refresh(node, why, now, fx);
+  return why;
+}
+
+void NodeRegistry::Refused(const std::string& name, const std::string& why, absl::Time now,
+                           Effects* fx) {
+  AddEvent(fx, now, nullptr, "", name, "AgentRefused", why);
+}
 
 absl::Status NodeRegistry::Cordon(const std::string& name, const std::string& reason,
                                   absl::Time now, Effects* fx) {

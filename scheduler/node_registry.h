@@ -82,6 +82,15 @@ class NodeRegistry {
   absl::StatusOr<std::string> Drain(const std::string& name, const std::string& reason,
                                     int64_t deadline_ms, absl::Time now, Effects* fx);
 
+  // Revokes the certificate the node's agent registered with: the node is disconnected,
+  // cordoned and LOST. Returns the reason its replicas move with. FAILED_PRECONDITION when it
+  // never registered with a certificate.
+  absl::StatusOr<std::string> Revoke(const std::string& name, const std::string& reason,
+                                     absl::Time now, Effects* fx);
+  // An agent stream claiming this node was refused (a certificate for another node, a revoked
+  // certificate): the event row. The node need not exist.
+  void Refused(const std::string& name, const std::string& why, absl::Time now, Effects* fx);
+
   // --- Time ----------------------------------------------------------------------------------
 
   struct Lost {

@@ -45,6 +45,18 @@ bool AgentRegistry::Detach(const std::string& node, const AgentChannel* channel)
   return true;
 }
 
+void AgentRegistry::Disconnect(const std::string& node, const std::string& why) {
+  std::shared_ptr<AgentChannel> ch;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = channels_.find(node);
+    if (it == channels_.end()) return;
+    ch = std::move(it->second.channel);
+    channels_.erase(it);
+  }
+  ch->Close(why);
+}
+
 bool AgentRegistry::IsConnected(const std::string& node) {
   absl::MutexLock lock(&mu_);
   return channels_.count(node) > 0;

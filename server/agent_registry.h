@@ -55,6 +55,8 @@ class AgentRegistry {
   // Removes `channel` if it is still the node's stream; returns whether it was.
   bool Detach(const std::string& node, const AgentChannel* channel) ABSL_LOCKS_EXCLUDED(mu_);
   bool IsConnected(const std::string& node) ABSL_LOCKS_EXCLUDED(mu_);
+  // Removes the node's stream and closes it with `why` (its certificate was revoked).
+  void Disconnect(const std::string& node, const std::string& why) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Sends to the node's current stream; a message for an unconnected node is dropped (the core
   // resends what matters when the agent registers again).

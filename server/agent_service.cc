@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <deque>
+#include <optional>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
@@ -73,10 +74,14 @@ class SessionChannel : public AgentChannel {
 
 class AgentSession : public Reactor {
  public:
-  AgentSession(ReconcileLoop* loop, AgentRegistry* registry, std::string peer)
+  AgentSession(ReconcileLoop* loop, AgentRegistry* registry, std::string peer, AgentAuth auth,
+               std::optional<CertificateInfo> certificate, RefusalEvents* refusals)
       : loop_(loop),
         registry_(registry),
+        refusals_(refusals),
         peer_(std::move(peer)),
+        auth_(auth),
+        certificate_(std::move(certificate)),
         channel_(std::make_shared<SessionChannel>(this)) {
     StartRead(&in_);
   }
@@ -125,13 +130,58 @@ class AgentSession : public Reactor {
     });
   }
 
+  // With authentication: whether the stream's certificate lets it register `node`. Without:
+  // OK.
+  absl::Status CheckIdentity(const std::string& node) const {
+    if (!auth_.required) return absl::OkStatus();
+    if (!certificate_.has_value()) {
+      return absl::UnauthenticatedError(
+          "this scheduler accepts agents only with a client certificate signed by its "
+          "--agent-ca: start trainctl-agent with --tls-cert and --tls-key (made by `trainctld "
+          "pki issue-agent DIR NODE`)");
+    }
+    if (certificate_->organizational_unit != kAgentUnit) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("the client certificate (CN=", certificate_->common_name,
+                       ") is not an agent certificate (OU=", kAgentUnit,
+                       "); issue one with `trainctld pki "
+                       "issue-agent DIR ",
+                       node, "`"));
+    }
+    if (certificate_->common_name != node) {
+      return absl::PermissionDeniedError(absl::StrCat("the client certificate is for node '",
+                                                      certificate_->common_name,
+                                                      "'; it cannot register as '", node, "'"));
+    }
+    if (auth_.revoked != nullptr && auth_.revoked->Contains(certificate_->fingerprint)) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "node ", node, "'s certificate ", certificate_->fingerprint,
+          " was revoked; issue a new one with `trainctld pki issue-agent DIR ", node, "`"));
+    }
+    return absl::OkStatus();
+  }
+
+  // Ends the stream for a Register refused for its identity: a log line and an event row.
+  void Refuse(const std::string& node, const absl::Status& why) {
+    const std::string text(why.message());
+    if (!refusals_->ShouldRecord(node, text, absl::Now())) {
+      channel_->Finish(ToGrpcStatus(why));
+      return;
+    }
+    spdlog::warn("agent stream from {} claiming node {} refused: {}", peer_, node, why.ToString());
+    loop_->Post([node, why = std::string(why.message())](Turn& t) {
+      t.core.AgentRefused(node, absl::StrCat("an agent stream was refused: ", why), t.now, t.fx);
+    });
+    channel_->Finish(ToGrpcStatus(why));
+  }
+
   // Returns false when the stream was finished and must not read again.
   bool Handle(const v1::AgentMessage& m) {
     const uint64_t seq = m.seq();
     if (!node_.empty()) registry_->Heard(node_, channel_.get());
     switch (m.msg_case()) {
       case v1::AgentMessage::kRegister: {
-        const v1::Register& reg = m.register_();
+        v1::Register reg = m.register_();
         if (absl::Status valid = sched::ValidateRegister(reg); !valid.ok()) {
           spdlog::warn("agent stream from {} refused: {}", peer_, valid.ToString());
           channel_->Finish(ToGrpcStatus(valid));
@@ -142,7 +192,20 @@ class AgentSession : public Reactor {
                                         "an agent stream cannot change its node name"));
           return false;
         }
-        if (absl::Status attached = registry_->Attach(reg.node(), channel_, reg.agent_instance());
+        if (absl::Status identity = CheckIdentity(reg.node()); !identity.ok()) {
+          Refuse(reg.node(), identity);
+          return false;
+        }
+        // The identity a takeover must prove: the node's certificate, or the agent process.
+        std::string instance = reg.agent_instance();
+        reg.clear_certificate_fingerprint();
+        reg.clear_certificate_expire_ms();
+        if (certificate_.has_value() && auth_.required) {
+          instance = absl::StrCat("certificate CN=", certificate_->common_name);
+          reg.set_certificate_fingerprint(certificate_->fingerprint);
+          reg.set_certificate_expire_ms(certificate_->not_after_ms);
+        }
+        if (absl::Status attached = registry_->Attach(reg.node(), channel_, instance);
             !attached.ok()) {
           spdlog::warn("agent stream from {} refused: {}", peer_, attached.ToString());
           channel_->Finish(ToGrpcStatus(attached));
@@ -200,7 +263,11 @@ class AgentSession : public Reactor {
 
   ReconcileLoop* const loop_;
   AgentRegistry* const registry_;
+  RefusalEvents* const refusals_;
   const std::string peer_;
+  const AgentAuth auth_;
+  // The verified client certificate, when the peer presented one.
+  const std::optional<CertificateInfo> certificate_;
   const std::shared_ptr<SessionChannel> channel_;
   // No lock: touched only by OnReadDone (one read at a time, each started by the one before)
   // and by OnDone, which gRPC runs after every other callback of the stream.
@@ -214,7 +281,17 @@ class AgentSession : public Reactor {
 
 grpc::ServerBidiReactor<v1::AgentMessage, v1::SchedulerMessage>* AgentServiceImpl::Connect(
     grpc::CallbackServerContext* ctx) {
-  return new AgentSession(loop_, registry_, ctx->peer());
+  return new AgentSession(loop_, registry_, ctx->peer(), auth_, VerifiedPeerCertificate(*ctx),
+                          &refusals_);
+}
+
+bool RefusalEvents::ShouldRecord(const std::string& node, const std::string& why, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  if (last_.size() >= kMaxKeys) last_.clear();
+  auto [it, fresh] = last_.try_emplace(absl::StrCat(node, "\n", why), now);
+  if (!fresh && now - it->second < kInterval) return false;
+  it->second = now;
+  return true;
 }
 
 }  // namespace trainctl::server

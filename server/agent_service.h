@@ -3,18 +3,48 @@
 // Each Connect() call gets an AgentSession reactor. It turns the agent's reports into work for
 // the reconcile loop, acks each report after the turn that applied it has committed, and is the
 // AgentChannel through which the loop's commands reach the agent.
+//
+// With agent authentication (AgentAuth::required, i.e. trainctld --tls-cert), a stream's
+// Register is accepted only with a verified client certificate that is an agent's
+// (OU=trainctl-agent), names the node it registers (its common name) and is not revoked;
+// otherwise the stream ends with UNAUTHENTICATED or PERMISSION_DENIED, a log line and an
+// AgentRefused event. A second stream for a connected node then takes over at once when it
+// proves the same identity (a certificate for the same node); without authentication, only from
+// the same agent process (see agent_registry.h).
 #pragma once
 
+#include <map>
+#include <string>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "server/agent_registry.h"
 #include "server/reconcile_loop.h"
+#include "server/transport_security.h"
 #include "trainctl/v1/agent.grpc.pb.h"
 
 namespace trainctl::server {
 
+// Which refusals of agent streams get an event row: one per node and reason a minute, so that
+// an agent retrying with a wrong certificate cannot flood the event log. Thread-safe.
+class RefusalEvents {
+ public:
+  static constexpr absl::Duration kInterval = absl::Minutes(1);
+  // Whether the refusal of `node` for `why` at `now` is recorded.
+  bool ShouldRecord(const std::string& node, const std::string& why, absl::Time now)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  // Bounded: cleared when it holds this many keys (names are the claimer's to choose).
+  static constexpr size_t kMaxKeys = 4096;
+  absl::Mutex mu_;
+  std::map<std::string, absl::Time> last_ ABSL_GUARDED_BY(mu_);
+};
+
 class AgentServiceImpl final : public v1::AgentService::CallbackService {
  public:
-  AgentServiceImpl(ReconcileLoop* loop, AgentRegistry* registry)
-      : loop_(loop), registry_(registry) {}
+  AgentServiceImpl(ReconcileLoop* loop, AgentRegistry* registry, AgentAuth auth = {})
+      : loop_(loop), registry_(registry), auth_(auth) {}
 
   grpc::ServerBidiReactor<v1::AgentMessage, v1::SchedulerMessage>* Connect(
       grpc::CallbackServerContext* ctx) override;
@@ -22,6 +52,8 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
  private:
   ReconcileLoop* const loop_;
   AgentRegistry* const registry_;
+  const AgentAuth auth_;
+  RefusalEvents refusals_;
 };
 
 }  // namespace trainctl::server

@@ -113,4 +113,25 @@ grpc::ServerUnaryReactor* ClusterServiceImpl::ListEvents(grpc::CallbackServerCon
   return reactor;
 }
 
+grpc::ServerUnaryReactor* ClusterServiceImpl::RevokeNode(grpc::CallbackServerContext* ctx,
+                                                         const v1::RevokeNodeRequest* req,
+                                                         v1::Node* resp) {
+  return NodeCall(
+      loop_, ctx, resp,
+      [r = *req, registry = registry_, revoked = revoked_](Turn& t) -> absl::StatusOr<v1::Node> {
+        TC_RETURN_IF_ERROR(CheckNodeName(r.name()));
+        TC_ASSIGN_OR_RETURN(v1::Node node, t.core.RevokeNode(r.name(), r.reason(), t.now, t.fx));
+        // Once the revocation is stored: refuse the certificate, end the stream.
+        t.after_commit->push_back([node, registry, revoked] {
+          for (const std::string& fp : node.revoked_certificates()) {
+            if (revoked != nullptr) revoked->Add(fp);
+          }
+          if (registry != nullptr) {
+            registry->Disconnect(node.name(), "the node's certificate was revoked");
+          }
+        });
+        return node;
+      });
+}
+
 }  // namespace trainctl::server

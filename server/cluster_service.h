@@ -1,14 +1,20 @@
 // ClusterService: nodes and the event log, over gRPC. A thin edge like JobService.
 #pragma once
 
+#include "server/agent_registry.h"
 #include "server/reconcile_loop.h"
+#include "server/transport_security.h"
 #include "trainctl/v1/job.grpc.pb.h"
 
 namespace trainctl::server {
 
 class ClusterServiceImpl final : public v1::ClusterService::CallbackService {
  public:
-  explicit ClusterServiceImpl(ReconcileLoop* loop) : loop_(loop) {}
+  // `registry` and `revoked` (not owned) are for RevokeNode; with null ones it revokes in the
+  // store only.
+  explicit ClusterServiceImpl(ReconcileLoop* loop, AgentRegistry* registry = nullptr,
+                              CertificateRevocations* revoked = nullptr)
+      : loop_(loop), registry_(registry), revoked_(revoked) {}
 
   grpc::ServerUnaryReactor* ListNodes(grpc::CallbackServerContext* ctx,
                                       const v1::ListNodesRequest* req,
@@ -25,9 +31,13 @@ class ClusterServiceImpl final : public v1::ClusterService::CallbackService {
                                          v1::Node* resp) override;
   grpc::ServerUnaryReactor* DrainNode(grpc::CallbackServerContext* ctx,
                                       const v1::DrainNodeRequest* req, v1::Node* resp) override;
+  grpc::ServerUnaryReactor* RevokeNode(grpc::CallbackServerContext* ctx,
+                                       const v1::RevokeNodeRequest* req, v1::Node* resp) override;
 
  private:
   ReconcileLoop* const loop_;
+  AgentRegistry* const registry_;
+  CertificateRevocations* const revoked_;
 };
 
 }  // namespace trainctl::server

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/flags.h"
+#include "common/net_address.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
 
@@ -53,6 +54,17 @@ std::vector<FlagGroup> DaemonFlagGroups() {
          "trace, debug, info, warn, error (default info)"},
         {"help", 'h', Kind::kBool, "", "", "show this help"},
         {"version", 0, Kind::kBool, "", "", "print the version"}}},
+      {"Transport security (a listen address off loopback needs --tls-cert, or\n"
+       "--insecure-allow-plaintext; `trainctld pki init` makes every file these flags name):",
+       {{"tls-cert", 0, Kind::kValue, "FILE", "",
+         "the server's certificate chain (PEM); serve TLS with --tls-key"},
+        {"tls-key", 0, Kind::kValue, "FILE", "", "the server's private key (PEM)"},
+        {"agent-ca", 0, Kind::kValue, "FILE", "",
+         "CA certificates (PEM) that sign agents' client certificates; required with "
+         "--tls-cert. An agent must present a certificate whose common name is its node name"},
+        {"insecure-allow-plaintext", 0, Kind::kBool, "", "",
+         "serve plaintext gRPC on a non-loopback address: anyone who reaches the port can run "
+         "any command on every node. Logged as a warning at every start"}}},
       {"Default quota, for every project without a quota of its own (set one with `trainctl quota "
        "set`);\neach limit a non-negative number; unset means unlimited, the default:",
        {{"default-quota-gpus", 0, Kind::kValue, "N", "", "GPUs its jobs may hold at once"},
@@ -142,6 +154,40 @@ absl::Status ParseDefaultQuota(const ParsedArgs& parsed, v1::Quota* q) {
   return absl::OkStatus();
 }
 
+// --tls-cert, --tls-key, --agent-ca and --insecure-allow-plaintext, and the rule that a
+// listen address off loopback needs TLS or the explicit escape hatch.
+absl::Status ParseTransportSecurity(const ParsedArgs& parsed, DaemonFlags* f) {
+  f->tls_cert = parsed.Get("tls-cert");
+  f->tls_key = parsed.Get("tls-key");
+  f->agent_ca = parsed.Get("agent-ca");
+  f->insecure_allow_plaintext = parsed.GetBool("insecure-allow-plaintext");
+  if (f->tls_cert.empty() != f->tls_key.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls-cert and --tls-key go together: the certificate and its private key");
+  }
+  const bool tls = !f->tls_cert.empty();
+  if (tls && f->agent_ca.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls-cert needs --agent-ca, the CA that signs agents' certificates (DIR/ca.crt of "
+        "`trainctld pki init DIR`), so that only real agents can register nodes");
+  }
+  if (!tls && !f->agent_ca.empty()) {
+    return absl::InvalidArgumentError("--agent-ca needs --tls-cert and --tls-key");
+  }
+  if (tls && f->insecure_allow_plaintext) {
+    return absl::InvalidArgumentError(
+        "--insecure-allow-plaintext contradicts --tls-cert: choose one");
+  }
+  if (!tls && !f->insecure_allow_plaintext && !IsLoopbackAddress(f->listen)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--listen ", f->listen,
+        " is reachable from other hosts, and plaintext would let anyone who reaches it run any "
+        "command on every node: serve TLS with --tls-cert/--tls-key/--agent-ca (made by "
+        "`trainctld pki init DIR`), or accept the risk with --insecure-allow-plaintext"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& args) {
@@ -210,6 +256,7 @@ absl::StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& arg
     }
   }
   TC_RETURN_IF_ERROR(ParseDefaultQuota(parsed, &f.default_quota));
+  TC_RETURN_IF_ERROR(ParseTransportSecurity(parsed, &f));
   if (f.checkpoint_root.empty()) f.checkpoint_root = f.data_dir + "/checkpoints";
   return f;
 }

@@ -51,6 +51,15 @@ struct DaemonFlags {
   sched::PortRange port_range;
   // CoreOptions::default_quota; unset limits are unlimited.
   v1::Quota default_quota;
+  // PEM files; all three or none. With them, gRPC is TLS and agents authenticate with client
+  // certificates signed by agent_ca.
+  std::string tls_cert;
+  std::string tls_key;
+  std::string agent_ca;
+  // Plaintext on a non-loopback listen address (refused without it).
+  bool insecure_allow_plaintext = false;
+
+  bool tls() const { return !tls_cert.empty(); }
 };
 
 // Parses the arguments after the program name. INVALID_ARGUMENT for an unknown flag, a missing or

@@ -28,8 +28,10 @@
 #include "server/daemon_flags.h"
 #include "server/job_service.h"
 #include "server/job_snapshots.h"
+#include "server/pki_command.h"
 #include "server/quota_service.h"
 #include "server/reconcile_loop.h"
+#include "server/transport_security.h"
 #include "server/watch_hub.h"
 
 namespace {
@@ -60,6 +62,9 @@ void LockDataDir(const std::string& dir) {
 
 int main(int argc, char** argv) {
   using namespace trainctl;
+  if (argc >= 2 && std::string(argv[1]) == "pki") {
+    return server::RunPkiCommand(std::vector<std::string>(argv + 2, argv + argc));
+  }
   absl::StatusOr<server::DaemonFlags> parsed =
       server::ParseDaemonFlags(std::vector<std::string>(argv + 1, argv + argc));
   if (!parsed.ok()) UsageError(std::string(parsed.status().message()));
@@ -75,6 +80,9 @@ int main(int argc, char** argv) {
   if (absl::Status s = SetupLogging("trainctld", flags.log_level); !s.ok()) {
     UsageError(std::string(s.message()));
   }
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      server::ServerCredentials(flags);
+  if (!credentials.ok()) UsageError(std::string(credentials.status().message()));
   std::error_code ec;
   std::filesystem::create_directories(flags.data_dir, ec);
   if (ec) UsageError(absl::StrCat("cannot create --data-dir ", flags.data_dir, ": ", ec.message()));
@@ -113,6 +121,10 @@ int main(int argc, char** argv) {
   auto core = std::make_unique<sched::Core>(opts);
   spdlog::info("loaded {} jobs, {} nodes and {} project quotas from {}", snap->jobs.size(),
                snap->nodes.size(), snap->quotas.size(), db_path);
+  server::CertificateRevocations revocations;
+  for (const sched::Node& node : snap->nodes) {
+    for (const std::string& fp : node.status.revoked_certificates()) revocations.Add(fp);
+  }
   std::vector<sched::Job> jobs;
   jobs.reserve(snap->jobs.size());
   for (const v1::Job& stored : snap->jobs) {
@@ -131,15 +143,15 @@ int main(int argc, char** argv) {
   server::JobSnapshots snapshots(&hub);
   server::ReconcileLoop loop(std::move(core), std::move(*store), &registry, &snapshots, WallNowMs);
   server::JobServiceImpl job_service(&loop, &registry, &snapshots, WallNowMs);
-  server::AgentServiceImpl agent_service(&loop, &registry);
-  server::ClusterServiceImpl cluster_service(&loop);
+  server::AgentServiceImpl agent_service(&loop, &registry, {flags.tls(), &revocations});
+  server::ClusterServiceImpl cluster_service(&loop, &registry, &revocations);
   server::QuotaServiceImpl quota_service(&loop);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(flags.listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(flags.listen, *credentials, &port);
   builder.RegisterService(&job_service);
   builder.RegisterService(&agent_service);
   builder.RegisterService(&cluster_service);
@@ -164,6 +176,19 @@ int main(int argc, char** argv) {
     std::rename(tmp.c_str(), (flags.data_dir + "/trainctld.addr").c_str());
   }
   spdlog::info("trainctld listening on {} (data dir {})", addr, flags.data_dir);
+  if (flags.tls()) {
+    spdlog::info("TLS on; agents must present a certificate for their node signed by {}",
+                 flags.agent_ca);
+  } else if (flags.insecure_allow_plaintext) {
+    spdlog::warn(
+        "INSECURE: plaintext gRPC on {} (--insecure-allow-plaintext): anyone who reaches this "
+        "port can submit any command to every node, and any process can register as any node",
+        addr);
+  } else {
+    spdlog::info(
+        "plaintext on loopback: agents are not authenticated; serve TLS "
+        "(--tls-cert) to accept other hosts");
+  }
   // Type=notify units start their dependants only now; a no-op outside systemd.
   sd_notify(0, "READY=1");
 

@@ -17,7 +17,9 @@ namespace {
 
 using Args = std::vector<std::string>;
 
-Args Required() { return {"--scheduler", "sched:7070", "--node", "node-1", "--work-dir", "/w"}; }
+Args Required() {
+  return {"--scheduler", "127.0.0.1:7070", "--node", "node-1", "--work-dir", "/w"};
+}
 
 Args With(Args extra) {
   Args args = Required();
@@ -28,7 +30,7 @@ Args With(Args extra) {
 TEST_CASE("flags parse with their defaults", "[agent_flags]") {
   absl::StatusOr<AgentFlags> flags = ParseAgentFlags(Required());
   REQUIRE(flags.ok());
-  CHECK(flags->scheduler == "sched:7070");
+  CHECK(flags->scheduler == "127.0.0.1:7070");
   CHECK(flags->node == "node-1");
   CHECK(flags->work_dir == "/w");
   CHECK(flags->address.empty());
@@ -98,6 +100,40 @@ TEST_CASE("a bad flag is an error that names it", "[agent_flags]") {
     CHECK(absl::IsInvalidArgument(flags.status()));
     CHECK(absl::StrContains(flags.status().message(), row.names));
   }
+}
+
+TEST_CASE("a scheduler off loopback needs TLS or the explicit escape hatch", "[agent_flags]") {
+  const Args remote = {"--scheduler", "sched:7070", "--node", "node-1", "--work-dir", "/w"};
+  absl::StatusOr<AgentFlags> flags = ParseAgentFlags(remote);
+  REQUIRE_FALSE(flags.ok());
+  CHECK(absl::StrContains(flags.status().message(), "--tls-ca"));
+  CHECK(absl::StrContains(flags.status().message(), "--insecure-allow-plaintext"));
+  CHECK(absl::StrContains(flags.status().message(), "pki issue-agent DIR node-1"));
+
+  Args plain = remote;
+  plain.push_back("--insecure-allow-plaintext");
+  flags = ParseAgentFlags(plain);
+  REQUIRE(flags.ok());
+  CHECK(flags->insecure_allow_plaintext);
+
+  Args tls = remote;
+  for (const char* f :
+       {"--tls-ca", "/p/ca.crt", "--tls-cert", "/p/n.crt", "--tls-key", "/p/n.key"}) {
+    tls.push_back(f);
+  }
+  flags = ParseAgentFlags(tls);
+  REQUIRE(flags.ok());
+  CHECK(flags->tls_ca == "/p/ca.crt");
+  CHECK(flags->tls_cert == "/p/n.crt");
+  CHECK(flags->tls_key == "/p/n.key");
+
+  Args partial = remote;
+  for (const char* f : {"--tls-ca", "/p/ca.crt"}) partial.push_back(f);
+  CHECK(absl::StartsWith(ParseAgentFlags(partial).status().message(),
+                         "--tls-ca, --tls-cert and --tls-key go together"));
+  tls.push_back("--insecure-allow-plaintext");
+  CHECK(ParseAgentFlags(tls).status().message() ==
+        "--insecure-allow-plaintext contradicts --tls-cert");
 }
 
 TEST_CASE("the exit report delay hook takes an exit status and a duration", "[agent_flags]") {

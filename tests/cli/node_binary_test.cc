@@ -240,8 +240,8 @@ TEST_CASE("node checks its command line before any request", "[binary][node]") {
            {"node cordon node-a --deadline 5m",
             "error: INVALID_ARGUMENT: node cordon takes no --deadline; it is for node drain\n"},
            {"node uncordon node-a --reason x",
-            "error: INVALID_ARGUMENT: node uncordon takes no --reason; it is for node cordon and "
-            "node drain\n"},
+            "error: INVALID_ARGUMENT: node uncordon takes no --reason; it is for node cordon, "
+            "node drain and node revoke\n"},
            {"node describe node-a -o xml",
             "error: INVALID_ARGUMENT: unknown output format \"xml\"; use table, json or yaml\n"},
        }) {
@@ -271,7 +271,9 @@ TEST_CASE("node without a known subcommand lists the subcommands", "[binary][nod
       "  uncordon NODE                                    Lift the hold (ISOLATED waits for its "
       "checks)\n"
       "  drain NODE --reason TEXT [--deadline DURATION]   Cordon it and move its replicas to "
-      "other nodes\n";
+      "other nodes\n"
+      "  revoke NODE [--reason TEXT]                      Refuse its agent's certificate from now "
+      "on\n";
   Result none = Fake().Run("node");
   CHECK(none.exit_status == 2);
   CHECK(none.out.empty());
@@ -286,8 +288,8 @@ TEST_CASE("node without a known subcommand lists the subcommands", "[binary][nod
 
   Result help = Fixture::RunBinary("node --help");
   CHECK(help.exit_status == 0);
-  CHECK_THAT(help.out, Catch::StartsWith("Usage:\n  trainctl node describe|cordon|uncordon|drain "
-                                         "NODE [flags]\n"));
+  CHECK_THAT(help.out, Catch::StartsWith("Usage:\n  trainctl node "
+                                         "describe|cordon|uncordon|drain|revoke NODE [flags]\n"));
   CHECK_THAT(help.out, Catch::Contains("Subcommands:\n" + list));
   for (const char* flag : {"--reason TEXT", "--deadline DURATION", "-o, --output FORMAT"}) {
     CHECK_THAT(help.out, Catch::Contains(flag));
@@ -295,8 +297,8 @@ TEST_CASE("node without a known subcommand lists the subcommands", "[binary][nod
   CHECK(Fixture::RunBinary("help node").out == help.out);
   CHECK(Fixture::RunBinary("node drain --help").out == help.out);
   CHECK_THAT(Fixture::RunBinary("--help").out,
-             Catch::Contains("\n  node       Show one node in detail, or cordon, uncordon or drain "
-                             "it\n"));
+             Catch::Contains("\n  node       Show one node in detail, or cordon, uncordon, drain "
+                             "or revoke it\n"));
 }
 
 TEST_CASE("node prints the server's errors", "[binary][node]") {

@@ -82,7 +82,7 @@ TEST_CASE("CheckNodeArgs says what to type instead", "[node_flags]") {
            {{"cordon", "node-1", "--deadline", "5m"},
             "node cordon takes no --deadline; it is for node drain"},
            {{"uncordon", "node-1", "--reason", "x"},
-            "node uncordon takes no --reason; it is for node cordon and node drain"},
+            "node uncordon takes no --reason; it is for node cordon, node drain and node revoke"},
            {{"describe", "node-1", "--reason", "x"}, "node describe takes no --reason; ..."},
            {{"describe", "node-1", "-o", "xml"}, "unknown output format \"xml\"; ..."},
            {{"restart", "node-1"},

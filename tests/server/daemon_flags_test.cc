@@ -208,6 +208,42 @@ TEST_CASE("checkpoint roots are absolute directories", "[daemon_flags]") {
             .message() == "--checkpoint-allowed-roots: \"rel\" is not an absolute directory");
 }
 
+TEST_CASE("a listen address off loopback needs TLS or the explicit escape hatch",
+          "[daemon_flags]") {
+  auto message = [](Args args) { return std::string(ParseDaemonFlags(args).status().message()); };
+  for (const char* listen : {"0.0.0.0:7070", "[::]:7070", "10.1.2.3:7070", "sched.example:7070"}) {
+    INFO(listen);
+    const std::string m = message({"--data-dir", "/d", "--listen", listen});
+    CHECK(absl::StrContains(m, "--tls-cert"));
+    CHECK(absl::StrContains(m, "--insecure-allow-plaintext"));
+    CHECK(ParseDaemonFlags({"--data-dir", "/d", "--listen", listen, "--insecure-allow-plaintext"})
+              .ok());
+  }
+  for (const char* listen : {"127.0.0.1:0", "localhost:7070", "[::1]:7070"}) {
+    INFO(listen);
+    absl::StatusOr<DaemonFlags> f = ParseDaemonFlags({"--data-dir", "/d", "--listen", listen});
+    REQUIRE(f.ok());
+    CHECK_FALSE(f->tls());
+  }
+  absl::StatusOr<DaemonFlags> tls =
+      ParseDaemonFlags({"--data-dir", "/d", "--listen", "0.0.0.0:7070", "--tls-cert", "/p/s.crt",
+                        "--tls-key", "/p/s.key", "--agent-ca", "/p/ca.crt"});
+  REQUIRE(tls.ok());
+  CHECK(tls->tls());
+  CHECK(tls->tls_cert == "/p/s.crt");
+  CHECK(tls->tls_key == "/p/s.key");
+  CHECK(tls->agent_ca == "/p/ca.crt");
+  CHECK(message({"--data-dir", "/d", "--tls-cert", "/c"}) ==
+        "--tls-cert and --tls-key go together: the certificate and its private key");
+  CHECK(absl::StartsWith(message({"--data-dir", "/d", "--tls-cert", "/c", "--tls-key", "/k"}),
+                         "--tls-cert needs --agent-ca"));
+  CHECK(message({"--data-dir", "/d", "--agent-ca", "/ca"}) ==
+        "--agent-ca needs --tls-cert and --tls-key");
+  CHECK(message({"--data-dir", "/d", "--tls-cert", "/c", "--tls-key", "/k", "--agent-ca", "/ca",
+                 "--insecure-allow-plaintext"}) ==
+        "--insecure-allow-plaintext contradicts --tls-cert: choose one");
+}
+
 TEST_CASE("trainctld's usage lists every flag with its default", "[daemon_flags]") {
   const std::string usage = DaemonUsage();
   CHECK_THAT(usage, Catch::StartsWith("Usage: trainctld --data-dir DIR [flags]\n"));
