@@ -46,6 +46,7 @@ absl::StatusOr<Agent::Options> MakeOptions(const AgentFlags& flags) {
   options.node = flags.node;
   options.labels = flags.labels;
   options.pass_env = flags.pass_env;
+  options.run_as = flags.run_as;
   options.inject_launch_failures = flags.inject_launch_failures;
   options.pids_max = flags.pids_max;
   options.cpu_policy = flags.cpu_policy;
