@@ -40,11 +40,11 @@ RunIsolation::Options IsolationOptions(const ProcessLauncher::Options& options) 
 
 // Lets every user search `dir` (but not list it, unless it could before): run users reach their
 // own directories below it. Logs a failure; the launches that need it will fail naming the dir.
-void LetEveryoneSearch(const std::string& dir, mode_t mode) {
+void LetEveryoneSearch(const std::string& dir) {
   struct stat st;
   if (stat(dir.c_str(), &st) != 0) {
     spdlog::warn("cannot stat {}: {}", dir, std::strerror(errno));
-  } else if ((st.st_mode & 0111) != 0111 && chmod(dir.c_str(), (st.st_mode | mode) & 07777) != 0) {
+  } else if ((st.st_mode & 0111) != 0111 && chmod(dir.c_str(), (st.st_mode | 0111) & 07777) != 0) {
     spdlog::warn("cannot chmod {}: replicas of other users may not reach their directories: {}",
                  dir, std::strerror(errno));
   }
@@ -58,7 +58,7 @@ ProcessLauncher::ProcessLauncher(Options options)
       isolation_(IsolationOptions(options_)),
       injected_failures_left_(options_.inject_launch_failures) {
   if (switch_users_) {
-    LetEveryoneSearch(options_.work_dir, 0111);
+    LetEveryoneSearch(options_.work_dir);
     const std::string jobs = options_.work_dir + "/jobs";
     if (MakeDirs(jobs).ok() && chmod(jobs.c_str(), 0711) != 0) {
       spdlog::warn("cannot chmod {}: {}", jobs, std::strerror(errno));
