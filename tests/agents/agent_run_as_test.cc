@@ -74,13 +74,21 @@ TEST_CASE("by default a replica runs as nobody, in a directory of its own", "[ag
   const uid_t nobody = UidOf("nobody");
   CHECK(output ==
         absl::StrCat(nobody, "\nhome=", LookUpRunUser({"nobody", "t"})->home, "\nwrote\n"));
-  // Its working and checkpoint directories are its own.
+  // Its working and checkpoint directories, and its log, are its own.
   struct stat st;
   REQUIRE(stat((f.work_dir() + "/jobs/j-agent/worker-0").c_str(), &st) == 0);
   CHECK(st.st_uid == nobody);
   CHECK((st.st_mode & 0777) == 0700);
   REQUIRE(stat(checkpoints.c_str(), &st) == 0);
   CHECK(st.st_uid == nobody);
+  REQUIRE(stat((f.work_dir() + "/logs/j-agent/attempt-1/worker-0.restart-0.log").c_str(), &st) ==
+          0);
+  CHECK(st.st_uid == nobody);
+  // Everyone may search the 0700 temp work dir now, and jobs/, but only root lists them.
+  REQUIRE(stat(f.work_dir().c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0711);
+  REQUIRE(stat((f.work_dir() + "/jobs").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0711);
 }
 
 TEST_CASE("the agent's --run-as, then the quota's runAsUser, picks the user", "[agent][run_as]") {
