@@ -114,6 +114,7 @@ Agent::Agent(Options options)
         launcher_options.base_environment =
             PassedEnvironment(CurrentEnvironment(), options_.pass_env);
         launcher_options.pids_max = options_.pids_max;
+        launcher_options.run_as = options_.run_as;
         launcher_options.cpu_policy = options_.cpu_policy;
         launcher_options.min_shared_cpus = options_.min_shared_cpus;
         launcher_options.on_progress = [this](trainctl::v1::ReplicaProgress progress) {

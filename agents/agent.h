@@ -92,6 +92,9 @@ class Agent {
     std::string tls_key_pem;
     // The variables of the agent's environment its replicas inherit (--pass-env); nothing else.
     std::vector<std::string> pass_env = {"PATH", "LANG", "HOME"};
+    // Who replicas run as when the agent runs as root (--run-as, --default-run-as-user,
+    // --allow-root-replicas; launcher.h).
+    RunAsPolicy run_as;
     // Every GPU of the node (capacity.gpus of them), registered with the scheduler.
     std::vector<trainctl::v1::GpuDevice> gpu_devices;
     // Reconnect backoff: starts at `initial_backoff`, doubles up to `max_backoff`, +-20% jitter.

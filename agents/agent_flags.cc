@@ -118,6 +118,18 @@ std::vector<FlagGroup> AgentFlagGroups() {
          "the variables of the agent's own environment that replicas inherit; nothing else of it "
          "reaches a job; \"\" for none (a replica without PATH gets a standard one) "
          "(default: PATH,LANG,HOME)"},
+        {"run-as", 0, Kind::kValue, "p=u,p=u", "",
+         "when the agent runs as root: the user each listed project's replicas run as, over "
+         "the runAsUser of the project's quota (default: none)"},
+        {"default-run-as-user", 0, Kind::kValue, "USER", "",
+         "when the agent runs as root: the user of replicas whose project has neither a --run-as "
+         "entry nor a runAsUser; HOME (if passed) becomes the user's home. The agent gives "
+         "--work-dir and its jobs/ directory search permission for all (o+x) and each run its "
+         "own 0700 directory. An agent that is not root runs replicas as itself "
+         "(default: nobody)"},
+        {"allow-root-replicas", 0, Kind::kBool, "", "",
+         "let a replica run as root (uid 0) when --run-as, the quota's runAsUser or "
+         "--default-run-as-user says so; without it such a launch fails (default: false)"},
         {"pids-max", 0, Kind::kValue, "N", "",
          "pids.max of each replica's cgroup: its processes and threads; 0 for no limit "
          "(default: 32768)"},
@@ -397,6 +409,23 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
          flags.pass_env = std::move(names);
          return absl::OkStatus();
        }},
+      {"--run-as",
+       [&](auto&, auto& v) {
+         absl::StatusOr<std::map<std::string, std::string>> map = ParseRunAs(v);
+         if (!map.ok()) return map.status();
+         flags.run_as.by_project = *std::move(map);
+         return absl::OkStatus();
+       }},
+      {"--default-run-as-user",
+       [&](auto& f, auto& v) {
+         if (!IsUserName(v)) {
+           return BadValue(f, "a user name of letters, digits, '.', '_' and '-'", v);
+         }
+         flags.run_as.default_user = v;
+         return absl::OkStatus();
+       }},
+      {"--allow-root-replicas",
+       [&](auto& f, auto& v) { return ParseBool(f, v, &flags.run_as.allow_root); }},
       {"--cpu-policy",
        [&](auto&, auto& v) {
          absl::StatusOr<CpuPolicy> policy = ParseCpuPolicy(v);

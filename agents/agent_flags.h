@@ -20,6 +20,7 @@
 #include "agents/host_checks.h"
 #include "agents/node_checks.h"
 #include "agents/run_cgroup.h"
+#include "agents/run_user.h"
 
 namespace trainctl::agent {
 
@@ -49,6 +50,9 @@ struct AgentFlags {
   bool insecure_allow_plaintext = false;
   // The variables of the agent's environment that replicas inherit (--pass-env).
   std::vector<std::string> pass_env = {"PATH", "LANG", "HOME"};
+  // Who replicas run as when the agent runs as root: --run-as, --default-run-as-user,
+  // --allow-root-replicas (run_user.h).
+  RunAsPolicy run_as;
   // pids.max of each run's cgroup; 0: no limit.
   int64_t pids_max = kDefaultPidsMax;
   CpuPolicy cpu_policy = CpuPolicy::kNone;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,12 +38,32 @@ RunIsolation::Options IsolationOptions(const ProcessLauncher::Options& options) 
   return out;
 }
 
+// Lets every user search `dir` (but not list it, unless it could before): run users reach their
+// own directories below it. Logs a failure; the launches that need it will fail naming the dir.
+void LetEveryoneSearch(const std::string& dir) {
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0) {
+    spdlog::warn("cannot stat {}: {}", dir, std::strerror(errno));
+  } else if ((st.st_mode & 0111) != 0111 && chmod(dir.c_str(), (st.st_mode | 0111) & 07777) != 0) {
+    spdlog::warn("cannot chmod {}: replicas of other users may not reach their directories: {}",
+                 dir, std::strerror(errno));
+  }
+}
+
 }  // namespace
 
 ProcessLauncher::ProcessLauncher(Options options)
     : options_(std::move(options)),
+      switch_users_(geteuid() == 0),
       isolation_(IsolationOptions(options_)),
       injected_failures_left_(options_.inject_launch_failures) {
+  if (switch_users_) {
+    LetEveryoneSearch(options_.work_dir);
+    const std::string jobs = options_.work_dir + "/jobs";
+    if (MakeDirs(jobs).ok() && chmod(jobs.c_str(), 0711) != 0) {
+      spdlog::warn("cannot chmod {}: {}", jobs, std::strerror(errno));
+    }
+  }
   monitor_ = std::thread([this] { MonitorLoop(); });
 }
 
@@ -156,6 +177,12 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
       return;
     }
   }
+  absl::StatusOr<std::optional<RunUser>> user =
+      ResolveRunUser(options_.run_as, launch, switch_users_);
+  if (!user.ok()) {
+    ReportLaunchFailure(run_id, user.status(), -1);
+    return;
+  }
   const std::string working_dir = RunWorkingDir(options_.work_dir, parts);
   const std::string log_path = RunLogPath(options_.work_dir, parts);
   const std::string progress_file = working_dir + "/" + kProgressFileName;
@@ -166,7 +193,8 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
     run.progress_file = progress_file;
     run.checkpoint_dir = launch.checkpoint_dir();
   }
-  absl::StatusOr<int> log = PrepareRunFiles(working_dir, log_path, launch.checkpoint_dir());
+  absl::StatusOr<int> log = PrepareRunFiles(working_dir, log_path, launch.checkpoint_dir(),
+                                            user->has_value() ? &**user : nullptr);
   if (!log.ok()) {
     ReportLaunchFailure(run_id, log.status(), -1);
     return;
@@ -177,9 +205,11 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
   request.argv.assign(launch.argv().begin(), launch.argv().end());
   std::map<std::string, std::string> overlay(launch.env().begin(), launch.env().end());
   overlay.emplace("TRAINCTL_PROGRESS_FILE", progress_file);
-  request.env = MergeEnvironment(
-      options_.base_environment.empty() ? CurrentEnvironment() : options_.base_environment,
-      overlay);
+  std::vector<std::string> base =
+      options_.base_environment.empty() ? CurrentEnvironment() : options_.base_environment;
+  if (*user) base = WithUserEnvironment(std::move(base), **user);
+  request.env = MergeEnvironment(base, overlay);
+  request.user = *user;
   request.working_dir = working_dir;
   request.output_fd = log_fd;
   RunIsolation::Prepared isolation = isolation_.Prepare(launch);
@@ -197,7 +227,9 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
     return;
   }
   close(log_fd);
-  spdlog::info("run {}: started pid {}: {}", run_id, *pid, absl::StrJoin(request.argv, " "));
+  spdlog::info("run {}: started pid {} as {}: {}", run_id, *pid,
+               request.user ? request.user->name : "the agent's user",
+               absl::StrJoin(request.argv, " "));
   FinishLaunch(run_id, *pid, start_time_ms);
 }
 

@@ -18,6 +18,13 @@
 // file in its working directory; touching it, or writing into the checkpoint directory, is
 // reported as a ReplicaProgress.
 //
+// Users (Options::run_as, run_user.h): a launcher running as root starts each replica as the
+// user its policy picks for the launch, never as root unless the policy allows it; the run's
+// working directory (then mode 0700), checkpoint directory and log file are chowned to that user.
+// So that the user can reach its directory, the launcher gives --work-dir and its jobs/
+// directory search permission for everyone (mode | 0111, and 0711 for jobs/) at construction; no
+// one but root can list them. A launcher that is not root runs replicas as itself.
+//
 // Preflight (Options::preflight): a launch whose preflight fails starts nothing and is reported
 // as a launch failure with preflight_failed and the failed check run.
 //
@@ -60,6 +67,7 @@
 #include "agents/run_cgroup.h"
 #include "agents/run_isolation.h"
 #include "agents/run_records.h"
+#include "agents/run_user.h"
 #include "trainctl/v1/agent.pb.h"
 
 namespace trainctl::agent {
@@ -114,6 +122,8 @@ class ProcessLauncher {
     PreflightCallback preflight;
     // Where set, started runs are recorded there (see the file comment).
     std::shared_ptr<const RunRecordStore> run_records;
+    // Who replicas run as when the launcher runs as root (see the file comment).
+    RunAsPolicy run_as;
   };
 
   // Starts the monitor thread.
@@ -242,6 +252,8 @@ class ProcessLauncher {
 
   // Constant after construction.
   const Options options_;
+  // The launcher runs as root: it switches replicas to Options::run_as's users.
+  const bool switch_users_;
   // Thread-safe itself; the launcher's lock may be held when it is called, never the reverse.
   RunIsolation isolation_;
   // No lock: started by the constructor, joined by the destructor.

@@ -53,6 +53,7 @@ absl::StatusOr<Agent::Options> MakeOptions(const AgentFlags& flags) {
     TC_ASSIGN_OR_RETURN(options.tls_cert_pem, ReadPemFile("--tls-cert", flags.tls_cert));
     TC_ASSIGN_OR_RETURN(options.tls_key_pem, ReadPemFile("--tls-key", flags.tls_key));
   }
+  options.run_as = flags.run_as;
   options.inject_launch_failures = flags.inject_launch_failures;
   options.pids_max = flags.pids_max;
   options.cpu_policy = flags.cpu_policy;

@@ -60,6 +60,17 @@ absl::StatusOr<std::string> ReadAt(int fd, int64_t offset, int64_t size) {
   return out;
 }
 
+absl::Status Chown(const std::string& path, const RunUser& owner) {
+  if (chown(path.c_str(), owner.uid, owner.gid) == 0) return absl::OkStatus();
+  return absl::InternalError(
+      absl::StrCat("cannot give ", path, " to user ", owner.name, ": ", std::strerror(errno)));
+}
+
+absl::Status Chmod(const std::string& path, mode_t mode) {
+  if (chmod(path.c_str(), mode) == 0) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat("cannot chmod ", path, ": ", std::strerror(errno)));
+}
+
 }  // namespace
 
 absl::Status CheckPathComponent(absl::string_view what, absl::string_view name) {
@@ -95,13 +106,25 @@ absl::Status CheckRunId(absl::string_view run_id, const RunIdParts& parts) {
 }
 
 absl::StatusOr<int> PrepareRunFiles(const std::string& working_dir, const std::string& log_path,
-                                    const std::string& checkpoint_dir) {
+                                    const std::string& checkpoint_dir, const RunUser* owner) {
   TC_RETURN_IF_ERROR(MakeDirs(working_dir));
   TC_RETURN_IF_ERROR(MakeDirs(log_path.substr(0, log_path.rfind('/'))));
   if (!checkpoint_dir.empty()) TC_RETURN_IF_ERROR(MakeDirs(checkpoint_dir));
+  if (owner != nullptr) {
+    TC_RETURN_IF_ERROR(Chmod(working_dir.substr(0, working_dir.rfind('/')), 0711));
+    TC_RETURN_IF_ERROR(Chown(working_dir, *owner));
+    TC_RETURN_IF_ERROR(Chmod(working_dir, 0700));
+    if (!checkpoint_dir.empty()) TC_RETURN_IF_ERROR(Chown(checkpoint_dir, *owner));
+  }
   int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) {
     return absl::InternalError(absl::StrCat("cannot open ", log_path, ": ", std::strerror(errno)));
+  }
+  if (owner != nullptr && fchown(fd, owner->uid, owner->gid) != 0) {
+    const int error = errno;
+    close(fd);
+    return absl::InternalError(absl::StrCat("cannot give ", log_path, " to user ", owner->name,
+                                            ": ", std::strerror(error)));
   }
   return fd;
 }

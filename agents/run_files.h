@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "agents/run_user.h"
 #include "common/run_id.h"
 
 namespace trainctl::agent {
@@ -36,9 +37,13 @@ absl::Status CheckPathComponent(absl::string_view what, absl::string_view name);
 absl::Status CheckRunId(absl::string_view run_id, const RunIdParts& parts);
 
 // Creates the run's working, log and (unless empty) checkpoint directories, and opens its log
-// for appending (O_APPEND, close-on-exec). Returns the log's fd, which the caller closes.
+// for appending (O_APPEND, close-on-exec). With an `owner` (null: leave them the caller's), the
+// working directory becomes the owner's with mode 0700, its parent gets mode 0711 so the owner
+// can reach it, and the checkpoint directory and the log file become the owner's. Returns the
+// log's fd, which the caller closes. INTERNAL when a step fails.
 absl::StatusOr<int> PrepareRunFiles(const std::string& working_dir, const std::string& log_path,
-                                    const std::string& checkpoint_dir);
+                                    const std::string& checkpoint_dir,
+                                    const RunUser* owner = nullptr);
 
 std::string RunWorkingDir(const std::string& work_dir, const RunIdParts& run);
 std::string RunLogPath(const std::string& work_dir, const RunIdParts& run);

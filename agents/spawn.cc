@@ -1,6 +1,7 @@
 #include "agents/spawn.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -21,7 +22,7 @@ namespace {
 
 // What a child that could not exec writes to the status pipe.
 struct ChildFailure {
-  enum Stage : int { kStdio = 1, kChdir = 2, kExec = 3 };
+  enum Stage : int { kStdio = 1, kChdir = 2, kExec = 3, kUser = 4 };
   int stage;
   int error;
 };
@@ -92,10 +93,28 @@ void JoinCgroups(char* const* procs_paths) {
   }
 }
 
+// The user a child becomes, as plain values the child can use without allocating.
+struct ChildUser {
+  bool set = false;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  const gid_t* groups = nullptr;
+  size_t group_count = 0;
+};
+
+// Becomes `user` for good: groups first, then gid, then uid (after setuid the others are no longer
+// allowed). Runs in the forked child, which has one thread, so glibc's wrappers change just it.
+// Async-signal-safe. False with errno set on failure.
+bool BecomeUser(const ChildUser& user) {
+  return setgroups(user.group_count, user.groups) == 0 && setgid(user.gid) == 0 &&
+         setuid(user.uid) == 0;
+}
+
 // Runs in the forked child: async-signal-safe calls only. Never returns.
 [[noreturn]] void ExecChild(const char* path, char* const* argv, char* const* envp,
-                            const char* working_dir, char* const* cgroup_procs, int null_fd,
-                            int output_fd, int status_fd) {
+                            const char* working_dir, char* const* cgroup_procs,
+                            const ChildUser& user, int null_fd, int output_fd, int status_fd) {
+  // First, while still root: the cgroups are root's.
   JoinCgroups(cgroup_procs);
   sigset_t empty;
   sigemptyset(&empty);
@@ -110,10 +129,14 @@ void JoinCgroups(char* const* procs_paths) {
     // Whatever else the agent inherited or opened ends at exec; the status pipe too, which
     // tells the parent that exec succeeded. Best effort: kernels before 5.11 lack the flag.
     close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
-    failure.stage = ChildFailure::kChdir;
-    if (chdir(working_dir) == 0) {
-      execve(path, argv, envp);
-      failure.stage = ChildFailure::kExec;
+    failure.stage = ChildFailure::kUser;
+    if (!user.set || BecomeUser(user)) {
+      // As the user: it must be able to enter its own directory.
+      failure.stage = ChildFailure::kChdir;
+      if (chdir(working_dir) == 0) {
+        execve(path, argv, envp);
+        failure.stage = ChildFailure::kExec;
+      }
     }
   }
   failure.error = errno;
@@ -226,6 +249,14 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
   std::vector<char*> argv = CStringArray(request.argv);
   std::vector<char*> envp = CStringArray(request.env);
   std::vector<char*> cgroup_procs = CStringArray(request.cgroup_procs_paths);
+  ChildUser user;
+  if (request.user) {
+    user.set = true;
+    user.uid = request.user->uid;
+    user.gid = request.user->gid;
+    user.groups = request.user->groups.data();
+    user.group_count = request.user->groups.size();
+  }
 
   FdCloser null_fd(AboveStdio(open("/dev/null", O_RDONLY | O_CLOEXEC)));
   if (null_fd.get() < 0) {
@@ -249,7 +280,7 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
   if (pid < 0) return absl::UnavailableError(absl::StrCat("fork: ", ErrnoText(errno)));
   if (pid == 0) {
     ExecChild(path.c_str(), argv.data(), envp.data(), request.working_dir.c_str(),
-              cgroup_procs.data(), null_fd.get(), output_fd.get(), status_write.get());
+              cgroup_procs.data(), user, null_fd.get(), output_fd.get(), status_write.get());
   }
   status_write.Reset();
 
@@ -278,8 +309,14 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
       return absl::InternalError(
           absl::StrCat("cannot execute ", request.argv[0], ": ", ErrnoText(failure.error)));
     case ChildFailure::kChdir:
-      return absl::InternalError(absl::StrCat("cannot enter working directory ",
-                                              request.working_dir, ": ", ErrnoText(failure.error)));
+      return absl::InternalError(
+          absl::StrCat("cannot enter working directory ", request.working_dir,
+                       request.user ? absl::StrCat(" as user ", request.user->name) : "", ": ",
+                       ErrnoText(failure.error)));
+    case ChildFailure::kUser:
+      return absl::InternalError(absl::StrCat("cannot switch to user ",
+                                              request.user ? request.user->name : "?", ": ",
+                                              ErrnoText(failure.error)));
     default:
       return absl::InternalError(
           absl::StrCat("cannot set up stdin/stdout/stderr: ", ErrnoText(failure.error)));

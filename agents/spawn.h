@@ -1,9 +1,9 @@
 // Starting one replica process: the only place in the agent that forks.
 //
 // SpawnProcess() resolves the command through PATH, builds every array the child needs, then
-// forks; the child only makes async-signal-safe calls (open, write, setsid, chdir, dup2,
-// execve) before it execs. An exec failure comes back to the parent through a close-on-exec pipe,
-// so a successful return means the new program is running.
+// forks; the child only makes async-signal-safe calls (open, write, setsid, dup2, setgroups,
+// setgid, setuid, chdir, execve) before it execs. An exec failure comes back to the parent through
+// a close-on-exec pipe, so a successful return means the new program is running.
 //
 // Errors follow one rule: INVALID_ARGUMENT means the failure is the user's (the command does not
 // exist or cannot be executed); any other code is the host's (fork, pipe, chdir failures).
@@ -17,11 +17,13 @@
 #include <sys/types.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "agents/run_user.h"
 
 namespace trainctl::agent {
 
@@ -39,6 +41,11 @@ struct SpawnRequest {
   // see run_cgroup.h) before exec, in order. Best effort: a failed write leaves it where the
   // agent is in that hierarchy.
   std::vector<std::string> cgroup_procs_paths;
+  // Where set, the child becomes this user after joining its cgroups (which root owns) and
+  // before chdir and exec: setgroups(user->groups), setgid(user->gid), setuid(user->uid), in that
+  // order. The working directory must be usable by it. REQUIRES: the caller runs as root. Unset:
+  // the child runs as the caller.
+  std::optional<RunUser> user;
 };
 
 // Starts the process in a new session (its pid is also its process group id) with stdin from

@@ -113,6 +113,10 @@ std::vector<FlagSpec> QuotaSetFlags() {
       {"strategy", 0, Kind::kValue, "STRATEGY", "", "Queueing: strict or best-effort"},
       {"starvation-limit", 0, Kind::kValue, "D", "",
        "With best-effort: how long a blocked job may be overtaken, e.g. 10m"},
+      {"run-as-user", 0, Kind::kValue, "USER", "",
+       "The user its replicas run as on agents running as root, unless the agent's --run-as "
+       "names the project (\"\": the agent's --default-run-as-user; root needs the agent's "
+       "--allow-root-replicas too)"},
   };
 }
 
@@ -127,6 +131,7 @@ absl::Status OverlayQuotaFlags(const ParsedArgs& args, v1::Quota* quota) {
   if (absl::Status s = OverlayLimits(args, quota); !s.ok()) return s;
   if (absl::Status s = OverlayBorrowing(args, quota); !s.ok()) return s;
   if (args.IsSet("cohort")) quota->set_cohort(args.Get("cohort"));
+  if (args.IsSet("run-as-user")) quota->set_run_as_user(args.Get("run-as-user"));
   if (args.IsSet("strategy")) {
     const std::string v = absl::AsciiStrToLower(args.Get("strategy"));
     if (v == "strict" || v == "strict-fifo") {

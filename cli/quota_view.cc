@@ -88,6 +88,8 @@ std::string RenderProject(const v1::Project& project) {
   if (!q.cohort().empty()) {
     fields.emplace_back("May borrow", ResourcesText(q.borrowing_limit(), "nothing"));
   }
+  // The user its replicas run as on agents running as root (agents' --run-as entries win).
+  fields.emplace_back("Run as", q.run_as_user().empty() ? "agent default" : q.run_as_user());
   return RenderFields(fields);
 }
 

@@ -21,4 +21,12 @@ bool IsEnvName(absl::string_view name) {
   return true;
 }
 
+bool IsUserName(absl::string_view name) {
+  if (name.empty() || name.size() > 32 || name[0] == '-') return false;
+  for (char c : name) {
+    if (!(absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-')) return false;
+  }
+  return true;
+}
+
 }  // namespace trainctl

@@ -1,5 +1,6 @@
-// The rules for names: DNS labels (node names, projects, cohorts, pool names) and environment
-// variable names (a pool's env, the agent's --pass-env).
+// The rules for names: DNS labels (node names, projects, cohorts, pool names), environment
+// variable names (a pool's env, the agent's --pass-env) and user names (a quota's runAsUser, the
+// agent's --run-as and --default-run-as-user).
 #pragma once
 
 #include <cstddef>
@@ -13,5 +14,8 @@ bool IsDnsLabel(absl::string_view name, size_t max_len);
 
 // True for [A-Za-z_][A-Za-z0-9_]*, 1..256 characters.
 bool IsEnvName(absl::string_view name);
+
+// True for a POSIX portable user name: [A-Za-z0-9._-]+ not starting with '-', 1..32 bytes.
+bool IsUserName(absl::string_view name);
 
 }  // namespace trainctl

@@ -163,6 +163,12 @@ absl::Status ValidateQuota(const v1::Quota& q) {
     return absl::InvalidArgumentError(absl::StrCat(
         "quota.cohort must be 1..63 characters of a-z, 0-9 and '-'; got \"", q.cohort(), "\""));
   }
+  if (!q.run_as_user().empty() && !IsUserName(q.run_as_user())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "quota.runAsUser must be a user name of 1..32 letters, digits, '.', '_' and '-', not "
+        "starting with '-'; got \"",
+        q.run_as_user(), "\""));
+  }
   return ValidateProtoDuration("quota.starvationLimit", q.starvation_limit(), 366LL * 86400);
 }
 

@@ -117,6 +117,8 @@ class AdmissionQueue {
     auto it = usage_.find(project);
     return it == usage_.end() ? ProjectUsage{} : it->second;
   }
+  // The project's effective quota: its own, or the default, with `project` set.
+  v1::Quota QuotaOf(const std::string& project) const;
   // A project with its effective quota, usage and queued jobs, as of now.
   v1::Project ProjectView(const std::string& project) const;
   // Projects that have a quota row, a queued job or an admitted job.
@@ -128,7 +130,6 @@ class AdmissionQueue {
   static QueueKey KeyOf(const Job& job);
   // When a queued job times out (queueTimeout; 30m for a retrying job), if it does.
   static std::optional<absl::Time> DeadlineOf(const Job& job);
-  v1::Quota QuotaOf(const std::string& project) const;
   // Tells a busy cluster from a stockout; a due stockout goes into `plan`. Returns true when the
   // job should hold back nobody (a stockout).
   bool IsStockout(const Job& job, const std::vector<ReplicaDemand>& demands,

@@ -130,6 +130,7 @@ v1::LaunchReplica BuildLaunch(const Job& job, int replica_index,
   v1::LaunchReplica launch;
   launch.set_run_id(MakeRunId(job.id, attempt, r.name, r.restart_count));
   launch.set_job_id(job.id);
+  launch.set_project(job.project);
   launch.set_attempt(attempt);
   launch.set_replica_name(r.name);
   launch.set_restart(r.restart_count);

@@ -201,6 +201,7 @@ class AgentFixture {
     options.progress_interval = absl::Milliseconds(50);
     options.probe = probe_;
     options.checks.health_check_interval = absl::ZeroDuration();
+    options.run_as = RootReplicas();
     if (customize) customize(options);
     agent_ = std::make_unique<Agent>(options);
     runner_ = std::thread([this] { agent_->Run(); });

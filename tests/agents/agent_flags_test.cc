@@ -136,6 +136,33 @@ TEST_CASE("a scheduler off loopback needs TLS or the explicit escape hatch", "[a
         "--insecure-allow-plaintext contradicts --tls-cert");
 }
 
+TEST_CASE("run-as flags: the project map, the default user and root's permission",
+          "[agent_flags]") {
+  absl::StatusOr<AgentFlags> flags = ParseAgentFlags(Required());
+  REQUIRE(flags.ok());
+  CHECK(flags->run_as.by_project.empty());
+  CHECK(flags->run_as.default_user == "nobody");
+  CHECK_FALSE(flags->run_as.allow_root);
+
+  flags = ParseAgentFlags(With({"--run-as", "team-a=alice,team-b=svc-b", "--default-run-as-user",
+                                "trainer", "--allow-root-replicas"}));
+  REQUIRE(flags.ok());
+  CHECK(flags->run_as.by_project ==
+        std::map<std::string, std::string>{{"team-a", "alice"}, {"team-b", "svc-b"}});
+  CHECK(flags->run_as.default_user == "trainer");
+  CHECK(flags->run_as.allow_root);
+  CHECK_FALSE(ParseAgentFlags(With({"--allow-root-replicas=false"}))->run_as.allow_root);
+
+  CHECK(ParseAgentFlags(With({"--run-as", "team-a"})).status().message() ==
+        "--run-as: expected project=user pairs separated by commas (a project name, a user name "
+        "of letters, digits, '.', '_' and '-'), got \"team-a\"");
+  CHECK(ParseAgentFlags(With({"--run-as", "a=x,a=y"})).status().message() ==
+        "--run-as: project \"a\" is given twice");
+  CHECK(ParseAgentFlags(With({"--default-run-as-user", "bad user"})).status().message() ==
+        "--default-run-as-user: expected a user name of letters, digits, '.', '_' and '-', got "
+        "\"bad user\"");
+}
+
 TEST_CASE("the exit report delay hook takes an exit status and a duration", "[agent_flags]") {
   absl::StatusOr<AgentFlags> flags = ParseAgentFlags(Required());
   REQUIRE(flags.ok());
@@ -334,7 +361,10 @@ TEST_CASE("the usage lists every flag", "[agent_flags]") {
                            "--startup-script",
                            "--startup-script-timeout",
                            "--inject-launch-failures",
-                           "--inject-exit-report-delay"}) {
+                           "--inject-exit-report-delay",
+                           "--run-as",
+                           "--default-run-as-user",
+                           "--allow-root-replicas"}) {
     CHECK(absl::StrContains(AgentUsage(), flag));
   }
   for (const char* default_text : {"(default: 60s)", "(default: 30s)", "(default: 5m)",

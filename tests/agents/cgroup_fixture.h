@@ -66,6 +66,7 @@ class CgroupLauncher {
                           const std::function<void(ProcessLauncher::Options&)>& tweak = {}) {
     ProcessLauncher::Options options;
     options.work_dir = dir_.path();
+    options.run_as = RootReplicas();
     options.memory_check_interval = absl::Hours(1);
     options.cgroups = std::move(cgroups);
     options.on_exited = [this](trainctl::v1::ReplicaExited exited) {

@@ -21,6 +21,7 @@ namespace trainctl::agent {
 namespace {
 
 using ::trainctl::agent::testing::ReadFile;
+using ::trainctl::agent::testing::RootReplicas;
 using ::trainctl::agent::testing::TempDir;
 using ::trainctl::agent::testing::WaitUntil;
 using ::trainctl::v1::LaunchReplica;
@@ -83,6 +84,7 @@ class LauncherFixture {
   ProcessLauncher::Options MakeOptions() {
     ProcessLauncher::Options options;
     options.work_dir = dir_.path();
+    options.run_as = RootReplicas();
     options.on_started = [this](ReplicaStarted s) {
       absl::MutexLock lock(&mu_);
       started_.push_back(std::move(s));
@@ -332,6 +334,7 @@ TEST_CASE("ReadLog reads a run the launcher does not remember from its log file"
     // A first launcher runs it; a second one, over the same work dir, reads it.
     ProcessLauncher::Options options;
     options.work_dir = f.work_dir();
+    options.run_as = RootReplicas();
     ProcessLauncher first(options);
     first.Launch(launch);
     REQUIRE(WaitUntil([&] { return first.ReadLog(launch.run_id(), 0, 0).complete(); }));

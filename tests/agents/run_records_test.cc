@@ -29,6 +29,7 @@ namespace trainctl::agent {
 namespace {
 
 using ::trainctl::agent::testing::ReadFile;
+using ::trainctl::agent::testing::RootReplicas;
 using ::trainctl::agent::testing::TempDir;
 using ::trainctl::agent::testing::WaitUntil;
 using ::trainctl::v1::ReplicaExited;
@@ -110,6 +111,7 @@ class RecordingLauncher {
     store_ = std::make_shared<RunRecordStore>(dir_.path() + "/run-records");
     ProcessLauncher::Options options;
     options.work_dir = dir_.path();
+    options.run_as = RootReplicas();
     options.run_records = store_;
     options.on_exited = [this](ReplicaExited e) {
       absl::MutexLock lock(&mu_);

@@ -1,4 +1,5 @@
-// Helpers shared by the agent tests: a temporary directory and polling with a deadline.
+// Helpers shared by the agent tests: a temporary directory, polling with a deadline, and the
+// run-as policy of tests that run replicas as root.
 #pragma once
 
 #include <stdlib.h>
@@ -11,10 +12,21 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "agents/run_user.h"
 
 namespace trainctl::agent::testing {
 
 // A fresh directory under $TMPDIR (or /tmp), removed with its contents on destruction.
+// Who the tests' agents and launchers run replicas as: root, as every replica ran before agents
+// switched users, so that tests keep their 0700 temp work dirs and root-only checks. The tests of
+// the real default (run_user_test.cc) leave it out.
+inline RunAsPolicy RootReplicas() {
+  RunAsPolicy policy;
+  policy.default_user = "root";
+  policy.allow_root = true;
+  return policy;
+}
+
 class TempDir {
  public:
   TempDir() {

@@ -115,8 +115,11 @@ TEST_CASE("ParseNodeAction lists the subcommands", "[node_flags]") {
       "  uncordon NODE                                    Lift the hold (ISOLATED waits for its "
       "checks)\n"
       "  drain NODE --reason TEXT [--deadline DURATION]   Cordon it and move its replicas to "
-      "other nodes");
-  CHECK_THAT(NodeSubcommandList(), Catch::EndsWith("other nodes\n"));
+      "other nodes\n"
+      "  revoke NODE [--reason TEXT]                      Refuse its agent's certificate from now "
+      "on");
+  CHECK(ParseNodeAction("revoke").value() == NodeAction::kRevoke);
+  CHECK_THAT(NodeSubcommandList(), Catch::EndsWith("from now on\n"));
 }
 
 TEST_CASE("The requests carry the node, the reason and the deadline", "[node_flags]") {

@@ -65,7 +65,8 @@ TEST_CASE("quota get shows each limit as used of limit", "[binary][quota]") {
         "Running jobs:  1 / 4\n"
         "Queued jobs:   2\n"
         "Borrowed:      nothing\n"
-        "May borrow:    2 gpus\n");
+        "May borrow:    2 gpus\n"
+        "Run as:        agent default\n");
 
   Result fallback = Fake().Run("quota get vision");
   CHECK(fallback.out ==
@@ -77,7 +78,8 @@ TEST_CASE("quota get shows each limit as used of limit", "[binary][quota]") {
         "Memory:        0 / unlimited\n"
         "Running jobs:  1 / unlimited\n"
         "Queued jobs:   1\n"
-        "Borrowed:      1 gpu\n");
+        "Borrowed:      1 gpu\n"
+        "Run as:        agent default\n");
 
   Result json = Fake().Run("quota get team-a -o json");
   REQUIRE(json.exit_status == 0);
@@ -117,7 +119,8 @@ TEST_CASE("quota set overlays its flags onto the quota in force", "[binary][quot
         "Running jobs:  0 / 3\n"
         "Queued jobs:   0\n"
         "Borrowed:      nothing\n"
-        "May borrow:    2 gpus, 4 cpu\n");
+        "May borrow:    2 gpus, 4 cpu\n"
+        "Run as:        agent default\n");
 
   Result strict = Fake().Run("quota set team-s --strategy strict --cohort= -o yaml");
   REQUIRE(strict.exit_status == 0);

@@ -44,6 +44,16 @@ TEST_CASE("OverlayQuotaFlags changes only what the flags give", "[quota_flags]")
   CHECK(q.SerializeAsString() == Current().SerializeAsString());
 }
 
+TEST_CASE("OverlayQuotaFlags sets and clears the run-as user", "[quota_flags]") {
+  v1::Quota q = Current();
+  REQUIRE(OverlayQuotaFlags(Parse({"--run-as-user", "trainer"}), &q).ok());
+  CHECK(q.run_as_user() == "trainer");
+  REQUIRE(OverlayQuotaFlags(Parse({"--gpus", "1"}), &q).ok());
+  CHECK(q.run_as_user() == "trainer");  // kept
+  REQUIRE(OverlayQuotaFlags(Parse({"--run-as-user="}), &q).ok());
+  CHECK(q.run_as_user().empty());
+}
+
 TEST_CASE("OverlayQuotaFlags clears a limit set to unlimited", "[quota_flags]") {
   v1::Quota q = Current();
   REQUIRE(OverlayQuotaFlags(Parse({"--gpus", "unlimited", "--cpu", "Unlimited", "--memory-mb",

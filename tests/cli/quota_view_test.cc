@@ -95,6 +95,7 @@ TEST_CASE("RenderProject shows the quota, usage and borrowing", "[quota_view]") 
   p.mutable_quota()->set_gpus(8);
   p.mutable_quota()->set_memory_mb(65536);
   p.mutable_quota()->set_cohort("research");
+  p.mutable_quota()->set_run_as_user("trainer");
   p.mutable_quota()->mutable_borrowing_limit()->set_gpus(4);
   p.mutable_in_use()->set_gpus(10);
   p.mutable_in_use()->set_cpu(2.5);
@@ -111,7 +112,8 @@ TEST_CASE("RenderProject shows the quota, usage and borrowing", "[quota_view]") 
         "Running jobs:  2 / unlimited\n"
         "Queued jobs:   5\n"
         "Borrowed:      2 gpus\n"
-        "May borrow:    4 gpus\n");
+        "May borrow:    4 gpus\n"
+        "Run as:        trainer\n");
 
   v1::Project fallback = MakeProject("default");
   fallback.set_default_quota(true);
@@ -125,7 +127,8 @@ TEST_CASE("RenderProject shows the quota, usage and borrowing", "[quota_view]") 
         "Memory:        0 / unlimited\n"
         "Running jobs:  0 / 1\n"
         "Queued jobs:   0\n"
-        "Borrowed:      nothing\n");
+        "Borrowed:      nothing\n"
+        "Run as:        agent default\n");
 }
 
 TEST_CASE("ProjectRow shows used/limit, a dash for no limit", "[quota_view]") {

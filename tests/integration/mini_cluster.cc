@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -141,6 +142,8 @@ MiniCluster::MiniCluster(int agents, AgentOptions opts)
 MiniCluster::MiniCluster(ClusterOptions opts) : opts_(std::move(opts)) {
   char tmpl[] = "/tmp/trainctl-it-XXXXXX";
   dir_ = mkdtemp(tmpl);
+  // Replicas that run as other users pass through it to their agent's work dir.
+  chmod(dir_.c_str(), 0711);
   agents_.resize(opts_.agents);
   StartDaemon();
   if (opts_.start_agents) StartAgents();
@@ -219,6 +222,9 @@ void MiniCluster::StartAgent(int i) {
       // Any CI disk passes; checks run only where a test asks.
       "--check-disk-root-gb", "0", "--check-disk-shm-gb", "0", "--check-disk-cache-gb", "0",
       "--health-check-interval", "0"};
+  if (o.root_replicas) {
+    argv.insert(argv.end(), {"--default-run-as-user", "root", "--allow-root-replicas"});
+  }
   argv.insert(argv.end(), o.extra_args.begin(), o.extra_args.end());
   auto own = opts_.agent_args.find(i);
   if (own != opts_.agent_args.end())

@@ -79,6 +79,10 @@ struct AgentOptions {
   double cpus = 4;
   int64_t memory_mb = 4096;
   int gpus = 0;
+  // Replicas run as root (--default-run-as-user root --allow-root-replicas), as they did before
+  // agents switched users: the tests' scripts write under dir(). False: the agent's own defaults
+  // (replicas run as nobody).
+  bool root_replicas = true;
   // More flags for every agent, e.g. {"--inject-launch-failures", "-1"}. They come after the
   // fixture's defaults, so a flag given here wins.
   std::vector<std::string> extra_args;

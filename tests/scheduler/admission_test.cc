@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "absl/strings/match.h"
 #include "common/time_util.h"
 #include "scheduler/core.h"
 #include "tests/scheduler/test_util.h"
@@ -75,6 +76,33 @@ TEST_CASE("ValidateQuota names the field") {
   CHECK(ValidateQuota(q).code() == absl::StatusCode::kInvalidArgument);
 }
 
+TEST_CASE("ValidateQuota takes a portable user name as runAsUser") {
+  struct Row {
+    std::string user;
+    bool valid;
+  };
+  const Row rows[] = {
+      {"", true},  // the agent's default
+      {"nobody", true},
+      {"svc_train-01.a", true},
+      {"root", true},  // the project's permission; agents still need --allow-root-replicas
+      {std::string(32, 'a'), true},
+      {std::string(33, 'a'), false},
+      {"-rf", false},
+      {"a b", false},
+      {"user:1", false},
+      {"ü", false},
+  };
+  for (const Row& row : rows) {
+    v1::Quota q;
+    q.set_project("team-a");
+    q.set_run_as_user(row.user);
+    INFO(row.user);
+    CHECK(ValidateQuota(q).ok() == row.valid);
+    if (!row.valid) CHECK(absl::StrContains(ValidateQuota(q).message(), "quota.runAsUser"));
+  }
+}
+
 // Nodes with 8 gpus each (two by default). Every launch is confirmed at once, as an agent would.
 struct Cluster {
   Core core{TestOptions(3)};
@@ -100,7 +128,8 @@ struct Cluster {
     Effects fx;
     REQUIRE(core.SetQuota(q, now, &fx).ok());
   }
-  void Schedule() {
+  // Returns the launches sent.
+  std::vector<v1::LaunchReplica> Schedule() {
     Effects fx;
     core.Tick(now, &fx);
     core.Schedule(now, &fx);
@@ -109,6 +138,7 @@ struct Cluster {
       Effects started;
       core.ReplicaStarted(job.replicas(0).node(), Started(l.run_id()), now, &started);
     }
+    return Launches(fx);
   }
   v1::JobState State(const std::string& id) { return View(core, id).state(); }
   // Ends a placed job as if its primary exited 0.
@@ -137,6 +167,31 @@ TEST_CASE("a job is admitted only when its whole demand fits the quota (gang adm
   c.Finish(a);
   c.Schedule();
   CHECK(c.State(b) == v1::JOB_STATE_RUNNING);
+}
+
+TEST_CASE("a launch carries the project and its quota's runAsUser as of the launch") {
+  Cluster c;
+  v1::Quota q = Quota("team-a", 8);
+  q.set_run_as_user("trainer");
+  c.SetQuota(q);
+  std::string a = c.Submit("team-a", 1);
+  std::string b = c.Submit("team-b", 1);  // the default quota: no user
+  std::vector<v1::LaunchReplica> launches = c.Schedule();
+  REQUIRE(launches.size() == 2);
+  for (const v1::LaunchReplica& l : launches) {
+    CHECK(l.project() == (l.job_id() == a ? "team-a" : "team-b"));
+    CHECK(l.run_as_user() == (l.job_id() == a ? "trainer" : ""));
+  }
+  q.set_run_as_user("other");
+  c.SetQuota(q);
+  c.Finish(a);
+  std::string d = c.Submit("team-a", 1);
+  launches = c.Schedule();
+  REQUIRE(launches.size() == 1);
+  CHECK(launches[0].job_id() == d);
+  CHECK(launches[0].run_as_user() == "other");
+  c.Finish(b);
+  c.Finish(d);
 }
 
 TEST_CASE("raising a quota admits waiting jobs at once, lowering it stops nothing") {

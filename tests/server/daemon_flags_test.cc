@@ -49,6 +49,7 @@ TEST_CASE("every trainctld flag sets its field", "[daemon_flags]") {
   absl::StatusOr<DaemonFlags> flags = ParseDaemonFlags({"--data-dir=/var/lib/tc",
                                                         "--listen",
                                                         "0.0.0.0:0",
+                                                        "--insecure-allow-plaintext",
                                                         "--checkpoint-root",
                                                         "/shared/ckpt",
                                                         "--heartbeat-interval",
@@ -72,6 +73,7 @@ TEST_CASE("every trainctld flag sets its field", "[daemon_flags]") {
   REQUIRE(flags.ok());
   CHECK(flags->data_dir == "/var/lib/tc");
   CHECK(flags->listen == "0.0.0.0:0");
+  CHECK(flags->insecure_allow_plaintext);
   CHECK(flags->checkpoint_root == "/shared/ckpt");
   CHECK(flags->heartbeat_ms == 500);
   CHECK(flags->node_lost_timeout_ms == 60'000);
