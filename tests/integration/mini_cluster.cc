@@ -145,6 +145,16 @@ MiniCluster::MiniCluster(ClusterOptions opts) : opts_(std::move(opts)) {
   // Replicas that run as other users pass through it to their agent's work dir.
   chmod(dir_.c_str(), 0711);
   agents_.resize(opts_.agents);
+  if (opts_.tls) {
+    CliResult init = Pki({"init", PkiDir(), "--hosts", "localhost,127.0.0.1"});
+    INFO(init.err);
+    REQUIRE(init.exit_code == 0);
+    for (int i = 0; i < opts_.agents; ++i) {
+      CliResult issued = Pki({"issue-agent", PkiDir(), NodeName(i)});
+      INFO(issued.err);
+      REQUIRE(issued.exit_code == 0);
+    }
+  }
   StartDaemon();
   if (opts_.start_agents) StartAgents();
 }
@@ -186,6 +196,10 @@ void MiniCluster::StartDaemon() {
                                    "debug",
                                    "--port-range",
                                    port_range_};
+  if (opts_.tls) {
+    argv.insert(argv.end(), {"--tls-cert", PkiDir() + "/server.crt", "--tls-key",
+                             PkiDir() + "/server.key", "--agent-ca", PkiDir() + "/ca.crt"});
+  }
   argv.insert(argv.end(), opts_.daemon_args.begin(), opts_.daemon_args.end());
   daemon_ = std::make_unique<Process>(argv, dir_ + "/trainctld.log");
   REQUIRE(Eventually([&] { return std::filesystem::exists(data + "/trainctld.addr"); }));
@@ -199,7 +213,13 @@ void MiniCluster::KillDaemon(int sig) {
 }
 
 void MiniCluster::Connect() {
-  auto channel = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (opts_.tls) {
+    grpc::SslCredentialsOptions tls;
+    tls.pem_root_certs = ReadTextFile(PkiDir() + "/ca.crt");
+    credentials = grpc::SslCredentials(tls);
+  }
+  auto channel = grpc::CreateChannel(address_, credentials);
   jobs_ = v1::JobService::NewStub(channel);
   cluster_ = v1::ClusterService::NewStub(channel);
 }
@@ -224,6 +244,11 @@ void MiniCluster::StartAgent(int i) {
       "--health-check-interval", "0"};
   if (o.root_replicas) {
     argv.insert(argv.end(), {"--default-run-as-user", "root", "--allow-root-replicas"});
+  }
+  if (opts_.tls) {
+    const std::string prefix = absl::StrCat(PkiDir(), "/agents/", NodeName(i));
+    argv.insert(argv.end(), {"--tls-ca", PkiDir() + "/ca.crt", "--tls-cert", prefix + ".crt",
+                             "--tls-key", prefix + ".key"});
   }
   argv.insert(argv.end(), o.extra_args.begin(), o.extra_args.end());
   auto own = opts_.agent_args.find(i);
@@ -273,11 +298,23 @@ std::string MiniCluster::WriteFile(const std::string& name, const std::string& c
 
 CliResult MiniCluster::Cli(const std::vector<std::string>& args,
                            std::chrono::milliseconds timeout) {
+  std::vector<std::string> argv = {BinDir() + "/trainctl", "--server", address_};
+  if (opts_.tls) argv.insert(argv.end(), {"--ca", PkiDir() + "/ca.crt"});
+  argv.insert(argv.end(), args.begin(), args.end());
+  return Run(argv, timeout);
+}
+
+CliResult MiniCluster::Pki(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {BinDir() + "/trainctld", "pki"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return Run(argv);
+}
+
+CliResult MiniCluster::Run(const std::vector<std::string>& argv,
+                           std::chrono::milliseconds timeout) {
   static int counter = 0;
   std::string out = absl::StrCat(dir_, "/cli-", ++counter, ".out");
   std::string err = absl::StrCat(dir_, "/cli-", counter, ".err");
-  std::vector<std::string> argv = {BinDir() + "/trainctl", "--server", address_};
-  argv.insert(argv.end(), args.begin(), args.end());
   pid_t pid = Spawn(argv, out, err);
   int status = 0;
   bool done = Eventually([&] { return waitpid(pid, &status, WNOHANG) == pid; }, timeout);

@@ -97,6 +97,10 @@ struct ClusterOptions {
   std::map<int, std::vector<std::string>> agent_args;
   // More trainctld flags, after the fixture's own (so "--heartbeat-interval" here wins).
   std::vector<std::string> daemon_args;
+  // True: a PKI made by `trainctld pki init` under dir()/pki with a certificate for every agent
+  // (`pki issue-agent`); trainctld serves TLS and authenticates agents, every agent and the CLI
+  // talk TLS, and the test's own channel too.
+  bool tls = false;
   // False: the constructor starts only the daemon, and the test calls StartAgents() (e.g. once
   // it has written a script under dir() that an agent flag names).
   bool start_agents = true;
@@ -122,6 +126,14 @@ class MiniCluster {
 
   // Runs build/bin/trainctl --server <address> args... with a timeout.
   CliResult Cli(const std::vector<std::string>& args,
+                std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+  // Runs `trainctld pki ARGS...` with a timeout.
+  CliResult Pki(const std::vector<std::string>& args);
+  // Where the PKI of ClusterOptions::tls lives.
+  std::string PkiDir() const { return dir_ + "/pki"; }
+  // Runs any program with a timeout; its output goes to files under dir().
+  CliResult Run(const std::vector<std::string>& argv,
                 std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
   // Submits through the CLI; REQUIREs success and returns the job id.
