@@ -45,6 +45,14 @@ mkdir -p "$demo"
 echo "==> starting trainctld on $server (data in $demo/scheduler)"
 "$bin/trainctld" --data-dir "$demo/scheduler" --listen "$server" >"$demo/trainctld.log" 2>&1 &
 echo $! >"$demo/trainctld.pid"
+# A root agent runs replicas as `nobody`, who must be able to reach the work dirs. When the
+# checkout lies under a directory closed to others (root's home, say), the demo runs them as
+# root instead; production hosts keep the default (deploy/trainctl-agent.env).
+run_as=()
+if [ "$(id -u)" = 0 ] && ! setpriv --reuid=nobody --regid=nogroup --clear-groups test -x "$demo"; then
+  echo "==> $demo is closed to other users: the demo runs its replicas as root"
+  run_as=(--default-run-as-user root --allow-root-replicas)
+fi
 for node in a b; do
   echo "==> starting trainctl-agent node-$node (work dir $demo/node-$node)"
   # The preflight disk items default to 32 GB free on / and the work dir and 1 GB on /dev/shm
@@ -52,7 +60,7 @@ for node in a b; do
   # Production hosts keep the defaults (deploy/trainctl-agent.env).
   "$bin/trainctl-agent" --scheduler "$server" --node "node-$node" --work-dir "$demo/node-$node" \
     --address 127.0.0.1 --check-disk-root-gb 1 --check-disk-cache-gb 1 --check-disk-shm-gb 0.05 \
-    >"$demo/agent-$node.log" 2>&1 &
+    "${run_as[@]}" >"$demo/agent-$node.log" 2>&1 &
   echo $! >"$demo/agent-$node.pid"
 done
 
