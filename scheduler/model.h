@@ -306,6 +306,8 @@ struct Event {
   std::string type;
   // What happened and why, in words.
   std::string reason;
+  // Who caused it through the API (a token's owner); "" for trainctl's own decisions.
+  std::string actor;
 };
 
 // One launched process of a replica: the history behind Job.replicas.

@@ -10,13 +10,18 @@
 namespace trainctl::server {
 namespace {
 
-// Runs `op` in the loop and finishes the call with its node (or error) once the turn committed.
-grpc::ServerUnaryReactor* NodeCall(ReconcileLoop* loop, grpc::CallbackServerContext* ctx,
-                                   v1::Node* resp,
+// Authorizes the call, runs `op` in the loop (its events name the caller) and finishes the call
+// with its node (or error) once the turn committed.
+grpc::ServerUnaryReactor* NodeCall(ReconcileLoop* loop, const Authorizer* auth, Route route,
+                                   grpc::CallbackServerContext* ctx, v1::Node* resp,
                                    std::function<absl::StatusOr<v1::Node>(Turn&)> op) {
   auto* reactor = ctx->DefaultReactor();
-  loop->Post([reactor, resp, op = std::move(op)](Turn& t) {
+  std::optional<Caller> caller = AuthorizeOrFinish(auth, *ctx, route, reactor);
+  if (!caller) return reactor;
+  loop->Post([reactor, resp, op = std::move(op), name = caller->name](Turn& t) {
+    const size_t first = t.fx->events.size();
     absl::StatusOr<v1::Node> node = op(t);
+    StampActor(t.fx, first, name);
     absl::Status status = node.status();
     if (node.ok()) *resp = *std::move(node);
     t.after_commit->push_back([reactor, status] { reactor->Finish(ToGrpcStatus(status)); });
@@ -36,6 +41,7 @@ grpc::ServerUnaryReactor* ClusterServiceImpl::ListNodes(grpc::CallbackServerCont
                                                         v1::ListNodesResponse* resp) {
   (void)req;
   auto* reactor = ctx->DefaultReactor();
+  if (!AuthorizeOrFinish(auth_, *ctx, Route::kListNodes, reactor)) return reactor;
   loop_->Post([reactor, resp](Turn& t) {
     for (v1::Node& n : t.core.ListNodes()) *resp->add_nodes() = std::move(n);
     t.after_commit->push_back([reactor] { reactor->Finish(grpc::Status::OK); });
@@ -46,44 +52,49 @@ grpc::ServerUnaryReactor* ClusterServiceImpl::ListNodes(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* ClusterServiceImpl::GetNode(grpc::CallbackServerContext* ctx,
                                                       const v1::GetNodeRequest* req,
                                                       v1::Node* resp) {
-  return NodeCall(loop_, ctx, resp, [name = req->name()](Turn& t) -> absl::StatusOr<v1::Node> {
-    TC_RETURN_IF_ERROR(CheckNodeName(name));
-    return t.core.GetNode(name);
-  });
+  return NodeCall(loop_, auth_, Route::kGetNode, ctx, resp,
+                  [name = req->name()](Turn& t) -> absl::StatusOr<v1::Node> {
+                    TC_RETURN_IF_ERROR(CheckNodeName(name));
+                    return t.core.GetNode(name);
+                  });
 }
 
 grpc::ServerUnaryReactor* ClusterServiceImpl::CordonNode(grpc::CallbackServerContext* ctx,
                                                          const v1::CordonNodeRequest* req,
                                                          v1::Node* resp) {
-  return NodeCall(loop_, ctx, resp, [r = *req](Turn& t) -> absl::StatusOr<v1::Node> {
-    TC_RETURN_IF_ERROR(CheckNodeName(r.name()));
-    return t.core.CordonNode(r.name(), r.reason(), t.now, t.fx);
-  });
+  return NodeCall(loop_, auth_, Route::kCordonNode, ctx, resp,
+                  [r = *req](Turn& t) -> absl::StatusOr<v1::Node> {
+                    TC_RETURN_IF_ERROR(CheckNodeName(r.name()));
+                    return t.core.CordonNode(r.name(), r.reason(), t.now, t.fx);
+                  });
 }
 
 grpc::ServerUnaryReactor* ClusterServiceImpl::UncordonNode(grpc::CallbackServerContext* ctx,
                                                            const v1::UncordonNodeRequest* req,
                                                            v1::Node* resp) {
-  return NodeCall(loop_, ctx, resp, [r = *req](Turn& t) -> absl::StatusOr<v1::Node> {
-    TC_RETURN_IF_ERROR(CheckNodeName(r.name()));
-    return t.core.UncordonNode(r.name(), t.now, t.fx);
-  });
+  return NodeCall(loop_, auth_, Route::kUncordonNode, ctx, resp,
+                  [r = *req](Turn& t) -> absl::StatusOr<v1::Node> {
+                    TC_RETURN_IF_ERROR(CheckNodeName(r.name()));
+                    return t.core.UncordonNode(r.name(), t.now, t.fx);
+                  });
 }
 
 grpc::ServerUnaryReactor* ClusterServiceImpl::DrainNode(grpc::CallbackServerContext* ctx,
                                                         const v1::DrainNodeRequest* req,
                                                         v1::Node* resp) {
-  return NodeCall(loop_, ctx, resp, [r = *req](Turn& t) -> absl::StatusOr<v1::Node> {
-    TC_RETURN_IF_ERROR(CheckNodeName(r.name()));
-    TC_RETURN_IF_ERROR(ValidateProtoDuration("deadline", r.deadline(), 24 * 3600));
-    return t.core.DrainNode(r.name(), r.reason(), DurationToMs(r.deadline()), t.now, t.fx);
-  });
+  return NodeCall(
+      loop_, auth_, Route::kDrainNode, ctx, resp, [r = *req](Turn& t) -> absl::StatusOr<v1::Node> {
+        TC_RETURN_IF_ERROR(CheckNodeName(r.name()));
+        TC_RETURN_IF_ERROR(ValidateProtoDuration("deadline", r.deadline(), 24 * 3600));
+        return t.core.DrainNode(r.name(), r.reason(), DurationToMs(r.deadline()), t.now, t.fx);
+      });
 }
 
 grpc::ServerUnaryReactor* ClusterServiceImpl::ListEvents(grpc::CallbackServerContext* ctx,
                                                          const v1::ListEventsRequest* req,
                                                          v1::ListEventsResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
+  if (!AuthorizeOrFinish(auth_, *ctx, Route::kListEvents, reactor)) return reactor;
   int32_t limit = req->limit() == 0 ? 1000 : req->limit();
   if (limit < 1 || limit > 10000) {
     reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -91,7 +102,7 @@ grpc::ServerUnaryReactor* ClusterServiceImpl::ListEvents(grpc::CallbackServerCon
     return reactor;
   }
   storage::EventQuery q{req->job_id(), req->node(), req->type(), TimestampToMs(req->since()),
-                        limit};
+                        limit,         req->actor()};
   loop_->Post([reactor, resp, q](Turn& t) {
     // Events of this turn are not committed yet; the query sees every earlier turn.
     absl::StatusOr<std::vector<sched::Event>> events = t.store.ListEvents(q);
@@ -105,6 +116,7 @@ grpc::ServerUnaryReactor* ClusterServiceImpl::ListEvents(grpc::CallbackServerCon
         out->set_node(e.node);
         out->set_type(e.type);
         out->set_reason(e.reason);
+        out->set_actor(e.actor);
       }
     }
     absl::Status status = events.status();
@@ -117,7 +129,7 @@ grpc::ServerUnaryReactor* ClusterServiceImpl::RevokeNode(grpc::CallbackServerCon
                                                          const v1::RevokeNodeRequest* req,
                                                          v1::Node* resp) {
   return NodeCall(
-      loop_, ctx, resp,
+      loop_, auth_, Route::kRevokeNode, ctx, resp,
       [r = *req, registry = registry_, revoked = revoked_](Turn& t) -> absl::StatusOr<v1::Node> {
         TC_RETURN_IF_ERROR(CheckNodeName(r.name()));
         TC_ASSIGN_OR_RETURN(v1::Node node, t.core.RevokeNode(r.name(), r.reason(), t.now, t.fx));

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "server/agent_registry.h"
+#include "server/authorizer.h"
 #include "server/reconcile_loop.h"
 #include "server/transport_security.h"
 #include "trainctl/v1/job.grpc.pb.h"
@@ -12,9 +13,11 @@ class ClusterServiceImpl final : public v1::ClusterService::CallbackService {
  public:
   // `registry` and `revoked` (not owned) are for RevokeNode; with null ones it revokes in the
   // store only.
+  // `auth` (not owned) authorizes every call; null allows everything.
   explicit ClusterServiceImpl(ReconcileLoop* loop, AgentRegistry* registry = nullptr,
-                              CertificateRevocations* revoked = nullptr)
-      : loop_(loop), registry_(registry), revoked_(revoked) {}
+                              CertificateRevocations* revoked = nullptr,
+                              const Authorizer* auth = nullptr)
+      : loop_(loop), registry_(registry), revoked_(revoked), auth_(auth) {}
 
   grpc::ServerUnaryReactor* ListNodes(grpc::CallbackServerContext* ctx,
                                       const v1::ListNodesRequest* req,
@@ -38,6 +41,7 @@ class ClusterServiceImpl final : public v1::ClusterService::CallbackService {
   ReconcileLoop* const loop_;
   AgentRegistry* const registry_;
   CertificateRevocations* const revoked_;
+  const Authorizer* const auth_;
 };
 
 }  // namespace trainctl::server

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_status.h"
+#include "scheduler/job_validation.h"
 #include "scheduler/model_proto.h"
 
 namespace trainctl::server {
@@ -99,13 +100,36 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::Job>,
 
 }  // namespace
 
+absl::Status JobServiceImpl::CheckProject(const Caller& caller, Permission p,
+                                          const std::string& project) const {
+  if (auth_ == nullptr) return absl::OkStatus();
+  return auth_->CheckProject(caller, p, project);
+}
+
+absl::Status JobServiceImpl::CheckJobProject(Turn& t, const Caller& caller, Permission p,
+                                             const std::string& job_id) const {
+  const sched::Job* job = t.core.FindJob(job_id);
+  // An unknown job is the handler's NOT_FOUND.
+  if (job == nullptr) return absl::OkStatus();
+  return CheckProject(caller, p, job->spec.project());
+}
+
 grpc::ServerUnaryReactor* JobServiceImpl::CreateJob(grpc::CallbackServerContext* ctx,
                                                     const v1::CreateJobRequest* req,
                                                     v1::Job* resp) {
   auto* reactor = ctx->DefaultReactor();
+  std::optional<Caller> caller = AuthorizeOrFinish(auth_, *ctx, Route::kCreateJob, reactor);
+  if (!caller) return reactor;
   v1::JobSpec spec = req->spec();
-  loop_->Post([reactor, resp, spec](Turn& t) {
+  const std::string project = spec.project().empty() ? sched::kDefaultProject : spec.project();
+  if (absl::Status allowed = CheckProject(*caller, Permission::kSubmit, project); !allowed.ok()) {
+    reactor->Finish(ToGrpcStatus(allowed));
+    return reactor;
+  }
+  loop_->Post([reactor, resp, spec, name = caller->name](Turn& t) {
+    const size_t first = t.fx->events.size();
     absl::StatusOr<const sched::Job*> job = t.core.SubmitJob(spec, t.now, t.fx);
+    StampActor(t.fx, first, name);
     if (job.ok()) *resp = sched::ToProto(**job);
     absl::Status status = job.status();
     t.after_commit->push_back([reactor, status] { reactor->Finish(ToGrpcStatus(status)); });
@@ -116,6 +140,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::CreateJob(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* ctx,
                                                  const v1::GetJobRequest* req, v1::Job* resp) {
   auto* reactor = ctx->DefaultReactor();
+  if (!AuthorizeOrFinish(auth_, *ctx, Route::kGetJob, reactor)) return reactor;
   absl::StatusOr<v1::Job> job = snapshots_->Get(req->id(), clock_());
   if (job.ok()) *resp = *std::move(job);
   reactor->Finish(ToGrpcStatus(job.status()));
@@ -126,6 +151,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* 
                                                    const v1::ListJobsRequest* req,
                                                    v1::ListJobsResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
+  if (!AuthorizeOrFinish(auth_, *ctx, Route::kListJobs, reactor)) return reactor;
   absl::StatusOr<v1::ListJobsResponse> page = snapshots_->List(*req, clock_());
   if (page.ok()) *resp = *std::move(page);
   reactor->Finish(ToGrpcStatus(page.status()));
@@ -136,11 +162,18 @@ grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext*
                                                     const v1::CancelJobRequest* req,
                                                     v1::Job* resp) {
   auto* reactor = ctx->DefaultReactor();
+  std::optional<Caller> caller = AuthorizeOrFinish(auth_, *ctx, Route::kCancelJob, reactor);
+  if (!caller) return reactor;
   std::string id = req->id();
-  loop_->Post([reactor, resp, id](Turn& t) {
-    absl::StatusOr<const sched::Job*> job = t.core.CancelJob(id, t.now, t.fx);
-    if (job.ok()) *resp = sched::ToProto(**job);
-    absl::Status status = job.status();
+  loop_->Post([this, reactor, resp, id, caller = *caller](Turn& t) {
+    absl::Status status = CheckJobProject(t, caller, Permission::kCancel, id);
+    if (status.ok()) {
+      const size_t first = t.fx->events.size();
+      absl::StatusOr<const sched::Job*> job = t.core.CancelJob(id, t.now, t.fx);
+      StampActor(t.fx, first, caller.name);
+      if (job.ok()) *resp = sched::ToProto(**job);
+      status = job.status();
+    }
     t.after_commit->push_back([reactor, status] { reactor->Finish(ToGrpcStatus(status)); });
   });
   return reactor;
@@ -148,8 +181,13 @@ grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext*
 
 grpc::ServerWriteReactor<v1::Job>* JobServiceImpl::WatchJob(grpc::CallbackServerContext* ctx,
                                                             const v1::WatchJobRequest* req) {
-  (void)ctx;
   std::shared_ptr<WatchReactor> w = WatchReactor::Create();
+  if (auth_ != nullptr) {
+    if (absl::StatusOr<Caller> caller = auth_->Authorize(*ctx, Route::kWatchJob); !caller.ok()) {
+      w->FinishWith(ToGrpcStatus(caller.status()));
+      return w.get();
+    }
+  }
   absl::Status watched = snapshots_->Watch(req->id(), w);
   if (!watched.ok()) w->FinishWith(ToGrpcStatus(watched));
   return w.get();
@@ -159,6 +197,8 @@ grpc::ServerUnaryReactor* JobServiceImpl::ReadLogs(grpc::CallbackServerContext* 
                                                    const v1::ReadLogsRequest* req,
                                                    v1::ReadLogsResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
+  std::optional<Caller> caller = AuthorizeOrFinish(auth_, *ctx, Route::kReadLogs, reactor);
+  if (!caller) return reactor;
   if (req->max_bytes() < 0 || req->max_bytes() > (4 << 20) || req->offset() < 0) {
     reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                  "maxBytes must be 0..4194304 and offset >= 0"));
@@ -166,13 +206,16 @@ grpc::ServerUnaryReactor* JobServiceImpl::ReadLogs(grpc::CallbackServerContext* 
   }
   v1::ReadLogsRequest r = *req;
   AgentRegistry* registry = registry_;
-  loop_->Post([reactor, resp, r, registry](Turn& t) {
+  loop_->Post([this, reactor, resp, r, registry, caller = *caller](Turn& t) {
     std::string node, run_id;
     bool finished = false;
     // An unset restart means "latest"; `trainctl logs --restart 0` means run 0.
     int32_t restart = r.has_restart() ? r.restart() : -1;
-    absl::Status located =
-        t.core.LocateRun(r.job_id(), r.replica(), r.attempt(), restart, &node, &run_id, &finished);
+    absl::Status located = CheckJobProject(t, caller, Permission::kReadLogs, r.job_id());
+    if (located.ok()) {
+      located = t.core.LocateRun(r.job_id(), r.replica(), r.attempt(), restart, &node, &run_id,
+                                 &finished);
+    }
     t.after_commit->push_back([=] {
       if (!located.ok()) {
         reactor->Finish(ToGrpcStatus(located));
@@ -202,6 +245,8 @@ grpc::ServerUnaryReactor* JobServiceImpl::ReportProgress(grpc::CallbackServerCon
                                                          v1::ReportProgressResponse* resp) {
   (void)resp;
   auto* reactor = ctx->DefaultReactor();
+  std::optional<Caller> caller = AuthorizeOrFinish(auth_, *ctx, Route::kReportProgress, reactor);
+  if (!caller) return reactor;
   if (req->message().size() > 256 || req->step() < 0) {
     reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                  "message must be at most 256 characters and step >= 0"));
@@ -209,8 +254,9 @@ grpc::ServerUnaryReactor* JobServiceImpl::ReportProgress(grpc::CallbackServerCon
   }
   std::string job_id = req->job_id();
   std::string replica = req->replica();
-  loop_->Post([reactor, job_id, replica](Turn& t) {
-    absl::Status status = t.core.ReportProgress(job_id, replica, t.now, t.fx);
+  loop_->Post([this, reactor, job_id, replica, caller = *caller](Turn& t) {
+    absl::Status status = CheckJobProject(t, caller, Permission::kReportProgress, job_id);
+    if (status.ok()) status = t.core.ReportProgress(job_id, replica, t.now, t.fx);
     t.after_commit->push_back([reactor, status] { reactor->Finish(ToGrpcStatus(status)); });
   });
   return reactor;

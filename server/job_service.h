@@ -6,6 +6,7 @@
 #pragma once
 
 #include "server/agent_registry.h"
+#include "server/authorizer.h"
 #include "server/job_snapshots.h"
 #include "server/reconcile_loop.h"
 #include "trainctl/v1/job.grpc.pb.h"
@@ -15,9 +16,14 @@ namespace trainctl::server {
 class JobServiceImpl final : public v1::JobService::CallbackService {
  public:
   // `clock` gives the time queue statuses are computed for.
+  // `auth` (not owned) authorizes every call; null allows everything.
   JobServiceImpl(ReconcileLoop* loop, AgentRegistry* registry, JobSnapshots* snapshots,
-                 ReconcileLoop::Clock clock)
-      : loop_(loop), registry_(registry), snapshots_(snapshots), clock_(std::move(clock)) {}
+                 ReconcileLoop::Clock clock, const Authorizer* auth = nullptr)
+      : loop_(loop),
+        registry_(registry),
+        snapshots_(snapshots),
+        clock_(std::move(clock)),
+        auth_(auth) {}
 
   grpc::ServerUnaryReactor* CreateJob(grpc::CallbackServerContext* ctx,
                                       const v1::CreateJobRequest* req, v1::Job* resp) override;
@@ -38,10 +44,17 @@ class JobServiceImpl final : public v1::JobService::CallbackService {
                                            v1::ReportProgressResponse* resp) override;
 
  private:
+  // Authorizer::CheckProject, or OK without an authorizer.
+  absl::Status CheckProject(const Caller& caller, Permission p, const std::string& project) const;
+  // CheckProject for the project of job `job_id` (OK when it is unknown: NOT_FOUND follows).
+  absl::Status CheckJobProject(Turn& t, const Caller& caller, Permission p,
+                               const std::string& job_id) const;
+
   ReconcileLoop* const loop_;
   AgentRegistry* const registry_;
   JobSnapshots* const snapshots_;
   const ReconcileLoop::Clock clock_;
+  const Authorizer* const auth_;
 };
 
 }  // namespace trainctl::server

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -24,6 +25,8 @@
 #include "scheduler/model_proto.h"
 #include "server/agent_registry.h"
 #include "server/agent_service.h"
+#include "server/auth_service.h"
+#include "server/authorizer.h"
 #include "server/cluster_service.h"
 #include "server/daemon_flags.h"
 #include "server/job_service.h"
@@ -31,6 +34,7 @@
 #include "server/pki_command.h"
 #include "server/quota_service.h"
 #include "server/reconcile_loop.h"
+#include "server/tokens.h"
 #include "server/transport_security.h"
 #include "server/watch_hub.h"
 
@@ -56,6 +60,44 @@ void LockDataDir(const std::string& dir) {
     spdlog::warn("cannot write pid to {}", path);
   }
   // fd stays open on purpose.
+}
+
+// At the first start with authentication: an admin token, stored (as a hash) and written to
+// DIR/admin.token, mode 0600, for the operator to create everyone else's.
+absl::Status WriteFirstAdminToken(const std::string& dir, trainctl::server::ReconcileLoop* loop,
+                                  trainctl::server::TokenRegistry* tokens) {
+  using namespace trainctl;
+  v1::ApiToken fields;
+  fields.set_owner("admin");
+  fields.set_role(v1::ROLE_ADMIN);
+  *fields.mutable_create_time() = MsToTimestamp(WallNowMs());
+  fields.set_created_by("trainctld");
+  absl::StatusOr<server::MintedToken> minted = server::MintToken(fields);
+  if (!minted.ok()) return minted.status();
+  const std::string path = dir + "/admin.token";
+  const std::string tmp = path + ".tmp";
+  unlink(tmp.c_str());
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return absl::InternalError(absl::StrCat("cannot create ", tmp, ": ", strerror(errno)));
+  const std::string text = minted->bearer + "\n";
+  const bool written =
+      write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && fsync(fd) == 0;
+  close(fd);
+  if (!written || rename(tmp.c_str(), path.c_str()) != 0) {
+    unlink(tmp.c_str());
+    return absl::InternalError(absl::StrCat("cannot write ", path, ": ", strerror(errno)));
+  }
+  // Stored only after the file exists: a crash in between leaves no token nobody holds.
+  std::promise<void> stored;
+  server::StoreToken(
+      loop, tokens, minted->row, "TokenCreated",
+      absl::StrCat("first admin token ", minted->row.token.id(), ", written to ", path),
+      "trainctld", [&stored] { stored.set_value(); });
+  stored.get_future().wait();
+  spdlog::warn("authentication is on and no token existed: wrote the first admin token to {}",
+               path);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -121,6 +163,8 @@ int main(int argc, char** argv) {
   auto core = std::make_unique<sched::Core>(opts);
   spdlog::info("loaded {} jobs, {} nodes and {} project quotas from {}", snap->jobs.size(),
                snap->nodes.size(), snap->quotas.size(), db_path);
+  server::TokenRegistry tokens;
+  tokens.Load(snap->tokens);
   server::CertificateRevocations revocations;
   for (const sched::Node& node : snap->nodes) {
     for (const std::string& fp : node.status.revoked_certificates()) revocations.Add(fp);
@@ -142,10 +186,13 @@ int main(int argc, char** argv) {
   server::WatchHub hub;
   server::JobSnapshots snapshots(&hub);
   server::ReconcileLoop loop(std::move(core), std::move(*store), &registry, &snapshots, WallNowMs);
-  server::JobServiceImpl job_service(&loop, &registry, &snapshots, WallNowMs);
+  // Users are authenticated where agents are: whenever trainctld serves TLS.
+  const server::Authorizer authorizer(flags.tls(), &tokens, WallNowMs);
+  server::JobServiceImpl job_service(&loop, &registry, &snapshots, WallNowMs, &authorizer);
   server::AgentServiceImpl agent_service(&loop, &registry, {flags.tls(), &revocations});
-  server::ClusterServiceImpl cluster_service(&loop, &registry, &revocations);
-  server::QuotaServiceImpl quota_service(&loop);
+  server::ClusterServiceImpl cluster_service(&loop, &registry, &revocations, &authorizer);
+  server::QuotaServiceImpl quota_service(&loop, &authorizer);
+  server::AuthServiceImpl auth_service(&loop, &tokens, &authorizer);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -156,12 +203,20 @@ int main(int argc, char** argv) {
   builder.RegisterService(&agent_service);
   builder.RegisterService(&cluster_service);
   builder.RegisterService(&quota_service);
+  builder.RegisterService(&auth_service);
   // Agents hold their stream for days: keep it alive through idle NATs and notice dead peers.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 20000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   loop.Start();
+  if (authorizer.enabled() && tokens.size() == 0) {
+    if (absl::Status s = WriteFirstAdminToken(flags.data_dir, &loop, &tokens); !s.ok()) {
+      spdlog::critical("{}", s.ToString());
+      loop.Stop();
+      return 1;
+    }
+  }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     spdlog::critical("cannot listen on {}: address in use or invalid", flags.listen);
@@ -177,12 +232,15 @@ int main(int argc, char** argv) {
   }
   spdlog::info("trainctld listening on {} (data dir {})", addr, flags.data_dir);
   if (flags.tls()) {
-    spdlog::info("TLS on; agents must present a certificate for their node signed by {}",
-                 flags.agent_ca);
+    spdlog::info(
+        "TLS on; agents must present a certificate for their node signed by {}; every API call "
+        "needs a bearer token",
+        flags.agent_ca);
   } else if (flags.insecure_allow_plaintext) {
     spdlog::warn(
-        "INSECURE: plaintext gRPC on {} (--insecure-allow-plaintext): anyone who reaches this "
-        "port can submit any command to every node, and any process can register as any node",
+        "INSECURE: plaintext gRPC on {} (--insecure-allow-plaintext): authentication is off; "
+        "anyone who reaches this port can submit any command to every node, and any process can "
+        "register as any node",
         addr);
   } else {
     spdlog::info(

@@ -16,6 +16,7 @@ grpc::ServerUnaryReactor* QuotaServiceImpl::GetQuota(grpc::CallbackServerContext
                                                      const v1::GetQuotaRequest* req,
                                                      v1::Project* resp) {
   auto* reactor = ctx->DefaultReactor();
+  if (!AuthorizeOrFinish(auth_, *ctx, Route::kGetQuota, reactor)) return reactor;
   std::string project = req->project();
   loop_->Post([reactor, resp, project](Turn& t) {
     absl::StatusOr<v1::Project> p = t.core.GetProject(project);
@@ -30,9 +31,13 @@ grpc::ServerUnaryReactor* QuotaServiceImpl::SetQuota(grpc::CallbackServerContext
                                                      const v1::SetQuotaRequest* req,
                                                      v1::Project* resp) {
   auto* reactor = ctx->DefaultReactor();
+  std::optional<Caller> caller = AuthorizeOrFinish(auth_, *ctx, Route::kSetQuota, reactor);
+  if (!caller) return reactor;
   v1::Quota quota = req->quota();
-  loop_->Post([reactor, resp, quota](Turn& t) {
+  loop_->Post([reactor, resp, quota, name = caller->name](Turn& t) {
+    const size_t first = t.fx->events.size();
     absl::StatusOr<v1::Project> p = t.core.SetQuota(quota, t.now, t.fx);
+    StampActor(t.fx, first, name);
     if (p.ok()) *resp = *std::move(p);
     absl::Status status = p.status();
     // Replying after the commit: the caller hears OK only once the quota is durable.
@@ -46,6 +51,7 @@ grpc::ServerUnaryReactor* QuotaServiceImpl::ListProjects(grpc::CallbackServerCon
                                                          v1::ListProjectsResponse* resp) {
   (void)req;
   auto* reactor = ctx->DefaultReactor();
+  if (!AuthorizeOrFinish(auth_, *ctx, Route::kListProjects, reactor)) return reactor;
   loop_->Post([reactor, resp](Turn& t) {
     for (v1::Project& p : t.core.ListProjects()) *resp->add_projects() = std::move(p);
     t.after_commit->push_back([reactor] { reactor->Finish(grpc::Status::OK); });
@@ -57,6 +63,7 @@ grpc::ServerUnaryReactor* QuotaServiceImpl::ListQueue(grpc::CallbackServerContex
                                                       const v1::ListQueueRequest* req,
                                                       v1::ListQueueResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
+  if (!AuthorizeOrFinish(auth_, *ctx, Route::kListQueue, reactor)) return reactor;
   const int32_t limit = req->limit() == 0 ? kDefaultQueueLimit : req->limit();
   if (limit < 1 || limit > kMaxQueueLimit) {
     reactor->Finish(

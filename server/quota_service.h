@@ -3,6 +3,7 @@
 // that turn's commit, so a SetQuota that returned OK is durable.
 #pragma once
 
+#include "server/authorizer.h"
 #include "server/reconcile_loop.h"
 #include "trainctl/v1/job.grpc.pb.h"
 
@@ -10,7 +11,9 @@ namespace trainctl::server {
 
 class QuotaServiceImpl final : public v1::QuotaService::CallbackService {
  public:
-  explicit QuotaServiceImpl(ReconcileLoop* loop) : loop_(loop) {}
+  // `auth` (not owned) authorizes every call; null allows everything.
+  explicit QuotaServiceImpl(ReconcileLoop* loop, const Authorizer* auth = nullptr)
+      : loop_(loop), auth_(auth) {}
 
   grpc::ServerUnaryReactor* GetQuota(grpc::CallbackServerContext* ctx,
                                      const v1::GetQuotaRequest* req, v1::Project* resp) override;
@@ -25,6 +28,7 @@ class QuotaServiceImpl final : public v1::QuotaService::CallbackService {
 
  private:
   ReconcileLoop* const loop_;
+  const Authorizer* const auth_;
 };
 
 }  // namespace trainctl::server

@@ -77,7 +77,8 @@ void ReconcileLoop::Run() {
 void ReconcileLoop::RunTurn(std::vector<Work> items) {
   sched::Effects fx;
   std::vector<std::function<void()>> after;
-  Turn turn{*core_, *store_, clock_(), &fx, &after};
+  std::vector<storage::TokenRow> tokens;
+  Turn turn{*core_, *store_, clock_(), &fx, &after, &tokens};
   for (Work& w : items) w(turn);
   if (turn.now - last_tick_ms_ >= kTickIntervalMs) {
     core_->Tick(turn.now, &fx);
@@ -99,6 +100,7 @@ void ReconcileLoop::RunTurn(std::vector<Work> items) {
   for (const std::string& project : fx.quotas) {
     if (const v1::Quota* quota = core_->FindQuota(project)) batch.quotas.push_back(*quota);
   }
+  batch.tokens = std::move(tokens);
   absl::Status committed = store_->Commit(batch);
   if (!committed.ok()) {
     // Nothing of this turn may be seen, sent or acknowledged.

@@ -40,6 +40,8 @@ struct Turn {
   sched::Effects* fx;
   // Run after the commit, on the loop thread, in order. Must not block.
   std::vector<std::function<void()>>* after_commit;
+  // API token rows to write in this turn's transaction.
+  std::vector<storage::TokenRow>* tokens;
 };
 
 class ReconcileLoop {

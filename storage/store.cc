@@ -95,6 +95,16 @@ const char* const kMigrations[] = {
     R"sql(
     ALTER TABLE attempts ADD COLUMN data BLOB;  -- trainctl.v1.Attempt; NULL in older rows
     )sql",
+    // 4 -> 5: API tokens, and who caused each event.
+    R"sql(
+    CREATE TABLE tokens (
+      id   TEXT PRIMARY KEY,
+      hash TEXT NOT NULL UNIQUE,         -- SHA-256 of the whole bearer token, hex
+      data BLOB NOT NULL                 -- trainctl.v1.ApiToken
+    );
+    ALTER TABLE events ADD COLUMN actor TEXT NOT NULL DEFAULT '';
+    CREATE INDEX events_by_actor ON events(actor, seq);
+    )sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Store::kSchemaVersion);
 
@@ -271,6 +281,20 @@ absl::StatusOr<Snapshot> Store::Load() {
       snap.quotas.push_back(std::move(quota));
     }
   }
+  {
+    Statement st(db_, "SELECT id, hash, data FROM tokens ORDER BY rowid");
+    TC_RETURN_IF_ERROR(st.status());
+    for (;;) {
+      TC_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      TokenRow t;
+      t.hash = st.Text(1);
+      if (!t.token.ParseFromString(st.Bytes(2))) {
+        return absl::DataLossError(absl::StrCat("token ", st.Text(0), ": unreadable row"));
+      }
+      snap.tokens.push_back(std::move(t));
+    }
+  }
   return snap;
 }
 
@@ -326,12 +350,19 @@ absl::Status Store::Commit(const Batch& batch) {
                        Blob{n.status.SerializeAsString()}}));
     }
     Statement ev_st(db_,
-                    "INSERT INTO events (time_ms, job_id, attempt, replica, node, type, reason) "
-                    "VALUES (?,?,?,?,?,?,?)");
+                    "INSERT INTO events (time_ms, job_id, attempt, replica, node, type, reason, "
+                    "actor) VALUES (?,?,?,?,?,?,?,?)");
     TC_RETURN_IF_ERROR(ev_st.status());
     for (const sched::Event& e : batch.events) {
       TC_RETURN_IF_ERROR(ev_st.Run(
-          {e.time_ms, e.job_id, int64_t{e.attempt}, e.replica, e.node, e.type, e.reason}));
+          {e.time_ms, e.job_id, int64_t{e.attempt}, e.replica, e.node, e.type, e.reason, e.actor}));
+    }
+    Statement token_st(db_,
+                       "INSERT INTO tokens (id, hash, data) VALUES (?,?,?) ON CONFLICT(id) DO "
+                       "UPDATE SET data=excluded.data");
+    TC_RETURN_IF_ERROR(token_st.status());
+    for (const TokenRow& t : batch.tokens) {
+      TC_RETURN_IF_ERROR(token_st.Run({t.token.id(), t.hash, Blob{t.token.SerializeAsString()}}));
     }
     Statement quota_st(db_, "INSERT OR REPLACE INTO quotas (project, data) VALUES (?,?)");
     TC_RETURN_IF_ERROR(quota_st.status());
@@ -349,11 +380,12 @@ absl::Status Store::Commit(const Batch& batch) {
 
 absl::StatusOr<std::vector<sched::Event>> Store::ListEvents(const EventQuery& q) {
   Statement st(db_,
-               "SELECT time_ms, job_id, attempt, replica, node, type, reason FROM events "
+               "SELECT time_ms, job_id, attempt, replica, node, type, reason, actor FROM events "
                "WHERE (?1 = '' OR job_id = ?1) AND (?2 = '' OR node = ?2) AND "
-               "(?3 = '' OR type = ?3) AND time_ms >= ?4 ORDER BY seq DESC LIMIT ?5");
+               "(?3 = '' OR type = ?3) AND time_ms >= ?4 AND (?6 = '' OR actor = ?6) "
+               "ORDER BY seq DESC LIMIT ?5");
   TC_RETURN_IF_ERROR(st.status());
-  TC_RETURN_IF_ERROR(st.Bind({q.job_id, q.node, q.type, q.since_ms, int64_t{q.limit}}));
+  TC_RETURN_IF_ERROR(st.Bind({q.job_id, q.node, q.type, q.since_ms, int64_t{q.limit}, q.actor}));
   std::vector<sched::Event> out;
   for (;;) {
     TC_ASSIGN_OR_RETURN(bool row, st.Step());
@@ -366,6 +398,7 @@ absl::StatusOr<std::vector<sched::Event>> Store::ListEvents(const EventQuery& q)
     e.node = st.Text(4);
     e.type = st.Text(5);
     e.reason = st.Text(6);
+    e.actor = st.Text(7);
     out.push_back(std::move(e));
   }
   std::reverse(out.begin(), out.end());

@@ -4,7 +4,8 @@
 // attempts (one row per attempt: the same, with the whole Attempt message; a row written before
 // schema 4 has only the columns, and loads without its failure class, rule, replica, node,
 // decision and budgets), replica_runs (every launched process), nodes, quotas (one Quota message
-// per project that has its own), and the append-only events table.
+// per project that has its own), tokens (API tokens: the hash of each secret and its ApiToken
+// message), and the append-only events table.
 // The schema is versioned; Open() applies every pending migration in order, each in its own
 // transaction, and refuses a database written by a newer trainctld.
 //
@@ -28,6 +29,12 @@ struct sqlite3;
 
 namespace trainctl::storage {
 
+// An API token and the SHA-256 (hex) of its secret; the secret itself is never stored.
+struct TokenRow {
+  v1::ApiToken token;
+  std::string hash;
+};
+
 // The whole persisted state, as loaded at start-up.
 struct Snapshot {
   // Each job with its attempts, oldest first.
@@ -36,6 +43,8 @@ struct Snapshot {
   std::vector<sched::ReplicaRun> runs;
   // The projects' own quotas, by project name.
   std::vector<v1::Quota> quotas;
+  // Every API token, oldest first.
+  std::vector<TokenRow> tokens;
 };
 
 // Everything one reconcile-loop turn changed.
@@ -49,10 +58,12 @@ struct Batch {
   std::vector<sched::Event> events;
   // Quota rows to upsert, keyed by their `project`.
   std::vector<v1::Quota> quotas;
+  // Token rows to upsert, keyed by their id.
+  std::vector<TokenRow> tokens;
 
   bool empty() const {
     return jobs.empty() && attempts.empty() && runs.empty() && nodes.empty() && events.empty() &&
-           quotas.empty();
+           quotas.empty() && tokens.empty();
   }
 };
 
@@ -63,12 +74,14 @@ struct EventQuery {
   int64_t since_ms = 0;
   // Newest `limit` matching events, returned oldest first.
   int32_t limit = 1000;
+  // The token owner whose calls caused them ("": anyone, trainctl itself included).
+  std::string actor;
 };
 
 class Store {
  public:
   // The schema version this build writes.
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
 
   // Opens (creating if needed) the database at `path` and migrates it to kSchemaVersion.
   // FAILED_PRECONDITION if it was written by a newer version; INTERNAL on I/O errors.

@@ -155,7 +155,7 @@ TEST_CASE("a committed batch survives closing and reopening the database") {
     n.status.set_flapping(true);
     n.status.add_checks()->set_phase("periodic");
     b.nodes.push_back(n);
-    b.events.push_back({1000, "j-1", 1, "", "", "JobQueued", "submitted"});
+    b.events.push_back({1000, "j-1", 1, "", "", "JobQueued", "submitted", "alice"});
     REQUIRE((*store)->Commit(b).ok());
   }
   auto store = Store::Open(db);
@@ -178,10 +178,50 @@ TEST_CASE("a committed batch survives closing and reopening the database") {
   CHECK(snap->nodes[0].status.checks_size() == 1);
   REQUIRE(snap->runs.size() == 1);
   CHECK(snap->runs[0].node == "node-a");
-  auto events = (*store)->ListEvents({"j-1", "", "", 0, 10});
+  auto events = (*store)->ListEvents({"j-1", "", "", 0, 10, ""});
   REQUIRE(events.ok());
   REQUIRE(events->size() == 1);
   CHECK((*events)[0].reason == "submitted");
+  CHECK((*events)[0].actor == "alice");
+  CHECK((*store)->ListEvents({"", "", "", 0, 10, "alice"})->size() == 1);
+  CHECK((*store)->ListEvents({"", "", "", 0, 10, "bob"})->empty());
+}
+
+TEST_CASE("tokens round-trip, oldest first, and are replaced by id") {
+  TempDir dir;
+  const std::string db = dir.path + "/trainctl.db";
+  {
+    auto store = Store::Open(db);
+    REQUIRE(store.ok());
+    TokenRow a;
+    a.token.set_id("00000000000000aa");
+    a.token.set_owner("alice");
+    a.token.set_role(v1::ROLE_MEMBER);
+    a.token.add_projects("team-a");
+    a.hash = std::string(64, 'a');
+    TokenRow b = a;
+    b.token.set_id("00000000000000bb");
+    b.token.set_owner("bob");
+    b.hash = std::string(64, 'b');
+    Batch first;
+    first.tokens = {a, b};
+    REQUIRE((*store)->Commit(first).ok());
+    a.token.set_revoked(true);
+    Batch second;
+    second.tokens = {a};
+    REQUIRE((*store)->Commit(second).ok());
+  }
+  auto store = Store::Open(db);
+  REQUIRE(store.ok());
+  auto snap = (*store)->Load();
+  REQUIRE(snap.ok());
+  REQUIRE(snap->tokens.size() == 2);
+  CHECK(snap->tokens[0].token.owner() == "alice");
+  CHECK(snap->tokens[0].token.revoked());
+  CHECK(snap->tokens[0].token.projects(0) == "team-a");
+  CHECK(snap->tokens[0].hash == std::string(64, 'a'));
+  CHECK(snap->tokens[1].token.owner() == "bob");
+  CHECK_FALSE(snap->tokens[1].token.revoked());
 }
 
 TEST_CASE("a failing batch leaves nothing half-written") {
@@ -209,13 +249,13 @@ TEST_CASE("updates replace rows, events only append") {
     Batch b;
     job.set_state(i == 2 ? v1::JOB_STATE_SUCCEEDED : v1::JOB_STATE_RUNNING);
     b.jobs.push_back(job);
-    b.events.push_back({10 + i, "j-1", 1, "", "node-a", "E", std::to_string(i)});
+    b.events.push_back({10 + i, "j-1", 1, "", "node-a", "E", std::to_string(i), ""});
     REQUIRE((*store)->Commit(b).ok());
   }
   auto snap = (*store)->Load();
   REQUIRE(snap->jobs.size() == 1);
   CHECK(snap->jobs[0].state() == v1::JOB_STATE_SUCCEEDED);
-  auto events = (*store)->ListEvents({"", "node-a", "", 0, 2});
+  auto events = (*store)->ListEvents({"", "node-a", "", 0, 2, ""});
   REQUIRE(events->size() == 2);  // the newest two, oldest first
   CHECK((*events)[0].reason == "1");
   CHECK((*events)[1].reason == "2");

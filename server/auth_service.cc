@@ -1,0 +1,154 @@
+#include "server/auth_service.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/grpc_status.h"
+#include "common/names.h"
+#include "common/time_util.h"
+
+namespace trainctl::server {
+namespace {
+
+constexpr int64_t kMaxTtlSeconds = 10LL * 366 * 86400;
+
+}  // namespace
+
+absl::Status ValidateCreateToken(const v1::CreateTokenRequest& req) {
+  if (req.owner().empty() || req.owner().size() > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("owner must be 1..64 characters, got ", req.owner().size()));
+  }
+  for (unsigned char c : req.owner()) {
+    if (c < 0x20 || c == 0x7f) {
+      return absl::InvalidArgumentError("owner must not contain control characters");
+    }
+  }
+  switch (req.role()) {
+    case v1::ROLE_ADMIN:
+    case v1::ROLE_OPERATOR:
+    case v1::ROLE_VIEWER:
+      if (!req.projects().empty()) {
+        return absl::InvalidArgumentError(
+            "projects are for role member; an admin, operator or viewer token covers every "
+            "project");
+      }
+      break;
+    case v1::ROLE_MEMBER:
+      if (req.projects().empty()) {
+        return absl::InvalidArgumentError("a member token needs at least one project");
+      }
+      for (int i = 0; i < req.projects_size(); ++i) {
+        if (!IsDnsLabel(req.projects(i), 63)) {
+          return absl::InvalidArgumentError(absl::StrCat("projects[", i, "]: \"", req.projects(i),
+                                                         "\" is not a valid project name"));
+        }
+      }
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          "role must be ROLE_ADMIN, ROLE_OPERATOR, ROLE_MEMBER or ROLE_VIEWER");
+  }
+  if (req.has_ttl()) {
+    if (absl::Status s = ValidateProtoDuration("ttl", req.ttl(), kMaxTtlSeconds); !s.ok()) return s;
+    if (DurationToMs(req.ttl()) <= 0) {
+      return absl::InvalidArgumentError("ttl must be positive; leave it out for no expiry");
+    }
+  }
+  return absl::OkStatus();
+}
+
+void StoreToken(ReconcileLoop* loop, TokenRegistry* tokens, storage::TokenRow row,
+                const std::string& event_type, const std::string& reason, const std::string& actor,
+                std::function<void()> done) {
+  loop->Post([=](Turn& t) {
+    t.tokens->push_back(row);
+    const size_t first = t.fx->events.size();
+    sched::AddEvent(t.fx, sched::FromMs(t.now), nullptr, "", "", event_type, reason);
+    StampActor(t.fx, first, actor);
+    t.after_commit->push_back([tokens, row, done] {
+      tokens->Put(row);
+      done();
+    });
+  });
+}
+
+grpc::ServerUnaryReactor* AuthServiceImpl::CreateToken(grpc::CallbackServerContext* ctx,
+                                                       const v1::CreateTokenRequest* req,
+                                                       v1::CreateTokenResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  std::optional<Caller> caller = AuthorizeOrFinish(auth_, *ctx, Route::kCreateToken, reactor);
+  if (!caller) return reactor;
+  if (absl::Status valid = ValidateCreateToken(*req); !valid.ok()) {
+    reactor->Finish(ToGrpcStatus(valid));
+    return reactor;
+  }
+  v1::ApiToken fields;
+  fields.set_owner(req->owner());
+  fields.set_role(req->role());
+  *fields.mutable_projects() = req->projects();
+  const int64_t now = WallNowMs();
+  *fields.mutable_create_time() = MsToTimestamp(now);
+  if (req->has_ttl()) *fields.mutable_expire_time() = MsToTimestamp(now + DurationToMs(req->ttl()));
+  fields.set_created_by(caller->name.empty() ? "anonymous" : caller->name);
+  absl::StatusOr<MintedToken> minted = MintToken(fields);
+  if (!minted.ok()) {
+    reactor->Finish(ToGrpcStatus(minted.status()));
+    return reactor;
+  }
+  *resp->mutable_token() = minted->row.token;
+  resp->set_secret(minted->bearer);
+  const v1::ApiToken& t = minted->row.token;
+  StoreToken(
+      loop_, tokens_, minted->row, "TokenCreated",
+      absl::StrCat("token ", t.id(), " for ", t.owner(), " (", v1::Role_Name(t.role()),
+                   t.projects().empty() ? "" : " of ", absl::StrJoin(t.projects(), ","), ")"),
+      caller->name, [reactor] { reactor->Finish(grpc::Status::OK); });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AuthServiceImpl::ListTokens(grpc::CallbackServerContext* ctx,
+                                                      const v1::ListTokensRequest* req,
+                                                      v1::ListTokensResponse* resp) {
+  (void)req;
+  auto* reactor = ctx->DefaultReactor();
+  if (!AuthorizeOrFinish(auth_, *ctx, Route::kListTokens, reactor)) return reactor;
+  for (v1::ApiToken& t : tokens_->List()) {
+    *resp->add_tokens() = std::move(t);
+  }
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AuthServiceImpl::RevokeToken(grpc::CallbackServerContext* ctx,
+                                                       const v1::RevokeTokenRequest* req,
+                                                       v1::ApiToken* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  std::optional<Caller> caller = AuthorizeOrFinish(auth_, *ctx, Route::kRevokeToken, reactor);
+  if (!caller) return reactor;
+  std::optional<storage::TokenRow> row = tokens_->Find(req->id());
+  if (!row) {
+    reactor->Finish(
+        grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("token ", req->id(), " not found")));
+    return reactor;
+  }
+  row->token.set_revoked(true);
+  *resp = row->token;
+  StoreToken(loop_, tokens_, *row, "TokenRevoked",
+             absl::StrCat("token ", row->token.id(), " of ", row->token.owner(), " revoked"),
+             caller->name, [reactor] { reactor->Finish(grpc::Status::OK); });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AuthServiceImpl::WhoAmI(grpc::CallbackServerContext* ctx,
+                                                  const v1::WhoAmIRequest* req,
+                                                  v1::ApiToken* resp) {
+  (void)req;
+  auto* reactor = ctx->DefaultReactor();
+  std::optional<Caller> caller = AuthorizeOrFinish(auth_, *ctx, Route::kWhoAmI, reactor);
+  if (!caller) return reactor;
+  *resp = caller->token;
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace trainctl::server

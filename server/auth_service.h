@@ -1,0 +1,47 @@
+// AuthService: API tokens over gRPC (create, list, revoke, who am I). Every change is written
+// in a reconcile-loop turn, with a TokenCreated/TokenRevoked event naming its actor, and reaches
+// the registry only once committed.
+#pragma once
+
+#include "server/authorizer.h"
+#include "server/reconcile_loop.h"
+#include "server/tokens.h"
+#include "trainctl/v1/job.grpc.pb.h"
+
+namespace trainctl::server {
+
+class AuthServiceImpl final : public v1::AuthService::CallbackService {
+ public:
+  // Not owned; must outlive the service.
+  AuthServiceImpl(ReconcileLoop* loop, TokenRegistry* tokens, const Authorizer* auth)
+      : loop_(loop), tokens_(tokens), auth_(auth) {}
+
+  grpc::ServerUnaryReactor* CreateToken(grpc::CallbackServerContext* ctx,
+                                        const v1::CreateTokenRequest* req,
+                                        v1::CreateTokenResponse* resp) override;
+  grpc::ServerUnaryReactor* ListTokens(grpc::CallbackServerContext* ctx,
+                                       const v1::ListTokensRequest* req,
+                                       v1::ListTokensResponse* resp) override;
+  grpc::ServerUnaryReactor* RevokeToken(grpc::CallbackServerContext* ctx,
+                                        const v1::RevokeTokenRequest* req,
+                                        v1::ApiToken* resp) override;
+  grpc::ServerUnaryReactor* WhoAmI(grpc::CallbackServerContext* ctx, const v1::WhoAmIRequest* req,
+                                   v1::ApiToken* resp) override;
+
+ private:
+  ReconcileLoop* const loop_;
+  TokenRegistry* const tokens_;
+  const Authorizer* const auth_;
+};
+
+// Checks a CreateTokenRequest: INVALID_ARGUMENT naming the field.
+absl::Status ValidateCreateToken(const v1::CreateTokenRequest& req);
+
+// Stores `row` in a loop turn (with an event by `actor`) and, once committed, puts it in
+// `tokens`; then runs `done` with the commit's outcome. For AuthService and the first admin
+// token at start.
+void StoreToken(ReconcileLoop* loop, TokenRegistry* tokens, storage::TokenRow row,
+                const std::string& event_type, const std::string& reason, const std::string& actor,
+                std::function<void()> done);
+
+}  // namespace trainctl::server

@@ -1,0 +1,164 @@
+#include "server/authorizer.h"
+
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "common/grpc_status.h"
+
+namespace trainctl::server {
+namespace {
+
+// "admin", "operator", ... as messages name them.
+std::string RoleName(v1::Role role) {
+  return absl::AsciiStrToLower(absl::StripPrefix(v1::Role_Name(role), "ROLE_"));
+}
+
+bool ProjectScoped(Permission p) {
+  return p == Permission::kSubmit || p == Permission::kCancel || p == Permission::kReadLogs ||
+         p == Permission::kReportProgress;
+}
+
+}  // namespace
+
+absl::string_view PermissionName(Permission p) {
+  switch (p) {
+    case Permission::kRead:
+      return "read";
+    case Permission::kReadLogs:
+      return "read-logs";
+    case Permission::kSubmit:
+      return "submit";
+    case Permission::kCancel:
+      return "cancel";
+    case Permission::kReportProgress:
+      return "report-progress";
+    case Permission::kOperateNodes:
+      return "operate-nodes";
+    case Permission::kSetQuota:
+      return "set-quota";
+    case Permission::kManageTokens:
+      return "manage-tokens";
+    case Permission::kWhoAmI:
+      return "whoami";
+  }
+  return "unknown";
+}
+
+const std::vector<RouteInfo>& Routes() {
+  static const std::vector<RouteInfo> kRoutes = {
+      {Route::kCreateJob, "trainctl.v1.JobService/CreateJob", Permission::kSubmit},
+      {Route::kGetJob, "trainctl.v1.JobService/GetJob", Permission::kRead},
+      {Route::kListJobs, "trainctl.v1.JobService/ListJobs", Permission::kRead},
+      {Route::kCancelJob, "trainctl.v1.JobService/CancelJob", Permission::kCancel},
+      {Route::kWatchJob, "trainctl.v1.JobService/WatchJob", Permission::kRead},
+      {Route::kReadLogs, "trainctl.v1.JobService/ReadLogs", Permission::kReadLogs},
+      {Route::kReportProgress, "trainctl.v1.JobService/ReportProgress",
+       Permission::kReportProgress},
+      {Route::kGetQuota, "trainctl.v1.QuotaService/GetQuota", Permission::kRead},
+      {Route::kSetQuota, "trainctl.v1.QuotaService/SetQuota", Permission::kSetQuota},
+      {Route::kListProjects, "trainctl.v1.QuotaService/ListProjects", Permission::kRead},
+      {Route::kListQueue, "trainctl.v1.QuotaService/ListQueue", Permission::kRead},
+      {Route::kListNodes, "trainctl.v1.ClusterService/ListNodes", Permission::kRead},
+      {Route::kGetNode, "trainctl.v1.ClusterService/GetNode", Permission::kRead},
+      {Route::kListEvents, "trainctl.v1.ClusterService/ListEvents", Permission::kRead},
+      {Route::kCordonNode, "trainctl.v1.ClusterService/CordonNode", Permission::kOperateNodes},
+      {Route::kUncordonNode, "trainctl.v1.ClusterService/UncordonNode", Permission::kOperateNodes},
+      {Route::kDrainNode, "trainctl.v1.ClusterService/DrainNode", Permission::kOperateNodes},
+      {Route::kRevokeNode, "trainctl.v1.ClusterService/RevokeNode", Permission::kOperateNodes},
+      {Route::kCreateToken, "trainctl.v1.AuthService/CreateToken", Permission::kManageTokens},
+      {Route::kListTokens, "trainctl.v1.AuthService/ListTokens", Permission::kManageTokens},
+      {Route::kRevokeToken, "trainctl.v1.AuthService/RevokeToken", Permission::kManageTokens},
+      {Route::kWhoAmI, "trainctl.v1.AuthService/WhoAmI", Permission::kWhoAmI},
+  };
+  return kRoutes;
+}
+
+bool RoleHas(v1::Role role, Permission p) {
+  if (p == Permission::kWhoAmI) return role != v1::ROLE_UNSPECIFIED;
+  switch (role) {
+    case v1::ROLE_ADMIN:
+      return true;
+    case v1::ROLE_OPERATOR:
+      return p == Permission::kRead || p == Permission::kReadLogs || p == Permission::kOperateNodes;
+    case v1::ROLE_MEMBER:
+      return p == Permission::kRead || ProjectScoped(p);
+    case v1::ROLE_VIEWER:
+      return p == Permission::kRead;
+    default:
+      return false;
+  }
+}
+
+void StampActor(sched::Effects* fx, size_t first, const std::string& actor) {
+  for (size_t i = first; i < fx->events.size(); ++i) fx->events[i].actor = actor;
+}
+
+absl::StatusOr<Caller> Authorizer::Authorize(const grpc::ServerContextBase& context,
+                                             Route route) const {
+  Caller caller;
+  if (!enabled_) {
+    caller.token.set_owner("anonymous");
+    caller.token.set_role(v1::ROLE_ADMIN);
+    return caller;
+  }
+  const auto& md = context.client_metadata();
+  auto it = md.find("authorization");
+  if (it == md.end()) {
+    return absl::UnauthenticatedError(
+        "this trainctld requires a token: pass --token, --token-file or TRAINCTL_TOKEN "
+        "(an admin creates one with `trainctl admin token create`)");
+  }
+  absl::string_view header(it->second.data(), it->second.size());
+  if (!absl::ConsumePrefix(&header, "Bearer ")) {
+    return absl::UnauthenticatedError("the authorization header must read \"Bearer <token>\"");
+  }
+  absl::StatusOr<v1::ApiToken> token =
+      tokens_->Verify(std::string(absl::StripAsciiWhitespace(header)), clock_());
+  if (!token.ok()) return token.status();
+  caller.name = token->owner();
+  caller.token = *std::move(token);
+  caller.authenticated = true;
+  const Permission p = Routes()[static_cast<size_t>(route)].permission;
+  if (!RoleHas(caller.token.role(), p)) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        caller.name, "'s token (role ", RoleName(caller.token.role()), ") lacks the permission ",
+        PermissionName(p), " that ", Routes()[static_cast<size_t>(route)].method, " needs"));
+  }
+  return caller;
+}
+
+absl::Status Authorizer::CheckProject(const Caller& caller, Permission p,
+                                      const std::string& project) const {
+  const v1::ApiToken& t = caller.token;
+  if (!enabled_ || t.role() == v1::ROLE_ADMIN) return absl::OkStatus();
+  if (!RoleHas(t.role(), p)) {
+    return absl::PermissionDeniedError(absl::StrCat(caller.name, "'s token (role ",
+                                                    RoleName(t.role()), ") lacks the permission ",
+                                                    PermissionName(p)));
+  }
+  if (!ProjectScoped(p) || t.role() == v1::ROLE_OPERATOR) return absl::OkStatus();
+  if (std::find(t.projects().begin(), t.projects().end(), project) != t.projects().end()) {
+    return absl::OkStatus();
+  }
+  return absl::PermissionDeniedError(
+      absl::StrCat(caller.name, "'s token lacks the permission ", PermissionName(p), " in project ",
+                   project, " (it may act in ", absl::StrJoin(t.projects(), ", "), ")"));
+}
+
+std::optional<Caller> AuthorizeOrFinish(const Authorizer* auth,
+                                        const grpc::CallbackServerContext& context, Route route,
+                                        grpc::ServerUnaryReactor* reactor) {
+  if (auth == nullptr) return Caller{};
+  absl::StatusOr<Caller> caller = auth->Authorize(context, route);
+  if (!caller.ok()) {
+    reactor->Finish(ToGrpcStatus(caller.status()));
+    return std::nullopt;
+  }
+  return *std::move(caller);
+}
+
+}  // namespace trainctl::server

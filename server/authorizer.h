@@ -1,0 +1,132 @@
+// Who may call what: the permission of every RPC, the roles, and the one check every service
+// handler makes before it does anything.
+//
+// Each route (an RPC, by its full name) names its permission in kRoutes, the one table of them;
+// a test checks that every RPC of every service has a route, so a new one cannot be left open.
+// A handler starts with
+//
+//   absl::StatusOr<Caller> caller = auth.Authorize(*ctx, Route::kCreateJob);
+//
+// which authenticates the call's bearer token (metadata "authorization: Bearer tct_...") and
+// checks the route's permission for the token's role; project-scoped permissions (a member's
+// submit, cancel, logs, progress) are checked again with the project, once the handler knows it,
+// by CheckProject(). Errors: UNAUTHENTICATED without a valid token, PERMISSION_DENIED naming the
+// missing permission. When authentication is off (plaintext on loopback) every call is allowed
+// as "anonymous", an admin.
+//
+// Thread-safe: Authorizer is immutable after construction; TokenRegistry locks itself.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "scheduler/model.h"
+#include "server/tokens.h"
+#include "trainctl/v1/job.pb.h"
+
+namespace trainctl::server {
+
+enum class Permission {
+  kRead,            // jobs, queues, projects, nodes, events
+  kReadLogs,        // a job's logs (project-scoped for members)
+  kSubmit,          // create a job (project-scoped)
+  kCancel,          // cancel a job (project-scoped)
+  kReportProgress,  // report a replica's progress (project-scoped)
+  kOperateNodes,    // cordon, uncordon, drain, revoke
+  kSetQuota,        // quotas
+  kManageTokens,    // create, list, revoke tokens
+  kWhoAmI,          // any valid token
+};
+
+// "read", "submit", ... as errors name them.
+absl::string_view PermissionName(Permission p);
+
+enum class Route {
+  kCreateJob,
+  kGetJob,
+  kListJobs,
+  kCancelJob,
+  kWatchJob,
+  kReadLogs,
+  kReportProgress,
+  kGetQuota,
+  kSetQuota,
+  kListProjects,
+  kListQueue,
+  kListNodes,
+  kGetNode,
+  kListEvents,
+  kCordonNode,
+  kUncordonNode,
+  kDrainNode,
+  kRevokeNode,
+  kCreateToken,
+  kListTokens,
+  kRevokeToken,
+  kWhoAmI,
+};
+
+struct RouteInfo {
+  Route route;
+  // "trainctl.v1.JobService/CreateJob".
+  const char* method;
+  Permission permission;
+};
+
+// Every route, in Route order.
+const std::vector<RouteInfo>& Routes();
+
+// The caller of one RPC.
+struct Caller {
+  // The token's owner, the actor of the events its call causes; "" when authentication is off.
+  std::string name;
+  v1::ApiToken token;
+  bool authenticated = false;
+};
+
+// Whether `role` has `p` at all (projects aside).
+bool RoleHas(v1::Role role, Permission p);
+
+// Stamps the actor on the events fx gained since `first` (an index into fx->events).
+void StampActor(sched::Effects* fx, size_t first, const std::string& actor);
+
+class Authorizer {
+ public:
+  using Clock = std::function<int64_t()>;
+  // `tokens` (not owned) may be null when !enabled.
+  Authorizer(bool enabled, const TokenRegistry* tokens, Clock clock)
+      : enabled_(enabled), tokens_(tokens), clock_(std::move(clock)) {}
+
+  bool enabled() const { return enabled_; }
+
+  // Authenticates the call and checks the route's permission for the caller's role.
+  absl::StatusOr<Caller> Authorize(const grpc::ServerContextBase& context, Route route) const;
+
+  // For a project-scoped permission: whether the caller may use it in `project`. Admins may
+  // everywhere; PERMISSION_DENIED otherwise.
+  absl::Status CheckProject(const Caller& caller, Permission p, const std::string& project) const;
+
+ private:
+  const bool enabled_;
+  const TokenRegistry* const tokens_;
+  const Clock clock_;
+};
+
+}  // namespace trainctl::server
+
+namespace trainctl::server {
+
+// Authorizes a unary call; on failure finishes `reactor` with the error and returns nothing.
+// A null `auth` allows everything (services built without authentication, as in tests).
+std::optional<Caller> AuthorizeOrFinish(const Authorizer* auth,
+                                        const grpc::CallbackServerContext& context, Route route,
+                                        grpc::ServerUnaryReactor* reactor);
+
+}  // namespace trainctl::server

@@ -1,0 +1,166 @@
+// API tokens and roles: minting and verifying tokens, each role's permissions, project scopes,
+// and that every RPC trainctld serves to users has a route in the permission table.
+#include <catch2/catch.hpp>
+#include <set>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "common/time_util.h"
+#include "server/auth_service.h"
+#include "server/authorizer.h"
+#include "server/tokens.h"
+#include "trainctl/v1/job.pb.h"
+
+namespace trainctl::server {
+namespace {
+
+v1::ApiToken Fields(const std::string& owner, v1::Role role) {
+  v1::ApiToken t;
+  t.set_owner(owner);
+  t.set_role(role);
+  return t;
+}
+
+TEST_CASE("a minted token verifies; only its hash is kept", "[auth]") {
+  absl::StatusOr<MintedToken> t = MintToken(Fields("alice", v1::ROLE_VIEWER));
+  REQUIRE(t.ok());
+  CHECK(absl::StartsWith(t->bearer, "tct_" + t->row.token.id() + "_"));
+  CHECK(t->bearer.size() == 4 + 16 + 1 + 64);
+  CHECK(t->row.hash == HashToken(t->bearer));
+  CHECK_FALSE(absl::StrContains(t->row.hash, t->bearer.substr(21)));
+  TokenRegistry registry;
+  registry.Put(t->row);
+  absl::StatusOr<v1::ApiToken> who = registry.Verify(t->bearer, 0);
+  REQUIRE(who.ok());
+  CHECK(who->owner() == "alice");
+  // Two tokens never share an id or a secret.
+  absl::StatusOr<MintedToken> u = MintToken(Fields("alice", v1::ROLE_VIEWER));
+  REQUIRE(u.ok());
+  CHECK(u->row.token.id() != t->row.token.id());
+  CHECK(u->bearer != t->bearer);
+}
+
+TEST_CASE("Verify refuses malformed, unknown, altered, revoked and expired tokens", "[auth]") {
+  absl::StatusOr<MintedToken> t = MintToken(Fields("bob", v1::ROLE_ADMIN));
+  REQUIRE(t.ok());
+  TokenRegistry registry;
+  registry.Put(t->row);
+  auto code_and_message = [&](const std::string& bearer, int64_t now) {
+    absl::Status s = registry.Verify(bearer, now).status();
+    CHECK(s.code() == absl::StatusCode::kUnauthenticated);
+    return std::string(s.message());
+  };
+  CHECK(absl::StrContains(code_and_message("hunter2", 0), "malformed"));
+  CHECK(absl::StrContains(code_and_message("", 0), "malformed"));
+  std::string altered = t->bearer;
+  altered.back() = altered.back() == 'a' ? 'b' : 'a';
+  const std::string unknown = code_and_message(altered, 0);
+  CHECK(absl::StrContains(unknown, "not known"));
+  // The message never echoes the secret.
+  CHECK_FALSE(absl::StrContains(unknown, altered.substr(21)));
+
+  storage::TokenRow expiring = t->row;
+  *expiring.token.mutable_expire_time() = MsToTimestamp(5000);
+  registry.Put(expiring);
+  CHECK(registry.Verify(t->bearer, 4999).ok());
+  CHECK(absl::StrContains(code_and_message(t->bearer, 5000), "expired"));
+
+  storage::TokenRow revoked = t->row;
+  revoked.token.set_revoked(true);
+  registry.Put(revoked);
+  CHECK(absl::StrContains(code_and_message(t->bearer, 0), "revoked"));
+  // Put replaced the row: still one token.
+  CHECK(registry.size() == 1);
+  CHECK(registry.List().size() == 1);
+}
+
+TEST_CASE("each role has exactly its permissions", "[auth]") {
+  using P = Permission;
+  for (P p : {P::kRead, P::kReadLogs, P::kSubmit, P::kCancel, P::kReportProgress, P::kOperateNodes,
+              P::kSetQuota, P::kManageTokens, P::kWhoAmI}) {
+    INFO(PermissionName(p));
+    CHECK(RoleHas(v1::ROLE_ADMIN, p));
+    CHECK(RoleHas(v1::ROLE_OPERATOR, p) ==
+          (p == P::kRead || p == P::kReadLogs || p == P::kOperateNodes || p == P::kWhoAmI));
+    CHECK(RoleHas(v1::ROLE_MEMBER, p) == (p == P::kRead || p == P::kReadLogs || p == P::kSubmit ||
+                                          p == P::kCancel || p == P::kReportProgress ||
+                                          p == P::kWhoAmI));
+    CHECK(RoleHas(v1::ROLE_VIEWER, p) == (p == P::kRead || p == P::kWhoAmI));
+    CHECK_FALSE(RoleHas(v1::ROLE_UNSPECIFIED, p));
+  }
+}
+
+TEST_CASE("a member acts only in its projects", "[auth]") {
+  TokenRegistry registry;
+  const Authorizer auth(true, &registry, [] { return int64_t{0}; });
+  Caller member;
+  member.name = "alice";
+  member.token = Fields("alice", v1::ROLE_MEMBER);
+  member.token.add_projects("team-a");
+  CHECK(auth.CheckProject(member, Permission::kSubmit, "team-a").ok());
+  absl::Status denied = auth.CheckProject(member, Permission::kCancel, "team-b");
+  CHECK(denied.code() == absl::StatusCode::kPermissionDenied);
+  CHECK(denied.message() ==
+        "alice's token lacks the permission cancel in project team-b (it may act in team-a)");
+  // Reading is not project-scoped; an admin may act anywhere; an operator reads every log.
+  CHECK(auth.CheckProject(member, Permission::kRead, "team-b").ok());
+  Caller admin;
+  admin.token = Fields("root", v1::ROLE_ADMIN);
+  CHECK(auth.CheckProject(admin, Permission::kSubmit, "team-b").ok());
+  Caller op;
+  op.token = Fields("ops", v1::ROLE_OPERATOR);
+  CHECK(auth.CheckProject(op, Permission::kReadLogs, "team-b").ok());
+  CHECK(auth.CheckProject(op, Permission::kSubmit, "team-b").code() ==
+        absl::StatusCode::kPermissionDenied);
+  // Without authentication everything is allowed.
+  const Authorizer off(false, nullptr, [] { return int64_t{0}; });
+  CHECK(off.CheckProject(member, Permission::kSubmit, "team-b").ok());
+}
+
+TEST_CASE("every user-facing RPC has a route, in Route order", "[auth]") {
+  std::set<std::string> routed;
+  for (size_t i = 0; i < Routes().size(); ++i) {
+    CHECK(static_cast<size_t>(Routes()[i].route) == i);
+    routed.insert(Routes()[i].method);
+  }
+  // Every service of job.proto: the user-facing API (agents have agent.proto and mTLS).
+  std::set<std::string> served;
+  const google::protobuf::FileDescriptor* file = v1::Job::descriptor()->file();
+  REQUIRE(file->service_count() >= 4);
+  for (int i = 0; i < file->service_count(); ++i) {
+    const google::protobuf::ServiceDescriptor* s = file->service(i);
+    for (int m = 0; m < s->method_count(); ++m) {
+      served.insert(s->full_name() + "/" + s->method(m)->name());
+    }
+  }
+  CHECK(routed == served);
+}
+
+TEST_CASE("CreateToken requests are validated field by field", "[auth]") {
+  v1::CreateTokenRequest r;
+  r.set_owner("alice");
+  r.set_role(v1::ROLE_MEMBER);
+  CHECK(ValidateCreateToken(r).message() == "a member token needs at least one project");
+  r.add_projects("Team_A");
+  CHECK(ValidateCreateToken(r).message() == "projects[0]: \"Team_A\" is not a valid project name");
+  r.set_projects(0, "team-a");
+  CHECK(ValidateCreateToken(r).ok());
+  r.set_role(v1::ROLE_VIEWER);
+  CHECK(absl::StartsWith(ValidateCreateToken(r).message(), "projects are for role member"));
+  r.clear_projects();
+  r.set_owner("");
+  CHECK(ValidateCreateToken(r).message() == "owner must be 1..64 characters, got 0");
+  r.set_owner("a\nb");
+  CHECK(ValidateCreateToken(r).message() == "owner must not contain control characters");
+  r.set_owner("bob");
+  r.set_role(v1::ROLE_UNSPECIFIED);
+  CHECK(ValidateCreateToken(r).code() == absl::StatusCode::kInvalidArgument);
+  r.set_role(v1::ROLE_ADMIN);
+  r.mutable_ttl()->set_seconds(-5);
+  CHECK(ValidateCreateToken(r).code() == absl::StatusCode::kInvalidArgument);
+  r.mutable_ttl()->set_seconds(3600);
+  CHECK(ValidateCreateToken(r).ok());
+}
+
+}  // namespace
+}  // namespace trainctl::server
