@@ -1,9 +1,11 @@
 #include "cli/client.h"
 
 #include <algorithm>
+#include <fstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "common/grpc_status.h"
 
 namespace trainctl::cli {
@@ -53,7 +55,8 @@ bool IsTransient(grpc::StatusCode code) {
 
 namespace {
 
-std::shared_ptr<grpc::Channel> NewChannel(const std::string& server, const std::string& ca_pem) {
+std::shared_ptr<grpc::Channel> NewChannel(const std::string& server, const std::string& ca_pem,
+                                          const std::string& token) {
   grpc::ChannelArguments args;
   // gRPC's own reconnect backoff grows to 120s; while `wait` rides out a server restart, keep it
   // in step with ours so that the server is seen again within ~2s of coming back.
@@ -65,18 +68,46 @@ std::shared_ptr<grpc::Channel> NewChannel(const std::string& server, const std::
   }
   grpc::SslCredentialsOptions tls;
   tls.pem_root_certs = ca_pem;
-  return grpc::CreateCustomChannel(server, grpc::SslCredentials(tls), args);
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::SslCredentials(tls);
+  if (!token.empty()) {
+    creds = grpc::CompositeChannelCredentials(creds, grpc::AccessTokenCredentials(token));
+  }
+  return grpc::CreateCustomChannel(server, creds, args);
 }
 
 }  // namespace
 
-Client::Client(std::string server, const std::string& ca_pem)
+Client::Client(std::string server, const std::string& ca_pem, const std::string& token)
     : server_(std::move(server)),
       tls_(!ca_pem.empty()),
-      channel_(NewChannel(server_, ca_pem)),
+      channel_(NewChannel(server_, ca_pem, token)),
       stub_(v1::JobService::NewStub(channel_)),
       cluster_(v1::ClusterService::NewStub(channel_)),
-      quota_(v1::QuotaService::NewStub(channel_)) {}
+      quota_(v1::QuotaService::NewStub(channel_)),
+      auth_(v1::AuthService::NewStub(channel_)) {}
+
+absl::StatusOr<std::string> ResolveToken(const std::string& flag_value, const std::string& file,
+                                         const char* env) {
+  if (!flag_value.empty() && !file.empty()) {
+    return absl::InvalidArgumentError("give --token or --token-file, not both");
+  }
+  if (!flag_value.empty()) return flag_value;
+  if (!file.empty()) {
+    std::ifstream in(file);
+    std::string line;
+    if (!in || !std::getline(in, line)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--token-file ", file, ": cannot read a token from it"));
+    }
+    line = std::string(absl::StripAsciiWhitespace(line));
+    if (line.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--token-file ", file, ": the first line is empty"));
+    }
+    return line;
+  }
+  return std::string(absl::StripAsciiWhitespace(env == nullptr ? "" : env));
+}
 
 bool Client::Connected() const {
   return channel_->GetState(/*try_to_connect=*/false) == GRPC_CHANNEL_READY;

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "trainctl/v1/job.grpc.pb.h"
 
 namespace trainctl::cli {
@@ -53,8 +54,11 @@ std::string ResolveSetting(const std::string& flag_value, const char* env);
 
 class Client {
  public:
-  // `ca_pem`: the CA the server's certificate must chain to; empty: plaintext.
-  explicit Client(std::string server, const std::string& ca_pem = "");
+  // `ca_pem`: the CA the server's certificate must chain to; empty: plaintext. `token`: the
+  // bearer token sent with every call; only over TLS (gRPC never sends call credentials in
+  // plaintext), and a plaintext server on loopback needs none.
+  explicit Client(std::string server, const std::string& ca_pem = "",
+                  const std::string& token = "");
 
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
@@ -65,6 +69,8 @@ class Client {
   v1::ClusterService::Stub& cluster() { return *cluster_; }
   // QuotaService (projects, quotas and the queue), on the same channel.
   v1::QuotaService::Stub& quota() { return *quota_; }
+  // AuthService (tokens), on the same channel.
+  v1::AuthService::Stub& auth() { return *auth_; }
 
   // Sets the per-RPC deadline (kRpcTimeout) on a context for a unary call.
   static void PrepareUnary(grpc::ClientContext* context);
@@ -85,6 +91,13 @@ class Client {
   std::unique_ptr<v1::JobService::Stub> stub_;
   std::unique_ptr<v1::ClusterService::Stub> cluster_;
   std::unique_ptr<v1::QuotaService::Stub> quota_;
+  std::unique_ptr<v1::AuthService::Stub> auth_;
 };
+
+// The bearer token: `flag_value` (--token), else the first line of `file` (--token-file), else
+// `env` (TRAINCTL_TOKEN; may be null), else "". INVALID_ARGUMENT when both --token and
+// --token-file are given or the file cannot be read.
+absl::StatusOr<std::string> ResolveToken(const std::string& flag_value, const std::string& file,
+                                         const char* env);
 
 }  // namespace trainctl::cli

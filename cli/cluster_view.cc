@@ -76,12 +76,12 @@ std::string RenderNodeList(const google::protobuf::RepeatedPtrField<v1::Node>& n
 }
 
 std::string RenderEventList(const google::protobuf::RepeatedPtrField<v1::Event>& events) {
-  Table table({"TIME", "TYPE", "JOB", "REPLICA", "NODE", "REASON"});
+  Table table({"TIME", "TYPE", "JOB", "REPLICA", "NODE", "ACTOR", "REASON"});
   for (const v1::Event& e : events) {
     table.AddRow({FormatRfc3339(TimestampToMs(e.time())), e.type(), e.job_id(), e.replica(),
-                  e.node(), e.reason()});
+                  e.node(), e.actor(), e.reason()});
   }
-  table.DropEmptyColumns({"JOB", "REPLICA", "NODE"});
+  table.DropEmptyColumns({"JOB", "REPLICA", "NODE", "ACTOR"});
   return table.Render();
 }
 

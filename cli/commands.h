@@ -50,5 +50,8 @@ Command DescribeCommand();
 Command QueueCommand();
 Command QuotaCommand();
 Command ProjectsCommand();
+// commands_admin.cc
+Command AdminCommand();
+Command WhoAmICommand();
 
 }  // namespace trainctl::cli

@@ -37,6 +37,7 @@ absl::StatusOr<int> RunEvents(const ParsedArgs& args, Client& client) {
   if (!args.args().empty()) request.set_job_id(args.args()[0]);
   request.set_node(args.Get("node"));
   request.set_type(args.Get("type"));
+  request.set_actor(args.Get("actor"));
   if (args.IsSet("since")) {
     TC_ASSIGN_OR_RETURN(int64_t since_ms, ParseSince(args.Get("since"), WallNowMs()));
     *request.mutable_since() = MsToTimestamp(since_ms);
@@ -104,6 +105,9 @@ Command EventsCommand() {
       {{"node", 0, FlagSpec::Kind::kValue, "NODE", "", "Only events of this node"},
        {"type", 0, FlagSpec::Kind::kValue, "TYPE", "",
         "Only events of this exact type, e.g. ReplicaExited"},
+       {"actor", 0, FlagSpec::Kind::kValue, "OWNER", "",
+        "Only events caused by this token owner's calls (anonymous: calls without "
+        "authentication)"},
        {"since", 0, FlagSpec::Kind::kValue, "WHEN", "",
         "Only newer events: a duration back from now (10m = the last 10 minutes, 1h30m) or an "
         "RFC3339 time (2026-01-01T00:00:00Z)"},

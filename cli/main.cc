@@ -33,6 +33,11 @@ std::vector<FlagSpec> GlobalFlags() {
       {"ca", 0, FlagSpec::Kind::kValue, "FILE", "",
        "CA certificate (PEM) the server's certificate must chain to; talks TLS to the server "
        "(default: $TRAINCTL_CA; none: plaintext, for a server on loopback)"},
+      {"token", 0, FlagSpec::Kind::kValue, "TOKEN", "",
+       "Bearer token for a server with authentication (default: $TRAINCTL_TOKEN); sent only "
+       "over TLS"},
+      {"token-file", 0, FlagSpec::Kind::kValue, "FILE", "",
+       "Read the bearer token from the first line of FILE, e.g. trainctld's DATA_DIR/admin.token"},
       {"help", 'h', FlagSpec::Kind::kBool, "", "", "Show help for trainctl or a command"},
       {"version", 0, FlagSpec::Kind::kBool, "", "", "Print the version and exit"},
   };
@@ -52,7 +57,7 @@ int Main(int argc, char** argv) {
   const std::vector<Command> commands = {
       SubmitCommand(), GetCommand(),    DescribeCommand(), ListCommand(),  WaitCommand(),
       LogsCommand(),   CancelCommand(), QueueCommand(),    QuotaCommand(), ProjectsCommand(),
-      NodesCommand(),  NodeCommand(),   EventsCommand()};
+      NodesCommand(),  NodeCommand(),   EventsCommand(),   AdminCommand(), WhoAmICommand()};
   const std::vector<FlagSpec> globals = GlobalFlags();
   std::vector<CommandSpec> specs;
   for (const Command& c : commands) specs.push_back(c.spec);
@@ -94,7 +99,11 @@ int Main(int argc, char** argv) {
     if (!pem.ok()) return Fail(pem.status(), "-");
     ca_pem = *std::move(pem);
   }
-  Client client(ResolveServer(parsed.Get("server"), std::getenv("TRAINCTL_SERVER")), ca_pem);
+  absl::StatusOr<std::string> token =
+      ResolveToken(parsed.Get("token"), parsed.Get("token-file"), std::getenv("TRAINCTL_TOKEN"));
+  if (!token.ok()) return Fail(token.status(), "-");
+  Client client(ResolveServer(parsed.Get("server"), std::getenv("TRAINCTL_SERVER")), ca_pem,
+                *token);
   for (const Command& c : commands) {
     if (c.spec.name != parsed.command()) continue;
     absl::StatusOr<int> result = c.run(parsed, client);

@@ -140,6 +140,13 @@ TEST_CASE("RenderEventList keeps the order and leaves out columns no event has",
         "TIME                   TYPE               NODE     REASON\n"
         "2025-12-31T23:59:00Z   NodeRegistered     node-a\n"
         "2026-01-01T00:00:00Z   NodeDisconnected   node-a   heartbeat lost\n");
+
+  response.Clear();
+  *response.add_events() = MakeEvent(60000, "NodeCordoned", "", "", "node-a", "kernel upgrade");
+  response.mutable_events(0)->set_actor("alice");
+  CHECK(RenderEventList(response.events()) ==
+        "TIME                   TYPE           NODE     ACTOR   REASON\n"
+        "2025-12-31T23:59:00Z   NodeCordoned   node-a   alice   kernel upgrade\n");
 }
 
 TEST_CASE("FormatEvents wraps the events in an events list", "[cluster_view]") {

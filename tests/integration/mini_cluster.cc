@@ -204,6 +204,8 @@ void MiniCluster::StartDaemon() {
   daemon_ = std::make_unique<Process>(argv, dir_ + "/trainctld.log");
   REQUIRE(Eventually([&] { return std::filesystem::exists(data + "/trainctld.addr"); }));
   address_ = std::string(absl::StripSuffix(ReadTextFile(data + "/trainctld.addr"), "\n"));
+  // The admin token is written before the address file.
+  if (opts_.tls) REQUIRE(std::filesystem::exists(AdminTokenPath()));
   Connect();
 }
 
@@ -217,7 +219,9 @@ void MiniCluster::Connect() {
   if (opts_.tls) {
     grpc::SslCredentialsOptions tls;
     tls.pem_root_certs = ReadTextFile(PkiDir() + "/ca.crt");
-    credentials = grpc::SslCredentials(tls);
+    const std::string token(absl::StripSuffix(ReadTextFile(AdminTokenPath()), "\n"));
+    credentials = grpc::CompositeChannelCredentials(grpc::SslCredentials(tls),
+                                                    grpc::AccessTokenCredentials(token));
   }
   auto channel = grpc::CreateChannel(address_, credentials);
   jobs_ = v1::JobService::NewStub(channel);
@@ -299,6 +303,16 @@ std::string MiniCluster::WriteFile(const std::string& name, const std::string& c
 CliResult MiniCluster::Cli(const std::vector<std::string>& args,
                            std::chrono::milliseconds timeout) {
   std::vector<std::string> argv = {BinDir() + "/trainctl", "--server", address_};
+  if (opts_.tls) {
+    argv.insert(argv.end(), {"--ca", PkiDir() + "/ca.crt", "--token-file", AdminTokenPath()});
+  }
+  argv.insert(argv.end(), args.begin(), args.end());
+  return Run(argv, timeout);
+}
+
+CliResult MiniCluster::CliAs(const std::string& token, const std::vector<std::string>& args,
+                             std::chrono::milliseconds timeout) {
+  std::vector<std::string> argv = {BinDir() + "/trainctl", "--server", address_, "--token", token};
   if (opts_.tls) argv.insert(argv.end(), {"--ca", PkiDir() + "/ca.crt"});
   argv.insert(argv.end(), args.begin(), args.end());
   return Run(argv, timeout);

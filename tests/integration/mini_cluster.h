@@ -98,8 +98,9 @@ struct ClusterOptions {
   // More trainctld flags, after the fixture's own (so "--heartbeat-interval" here wins).
   std::vector<std::string> daemon_args;
   // True: a PKI made by `trainctld pki init` under dir()/pki with a certificate for every agent
-  // (`pki issue-agent`); trainctld serves TLS and authenticates agents, every agent and the CLI
-  // talk TLS, and the test's own channel too.
+  // (`pki issue-agent`); trainctld serves TLS and authenticates agents and users, every agent and
+  // the CLI talk TLS, and the test's own channel too; the CLI and the channel use the admin
+  // token trainctld writes at its first start.
   bool tls = false;
   // False: the constructor starts only the daemon, and the test calls StartAgents() (e.g. once
   // it has written a script under dir() that an agent flag names).
@@ -127,6 +128,13 @@ class MiniCluster {
   // Runs build/bin/trainctl --server <address> args... with a timeout.
   CliResult Cli(const std::vector<std::string>& args,
                 std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+  // Cli with `--token TOKEN` instead of the fixture's admin token (with ClusterOptions::tls).
+  CliResult CliAs(const std::string& token, const std::vector<std::string>& args,
+                  std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  // The admin token trainctld wrote at its first start with TLS (DATA_DIR/admin.token); the
+  // fixture's CLI and own channel use it.
+  std::string AdminTokenPath() const { return dir_ + "/scheduler/admin.token"; }
 
   // Runs `trainctld pki ARGS...` with a timeout.
   CliResult Pki(const std::vector<std::string>& args);
