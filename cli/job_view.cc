@@ -48,6 +48,7 @@ std::vector<std::pair<std::string, std::string>> JobSummaryFields(const v1::Job&
       {"ID", job.id()},
       {"Name", job.display_name()},
       {"Project", job.project()},
+      {"Creator", job.creator()},
       {"Priority", absl::StrCat(job.priority())},
       {"State", JobStateName(job.state())},
       {"Error", ErrorText(job.error())},

@@ -31,7 +31,8 @@ void Core::Restore(std::vector<Job> jobs, std::vector<Node> nodes,
 
 // --- API callers -------------------------------------------------------------------------------
 
-absl::StatusOr<const Job*> Core::SubmitJob(const v1::JobSpec& spec_in, int64_t now, Effects* fx) {
+absl::StatusOr<const Job*> Core::SubmitJob(const v1::JobSpec& spec_in, int64_t now, Effects* fx,
+                                           const std::string& creator) {
   absl::Status valid = ValidateJobSpec(spec_in);
   if (!valid.ok()) return valid;
   v1::JobSpec spec = spec_in;
@@ -54,7 +55,9 @@ absl::StatusOr<const Job*> Core::SubmitJob(const v1::JobSpec& spec_in, int64_t n
                              Res::FromProto(spec.worker_pools(p).resources()), known);
     if (!fits.ok()) return fits;
   }
-  return lifecycle_.Submit(std::move(spec), options_.checkpoint_root, FromMs(now), fx);
+  const Job* job = lifecycle_.Submit(std::move(spec), options_.checkpoint_root, FromMs(now), fx);
+  if (Job* mutable_job = jobs_.Find(job->id)) mutable_job->creator = creator;
+  return job;
 }
 
 absl::StatusOr<const Job*> Core::CancelJob(const std::string& id, int64_t now, Effects* fx) {

@@ -80,7 +80,9 @@ class Core {
 
   // Validates, fills defaults and stores a new QUEUED job. INVALID_ARGUMENT for a bad spec,
   // FAILED_PRECONDITION when no registered node could ever hold one of its replicas.
-  absl::StatusOr<const Job*> SubmitJob(const v1::JobSpec& spec, int64_t now, Effects* fx);
+  // `creator`: the token owner behind the call (Job.creator).
+  absl::StatusOr<const Job*> SubmitJob(const v1::JobSpec& spec, int64_t now, Effects* fx,
+                                       const std::string& creator = "");
   // Starts cancelling a job: QUEUED jobs end at once, others stop their replicas first
   // (CANCELLING, then CANCELLED when every replica is gone). Terminal jobs are returned as is.
   absl::StatusOr<const Job*> CancelJob(const std::string& id, int64_t now, Effects* fx);

@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "common/names.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
@@ -98,6 +99,12 @@ absl::Status ValidatePool(const std::string& path, int index, const v1::WorkerPo
     }
     if (value.size() > kMaxArgLength || absl::StrContains(value, '\0')) {
       return Invalid(p, absl::StrCat("must be at most ", kMaxArgLength, " bytes with no NUL"));
+    }
+  }
+  for (int i = 0; i < pool.secret_env_size(); ++i) {
+    if (pool.env().count(pool.secret_env(i)) == 0) {
+      return Invalid(absl::StrCat(path, ".secretEnv[", i, "]"),
+                     absl::StrCat("\"", pool.secret_env(i), "\" is not a key of ", path, ".env"));
     }
   }
   return ValidateResources(path + ".resources", pool.resources());
@@ -271,6 +278,9 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
         " are allowed (each replica's launch carries its pool's command, args and env)"));
   }
   TC_RETURN_IF_ERROR(CheckNoNul(spec, ""));
+  if (absl::StripAsciiWhitespace(spec.display_name()).empty()) {
+    return Invalid("displayName", "is required: a name people know the job by, e.g. resnet50-lr3");
+  }
   if (spec.display_name().size() > kMaxDisplayNameLength) {
     return Invalid("displayName", absl::StrCat("must be at most ", kMaxDisplayNameLength,
                                                " characters, got ", spec.display_name().size()));

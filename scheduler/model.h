@@ -206,6 +206,8 @@ struct Job {
   std::string id;
   std::string display_name;
   std::string project;
+  // The owner of the token that submitted it; "" without authentication.
+  std::string creator;
   int32_t priority = 0;
   v1::JobState state = v1::JOB_STATE_QUEUED;
   JobError error;

@@ -303,6 +303,7 @@ v1::Job ToProto(const Job& job) {
   out.set_id(job.id);
   out.set_display_name(job.display_name);
   out.set_project(job.project);
+  out.set_creator(job.creator);
   out.set_priority(job.priority);
   out.set_state(job.state);
   if (!IsEmpty(job.error)) *out.mutable_error() = ToProto(job.error);
@@ -329,6 +330,7 @@ absl::StatusOr<Job> JobFromProto(const v1::Job& p) {
   job.id = p.id();
   job.display_name = p.display_name();
   job.project = p.project();
+  job.creator = p.creator();
   job.priority = p.priority();
   job.state = p.state();
   if (p.has_error()) {

@@ -72,11 +72,20 @@ class SessionChannel : public AgentChannel {
   bool finishing_ ABSL_GUARDED_BY(mu_) = false;
 };
 
+// A stream refused before it began: finished at once with `status`.
+class RefusedStream : public Reactor {
+ public:
+  explicit RefusedStream(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
 class AgentSession : public Reactor {
  public:
   AgentSession(ReconcileLoop* loop, AgentRegistry* registry, std::string peer, AgentAuth auth,
-               std::optional<CertificateInfo> certificate, RefusalEvents* refusals)
-      : loop_(loop),
+               std::optional<CertificateInfo> certificate, RefusalEvents* refusals,
+               PeerStreamLimiter::Slot slot)
+      : slot_(std::move(slot)),
+        loop_(loop),
         registry_(registry),
         refusals_(refusals),
         peer_(std::move(peer)),
@@ -261,6 +270,8 @@ class AgentSession : public Reactor {
     return true;
   }
 
+  // This stream's place among its host's agent streams.
+  const PeerStreamLimiter::Slot slot_;
   ReconcileLoop* const loop_;
   AgentRegistry* const registry_;
   RefusalEvents* const refusals_;
@@ -281,8 +292,14 @@ class AgentSession : public Reactor {
 
 grpc::ServerBidiReactor<v1::AgentMessage, v1::SchedulerMessage>* AgentServiceImpl::Connect(
     grpc::CallbackServerContext* ctx) {
+  absl::StatusOr<PeerStreamLimiter::Slot> slot = streams_.Acquire(ctx->peer());
+  if (!slot.ok()) {
+    spdlog::warn("agent stream from {} refused: {}", ctx->peer(),
+                 std::string(slot.status().message()));
+    return new RefusedStream(ToGrpcStatus(slot.status()));
+  }
   return new AgentSession(loop_, registry_, ctx->peer(), auth_, VerifiedPeerCertificate(*ctx),
-                          &refusals_);
+                          &refusals_, *std::move(slot));
 }
 
 bool RefusalEvents::ShouldRecord(const std::string& node, const std::string& why, absl::Time now) {

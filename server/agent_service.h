@@ -19,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/agent_registry.h"
+#include "server/peer_limits.h"
 #include "server/reconcile_loop.h"
 #include "server/transport_security.h"
 #include "trainctl/v1/agent.grpc.pb.h"
@@ -43,8 +44,14 @@ class RefusalEvents {
 
 class AgentServiceImpl final : public v1::AgentService::CallbackService {
  public:
-  AgentServiceImpl(ReconcileLoop* loop, AgentRegistry* registry, AgentAuth auth = {})
-      : loop_(loop), registry_(registry), auth_(auth) {}
+  // `max_streams_per_peer`: agent streams one host may hold at once
+  // (--max-agent-streams-per-peer); 0: unlimited.
+  AgentServiceImpl(ReconcileLoop* loop, AgentRegistry* registry, AgentAuth auth = {},
+                   int64_t max_streams_per_peer = 0)
+      : loop_(loop),
+        registry_(registry),
+        auth_(auth),
+        streams_("agent streams", "--max-agent-streams-per-peer", max_streams_per_peer) {}
 
   grpc::ServerBidiReactor<v1::AgentMessage, v1::SchedulerMessage>* Connect(
       grpc::CallbackServerContext* ctx) override;
@@ -54,6 +61,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
   AgentRegistry* const registry_;
   const AgentAuth auth_;
   RefusalEvents refusals_;
+  PeerStreamLimiter streams_;
 };
 
 }  // namespace trainctl::server

@@ -50,6 +50,20 @@ std::vector<FlagGroup> DaemonFlagGroups() {
          "the ports of each node that replicas get: one each, and a second one, the rendezvous "
          "port (MASTER_PORT), for each job's primary (default 20000-32767; at least 64 ports "
          "within 1024-65535)"},
+        {"max-request-bytes", 0, Kind::kValue, "N", "",
+         "the largest gRPC message trainctld accepts from a client or an agent; larger ones are "
+         "refused with RESOURCE_EXHAUSTED before they are parsed (default 4194304, 4 MiB; "
+         "2 MiB..64 MiB)"},
+        {"max-agent-streams-per-peer", 0, Kind::kValue, "N", "",
+         "agent streams one host may hold at once; more are refused with RESOURCE_EXHAUSTED "
+         "(default 64; 0: unlimited)"},
+        {"max-watches-per-peer", 0, Kind::kValue, "N", "",
+         "job watch streams (trainctl wait, watch) one host may hold at once (default 256; 0: "
+         "unlimited)"},
+        {"secret-env-pattern", 0, Kind::kValue, "GLOB,...", "",
+         "env entries of jobs whose names match are secrets, like those a pool lists in "
+         "secretEnv: replicas get them, reads show \"<redacted>\" (default "
+         "*_SECRET*,*_TOKEN*,*_PASSWORD*,*_KEY; none: only secretEnv)"},
         {"log-level", 0, Kind::kValue, "LEVEL", "",
          "trace, debug, info, warn, error (default info)"},
         {"help", 'h', Kind::kBool, "", "", "show this help"},
@@ -242,6 +256,28 @@ absl::StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& arg
   if (std::string text = parsed.Get("clock-skew-tolerance"); !text.empty()) {
     TC_ASSIGN_OR_RETURN(f.skew_tolerance_ms, ParseDuration("--clock-skew-tolerance", text, 0,
                                                            10'000, "between 0s and 10s, e.g. 1s"));
+  }
+  if (std::string text = parsed.Get("max-request-bytes"); !text.empty()) {
+    int64_t n = 0;
+    if (!absl::SimpleAtoi(text, &n) || n < kMinRequestBytes || n > kMaxRequestBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--max-request-bytes must be a whole number from ", kMinRequestBytes,
+                       " (2 MiB: the largest job spec must fit) to ", kMaxRequestBytes,
+                       " (64 MiB), got \"", text, "\""));
+    }
+    f.max_request_bytes = n;
+  }
+  if (std::string text = parsed.Get("max-agent-streams-per-peer"); !text.empty()) {
+    TC_ASSIGN_OR_RETURN(f.max_agent_streams_per_peer,
+                        ParseCount("--max-agent-streams-per-peer", text, 1'000'000));
+  }
+  if (std::string text = parsed.Get("max-watches-per-peer"); !text.empty()) {
+    TC_ASSIGN_OR_RETURN(f.max_watches_per_peer,
+                        ParseCount("--max-watches-per-peer", text, 1'000'000));
+  }
+  if (std::string text = parsed.Get("secret-env-pattern"); !text.empty()) {
+    TC_RETURN_IF_ERROR(SecretRedactor::Parse(text).status());
+    f.secret_env_patterns = text;
   }
   if (std::string text = parsed.Get("port-range"); !text.empty()) {
     TC_ASSIGN_OR_RETURN(f.port_range, ParsePortRange(text));

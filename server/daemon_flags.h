@@ -16,9 +16,15 @@
 
 #include "absl/status/statusor.h"
 #include "scheduler/port_pool.h"
+#include "server/secret_env.h"
 #include "trainctl/v1/job.pb.h"
 
 namespace trainctl::server {
+
+// --max-request-bytes bounds: the largest job spec (1 MiB) and its launch must fit, and a log
+// chunk is read to fit too.
+inline constexpr int64_t kMinRequestBytes = int64_t{2} << 20;
+inline constexpr int64_t kMaxRequestBytes = int64_t{64} << 20;
 
 struct DaemonFlags {
   // -h/--help or --version was given: the caller prints DaemonUsage() or the version. Nothing
@@ -58,6 +64,14 @@ struct DaemonFlags {
   std::string agent_ca;
   // Plaintext on a non-loopback listen address (refused without it).
   bool insecure_allow_plaintext = false;
+  // The largest message trainctld accepts, from users and agents alike: kMinRequestBytes to
+  // kMaxRequestBytes.
+  int64_t max_request_bytes = int64_t{4} << 20;
+  // Streams one host may hold at once; 0: unlimited.
+  int64_t max_agent_streams_per_peer = 64;
+  int64_t max_watches_per_peer = 256;
+  // Env names that are secrets in every job (SecretRedactor::Parse); checked by the parser.
+  std::string secret_env_patterns = kDefaultSecretEnvPatterns;
 
   bool tls() const { return !tls_cert.empty(); }
 };

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -70,12 +72,21 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::Job>,
 
   void OnDone() override ABSL_LOCKS_EXCLUDED(mu_) {
     std::shared_ptr<WatchReactor> self;
+    PeerStreamLimiter::Slot slot;
     {
       absl::MutexLock lock(&mu_);
       finished_ = true;
       self = std::move(self_);
+      // The stream is over, though the hub may hold the reactor until the job changes.
+      slot = std::move(slot_);
     }
     // `self` may be the last reference: *this is destroyed here, after the lock is released.
+  }
+
+  // Keeps `slot` (its place among the peer's watches) until the stream is done.
+  void Hold(PeerStreamLimiter::Slot slot) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    slot_ = std::move(slot);
   }
 
  private:
@@ -96,6 +107,7 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::Job>,
   bool has_pending_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  PeerStreamLimiter::Slot slot_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace
@@ -126,11 +138,14 @@ grpc::ServerUnaryReactor* JobServiceImpl::CreateJob(grpc::CallbackServerContext*
     reactor->Finish(ToGrpcStatus(allowed));
     return reactor;
   }
-  loop_->Post([reactor, resp, spec, name = caller->name](Turn& t) {
+  loop_->Post([this, reactor, resp, spec, name = caller->name](Turn& t) {
     const size_t first = t.fx->events.size();
-    absl::StatusOr<const sched::Job*> job = t.core.SubmitJob(spec, t.now, t.fx);
+    absl::StatusOr<const sched::Job*> job = t.core.SubmitJob(spec, t.now, t.fx, name);
     StampActor(t.fx, first, name);
-    if (job.ok()) *resp = sched::ToProto(**job);
+    if (job.ok()) {
+      *resp = sched::ToProto(**job);
+      loop_->redactor().Redact(resp);
+    }
     absl::Status status = job.status();
     t.after_commit->push_back([reactor, status] { reactor->Finish(ToGrpcStatus(status)); });
   });
@@ -171,7 +186,10 @@ grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext*
       const size_t first = t.fx->events.size();
       absl::StatusOr<const sched::Job*> job = t.core.CancelJob(id, t.now, t.fx);
       StampActor(t.fx, first, caller.name);
-      if (job.ok()) *resp = sched::ToProto(**job);
+      if (job.ok()) {
+        *resp = sched::ToProto(**job);
+        loop_->redactor().Redact(resp);
+      }
       status = job.status();
     }
     t.after_commit->push_back([reactor, status] { reactor->Finish(ToGrpcStatus(status)); });
@@ -182,6 +200,12 @@ grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext*
 grpc::ServerWriteReactor<v1::Job>* JobServiceImpl::WatchJob(grpc::CallbackServerContext* ctx,
                                                             const v1::WatchJobRequest* req) {
   std::shared_ptr<WatchReactor> w = WatchReactor::Create();
+  absl::StatusOr<PeerStreamLimiter::Slot> slot = watches_.Acquire(ctx->peer());
+  if (!slot.ok()) {
+    w->FinishWith(ToGrpcStatus(slot.status()));
+    return w.get();
+  }
+  w->Hold(*std::move(slot));
   if (auth_ != nullptr) {
     if (absl::StatusOr<Caller> caller = auth_->Authorize(*ctx, Route::kWatchJob); !caller.ok()) {
       w->FinishWith(ToGrpcStatus(caller.status()));
@@ -224,7 +248,8 @@ grpc::ServerUnaryReactor* JobServiceImpl::ReadLogs(grpc::CallbackServerContext* 
       v1::ReadLog read;
       read.set_run_id(run_id);
       read.set_offset(r.offset());
-      read.set_max_bytes(r.max_bytes() == 0 ? (1 << 20) : r.max_bytes());
+      read.set_max_bytes(
+          std::min<int64_t>(r.max_bytes() == 0 ? (1 << 20) : r.max_bytes(), max_log_chunk_));
       registry->RequestLog(node, read, [reactor, resp](absl::StatusOr<v1::LogData> data) {
         if (!data.ok()) {
           reactor->Finish(ToGrpcStatus(data.status()));

@@ -8,22 +8,34 @@
 #include "server/agent_registry.h"
 #include "server/authorizer.h"
 #include "server/job_snapshots.h"
+#include "server/peer_limits.h"
 #include "server/reconcile_loop.h"
 #include "trainctl/v1/job.grpc.pb.h"
 
 namespace trainctl::server {
+
+struct JobServiceLimits {
+  // The most log bytes one ReadLogs asks an agent for, so that its reply fits trainctld's
+  // --max-request-bytes. Default: a 4 MiB message less room for the reply's other fields.
+  int64_t max_log_chunk = (int64_t{4} << 20) - (int64_t{64} << 10);
+  // WatchJob streams one host may hold at once (--max-watches-per-peer); 0: unlimited.
+  int64_t max_watches_per_peer = 0;
+};
 
 class JobServiceImpl final : public v1::JobService::CallbackService {
  public:
   // `clock` gives the time queue statuses are computed for.
   // `auth` (not owned) authorizes every call; null allows everything.
   JobServiceImpl(ReconcileLoop* loop, AgentRegistry* registry, JobSnapshots* snapshots,
-                 ReconcileLoop::Clock clock, const Authorizer* auth = nullptr)
+                 ReconcileLoop::Clock clock, const Authorizer* auth = nullptr,
+                 JobServiceLimits limits = JobServiceLimits())
       : loop_(loop),
         registry_(registry),
         snapshots_(snapshots),
         clock_(std::move(clock)),
-        auth_(auth) {}
+        auth_(auth),
+        max_log_chunk_(limits.max_log_chunk),
+        watches_("watch streams", "--max-watches-per-peer", limits.max_watches_per_peer) {}
 
   grpc::ServerUnaryReactor* CreateJob(grpc::CallbackServerContext* ctx,
                                       const v1::CreateJobRequest* req, v1::Job* resp) override;
@@ -55,6 +67,8 @@ class JobServiceImpl final : public v1::JobService::CallbackService {
   JobSnapshots* const snapshots_;
   const ReconcileLoop::Clock clock_;
   const Authorizer* const auth_;
+  const int64_t max_log_chunk_;
+  PeerStreamLimiter watches_;
 };
 
 }  // namespace trainctl::server

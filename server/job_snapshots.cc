@@ -65,6 +65,7 @@ absl::StatusOr<v1::ListJobsResponse> JobSnapshots::List(const v1::ListJobsReques
   }
   const std::set<int> states(req.states().begin(), req.states().end());
   std::vector<JobPtr> page;
+  size_t page_bytes = 0;
   std::string next_token;
   std::shared_ptr<const sched::QueueState> queue;
   {
@@ -75,13 +76,18 @@ absl::StatusOr<v1::ListJobsResponse> JobSnapshots::List(const v1::ListJobsReques
       const JobPtr& job = jobs_.at(it->second);
       if (!states.empty() && states.count(job->state()) == 0) continue;
       if (!req.project().empty() && job->project() != req.project()) continue;
-      if (static_cast<int32_t>(page.size()) == size) {
+      const size_t bytes = job->ByteSizeLong();
+      // A page ends at pageSize jobs, or before it would outgrow kMaxPageBytes (it holds one job
+      // at least), so that every page fits a client's 4 MiB message limit.
+      if (static_cast<int32_t>(page.size()) == size ||
+          (!page.empty() && page_bytes + bytes > kMaxPageBytes)) {
         // There is more: the token names the last job returned.
         const JobPtr& last = page.back();
         next_token = absl::StrCat(-TimestampToMs(last->create_time()), ":", last->id());
         break;
       }
       page.push_back(job);
+      page_bytes += bytes;
     }
   }
   v1::ListJobsResponse resp;

@@ -47,8 +47,12 @@ class JobSnapshots {
   // The job with its queue status computed as of `now_ms` when it is QUEUED. NOT_FOUND when
   // unknown.
   absl::StatusOr<v1::Job> Get(const std::string& id, int64_t now_ms) const ABSL_LOCKS_EXCLUDED(mu_);
-  // Newest first, filtered and paged like Core::ListJobs. INVALID_ARGUMENT for a page size
-  // outside 1..1000 or a token this server did not return.
+  // A page holds at most this many bytes of jobs (or one job, however large).
+  static constexpr size_t kMaxPageBytes = size_t{3} << 20;
+
+  // Newest first, filtered and paged like Core::ListJobs, a page ending early rather than grow
+  // past kMaxPageBytes. INVALID_ARGUMENT for a page size outside 1..1000 or a token this server
+  // did not return.
   absl::StatusOr<v1::ListJobsResponse> List(const v1::ListJobsRequest& req, int64_t now_ms) const
       ABSL_LOCKS_EXCLUDED(mu_);
   // Sends the job's current snapshot to `watcher` and subscribes it to later ones (unless the

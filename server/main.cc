@@ -186,17 +186,24 @@ int main(int argc, char** argv) {
   server::WatchHub hub;
   server::JobSnapshots snapshots(&hub);
   server::ReconcileLoop loop(std::move(core), std::move(*store), &registry, &snapshots, WallNowMs);
+  // Checked by the flag parser.
+  loop.set_redactor(*server::SecretRedactor::Parse(flags.secret_env_patterns));
   // Users are authenticated where agents are: whenever trainctld serves TLS.
   const server::Authorizer authorizer(flags.tls(), &tokens, WallNowMs);
-  server::JobServiceImpl job_service(&loop, &registry, &snapshots, WallNowMs, &authorizer);
-  server::AgentServiceImpl agent_service(&loop, &registry, {flags.tls(), &revocations});
+  server::JobServiceImpl job_service(
+      &loop, &registry, &snapshots, WallNowMs, &authorizer,
+      {flags.max_request_bytes - (64 << 10), flags.max_watches_per_peer});
+  server::AgentServiceImpl agent_service(&loop, &registry, {flags.tls(), &revocations},
+                                         flags.max_agent_streams_per_peer);
   server::ClusterServiceImpl cluster_service(&loop, &registry, &revocations, &authorizer);
   server::QuotaServiceImpl quota_service(&loop, &authorizer);
   server::AuthServiceImpl auth_service(&loop, &tokens, &authorizer);
 
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  // Reflection answers anyone, token or not: it is served only while nobody is authenticated.
+  if (!authorizer.enabled()) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  builder.SetMaxReceiveMessageSize(static_cast<int>(flags.max_request_bytes));
   int port = 0;
   builder.AddListeningPort(flags.listen, *credentials, &port);
   builder.RegisterService(&job_service);

@@ -120,7 +120,11 @@ void ReconcileLoop::RunTurn(std::vector<Work> items) {
 void ReconcileLoop::Publish(const std::vector<v1::Job>& jobs) {
   std::vector<JobSnapshots::JobPtr> ptrs;
   ptrs.reserve(jobs.size());
-  for (const v1::Job& job : jobs) ptrs.push_back(std::make_shared<const v1::Job>(job));
+  for (const v1::Job& job : jobs) {
+    auto shown = std::make_shared<v1::Job>(job);
+    redactor_.Redact(shown.get());
+    ptrs.push_back(std::move(shown));
+  }
   std::shared_ptr<const sched::QueueState> queue;
   if (core_->QueueVersion() != published_queue_version_) {
     queue = core_->QueueSnapshot();

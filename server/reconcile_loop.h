@@ -25,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "scheduler/core.h"
+#include "server/secret_env.h"
 #include "storage/store.h"
 
 namespace trainctl::server {
@@ -64,12 +65,18 @@ class ReconcileLoop {
 
   void Post(Work work) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // What reads may show of a job: published snapshots and the jobs that calls return go through
+  // it. Set before Start().
+  void set_redactor(SecretRedactor redactor) { redactor_ = std::move(redactor); }
+  const SecretRedactor& redactor() const { return redactor_; }
+
  private:
   void Run() ABSL_LOCKS_EXCLUDED(mu_);
   void RunTurn(std::vector<Work> items);
   // Publishes `jobs` to the snapshots, with the queue's picture when admission changed.
   void Publish(const std::vector<v1::Job>& jobs);
 
+  SecretRedactor redactor_;
   // Constant after construction; touched by the loop thread only once it runs.
   const std::unique_ptr<sched::Core> core_;
   const std::unique_ptr<storage::Store> store_;

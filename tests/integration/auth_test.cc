@@ -92,6 +92,9 @@ TEST_CASE("roles and projects decide what a token may do", "[integration][tls][a
   CheckRefused(c.CliAs(alice, {"submit", "-f", SpecFile(c, "team-b")}), "PERMISSION_DENIED",
                "alice's token lacks the permission submit in project team-b");
   c.WaitForState(id, v1::JOB_STATE_RUNNING);
+  // The job records who submitted it.
+  CHECK(c.GetJob(id).creator() == "alice");
+  CHECK(absl::StrContains(c.Cli({"describe", id}).out, "alice"));
 
   // Another project's member sees the job but may not cancel it or read its logs.
   CHECK(c.CliAs(bob, {"get", id}).exit_code == 0);

@@ -170,8 +170,8 @@ TEST_CASE("a job that sets CUDA_VISIBLE_DEVICES itself is refused", "[integratio
   MiniCluster c(OneGpuHost());
   const std::string path =
       c.WriteFile("bad.yaml",
-                  "workerPools:\n- {name: chief, replicaCount: 1, command: [/bin/true], "
-                  "env: {CUDA_VISIBLE_DEVICES: '0'}, resources: {gpus: 1}}\n");
+                  "displayName: cuda\nworkerPools:\n- {name: chief, replicaCount: 1, command: "
+                  "[/bin/true], env: {CUDA_VISIBLE_DEVICES: '0'}, resources: {gpus: 1}}\n");
   CliResult r = c.Cli({"submit", "-f", path});
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err,
@@ -201,6 +201,7 @@ TEST_CASE("a running replica's cgroup holds its cpu request as a CFS quota, and 
           "[integration][devices]") {
   MiniCluster c(OneGpuHost());
   const std::string id = c.Submit(c.Spec(R"(
+displayName: devices
 workerPools:
 - name: chief
   replicaCount: 1

@@ -112,6 +112,7 @@ TEST_CASE("a replica sees none of its agent's own environment", "[integration][s
   MiniCluster c(1);
   unsetenv("AWS_SECRET_ACCESS_KEY");
   const std::string id = c.Submit(c.Spec(R"(
+displayName: hostile
 workerPools:
 - name: chief
   replicaCount: 1

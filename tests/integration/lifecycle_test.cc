@@ -230,28 +230,32 @@ TEST_CASE("bad specs are rejected with the field path and nothing is stored", "[
   };
   const Row rows[] = {
       {"malformed YAML", "workerPools: [\n  - name: chief\n  command: [", "INVALID_ARGUMENT", ""},
-      {"unknown field", "workerPools:\n- name: chief\n  replicas: 1\n  command: [/bin/true]\n",
+      {"no displayName", "workerPools:\n- {name: chief, replicaCount: 1, command: [/bin/true]}\n",
+       "INVALID_ARGUMENT", "displayName is required"},
+      {"unknown field",
+       "displayName: bad\nworkerPools:\n- name: chief\n  replicas: 1\n  command: [/bin/true]\n",
        "INVALID_ARGUMENT", "workerPools[0].replicas"},
       {"zero replicas",
-       "workerPools:\n- {name: chief, replicaCount: 1, command: [/bin/true]}\n"
+       "displayName: bad\nworkerPools:\n- {name: chief, replicaCount: 1, command: [/bin/true]}\n"
        "- {name: worker, replicaCount: 0, command: [/bin/true]}\n",
        "INVALID_ARGUMENT", "workerPools[1].replicaCount must be 1..4096, got 0"},
       {"huge replicas",
-       "workerPools:\n- {name: chief, replicaCount: 1, command: [/bin/true]}\n"
+       "displayName: bad\nworkerPools:\n- {name: chief, replicaCount: 1, command: [/bin/true]}\n"
        "- {name: worker, replicaCount: 1000000, command: [/bin/true]}\n",
        "INVALID_ARGUMENT", "workerPools[1].replicaCount must be 1..4096, got 1000000"},
-      {"empty command", "workerPools:\n- {name: chief, replicaCount: 1, command: []}\n",
+      {"empty command",
+       "displayName: bad\nworkerPools:\n- {name: chief, replicaCount: 1, command: []}\n",
        "INVALID_ARGUMENT", "workerPools[0].command must name the program to run"},
       {"negative resources",
-       "workerPools:\n- {name: chief, replicaCount: 1, command: [/bin/true], "
+       "displayName: bad\nworkerPools:\n- {name: chief, replicaCount: 1, command: [/bin/true], "
        "resources: {cpu: -1}}\n",
        "INVALID_ARGUMENT", "workerPools[0].resources.cpu must be 0..4096 cores, got -1"},
       {"checkpoint dir outside the allowed roots",
-       "checkpointDir: /tmp/../etc/trainctl\nworkerPools:\n"
+       "displayName: bad\ncheckpointDir: /tmp/../etc/trainctl\nworkerPools:\n"
        "- {name: chief, replicaCount: 1, command: [/bin/true]}\n",
        "INVALID_ARGUMENT", "checkpointDir must be under one of the allowed roots"},
       {"larger than any host",
-       "workerPools:\n- {name: chief, replicaCount: 1, command: [/bin/true], "
+       "displayName: bad\nworkerPools:\n- {name: chief, replicaCount: 1, command: [/bin/true], "
        "resources: {gpus: 8}}\n",
        "FAILED_PRECONDITION", "workerPools[0].resources: no registered node is large enough"},
   };

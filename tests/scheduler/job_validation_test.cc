@@ -53,6 +53,13 @@ TEST_CASE("ValidateJobSpec names the field and the rule") {
       {"bad env name",
        [](v1::JobSpec* s) { (*s->mutable_worker_pools(0)->mutable_env())["1X"] = "1"; },
        "workerPools[0].env[\"1X\"] is not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)"},
+      {"secret not in env",
+       [](v1::JobSpec* s) {
+         (*s->mutable_worker_pools(0)->mutable_env())["DB_PASS"] = "x";
+         s->mutable_worker_pools(0)->add_secret_env("DB_PASS");
+         s->mutable_worker_pools(0)->add_secret_env("API_KEY");
+       },
+       "workerPools[0].secretEnv[1] \"API_KEY\" is not a key of workerPools[0].env"},
       {"bad project", [](v1::JobSpec* s) { s->set_project("Team A"); },
        "project must be 1..63 characters of a-z, 0-9 and '-'; got \"Team A\""},
       {"priority", [](v1::JobSpec* s) { s->set_priority(5000); },
@@ -75,6 +82,8 @@ TEST_CASE("ValidateJobSpec names the field and the rule") {
          s->mutable_scheduling()->mutable_restart_backoff()->mutable_initial()->set_nanos(-5);
        },
        "scheduling.restartBackoff.initial must be between 0s and 3600s, got 0s and -5ns"},
+      {"no display name", [](v1::JobSpec* s) { s->set_display_name(" "); },
+       "displayName is required: a name people know the job by, e.g. resnet50-lr3"},
       {"long display name", [](v1::JobSpec* s) { s->set_display_name(std::string(200, 'x')); },
        "displayName must be at most 128 characters, got 200"},
   };

@@ -38,6 +38,10 @@ TEST_CASE("trainctld flags have their defaults", "[daemon_flags]") {
     CHECK(flags->flap_window_ms == 3'600'000);
     CHECK(flags->log_level == "info");
     CHECK(flags->port_range == sched::PortRange{20000, 32767});
+    CHECK(flags->max_request_bytes == 4 << 20);
+    CHECK(flags->max_agent_streams_per_peer == 64);
+    CHECK(flags->max_watches_per_peer == 256);
+    CHECK(flags->secret_env_patterns == "*_SECRET*,*_TOKEN*,*_PASSWORD*,*_KEY");
     CHECK_FALSE(flags->default_quota.has_gpus());
     CHECK_FALSE(flags->default_quota.has_cpu());
     CHECK_FALSE(flags->default_quota.has_memory_mb());
@@ -96,6 +100,26 @@ TEST_CASE("every trainctld flag sets its field", "[daemon_flags]") {
   CHECK(flags->node_lost_timeout_ms == 3'600'000);
   CHECK(flags->flap_threshold == 100);
   CHECK(flags->flap_window_ms == 2000);
+  flags = ParseDaemonFlags(With({"--secret-env-pattern", "API_*,A-B"}));
+  CHECK(flags.status().message() ==
+        "--secret-env-pattern: \"A-B\" is not a pattern of letters, digits, '_', '*' and '?' "
+        "(comma-separated, or none)");
+  flags = ParseDaemonFlags(
+      With({"--max-agent-streams-per-peer", "1000", "--max-watches-per-peer", "0"}));
+  REQUIRE(flags.ok());
+  CHECK(flags->max_agent_streams_per_peer == 1000);
+  CHECK(flags->max_watches_per_peer == 0);
+  CHECK(ParseDaemonFlags(With({"--max-watches-per-peer", "-1"})).status().message() ==
+        "--max-watches-per-peer must be a whole number from 0 to 1000000, got \"-1\"");
+  flags = ParseDaemonFlags(With({"--secret-env-pattern", "none"}));
+  REQUIRE(flags.ok());
+  CHECK(flags->secret_env_patterns == "none");
+  flags = ParseDaemonFlags(With({"--max-request-bytes", "2097152"}));
+  REQUIRE(flags.ok());
+  CHECK(flags->max_request_bytes == 2097152);
+  flags = ParseDaemonFlags(With({"--max-request-bytes", "67108864"}));
+  REQUIRE(flags.ok());
+  CHECK(flags->max_request_bytes == 67108864);
   flags = ParseDaemonFlags(With({"--port-range", "65472-65535"}));  // 64 up to the highest
   REQUIRE(flags.ok());
   CHECK(flags->port_range == sched::PortRange{65472, 65535});
@@ -123,6 +147,12 @@ TEST_CASE("a bad trainctld command line is an error that says what to give", "[d
        "--heartbeat-interval must be a duration between 100ms and 60s, e.g. 2s, got \"99ms\""},
       {With({"--heartbeat-interval", "61s", "--node-lost-timeout", "1h"}),
        "--heartbeat-interval must be a duration between 100ms and 60s, e.g. 2s, got \"61s\""},
+      {With({"--max-request-bytes", "2097151"}),
+       "--max-request-bytes must be a whole number from 2097152 (2 MiB: the largest job spec must "
+       "fit) to 67108864 (64 MiB), got \"2097151\""},
+      {With({"--max-request-bytes", "4M"}),
+       "--max-request-bytes must be a whole number from 2097152 (2 MiB: the largest job spec must "
+       "fit) to 67108864 (64 MiB), got \"4M\""},
       {With({"--node-lost-timeout", "x"}),
        "--node-lost-timeout must be a duration between 1s and 1h, e.g. 15s, got \"x\""},
       {With({"--node-lost-timeout", "2h"}),
@@ -249,12 +279,26 @@ TEST_CASE("a listen address off loopback needs TLS or the explicit escape hatch"
 TEST_CASE("trainctld's usage lists every flag with its default", "[daemon_flags]") {
   const std::string usage = DaemonUsage();
   CHECK_THAT(usage, Catch::StartsWith("Usage: trainctld --data-dir DIR [flags]\n"));
-  for (const char* flag :
-       {"--data-dir DIR", "--listen HOST:PORT", "--checkpoint-root DIR",
-        "--checkpoint-allowed-roots DIR,...", "--heartbeat-interval D", "--node-lost-timeout D",
-        "--flap-threshold N", "--flap-window D", "--port-range LO-HI", "--log-level LEVEL",
-        "-h, --help", "--version", "--default-quota-gpus N", "--default-quota-cpu N",
-        "--default-quota-memory-mb N", "--default-quota-max-running-jobs N"}) {
+  for (const char* flag : {"--data-dir DIR",
+                           "--listen HOST:PORT",
+                           "--checkpoint-root DIR",
+                           "--checkpoint-allowed-roots DIR,...",
+                           "--heartbeat-interval D",
+                           "--node-lost-timeout D",
+                           "--flap-threshold N",
+                           "--flap-window D",
+                           "--port-range LO-HI",
+                           "--log-level LEVEL",
+                           "--max-request-bytes N",
+                           "--secret-env-pattern GLOB,...",
+                           "--max-agent-streams-per-peer N",
+                           "--max-watches-per-peer N",
+                           "-h, --help",
+                           "--version",
+                           "--default-quota-gpus N",
+                           "--default-quota-cpu N",
+                           "--default-quota-memory-mb N",
+                           "--default-quota-max-running-jobs N"}) {
     CHECK_THAT(usage, Catch::Contains(flag));
   }
   for (const char* default_text : {"(required)", "127.0.0.1:7070;", "(default DIR/checkpoints)",

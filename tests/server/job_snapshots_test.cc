@@ -83,6 +83,31 @@ TEST_CASE("list pages newest first and filters by state and project") {
   }
 }
 
+TEST_CASE("a page ends before it outgrows kMaxPageBytes, and holds one job at least") {
+  WatchHub hub;
+  JobSnapshots snapshots(&hub);
+  std::vector<JobSnapshots::JobPtr> jobs;
+  for (int i = 0; i < 5; ++i) {
+    auto job = std::const_pointer_cast<v1::Job>(
+        MakeJob("j-" + std::to_string(i), 1000 + i, v1::JOB_STATE_SUCCEEDED));
+    // Just under 0.9 MiB each, and the last one alone over the page's bytes.
+    const size_t bytes = i == 4 ? JobSnapshots::kMaxPageBytes + 1 : (900 << 10);
+    (*job->mutable_spec()->mutable_worker_pools(0)->mutable_env())["BIG"] = std::string(bytes, 'x');
+    jobs.push_back(job);
+  }
+  snapshots.Publish(jobs, nullptr);
+  v1::ListJobsRequest req;
+  std::vector<int> sizes;
+  do {
+    absl::StatusOr<v1::ListJobsResponse> page = snapshots.List(req, 0);
+    REQUIRE(page.ok());
+    sizes.push_back(page->jobs_size());
+    req.set_page_token(page->next_page_token());
+  } while (!req.page_token().empty());
+  // j-4 alone; then j-3, j-2, j-1 (2.7 MiB); then j-0.
+  CHECK(sizes == std::vector<int>{1, 3, 1});
+}
+
 TEST_CASE("a queued job's status is computed from the published queue") {
   WatchHub hub;
   JobSnapshots snapshots(&hub);

@@ -1,0 +1,135 @@
+// trainctld's --max-request-bytes: an oversized request is refused before it is parsed, and a
+// log read never asks an agent for a reply larger than trainctld accepts. Real processes, real
+// gRPC over loopback.
+#include <grpcpp/grpcpp.h>
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "tests/integration/mini_cluster.h"
+#include "trainctl/v1/agent.grpc.pb.h"
+
+namespace trainctl::testing {
+namespace {
+
+TEST_CASE("a request over --max-request-bytes is refused and stores nothing",
+          "[integration][limits]") {
+  MiniCluster c(1);
+  v1::CreateJobRequest req;
+  v1::JobSpec* spec = req.mutable_spec();
+  spec->set_display_name("huge");
+  v1::WorkerPool* pool = spec->add_worker_pools();
+  pool->set_name("chief");
+  pool->set_replica_count(1);
+  pool->add_command("/bin/true");
+  (*pool->mutable_env())["PAYLOAD"] = std::string(5 << 20, 'x');
+  grpc::ClientContext ctx;
+  v1::Job job;
+  grpc::Status s = c.jobs().CreateJob(&ctx, req, &job);
+  CHECK(s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  INFO(s.error_message());
+  CHECK(absl::StrContains(s.error_message(), "4194304"));
+  // The daemon answers on, and stored no job.
+  CliResult list = c.Cli({"list", "-o", "json"});
+  REQUIRE(list.exit_code == 0);
+  CHECK_FALSE(absl::StrContains(list.out, "huge"));
+}
+
+TEST_CASE("log reads fit a lowered --max-request-bytes", "[integration][limits]") {
+  ClusterOptions o;
+  o.agents = 1;
+  o.daemon_args = {"--max-request-bytes", "2097152"};
+  MiniCluster c(o);
+  // 3 MiB of output, more than one message may carry.
+  const std::string id = c.Submit(R"(
+displayName: chatty
+workerPools:
+- name: chief
+  replicaCount: 1
+  command: [sh, -c, "head -c 3145728 /dev/zero | tr '\\0' x"]
+  resources: {cpu: 0.1, memoryMb: 16}
+)");
+  c.WaitForState(id, v1::JOB_STATE_SUCCEEDED);
+  // Asked for 4 MiB at once, trainctld asks the agent only for what fits 2 MiB.
+  v1::ReadLogsRequest read;
+  read.set_job_id(id);
+  read.set_replica("chief-0");
+  read.set_max_bytes(4 << 20);
+  grpc::ClientContext ctx;
+  v1::ReadLogsResponse chunk;
+  grpc::Status s = c.jobs().ReadLogs(&ctx, read, &chunk);
+  INFO(s.error_message());
+  REQUIRE(s.ok());
+  CHECK(chunk.data().size() == (2 << 20) - (64 << 10));
+  CHECK_FALSE(chunk.complete());
+  // The agent's stream survived, and the CLI reads the whole log in chunks.
+  CHECK(c.GetNode("node-0").connected());
+  CliResult logs = c.Cli({"logs", id});
+  REQUIRE(logs.exit_code == 0);
+  CHECK(logs.out == std::string(3145728, 'x'));
+}
+
+TEST_CASE("one host's watch and agent streams are bounded", "[integration][limits]") {
+  ClusterOptions o;
+  o.agents = 2;
+  o.daemon_args = {"--max-watches-per-peer", "2", "--max-agent-streams-per-peer", "2"};
+  MiniCluster c(o);
+  const std::string id = c.Submit(c.Spec(R"(
+displayName: watched
+workerPools:
+- name: chief
+  replicaCount: 1
+  command: [WORKLOAD, --wait-file, DIR/never]
+  resources: {cpu: 0.1, memoryMb: 16}
+)"));
+  c.WaitForState(id, v1::JOB_STATE_RUNNING);
+  v1::WatchJobRequest req;
+  req.set_id(id);
+  // Two watches are served: each gets the job's state first.
+  grpc::ClientContext ctx1, ctx2;
+  auto w1 = c.jobs().WatchJob(&ctx1, req);
+  auto w2 = c.jobs().WatchJob(&ctx2, req);
+  v1::Job seen;
+  REQUIRE(w1->Read(&seen));
+  REQUIRE(w2->Read(&seen));
+  // A third from the same host is refused, naming the flag.
+  {
+    grpc::ClientContext ctx3;
+    auto w3 = c.jobs().WatchJob(&ctx3, req);
+    CHECK_FALSE(w3->Read(&seen));
+    grpc::Status s = w3->Finish();
+    CHECK(s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+    CHECK(absl::StrContains(s.error_message(), "--max-watches-per-peer"));
+  }
+  // Closing one makes room again.
+  ctx1.TryCancel();
+  w1->Finish();
+  CHECK(Eventually([&] {
+    grpc::ClientContext ctx4;
+    auto w4 = c.jobs().WatchJob(&ctx4, req);
+    const bool served = w4->Read(&seen);
+    ctx4.TryCancel();
+    w4->Finish();
+    return served;
+  }));
+  ctx2.TryCancel();
+  w2->Finish();
+
+  // Both agents hold the host's two agent streams: a third stream is refused, and they stay.
+  auto stub = v1::AgentService::NewStub(
+      grpc::CreateChannel(c.address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext actx;
+  actx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto stream = stub->Connect(&actx);
+  v1::SchedulerMessage in;
+  CHECK_FALSE(stream->Read(&in));
+  grpc::Status refused = stream->Finish();
+  CHECK(refused.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK(absl::StrContains(refused.error_message(), "--max-agent-streams-per-peer"));
+  CHECK(c.GetNode("node-0").connected());
+  CHECK(c.GetNode("node-1").connected());
+}
+
+}  // namespace
+}  // namespace trainctl::testing
