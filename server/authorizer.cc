@@ -107,17 +107,10 @@ absl::StatusOr<Caller> Authorizer::Authorize(const grpc::ServerContextBase& cont
   }
   const auto& md = context.client_metadata();
   auto it = md.find("authorization");
-  if (it == md.end()) {
-    return absl::UnauthenticatedError(
-        "this trainctld requires a token: pass --token, --token-file or TRAINCTL_TOKEN "
-        "(an admin creates one with `trainctl admin token create`)");
-  }
-  absl::string_view header(it->second.data(), it->second.size());
-  if (!absl::ConsumePrefix(&header, "Bearer ")) {
-    return absl::UnauthenticatedError("the authorization header must read \"Bearer <token>\"");
-  }
   absl::StatusOr<v1::ApiToken> token =
-      tokens_->Verify(std::string(absl::StripAsciiWhitespace(header)), clock_());
+      Authenticate(it == md.end() ? std::nullopt
+                                  : std::optional<absl::string_view>(
+                                        absl::string_view(it->second.data(), it->second.size())));
   if (!token.ok()) return token.status();
   caller.name = token->owner();
   caller.token = *std::move(token);
@@ -129,6 +122,20 @@ absl::StatusOr<Caller> Authorizer::Authorize(const grpc::ServerContextBase& cont
         PermissionName(p), " that ", Routes()[static_cast<size_t>(route)].method, " needs"));
   }
   return caller;
+}
+
+absl::StatusOr<v1::ApiToken> Authorizer::Authenticate(
+    std::optional<absl::string_view> authorization) const {
+  if (!authorization.has_value()) {
+    return absl::UnauthenticatedError(
+        "this trainctld requires a token: pass --token, --token-file or TRAINCTL_TOKEN "
+        "(an admin creates one with `trainctl admin token create`)");
+  }
+  absl::string_view header = *authorization;
+  if (!absl::ConsumePrefix(&header, "Bearer ")) {
+    return absl::UnauthenticatedError("the authorization header must read \"Bearer <token>\"");
+  }
+  return tokens_->Verify(std::string(absl::StripAsciiWhitespace(header)), clock_());
 }
 
 absl::Status Authorizer::CheckProject(const Caller& caller, Permission p,

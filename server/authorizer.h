@@ -109,6 +109,10 @@ class Authorizer {
   // Authenticates the call and checks the route's permission for the caller's role.
   absl::StatusOr<Caller> Authorize(const grpc::ServerContextBase& context, Route route) const;
 
+  // The token of an "authorization" header's value ("Bearer tct_..."); nullopt: no header.
+  // UNAUTHENTICATED saying what is wrong. REQUIRES: enabled().
+  absl::StatusOr<v1::ApiToken> Authenticate(std::optional<absl::string_view> authorization) const;
+
   // For a project-scoped permission: whether the caller may use it in `project`. Admins may
   // everywhere; PERMISSION_DENIED otherwise.
   absl::Status CheckProject(const Caller& caller, Permission p, const std::string& project) const;

@@ -34,6 +34,7 @@
 #include "server/pki_command.h"
 #include "server/quota_service.h"
 #include "server/reconcile_loop.h"
+#include "server/reflection_gate.h"
 #include "server/tokens.h"
 #include "server/transport_security.h"
 #include "server/watch_hub.h"
@@ -200,8 +201,11 @@ int main(int argc, char** argv) {
   server::AuthServiceImpl auth_service(&loop, &tokens, &authorizer);
 
   grpc::EnableDefaultHealthCheckService(true);
-  // Reflection answers anyone, token or not: it is served only while nobody is authenticated.
-  if (!authorizer.enabled()) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  // Reflection is gRPC's own service: with authentication it is gated where TLS is.
+  if (authorizer.enabled()) {
+    (*credentials)->SetAuthMetadataProcessor(std::make_shared<server::ReflectionGate>(&authorizer));
+  }
   grpc::ServerBuilder builder;
   builder.SetMaxReceiveMessageSize(static_cast<int>(flags.max_request_bytes));
   int port = 0;
