@@ -197,6 +197,9 @@ std::string RenderNodeDescription(const v1::Node& node,
       {"Revoked certs", node.revoked_certificates().empty()
                             ? std::string()
                             : absl::StrCat(node.revoked_certificates_size())},
+      {"Ignored reports", node.ignored_reports() == 0
+                              ? std::string()
+                              : absl::StrCat(node.ignored_reports(), " (about other nodes' runs)")},
   };
   return absl::StrCat(RenderFields(fields), ResourcesSection(node), GpusSection(node),
                       ConfigSection(node), ChecksSection(node, now_ms), EventsSection(events));

@@ -157,7 +157,10 @@ void Core::CheckReported(const std::string& node, const v1::CheckRun& run, int64
 void Core::ReplicaStarted(const std::string& node, const v1::ReplicaStarted& started, int64_t now,
                           Effects* fx) {
   auto [job, r] = jobs_.CurrentRun(started.run_id());
-  if (job == nullptr || r->node != node) return;  // stale or duplicate report
+  if (job == nullptr) return;  // stale or duplicate report
+  if (r->node != node) {
+    return nodes_.IgnoredReport(node, started.run_id(), r->node, FromMs(now), fx);
+  }
   lifecycle_.Started(job, r, started, FromMs(now), fx);
 }
 
@@ -167,11 +170,11 @@ void Core::ReplicaExited(const std::string& node, const v1::ReplicaExited& exite
   // The host's verdict counts even for a stale run: every host that failed is isolated (R16).
   if (exited.has_checks()) nodes_.ApplyCheckRun(node, exited.checks(), now, fx);
   auto [job, r] = jobs_.CurrentRun(exited.run_id());
-  // A run already ended (or waiting the settle window) is reported again: a duplicate.
-  if (job == nullptr || r->node != node || IsTerminal(r->state) ||
-      r->state == v1::REPLICA_STATE_SETTLING) {
-    return;
+  if (job != nullptr && r->node != node) {
+    return nodes_.IgnoredReport(node, exited.run_id(), r->node, now, fx);
   }
+  // A run already ended (or waiting the settle window) is reported again: a duplicate.
+  if (job == nullptr || IsTerminal(r->state) || r->state == v1::REPLICA_STATE_SETTLING) return;
   lifecycle_.RecordExit(job, r, exited, now, fx);
   // A stop trainctl asked for (a move, a gang restart, the job's end) is not a failure.
   if (lifecycle_.FinishStop(job, r, exited, now, fx)) return;
@@ -190,7 +193,10 @@ void Core::ReplicaExited(const std::string& node, const v1::ReplicaExited& exite
 void Core::ReplicaProgress(const std::string& node, const v1::ReplicaProgress& progress,
                            int64_t now, Effects* fx) {
   auto [job, r] = jobs_.CurrentRun(progress.run_id());
-  if (job == nullptr || r->node != node) return;
+  if (job == nullptr) return;
+  if (r->node != node) {
+    return nodes_.IgnoredReport(node, progress.run_id(), r->node, FromMs(now), fx);
+  }
   const int64_t t = progress.time_ms() > 0 ? progress.time_ms() : now;
   lifecycle_.Progress(job, r, FromMs(t), FromMs(now), fx);
 }

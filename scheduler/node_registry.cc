@@ -199,6 +199,20 @@ bool NodeRegistry::MarkShuttingDown(const std::string& name, absl::Time now, Eff
   return true;
 }
 
+void NodeRegistry::IgnoredReport(const std::string& name, const std::string& run_id,
+                                 const std::string& owner, absl::Time now, Effects* fx) {
+  Node* node = FindMutable(name);
+  if (node == nullptr) return;
+  node->status.set_ignored_reports(node->status.ignored_reports() + 1);
+  Changed();
+  fx->nodes.insert(name);
+  if (node->status.ignored_reports() == 1) {
+    AddEvent(fx, now, nullptr, "", name, "NodeReportIgnored",
+             absl::StrCat("its agent reported on run ", run_id, ", which runs on ", owner,
+                          "; ignored (later ones are only counted: trainctl node describe)"));
+  }
+}
+
 // --- Operators ---------------------------------------------------------------------------------
 
 absl::StatusOr<std::string> NodeRegistry::Revoke(const std::string& name, const std::string& reason,

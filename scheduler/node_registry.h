@@ -68,6 +68,10 @@ class NodeRegistry {
   // The node's agent is shutting down: no new work until it registers again. False when it was
   // already known to be.
   bool MarkShuttingDown(const std::string& name, absl::Time now, Effects* fx);
+  // The node's agent reported on run `run_id`, which is `owner`'s: counted (Node.ignored_reports),
+  // with a NodeReportIgnored event the first time. Unknown nodes are ignored.
+  void IgnoredReport(const std::string& name, const std::string& run_id, const std::string& owner,
+                     absl::Time now, Effects* fx);
 
   // --- Operators -----------------------------------------------------------------------------
 

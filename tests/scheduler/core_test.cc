@@ -534,6 +534,28 @@ TEST_CASE("duplicate and stale reports are ignored (applied exactly once)") {
   CHECK(f.Job(id).state() == v1::JOB_STATE_RUNNING);
 }
 
+TEST_CASE("a node's report on another node's run is ignored and counted on the reporter") {
+  Fixture f;
+  std::string id;
+  auto launches = f.SubmitAndPlace(Spec(0), &id);
+  f.StartAll(launches);
+  const std::string owner = f.NodeOf(launches[0]);
+  const std::string other = owner == "node-a" ? "node-b" : "node-a";
+  Effects fx;
+  f.core.ReplicaExited(other, ExitedCode(launches[0].run_id(), 0), ++f.now, &fx);
+  CHECK(f.Job(id).state() == v1::JOB_STATE_RUNNING);
+  CHECK(f.core.GetNode(other)->ignored_reports() == 1);
+  CHECK(f.core.GetNode(owner)->ignored_reports() == 0);
+  CHECK(fx.nodes.count(other) == 1);  // the counter is stored
+  REQUIRE(fx.events.size() == 1);
+  CHECK(fx.events[0].type == "NodeReportIgnored");
+  Effects again;
+  f.core.ReplicaExited(other, ExitedCode(launches[0].run_id(), 1), ++f.now, &again);
+  CHECK(f.core.GetNode(other)->ignored_reports() == 2);
+  CHECK(again.events.empty());
+  CHECK(f.Job(id).state() == v1::JOB_STATE_RUNNING);
+}
+
 TEST_CASE("scheduling.timeout fails a running job with DEADLINE_EXCEEDED") {
   Fixture f;
   v1::JobSpec spec = Spec(0);
