@@ -29,8 +29,7 @@ std::vector<FlagSpec> TokenCreateFlags() {
       {"owner", 0, FlagSpec::Kind::kValue, "NAME", "",
        "create: who the token is for (1..64 characters); the actor of its events"},
       {"role", 0, FlagSpec::Kind::kValue, "ROLE", "", "create: admin, operator, member or viewer"},
-      {"project", 0, FlagSpec::Kind::kList, "PROJECT", "",
-       "create: a project a member may act in"},
+      {"project", 0, FlagSpec::Kind::kList, "PROJECT", "", "create: a project a member may act in"},
       {"ttl", 0, FlagSpec::Kind::kValue, "D", "",
        "create: expire after this long, e.g. 720h (default: never)"}};
 }

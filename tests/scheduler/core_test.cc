@@ -4,53 +4,13 @@
 #include <catch2/catch.hpp>
 
 #include "common/time_util.h"
+#include "tests/scheduler/core_fixture.h"
 #include "tests/scheduler/test_util.h"
 
 namespace trainctl::sched {
 namespace {
 
 using namespace testing;
-
-// A core with two nodes registered, and a fake clock that tests advance by hand.
-struct Fixture {
-  Core core{TestOptions(42)};
-  ~Fixture() { CheckUsageOnExit(core); }
-  int64_t now = 1'000'000;
-
-  Fixture() {
-    Effects fx;
-    core.AgentRegistered(Reg("node-a"), now, &fx);
-    core.AgentRegistered(Reg("node-b"), now, &fx);
-  }
-
-  v1::Job Submit(const v1::JobSpec& spec, Effects* fx) {
-    absl::StatusOr<v1::Job> job = AsView(core.SubmitJob(spec, now, fx));
-    REQUIRE(job.ok());
-    return *job;
-  }
-
-  // Submits and places a job; returns its launches.
-  std::vector<v1::LaunchReplica> SubmitAndPlace(const v1::JobSpec& spec, std::string* id) {
-    Effects fx;
-    *id = Submit(spec, &fx).id();
-    core.Schedule(now, &fx);
-    return Launches(fx);
-  }
-
-  v1::Job Job(const std::string& id) { return View(core, id); }
-
-  void StartAll(const std::vector<v1::LaunchReplica>& launches) {
-    for (const auto& l : launches) {
-      Effects fx;
-      core.ReplicaStarted(NodeOf(l), Started(l.run_id()), ++now, &fx);
-    }
-  }
-
-  std::string NodeOf(const v1::LaunchReplica& l) {
-    const Replica* r = core.FindJob(l.job_id())->FindReplica(l.replica_name());
-    return r == nullptr ? "" : r->node;
-  }
-};
 
 TEST_CASE("a submitted job is QUEUED, then PENDING with every replica launched at once (R1, R2)") {
   Fixture f;
@@ -516,44 +476,6 @@ TEST_CASE("runs nobody wants are stopped when their agent registers") {
   f.core.AgentRegistered(Reg("node-c", 4, 4096, 0, {stray}), f.now, &fx);
   REQUIRE(Stops(fx).size() == 1);
   CHECK(Stops(fx)[0].run_id() == "j-gone/1/worker-0/0");
-}
-
-TEST_CASE("duplicate and stale reports are ignored (applied exactly once)") {
-  Fixture f;
-  std::string id;
-  auto launches = f.SubmitAndPlace(Spec(1), &id);
-  f.StartAll(launches);
-  Effects fx;
-  f.core.ReplicaExited(f.NodeOf(launches[1]), ExitedCode(launches[1].run_id(), 0), ++f.now, &fx);
-  Effects again;
-  f.core.ReplicaExited(f.NodeOf(launches[1]), ExitedCode(launches[1].run_id(), 0), ++f.now, &again);
-  CHECK(again.empty());
-  Effects wrong_node;
-  f.core.ReplicaExited("node-z", ExitedCode(launches[0].run_id(), 1), ++f.now, &wrong_node);
-  CHECK(wrong_node.empty());
-  CHECK(f.Job(id).state() == v1::JOB_STATE_RUNNING);
-}
-
-TEST_CASE("a node's report on another node's run is ignored and counted on the reporter") {
-  Fixture f;
-  std::string id;
-  auto launches = f.SubmitAndPlace(Spec(0), &id);
-  f.StartAll(launches);
-  const std::string owner = f.NodeOf(launches[0]);
-  const std::string other = owner == "node-a" ? "node-b" : "node-a";
-  Effects fx;
-  f.core.ReplicaExited(other, ExitedCode(launches[0].run_id(), 0), ++f.now, &fx);
-  CHECK(f.Job(id).state() == v1::JOB_STATE_RUNNING);
-  CHECK(f.core.GetNode(other)->ignored_reports() == 1);
-  CHECK(f.core.GetNode(owner)->ignored_reports() == 0);
-  CHECK(fx.nodes.count(other) == 1);  // the counter is stored
-  REQUIRE(fx.events.size() == 1);
-  CHECK(fx.events[0].type == "NodeReportIgnored");
-  Effects again;
-  f.core.ReplicaExited(other, ExitedCode(launches[0].run_id(), 1), ++f.now, &again);
-  CHECK(f.core.GetNode(other)->ignored_reports() == 2);
-  CHECK(again.events.empty());
-  CHECK(f.Job(id).state() == v1::JOB_STATE_RUNNING);
 }
 
 TEST_CASE("scheduling.timeout fails a running job with DEADLINE_EXCEEDED") {
