@@ -5,16 +5,22 @@
 
 #include "server/authorizer.h"
 #include "server/reconcile_loop.h"
+#include "server/request_diagnosis.h"
 #include "server/tokens.h"
 #include "trainctl/v1/job.grpc.pb.h"
 
 namespace trainctl::server {
 
-class AuthServiceImpl final : public v1::AuthService::CallbackService {
+class AuthServiceImpl final : public DiagnosingService<v1::AuthService> {
  public:
   // Not owned; must outlive the service.
   AuthServiceImpl(ReconcileLoop* loop, TokenRegistry* tokens, const Authorizer* auth)
-      : loop_(loop), tokens_(tokens), auth_(auth) {}
+      : loop_(loop), tokens_(tokens), auth_(auth) {
+    Diagnose("CreateToken", &AuthServiceImpl::CreateToken);
+    Diagnose("ListTokens", &AuthServiceImpl::ListTokens);
+    Diagnose("RevokeToken", &AuthServiceImpl::RevokeToken);
+    Diagnose("WhoAmI", &AuthServiceImpl::WhoAmI);
+  }
 
   grpc::ServerUnaryReactor* CreateToken(grpc::CallbackServerContext* ctx,
                                         const v1::CreateTokenRequest* req,

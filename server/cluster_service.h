@@ -4,12 +4,13 @@
 #include "server/agent_registry.h"
 #include "server/authorizer.h"
 #include "server/reconcile_loop.h"
+#include "server/request_diagnosis.h"
 #include "server/transport_security.h"
 #include "trainctl/v1/job.grpc.pb.h"
 
 namespace trainctl::server {
 
-class ClusterServiceImpl final : public v1::ClusterService::CallbackService {
+class ClusterServiceImpl final : public DiagnosingService<v1::ClusterService> {
  public:
   // `registry` and `revoked` (not owned) are for RevokeNode; with null ones it revokes in the
   // store only.
@@ -17,7 +18,15 @@ class ClusterServiceImpl final : public v1::ClusterService::CallbackService {
   explicit ClusterServiceImpl(ReconcileLoop* loop, AgentRegistry* registry = nullptr,
                               CertificateRevocations* revoked = nullptr,
                               const Authorizer* auth = nullptr)
-      : loop_(loop), registry_(registry), revoked_(revoked), auth_(auth) {}
+      : loop_(loop), registry_(registry), revoked_(revoked), auth_(auth) {
+    Diagnose("ListNodes", &ClusterServiceImpl::ListNodes);
+    Diagnose("GetNode", &ClusterServiceImpl::GetNode);
+    Diagnose("ListEvents", &ClusterServiceImpl::ListEvents);
+    Diagnose("CordonNode", &ClusterServiceImpl::CordonNode);
+    Diagnose("UncordonNode", &ClusterServiceImpl::UncordonNode);
+    Diagnose("DrainNode", &ClusterServiceImpl::DrainNode);
+    Diagnose("RevokeNode", &ClusterServiceImpl::RevokeNode);
+  }
 
   grpc::ServerUnaryReactor* ListNodes(grpc::CallbackServerContext* ctx,
                                       const v1::ListNodesRequest* req,

@@ -10,6 +10,7 @@
 #include "server/job_snapshots.h"
 #include "server/peer_limits.h"
 #include "server/reconcile_loop.h"
+#include "server/request_diagnosis.h"
 #include "trainctl/v1/job.grpc.pb.h"
 
 namespace trainctl::server {
@@ -22,7 +23,7 @@ struct JobServiceLimits {
   int64_t max_watches_per_peer = 0;
 };
 
-class JobServiceImpl final : public v1::JobService::CallbackService {
+class JobServiceImpl final : public DiagnosingService<v1::JobService> {
  public:
   // `clock` gives the time queue statuses are computed for.
   // `auth` (not owned) authorizes every call; null allows everything.
@@ -35,7 +36,15 @@ class JobServiceImpl final : public v1::JobService::CallbackService {
         clock_(std::move(clock)),
         auth_(auth),
         max_log_chunk_(limits.max_log_chunk),
-        watches_("watch streams", "--max-watches-per-peer", limits.max_watches_per_peer) {}
+        watches_("watch streams", "--max-watches-per-peer", limits.max_watches_per_peer) {
+    Diagnose("CreateJob", &JobServiceImpl::CreateJob);
+    Diagnose("GetJob", &JobServiceImpl::GetJob);
+    Diagnose("ListJobs", &JobServiceImpl::ListJobs);
+    Diagnose("CancelJob", &JobServiceImpl::CancelJob);
+    Diagnose("WatchJob", &JobServiceImpl::WatchJob);
+    Diagnose("ReadLogs", &JobServiceImpl::ReadLogs);
+    Diagnose("ReportProgress", &JobServiceImpl::ReportProgress);
+  }
 
   grpc::ServerUnaryReactor* CreateJob(grpc::CallbackServerContext* ctx,
                                       const v1::CreateJobRequest* req, v1::Job* resp) override;

@@ -5,15 +5,21 @@
 
 #include "server/authorizer.h"
 #include "server/reconcile_loop.h"
+#include "server/request_diagnosis.h"
 #include "trainctl/v1/job.grpc.pb.h"
 
 namespace trainctl::server {
 
-class QuotaServiceImpl final : public v1::QuotaService::CallbackService {
+class QuotaServiceImpl final : public DiagnosingService<v1::QuotaService> {
  public:
   // `auth` (not owned) authorizes every call; null allows everything.
   explicit QuotaServiceImpl(ReconcileLoop* loop, const Authorizer* auth = nullptr)
-      : loop_(loop), auth_(auth) {}
+      : loop_(loop), auth_(auth) {
+    Diagnose("GetQuota", &QuotaServiceImpl::GetQuota);
+    Diagnose("SetQuota", &QuotaServiceImpl::SetQuota);
+    Diagnose("ListProjects", &QuotaServiceImpl::ListProjects);
+    Diagnose("ListQueue", &QuotaServiceImpl::ListQueue);
+  }
 
   grpc::ServerUnaryReactor* GetQuota(grpc::CallbackServerContext* ctx,
                                      const v1::GetQuotaRequest* req, v1::Project* resp) override;

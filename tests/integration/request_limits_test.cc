@@ -2,6 +2,8 @@
 // log read never asks an agent for a reply larger than trainctld accepts. Real processes, real
 // gRPC over loopback.
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/codegen/client_unary_call.h>
+#include <grpcpp/impl/codegen/sync_stream.h>
 
 #include <catch2/catch.hpp>
 #include <string>
@@ -34,6 +36,85 @@ TEST_CASE("a request over --max-request-bytes is refused and stores nothing",
   CliResult list = c.Cli({"list", "-o", "json"});
   REQUIRE(list.exit_code == 0);
   CHECK_FALSE(absl::StrContains(list.out, "huge"));
+}
+
+// `wire` with its first `from` replaced by `to` (same length, so lengths stay right).
+std::string Patch(std::string wire, const std::string& from, const std::string& to) {
+  const size_t at = wire.find(from);
+  REQUIRE(at != std::string::npos);
+  REQUIRE(from.size() == to.size());
+  wire.replace(at, from.size(), to);
+  return wire;
+}
+
+grpc::ByteBuffer Buffer(const std::string& bytes) {
+  grpc::Slice slice(bytes);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+TEST_CASE("a request that is not UTF-8 is INVALID_ARGUMENT naming the field",
+          "[integration][limits]") {
+  MiniCluster c(1);
+  auto channel = grpc::CreateChannel(c.address(), grpc::InsecureChannelCredentials());
+  v1::CreateJobRequest req;
+  v1::JobSpec* spec = req.mutable_spec();
+  spec->set_display_name("utf8-test");
+  v1::WorkerPool* pool = spec->add_worker_pools();
+  pool->set_name("chief");
+  pool->set_replica_count(1);
+  pool->add_command("/bin/true");
+  pool->add_command("ARGUMENT");
+  (*pool->mutable_env())["KEY"] = "VALUE";
+  const std::string wire = req.SerializeAsString();
+  const grpc::internal::RpcMethod create("/trainctl.v1.JobService/CreateJob",
+                                         grpc::internal::RpcMethod::NORMAL_RPC);
+  auto call = [&](const std::string& bytes) {
+    grpc::ClientContext ctx;
+    grpc::ByteBuffer out;
+    return grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
+        channel.get(), create, &ctx, Buffer(bytes), &out);
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {Patch(wire, "utf8-test", "utf8-te\xff\xfe"), "spec.displayName must be valid UTF-8"},
+      {Patch(wire, "ARGUMENT", "ARGUM\xc3\x28T"),
+       "spec.workerPools[0].command[1] must be valid UTF-8"},
+      {Patch(wire, "VALUE", "VA\xe2\x82L"), "spec.workerPools[0].env[\"KEY\"] must be valid UTF-8"},
+      {Patch(wire, "KEY", "K\x80Y"), "spec.workerPools[0].env has a key that must be valid UTF-8"},
+      {"\xff\xff\xff", "not a valid trainctl.v1.CreateJobRequest message"},
+  };
+  for (const auto& [bytes, message] : cases) {
+    grpc::Status s = call(bytes);
+    INFO(message << " / got: " << s.error_message());
+    CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(absl::StrContains(s.error_message(), message));
+  }
+  // The untouched bytes are a valid request: the refusals above came from the UTF-8 alone.
+  CHECK(call(wire).ok());
+
+  // A server-streaming method says the same.
+  v1::WatchJobRequest watch;
+  watch.set_id("job-abcdef");
+  grpc::ClientContext wctx;
+  std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
+      grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(
+          channel.get(),
+          grpc::internal::RpcMethod("/trainctl.v1.JobService/WatchJob",
+                                    grpc::internal::RpcMethod::SERVER_STREAMING),
+          &wctx,
+          Buffer(Patch(watch.SerializeAsString(), "abcdef",
+                       "ab\xff\xff"
+                       "ef"))));
+  grpc::ByteBuffer ignored;
+  CHECK_FALSE(reader->Read(&ignored));
+  grpc::Status ws = reader->Finish();
+  CHECK(ws.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(ws.error_message() == "id must be valid UTF-8");
+
+  // Nothing but the one valid job was stored.
+  CliResult list = c.Cli({"list", "-o", "json"});
+  REQUIRE(list.exit_code == 0);
+  CHECK(absl::StrContains(list.out, "utf8-test"));
+  CHECK_FALSE(absl::StrContains(list.out, "utf8-te\xff"));
 }
 
 TEST_CASE("log reads fit a lowered --max-request-bytes", "[integration][limits]") {
