@@ -68,7 +68,9 @@ int main() {
   }
   std::deque<std::pair<std::string, std::string>> running;  // (run id, node)
   auto confirm = [&](const Effects& e) {
-    for (const auto& [node, msg] : e.commands) {
+    for (const trainctl::sched::Command& c : e.commands) {
+      const std::string& node = c.node;
+      const v1::SchedulerMessage& msg = c.message;
       if (!msg.has_launch()) continue;
       v1::ReplicaStarted s;
       s.set_run_id(msg.launch().run_id());

@@ -512,12 +512,12 @@ void JobLifecycle::Fail(Job* job, const RetryDecision& d, absl::Time now, Effect
 void JobLifecycle::SendLaunch(const Job& job, const Replica& r, Effects* fx) {
   v1::SchedulerMessage msg;
   *msg.mutable_launch() =
-      BuildLaunch(job, static_cast<int>(&r - job.replicas.data()), nodes_->nodes());
+      BuildReplicaLaunch(job, static_cast<int>(&r - job.replicas.data()), nodes_->nodes());
   // The user is the project quota's as of this launch (see LaunchReplica.run_as_user).
   msg.mutable_launch()->set_run_as_user(queue_->QuotaOf(job.project).run_as_user());
   jobs_->NoteRun(msg.launch().run_id(), r.node);
   nodes_->SetDeviceRun(r.node, r.gpu_devices, msg.launch().run_id());
-  fx->commands.push_back({r.node, std::move(msg)});
+  fx->commands.push_back({r.node, std::move(msg), PoolLaunchOf(job, r.pool)});
 }
 
 void JobLifecycle::SendStop(const Job& job, const Replica& r, int64_t grace_ms,

@@ -122,8 +122,30 @@ std::string TfConfigJson(const Job& job, int replica_index,
                       "},\"environment\":\"cloud\",\"job\":{\"id\":", JsonString(job.id), "}}");
 }
 
+std::shared_ptr<const v1::LaunchReplica> PoolLaunchOf(const Job& job, const std::string& pool) {
+  auto cached = job.pool_launches.find(pool);
+  if (cached != job.pool_launches.end()) return cached->second;
+  for (const v1::WorkerPool& p : job.spec.worker_pools()) {
+    if (p.name() != pool) continue;
+    auto part = std::make_shared<v1::LaunchReplica>();
+    for (const std::string& a : p.command()) part->add_argv(a);
+    for (const std::string& a : p.args()) part->add_argv(a);
+    part->mutable_env()->insert(p.env().begin(), p.env().end());
+    job.pool_launches[pool] = part;
+    return part;
+  }
+  return nullptr;
+}
+
 v1::LaunchReplica BuildLaunch(const Job& job, int replica_index,
                               const std::map<std::string, Node>& nodes) {
+  Command whole{"", v1::SchedulerMessage(), PoolLaunchOf(job, job.replicas[replica_index].pool)};
+  *whole.message.mutable_launch() = BuildReplicaLaunch(job, replica_index, nodes);
+  return std::move(whole).Take().launch();
+}
+
+v1::LaunchReplica BuildReplicaLaunch(const Job& job, int replica_index,
+                                     const std::map<std::string, Node>& nodes) {
   const Replica& r = job.replicas[replica_index];
   const v1::WorkerPool* pool = PoolOf(job, r);
   const int attempt = job.attempts.empty() ? 1 : job.current_attempt();
@@ -135,12 +157,7 @@ v1::LaunchReplica BuildLaunch(const Job& job, int replica_index,
   launch.set_replica_name(r.name);
   launch.set_restart(r.restart_count);
   launch.set_checkpoint_dir(job.checkpoint_dir);
-  if (pool != nullptr) {
-    for (const std::string& a : pool->command()) launch.add_argv(a);
-    for (const std::string& a : pool->args()) launch.add_argv(a);
-    *launch.mutable_resources() = pool->resources();
-    for (const auto& [k, v] : pool->env()) (*launch.mutable_env())[k] = v;
-  }
+  if (pool != nullptr) *launch.mutable_resources() = pool->resources();
   const Replica& primary = job.replicas[0];
   auto& env = *launch.mutable_env();
   env["TRAINCTL_JOB_ID"] = job.id;

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "scheduler/model.h"
@@ -34,7 +35,17 @@ struct LocalRanks {
 };
 LocalRanks LocalRanksOf(const Job& job, int replica_index);
 
+// The launch of one replica without its pool's argv and env (those are PoolLaunchOf's): what
+// differs from one replica to the next. The agent gets Command::Take() of the two.
 // REQUIRES: every replica of `job` has a node, and each such node is in `nodes`.
+v1::LaunchReplica BuildReplicaLaunch(const Job& job, int replica_index,
+                                     const std::map<std::string, Node>& nodes);
+
+// The part of the launches of `pool`'s replicas that they share (its command, args and env),
+// built once per job and pool and kept in job.pool_launches. Null for an unknown pool.
+std::shared_ptr<const v1::LaunchReplica> PoolLaunchOf(const Job& job, const std::string& pool);
+
+// The whole launch of one replica, as the agent gets it: BuildReplicaLaunch with PoolLaunchOf.
 v1::LaunchReplica BuildLaunch(const Job& job, int replica_index,
                               const std::map<std::string, Node>& nodes);
 

@@ -53,6 +53,18 @@ bool IsAdmitted(v1::JobState s) {
 
 bool IsLive(v1::JobState s) { return s == v1::JOB_STATE_PENDING || s == v1::JOB_STATE_RUNNING; }
 
+v1::SchedulerMessage Command::Take() && {
+  v1::SchedulerMessage out = std::move(message);
+  if (pool != nullptr && out.has_launch()) {
+    v1::LaunchReplica* launch = out.mutable_launch();
+    launch->mutable_argv()->MergeFrom(pool->argv());
+    // trainctl's variables win over the pool's on a clash: insert adds only what is missing.
+    launch->mutable_env()->insert(pool->env().begin(), pool->env().end());
+  }
+  pool.reset();
+  return out;
+}
+
 void AddEvent(Effects* fx, absl::Time now, const Job* job, const std::string& replica,
               const std::string& node, const std::string& type, const std::string& reason) {
   Event e;

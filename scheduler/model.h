@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -237,6 +238,9 @@ struct Job {
   // The reports of SETTLING replicas, for deciding them later. In memory only: after a restart a
   // settling replica's report is rebuilt from its fields, without its output.
   std::map<std::string, v1::ReplicaExited> settling_reports;
+  // Each pool's part of its launch messages (its argv and env), by pool name, built at the first
+  // launch and shared by every launch of the job (PoolLaunchOf). Derived from the spec.
+  mutable std::map<std::string, std::shared_ptr<const v1::LaunchReplica>> pool_launches;
 
   // The current attempt's number; 0 before the first placement.
   int32_t current_attempt() const { return attempts.empty() ? 0 : attempts.back().number; }
@@ -330,6 +334,19 @@ struct ReplicaRun {
   int64_t end_ms = 0;
 };
 
+// A message for one node's agent, sent after the commit. A launch leaves out its pool's argv and
+// env: `pool` holds them once for every replica of the job (PoolLaunchOf), and Take() puts them
+// back as the message is written, so a job's commands hold one copy of its spec, however many
+// replicas it has.
+struct Command {
+  std::string node;
+  v1::SchedulerMessage message;
+  std::shared_ptr<const v1::LaunchReplica> pool = nullptr;
+
+  // The message as the agent gets it. Leaves this command empty.
+  v1::SchedulerMessage Take() &&;
+};
+
 // What one turn of the core decided, beyond its own in-memory state: rows to persist and
 // messages for agents. The shell commits the rows in one transaction before any message leaves.
 struct Effects {
@@ -341,8 +358,8 @@ struct Effects {
   // Nodes whose row changed.
   std::set<std::string> nodes;
   std::vector<Event> events;
-  // (node, message) pairs to send after the commit.
-  std::vector<std::pair<std::string, v1::SchedulerMessage>> commands;
+  // Messages to send after the commit.
+  std::vector<Command> commands;
   // Projects whose quota row changed.
   std::set<std::string> quotas;
 

@@ -62,15 +62,15 @@ bool AgentRegistry::IsConnected(const std::string& node) {
   return channels_.count(node) > 0;
 }
 
-void AgentRegistry::Send(const std::string& node, const v1::SchedulerMessage& msg) {
+void AgentRegistry::Send(sched::Command cmd) {
   std::shared_ptr<AgentChannel> ch;
   {
     absl::MutexLock lock(&mu_);
-    auto it = channels_.find(node);
+    auto it = channels_.find(cmd.node);
     if (it == channels_.end()) return;
     ch = it->second.channel;
   }
-  ch->Send(msg);
+  ch->Enqueue(std::move(cmd));
 }
 
 void AgentRegistry::RequestLog(const std::string& node, v1::ReadLog req, LogCallback done) {

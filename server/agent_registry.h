@@ -21,6 +21,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "scheduler/model.h"
 #include "trainctl/v1/agent.pb.h"
 
 namespace trainctl::server {
@@ -29,8 +30,10 @@ namespace trainctl::server {
 class AgentChannel {
  public:
   virtual ~AgentChannel() = default;
-  // Queues a message; dropped silently once the stream is closing.
-  virtual void Send(const v1::SchedulerMessage& msg) = 0;
+  // Queues a command (its Take() is written when its turn comes, so a queued launch holds no
+  // copy of its pool's spec); dropped silently once the stream is closing.
+  virtual void Enqueue(sched::Command cmd) = 0;
+  void Send(const v1::SchedulerMessage& msg) { Enqueue({"", msg, nullptr}); }
   // Ends the stream with `status`.
   virtual void Close(const std::string& why) = 0;
 };
@@ -60,7 +63,7 @@ class AgentRegistry {
 
   // Sends to the node's current stream; a message for an unconnected node is dropped (the core
   // resends what matters when the agent registers again).
-  void Send(const std::string& node, const v1::SchedulerMessage& msg) ABSL_LOCKS_EXCLUDED(mu_);
+  void Send(sched::Command cmd) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Asks `node` for a piece of a run's log; `done` runs exactly once, on some thread.
   void RequestLog(const std::string& node, v1::ReadLog req, LogCallback done)

@@ -24,14 +24,11 @@ class SessionChannel : public AgentChannel {
  public:
   explicit SessionChannel(Reactor* reactor) : reactor_(reactor) {}
 
-  void Send(const v1::SchedulerMessage& msg) override ABSL_LOCKS_EXCLUDED(mu_) {
+  void Enqueue(sched::Command cmd) override ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     if (reactor_ == nullptr || finishing_) return;
-    outbox_.push_back(msg);
-    if (!writing_) {
-      writing_ = true;
-      reactor_->StartWrite(&outbox_.front());
-    }
+    outbox_.push_back(std::move(cmd));
+    if (!writing_) WriteNextLocked();
   }
 
   void Close(const std::string& why) override ABSL_LOCKS_EXCLUDED(mu_) {
@@ -44,12 +41,10 @@ class SessionChannel : public AgentChannel {
   // Reactor callbacks.
   void WriteDone(bool ok) ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
-    outbox_.pop_front();
-    if (!ok || reactor_ == nullptr || finishing_ || outbox_.empty()) {
-      writing_ = false;
-      return;
-    }
-    reactor_->StartWrite(&outbox_.front());
+    writing_ = false;
+    current_.Clear();
+    if (!ok || reactor_ == nullptr || finishing_ || outbox_.empty()) return;
+    WriteNextLocked();
   }
   void Finish(const grpc::Status& status) ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
@@ -63,11 +58,22 @@ class SessionChannel : public AgentChannel {
   }
 
  private:
+  // Completes the next queued command into current_ and writes it. REQUIRES: !writing_ and a
+  // non-empty outbox.
+  void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    current_ = std::move(outbox_.front()).Take();
+    outbox_.pop_front();
+    writing_ = true;
+    reactor_->StartWrite(&current_);
+  }
+
   absl::Mutex mu_;
   // Null after OnDone.
   Reactor* reactor_ ABSL_GUARDED_BY(mu_);
-  // front() is being written while writing_.
-  std::deque<v1::SchedulerMessage> outbox_ ABSL_GUARDED_BY(mu_);
+  // Commands not yet written, and the one being written while writing_: only one launch at a
+  // time is whole in memory.
+  std::deque<sched::Command> outbox_ ABSL_GUARDED_BY(mu_);
+  v1::SchedulerMessage current_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool finishing_ ABSL_GUARDED_BY(mu_) = false;
 };

@@ -111,7 +111,7 @@ void ReconcileLoop::RunTurn(std::vector<Work> items) {
     spdlog::info("event {} job={} replica={} node={}: {}", e.type, e.job_id, e.replica, e.node,
                  e.reason);
   }
-  for (auto& [node, msg] : fx.commands) registry_->Send(node, msg);
+  for (sched::Command& c : fx.commands) registry_->Send(std::move(c));
   Publish(batch.jobs);
   for (auto& f : after) f();
   registry_->ExpireLogRequests();

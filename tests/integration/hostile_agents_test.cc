@@ -4,10 +4,14 @@
 #include <grpcpp/grpcpp.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <limits>
 #include <string>
+#include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "tests/integration/mini_cluster.h"
 #include "trainctl/v1/agent.grpc.pb.h"
 
@@ -105,6 +109,97 @@ TEST_CASE("a registration with NaN or absurd resources is refused and stores not
 
   // A free name with sane values still registers.
   CHECK(RegisterAs(c, Rogue("node-new")).ok());
+}
+
+// The peak resident memory (VmHWM) of process `pid`, in KiB.
+int64_t PeakRssKb(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6));
+  }
+  FAIL("no VmHWM in /proc/" << pid << "/status");
+  return 0;
+}
+
+TEST_CASE("a large spec with many replicas is held once per job, not once per launch",
+          "[integration][security]") {
+  ClusterOptions o;
+  o.agents = 0;
+  // Room for 1,201 ports on one node; the fake node binds none of them.
+  o.daemon_args = {"--port-range", "30000-32767"};
+  MiniCluster c(o);
+  // A node big enough for the whole job, whose stream reads the launches and confirms none.
+  auto stub = v1::AgentService::NewStub(
+      grpc::CreateChannel(c.address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+  auto stream = stub->Connect(&ctx);
+  v1::AgentMessage reg;
+  reg.set_seq(1);
+  *reg.mutable_register_() = Rogue("node-big");
+  REQUIRE(stream->Write(reg));
+  v1::SchedulerMessage in;
+  REQUIRE(stream->Read(&in));
+  REQUIRE(in.has_register_ack());
+  // Heartbeats keep the node READY while the test reads.
+  std::atomic<bool> done{false};
+  std::thread heartbeats([&, interval = in.register_ack().heartbeat_interval_ms()] {
+    for (uint64_t seq = 2; !done; ++seq) {
+      v1::AgentMessage beat;
+      beat.set_seq(seq);
+      beat.mutable_heartbeat();
+      if (!stream->Write(beat)) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(interval));
+    }
+  });
+  const int64_t before = PeakRssKb(c.daemon().pid());
+
+  // 1,200 replicas of a pool with 900 KB of env: one copy per launch would be over 1 GB.
+  constexpr int kReplicas = 1200;
+  v1::CreateJobRequest req;
+  v1::JobSpec* spec = req.mutable_spec();
+  spec->set_display_name("wide");
+  v1::WorkerPool* chief = spec->add_worker_pools();
+  chief->set_name("chief");
+  chief->set_replica_count(1);
+  chief->add_command("/bin/true");
+  v1::WorkerPool* pool = spec->add_worker_pools();
+  pool->set_name("worker");
+  pool->set_replica_count(kReplicas - 1);
+  pool->add_command("/bin/true");
+  pool->mutable_resources()->set_cpu(0.1);
+  pool->mutable_resources()->set_memory_mb(16);
+  for (int i = 0; i < 200; ++i) {
+    (*pool->mutable_env())[absl::StrCat("BULK_", i)] = std::string(4500, 'a' + i % 26);
+  }
+  grpc::ClientContext create_ctx;
+  v1::Job job;
+  grpc::Status created = c.jobs().CreateJob(&create_ctx, req, &job);
+  INFO(created.error_message());
+  REQUIRE(created.ok());
+
+  int launches = 0;
+  while (launches < kReplicas && stream->Read(&in)) {
+    if (!in.has_launch()) continue;
+    ++launches;
+    // Each launch reaches the agent whole: the pool's argv and env, and its own variables.
+    if (in.launch().replica_name() != "chief-0" && launches % 400 == 1) {
+      CHECK(in.launch().argv_size() == 1);
+      CHECK(in.launch().env().at("BULK_7") == std::string(4500, 'h'));
+      CHECK(in.launch().env().at("TRAINCTL_REPLICA_NAME") == in.launch().replica_name());
+    }
+  }
+  INFO("job: " << c.GetJob(job.id()).queue_reason() << c.Cli({"nodes"}).out);
+  CHECK(launches == kReplicas);
+  const int64_t after = PeakRssKb(c.daemon().pid());
+  INFO("trainctld's peak RSS: " << before / 1024 << " MiB before, " << after / 1024
+                                << " MiB after");
+  CHECK(after - before < 400 * 1024);
+  done = true;
+  ctx.TryCancel();
+  heartbeats.join();
+  stream->Finish();
 }
 
 TEST_CASE("a replica sees none of its agent's own environment", "[integration][security]") {

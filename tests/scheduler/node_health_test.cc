@@ -507,8 +507,8 @@ TEST_CASE("uncordoning a node whose checks still fail keeps it ISOLATED and asks
   REQUIRE(n.ok());
   CHECK(n->state() == v1::NODE_STATE_ISOLATED);
   REQUIRE(fx2.commands.size() == 1);
-  CHECK(fx2.commands[0].first == "node-a");
-  CHECK(fx2.commands[0].second.has_run_checks());
+  CHECK(fx2.commands[0].node == "node-a");
+  CHECK(fx2.commands[0].message.has_run_checks());
 }
 
 TEST_CASE("a failed startup script keeps the host out with the script's reason (R14)") {

@@ -181,8 +181,8 @@ TEST_CASE("NodeRegistry: a LOST node is back when heard from, and its stale runs
   CHECK(StateOf(r.nodes, "node-a") == v1::NODE_STATE_READY);
   CHECK(r.Status("node-a").state_reason() == "its agent is heard from again");
   REQUIRE(back.commands.size() == 1);
-  CHECK(back.commands[0].first == "node-a");
-  CHECK(back.commands[0].second.stop().run_id() == "j-1/1/chief-0/0");
+  CHECK(back.commands[0].node == "node-a");
+  CHECK(back.commands[0].message.stop().run_id() == "j-1/1/chief-0/0");
   CHECK(r.nodes.Find("node-a")->stale_runs.empty());
 
   Effects again;
@@ -221,7 +221,7 @@ TEST_CASE("NodeRegistry: a failing check run isolates a node, a passing one brin
   CHECK(EventOf(up, "NodeUncordoned") ==
         "uncordoned by an operator; stays out until its checks pass");
   REQUIRE(up.commands.size() == 1);
-  CHECK(up.commands[0].second.has_run_checks());
+  CHECK(up.commands[0].message.has_run_checks());
   CHECK(StateOf(r.nodes, "node-a") == v1::NODE_STATE_ISOLATED);
 
   Effects again;  // still failing: a failed check, not a new isolation

@@ -81,16 +81,16 @@ inline v1::Register Reg(const std::string& node, double cpu = 4, int64_t mem = 4
 
 inline std::vector<v1::LaunchReplica> Launches(const Effects& fx) {
   std::vector<v1::LaunchReplica> out;
-  for (const auto& [node, msg] : fx.commands) {
-    if (msg.has_launch()) out.push_back(msg.launch());
+  for (sched::Command c : fx.commands) {
+    if (c.message.has_launch()) out.push_back(std::move(c).Take().launch());
   }
   return out;
 }
 
 inline std::vector<v1::StopReplica> Stops(const Effects& fx) {
   std::vector<v1::StopReplica> out;
-  for (const auto& [node, msg] : fx.commands) {
-    if (msg.has_stop()) out.push_back(msg.stop());
+  for (const sched::Command& c : fx.commands) {
+    if (c.message.has_stop()) out.push_back(c.message.stop());
   }
   return out;
 }

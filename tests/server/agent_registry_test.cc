@@ -11,7 +11,7 @@ namespace {
 
 class FakeChannel : public AgentChannel {
  public:
-  void Send(const v1::SchedulerMessage&) override { ++sent; }
+  void Enqueue(sched::Command) override { ++sent; }
   void Close(const std::string& why) override { closed = why; }
   int sent = 0;
   std::string closed;
@@ -37,7 +37,7 @@ TEST_CASE("a live node's stream is not taken over by another agent", "[agent_reg
         "\"instance-1\"); a second stream takes a node over only from the same agent, or once "
         "the first has been silent for 3600000ms");
   CHECK(real->closed.empty());
-  registry.Send("node-a", Ack());
+  registry.Send({"node-a", Ack()});
   CHECK(real->sent == 1);  // commands still go to the real agent
   CHECK(rogue->sent == 0);
   CHECK_FALSE(registry.Detach("node-a", rogue.get()));
@@ -46,7 +46,7 @@ TEST_CASE("a live node's stream is not taken over by another agent", "[agent_reg
   auto again = std::make_shared<FakeChannel>();
   REQUIRE(registry.Attach("node-a", again, "instance-1").ok());
   CHECK(real->closed == "replaced by a newer connection from the same node");
-  registry.Send("node-a", Ack());
+  registry.Send({"node-a", Ack()});
   CHECK(again->sent == 1);
   CHECK(registry.Detach("node-a", again.get()));
   CHECK_FALSE(registry.IsConnected("node-a"));
@@ -59,7 +59,7 @@ TEST_CASE("a silent stream's node may be taken over by a restarted agent", "[age
   REQUIRE(registry.Attach("node-a", old_agent, "instance-1").ok());
   REQUIRE(registry.Attach("node-a", restarted, "instance-2").ok());
   CHECK_FALSE(old_agent->closed.empty());
-  registry.Send("node-a", Ack());
+  registry.Send({"node-a", Ack()});
   CHECK(restarted->sent == 1);
   // A stream registering again on itself is no takeover.
   CHECK(registry.Attach("node-a", restarted, "instance-2").ok());

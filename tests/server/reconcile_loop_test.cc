@@ -46,7 +46,8 @@ void ExecSql(const std::string& db_path, const char* sql) {
 class RecordingChannel : public AgentChannel {
  public:
   explicit RecordingChannel(std::string db_path) : db_path_(std::move(db_path)) {}
-  void Send(const v1::SchedulerMessage& msg) override {
+  void Enqueue(sched::Command cmd) override {
+    const v1::SchedulerMessage msg = std::move(cmd).Take();
     if (!msg.has_launch()) return;
     const int state = CommittedState(db_path_, msg.launch().job_id());
     absl::MutexLock lock(&mu_);
