@@ -1,4 +1,5 @@
-// node describe|cordon|uncordon|drain|revoke: ClusterService requests on one node, then print.
+// node describe|cordon|uncordon|drain|revoke|delete: ClusterService requests on one node, then
+// print.
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
@@ -58,6 +59,9 @@ absl::StatusOr<v1::Node> Change(NodeAction action, const ParsedArgs& args, Clien
     case NodeAction::kRevoke:
       status = client.cluster().RevokeNode(&context, RevokeRequestFromArgs(args), &node);
       break;
+    case NodeAction::kDelete:
+      status = client.cluster().DeleteNode(&context, DeleteRequestFromArgs(args), &node);
+      break;
     case NodeAction::kDescribe:
       return absl::InternalError("node describe changes nothing");
   }
@@ -75,6 +79,10 @@ absl::StatusOr<int> RunNode(const ParsedArgs& args, Client& client) {
   TC_ASSIGN_OR_RETURN(OutputFormat format, ParseOutputFormat(args.Get("output")));
   if (action == NodeAction::kDescribe) return RunDescribe(args.args()[1], format, client);
   TC_ASSIGN_OR_RETURN(v1::Node node, Change(action, args, client));
+  if (format == OutputFormat::kTable && action == NodeAction::kDelete) {
+    std::cout << "node " << node.name() << " deleted" << std::endl;
+    return kExitOk;
+  }
   if (format == OutputFormat::kTable) {
     std::cout << NodeActionLine(action, node) << std::endl;
     return kExitOk;
@@ -89,8 +97,8 @@ absl::StatusOr<int> RunNode(const ParsedArgs& args, Client& client) {
 Command NodeCommand() {
   CommandSpec spec{
       "node",
-      "describe|cordon|uncordon|drain|revoke NODE",
-      "Show one node in detail, or cordon, uncordon, drain or revoke it",
+      "describe|cordon|uncordon|drain|revoke|delete NODE",
+      "Show one node in detail, or cordon, uncordon, drain, revoke or delete it",
       absl::StrCat(
           "Subcommands:\n", NodeSubcommandList(),
           "\n"
@@ -104,6 +112,11 @@ Command NodeCommand() {
           "node's agent registered with from now on: the agent is disconnected, the node is\n"
           "cordoned and LOST, and its replicas move to other nodes. A new certificate\n"
           "(`trainctld pki issue-agent DIR NODE`) lets the host register again, cordoned.\n"
+          "\n"
+          "delete (admin only) forgets a node whose agent is not connected and that runs no\n"
+          "replica of a live job: a host gone for good, or a name registered by mistake. Its\n"
+          "events stay, and so does the revocation of its certificates. A host that registers\n"
+          "again afterwards is a new node.\n"
           "\n"
           "cordon, uncordon, drain and revoke print the node's state afterwards, e.g.\n"
           "  node node-1 DRAINING: kernel upgrade (2 replicas moving)\n"

@@ -28,6 +28,8 @@ constexpr Subcommand kSubcommands[] = {
      "Cordon it and move its replicas to other nodes"},
     {NodeAction::kRevoke, "revoke", "revoke NODE [--reason TEXT]",
      "Refuse its agent's certificate from now on"},
+    {NodeAction::kDelete, "delete", "delete NODE [--reason TEXT]",
+     "Forget a node whose agent is gone (admin)"},
 };
 
 const Subcommand& Find(NodeAction action) {
@@ -49,7 +51,8 @@ absl::Status RejectFlags(const ParsedArgs& args, NodeAction action) {
   if (args.IsSet("reason") &&
       (action == NodeAction::kDescribe || action == NodeAction::kUncordon)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "node ", name, " takes no --reason; it is for node cordon, node drain and node revoke"));
+        "node ", name,
+        " takes no --reason; it is for node cordon, node drain, node revoke and node delete"));
   }
   return absl::OkStatus();
 }
@@ -60,7 +63,9 @@ absl::Status CheckReason(const ParsedArgs& args, NodeAction action) {
     return absl::InvalidArgumentError(
         "--reason is required: say why the node is drained, e.g. --reason \"kernel upgrade\"");
   }
-  if (args.IsSet("reason") && (action == NodeAction::kCordon || action == NodeAction::kRevoke) &&
+  if (args.IsSet("reason") &&
+      (action == NodeAction::kCordon || action == NodeAction::kRevoke ||
+       action == NodeAction::kDelete) &&
       reason.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--reason is empty: say why the node is ", Find(action).name,
@@ -172,6 +177,13 @@ v1::DrainNodeRequest DrainRequestFromArgs(const ParsedArgs& args) {
 
 v1::RevokeNodeRequest RevokeRequestFromArgs(const ParsedArgs& args) {
   v1::RevokeNodeRequest request;
+  request.set_name(args.args()[1]);
+  request.set_reason(Reason(args));
+  return request;
+}
+
+v1::DeleteNodeRequest DeleteRequestFromArgs(const ParsedArgs& args) {
+  v1::DeleteNodeRequest request;
   request.set_name(args.args()[1]);
   request.set_reason(Reason(args));
   return request;

@@ -5,6 +5,7 @@
 //   trainctl node uncordon NODE
 //   trainctl node drain NODE --reason TEXT [--deadline DURATION]
 //   trainctl node revoke NODE [--reason TEXT]
+//   trainctl node delete NODE [--reason TEXT]
 //
 // Everything here is checked before any RPC, so that a mistyped command line never reaches the
 // server half-right:
@@ -25,7 +26,7 @@
 
 namespace trainctl::cli {
 
-enum class NodeAction { kDescribe, kCordon, kUncordon, kDrain, kRevoke };
+enum class NodeAction { kDescribe, kCordon, kUncordon, kDrain, kRevoke, kDelete };
 
 // DrainNodeRequest.reason and CordonNodeRequest.reason allow at most this many characters.
 inline constexpr size_t kMaxNodeReasonChars = 1024;
@@ -33,8 +34,8 @@ inline constexpr size_t kMaxNodeReasonChars = 1024;
 // --reason, --deadline and -o, for every subcommand (CheckNodeArgs says which takes which).
 std::vector<FlagSpec> NodeFlags();
 
-// "describe", "cordon", "uncordon", "drain" or "revoke"; INVALID_ARGUMENT with NodeSubcommandList
-// otherwise.
+// "describe", "cordon", "uncordon", "drain", "revoke" or "delete"; INVALID_ARGUMENT with
+// NodeSubcommandList otherwise.
 absl::StatusOr<NodeAction> ParseNodeAction(absl::string_view name);
 
 // The subcommand list, one "  describe NODE   what it does" line each, ending in '\n'. Shown in
@@ -53,5 +54,6 @@ v1::CordonNodeRequest CordonRequestFromArgs(const ParsedArgs& args);
 v1::UncordonNodeRequest UncordonRequestFromArgs(const ParsedArgs& args);
 v1::DrainNodeRequest DrainRequestFromArgs(const ParsedArgs& args);
 v1::RevokeNodeRequest RevokeRequestFromArgs(const ParsedArgs& args);
+v1::DeleteNodeRequest DeleteRequestFromArgs(const ParsedArgs& args);
 
 }  // namespace trainctl::cli

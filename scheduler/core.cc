@@ -122,6 +122,20 @@ absl::StatusOr<v1::Node> Core::RevokeNode(const std::string& name, const std::st
   return GetNode(name);
 }
 
+absl::StatusOr<v1::Node> Core::DeleteNode(const std::string& name, const std::string& reason,
+                                          int64_t now, Effects* fx) {
+  for (const std::string& id : jobs_.ActiveIds()) {
+    const Job* job = jobs_.Find(id);
+    for (const Replica& r : job->replicas) {
+      if (r.node != name || (!IsLive(r.state) && !HoldsResources(r.state))) continue;
+      return absl::FailedPreconditionError(
+          absl::StrCat("node ", name, " still has replica ", r.name, " of job ", id,
+                       "; drain it first (trainctl node drain ", name, ")"));
+    }
+  }
+  return nodes_.Delete(name, reason, FromMs(now), fx);
+}
+
 // --- Agents ------------------------------------------------------------------------------------
 
 void Core::AgentRefused(const std::string& node, const std::string& why, int64_t now, Effects* fx) {

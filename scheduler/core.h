@@ -114,6 +114,11 @@ class Core {
   absl::StatusOr<v1::Node> RevokeNode(const std::string& name, const std::string& reason,
                                       int64_t now, Effects* fx);
 
+  // Forgets a node that is not connected and holds no replica of a live job (NodeRegistry::
+  // Delete). FAILED_PRECONDITION naming the replica otherwise.
+  absl::StatusOr<v1::Node> DeleteNode(const std::string& name, const std::string& reason,
+                                      int64_t now, Effects* fx);
+
   // --- Inputs from agents ------------------------------------------------------------------
 
   // The scheduler refused an agent stream claiming `node`, for `why`: an event row.

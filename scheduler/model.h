@@ -357,6 +357,8 @@ struct Effects {
   std::vector<ReplicaRun> runs;
   // Nodes whose row changed.
   std::set<std::string> nodes;
+  // Nodes deleted, with the certificate fingerprints revoked for each (they stay revoked).
+  std::map<std::string, std::vector<std::string>> deleted_nodes;
   std::vector<Event> events;
   // Messages to send after the commit.
   std::vector<Command> commands;
@@ -364,8 +366,8 @@ struct Effects {
   std::set<std::string> quotas;
 
   bool empty() const {
-    return jobs.empty() && attempts.empty() && runs.empty() && nodes.empty() && events.empty() &&
-           commands.empty() && quotas.empty();
+    return jobs.empty() && attempts.empty() && runs.empty() && nodes.empty() &&
+           deleted_nodes.empty() && events.empty() && commands.empty() && quotas.empty();
   }
 };
 

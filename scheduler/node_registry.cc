@@ -248,6 +248,31 @@ absl::StatusOr<std::string> NodeRegistry::Revoke(const std::string& name, const 
   return why;
 }
 
+absl::StatusOr<v1::Node> NodeRegistry::Delete(const std::string& name, const std::string& reason,
+                                              absl::Time now, Effects* fx) {
+  const Node* node = Find(name);
+  if (node == nullptr) return NotFound(name);
+  if (absl::Status s = CheckReasonLength(reason); !s.ok()) return s;
+  if (node->connected) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "node ", name,
+        "'s agent is connected; stop it first (or `trainctl node revoke` its certificate)"));
+  }
+  v1::Node was = ViewOf(*node);
+  fx->deleted_nodes[name] = {node->status.revoked_certificates().begin(),
+                             node->status.revoked_certificates().end()};
+  fx->nodes.erase(name);
+  nodes_.erase(name);
+  usage_.erase(name);
+  ports_.erase(name);
+  devices_.erase(name);
+  Changed();
+  AddEvent(fx, now, nullptr, "", name, "NodeDeleted",
+           absl::StrCat("node ", name, " was deleted by an operator", reason.empty() ? "" : ": ",
+                        reason));
+  return was;
+}
+
 void NodeRegistry::Refused(const std::string& name, const std::string& why, absl::Time now,
                            Effects* fx) {
   AddEvent(fx, now, nullptr, "", name, "AgentRefused", why);

@@ -91,6 +91,11 @@ class NodeRegistry {
   // never registered with a certificate.
   absl::StatusOr<std::string> Revoke(const std::string& name, const std::string& reason,
                                      absl::Time now, Effects* fx);
+  // Forgets a node whose agent is not connected (FAILED_PRECONDITION otherwise; the caller checks
+  // that no replica is on it): a NodeDeleted event, and fx->deleted_nodes keeps the certificates
+  // revoked for it. Returns the node as it was.
+  absl::StatusOr<v1::Node> Delete(const std::string& name, const std::string& reason,
+                                  absl::Time now, Effects* fx);
   // An agent stream claiming this node was refused (a certificate for another node, a revoked
   // certificate): the event row. The node need not exist.
   void Refused(const std::string& name, const std::string& why, absl::Time now, Effects* fx);

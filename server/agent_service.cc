@@ -89,11 +89,12 @@ class AgentSession : public Reactor {
  public:
   AgentSession(ReconcileLoop* loop, AgentRegistry* registry, std::string peer, AgentAuth auth,
                std::optional<CertificateInfo> certificate, RefusalEvents* refusals,
-               PeerStreamLimiter::Slot slot)
+               NewNodeLimiter* new_nodes, PeerStreamLimiter::Slot slot)
       : slot_(std::move(slot)),
         loop_(loop),
         registry_(registry),
         refusals_(refusals),
+        new_nodes_(new_nodes),
         peer_(std::move(peer)),
         auth_(auth),
         certificate_(std::move(certificate)),
@@ -230,7 +231,17 @@ class AgentSession : public Reactor {
         spdlog::info("agent {} registered from {} ({} runs)", node_, peer_, reg.runs_size());
         std::shared_ptr<SessionChannel> ch = channel_;
         auto ack_seq = AckAfterCommit(seq);
-        loop_->Post([reg, ch, ack_seq](Turn& t) {
+        loop_->Post([reg, ch, ack_seq, peer = peer_, new_nodes = new_nodes_](Turn& t) {
+          // A name trainctld does not know counts against the host's new nodes.
+          if (t.core.FindNode(reg.node()) == nullptr) {
+            if (absl::Status admitted = new_nodes->Admit(peer, absl::FromUnixMillis(t.now));
+                !admitted.ok()) {
+              spdlog::warn("agent stream from {} claiming new node {} refused: {}", peer,
+                           reg.node(), admitted.ToString());
+              ch->Finish(ToGrpcStatus(admitted));
+              return;
+            }
+          }
           v1::SchedulerMessage ack;
           *ack.mutable_register_ack() = t.core.AgentRegistered(reg, t.now, t.fx);
           t.after_commit->push_back([ch, ack, ack_seq] {
@@ -281,6 +292,7 @@ class AgentSession : public Reactor {
   ReconcileLoop* const loop_;
   AgentRegistry* const registry_;
   RefusalEvents* const refusals_;
+  NewNodeLimiter* const new_nodes_;
   const std::string peer_;
   const AgentAuth auth_;
   // The verified client certificate, when the peer presented one.
@@ -305,7 +317,7 @@ grpc::ServerBidiReactor<v1::AgentMessage, v1::SchedulerMessage>* AgentServiceImp
     return new RefusedStream(ToGrpcStatus(slot.status()));
   }
   return new AgentSession(loop_, registry_, ctx->peer(), auth_, VerifiedPeerCertificate(*ctx),
-                          &refusals_, *std::move(slot));
+                          &refusals_, &new_nodes_, *std::move(slot));
 }
 
 bool RefusalEvents::ShouldRecord(const std::string& node, const std::string& why, absl::Time now) {

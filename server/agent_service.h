@@ -45,13 +45,15 @@ class RefusalEvents {
 class AgentServiceImpl final : public v1::AgentService::CallbackService {
  public:
   // `max_streams_per_peer`: agent streams one host may hold at once
-  // (--max-agent-streams-per-peer); 0: unlimited.
+  // (--max-agent-streams-per-peer); `max_new_nodes_per_peer`: nodes of unknown names one host
+  // may register per hour (--max-new-nodes-per-peer); 0: unlimited.
   AgentServiceImpl(ReconcileLoop* loop, AgentRegistry* registry, AgentAuth auth = {},
-                   int64_t max_streams_per_peer = 0)
+                   int64_t max_streams_per_peer = 0, int64_t max_new_nodes_per_peer = 0)
       : loop_(loop),
         registry_(registry),
         auth_(auth),
-        streams_("agent streams", "--max-agent-streams-per-peer", max_streams_per_peer) {}
+        streams_("agent streams", "--max-agent-streams-per-peer", max_streams_per_peer),
+        new_nodes_(max_new_nodes_per_peer) {}
 
   grpc::ServerBidiReactor<v1::AgentMessage, v1::SchedulerMessage>* Connect(
       grpc::CallbackServerContext* ctx) override;
@@ -62,6 +64,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
   const AgentAuth auth_;
   RefusalEvents refusals_;
   PeerStreamLimiter streams_;
+  NewNodeLimiter new_nodes_;
 };
 
 }  // namespace trainctl::server

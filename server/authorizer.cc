@@ -38,6 +38,8 @@ absl::string_view PermissionName(Permission p) {
       return "report-progress";
     case Permission::kOperateNodes:
       return "operate-nodes";
+    case Permission::kDeleteNodes:
+      return "delete-nodes";
     case Permission::kSetQuota:
       return "set-quota";
     case Permission::kManageTokens:
@@ -69,6 +71,7 @@ const std::vector<RouteInfo>& Routes() {
       {Route::kUncordonNode, "trainctl.v1.ClusterService/UncordonNode", Permission::kOperateNodes},
       {Route::kDrainNode, "trainctl.v1.ClusterService/DrainNode", Permission::kOperateNodes},
       {Route::kRevokeNode, "trainctl.v1.ClusterService/RevokeNode", Permission::kOperateNodes},
+      {Route::kDeleteNode, "trainctl.v1.ClusterService/DeleteNode", Permission::kDeleteNodes},
       {Route::kCreateToken, "trainctl.v1.AuthService/CreateToken", Permission::kManageTokens},
       {Route::kListTokens, "trainctl.v1.AuthService/ListTokens", Permission::kManageTokens},
       {Route::kRevokeToken, "trainctl.v1.AuthService/RevokeToken", Permission::kManageTokens},

@@ -40,6 +40,7 @@ enum class Permission {
   kCancel,          // cancel a job (project-scoped)
   kReportProgress,  // report a replica's progress (project-scoped)
   kOperateNodes,    // cordon, uncordon, drain, revoke
+  kDeleteNodes,     // forget a node
   kSetQuota,        // quotas
   kManageTokens,    // create, list, revoke tokens
   kWhoAmI,          // any valid token
@@ -67,6 +68,7 @@ enum class Route {
   kUncordonNode,
   kDrainNode,
   kRevokeNode,
+  kDeleteNode,
   kCreateToken,
   kListTokens,
   kRevokeToken,

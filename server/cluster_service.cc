@@ -146,4 +146,14 @@ grpc::ServerUnaryReactor* ClusterServiceImpl::RevokeNode(grpc::CallbackServerCon
       });
 }
 
+grpc::ServerUnaryReactor* ClusterServiceImpl::DeleteNode(grpc::CallbackServerContext* ctx,
+                                                         const v1::DeleteNodeRequest* req,
+                                                         v1::Node* resp) {
+  return NodeCall(loop_, auth_, Route::kDeleteNode, ctx, resp,
+                  [r = *req](Turn& t) -> absl::StatusOr<v1::Node> {
+                    TC_RETURN_IF_ERROR(CheckNodeName(r.name()));
+                    return t.core.DeleteNode(r.name(), r.reason(), t.now, t.fx);
+                  });
+}
+
 }  // namespace trainctl::server

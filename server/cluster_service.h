@@ -26,6 +26,7 @@ class ClusterServiceImpl final : public DiagnosingService<v1::ClusterService> {
     Diagnose("UncordonNode", &ClusterServiceImpl::UncordonNode);
     Diagnose("DrainNode", &ClusterServiceImpl::DrainNode);
     Diagnose("RevokeNode", &ClusterServiceImpl::RevokeNode);
+    Diagnose("DeleteNode", &ClusterServiceImpl::DeleteNode);
   }
 
   grpc::ServerUnaryReactor* ListNodes(grpc::CallbackServerContext* ctx,
@@ -45,6 +46,8 @@ class ClusterServiceImpl final : public DiagnosingService<v1::ClusterService> {
                                       const v1::DrainNodeRequest* req, v1::Node* resp) override;
   grpc::ServerUnaryReactor* RevokeNode(grpc::CallbackServerContext* ctx,
                                        const v1::RevokeNodeRequest* req, v1::Node* resp) override;
+  grpc::ServerUnaryReactor* DeleteNode(grpc::CallbackServerContext* ctx,
+                                       const v1::DeleteNodeRequest* req, v1::Node* resp) override;
 
  private:
   ReconcileLoop* const loop_;

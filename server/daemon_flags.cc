@@ -57,6 +57,9 @@ std::vector<FlagGroup> DaemonFlagGroups() {
         {"max-agent-streams-per-peer", 0, Kind::kValue, "N", "",
          "agent streams one host may hold at once; more are refused with RESOURCE_EXHAUSTED "
          "(default 64; 0: unlimited)"},
+        {"max-new-nodes-per-peer", 0, Kind::kValue, "N", "",
+         "nodes one host may register under names trainctld does not know yet, per hour; more "
+         "are refused with RESOURCE_EXHAUSTED (default 16; 0: unlimited)"},
         {"max-watches-per-peer", 0, Kind::kValue, "N", "",
          "job watch streams (trainctl wait, watch) one host may hold at once (default 256; 0: "
          "unlimited)"},
@@ -270,6 +273,10 @@ absl::StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& arg
   if (std::string text = parsed.Get("max-agent-streams-per-peer"); !text.empty()) {
     TC_ASSIGN_OR_RETURN(f.max_agent_streams_per_peer,
                         ParseCount("--max-agent-streams-per-peer", text, 1'000'000));
+  }
+  if (std::string text = parsed.Get("max-new-nodes-per-peer"); !text.empty()) {
+    TC_ASSIGN_OR_RETURN(f.max_new_nodes_per_peer,
+                        ParseCount("--max-new-nodes-per-peer", text, 1'000'000));
   }
   if (std::string text = parsed.Get("max-watches-per-peer"); !text.empty()) {
     TC_ASSIGN_OR_RETURN(f.max_watches_per_peer,

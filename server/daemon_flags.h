@@ -70,6 +70,8 @@ struct DaemonFlags {
   // Streams one host may hold at once; 0: unlimited.
   int64_t max_agent_streams_per_peer = 64;
   int64_t max_watches_per_peer = 256;
+  // Nodes of names trainctld does not know one host may register per hour; 0: unlimited.
+  int64_t max_new_nodes_per_peer = 16;
   // Env names that are secrets in every job (SecretRedactor::Parse); checked by the parser.
   std::string secret_env_patterns = kDefaultSecretEnvPatterns;
 

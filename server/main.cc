@@ -170,6 +170,7 @@ int main(int argc, char** argv) {
   for (const sched::Node& node : snap->nodes) {
     for (const std::string& fp : node.status.revoked_certificates()) revocations.Add(fp);
   }
+  for (const std::string& fp : snap->revoked_certificates) revocations.Add(fp);
   std::vector<sched::Job> jobs;
   jobs.reserve(snap->jobs.size());
   for (const v1::Job& stored : snap->jobs) {
@@ -195,7 +196,8 @@ int main(int argc, char** argv) {
       &loop, &registry, &snapshots, WallNowMs, &authorizer,
       {flags.max_request_bytes - (64 << 10), flags.max_watches_per_peer});
   server::AgentServiceImpl agent_service(&loop, &registry, {flags.tls(), &revocations},
-                                         flags.max_agent_streams_per_peer);
+                                         flags.max_agent_streams_per_peer,
+                                         flags.max_new_nodes_per_peer);
   server::ClusterServiceImpl cluster_service(&loop, &registry, &revocations, &authorizer);
   server::QuotaServiceImpl quota_service(&loop, &authorizer);
   server::AuthServiceImpl auth_service(&loop, &tokens, &authorizer);

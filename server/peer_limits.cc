@@ -46,4 +46,25 @@ void PeerStreamLimiter::Release(const std::string& host) {
   if (it != open_.end() && --it->second <= 0) open_.erase(it);
 }
 
+absl::Status NewNodeLimiter::Admit(const std::string& peer, absl::Time now) {
+  if (max_ <= 0) return absl::OkStatus();
+  const std::string host = PeerHost(peer);
+  absl::MutexLock lock(&mu_);
+  for (auto it = recent_.begin(); it != recent_.end();) {
+    std::deque<absl::Time>& times = it->second;
+    while (!times.empty() && times.front() <= now - kWindow) times.pop_front();
+    it = times.empty() ? recent_.erase(it) : std::next(it);
+  }
+  std::deque<absl::Time>& times = recent_[host];
+  if (static_cast<int64_t>(times.size()) >= max_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        host, " registered ", times.size(),
+        " new nodes within the last hour, the most trainctld's --max-new-nodes-per-peer allows; "
+        "an agent of a node trainctld knows may still register"));
+  }
+  if (recent_.size() > kMaxHosts) recent_.clear();
+  recent_[host].push_back(now);
+  return absl::OkStatus();
+}
+
 }  // namespace trainctl::server

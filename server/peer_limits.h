@@ -10,6 +10,7 @@
 // Thread-safe. The limiter must outlive every slot it handed out.
 #pragma once
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -17,6 +18,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace trainctl::server {
 
@@ -47,6 +49,29 @@ class PeerStreamLimiter {
   mutable absl::Mutex mu_;
   // Hosts with at least one stream.
   std::map<std::string, int64_t> open_ ABSL_GUARDED_BY(mu_);
+};
+
+// How many nodes one host may register under names trainctld does not know yet, per hour
+// (--max-new-nodes-per-peer), so that a client posing as agents cannot fill the node table with
+// made-up names. A known node re-registering (an agent restart, a reconnect) does not count.
+// Thread-safe.
+class NewNodeLimiter {
+ public:
+  static constexpr absl::Duration kWindow = absl::Hours(1);
+  // 0: unlimited.
+  explicit NewNodeLimiter(int64_t max_per_hour) : max_(max_per_hour) {}
+
+  // Counts one new node of `peer` at `now`, or RESOURCE_EXHAUSTED naming the flag when the host
+  // registered max_per_hour new ones within the last hour.
+  absl::Status Admit(const std::string& peer, absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  // Bounded: hosts beyond this many are forgotten, oldest first by their newest registration.
+  static constexpr size_t kMaxHosts = 4096;
+  const int64_t max_;
+  absl::Mutex mu_;
+  // By host: when it registered each new node within the window, oldest first.
+  std::map<std::string, std::deque<absl::Time>> recent_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace trainctl::server

@@ -96,6 +96,7 @@ void ReconcileLoop::RunTurn(std::vector<Work> items) {
   }
   batch.runs = std::move(fx.runs);
   for (const std::string& name : fx.nodes) batch.nodes.push_back(*core_->FindNode(name));
+  batch.deleted_nodes = std::move(fx.deleted_nodes);
   batch.events = std::move(fx.events);
   for (const std::string& project : fx.quotas) {
     if (const v1::Quota* quota = core_->FindQuota(project)) batch.quotas.push_back(*quota);

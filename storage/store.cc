@@ -105,6 +105,13 @@ const char* const kMigrations[] = {
     ALTER TABLE events ADD COLUMN actor TEXT NOT NULL DEFAULT '';
     CREATE INDEX events_by_actor ON events(actor, seq);
     )sql",
+    // 5 -> 6: certificates revoked for nodes that were deleted since.
+    R"sql(
+    CREATE TABLE revoked_certificates (
+      fingerprint TEXT PRIMARY KEY,
+      node        TEXT NOT NULL
+    );
+    )sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Store::kSchemaVersion);
 
@@ -295,6 +302,15 @@ absl::StatusOr<Snapshot> Store::Load() {
       snap.tokens.push_back(std::move(t));
     }
   }
+  {
+    Statement st(db_, "SELECT fingerprint FROM revoked_certificates ORDER BY fingerprint");
+    TC_RETURN_IF_ERROR(st.status());
+    for (;;) {
+      TC_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      snap.revoked_certificates.push_back(st.Text(0));
+    }
+  }
   return snap;
 }
 
@@ -348,6 +364,15 @@ absl::Status Store::Commit(const Batch& batch) {
                        n.allocatable.cpu, n.allocatable.memory_mb, n.allocatable.gpus,
                        JoinLabels(n.labels), n.agent_instance, n.registered_ms, n.last_heartbeat_ms,
                        Blob{n.status.SerializeAsString()}}));
+    }
+    Statement delete_st(db_, "DELETE FROM nodes WHERE name = ?");
+    TC_RETURN_IF_ERROR(delete_st.status());
+    Statement revoked_st(
+        db_, "INSERT OR IGNORE INTO revoked_certificates (fingerprint, node) VALUES (?,?)");
+    TC_RETURN_IF_ERROR(revoked_st.status());
+    for (const auto& [name, revoked] : batch.deleted_nodes) {
+      TC_RETURN_IF_ERROR(delete_st.Run({name}));
+      for (const std::string& fp : revoked) TC_RETURN_IF_ERROR(revoked_st.Run({fp, name}));
     }
     Statement ev_st(db_,
                     "INSERT INTO events (time_ms, job_id, attempt, replica, node, type, reason, "

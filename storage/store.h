@@ -5,7 +5,7 @@
 // schema 4 has only the columns, and loads without its failure class, rule, replica, node,
 // decision and budgets), replica_runs (every launched process), nodes, quotas (one Quota message
 // per project that has its own), tokens (API tokens: the hash of each secret and its ApiToken
-// message), and the append-only events table.
+// message), revoked_certificates (those of deleted nodes), and the append-only events table.
 // The schema is versioned; Open() applies every pending migration in order, each in its own
 // transaction, and refuses a database written by a newer trainctld.
 //
@@ -16,6 +16,7 @@
 // Thread-safety: a Store is used by one thread at a time (the reconcile loop owns it).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -45,6 +46,8 @@ struct Snapshot {
   std::vector<v1::Quota> quotas;
   // Every API token, oldest first.
   std::vector<TokenRow> tokens;
+  // Fingerprints of certificates revoked for nodes since deleted (a live node's are in its row).
+  std::vector<std::string> revoked_certificates;
 };
 
 // Everything one reconcile-loop turn changed.
@@ -55,6 +58,8 @@ struct Batch {
   std::vector<std::pair<std::string, v1::Attempt>> attempts;
   std::vector<sched::ReplicaRun> runs;
   std::vector<sched::Node> nodes;
+  // Node rows to delete, each with the fingerprints revoked for it (kept in revoked_certificates).
+  std::map<std::string, std::vector<std::string>> deleted_nodes;
   std::vector<sched::Event> events;
   // Quota rows to upsert, keyed by their `project`.
   std::vector<v1::Quota> quotas;
@@ -62,8 +67,8 @@ struct Batch {
   std::vector<TokenRow> tokens;
 
   bool empty() const {
-    return jobs.empty() && attempts.empty() && runs.empty() && nodes.empty() && events.empty() &&
-           quotas.empty() && tokens.empty();
+    return jobs.empty() && attempts.empty() && runs.empty() && nodes.empty() &&
+           deleted_nodes.empty() && events.empty() && quotas.empty() && tokens.empty();
   }
 };
 
@@ -81,7 +86,7 @@ struct EventQuery {
 class Store {
  public:
   // The schema version this build writes.
-  static constexpr int kSchemaVersion = 5;
+  static constexpr int kSchemaVersion = 6;
 
   // Opens (creating if needed) the database at `path` and migrates it to kSchemaVersion.
   // FAILED_PRECONDITION if it was written by a newer version; INTERNAL on I/O errors.

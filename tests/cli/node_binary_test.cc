@@ -241,7 +241,7 @@ TEST_CASE("node checks its command line before any request", "[binary][node]") {
             "error: INVALID_ARGUMENT: node cordon takes no --deadline; it is for node drain\n"},
            {"node uncordon node-a --reason x",
             "error: INVALID_ARGUMENT: node uncordon takes no --reason; it is for node cordon, "
-            "node drain and node revoke\n"},
+            "node drain, node revoke and node delete\n"},
            {"node describe node-a -o xml",
             "error: INVALID_ARGUMENT: unknown output format \"xml\"; use table, json or yaml\n"},
        }) {
@@ -273,7 +273,9 @@ TEST_CASE("node without a known subcommand lists the subcommands", "[binary][nod
       "  drain NODE --reason TEXT [--deadline DURATION]   Cordon it and move its replicas to "
       "other nodes\n"
       "  revoke NODE [--reason TEXT]                      Refuse its agent's certificate from now "
-      "on\n";
+      "on\n"
+      "  delete NODE [--reason TEXT]                      Forget a node whose agent is gone "
+      "(admin)\n";
   Result none = Fake().Run("node");
   CHECK(none.exit_status == 2);
   CHECK(none.out.empty());
@@ -288,8 +290,9 @@ TEST_CASE("node without a known subcommand lists the subcommands", "[binary][nod
 
   Result help = Fixture::RunBinary("node --help");
   CHECK(help.exit_status == 0);
-  CHECK_THAT(help.out, Catch::StartsWith("Usage:\n  trainctl node "
-                                         "describe|cordon|uncordon|drain|revoke NODE [flags]\n"));
+  CHECK_THAT(help.out,
+             Catch::StartsWith("Usage:\n  trainctl node "
+                               "describe|cordon|uncordon|drain|revoke|delete NODE [flags]\n"));
   CHECK_THAT(help.out, Catch::Contains("Subcommands:\n" + list));
   for (const char* flag : {"--reason TEXT", "--deadline DURATION", "-o, --output FORMAT"}) {
     CHECK_THAT(help.out, Catch::Contains(flag));
@@ -297,8 +300,8 @@ TEST_CASE("node without a known subcommand lists the subcommands", "[binary][nod
   CHECK(Fixture::RunBinary("help node").out == help.out);
   CHECK(Fixture::RunBinary("node drain --help").out == help.out);
   CHECK_THAT(Fixture::RunBinary("--help").out,
-             Catch::Contains("\n  node       Show one node in detail, or cordon, uncordon, drain "
-                             "or revoke it\n"));
+             Catch::Contains("\n  node       Show one node in detail, or cordon, uncordon, drain, "
+                             "revoke or delete it\n"));
 }
 
 TEST_CASE("node prints the server's errors", "[binary][node]") {

@@ -82,7 +82,8 @@ TEST_CASE("CheckNodeArgs says what to type instead", "[node_flags]") {
            {{"cordon", "node-1", "--deadline", "5m"},
             "node cordon takes no --deadline; it is for node drain"},
            {{"uncordon", "node-1", "--reason", "x"},
-            "node uncordon takes no --reason; it is for node cordon, node drain and node revoke"},
+            "node uncordon takes no --reason; it is for node cordon, node drain, node revoke and "
+            "node delete"},
            {{"describe", "node-1", "--reason", "x"}, "node describe takes no --reason; ..."},
            {{"describe", "node-1", "-o", "xml"}, "unknown output format \"xml\"; ..."},
            {{"restart", "node-1"},
@@ -117,9 +118,12 @@ TEST_CASE("ParseNodeAction lists the subcommands", "[node_flags]") {
       "  drain NODE --reason TEXT [--deadline DURATION]   Cordon it and move its replicas to "
       "other nodes\n"
       "  revoke NODE [--reason TEXT]                      Refuse its agent's certificate from now "
-      "on");
+      "on\n"
+      "  delete NODE [--reason TEXT]                      Forget a node whose agent is gone "
+      "(admin)");
   CHECK(ParseNodeAction("revoke").value() == NodeAction::kRevoke);
-  CHECK_THAT(NodeSubcommandList(), Catch::EndsWith("from now on\n"));
+  CHECK(ParseNodeAction("delete").value() == NodeAction::kDelete);
+  CHECK_THAT(NodeSubcommandList(), Catch::EndsWith("whose agent is gone (admin)\n"));
 }
 
 TEST_CASE("The requests carry the node, the reason and the deadline", "[node_flags]") {

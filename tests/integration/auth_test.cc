@@ -113,6 +113,7 @@ TEST_CASE("roles and projects decide what a token may do", "[integration][tls][a
   CheckRefused(c.CliAs(ops, {"quota", "set", "team-a", "--gpus", "4"}), "PERMISSION_DENIED",
                "set-quota");
   CheckRefused(c.CliAs(ops, {"admin", "token", "list"}), "PERMISSION_DENIED", "manage-tokens");
+  CheckRefused(c.CliAs(ops, {"node", "delete", "node-0"}), "PERMISSION_DENIED", "delete-nodes");
 
   // The owner of the token is the actor of the events its calls caused.
   REQUIRE(c.CliAs(alice, {"cancel", id}).exit_code == 0);

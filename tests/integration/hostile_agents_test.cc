@@ -202,6 +202,45 @@ TEST_CASE("a large spec with many replicas is held once per job, not once per la
   stream->Finish();
 }
 
+TEST_CASE("a host registers few unknown names, and an admin deletes a node that is gone",
+          "[integration][security]") {
+  ClusterOptions o;
+  o.agents = 1;
+  o.daemon_args = {"--max-new-nodes-per-peer", "4"};
+  MiniCluster c(o);
+  // node-0, the real agent, was this host's first new node.
+  CHECK(RegisterAs(c, Rogue("fake-1")).ok());
+  CHECK(RegisterAs(c, Rogue("fake-2")).ok());
+  CHECK(RegisterAs(c, Rogue("fake-3")).ok());
+  grpc::Status refused = RegisterAs(c, Rogue("fake-4"));
+  CHECK(refused.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK_THAT(refused.error_message(), Catch::Contains("--max-new-nodes-per-peer"));
+  // A name trainctld knows registers again.
+  CHECK(RegisterAs(c, Rogue("fake-1")).ok());
+  CliResult nodes = c.Cli({"nodes"});
+  CHECK_THAT(nodes.out, Catch::Contains("fake-3") && !Catch::Contains("fake-4"));
+
+  // A connected node cannot be deleted.
+  CliResult connected = c.Cli({"node", "delete", "node-0"});
+  CHECK(connected.exit_code != 0);
+  CHECK_THAT(connected.err, Catch::Contains("node-0's agent is connected"));
+  // One whose stream ended can, once trainctld has seen it go.
+  CliResult deleted;
+  CHECK(Eventually([&] {
+    deleted = c.Cli({"node", "delete", "fake-2", "--reason", "registered by a test"});
+    return deleted.exit_code == 0;
+  }));
+  CHECK(deleted.out == "node fake-2 deleted\n");
+  nodes = c.Cli({"nodes"});
+  CHECK_THAT(nodes.out, Catch::Contains("fake-1") && !Catch::Contains("fake-2"));
+  CliResult events = c.Cli({"events", "--node", "fake-2"});
+  CHECK_THAT(events.out, Catch::Contains("NodeDeleted") &&
+                             Catch::Contains("deleted by an operator: registered by a test"));
+  CliResult again = c.Cli({"node", "delete", "fake-2"});
+  CHECK(again.exit_code != 0);
+  CHECK_THAT(again.err, Catch::Contains("node fake-2 not found"));
+}
+
 TEST_CASE("a replica sees none of its agent's own environment", "[integration][security]") {
   setenv("AWS_SECRET_ACCESS_KEY", "the-agent's-own", 1);  // the agents inherit it
   MiniCluster c(1);

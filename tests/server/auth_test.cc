@@ -77,7 +77,7 @@ TEST_CASE("Verify refuses malformed, unknown, altered, revoked and expired token
 TEST_CASE("each role has exactly its permissions", "[auth]") {
   using P = Permission;
   for (P p : {P::kRead, P::kReadLogs, P::kSubmit, P::kCancel, P::kReportProgress, P::kOperateNodes,
-              P::kSetQuota, P::kManageTokens, P::kWhoAmI}) {
+              P::kDeleteNodes, P::kSetQuota, P::kManageTokens, P::kWhoAmI}) {
     INFO(PermissionName(p));
     CHECK(RoleHas(v1::ROLE_ADMIN, p));
     CHECK(RoleHas(v1::ROLE_OPERATOR, p) ==

@@ -224,6 +224,27 @@ TEST_CASE("tokens round-trip, oldest first, and are replaced by id") {
   CHECK_FALSE(snap->tokens[1].token.revoked());
 }
 
+TEST_CASE("a deleted node's row goes, and the certificates revoked for it stay revoked") {
+  TempDir dir;
+  const std::string db = dir.path + "/trainctl.db";
+  Batch add;
+  for (const char* name : {"node-a", "node-b"}) {
+    sched::Node n;
+    n.name = name;
+    n.status.add_revoked_certificates(std::string("fp-") + name);
+    add.nodes.push_back(n);
+  }
+  CHECK(CommitReopenLoad(db, add).nodes.size() == 2);
+  Batch del;
+  del.deleted_nodes["node-a"] = {"fp-node-a", "fp-old-a"};
+  Snapshot snap = CommitReopenLoad(db, del);
+  REQUIRE(snap.nodes.size() == 1);
+  CHECK(snap.nodes[0].name == "node-b");
+  CHECK(snap.revoked_certificates == std::vector<std::string>{"fp-node-a", "fp-old-a"});
+  // Deleting it again (a name registered and deleted twice) keeps one row per fingerprint.
+  CHECK(CommitReopenLoad(db, del).revoked_certificates.size() == 2);
+}
+
 TEST_CASE("a failing batch leaves nothing half-written") {
   TempDir dir;
   auto store = Store::Open(dir.path + "/trainctl.db");
