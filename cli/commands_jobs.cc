@@ -59,6 +59,8 @@ absl::StatusOr<int> RunList(const ParsedArgs& args, Client& client) {
   TC_ASSIGN_OR_RETURN(std::vector<v1::JobState> states, ParseJobStates(args.GetAll("state")));
   for (v1::JobState state : states) request.add_states(state);
   request.set_project(args.Get("project"));
+  // The table shows no command or env: leave them on the server, however large they are.
+  if (format == OutputFormat::kTable) request.set_view(v1::JOB_VIEW_BASIC);
 
   std::vector<v1::Job> jobs;
   do {

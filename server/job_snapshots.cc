@@ -35,6 +35,27 @@ v1::Job JobSnapshots::WithQueueStatus(const JobPtr& job, const sched::QueueState
   return out;
 }
 
+size_t JobSnapshots::BasicBytes(const v1::Job& job) {
+  size_t heavy = 0;
+  for (const v1::WorkerPool& pool : job.spec().worker_pools()) {
+    for (const std::string& a : pool.command()) heavy += a.size();
+    for (const std::string& a : pool.args()) heavy += a.size();
+    for (const auto& [k, v] : pool.env()) heavy += k.size() + v.size();
+  }
+  for (const v1::Attempt& a : job.attempts()) heavy += a.ByteSizeLong();
+  const size_t bytes = job.ByteSizeLong();
+  return bytes > heavy ? bytes - heavy : 0;
+}
+
+void JobSnapshots::ToBasic(v1::Job* job) {
+  for (v1::WorkerPool& pool : *job->mutable_spec()->mutable_worker_pools()) {
+    pool.clear_command();
+    pool.clear_args();
+    pool.clear_env();
+  }
+  job->clear_attempts();
+}
+
 absl::StatusOr<v1::Job> JobSnapshots::Get(const std::string& id, int64_t now_ms) const {
   JobPtr job;
   std::shared_ptr<const sched::QueueState> queue;
@@ -64,6 +85,7 @@ absl::StatusOr<v1::ListJobsResponse> JobSnapshots::List(const v1::ListJobsReques
     after.second = parts.second;
   }
   const std::set<int> states(req.states().begin(), req.states().end());
+  const bool basic = req.view() == v1::JOB_VIEW_BASIC;
   std::vector<JobPtr> page;
   size_t page_bytes = 0;
   std::string next_token;
@@ -76,7 +98,7 @@ absl::StatusOr<v1::ListJobsResponse> JobSnapshots::List(const v1::ListJobsReques
       const JobPtr& job = jobs_.at(it->second);
       if (!states.empty() && states.count(job->state()) == 0) continue;
       if (!req.project().empty() && job->project() != req.project()) continue;
-      const size_t bytes = job->ByteSizeLong();
+      const size_t bytes = basic ? BasicBytes(*job) : job->ByteSizeLong();
       // A page ends at pageSize jobs, or before it would outgrow kMaxPageBytes (it holds one job
       // at least), so that every page fits a client's 4 MiB message limit.
       if (static_cast<int32_t>(page.size()) == size ||
@@ -91,7 +113,11 @@ absl::StatusOr<v1::ListJobsResponse> JobSnapshots::List(const v1::ListJobsReques
     }
   }
   v1::ListJobsResponse resp;
-  for (const JobPtr& job : page) *resp.add_jobs() = WithQueueStatus(job, queue.get(), now_ms);
+  for (const JobPtr& job : page) {
+    v1::Job* out = resp.add_jobs();
+    *out = WithQueueStatus(job, queue.get(), now_ms);
+    if (basic) ToBasic(out);
+  }
   resp.set_next_page_token(next_token);
   return resp;
 }

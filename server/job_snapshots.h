@@ -51,8 +51,9 @@ class JobSnapshots {
   static constexpr size_t kMaxPageBytes = size_t{3} << 20;
 
   // Newest first, filtered and paged like Core::ListJobs, a page ending early rather than grow
-  // past kMaxPageBytes. INVALID_ARGUMENT for a page size outside 1..1000 or a token this server
-  // did not return.
+  // past kMaxPageBytes (counting the bytes of the view asked for: JOB_VIEW_BASIC leaves out each
+  // pool's command, args and env and the attempts). INVALID_ARGUMENT for a page size
+  // outside 1..1000 or a token this server did not return.
   absl::StatusOr<v1::ListJobsResponse> List(const v1::ListJobsRequest& req, int64_t now_ms) const
       ABSL_LOCKS_EXCLUDED(mu_);
   // Sends the job's current snapshot to `watcher` and subscribes it to later ones (unless the
@@ -61,6 +62,10 @@ class JobSnapshots {
       ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // The bytes of `job` in JOB_VIEW_BASIC, about (without copying it).
+  static size_t BasicBytes(const v1::Job& job);
+  // Clears what JOB_VIEW_BASIC leaves out.
+  static void ToBasic(v1::Job* job);
   // `job` with its queue status filled from `queue` when it is QUEUED.
   static v1::Job WithQueueStatus(const JobPtr& job, const sched::QueueState* queue, int64_t now_ms);
 

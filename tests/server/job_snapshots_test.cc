@@ -108,6 +108,42 @@ TEST_CASE("a page ends before it outgrows kMaxPageBytes, and holds one job at le
   CHECK(sizes == std::vector<int>{1, 3, 1});
 }
 
+TEST_CASE("the basic view leaves out commands, env and attempts, and pages by its own bytes") {
+  WatchHub hub;
+  JobSnapshots snapshots(&hub);
+  std::vector<JobSnapshots::JobPtr> jobs;
+  for (int i = 0; i < 5; ++i) {
+    auto job = std::const_pointer_cast<v1::Job>(
+        MakeJob("j-" + std::to_string(i), 1000 + i, v1::JOB_STATE_SUCCEEDED));
+    v1::WorkerPool* pool = job->mutable_spec()->mutable_worker_pools(0);
+    (*pool->mutable_env())["BIG"] = std::string(900 << 10, 'x');
+    pool->add_command("/bin/train");
+    pool->set_replica_count(3);
+    job->add_attempts()->set_number(1);
+    jobs.push_back(job);
+  }
+  snapshots.Publish(jobs, nullptr);
+  v1::ListJobsRequest req;
+  req.set_view(v1::JOB_VIEW_BASIC);
+  absl::StatusOr<v1::ListJobsResponse> page = snapshots.List(req, 0);
+  REQUIRE(page.ok());
+  // 4.5 MiB in full, a few hundred bytes in this view: one page.
+  CHECK(page->jobs_size() == 5);
+  CHECK(page->next_page_token().empty());
+  const v1::Job& basic = page->jobs(0);
+  CHECK(basic.spec().worker_pools(0).env().empty());
+  CHECK(basic.spec().worker_pools(0).command().empty());
+  CHECK(basic.spec().worker_pools(0).replica_count() == 3);
+  CHECK(basic.attempts().empty());
+  CHECK(basic.id() == "j-4");
+  // The full view is the default, paged by its bytes.
+  req.clear_view();
+  page = snapshots.List(req, 0);
+  REQUIRE(page.ok());
+  CHECK(page->jobs_size() == 3);
+  CHECK(page->jobs(0).spec().worker_pools(0).env().at("BIG").size() == (900 << 10));
+}
+
 TEST_CASE("a queued job's status is computed from the published queue") {
   WatchHub hub;
   JobSnapshots snapshots(&hub);
