@@ -114,6 +114,10 @@ Agent::Agent(Options options)
         launcher_options.base_environment =
             PassedEnvironment(CurrentEnvironment(), options_.pass_env);
         launcher_options.pids_max = options_.pids_max;
+        launcher_options.replica_env["TRAINCTL_SERVER"] = options_.scheduler;
+        if (!options_.tls_ca_path.empty()) {
+          launcher_options.replica_env["TRAINCTL_CA"] = options_.tls_ca_path;
+        }
         launcher_options.run_as = options_.run_as;
         launcher_options.cpu_policy = options_.cpu_policy;
         launcher_options.min_shared_cpus = options_.min_shared_cpus;

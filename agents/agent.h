@@ -90,6 +90,9 @@ class Agent {
     std::string tls_ca_pem;
     std::string tls_cert_pem;
     std::string tls_key_pem;
+    // The file tls_ca_pem came from, passed to replicas as TRAINCTL_CA (with TRAINCTL_SERVER and
+    // the scheduler's job-scoped TRAINCTL_TOKEN, `trainctl progress` works in a replica).
+    std::string tls_ca_path;
     // The variables of the agent's environment its replicas inherit (--pass-env); nothing else.
     std::vector<std::string> pass_env = {"PATH", "LANG", "HOME"};
     // Who replicas run as when the agent runs as root (--run-as, --default-run-as-user,

@@ -205,6 +205,7 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
   request.argv.assign(launch.argv().begin(), launch.argv().end());
   std::map<std::string, std::string> overlay(launch.env().begin(), launch.env().end());
   overlay.emplace("TRAINCTL_PROGRESS_FILE", progress_file);
+  overlay.insert(options_.replica_env.begin(), options_.replica_env.end());
   std::vector<std::string> base =
       options_.base_environment.empty() ? CurrentEnvironment() : options_.base_environment;
   if (*user) base = WithUserEnvironment(std::move(base), **user);

@@ -101,6 +101,9 @@ class ProcessLauncher {
     absl::Duration progress_interval = absl::Seconds(1);
     // Base environment of every process, "NAME=VALUE"; empty means the agent's own.
     std::vector<std::string> base_environment;
+    // Variables every replica gets from the agent (TRAINCTL_SERVER, TRAINCTL_CA), unless its
+    // launch sets them.
+    std::map<std::string, std::string> replica_env;
     // For tests of the scheduler's retries: the first N launches fail as the host's fault
     // without starting anything; -1 fails every launch.
     int inject_launch_failures = 0;

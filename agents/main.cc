@@ -49,6 +49,7 @@ absl::StatusOr<Agent::Options> MakeOptions(const AgentFlags& flags) {
   options.labels = flags.labels;
   options.pass_env = flags.pass_env;
   if (!flags.tls_ca.empty()) {
+    options.tls_ca_path = flags.tls_ca;
     TC_ASSIGN_OR_RETURN(options.tls_ca_pem, ReadPemFile("--tls-ca", flags.tls_ca));
     TC_ASSIGN_OR_RETURN(options.tls_cert_pem, ReadPemFile("--tls-cert", flags.tls_cert));
     TC_ASSIGN_OR_RETURN(options.tls_key_pem, ReadPemFile("--tls-key", flags.tls_key));

@@ -50,6 +50,8 @@ Command DescribeCommand();
 Command QueueCommand();
 Command QuotaCommand();
 Command ProjectsCommand();
+// commands_progress.cc
+Command ProgressCommand();
 // commands_admin.cc
 Command AdminCommand();
 Command WhoAmICommand();

@@ -12,6 +12,9 @@
 namespace trainctl::server {
 namespace {
 
+// The id of the ApiToken Authenticate makes of a replica's token: this, then the job id.
+constexpr char kReplicaTokenIdPrefix[] = "replica:";
+
 // "admin", "operator", ... as messages name them.
 std::string RoleName(v1::Role role) {
   return absl::AsciiStrToLower(absl::StripPrefix(v1::Role_Name(role), "ROLE_"));
@@ -118,6 +121,16 @@ absl::StatusOr<Caller> Authorizer::Authorize(const grpc::ServerContextBase& cont
   caller.name = token->owner();
   caller.token = *std::move(token);
   caller.authenticated = true;
+  if (absl::StartsWith(caller.token.id(), kReplicaTokenIdPrefix)) {
+    caller.job = caller.token.id().substr(sizeof(kReplicaTokenIdPrefix) - 1);
+    if (route != Route::kReportProgress) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("a replica's token (job ", caller.job,
+                       ") allows only ReportProgress for its own job, not ",
+                       Routes()[static_cast<size_t>(route)].method));
+    }
+    return caller;
+  }
   const Permission p = Routes()[static_cast<size_t>(route)].permission;
   if (!RoleHas(caller.token.role(), p)) {
     return absl::PermissionDeniedError(absl::StrCat(
@@ -138,13 +151,25 @@ absl::StatusOr<v1::ApiToken> Authorizer::Authenticate(
   if (!absl::ConsumePrefix(&header, "Bearer ")) {
     return absl::UnauthenticatedError("the authorization header must read \"Bearer <token>\"");
   }
-  return tokens_->Verify(std::string(absl::StripAsciiWhitespace(header)), clock_());
+  const std::string bearer(absl::StripAsciiWhitespace(header));
+  if (ReplicaTokens::IsReplicaToken(bearer)) {
+    std::optional<std::string> job =
+        replica_tokens_ == nullptr ? std::nullopt : replica_tokens_->JobOf(bearer);
+    if (!job) return absl::UnauthenticatedError("the replica token is not one this trainctld made");
+    v1::ApiToken t;
+    t.set_id(absl::StrCat(kReplicaTokenIdPrefix, *job));
+    t.set_owner(absl::StrCat("replica of ", *job));
+    return t;
+  }
+  return tokens_->Verify(bearer, clock_());
 }
 
 absl::Status Authorizer::CheckProject(const Caller& caller, Permission p,
                                       const std::string& project) const {
   const v1::ApiToken& t = caller.token;
   if (!enabled_ || t.role() == v1::ROLE_ADMIN) return absl::OkStatus();
+  // A replica's token: the service checks that the job is its own.
+  if (!caller.job.empty() && p == Permission::kReportProgress) return absl::OkStatus();
   if (!RoleHas(t.role(), p)) {
     return absl::PermissionDeniedError(absl::StrCat(caller.name, "'s token (role ",
                                                     RoleName(t.role()), ") lacks the permission ",

@@ -28,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "scheduler/model.h"
+#include "server/replica_tokens.h"
 #include "server/tokens.h"
 #include "trainctl/v1/job.pb.h"
 
@@ -91,6 +92,8 @@ struct Caller {
   std::string name;
   v1::ApiToken token;
   bool authenticated = false;
+  // A replica's token: the one job it may report progress for. Empty for every other caller.
+  std::string job;
 };
 
 // Whether `role` has `p` at all (projects aside).
@@ -102,9 +105,14 @@ void StampActor(sched::Effects* fx, size_t first, const std::string& actor);
 class Authorizer {
  public:
   using Clock = std::function<int64_t()>;
-  // `tokens` (not owned) may be null when !enabled.
-  Authorizer(bool enabled, const TokenRegistry* tokens, Clock clock)
-      : enabled_(enabled), tokens_(tokens), clock_(std::move(clock)) {}
+  // `tokens` (not owned) may be null when !enabled. `replica_tokens` (not owned; null: none are
+  // accepted) checks the job-scoped tokens of replicas.
+  Authorizer(bool enabled, const TokenRegistry* tokens, Clock clock,
+             const ReplicaTokens* replica_tokens = nullptr)
+      : enabled_(enabled),
+        tokens_(tokens),
+        clock_(std::move(clock)),
+        replica_tokens_(replica_tokens) {}
 
   bool enabled() const { return enabled_; }
 
@@ -112,17 +120,20 @@ class Authorizer {
   absl::StatusOr<Caller> Authorize(const grpc::ServerContextBase& context, Route route) const;
 
   // The token of an "authorization" header's value ("Bearer tct_..."); nullopt: no header.
+  // A replica's token ("Bearer tcr_...") is an ApiToken with the id "replica:<job id>".
   // UNAUTHENTICATED saying what is wrong. REQUIRES: enabled().
   absl::StatusOr<v1::ApiToken> Authenticate(std::optional<absl::string_view> authorization) const;
 
   // For a project-scoped permission: whether the caller may use it in `project`. Admins may
-  // everywhere; PERMISSION_DENIED otherwise.
+  // everywhere, a replica's token for its own job (Caller::job, checked by the service);
+  // PERMISSION_DENIED otherwise.
   absl::Status CheckProject(const Caller& caller, Permission p, const std::string& project) const;
 
  private:
   const bool enabled_;
   const TokenRegistry* const tokens_;
   const Clock clock_;
+  const ReplicaTokens* const replica_tokens_;
 };
 
 }  // namespace trainctl::server

@@ -120,6 +120,11 @@ absl::Status JobServiceImpl::CheckProject(const Caller& caller, Permission p,
 
 absl::Status JobServiceImpl::CheckJobProject(Turn& t, const Caller& caller, Permission p,
                                              const std::string& job_id) const {
+  if (!caller.job.empty() && caller.job != job_id) {
+    return absl::PermissionDeniedError(absl::StrCat("a replica's token (job ", caller.job,
+                                                    ") reports progress for its own job only, not ",
+                                                    job_id));
+  }
   const sched::Job* job = t.core.FindJob(job_id);
   // An unknown job is the handler's NOT_FOUND.
   if (job == nullptr) return absl::OkStatus();

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <future>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -190,8 +191,21 @@ int main(int argc, char** argv) {
   server::ReconcileLoop loop(std::move(core), std::move(*store), &registry, &snapshots, WallNowMs);
   // Checked by the flag parser.
   loop.set_redactor(*server::SecretRedactor::Parse(flags.secret_env_patterns));
-  // Users are authenticated where agents are: whenever trainctld serves TLS.
-  const server::Authorizer authorizer(flags.tls(), &tokens, WallNowMs);
+  // Users are authenticated where agents are: whenever trainctld serves TLS. Replicas then get a
+  // token for their own job's progress.
+  std::optional<server::ReplicaTokens> replica_tokens;
+  if (flags.tls()) {
+    absl::StatusOr<server::ReplicaTokens> loaded =
+        server::ReplicaTokens::LoadOrCreate(flags.data_dir + "/replica-token.key");
+    if (!loaded.ok()) {
+      spdlog::critical("{}", loaded.status().ToString());
+      return 1;
+    }
+    replica_tokens.emplace(*std::move(loaded));
+    loop.set_replica_tokens(&*replica_tokens);
+  }
+  const server::Authorizer authorizer(flags.tls(), &tokens, WallNowMs,
+                                      replica_tokens ? &*replica_tokens : nullptr);
   server::JobServiceImpl job_service(
       &loop, &registry, &snapshots, WallNowMs, &authorizer,
       {flags.max_request_bytes - (64 << 10), flags.max_watches_per_peer});

@@ -62,36 +62,6 @@ absl::StatusOr<Key> NewKey() {
   return key;
 }
 
-// Writes `content` to `path` with `mode`, through a temporary file renamed into place.
-absl::Status WriteFileAtomically(const std::string& path, const std::string& content, mode_t mode) {
-  const std::string tmp = absl::StrCat(path, ".tmp");
-  unlink(tmp.c_str());
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-  if (fd < 0)
-    return absl::InternalError(absl::StrCat("cannot create ", tmp, ": ", strerror(errno)));
-  size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      std::string err = strerror(errno);
-      close(fd);
-      unlink(tmp.c_str());
-      return absl::InternalError(absl::StrCat("cannot write ", tmp, ": ", err));
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (fsync(fd) != 0 || close(fd) != 0) {
-    unlink(tmp.c_str());
-    return absl::InternalError(absl::StrCat("cannot write ", tmp, ": ", strerror(errno)));
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    unlink(tmp.c_str());
-    return absl::InternalError(absl::StrCat("cannot rename ", tmp, ": ", strerror(errno)));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::FailedPreconditionError(absl::StrCat("cannot read ", path));
@@ -251,6 +221,35 @@ absl::Status MakeDir(const std::string& dir, mode_t mode) {
 }
 
 }  // namespace
+
+absl::Status WriteFileAtomically(const std::string& path, const std::string& content, mode_t mode) {
+  const std::string tmp = absl::StrCat(path, ".tmp");
+  unlink(tmp.c_str());
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  if (fd < 0)
+    return absl::InternalError(absl::StrCat("cannot create ", tmp, ": ", strerror(errno)));
+  size_t done = 0;
+  while (done < content.size()) {
+    ssize_t n = write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      std::string err = strerror(errno);
+      close(fd);
+      unlink(tmp.c_str());
+      return absl::InternalError(absl::StrCat("cannot write ", tmp, ": ", err));
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (fsync(fd) != 0 || close(fd) != 0) {
+    unlink(tmp.c_str());
+    return absl::InternalError(absl::StrCat("cannot write ", tmp, ": ", strerror(errno)));
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    unlink(tmp.c_str());
+    return absl::InternalError(absl::StrCat("cannot rename ", tmp, ": ", strerror(errno)));
+  }
+  return absl::OkStatus();
+}
 
 std::vector<std::string> DefaultServerHosts() {
   std::vector<std::string> hosts = {"localhost", "127.0.0.1", "::1"};

@@ -15,6 +15,8 @@
 // Thread-safe: the functions keep no state.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -23,6 +25,10 @@
 #include "absl/status/statusor.h"
 
 namespace trainctl::server {
+
+// Writes `content` to `path` with `mode`, through a temporary file (fsynced) renamed into place:
+// a crash leaves the old file or the new one, never half of it.
+absl::Status WriteFileAtomically(const std::string& path, const std::string& content, mode_t mode);
 
 // The organizational unit of agent certificates: a certificate without it (the server's, say)
 // is not an agent's.

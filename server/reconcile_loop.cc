@@ -112,7 +112,13 @@ void ReconcileLoop::RunTurn(std::vector<Work> items) {
     spdlog::info("event {} job={} replica={} node={}: {}", e.type, e.job_id, e.replica, e.node,
                  e.reason);
   }
-  for (sched::Command& c : fx.commands) registry_->Send(std::move(c));
+  for (sched::Command& c : fx.commands) {
+    if (replica_tokens_ != nullptr && c.message.has_launch()) {
+      v1::LaunchReplica* launch = c.message.mutable_launch();
+      (*launch->mutable_env())["TRAINCTL_TOKEN"] = replica_tokens_->Mint(launch->job_id());
+    }
+    registry_->Send(std::move(c));
+  }
   Publish(batch.jobs);
   for (auto& f : after) f();
   registry_->ExpireLogRequests();

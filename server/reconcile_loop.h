@@ -25,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "scheduler/core.h"
+#include "server/replica_tokens.h"
 #include "server/secret_env.h"
 #include "storage/store.h"
 
@@ -68,6 +69,9 @@ class ReconcileLoop {
   // What reads may show of a job: published snapshots and the jobs that calls return go through
   // it. Set before Start().
   void set_redactor(SecretRedactor redactor) { redactor_ = std::move(redactor); }
+  // With authentication: each launch gets its job's replica token as TRAINCTL_TOKEN (not owned;
+  // null: none).
+  void set_replica_tokens(const ReplicaTokens* tokens) { replica_tokens_ = tokens; }
   const SecretRedactor& redactor() const { return redactor_; }
 
  private:
@@ -77,6 +81,7 @@ class ReconcileLoop {
   void Publish(const std::vector<v1::Job>& jobs);
 
   SecretRedactor redactor_;
+  const ReplicaTokens* replica_tokens_ = nullptr;
   // Constant after construction; touched by the loop thread only once it runs.
   const std::unique_ptr<sched::Core> core_;
   const std::unique_ptr<storage::Store> store_;

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_replace.h"
 #include "tests/integration/mini_cluster.h"
 
 namespace trainctl::testing {
@@ -176,6 +177,49 @@ absl::StatusOr<std::string> ListServicesByReflection(MiniCluster& c, const std::
     return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
   }
   return response;
+}
+
+TEST_CASE("a replica reports its progress with its job's token, and may do nothing else",
+          "[integration][tls][auth]") {
+  MiniCluster c(Tls());
+  std::string spec = c.Spec(R"(
+displayName: reporter
+workerPools:
+- name: chief
+  replicaCount: 1
+  command:
+  - sh
+  - -c
+  - |
+    BIN/trainctl progress --step 7 --message warmup > DIR/progress.out 2>&1
+    echo $? > DIR/progress.rc
+    BIN/trainctl cancel $TRAINCTL_JOB_ID > DIR/cancel.out 2>&1
+    BIN/trainctl progress --job j-notmine > DIR/other.out 2>&1
+    echo done > DIR/reported
+    exec WORKLOAD --wait-file DIR/never
+  resources: {cpu: 0.1, memoryMb: 512}
+)");
+  spec = absl::StrReplaceAll(spec, {{"BIN", BinDir()}});
+  const std::string id = c.Submit(spec);
+  CHECK(Eventually([&] { return std::filesystem::exists(c.dir() + "/reported"); },
+                   std::chrono::seconds(30)));
+  const auto read = [&](const std::string& name) { return ReadTextFile(c.dir() + "/" + name); };
+  INFO(read("progress.out"));
+  INFO(c.GetJob(id).error().message());
+  CHECK(read("progress.rc") == "0\n");
+  // The progress reached the job.
+  CHECK(c.GetJob(id).replicas(0).has_last_progress_time());
+  // The token does nothing else: not even cancel its own job, nor report for another one.
+  CHECK_THAT(read("cancel.out"),
+             Catch::Contains("PERMISSION_DENIED") && Catch::Contains("allows only ReportProgress"));
+  CHECK_THAT(read("other.out"), Catch::Contains("PERMISSION_DENIED") &&
+                                    Catch::Contains("its own job only, not j-notmine"));
+  CHECK(c.GetJob(id).state() == v1::JOB_STATE_RUNNING);
+  // A forged token is no token.
+  CliResult forged = c.CliAs("tcr_" + id + "_" + std::string(64, '0'), {"get", id});
+  CHECK(forged.exit_code == 2);
+  CHECK_THAT(forged.err, Catch::Contains("UNAUTHENTICATED"));
+  REQUIRE(c.Cli({"cancel", id}).exit_code == 0);
 }
 
 TEST_CASE("server reflection needs a token when authentication is on", "[integration][tls][auth]") {

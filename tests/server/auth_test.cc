@@ -1,6 +1,10 @@
 // API tokens and roles: minting and verifying tokens, each role's permissions, project scopes,
 // and that every RPC trainctld serves to users has a route in the permission table.
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 
@@ -8,6 +12,7 @@
 #include "common/time_util.h"
 #include "server/auth_service.h"
 #include "server/authorizer.h"
+#include "server/replica_tokens.h"
 #include "server/tokens.h"
 #include "trainctl/v1/job.pb.h"
 
@@ -115,6 +120,55 @@ TEST_CASE("a member acts only in its projects", "[auth]") {
   // Without authentication everything is allowed.
   const Authorizer off(false, nullptr, [] { return int64_t{0}; });
   CHECK(off.CheckProject(member, Permission::kSubmit, "team-b").ok());
+}
+
+TEST_CASE("a replica token names its job, and only a key's own tokens verify", "[auth]") {
+  char tmpl[] = "/tmp/trainctl-replica-key-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  const std::string path = dir + "/replica-token.key";
+  absl::StatusOr<ReplicaTokens> made = ReplicaTokens::LoadOrCreate(path);
+  REQUIRE(made.ok());
+  struct stat st;
+  REQUIRE(stat(path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  // The same key after a restart: the token of a running replica still verifies.
+  absl::StatusOr<ReplicaTokens> again = ReplicaTokens::LoadOrCreate(path);
+  REQUIRE(again.ok());
+  const std::string token = made->Mint("j-abc");
+  CHECK(ReplicaTokens::IsReplicaToken(token));
+  CHECK(again->JobOf(token) == "j-abc");
+  // Altered, for another job, or from another key: refused.
+  std::string altered = token;
+  altered.back() = altered.back() == '0' ? '1' : '0';
+  CHECK_FALSE(made->JobOf(altered).has_value());
+  std::string other_job = token;
+  other_job.replace(4, 5, "j-abd");
+  CHECK_FALSE(made->JobOf(other_job).has_value());
+  CHECK_FALSE(ReplicaTokens(std::string(32, 'k')).JobOf(token).has_value());
+  CHECK_FALSE(made->JobOf("tcr_").has_value());
+  CHECK_FALSE(made->JobOf("tct_abc").has_value());
+  // A damaged key file stops trainctld rather than make tokens nobody can check.
+  std::ofstream(path) << "not hex\n";
+  CHECK(ReplicaTokens::LoadOrCreate(path).status().code() == absl::StatusCode::kFailedPrecondition);
+  std::filesystem::remove_all(dir);
+
+  // The authorizer knows it as the job's replica, allowed progress (the service checks the job).
+  TokenRegistry registry;
+  const ReplicaTokens keys(std::string(32, 'k'));
+  const Authorizer auth(
+      true, &registry, [] { return int64_t{0}; }, &keys);
+  absl::StatusOr<v1::ApiToken> replica = auth.Authenticate("Bearer " + keys.Mint("j-abc"));
+  REQUIRE(replica.ok());
+  CHECK(replica->id() == "replica:j-abc");
+  CHECK(replica->owner() == "replica of j-abc");
+  CHECK(auth.Authenticate("Bearer " + made->Mint("j-abc")).status().code() ==
+        absl::StatusCode::kUnauthenticated);
+  Caller caller;
+  caller.token = *replica;
+  caller.job = "j-abc";
+  CHECK(auth.CheckProject(caller, Permission::kReportProgress, "team-a").ok());
+  CHECK(auth.CheckProject(caller, Permission::kSubmit, "team-a").code() ==
+        absl::StatusCode::kPermissionDenied);
 }
 
 TEST_CASE("every user-facing RPC has a route, in Route order", "[auth]") {
