@@ -6,9 +6,12 @@
 #include <grpcpp/impl/codegen/sync_stream.h>
 
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <limits>
 #include <string>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "tests/integration/mini_cluster.h"
 #include "trainctl/v1/agent.grpc.pb.h"
 
@@ -115,6 +118,109 @@ TEST_CASE("a request that is not UTF-8 is INVALID_ARGUMENT naming the field",
   REQUIRE(list.exit_code == 0);
   CHECK(absl::StrContains(list.out, "utf8-test"));
   CHECK_FALSE(absl::StrContains(list.out, "utf8-te\xff"));
+}
+
+// The resident memory of process `pid` now, in KiB.
+int64_t RssKb(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
+  }
+  return 0;
+}
+
+TEST_CASE("hostile CreateJob requests are refused with the field, store nothing, cost no memory",
+          "[integration][limits]") {
+  MiniCluster c(1);
+  auto base = [] {
+    v1::CreateJobRequest req;
+    v1::JobSpec* spec = req.mutable_spec();
+    spec->set_display_name("hostile");
+    v1::WorkerPool* pool = spec->add_worker_pools();
+    pool->set_name("chief");
+    pool->set_replica_count(1);
+    pool->add_command("/bin/true");
+    return req;
+  };
+  struct Case {
+    const char* what;
+    v1::CreateJobRequest req;
+    grpc::StatusCode code;
+    std::string message;
+  };
+  std::vector<Case> cases;
+  {
+    v1::CreateJobRequest r = base();
+    (*r.mutable_spec()->mutable_worker_pools(0)->mutable_env())["PAYLOAD"] =
+        std::string(100 << 20, 'x');
+    cases.push_back({"a 100 MB request", r, grpc::StatusCode::RESOURCE_EXHAUSTED, "4194304"});
+  }
+  {
+    v1::CreateJobRequest r = base();
+    auto& env = *r.mutable_spec()->mutable_worker_pools(0)->mutable_env();
+    for (int i = 0; i < 100000; ++i) env[absl::StrCat("E", i)] = "v";
+    cases.push_back({"100,000 env entries", r, grpc::StatusCode::INVALID_ARGUMENT,
+                     "the job spec is 1288923 bytes, at most 1048576 are allowed"});
+  }
+  {
+    v1::CreateJobRequest r = base();
+    r.mutable_spec()->set_display_name(std::string("bad\0name", 8));
+    cases.push_back({"a NUL byte", r, grpc::StatusCode::INVALID_ARGUMENT,
+                     "displayName must not contain NUL bytes"});
+  }
+  {
+    v1::CreateJobRequest r = base();
+    r.mutable_spec()->mutable_worker_pools(0)->mutable_resources()->set_cpu(
+        std::numeric_limits<double>::quiet_NaN());
+    cases.push_back({"NaN cpu", r, grpc::StatusCode::INVALID_ARGUMENT,
+                     "workerPools[0].resources.cpu must be 0..4096 cores, got nan"});
+  }
+  {
+    v1::CreateJobRequest r = base();
+    r.mutable_spec()->mutable_worker_pools(0)->mutable_resources()->set_cpu(
+        std::numeric_limits<double>::infinity());
+    cases.push_back({"infinite cpu", r, grpc::StatusCode::INVALID_ARGUMENT,
+                     "workerPools[0].resources.cpu must be 0..4096 cores, got inf"});
+  }
+  {
+    v1::CreateJobRequest r = base();
+    r.mutable_spec()->mutable_scheduling()->mutable_timeout()->set_seconds(int64_t{1} << 60);
+    cases.push_back({"an enormous duration", r, grpc::StatusCode::INVALID_ARGUMENT,
+                     "scheduling.timeout must be between 0s and 31622400s"});
+  }
+  {
+    v1::CreateJobRequest r = base();
+    r.mutable_spec()->mutable_scheduling()->mutable_timeout()->set_nanos(2'000'000'000);
+    cases.push_back({"nanos out of range", r, grpc::StatusCode::INVALID_ARGUMENT,
+                     "scheduling.timeout must be between 0s and 31622400s, got 0s and "
+                     "2000000000ns"});
+  }
+  const int64_t before = RssKb(c.daemon().pid());
+  for (const Case& k : cases) {
+    grpc::ClientContext ctx;
+    v1::Job job;
+    grpc::Status s = c.jobs().CreateJob(&ctx, k.req, &job);
+    INFO(k.what << ": " << s.error_message());
+    CHECK(s.error_code() == k.code);
+    CHECK_THAT(s.error_message(), Catch::Contains(k.message));
+  }
+  // The daemon's memory stays bounded: gRPC buffers an oversized request while it arrives and
+  // refuses it whole, and the allocator keeps some of that for the next one, but nine such
+  // requests (900 MB in all) leave it nowhere near their sum.
+  for (int i = 0; i < 8; ++i) {
+    grpc::ClientContext ctx;
+    v1::Job job;
+    CHECK(c.jobs().CreateJob(&ctx, cases[0].req, &job).error_code() ==
+          grpc::StatusCode::RESOURCE_EXHAUSTED);
+  }
+  // Nothing was stored.
+  CliResult list = c.Cli({"list", "-o", "json"});
+  REQUIRE(list.exit_code == 0);
+  CHECK_FALSE(absl::StrContains(list.out, "\"id\""));
+  const int64_t after = RssKb(c.daemon().pid());
+  INFO("trainctld's RSS: " << before / 1024 << " MiB before, " << after / 1024 << " MiB after");
+  CHECK(after - before < 256 * 1024);
 }
 
 TEST_CASE("log reads fit a lowered --max-request-bytes", "[integration][limits]") {
