@@ -4,9 +4,10 @@
 #   layers  tests/check_layers.sh: no module includes one above it (README, Architecture)
 #   main    build/: gcc, every unit and integration test
 #   asan    build-asan/: gcc with AddressSanitizer + UBSan, the unit and server tests
-#   tsan    build-tsan/: clang with ThreadSanitizer and -Wthread-safety -Werror; builds
-#           everything, runs the tests that do not go through gRPC (those labelled "grpc" or
-#           "integration" do), since Debian's gRPC is not built for TSan
+#   tsan    build-tsan/: clang with ThreadSanitizer and -Wthread-safety -Werror; builds the
+#           programs and the unit tests (not the integration tests and benchmarks, which it
+#           would not run), runs the tests that do not go through gRPC (those labelled "grpc"
+#           do), since Debian's gRPC is not built for TSan
 # With arguments, runs only the named parts, in the order given: `tests/run.sh tsan`.
 # Prints how long each part took, also after a failure. Exits non-zero on any failure.
 set -euo pipefail
@@ -51,8 +52,9 @@ asan_tests() {
 }
 
 tsan_build() {
+  local unit_dirs="common;storage;scheduler;agents;cli;server;workload"
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ \
-    -DTRAINCTL_TSAN=ON >/dev/null
+    -DTRAINCTL_TSAN=ON "-DTRAINCTL_TEST_DIRS=$unit_dirs" >/dev/null
   cmake --build build-tsan -j"$jobs"
 }
 tsan_tests() {
