@@ -4,14 +4,13 @@
 #include <grpcpp/grpcpp.h>
 #include <stdlib.h>
 
-#include <atomic>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <limits>
 #include <string>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "tests/integration/fake_agent.h"
 #include "tests/integration/mini_cluster.h"
 #include "trainctl/v1/agent.grpc.pb.h"
 
@@ -27,39 +26,13 @@ workerPools:
   resources: {cpu: 0.1, memoryMb: 16}
 )";
 
-// Opens an agent stream to the cluster, sends `reg` and returns how the scheduler ended it (or
-// OK when it answered with a RegisterAck instead).
+// Registers `reg` over a stream of its own, closed at once: OK when a RegisterAck came, else how
+// the scheduler ended the stream.
 grpc::Status RegisterAs(MiniCluster& c, const v1::Register& reg) {
-  auto stub = v1::AgentService::NewStub(
-      grpc::CreateChannel(c.address(), grpc::InsecureChannelCredentials()));
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  auto stream = stub->Connect(&ctx);
-  v1::AgentMessage msg;
-  msg.set_seq(1);
-  *msg.mutable_register_() = reg;
-  REQUIRE(stream->Write(msg));
-  v1::SchedulerMessage in;
-  while (stream->Read(&in)) {
-    if (in.has_register_ack()) {
-      ctx.TryCancel();
-      stream->Finish().ok();
-      return grpc::Status::OK;
-    }
-  }
-  return stream->Finish();
+  return FakeAgent(c.address()).Register(reg);
 }
 
-v1::Register Rogue(const std::string& node) {
-  v1::Register reg;
-  reg.set_node(node);
-  reg.set_address("203.0.113.7");
-  reg.mutable_capacity()->set_cpu(512);
-  reg.mutable_capacity()->set_memory_mb(1 << 22);
-  *reg.mutable_allocatable() = reg.capacity();
-  reg.set_agent_instance("rogue");
-  return reg;
-}
+v1::Register Rogue(const std::string& node) { return RogueRegistration(node); }
 
 TEST_CASE("a second stream claiming a connected node's name is refused, and its replicas run on",
           "[integration][security]") {
@@ -130,29 +103,10 @@ TEST_CASE("a large spec with many replicas is held once per job, not once per la
   o.daemon_args = {"--port-range", "30000-32767"};
   MiniCluster c(o);
   // A node big enough for the whole job, whose stream reads the launches and confirms none.
-  auto stub = v1::AgentService::NewStub(
-      grpc::CreateChannel(c.address(), grpc::InsecureChannelCredentials()));
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
-  auto stream = stub->Connect(&ctx);
-  v1::AgentMessage reg;
-  reg.set_seq(1);
-  *reg.mutable_register_() = Rogue("node-big");
-  REQUIRE(stream->Write(reg));
-  v1::SchedulerMessage in;
-  REQUIRE(stream->Read(&in));
-  REQUIRE(in.has_register_ack());
+  FakeAgent fake(c.address(), grpc::InsecureChannelCredentials(), std::chrono::seconds(120));
+  REQUIRE(fake.Register(Rogue("node-big")).ok());
   // Heartbeats keep the node READY while the test reads.
-  std::atomic<bool> done{false};
-  std::thread heartbeats([&, interval = in.register_ack().heartbeat_interval_ms()] {
-    for (uint64_t seq = 2; !done; ++seq) {
-      v1::AgentMessage beat;
-      beat.set_seq(seq);
-      beat.mutable_heartbeat();
-      if (!stream->Write(beat)) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(interval));
-    }
-  });
+  fake.StartHeartbeats();
   const int64_t before = PeakRssKb(c.daemon().pid());
 
   // 1,200 replicas of a pool with 900 KB of env: one copy per launch would be over 1 GB.
@@ -180,7 +134,8 @@ TEST_CASE("a large spec with many replicas is held once per job, not once per la
   REQUIRE(created.ok());
 
   int launches = 0;
-  while (launches < kReplicas && stream->Read(&in)) {
+  v1::SchedulerMessage in;
+  while (launches < kReplicas && fake.Read(&in)) {
     if (!in.has_launch()) continue;
     ++launches;
     // Each launch reaches the agent whole: the pool's argv and env, and its own variables.
@@ -196,10 +151,6 @@ TEST_CASE("a large spec with many replicas is held once per job, not once per la
   INFO("trainctld's peak RSS: " << before / 1024 << " MiB before, " << after / 1024
                                 << " MiB after");
   CHECK(after - before < 400 * 1024);
-  done = true;
-  ctx.TryCancel();
-  heartbeats.join();
-  stream->Finish();
 }
 
 TEST_CASE("a host registers few unknown names, and an admin deletes a node that is gone",

@@ -12,6 +12,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "tests/integration/fake_agent.h"
 #include "tests/integration/mini_cluster.h"
 #include "trainctl/v1/agent.grpc.pb.h"
 
@@ -304,14 +305,7 @@ workerPools:
   w2->Finish();
 
   // Both agents hold the host's two agent streams: a third stream is refused, and they stay.
-  auto stub = v1::AgentService::NewStub(
-      grpc::CreateChannel(c.address(), grpc::InsecureChannelCredentials()));
-  grpc::ClientContext actx;
-  actx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  auto stream = stub->Connect(&actx);
-  v1::SchedulerMessage in;
-  CHECK_FALSE(stream->Read(&in));
-  grpc::Status refused = stream->Finish();
+  grpc::Status refused = FakeAgent(c.address()).Finish();
   CHECK(refused.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
   CHECK(absl::StrContains(refused.error_message(), "--max-agent-streams-per-peer"));
   CHECK(c.GetNode("node-0").connected());

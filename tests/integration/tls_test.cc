@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "tests/integration/fake_agent.h"
 #include "tests/integration/mini_cluster.h"
 #include "trainctl/v1/agent.grpc.pb.h"
 
@@ -71,24 +72,13 @@ TEST_CASE("an agent is bound to the node its certificate names", "[integration][
   // A stream without a client certificate may not register at all.
   grpc::SslCredentialsOptions tls;
   tls.pem_root_certs = ReadTextFile(c.PkiDir() + "/ca.crt");
-  auto stub =
-      v1::AgentService::NewStub(grpc::CreateChannel(c.address(), grpc::SslCredentials(tls)));
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  auto stream = stub->Connect(&ctx);
-  v1::AgentMessage msg;
-  msg.set_seq(1);
-  v1::Register* reg = msg.mutable_register_();
-  reg->set_node("node-9");
-  reg->set_address("127.0.0.1");
-  reg->mutable_capacity()->set_cpu(1);
-  reg->mutable_capacity()->set_memory_mb(1024);
-  *reg->mutable_allocatable() = reg->capacity();
-  REQUIRE(stream->Write(msg));
-  v1::SchedulerMessage in;
-  while (stream->Read(&in)) {
-  }
-  grpc::Status status = stream->Finish();
+  v1::Register reg;
+  reg.set_node("node-9");
+  reg.set_address("127.0.0.1");
+  reg.mutable_capacity()->set_cpu(1);
+  reg.mutable_capacity()->set_memory_mb(1024);
+  *reg.mutable_allocatable() = reg.capacity();
+  grpc::Status status = FakeAgent(c.address(), grpc::SslCredentials(tls)).Register(reg);
   CHECK(status.error_code() == grpc::StatusCode::UNAUTHENTICATED);
   CHECK(absl::StrContains(status.error_message(), "--tls-cert"));
   v1::Node absent;
