@@ -103,6 +103,13 @@ void StampActor(sched::Effects* fx, size_t first, const std::string& actor) {
   for (size_t i = first; i < fx->events.size(); ++i) fx->events[i].actor = actor;
 }
 
+std::optional<absl::string_view> AuthorizationHeader(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) {
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) return std::nullopt;
+  return absl::string_view(it->second.data(), it->second.size());
+}
+
 absl::StatusOr<Caller> Authorizer::Authorize(const grpc::ServerContextBase& context,
                                              Route route) const {
   Caller caller;
@@ -111,12 +118,7 @@ absl::StatusOr<Caller> Authorizer::Authorize(const grpc::ServerContextBase& cont
     caller.token.set_role(v1::ROLE_ADMIN);
     return caller;
   }
-  const auto& md = context.client_metadata();
-  auto it = md.find("authorization");
-  absl::StatusOr<v1::ApiToken> token =
-      Authenticate(it == md.end() ? std::nullopt
-                                  : std::optional<absl::string_view>(
-                                        absl::string_view(it->second.data(), it->second.size())));
+  absl::StatusOr<v1::ApiToken> token = Authenticate(AuthorizationHeader(context.client_metadata()));
   if (!token.ok()) return token.status();
   caller.name = token->owner();
   caller.token = *std::move(token);

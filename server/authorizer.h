@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -101,6 +102,11 @@ bool RoleHas(v1::Role role, Permission p);
 
 // Stamps the actor on the events fx gained since `first` (an index into fx->events).
 void StampActor(sched::Effects* fx, size_t first, const std::string& actor);
+
+// The value of a call's "authorization" metadata (client metadata, or an AuthMetadataProcessor's
+// input); nullopt when there is none.
+std::optional<absl::string_view> AuthorizationHeader(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata);
 
 class Authorizer {
  public:

@@ -20,11 +20,7 @@ grpc::Status ReflectionGate::Process(const InputMetadata& auth_metadata, grpc::A
       !IsReflectionPath(absl::string_view(path->second.data(), path->second.size()))) {
     return grpc::Status::OK;
   }
-  auto header = auth_metadata.find("authorization");
-  absl::StatusOr<v1::ApiToken> token = auth_->Authenticate(
-      header == auth_metadata.end() ? std::nullopt
-                                    : std::optional<absl::string_view>(absl::string_view(
-                                          header->second.data(), header->second.size())));
+  absl::StatusOr<v1::ApiToken> token = auth_->Authenticate(AuthorizationHeader(auth_metadata));
   if (!token.ok()) {
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                         absl::StrCat("server reflection: ", token.status().message()));
