@@ -67,7 +67,7 @@ Command ProgressCommand() {
       "progress",
       "",
       "Report a replica's training progress (run it inside the replica)",
-      "Each report restarts the replica's hang timeout (faultTolerance.hangTimeout). Inside a\n"
+      "Each report restarts the replica's hang timeout (scheduling.hangTimeout). Inside a\n"
       "replica nothing else is needed: the job and replica come from TRAINCTL_JOB_ID and\n"
       "TRAINCTL_REPLICA_NAME, and the server, its CA and a token for this job's progress from\n"
       "TRAINCTL_SERVER, TRAINCTL_CA and TRAINCTL_TOKEN, which the agent sets. Prints nothing.",
