@@ -5,7 +5,6 @@
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
-#include <fstream>
 #include <limits>
 #include <string>
 
@@ -84,17 +83,6 @@ TEST_CASE("a registration with NaN or absurd resources is refused and stores not
   CHECK(RegisterAs(c, Rogue("node-new")).ok());
 }
 
-// The peak resident memory (VmHWM) of process `pid`, in KiB.
-int64_t PeakRssKb(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6));
-  }
-  FAIL("no VmHWM in /proc/" << pid << "/status");
-  return 0;
-}
-
 TEST_CASE("a large spec with many replicas is held once per job, not once per launch",
           "[integration][security]") {
   ClusterOptions o;
@@ -107,7 +95,7 @@ TEST_CASE("a large spec with many replicas is held once per job, not once per la
   REQUIRE(fake.Register(Rogue("node-big")).ok());
   // Heartbeats keep the node READY while the test reads.
   fake.StartHeartbeats();
-  const int64_t before = PeakRssKb(c.daemon().pid());
+  const int64_t before = ProcessMemoryKb(c.daemon().pid(), "VmHWM");
 
   // 1,200 replicas of a pool with 900 KB of env: one copy per launch would be over 1 GB.
   constexpr int kReplicas = 1200;
@@ -147,7 +135,7 @@ TEST_CASE("a large spec with many replicas is held once per job, not once per la
   }
   INFO("job: " << c.GetJob(job.id()).queue_reason() << c.Cli({"nodes"}).out);
   CHECK(launches == kReplicas);
-  const int64_t after = PeakRssKb(c.daemon().pid());
+  const int64_t after = ProcessMemoryKb(c.daemon().pid(), "VmHWM");
   INFO("trainctld's peak RSS: " << before / 1024 << " MiB before, " << after / 1024
                                 << " MiB after");
   CHECK(after - before < 400 * 1024);

@@ -69,6 +69,15 @@ std::map<std::string, std::string> ParseEnvLines(const std::string& text) {
   return env;
 }
 
+int64_t ProcessMemoryKb(pid_t pid, const std::string& field) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(field + ":", 0) == 0) return std::stoll(line.substr(field.size() + 1));
+  }
+  return 0;
+}
+
 std::string ReadTextFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;

@@ -45,6 +45,10 @@ bool PidAlive(pid_t pid);
 // The whole file, or "" when it cannot be read.
 std::string ReadTextFile(const std::string& path);
 
+// A memory figure of process `pid` from /proc/PID/status, in KiB: `field` is "VmRSS" (resident
+// now) or "VmHWM" (peak resident). 0 when it cannot be read.
+int64_t ProcessMemoryKb(pid_t pid, const std::string& field);
+
 // NAME=VALUE lines (as `workload --env` prints them) as a map.
 std::map<std::string, std::string> ParseEnvLines(const std::string& text);
 

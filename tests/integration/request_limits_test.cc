@@ -6,7 +6,6 @@
 #include <grpcpp/impl/codegen/sync_stream.h>
 
 #include <catch2/catch.hpp>
-#include <fstream>
 #include <limits>
 #include <string>
 
@@ -121,16 +120,6 @@ TEST_CASE("a request that is not UTF-8 is INVALID_ARGUMENT naming the field",
   CHECK_FALSE(absl::StrContains(list.out, "utf8-te\xff"));
 }
 
-// The resident memory of process `pid` now, in KiB.
-int64_t RssKb(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
-  }
-  return 0;
-}
-
 TEST_CASE("hostile CreateJob requests are refused with the field, store nothing, cost no memory",
           "[integration][limits]") {
   MiniCluster c(1);
@@ -197,7 +186,7 @@ TEST_CASE("hostile CreateJob requests are refused with the field, store nothing,
                      "scheduling.timeout must be between 0s and 31622400s, got 0s and "
                      "2000000000ns"});
   }
-  const int64_t before = RssKb(c.daemon().pid());
+  const int64_t before = ProcessMemoryKb(c.daemon().pid(), "VmRSS");
   for (const Case& k : cases) {
     grpc::ClientContext ctx;
     v1::Job job;
@@ -219,7 +208,7 @@ TEST_CASE("hostile CreateJob requests are refused with the field, store nothing,
   CliResult list = c.Cli({"list", "-o", "json"});
   REQUIRE(list.exit_code == 0);
   CHECK_FALSE(absl::StrContains(list.out, "\"id\""));
-  const int64_t after = RssKb(c.daemon().pid());
+  const int64_t after = ProcessMemoryKb(c.daemon().pid(), "VmRSS");
   INFO("trainctld's RSS: " << before / 1024 << " MiB before, " << after / 1024 << " MiB after");
   CHECK(after - before < 256 * 1024);
 }
