@@ -11,8 +11,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "agents/gpu_inventory.h"
+#include "agents/report_journal.h"
 #include "agents/run_cgroup.h"
-#include "agents/run_records.h"
 #include "agents/spawn.h"
 #include "spdlog/spdlog.h"
 
@@ -82,9 +82,6 @@ Agent::Options WithCheckDefaults(Agent::Options options) {
   return options;
 }
 
-// The job id of a run id ("<job>/<attempt>/<replica>/<restart>").
-std::string JobOfRun(const std::string& run_id) { return run_id.substr(0, run_id.find('/')); }
-
 // The exit status as a shell reports it: the exit code, or 128+N for a run killed by signal N.
 // nullopt for a run that never started or whose status is unknown (an adopted run).
 std::optional<int> ExitStatus(const trainctl::v1::ReplicaExited& exited) {
@@ -105,7 +102,7 @@ Agent::Agent(Options options)
       launcher_([this] {
         ProcessLauncher::Options launcher_options;
         launcher_options.work_dir = options_.work_dir;
-        launcher_options.poll_interval = options_.poll_interval;
+        launcher_options.shim_path = options_.shim_path;
         launcher_options.progress_interval = options_.progress_interval;
         launcher_options.inject_launch_failures = options_.inject_launch_failures;
         // The launcher logs which controllers runs are isolated by, and which not.
@@ -140,16 +137,39 @@ Agent::Agent(Options options)
             return Preflight(launch);
           };
         }
-        launcher_options.run_records =
-            std::make_shared<RunRecordStore>(options_.work_dir + "/run-records");
         return launcher_options;
       }()) {
   spdlog::info("checks: {}", absl::StrJoin(check_config_, ", ", absl::PairFormatter(": ")));
-  std::vector<std::string> adopted = launcher_.AdoptRecordedRuns();
+  // Reports an earlier agent could not deliver come first, in their order; the runs whose exits
+  // they hold are only forgotten by the adoption below.
+  std::set<std::string> journaled_exits;
+  {
+    std::vector<ReportJournal::Entry> unacked;
+    const std::string path = options_.work_dir + "/" + kJournalFile;
+    absl::StatusOr<std::unique_ptr<ReportJournal>> journal = ReportJournal::Open(path, &unacked);
+    absl::MutexLock lock(&mu_);
+    if (journal.ok()) {
+      journal_ = *std::move(journal);
+    } else {
+      spdlog::error("no report journal ({}): reports not acknowledged when the agent dies are lost",
+                    std::string(journal.status().message()));
+    }
+    for (ReportJournal::Entry& entry : unacked) {
+      if (entry.report.has_replica_exited()) {
+        journaled_exits.insert(entry.report.replica_exited().run_id());
+      }
+      reports_.Add(std::move(entry.report), entry.id);
+    }
+    if (!unacked.empty()) {
+      spdlog::info("{} reports of an earlier agent were never acknowledged; sending them again",
+                   unacked.size());
+    }
+  }
+  std::vector<std::string> adopted = launcher_.AdoptRecordedRuns(journaled_exits);
   if (!adopted.empty()) {
     spdlog::warn(
-        "adopted {} replica processes an earlier agent left running; the scheduler "
-        "decides whether they keep running",
+        "adopted {} replicas an earlier agent started; they keep running, and the scheduler "
+        "decides whether they should",
         adopted.size());
   }
   worker_ = std::thread([this] { WorkerLoop(); });
@@ -199,126 +219,29 @@ void Agent::QueueExit(trainctl::v1::ReplicaExited exited) {
   }
   trainctl::v1::AgentMessage report;
   *report.mutable_replica_exited() = std::move(exited);
-  reports_.Add(std::move(report));
+  AddReportLocked(std::move(report));
 }
 
-std::optional<ProcessLauncher::PreflightFailure> Agent::Preflight(
-    const trainctl::v1::LaunchReplica& launch) {
-  std::optional<trainctl::v1::CheckRun> run =
-      preflight_cache_.Find(launch.job_id(), launch.attempt());
-  if (run) {
-    spdlog::info("run {}: preflight of job {} attempt {} already {} on this node (run for {})",
-                 launch.run_id(), launch.job_id(), launch.attempt(),
-                 run->passed() ? "passed" : "failed", run->run_id());
-    // Its own GPUs are not the ones that run checked.
-    if (run->passed()) run = checker_.ForReplica(*std::move(run), launch);
-  } else {
-    run = checker_.RunPreflight(launch);
-    preflight_cache_.Insert(launch.job_id(), launch.attempt(), *run);
-    // A failed run travels with each replica's exit instead.
-    if (run->passed()) {
-      trainctl::v1::AgentMessage report;
-      *report.mutable_check_report()->mutable_run() = *run;
-      AddReport(std::move(report));
+void Agent::AddReportLocked(trainctl::v1::AgentMessage report) {
+  uint64_t journal_id = 0;
+  if (journal_ != nullptr) {
+    absl::StatusOr<uint64_t> id = journal_->Append(report);
+    if (id.ok()) {
+      journal_id = *id;
+    } else {
+      spdlog::warn("cannot journal a report; it is lost if the agent dies before it is acked: {}",
+                   std::string(id.status().message()));
     }
   }
-  if (run->passed()) return std::nullopt;
-  run->set_run_id(launch.run_id());
-  std::string error = PreflightError(options_.node, *run);
-  return ProcessLauncher::PreflightFailure{*std::move(run), std::move(error)};
-}
-
-void Agent::ExitCheckLoop() {
-  auto cancelled = [this] {
-    absl::MutexLock lock(&mu_);
-    return worker_exit_;
-  };
-  while (true) {
-    size_t batch = 0;
-    {
-      absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return worker_exit_ || !pending_exits_.empty();
-      };
-      mu_.Await(absl::Condition(&ready));
-      if (worker_exit_) return;
-      batch = pending_exits_.size();
-    }
-    // The exits queued so far share this run: it started after each of them.
-    trainctl::v1::CheckRun run = checker_.RunHealthChecks("exit", cancelled);
-    absl::MutexLock lock(&mu_);
-    if (worker_exit_) return;
-    for (size_t i = 0; i < batch; ++i) {
-      trainctl::v1::AgentMessage report;
-      trainctl::v1::ReplicaExited& exited = *report.mutable_replica_exited();
-      exited = std::move(pending_exits_.front());
-      pending_exits_.pop_front();
-      *exited.mutable_checks() = run;
-      exited.mutable_checks()->set_job_id(JobOfRun(exited.run_id()));
-      exited.mutable_checks()->set_run_id(exited.run_id());
-      reports_.Add(std::move(report));
-    }
-  }
-}
-
-void Agent::DelayedExitLoop() {
-  absl::MutexLock lock(&mu_);
-  while (!worker_exit_) {
-    // Every exit is held for the same time, so the oldest is due first.
-    if (!delayed_exits_.empty() && absl::Now() >= delayed_exits_.front().first) {
-      QueueExit(std::move(delayed_exits_.front().second));
-      delayed_exits_.pop_front();
-      continue;
-    }
-    const absl::Time due =
-        delayed_exits_.empty() ? absl::InfiniteFuture() : delayed_exits_.front().first;
-    const size_t held = delayed_exits_.size();
-    auto changed = [this, held]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return worker_exit_ || delayed_exits_.size() != held;
-    };
-    mu_.AwaitWithDeadline(absl::Condition(&changed), due);
-  }
-}
-
-void Agent::HealthCheckLoop() {
-  const absl::Duration interval = options_.checks.health_check_interval;
-  const bool periodic = interval > absl::ZeroDuration();
-  auto cancelled = [this] {
-    absl::MutexLock lock(&mu_);
-    return stopped_;
-  };
-  absl::Time next = periodic ? absl::Now() : absl::InfiniteFuture();
-  while (true) {
-    {
-      absl::MutexLock lock(&mu_);
-      auto wake = [this]()
-                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopped_ || checks_requested_; };
-      mu_.AwaitWithDeadline(absl::Condition(&wake), next);
-      if (stopped_) return;
-      // A request that arrives while the set runs gets a run of its own after it.
-      checks_requested_ = false;
-    }
-    trainctl::v1::AgentMessage report;
-    *report.mutable_check_report()->mutable_run() = checker_.RunHealthChecks("periodic", cancelled);
-    absl::MutexLock lock(&mu_);
-    if (stopped_) return;
-    reports_.AddPeriodicCheck(std::move(report));
-    next = periodic ? absl::Now() + interval : absl::InfiniteFuture();
-  }
-}
-
-void Agent::RunStartupScript() {
-  std::optional<trainctl::v1::CheckRun> run = checker_.RunStartupScript([this] {
-    absl::MutexLock lock(&mu_);
-    return stopped_;
-  });
-  absl::MutexLock lock(&mu_);
-  startup_run_ = std::move(run);
+  // The journal knows the run's end now: its directory may go (under mu_, so that the ack that
+  // empties the journal cannot come first).
+  if (report.has_replica_exited()) launcher_.ForgetRun(report.replica_exited().run_id());
+  reports_.Add(std::move(report), journal_id);
 }
 
 void Agent::AddReport(trainctl::v1::AgentMessage report) {
   absl::MutexLock lock(&mu_);
-  reports_.Add(std::move(report));
+  AddReportLocked(std::move(report));
 }
 
 void Agent::Run() {
@@ -542,7 +465,12 @@ void Agent::Handle(const trainctl::v1::SchedulerMessage& message) {
     }
     case trainctl::v1::SchedulerMessage::kAck: {
       absl::MutexLock lock(&mu_);
-      reports_.Ack(message.ack().seq());
+      const uint64_t journaled = reports_.Ack(message.ack().seq());
+      if (journaled > 0 && journal_ != nullptr) {
+        if (absl::Status s = journal_->AckThrough(journaled); !s.ok()) {
+          spdlog::warn("report journal: {}", std::string(s.message()));
+        }
+      }
       break;
     }
     case trainctl::v1::SchedulerMessage::kRunChecks: {
@@ -569,6 +497,7 @@ void Agent::WorkerLoop() {
       if (commands_.empty()) return;
       command = std::move(commands_.front());
       commands_.pop_front();
+      command_running_ = true;
     }
     if (command.has_launch()) {
       spdlog::info("run {}: launch requested", command.launch().run_id());
@@ -579,26 +508,39 @@ void Agent::WorkerLoop() {
       if (!status.ok())
         spdlog::warn("run {}: cannot stop: {}", stop.run_id(), std::string(status.message()));
     }
+    absl::MutexLock lock(&mu_);
+    command_running_ = false;
   }
 }
 
-void Agent::Shutdown(absl::Duration grace, absl::Duration ack_wait) {
-  spdlog::info("shutting down: stopping every replica (grace {})", absl::FormatDuration(grace));
+void Agent::Shutdown(absl::Duration ack_wait) {
+  spdlog::info("shutting down; replicas keep running, and the next agent takes them over");
   launcher_.RejectNewLaunches("the agent is shutting down");
-  launcher_.StopAll(absl::ToInt64Milliseconds(grace), "the agent is shutting down");
-  if (!launcher_.WaitUntilIdle(absl::Now() + grace + absl::Seconds(5))) {
-    spdlog::warn("some replicas were still running after the grace period");
-  }
   absl::MutexLock lock(&mu_);
+  // Launches already received still start (or fail) before the agent goes: none is half done.
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return commands_.empty() && !command_running_;
+  };
+  mu_.AwaitWithTimeout(absl::Condition(&idle), ack_wait);
+  // Everything is journaled; waiting a little for the acks only saves the next agent a resend.
   auto all_acked = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return reports_.empty() && pending_exits_.empty() && delayed_exits_.empty();
   };
   if (!mu_.AwaitWithTimeout(absl::Condition(&all_acked), ack_wait)) {
-    spdlog::warn("{} reports were not acknowledged by the scheduler",
+    spdlog::info("{} reports not acknowledged yet; the next agent sends them again",
                  reports_.size() + pending_exits_.size() + delayed_exits_.size());
   }
   stopped_ = true;
   if (context_ != nullptr) context_->TryCancel();
+}
+
+void Agent::StopReplicas(absl::Duration grace) {
+  spdlog::info("stopping every replica (grace {})", absl::FormatDuration(grace));
+  launcher_.RejectNewLaunches("the agent is stopping its replicas");
+  launcher_.StopAll(absl::ToInt64Milliseconds(grace), "the agent is stopping its replicas");
+  if (!launcher_.WaitUntilIdle(absl::Now() + grace + absl::Seconds(5))) {
+    spdlog::warn("some replicas were still running after the grace period");
+  }
 }
 
 }  // namespace trainctl::agent

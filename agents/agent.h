@@ -4,20 +4,25 @@
 // One bidirectional AgentService.Connect stream at a time. Each stream opens with Register; then
 // the agent sends heartbeats (every RegisterAck.heartbeat_interval_ms, 2s until the ack) and
 // every ReplicaStarted/ReplicaExited report, and keeps each report until an Ack covers it,
-// sending the unacknowledged ones again, in order, after every reconnect. ReplicaProgress and
+// sending the unacknowledged ones again, in order, after every reconnect. Those reports (all but
+// periodic CheckReports, which the next check run replaces) are also journaled in the work dir
+// (report_journal.h) before they are sent, and the next agent process sends again what was never
+// acknowledged: an agent that dies loses no exit. ReplicaProgress and
 // LogData are best effort: dropped when the stream breaks. Every AgentMessage gets the next
 // value of one per-process counter as its seq.
 //
 // When the stream breaks or the scheduler cannot be reached, the agent reconnects with
-// exponential backoff (200ms doubling to 5s, with jitter). Replicas keep running meanwhile:
-// only the scheduler (StopReplica) or Shutdown() stops them.
+// exponential backoff (200ms doubling to 5s, with jitter). Replicas keep running meanwhile, and
+// also when the agent ends (Shutdown) or dies: each has a trainctl-shim of its own (launcher.h),
+// and the next agent on the work dir takes them over. Only the scheduler (StopReplica) or
+// StopReplicas() stops them.
 //
 //   Agent agent(options);
-//   std::thread waiter([&] { WaitForSignal(); agent.Shutdown(grace, ack_wait); });
+//   std::thread waiter([&] { WaitForSignal(); agent.Shutdown(ack_wait); });
 //   agent.Run();  // returns after Shutdown()
 //
-// Shutdown does not set stopped_by_request on the exits it causes (the scheduler did not ask);
-// the scheduler sees those replicas fail, killed by SIGTERM or SIGKILL.
+// StopReplicas does not set stopped_by_request on the exits it causes (the scheduler did not
+// ask); the scheduler sees those replicas fail, killed by SIGTERM or SIGKILL.
 //
 // Host health (node_checks.h), all results through the acknowledged report path:
 // - Startup script: runs when Run() starts and again before the first Register after a stream
@@ -38,10 +43,11 @@
 // Test hook (Options::delay_exit_status): the exit of a run with that status is held for
 //   Options::exit_report_delay on a thread of its own, then handled like any exit; meanwhile it
 //   shows in Register.runs as KnownRun{running = false} too.
-// Orphans: started runs are recorded in the work dir (run_records.h); at construction the agent
-// adopts the processes an earlier agent left running, so that the first Register lists them as
-// running, the scheduler can stop the ones it no longer wants, and the ones it keeps are
-// reported when they end (with neither exit_code nor signal: see launcher.h).
+// Agent restarts: every run has a directory in the work dir (run_records.h); at construction the
+// agent loads the journal, then adopts the shims an earlier agent left running, so that the
+// first Register lists them as running, the scheduler can stop the ones it no longer wants, and
+// the ones it keeps are reported with their true exit when they end. Replicas that ended while
+// no agent ran are reported at once, with their exit code (launcher.h).
 //
 // Threads: Run()'s caller connects, runs the startup script and is the only writer; one reader
 // thread per stream handles SchedulerMessages (acks, log reads, check requests); one worker
@@ -58,6 +64,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -69,6 +76,7 @@
 #include "agents/launcher.h"
 #include "agents/node_checks.h"
 #include "agents/report_buffer.h"
+#include "agents/report_journal.h"
 #include "trainctl/v1/agent.grpc.pb.h"
 
 namespace trainctl::agent {
@@ -103,8 +111,9 @@ class Agent {
     // Reconnect backoff: starts at `initial_backoff`, doubles up to `max_backoff`, +-20% jitter.
     absl::Duration initial_backoff = absl::Milliseconds(200);
     absl::Duration max_backoff = absl::Seconds(5);
-    // Passed to the launcher.
-    absl::Duration poll_interval = absl::Milliseconds(20);
+    // Passed to the launcher: the trainctl-shim binary ("": next to this program) and how often
+    // progress files are looked at.
+    std::string shim_path;
     absl::Duration progress_interval = absl::Seconds(1);
     int inject_launch_failures = 0;
     // Per-run cgroups (launcher.h): pids.max of each run (0: none), the CPU policy, and how many
@@ -125,21 +134,28 @@ class Agent {
   };
 
   static constexpr char kVersion[] = "0.1.0";
+  // The report journal, in the work dir.
+  static constexpr char kJournalFile[] = "reports.journal";
 
   explicit Agent(Options options);
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
-  // Ends the worker thread; the launcher's destructor kills replicas still running, so call
-  // Shutdown() first for a graceful end. REQUIRES: Run() is not running.
+  // Ends the worker thread. Replicas keep running (see the file comment). REQUIRES: Run() is not
+  // running.
   ~Agent();
 
   // Connects, serves and reconnects until Shutdown(); then returns.
   void Run() ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Stops accepting launches, stops every replica (SIGTERM, SIGKILL after `grace`), waits until
-  // they are reaped, waits up to `ack_wait` for the scheduler to acknowledge every report, then
-  // makes Run() return. Blocks until then (Run() itself may still be finishing).
-  void Shutdown(absl::Duration grace, absl::Duration ack_wait) ABSL_LOCKS_EXCLUDED(mu_);
+  // Stops accepting launches, lets the launches already received finish starting, waits up to
+  // `ack_wait` for the scheduler to acknowledge every report (each is journaled anyway), then
+  // makes Run() return. Replicas keep running. Blocks until then (Run() itself may still be
+  // finishing).
+  void Shutdown(absl::Duration ack_wait) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Stops accepting launches, stops every replica (SIGTERM, SIGKILL after `grace`) and waits
+  // until they are reaped and their exits reported (queued for the scheduler).
+  void StopReplicas(absl::Duration grace) ABSL_LOCKS_EXCLUDED(mu_);
 
   // A random id, new for every process.
   const std::string& instance() const { return instance_; }
@@ -183,6 +199,9 @@ class Agent {
   // Builds the Register for a new stream and resets the per-stream state.
   trainctl::v1::AgentMessage StartStream() ABSL_LOCKS_EXCLUDED(mu_);
   void AddReport(trainctl::v1::AgentMessage report) ABSL_LOCKS_EXCLUDED(mu_);
+  // Journals the report, then queues it for the scheduler; for an exit, forgets the run's
+  // directory (its end is in the journal now).
+  void AddReportLocked(trainctl::v1::AgentMessage report) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sleeps `d` unless the agent stops first.
   void SleepUnlessStopped(absl::Duration d) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -209,11 +228,15 @@ class Agent {
   // Last seq given to a message.
   uint64_t seq_ ABSL_GUARDED_BY(mu_) = 0;
   ReportBuffer reports_ ABSL_GUARDED_BY(mu_);
+  // Null when it could not be opened (logged): reports then live in memory only.
+  std::unique_ptr<ReportJournal> journal_ ABSL_GUARDED_BY(mu_);
   // Best-effort messages (LogData, ReplicaProgress) waiting for the writer; dropped when the
   // stream ends.
   std::deque<trainctl::v1::AgentMessage> outbox_ ABSL_GUARDED_BY(mu_);
   // Launch and stop commands waiting for the worker, oldest first.
   std::deque<trainctl::v1::SchedulerMessage> commands_ ABSL_GUARDED_BY(mu_);
+  // The worker is carrying out a command it took from commands_.
+  bool command_running_ ABSL_GUARDED_BY(mu_) = false;
   // The current stream's context, to cancel it; null between streams.
   grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool stream_broken_ ABSL_GUARDED_BY(mu_) = false;

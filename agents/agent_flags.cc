@@ -148,6 +148,17 @@ std::vector<FlagGroup> AgentFlagGroups() {
          "killed by signal N has status 128+N) for D before sending it, e.g. 134:2s "
          "(default: none)"},
         {"help", 'h', Kind::kBool, "", "", "print this text and exit"}}},
+      {"Replicas across agent restarts (every replica has a trainctl-shim of its own; replicas\n"
+       "keep running when the agent stops, crashes or is upgraded, and the next agent on the same\n"
+       "--work-dir takes them over):",
+       {{"stop-replicas", 0, Kind::kBool, "", "",
+         "stop every replica started from --work-dir (SIGTERM, SIGKILL after --stop-grace), wait "
+         "until they ended and exit; the next agent reports their exits. For a host being "
+         "retired (ExecStop=); drain the node first. Needs only --work-dir"},
+        {"stop-grace", 0, Kind::kValue, "D", "",
+         "with --stop-replicas: how long replicas get to exit after SIGTERM (default: 10s)"},
+        {"shim", 0, Kind::kValue, "FILE", "",
+         "the trainctl-shim binary (default: trainctl-shim next to trainctl-agent)"}}},
       {"Host checks (thresholds are this host's; each passes when strictly above):",
        {{"check", 0, Kind::kBool, "", "",
          "run the host check items once, print one \"item ...\" line each and exit 0 if all "
@@ -337,6 +348,10 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
       {"--insecure-allow-plaintext",
        [&](auto& f, auto& v) { return ParseBool(f, v, &flags.insecure_allow_plaintext); }},
       {"--log-level", text(&flags.log_level)},
+      {"--stop-replicas", [&](auto& f, auto& v) { return ParseBool(f, v, &flags.stop_replicas); }},
+      {"--stop-grace",
+       [&](auto& f, auto& v) { return ParseDurationFlag(f, v, true, &flags.stop_grace); }},
+      {"--shim", text(&flags.shim)},
       {"--cpus", [&](auto& f, auto& v) { return ParseCpu(f, v, false, &flags.cpus.emplace()); }},
       {"--memory-mb",
        [&](auto& f, auto& v) { return ParseInt<int64_t>(f, v, 1, &flags.memory_mb.emplace()); }},
@@ -458,9 +473,15 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
     TC_RETURN_IF_ERROR(it->second(flag, parsed.Get(spec.name)));
   }
   flags.checks.host.cache.path = flags.work_dir;
-  if (flags.check) {
+  if (flags.check || flags.stop_replicas) {
+    if (flags.check && flags.stop_replicas) {
+      return absl::InvalidArgumentError("--check and --stop-replicas cannot be combined");
+    }
     if (flags.work_dir.empty()) return absl::InvalidArgumentError("--work-dir is required");
     return flags;
+  }
+  if (parsed.IsSet("stop-grace")) {
+    return absl::InvalidArgumentError("--stop-grace is only valid with --stop-replicas");
   }
   if (flags.check_request.gpus_needed != 0 || !flags.check_request.hostnames.empty()) {
     return absl::InvalidArgumentError("--gpus-needed and --hostnames are only valid with --check");

@@ -63,6 +63,12 @@ struct AgentFlags {
   // exited with status CODE (0..255) for DURATION. -1: off.
   int delay_exit_status = -1;
   absl::Duration exit_report_delay = absl::ZeroDuration();
+  // --stop-replicas: stop every replica of --work-dir (SIGTERM, SIGKILL after stop_grace), wait
+  // for them and exit; only --work-dir is needed.
+  bool stop_replicas = false;
+  absl::Duration stop_grace = absl::Seconds(10);
+  // The trainctl-shim binary; empty: next to the agent.
+  std::string shim;
   // --check: run the host check items once and exit; --scheduler and --node are then optional.
   bool check = false;
   // What --check checks for; only valid with --check.

@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,10 +15,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "agents/pidfd.h"
 #include "agents/proc_stats.h"
 #include "agents/progress_watch.h"
 #include "agents/run_files.h"
 #include "agents/run_records.h"
+#include "agents/shim/shim_protocol.h"
+#include "agents/shim_spawn.h"
+#include "agents/shim_status.h"
 #include "agents/spawn.h"
 #include "common/time_util.h"
 #include "spdlog/spdlog.h"
@@ -54,6 +60,8 @@ void LetEveryoneSearch(const std::string& dir) {
 
 ProcessLauncher::ProcessLauncher(Options options)
     : options_(std::move(options)),
+      shim_path_(options_.shim_path.empty() ? DefaultShimPath() : options_.shim_path),
+      records_(options_.work_dir + "/runs"),
       switch_users_(geteuid() == 0),
       isolation_(IsolationOptions(options_)),
       injected_failures_left_(options_.inject_launch_failures) {
@@ -64,6 +72,16 @@ ProcessLauncher::ProcessLauncher(Options options)
       spdlog::warn("cannot chmod {}: {}", jobs, std::strerror(errno));
     }
   }
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (epoll_fd_ < 0 || wake_fd_ < 0) {
+    spdlog::critical("cannot create the launcher's epoll set: {}", std::strerror(errno));
+    std::abort();
+  }
+  epoll_event wake{};
+  wake.events = EPOLLIN;
+  wake.data.u64 = 0;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &wake);
   monitor_ = std::thread([this] { MonitorLoop(); });
 }
 
@@ -72,32 +90,90 @@ ProcessLauncher::~ProcessLauncher() {
     absl::MutexLock lock(&mu_);
     shutting_down_ = true;
   }
+  Wake();
   monitor_.join();
   absl::MutexLock lock(&mu_);
   for (auto& [run_id, run] : runs_) {
-    if (run.state != RunState::kRunning) continue;
-    SignalLocked(run_id, run, SIGKILL);
-    // An adopted run is not a child: there is nothing to reap.
-    while (!run.adopted && waitpid(run.pid, nullptr, 0) < 0 && errno == EINTR) {
+    // The shims keep running; the next launcher adopts them.
+    if (run.pidfd >= 0) close(run.pidfd);
+    if (run.ready_fd >= 0) close(run.ready_fd);
+  }
+  close(wake_fd_);
+  close(epoll_fd_);
+}
+
+void ProcessLauncher::Wake() const {
+  const uint64_t one = 1;
+  ssize_t ignored = write(wake_fd_, &one, sizeof(one));
+  (void)ignored;
+}
+
+void ProcessLauncher::WatchLocked(const std::string& run_id, Run& run) {
+  epoll_event event{};
+  event.events = EPOLLIN;
+  const uint64_t token = next_token_;
+  next_token_ += 2;
+  run.token = token;
+  event.data.u64 = token;
+  tokens_[token] = run_id;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, run.pidfd, &event) != 0) {
+    spdlog::error("run {}: cannot watch its shim: {}", run_id, std::strerror(errno));
+  }
+  if (run.ready_fd >= 0) {
+    event.data.u64 = token + 1;
+    tokens_[token + 1] = run_id;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, run.ready_fd, &event) != 0) {
+      spdlog::error("run {}: cannot watch its ready pipe: {}", run_id, std::strerror(errno));
     }
-    spdlog::warn("run {} killed: the launcher was destroyed", run_id);
-    isolation_.Release(run_id);
-    RemoveRecord(run_id);
   }
 }
 
-std::vector<std::string> ProcessLauncher::AdoptRecordedRuns() {
+std::vector<std::string> ProcessLauncher::AdoptRecordedRuns(const std::set<std::string>& reported) {
   std::vector<std::string> adopted;
-  if (options_.run_records == nullptr) return adopted;
-  for (const RunRecord& record : options_.run_records->LoadAlive()) {
+  for (const RunRecordStore::Found& found : records_.Load()) {
+    const RunRecord& record = found.record;
+    const std::string run_dir = records_.RunDir(record.run_id);
+    if (reported.count(record.run_id) > 0) {
+      // Its exit is journaled: the directory only outlived the agent that wrote both.
+      ForgetRun(record.run_id);
+      continue;
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      if (runs_.count(record.run_id) > 0) continue;
+    }
+    int pidfd = -1;
+    absl::StatusOr<ShimPid> shim = absl::NotFoundError("no shim");
+    if (found.shim_alive) {
+      // The lock is held, so the shim lives; it writes shim.pid first thing after its start.
+      absl::Time deadline = absl::Now() + absl::Seconds(2);
+      while (absl::IsNotFound((shim = ReadShimPid(run_dir)).status()) && absl::Now() < deadline) {
+        absl::SleepFor(absl::Milliseconds(1));
+      }
+      ProcStat stat;
+      if (shim.ok() && ReadProcStat(shim->pid, &stat) && stat.start_ticks == shim->start_ticks) {
+        pidfd = PidfdOpen(shim->pid);
+      }
+      if (pidfd < 0) {
+        spdlog::warn(
+            "run {}: its shim holds the run's lock but cannot be found ({}); treating it "
+            "as gone",
+            record.run_id, shim.ok() ? std::strerror(errno) : shim.status().ToString());
+      }
+    }
+    if (pidfd < 0) {
+      ReportEndedRun(record, run_dir);
+      continue;
+    }
     absl::StatusOr<RunIdParts> parts = ParseRunId(record.run_id);
+    absl::StatusOr<ShimStatus> status = ReadShimStatus(run_dir);
     absl::MutexLock lock(&mu_);
-    if (runs_.count(record.run_id) > 0) continue;
     Run& run = runs_[record.run_id];
     run.state = RunState::kRunning;
     run.adopted = true;
-    run.pid = record.pid;
-    run.start_ticks = record.start_ticks;
+    run.shim_pid = shim->pid;
+    run.pidfd = pidfd;
+    if (status.ok() && status->state == ShimStatus::State::kRunning) run.pid = status->pid;
     run.memory_limit_bytes = record.memory_limit_bytes;
     run.checkpoint_dir = record.checkpoint_dir;
     run.progress_ms = WallNowMs();
@@ -105,42 +181,46 @@ std::vector<std::string> ProcessLauncher::AdoptRecordedRuns() {
       run.log_path = RunLogPath(options_.work_dir, *parts);
       run.progress_file = RunWorkingDir(options_.work_dir, *parts) + "/" + kProgressFileName;
     }
-    // The earlier agent put it in its cgroups; they are removed at the run's end.
     run.exclusive_cpus = record.exclusive_cpus;
     isolation_.Adopt(record.run_id, record.exclusive_cpus);
-    spdlog::warn("run {}: adopted pid {}, which an earlier agent left running", record.run_id,
-                 record.pid);
+    WatchLocked(record.run_id, run);
+    spdlog::warn(
+        "run {}: adopted its shim (pid {}, replica pid {}), which an earlier agent left "
+        "running",
+        record.run_id, run.shim_pid, run.pid);
     adopted.push_back(record.run_id);
   }
   return adopted;
 }
 
-void ProcessLauncher::WriteRecord(const std::string& run_id, pid_t pid) {
-  if (options_.run_records == nullptr) return;
-  RunRecord record;
-  record.run_id = run_id;
-  record.pid = pid;
-  record.boot_id = BootId();
-  ProcStat stat;
-  // Our unreaped child: its /proc entry exists even if it already exited.
-  if (ReadProcStat(pid, &stat)) record.start_ticks = stat.start_ticks;
+void ProcessLauncher::ReportEndedRun(const RunRecord& record, const std::string& run_dir) {
+  absl::StatusOr<RunIdParts> parts = ParseRunId(record.run_id);
+  absl::StatusOr<ShimStatus> status = ReadShimStatus(run_dir);
+  if (status.ok() && status->state == ShimStatus::State::kRunning) {
+    // The shim died while the replica ran: its end can never be known, so it must not run on.
+    ProcStat stat;
+    if (ReadProcStat(status->pid, &stat) && stat.state != 'Z' &&
+        stat.start_ticks == status->start_ticks) {
+      spdlog::warn("run {}: its shim is gone; killing replica pid {}", record.run_id, status->pid);
+      kill(-status->pid, SIGKILL);
+    }
+  }
   {
     absl::MutexLock lock(&mu_);
-    const Run& run = runs_[run_id];
-    record.memory_limit_bytes = run.memory_limit_bytes;
-    record.checkpoint_dir = run.checkpoint_dir;
-    record.exclusive_cpus = run.exclusive_cpus;
+    Run& run = runs_[record.run_id];
+    run.state = RunState::kRunning;
+    run.adopted = true;
+    run.memory_limit_bytes = record.memory_limit_bytes;
+    if (parts.ok()) run.log_path = RunLogPath(options_.work_dir, *parts);
   }
-  if (absl::Status s = options_.run_records->Write(record); !s.ok()) {
-    spdlog::warn("run {}: cannot record it; an agent restarted after a crash would not know it: {}",
-                 run_id, std::string(s.message()));
-  }
+  // Its cgroups go with it (Release kills what is left in them).
+  isolation_.Adopt(record.run_id, record.exclusive_cpus);
+  ReportEnd(record.run_id);
 }
 
-void ProcessLauncher::RemoveRecord(const std::string& run_id) {
-  if (options_.run_records == nullptr) return;
-  if (absl::Status s = options_.run_records->Remove(run_id); !s.ok()) {
-    spdlog::warn("run {}: cannot remove its record: {}", run_id, std::string(s.message()));
+void ProcessLauncher::ForgetRun(const std::string& run_id) const {
+  if (absl::Status s = records_.Remove(run_id); !s.ok()) {
+    spdlog::warn("run {}: {}", run_id, std::string(s.message()));
   }
 }
 
@@ -171,6 +251,10 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
     ReportLaunchFailure(run_id, absl::InternalError(valid.message()), -1);
     return;
   }
+  if (launch.argv().empty()) {
+    ReportLaunchFailure(run_id, absl::InvalidArgumentError("empty command"), -1);
+    return;
+  }
   if (options_.preflight) {
     if (std::optional<PreflightFailure> failed = options_.preflight(launch)) {
       ReportLaunchFailure(run_id, absl::UnavailableError(failed->error), -1, &failed->run);
@@ -192,6 +276,9 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
     run.log_path = log_path;
     run.progress_file = progress_file;
     run.checkpoint_dir = launch.checkpoint_dir();
+    run.argv0 = launch.argv(0);
+    run.working_dir = working_dir;
+    run.user_name = user->has_value() ? (*user)->name : "";
   }
   absl::StatusOr<int> log = PrepareRunFiles(working_dir, log_path, launch.checkpoint_dir(),
                                             user->has_value() ? &**user : nullptr);
@@ -201,7 +288,9 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
   }
   const int log_fd = *log;
 
-  SpawnRequest request;
+  ShimRequest request;
+  request.shim_path = shim_path_;
+  request.run_dir = records_.RunDir(run_id);
   request.argv.assign(launch.argv().begin(), launch.argv().end());
   std::map<std::string, std::string> overlay(launch.env().begin(), launch.env().end());
   overlay.emplace("TRAINCTL_PROGRESS_FILE", progress_file);
@@ -210,45 +299,59 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
       options_.base_environment.empty() ? CurrentEnvironment() : options_.base_environment;
   if (*user) base = WithUserEnvironment(std::move(base), **user);
   request.env = MergeEnvironment(base, overlay);
-  request.user = *user;
-  request.working_dir = working_dir;
-  request.output_fd = log_fd;
-  RunIsolation::Prepared isolation = isolation_.Prepare(launch);
-  request.cgroup_procs_paths = std::move(isolation.procs_paths);
-  {
-    absl::MutexLock lock(&mu_);
-    runs_[run_id].exclusive_cpus = isolation.exclusive_cpus;
-  }
-  int64_t start_time_ms = WallNowMs();
-  absl::StatusOr<pid_t> pid = SpawnProcess(request);
-  if (!pid.ok()) {
-    isolation_.Release(run_id);
-    ReportLaunchFailure(run_id, pid.status(), log_fd);
+  absl::StatusOr<std::string> exec_path =
+      ResolveCommand(request.argv[0], SearchPathOf(request.env), working_dir);
+  if (!exec_path.ok()) {
+    ReportLaunchFailure(run_id, exec_path.status(), log_fd);
     close(log_fd);
     return;
   }
+  request.exec_path = *exec_path;
+  request.user = *user;
+  request.working_dir = working_dir;
+  request.log_fd = log_fd;
+  RunIsolation::Prepared isolation = isolation_.Prepare(launch);
+  request.cgroup_procs_paths = std::move(isolation.procs_paths);
+  request.memory_events = std::move(isolation.memory_events);
+  RunRecord record;
+  record.run_id = run_id;
+  record.boot_id = BootId();
+  record.memory_limit_bytes = std::max<int64_t>(launch.resources().memory_mb(), 0) << 20;
+  record.checkpoint_dir = launch.checkpoint_dir();
+  record.exclusive_cpus = isolation.exclusive_cpus;
+  // Durable before the process exists: an agent that dies from here on leaves a record (and,
+  // once the shim runs, its lock) for the next one.
+  absl::StatusOr<int> lock = records_.Create(record);
+  absl::StatusOr<SpawnedShim> shim = absl::InternalError("no run record");
+  if (lock.ok()) {
+    request.lock_fd = *lock;
+    shim = SpawnShim(request);
+    close(*lock);
+    if (!shim.ok()) ForgetRun(run_id);
+  } else {
+    shim = lock.status();
+  }
   close(log_fd);
-  spdlog::info("run {}: started pid {} as {}: {}", run_id, *pid,
+  if (!shim.ok()) {
+    isolation_.Release(run_id);
+    ReportLaunchFailure(run_id, absl::InternalError(shim.status().message()), -1);
+    return;
+  }
+  spdlog::info("run {}: shim pid {} starting it as {}: {}", run_id, shim->pid,
                request.user ? request.user->name : "the agent's user",
                absl::StrJoin(request.argv, " "));
-  FinishLaunch(run_id, *pid, start_time_ms);
-}
-
-void ProcessLauncher::FinishLaunch(const std::string& run_id, pid_t pid, int64_t start_time_ms) {
-  trainctl::v1::ReplicaStarted started;
-  started.set_run_id(run_id);
-  started.set_pid(pid);
-  started.set_start_time_ms(start_time_ms);
-  WriteRecord(run_id, pid);
-  // Reported before the monitor can see the process, so the exit report always comes second.
-  if (options_.on_started) options_.on_started(started);
-  absl::MutexLock lock(&mu_);
+  absl::MutexLock lock_runs(&mu_);
   Run& run = runs_[run_id];
-  run.pid = pid;
-  run.progress_ms = start_time_ms;
+  run.exclusive_cpus = isolation.exclusive_cpus;
+  run.shim_pid = shim->pid;
+  run.pidfd = shim->pidfd;
+  run.ready_fd = shim->ready_fd;
+  run.progress_ms = WallNowMs();
   run.state = RunState::kRunning;
+  WatchLocked(run_id, run);
   if (run.stopping) {
     SignalLocked(run_id, run, run.kill_at <= absl::Now() ? SIGKILL : SIGTERM);
+    Wake();
   }
 }
 
@@ -281,17 +384,19 @@ void ProcessLauncher::ReportLaunchFailure(const std::string& run_id, const absl:
 }
 
 void ProcessLauncher::SignalLocked(const std::string& run_id, Run& run, int sig) {
-  if (run.state != RunState::kRunning) return;  // Not started yet, or already reaped.
-  if (run.adopted) {
-    // Not a child, so no zombie holds its pid: once the leader is gone (reaped by someone
-    // else), the group id is only safe to signal while some member still uses it.
-    ProcStat stat;
-    const bool leader_runs =
-        ReadProcStat(run.pid, &stat) && stat.state != 'Z' && stat.start_ticks == run.start_ticks;
-    if (!leader_runs && !ProcessGroupHasMembers(run.pid)) return;
-  }
-  if (kill(-run.pid, sig) != 0 && errno != ESRCH) {
-    spdlog::warn("run {}: kill({}, {}): {}", run_id, -run.pid, sig, std::strerror(errno));
+  if (run.state != RunState::kRunning || run.pidfd < 0) return;  // Not started, or ended.
+  // Through the shim, which knows whether the replica's group still exists: a pid the agent
+  // remembers may have been reused; a pidfd cannot be.
+  siginfo_t info;
+  std::memset(&info, 0, sizeof(info));
+  info.si_signo = shim::ShimForwardSignal();
+  info.si_code = SI_QUEUE;
+  info.si_pid = getpid();
+  info.si_uid = getuid();
+  info.si_value.sival_int = sig;
+  if (PidfdSendSignal(run.pidfd, shim::ShimForwardSignal(), &info) != 0 && errno != ESRCH) {
+    spdlog::warn("run {}: cannot signal its shim (pid {}): {}", run_id, run.shim_pid,
+                 std::strerror(errno));
   }
   if (sig == SIGKILL) run.kill_sent = true;
 }
@@ -320,6 +425,7 @@ absl::Status ProcessLauncher::StopLocked(const std::string& run_id, int64_t grac
   } else if (first) {
     SignalLocked(run_id, run, SIGTERM);
   }
+  Wake();  // A new deadline.
   return absl::OkStatus();
 }
 
@@ -327,6 +433,11 @@ void ProcessLauncher::StopAll(int64_t grace_ms, const std::string& reason) {
   absl::MutexLock lock(&mu_);
   for (auto& [run_id, run] : runs_) {
     if (run.state == RunState::kLaunching || run.state == RunState::kRunning) {
+      // Whichever agent reports the exit (this one, or the next when this is
+      // `trainctl-agent --stop-replicas`) reports it as the node's stop, not the replica's end.
+      const std::string marker = records_.RunDir(run_id) + "/" + kNodeStopFile;
+      int fd = open(marker.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+      if (fd >= 0) close(fd);
       StopLocked(run_id, grace_ms, reason, /*by_request=*/false).IgnoreError();
       run.stopped_by_node = true;
     }

@@ -28,11 +28,19 @@
 // Preflight (Options::preflight): a launch whose preflight fails starts nothing and is reported
 // as a launch failure with preflight_failed and the failed check run.
 //
-// Run records (Options::run_records, run_records.h): every started process gets a record, removed
-// once the launcher saw it end. AdoptRecordedRuns() takes over the processes an earlier agent
-// left running. An adopted run is not this process's child: it is watched through /proc (same pid
-// and start time), stopped like any run (its group is signalled), and its exit report carries
-// neither exit_code nor signal, since its status cannot be known.
+// Every run has a trainctl-shim (agents/shim/shim_protocol.h), its supervisor: the launcher
+// never forks itself. Launch() records the run in its directory (run_records.h), posix_spawns the
+// shim (shim_spawn.h) and returns; the shim starts the replica and says so on the ready pipe (then
+// ReplicaStarted is reported), writes how it ended to the run's status file, and exits. The
+// monitor thread waits on the shims' pidfds and ready pipes with epoll: no polling. Stops are
+// signals to the shim, which forwards them to the replica's process group.
+//
+// Replicas outlive the launcher: its destructor stops watching and leaves every shim running.
+// AdoptRecordedRuns() of the next launcher (after an agent restart, crash or upgrade) watches the
+// shims that still run and reports the true end of every replica that ended meanwhile, from its
+// status file. Run directories stay until ForgetRun(), which the agent calls once it has
+// journaled the exit report (report_journal.h). Only Stop(), StopAll() or an operator
+// (`trainctl-agent --stop-replicas`) stop replicas.
 //
 //   ProcessLauncher launcher({.work_dir = "/var/lib/trainctl",
 //                             .on_started = [](v1::ReplicaStarted s) { ... },
@@ -93,8 +101,8 @@ class ProcessLauncher {
     ExitedCallback on_exited;
     // Signs of progress of running runs (see progress_watch.h); optional.
     ProgressCallback on_progress;
-    // How often running processes are checked for exit and stop deadlines.
-    absl::Duration poll_interval = absl::Milliseconds(20);
+    // The trainctl-shim binary; empty: DefaultShimPath() (shim_spawn.h).
+    std::string shim_path;
     // How often resident memory is compared with memory limits.
     absl::Duration memory_check_interval = absl::Milliseconds(250);
     // How often progress files and checkpoint directories are looked at.
@@ -123,8 +131,6 @@ class ProcessLauncher {
     std::vector<trainctl::v1::GpuDevice> gpu_inventory;
     // Optional; called by Launch() on its caller's thread before anything of the run is created.
     PreflightCallback preflight;
-    // Where set, started runs are recorded there (see the file comment).
-    std::shared_ptr<const RunRecordStore> run_records;
     // Who replicas run as when the launcher runs as root (see the file comment).
     RunAsPolicy run_as;
   };
@@ -133,19 +139,28 @@ class ProcessLauncher {
   explicit ProcessLauncher(Options options);
   ProcessLauncher(const ProcessLauncher&) = delete;
   ProcessLauncher& operator=(const ProcessLauncher&) = delete;
-  // Stops the monitor thread, then SIGKILLs and reaps every process still running, without
-  // reporting. Call StopAll() and WaitUntilIdle() first for a graceful end.
+  // Stops watching. Every shim keeps running, and with it its replica: the next launcher on the
+  // work dir adopts them (AdoptRecordedRuns). Call StopAll() and WaitUntilIdle() first to end
+  // them.
   ~ProcessLauncher();
 
-  // Starts the run described by `launch` and returns once it runs or failed to start (the
-  // outcome goes to the callbacks). A run id the launcher already knows is ignored. Creates the
-  // working directory, the checkpoint directory and the log file. Blocks for the fork and exec.
+  // Starts the run described by `launch`: returns once its shim was started, or the launch failed
+  // (then reported at once). ReplicaStarted follows from the monitor thread when the replica runs.
+  // A run id the launcher already knows is ignored. Creates the working directory, the
+  // checkpoint directory, the log file and the run's directory.
   void Launch(const trainctl::v1::LaunchReplica& launch) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Takes over every process of Options::run_records that still runs, as a running run that
-  // reports no ReplicaStarted; deletes the records of those that are gone. Returns the adopted
-  // run ids. Call before the first Register, so that it lists them.
-  std::vector<std::string> AdoptRecordedRuns() ABSL_LOCKS_EXCLUDED(mu_);
+  // Takes over the runs an earlier launcher on this work dir left: a run whose shim still runs is
+  // watched again, as a running run that reports no ReplicaStarted; a run that ended meanwhile
+  // is reported now, through on_exited, as its status file says (its true exit code); a run whose
+  // shim died is stopped and reported without a status, and one that never started as a launch
+  // failure. Runs in `reported` (their exit is already journaled) are only forgotten. Returns the
+  // runs that still run. Call before the first Register, so that it lists them.
+  std::vector<std::string> AdoptRecordedRuns(const std::set<std::string>& reported = {})
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Deletes the run's directory: its exit report is safe elsewhere. Logs a failure.
+  void ForgetRun(const std::string& run_id) const;
 
   // Sends SIGTERM to the run's process group, and SIGKILL if it is still alive `grace_ms` later
   // (at once when grace_ms <= 0). For StopReplica: the exit report says stopped_by_request. A
@@ -186,13 +201,21 @@ class ProcessLauncher {
   struct Run {
     std::string log_path;
     RunState state = RunState::kLaunching;
-    // The process and its group; valid in kRunning and kExiting.
+    // The replica, also its process group; 0 until its shim said it started.
     pid_t pid = 0;
-    // Taken over from an earlier agent (AdoptRecordedRuns): not a child of this process.
+    // Its shim, from kRunning on: a pidfd of it, and the read end of its ready pipe until the
+    // ready line was read (-1 after).
+    pid_t shim_pid = 0;
+    int pidfd = -1;
+    int ready_fd = -1;
+    // Its epoll tokens: `token` for the pidfd, token + 1 for the ready pipe; 0 while unwatched.
+    uint64_t token = 0;
+    // Taken over from an earlier launcher (AdoptRecordedRuns): its shim is not our child.
     bool adopted = false;
-    // adopted: the process's start time (ProcStat::start_ticks), which tells it from a process
-    // that reuses its pid.
-    uint64_t start_ticks = 0;
+    // For the report of a failed start: the command as given, the working dir, the user.
+    std::string argv0;
+    std::string working_dir;
+    std::string user_name;
     // 0: no limit.
     int64_t memory_limit_bytes = 0;
     // Its exclusive CPUs (RunIsolation::Prepared), for its run record; "" for none.
@@ -214,57 +237,60 @@ class ProcessLauncher {
     bool oom_killed = false;
   };
 
-  // Reports the started process, then hands it to the monitor.
-  void FinishLaunch(const std::string& run_id, pid_t pid, int64_t start_time_ms)
-      ABSL_LOCKS_EXCLUDED(mu_);
   // Reports a launch that failed with `error` (INVALID_ARGUMENT: the user's fault), noting it in
   // the log when `log_fd` >= 0. `preflight`: the failed preflight run that stopped it.
   void ReportLaunchFailure(const std::string& run_id, const absl::Status& error, int log_fd,
                            const trainctl::v1::CheckRun* preflight = nullptr)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Records the started run (Options::run_records); logs a failure.
-  void WriteRecord(const std::string& run_id, pid_t pid) ABSL_LOCKS_EXCLUDED(mu_);
-  void RemoveRecord(const std::string& run_id);
   // Stop(); `by_request` says whether the scheduler asked.
   absl::Status StopLocked(const std::string& run_id, int64_t grace_ms, const std::string& reason,
                           bool by_request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Signals a running, unreaped run's group. REQUIRES: mu_ held.
+  // Asks the run's shim to send `sig` to the replica's process group.
   void SignalLocked(const std::string& run_id, Run& run, int sig)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts watching the run's pidfd and ready pipe.
+  void WatchLocked(const std::string& run_id, Run& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Wakes the monitor thread, to look at deadlines again.
+  void Wake() const;
+
   void MonitorLoop() ABSL_LOCKS_EXCLUDED(mu_);
-  // A running run, as the monitor checks it for its end.
-  struct Watched {
-    std::string run_id;
-    pid_t pid = 0;
-    bool adopted = false;
-    uint64_t start_ticks = 0;
-  };
-  // Sends due SIGKILLs; returns the runs to check for exit.
-  std::vector<Watched> CheckDeadlines() ABSL_LOCKS_EXCLUDED(mu_);
+  // How long the monitor may wait for the next event, in ms (-1: until one comes).
+  int NextTimeoutMs(absl::Time next_memory_check, absl::Time next_progress_check)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Sends due SIGKILLs.
+  void CheckDeadlines() ABSL_LOCKS_EXCLUDED(mu_);
   void EnforceMemoryLimits() ABSL_LOCKS_EXCLUDED(mu_);
   void ReportProgress() ABSL_LOCKS_EXCLUDED(mu_);
-  // Reaps the run if its leader exited, kills its stragglers and reports the exit.
-  void MaybeReap(const std::string& run_id, pid_t pid) ABSL_LOCKS_EXCLUDED(mu_);
-  // For an adopted run: reports its end once its process is gone, killing its group's rest.
-  void MaybeReportAdoptedEnd(const Watched& watched) ABSL_LOCKS_EXCLUDED(mu_);
-  // Finishes a run whose process is gone: drops its record and cgroup and reports its exit.
-  // `status` is the wait status, or nullopt for an adopted run (not our child: unknown).
-  void ReportEnd(const std::string& run_id, pid_t pid, std::optional<int> status)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // Reads the ready line of the run's shim, and reports ReplicaStarted when it started.
+  void HandleReady(const std::string& run_id) ABSL_LOCKS_EXCLUDED(mu_);
+  // The run's shim exited: reaps it and reports the replica's end from its status file.
+  void HandleShimExit(const std::string& run_id) ABSL_LOCKS_EXCLUDED(mu_);
+  // A run whose shim is gone and that this launcher never watched (AdoptRecordedRuns).
+  void ReportEndedRun(const RunRecord& record, const std::string& run_dir) ABSL_LOCKS_EXCLUDED(mu_);
+  // Reports the end of a run as its status file (or its absence) says, cleans up after it.
+  void ReportEnd(const std::string& run_id) ABSL_LOCKS_EXCLUDED(mu_);
   void ForgetOldRunsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Constant after construction.
   const Options options_;
+  const std::string shim_path_;
+  const RunRecordStore records_;
   // The launcher runs as root: it switches replicas to Options::run_as's users.
   const bool switch_users_;
   // Thread-safe itself; the launcher's lock may be held when it is called, never the reverse.
   RunIsolation isolation_;
+  // The monitor's epoll set and the eventfd that wakes it; constant after construction.
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
   // No lock: started by the constructor, joined by the destructor.
   std::thread monitor_;
 
   mutable absl::Mutex mu_;
   // State below is protected by mu_.
   std::map<std::string, Run> runs_ ABSL_GUARDED_BY(mu_);
+  // What each epoll token stands for: a run's pidfd (even token) or ready pipe (odd token).
+  std::map<uint64_t, std::string> tokens_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_token_ ABSL_GUARDED_BY(mu_) = 2;
   // Exited run ids, oldest first; the oldest are forgotten past a bound.
   std::deque<std::string> exited_order_ ABSL_GUARDED_BY(mu_);
   // Set by RejectNewLaunches(); empty while launches are accepted.

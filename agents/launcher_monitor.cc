@@ -1,6 +1,8 @@
-// The monitor thread's half of ProcessLauncher: reaping exited runs, SIGKILL deadlines, memory
-// limits and signs of progress. See launcher.h.
+// The monitor thread's half of ProcessLauncher: waiting on the shims (their pidfds and ready
+// pipes, in one epoll set), SIGKILL deadlines, memory limits and signs of progress, and the exit
+// reports. See launcher.h.
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include "agents/proc_stats.h"
 #include "agents/progress_watch.h"
 #include "agents/run_files.h"
+#include "agents/shim_status.h"
 #include "common/time_util.h"
 #include "spdlog/spdlog.h"
 
@@ -22,47 +25,84 @@ namespace {
 
 // Exited runs kept in memory (for idempotent Launch and exact ReadLog); older ones are forgotten.
 constexpr size_t kMaxExitedRuns = 4096;
+constexpr int kMaxEvents = 64;
 
-std::string DescribeStatus(int status) {
-  if (WIFEXITED(status)) return absl::StrCat("exited with code ", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    return absl::StrCat("was killed by signal ", WTERMSIG(status), " (",
-                        strsignal(WTERMSIG(status)), ")");
+std::string DescribeEnd(const ShimStatus& status) {
+  if (status.signal != 0) {
+    return absl::StrCat("was killed by signal ", status.signal, " (", strsignal(status.signal),
+                        ")");
   }
-  return absl::StrCat("ended with wait status ", status);
+  return absl::StrCat("exited with code ", status.exit_code);
 }
 
 }  // namespace
 
 void ProcessLauncher::MonitorLoop() {
-  absl::Time next_memory_check = absl::Now();
-  absl::Time next_progress_check = absl::Now();
+  absl::Time next_memory_check = absl::Now() + options_.memory_check_interval;
+  absl::Time next_progress_check = absl::Now() + options_.progress_interval;
+  epoll_event events[kMaxEvents];
   while (true) {
+    const int timeout_ms = NextTimeoutMs(next_memory_check, next_progress_check);
+    const int n = epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
+    if (n < 0 && errno != EINTR) {
+      spdlog::error("epoll_wait: {}", std::strerror(errno));
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    std::vector<std::pair<std::string, bool>> ready;  // run id, ready pipe (else pidfd)
     {
       absl::MutexLock lock(&mu_);
-      auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return shutting_down_; };
-      if (mu_.AwaitWithTimeout(absl::Condition(&stopping), options_.poll_interval)) return;
-    }
-    if (absl::Now() >= next_memory_check) {
-      EnforceMemoryLimits();
-      next_memory_check = absl::Now() + options_.memory_check_interval;
-    }
-    if (options_.on_progress && absl::Now() >= next_progress_check) {
-      ReportProgress();
-      next_progress_check = absl::Now() + options_.progress_interval;
-    }
-    for (const Watched& watched : CheckDeadlines()) {
-      if (watched.adopted) {
-        MaybeReportAdoptedEnd(watched);
-      } else {
-        MaybeReap(watched.run_id, watched.pid);
+      if (shutting_down_) return;
+      for (int i = 0; i < n; ++i) {
+        const uint64_t token = events[i].data.u64;
+        if (token == 0) continue;
+        auto it = tokens_.find(token);
+        if (it != tokens_.end()) ready.emplace_back(it->second, (token & 1) != 0);
       }
+    }
+    for (int i = 0; i < n; ++i) {
+      if (events[i].data.u64 != 0) continue;
+      uint64_t count;
+      ssize_t ignored = read(wake_fd_, &count, sizeof(count));
+      (void)ignored;
+    }
+    // Ready lines first: a shim's start is reported before its exit.
+    for (const auto& [run_id, is_ready] : ready) {
+      if (is_ready) HandleReady(run_id);
+    }
+    for (const auto& [run_id, is_ready] : ready) {
+      if (!is_ready) HandleShimExit(run_id);
+    }
+    CheckDeadlines();
+    const absl::Time now = absl::Now();
+    if (now >= next_memory_check) {
+      EnforceMemoryLimits();
+      next_memory_check = now + options_.memory_check_interval;
+    }
+    if (now >= next_progress_check) {
+      if (options_.on_progress) ReportProgress();
+      next_progress_check = now + options_.progress_interval;
     }
   }
 }
 
-std::vector<ProcessLauncher::Watched> ProcessLauncher::CheckDeadlines() {
-  std::vector<Watched> running;
+int ProcessLauncher::NextTimeoutMs(absl::Time next_memory_check, absl::Time next_progress_check) {
+  absl::Time wake = absl::InfiniteFuture();
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [run_id, run] : runs_) {
+      if (run.state != RunState::kRunning) continue;
+      if (run.stopping && !run.kill_sent) wake = std::min(wake, run.kill_at);
+      if (run.memory_limit_bytes > 0) wake = std::min(wake, next_memory_check);
+      if (options_.on_progress) wake = std::min(wake, next_progress_check);
+    }
+  }
+  if (wake == absl::InfiniteFuture()) return -1;  // Idle: nothing to do until an event.
+  const int64_t ms =
+      absl::ToInt64Milliseconds(absl::Ceil(wake - absl::Now(), absl::Milliseconds(1)));
+  return static_cast<int>(std::clamp<int64_t>(ms, 0, 60000));
+}
+
+void ProcessLauncher::CheckDeadlines() {
   absl::Time now = absl::Now();
   absl::MutexLock lock(&mu_);
   for (auto& [run_id, run] : runs_) {
@@ -71,9 +111,7 @@ std::vector<ProcessLauncher::Watched> ProcessLauncher::CheckDeadlines() {
       spdlog::info("run {}: still running after its grace period; sending SIGKILL", run_id);
       SignalLocked(run_id, run, SIGKILL);
     }
-    running.push_back({run_id, run.pid, run.adopted, run.start_ticks});
   }
-  return running;
 }
 
 void ProcessLauncher::EnforceMemoryLimits() {
@@ -88,7 +126,10 @@ void ProcessLauncher::EnforceMemoryLimits() {
   std::map<pid_t, int64_t> resident = ResidentBytesByProcessGroup();
   absl::MutexLock lock(&mu_);
   for (auto& [run_id, run] : runs_) {
-    if (run.state != RunState::kRunning || run.memory_limit_bytes == 0 || run.oom_killed) continue;
+    if (run.state != RunState::kRunning || run.memory_limit_bytes == 0 || run.oom_killed ||
+        run.pid == 0) {
+      continue;
+    }
     auto it = resident.find(run.pid);
     if (it == resident.end() || it->second <= run.memory_limit_bytes) continue;
     spdlog::warn("run {}: resident memory {} MiB exceeds its limit of {} MiB; killing it", run_id,
@@ -119,68 +160,159 @@ void ProcessLauncher::ReportProgress() {
   for (trainctl::v1::ReplicaProgress& progress : reports) options_.on_progress(std::move(progress));
 }
 
-void ProcessLauncher::MaybeReap(const std::string& run_id, pid_t pid) {
-  // Look without reaping first: while the leader is a zombie its pid, and so the group id,
-  // cannot be reused, which makes it safe to kill the rest of the group.
-  siginfo_t info;
-  std::memset(&info, 0, sizeof(info));
-  if (waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return;
-  if (kill(-pid, SIGKILL) != 0 && errno != ESRCH) {
-    spdlog::warn("run {}: cannot kill the rest of process group {}: {}", run_id, pid,
-                 std::strerror(errno));
+void ProcessLauncher::HandleReady(const std::string& run_id) {
+  int fd = -1;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = runs_.find(run_id);
+    if (it == runs_.end() || it->second.ready_fd < 0) return;
+    fd = it->second.ready_fd;
   }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  // The shim writes one short line (atomically: it is far below PIPE_BUF), then closes.
+  std::string text;
+  char buf[256];
+  bool eof = false;
+  while (true) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n > 0) {
+      text.append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    eof = n == 0;
+    break;
   }
-  ReportEnd(run_id, pid, status);
+  std::optional<trainctl::v1::ReplicaStarted> started;
+  {
+    absl::MutexLock lock(&mu_);
+    Run& run = runs_[run_id];
+    if (!text.empty()) {
+      absl::StatusOr<ShimStatus> line = ParseReadyLine(text);
+      if (line.ok() && line->state == ShimStatus::State::kRunning) {
+        run.pid = line->pid;
+        run.progress_ms = line->start_time_ms;
+        started.emplace();
+        started->set_run_id(run_id);
+        started->set_pid(line->pid);
+        started->set_start_time_ms(line->start_time_ms);
+        // A stop asked for before the replica existed was queued by the shim; a memory limit can
+        // only be watched from now on.
+      } else if (!line.ok()) {
+        spdlog::warn("run {}: unreadable ready line from its shim: {}", run_id,
+                     std::string(line.status().message()));
+      }
+      eof = true;  // One line is all a shim writes.
+    }
+    if (eof) {
+      epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+      close(fd);
+      run.ready_fd = -1;
+    }
+  }
+  if (started) {
+    spdlog::info("run {}: replica pid {} started", run_id, started->pid());
+    if (options_.on_started) options_.on_started(*std::move(started));
+  }
 }
 
-void ProcessLauncher::MaybeReportAdoptedEnd(const Watched& watched) {
-  const std::string& run_id = watched.run_id;
-  ProcStat stat;
-  if (ReadProcStat(watched.pid, &stat) && stat.state != 'Z' &&
-      stat.start_ticks == watched.start_ticks) {
-    return;  // Still runs.
+void ProcessLauncher::HandleShimExit(const std::string& run_id) {
+  HandleReady(run_id);  // Whatever the shim said before it ended comes first.
+  pid_t shim_pid = 0;
+  bool adopted = false;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = runs_.find(run_id);
+    if (it == runs_.end() || it->second.pidfd < 0) return;
+    Run& run = it->second;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, run.pidfd, nullptr);
+    close(run.pidfd);
+    run.pidfd = -1;
+    shim_pid = run.shim_pid;
+    adopted = run.adopted;
+    tokens_.erase(run.token);
+    tokens_.erase(run.token + 1);
+    run.token = 0;
   }
-  // The leader is gone. Members left in its group keep the group id from being reused, so the
-  // group may be signalled exactly while it has members.
-  if (ProcessGroupHasMembers(watched.pid) && kill(-watched.pid, SIGKILL) != 0 && errno != ESRCH) {
-    spdlog::warn("run {}: cannot kill the rest of process group {}: {}", run_id, watched.pid,
-                 std::strerror(errno));
+  if (!adopted) {
+    int status = 0;
+    while (waitpid(shim_pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      spdlog::warn("run {}: its shim (pid {}) ended abnormally (wait status {})", run_id, shim_pid,
+                   status);
+    }
   }
-  // Not our child: its exit status went to whoever reaped it.
-  ReportEnd(run_id, watched.pid, std::nullopt);
+  ReportEnd(run_id);
 }
 
-void ProcessLauncher::ReportEnd(const std::string& run_id, pid_t pid, std::optional<int> status) {
-  RemoveRecord(run_id);
+void ProcessLauncher::ReportEnd(const std::string& run_id) {
+  const std::string run_dir = records_.RunDir(run_id);
+  absl::StatusOr<ShimStatus> status = ReadShimStatus(run_dir);
   trainctl::v1::ReplicaExited exited;
   exited.set_run_id(run_id);
   exited.set_end_time_ms(WallNowMs());
-  if (status && WIFEXITED(*status)) exited.set_exit_code(WEXITSTATUS(*status));
-  if (status && WIFSIGNALED(*status)) exited.set_signal(WTERMSIG(*status));
-  std::string log_path;
+  std::string log_path, argv0, working_dir, user_name;
   bool has_memory_limit = false;
+  pid_t pid = 0;
   {
     absl::MutexLock lock(&mu_);
     Run& run = runs_[run_id];
     run.state = RunState::kExiting;
     exited.set_stopped_by_request(run.stopped_by_request);
-    exited.set_node_shutdown(run.stopped_by_node);
+    exited.set_node_shutdown(run.stopped_by_node ||
+                             access((run_dir + "/" + kNodeStopFile).c_str(), F_OK) == 0);
     exited.set_oom_killed(run.oom_killed);
     log_path = run.log_path;
     has_memory_limit = run.memory_limit_bytes > 0;
+    argv0 = run.argv0;
+    working_dir = run.working_dir;
+    user_name = run.user_name;
+    pid = run.pid;
   }
-  const bool died_by_sigkill = status && WIFSIGNALED(*status) && WTERMSIG(*status) == SIGKILL;
+  std::string how;
+  if (status.ok() && status->state == ShimStatus::State::kFailed) {
+    absl::Status error =
+        LaunchErrorOf(*status, argv0.empty() ? "the command" : argv0, working_dir, user_name);
+    exited.set_launch_failed(true);
+    exited.set_launch_error(SanitizeUtf8(error.message()));
+    exited.set_launch_error_is_user(absl::IsInvalidArgument(error));
+    if (status->end_time_ms > 0) exited.set_end_time_ms(status->end_time_ms);
+    how = absl::StrCat("failed to start: ", error.message());
+  } else if (status.ok() && status->state == ShimStatus::State::kExited) {
+    if (status->signal != 0) {
+      exited.set_signal(status->signal);
+    } else {
+      exited.set_exit_code(status->exit_code);
+    }
+    if (status->end_time_ms > 0) exited.set_end_time_ms(status->end_time_ms);
+    if (status->oom_killed) exited.set_oom_killed(true);
+    pid = status->pid;
+    how = DescribeEnd(*status);
+  } else {
+    // The shim died before it could say (SIGKILLed by someone): what is left of the replica is
+    // killed with its cgroups below, and its end cannot be known.
+    if (status.ok() && status->state == ShimStatus::State::kRunning) {
+      ProcStat stat;
+      if (ReadProcStat(status->pid, &stat) && stat.state != 'Z' &&
+          stat.start_ticks == status->start_ticks) {
+        kill(-status->pid, SIGKILL);
+      }
+      how = "is gone with its shim (its exit status is unknown)";
+    } else {
+      exited.set_launch_failed(true);
+      exited.set_launch_error("the replica's trainctl-shim ended before it started the replica");
+      exited.set_launch_error_is_user(false);
+      how = "never started: its shim ended first";
+    }
+  }
+  const bool died_by_sigkill = exited.has_signal() && exited.signal() == SIGKILL;
   if (has_memory_limit && !exited.oom_killed() && isolation_.SawOomKill(run_id, died_by_sigkill)) {
     spdlog::warn("run {}: the kernel killed it for exceeding its memory cgroup's limit", run_id);
     exited.set_oom_killed(true);
   }
   isolation_.Release(run_id);
   exited.set_output_tail(ReadOutputTail(log_path));
-  spdlog::info("run {}: {}pid {} {}{}", run_id, status ? "" : "adopted ", pid,
-               status ? DescribeStatus(*status)
-                      : std::string("is gone (its exit status is unknown: not our child)"),
+  spdlog::info("run {}: pid {} {}{}", run_id, pid, how,
                exited.oom_killed()           ? " (memory limit exceeded)"
                : exited.stopped_by_request() ? " (stopped by request)"
                                              : "");

@@ -1,9 +1,11 @@
 // trainctl-agent: runs the replicas the trainctl scheduler places on this node.
 //
 // Parses flags, detects the host's resources, then runs the Agent until SIGTERM or SIGINT, when
-// it stops every replica gracefully, reports their exits and exits 0. Exit 2 on a bad flag, 1 when
-// the host cannot be set up. With --check it only runs the host check items once (exit 0 when all
-// passed, 1 otherwise; the health program too, when given).
+// it exits 0 and leaves every replica running under its trainctl-shim: the next agent on the
+// work dir takes them over (a restart or an upgrade never ends training). Exit 2 on a bad flag,
+// 1 when the host cannot be set up. With --check it only runs the host check items once (exit 0
+// when all passed, 1 otherwise; the health program too, when given). With --stop-replicas it stops
+// every replica of the work dir, waits for them and exits (0 when all ended).
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -24,6 +26,7 @@
 #include "agents/host_checks.h"
 #include "agents/host_resources.h"
 #include "agents/run_files.h"
+#include "agents/shim_spawn.h"
 #include "common/logging.h"
 #include "common/pem_file.h"
 #include "common/status_macros.h"
@@ -32,7 +35,6 @@
 namespace trainctl::agent {
 namespace {
 
-constexpr absl::Duration kStopGrace = absl::Seconds(10);
 constexpr absl::Duration kAckWait = absl::Seconds(2);
 
 int Fail(int code, const std::string& message) {
@@ -60,6 +62,12 @@ absl::StatusOr<Agent::Options> MakeOptions(const AgentFlags& flags) {
   options.cpu_policy = flags.cpu_policy;
   options.min_shared_cpus = std::max(1, static_cast<int>(std::ceil(flags.reserve_cpu)));
   options.delay_exit_status = flags.delay_exit_status;
+  options.shim_path = flags.shim.empty() ? DefaultShimPath() : flags.shim;
+  if (access(options.shim_path.c_str(), X_OK) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot run the replicas' supervisor ", options.shim_path,
+                     " (--shim): install trainctl-shim next to trainctl-agent"));
+  }
   options.exit_report_delay = flags.exit_report_delay;
   options.address = flags.address;
   if (options.address.empty()) {
@@ -122,6 +130,30 @@ int RunHostChecks(const AgentFlags& flags) {
   return all_passed ? 0 : 1;
 }
 
+// --stop-replicas: stops every replica the agents of this work dir started (through their shims)
+// and waits until they ended. The run directories stay, so the next agent reports their exits.
+int StopReplicas(const AgentFlags& flags) {
+  char resolved[PATH_MAX];
+  if (realpath(flags.work_dir.c_str(), resolved) == nullptr) {
+    return Fail(1, absl::StrCat("--work-dir: cannot resolve ", flags.work_dir));
+  }
+  ProcessLauncher::Options options;
+  options.work_dir = resolved;
+  options.shim_path = flags.shim;
+  ProcessLauncher launcher(options);
+  launcher.RejectNewLaunches("trainctl-agent --stop-replicas");
+  std::vector<std::string> running = launcher.AdoptRecordedRuns();
+  std::printf("stopping %zu replicas (grace %s)\n", running.size(),
+              absl::FormatDuration(flags.stop_grace).c_str());
+  std::fflush(stdout);
+  launcher.StopAll(absl::ToInt64Milliseconds(flags.stop_grace), "trainctl-agent --stop-replicas");
+  if (!launcher.WaitUntilIdle(absl::Now() + flags.stop_grace + absl::Seconds(10))) {
+    return Fail(1, absl::StrCat(launcher.ActiveCount(), " replicas are still running"));
+  }
+  std::printf("every replica of %s has ended\n", resolved);
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   absl::StatusOr<AgentFlags> flags =
       ParseAgentFlags(std::vector<std::string>(argv + 1, argv + argc));
@@ -137,6 +169,7 @@ int Main(int argc, char** argv) {
     return Fail(2, std::string(s.message()));
   }
   if (flags->check) return RunHostChecks(*flags);
+  if (flags->stop_replicas) return StopReplicas(*flags);
   absl::StatusOr<Agent::Options> options = MakeOptions(*flags);
   if (!options.ok()) {
     return Fail(absl::IsInvalidArgument(options.status()) ? 2 : 1,
@@ -175,7 +208,7 @@ int Main(int argc, char** argv) {
     int sig = 0;
     sigwait(&signals, &sig);
     spdlog::info("received {}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    agent.Shutdown(kStopGrace, kAckWait);
+    agent.Shutdown(kAckWait);
   });
   agent.Run();
   waiter.join();

@@ -6,9 +6,9 @@
 
 namespace trainctl::agent {
 
-void ReportBuffer::Add(trainctl::v1::AgentMessage report) {
+void ReportBuffer::Add(trainctl::v1::AgentMessage report, uint64_t journal_id) {
   report.clear_seq();
-  reports_.push_back(Entry{std::move(report), 0});
+  reports_.push_back(Entry{std::move(report), 0, journal_id});
 }
 
 void ReportBuffer::AddPeriodicCheck(trainctl::v1::AgentMessage report) {
@@ -38,11 +38,14 @@ void ReportBuffer::MarkSent(uint64_t seq) {
   ++sent_;
 }
 
-void ReportBuffer::Ack(uint64_t seq) {
+uint64_t ReportBuffer::Ack(uint64_t seq) {
+  uint64_t journal_id = 0;
   while (sent_ > 0 && reports_.front().seq <= seq) {
+    journal_id = std::max(journal_id, reports_.front().journal_id);
     reports_.pop_front();
     --sent_;
   }
+  return journal_id;
 }
 
 std::vector<trainctl::v1::KnownRun> ReportBuffer::UnackedExits() const {

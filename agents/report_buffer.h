@@ -27,8 +27,9 @@ namespace trainctl::agent {
 class ReportBuffer {
  public:
   // Appends a report: an AgentMessage holding replica_started, replica_exited or check_report;
-  // its seq is ignored.
-  void Add(trainctl::v1::AgentMessage report);
+  // its seq is ignored. `journal_id`: its id in the agent's ReportJournal, 0 when it is not
+  // journaled.
+  void Add(trainctl::v1::AgentMessage report, uint64_t journal_id = 0);
 
   // Appends a periodic CheckReport, first dropping every periodic CheckReport not yet sent on the
   // current stream: only the newest periodic result matters, and the buffer must not grow with
@@ -46,8 +47,9 @@ class ReportBuffer {
   // REQUIRES: NextUnsent() != nullptr, and `seq` greater than every seq marked before.
   void MarkSent(uint64_t seq);
 
-  // Drops every report sent on the current stream with a sequence number <= `seq`.
-  void Ack(uint64_t seq);
+  // Drops every report sent on the current stream with a sequence number <= `seq`. Returns the
+  // largest journal id among them (0 for none): the journal can forget everything up to it.
+  uint64_t Ack(uint64_t seq);
 
   // Runs whose exit report is still unacknowledged, as KnownRun{running = false}.
   std::vector<trainctl::v1::KnownRun> UnackedExits() const;
@@ -60,6 +62,7 @@ class ReportBuffer {
     trainctl::v1::AgentMessage report;
     // Sequence number on the current stream; 0 while unsent.
     uint64_t seq = 0;
+    uint64_t journal_id = 0;
   };
   std::deque<Entry> reports_;
   // Number of leading entries sent on the current stream.

@@ -125,6 +125,13 @@ RunIsolation::Prepared RunIsolation::Prepare(const trainctl::v1::LaunchReplica& 
     spdlog::warn("run {}: not isolated as asked: {}", run_id, problem);
   }
   prepared.procs_paths = std::move(created.procs_paths);
+  if (options_.cgroups->Has(CgroupController::kMemory)) {
+    prepared.memory_events =
+        options_.cgroups->RunDir(CgroupController::kMemory, run_id) +
+        (options_.cgroups->VersionOf(CgroupController::kMemory) == CgroupVersion::kV2
+             ? "/memory.events"
+             : "/memory.oom_control");
+  }
   return prepared;
 }
 

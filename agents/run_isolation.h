@@ -87,6 +87,9 @@ class RunIsolation {
     std::vector<std::string> procs_paths;
     // Its exclusive CPUs as a CPU list ("2-3"); "" when it has none. For its run record.
     std::string exclusive_cpus;
+    // Where the kernel counts OOM kills in its memory cgroup (v2 memory.events, v1
+    // memory.oom_control: an "oom_kill N" line in both); "" without a memory cgroup.
+    std::string memory_events;
   };
   // Creates the run's cgroups for `launch` (see the file comment). Problems are logged.
   Prepared Prepare(const trainctl::v1::LaunchReplica& launch) ABSL_LOCKS_EXCLUDED(mu_);

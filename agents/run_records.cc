@@ -2,28 +2,31 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <system_error>
 
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "agents/proc_stats.h"
 #include "agents/run_files.h"
 #include "spdlog/spdlog.h"
 
 namespace trainctl::agent {
 namespace {
 
-constexpr char kSuffix[] = ".run";
+constexpr char kRecordFile[] = "record";
+constexpr char kLockFile[] = "lock";
 
 std::string ReadWholeFile(const std::string& path) {
   std::ifstream in(path);
@@ -32,19 +35,30 @@ std::string ReadWholeFile(const std::string& path) {
   return text.str();
 }
 
+absl::Status Errno(const std::string& what, const std::string& path) {
+  return absl::InternalError(absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
+}
+
+// Whether some process holds the lock of the file at `path`; false when it does not exist.
+bool LockHeld(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool held = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  close(fd);  // Releases the lock if this took it.
+  return held;
+}
+
 }  // namespace
 
 std::string FormatRunRecord(const RunRecord& record) {
   // One "key value" line each; the checkpoint dir last, since it is the only free-form value.
-  return absl::StrCat("run_id ", record.run_id, "\npid ", record.pid, "\nstart_ticks ",
-                      record.start_ticks, "\nboot_id ", record.boot_id, "\nmemory_limit_bytes ",
-                      record.memory_limit_bytes, "\nexclusive_cpus ", record.exclusive_cpus,
-                      "\ncheckpoint_dir ", record.checkpoint_dir, "\n");
+  return absl::StrCat("run_id ", record.run_id, "\nboot_id ", record.boot_id,
+                      "\nmemory_limit_bytes ", record.memory_limit_bytes, "\nexclusive_cpus ",
+                      record.exclusive_cpus, "\ncheckpoint_dir ", record.checkpoint_dir, "\n");
 }
 
 absl::StatusOr<RunRecord> ParseRunRecord(const std::string& text) {
   RunRecord record;
-  bool has_run_id = false, has_pid = false, has_start = false;
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
     std::pair<absl::string_view, absl::string_view> kv =
         absl::StrSplit(line, absl::MaxSplits(' ', 1));
@@ -52,13 +66,6 @@ absl::StatusOr<RunRecord> ParseRunRecord(const std::string& text) {
     bool ok = true;
     if (key == "run_id") {
       record.run_id = std::string(value);
-      has_run_id = !value.empty();
-    } else if (key == "pid") {
-      ok = absl::SimpleAtoi(value, &record.pid) && record.pid > 0;
-      has_pid = ok;
-    } else if (key == "start_ticks") {
-      ok = absl::SimpleAtoi(value, &record.start_ticks);
-      has_start = ok;
     } else if (key == "boot_id") {
       record.boot_id = std::string(value);
     } else if (key == "memory_limit_bytes") {
@@ -70,92 +77,112 @@ absl::StatusOr<RunRecord> ParseRunRecord(const std::string& text) {
     }  // Unknown keys are skipped: a newer agent may add some.
     if (!ok) return absl::InvalidArgumentError(absl::StrCat("bad run record line \"", line, "\""));
   }
-  if (!has_run_id || !has_pid || !has_start) {
-    return absl::InvalidArgumentError("run record lacks run_id, pid or start_ticks");
-  }
+  if (record.run_id.empty()) return absl::InvalidArgumentError("run record lacks run_id");
   return record;
 }
 
 std::string BootId() {
-  return std::string(absl::StripAsciiWhitespace(ReadWholeFile("/proc/sys/kernel/random/boot_id")));
+  static const std::string* const id =
+      new std::string(absl::StripAsciiWhitespace(ReadWholeFile("/proc/sys/kernel/random/boot_id")));
+  return *id;
 }
 
-bool RecordedProcessRuns(const RunRecord& record) {
-  ProcStat stat;
-  if (!ReadProcStat(record.pid, &stat) || stat.state == 'Z') return false;
-  return stat.start_ticks == record.start_ticks && record.boot_id == BootId();
-}
-
-std::string RunRecordStore::PathOf(const std::string& run_id) const {
+std::string RunRecordStore::RunDir(const std::string& run_id) const {
   // Run ids are made of [A-Za-z0-9._-] and '/', so '+' keeps names unique.
-  return absl::StrCat(dir_, "/", absl::StrReplaceAll(run_id, {{"/", "+"}}), kSuffix);
+  return absl::StrCat(dir_, "/", absl::StrReplaceAll(run_id, {{"/", "+"}}));
 }
 
-absl::Status RunRecordStore::Write(const RunRecord& record) const {
+absl::StatusOr<int> RunRecordStore::Create(const RunRecord& record) const {
   if (record.checkpoint_dir.find('\n') != std::string::npos) {
     return absl::InvalidArgumentError("checkpoint dir holds a newline");
   }
-  if (absl::Status s = MakeDirs(dir_); !s.ok()) return s;
-  const std::string path = PathOf(record.run_id);
+  const std::string dir = RunDir(record.run_id);
+  if (mkdir(dir.c_str(), 0755) != 0) {
+    if (errno == ENOENT) {
+      if (absl::Status s = MakeDirs(dir); !s.ok()) return s;
+    } else if (errno != EEXIST) {
+      return Errno("mkdir", dir);
+    } else if (LockHeld(absl::StrCat(dir, "/", kLockFile))) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("run ", record.run_id, " already has a live trainctl-shim"));
+    }
+  }
+  auto fail = [&](absl::Status s) {
+    Remove(record.run_id).IgnoreError();
+    return s;
+  };
+  const std::string path = absl::StrCat(dir, "/", kRecordFile);
   const std::string tmp = path + ".tmp";
   const std::string text = FormatRunRecord(record);
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return absl::InternalError(absl::StrCat("open ", tmp, ": ", std::strerror(errno)));
+  if (fd < 0) return fail(Errno("open", tmp));
   ssize_t n = write(fd, text.data(), text.size());
-  int write_errno = errno;
-  close(fd);
   if (n != static_cast<ssize_t>(text.size())) {
-    unlink(tmp.c_str());
-    return absl::InternalError(absl::StrCat("write ", tmp, ": ", std::strerror(write_errno)));
+    absl::Status s = n < 0 ? Errno("write", tmp) : absl::InternalError("short write of " + tmp);
+    close(fd);
+    return fail(s);
   }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    int rename_errno = errno;
-    unlink(tmp.c_str());
-    return absl::InternalError(absl::StrCat("rename ", tmp, ": ", std::strerror(rename_errno)));
+  close(fd);
+  if (rename(tmp.c_str(), path.c_str()) != 0) return fail(Errno("rename", tmp));
+  const std::string lock_path = absl::StrCat(dir, "/", kLockFile);
+  int lock = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock < 0) return fail(Errno("open", lock_path));
+  if (flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    absl::Status s = Errno("flock", lock_path);
+    close(lock);
+    return fail(s);
   }
-  return absl::OkStatus();
+  return lock;
 }
 
 absl::Status RunRecordStore::Remove(const std::string& run_id) const {
-  const std::string path = PathOf(run_id);
-  if (unlink(path.c_str()) != 0 && errno != ENOENT) {
-    return absl::InternalError(absl::StrCat("unlink ", path, ": ", std::strerror(errno)));
-  }
+  const std::string dir = RunDir(run_id);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot remove ", dir, ": ", ec.message()));
   return absl::OkStatus();
 }
 
-std::vector<RunRecord> RunRecordStore::LoadAlive() const {
-  std::vector<RunRecord> alive;
+std::vector<RunRecordStore::Found> RunRecordStore::Load() const {
+  std::vector<Found> found;
   DIR* dir = opendir(dir_.c_str());
-  if (dir == nullptr) return alive;
+  if (dir == nullptr) return found;
   std::vector<std::string> names;
   while (struct dirent* entry = readdir(dir)) {
     std::string name = entry->d_name;
     if (name != "." && name != "..") names.push_back(std::move(name));
   }
   closedir(dir);
+  std::sort(names.begin(), names.end());
+  const std::string boot = BootId();
   for (const std::string& name : names) {
     const std::string path = absl::StrCat(dir_, "/", name);
-    absl::StatusOr<RunRecord> record = absl::EndsWith(name, kSuffix)
-                                           ? ParseRunRecord(ReadWholeFile(path))
-                                           : absl::InvalidArgumentError("not a run record");
-    if (record.ok() && PathOf(record->run_id) != path) {
+    const bool alive = LockHeld(absl::StrCat(path, "/", kLockFile));
+    absl::StatusOr<RunRecord> record =
+        ParseRunRecord(ReadWholeFile(absl::StrCat(path, "/", kRecordFile)));
+    if (record.ok() && RunDir(record->run_id) != path) {
       record = absl::InvalidArgumentError("its name does not match its run id");
     }
-    if (!record.ok()) {
-      spdlog::warn("removing {}: {}", path, std::string(record.status().message()));
-    } else if (RecordedProcessRuns(*record)) {
-      alive.push_back(*std::move(record));
+    if (record.ok() && (alive || record->boot_id == boot)) {
+      found.push_back({*std::move(record), alive});
       continue;
+    }
+    if (!record.ok() && alive) {
+      spdlog::error("{}: {}, but a trainctl-shim holds its lock; leaving it alone", path,
+                    std::string(record.status().message()));
+      continue;
+    }
+    if (!record.ok()) {
+      spdlog::warn("removing {}: {}: no replica was started for it", path,
+                   std::string(record.status().message()));
     } else {
-      spdlog::info("run {}: pid {} of an earlier agent is gone; removing its record",
-                   record->run_id, record->pid);
+      spdlog::info("run {}: removing its directory of an earlier boot", record->run_id);
     }
-    if (unlink(path.c_str()) != 0 && errno != ENOENT) {
-      spdlog::warn("cannot remove {}: {}", path, std::strerror(errno));
-    }
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+    if (ec) spdlog::warn("cannot remove {}: {}", path, ec.message());
   }
-  return alive;
+  return found;
 }
 
 }  // namespace trainctl::agent

@@ -1,25 +1,40 @@
-// Run records: one small file per running replica process in the agent's work dir, so that an
-// agent that was SIGKILLed (or crashed) and started again finds the replicas the earlier agent
-// left running, instead of letting them run on unknown while the scheduler starts them again
-// elsewhere. No replica may run twice.
+// Run directories: one per replica process the agent starts, in its work dir, so that an agent
+// that was SIGKILLed, crashed, or was restarted or upgraded finds every replica an earlier agent
+// started, watches it again and learns how it ended, instead of letting it run on unknown while
+// the scheduler starts it again elsewhere. No replica may run twice, and no exit may be lost.
 //
-// Layout: <work dir>/run-records/<run id with '/' replaced by '+'>, written when a run's process
-// has started and removed when the launcher saw it end (reaped it, or saw an adopted one gone).
-// A record therefore outlives its process only when the agent died first; the next agent's
-// LoadRunRecords() tells those apart by process identity: the same pid with the same start time
-// (field 22 of /proc/<pid>/stat) and boot id, so a reused pid is never mistaken for the run.
+// Layout: <work dir>/runs/<run id with '/' replaced by '+'>/
+//   record     written by the agent BEFORE the run's trainctl-shim exists (with a rename, so a
+//              reader sees a whole record or none): the run id, the boot, the memory limit, the
+//              checkpoint dir, the exclusive CPUs
+//   lock       flock()ed by the agent before it spawns the shim, on an open file the shim
+//              inherits and keeps for its whole life: while the lock is held, the run's shim
+//              lives (even one that has not yet written shim.pid)
+//   shim.pid   the shim's pid and start time, written by the shim first thing
+//   status     how the replica is doing, written by the shim: running (with its pid), exited (exit
+//              code or signal, OOM, times) or failed to start (agents/shim/shim_protocol.h)
+//   node-stop  present when the node stopped the run (an agent's StopAll, `trainctl-agent
+//              --stop-replicas`): its exit is reported as the node's shutdown, not the replica's
+//              own end
+// A directory is removed only once the agent has handed the run's exit report to its journal
+// (report_journal.h), so at every moment either the directory or the journal knows the run.
 //
-//   RunRecordStore store(work_dir + "/run-records");
-//   store.Write({run_id, pid, ProcessStartTicks(pid), BootId(), limit, checkpoint_dir, cpus});
-//   for (const RunRecord& r : store.LoadAlive()) launcher.Adopt(r);  // dead ones are deleted
-//   store.Remove(run_id);
+// Load() tells the cases apart for the next agent: lock held: the shim lives (adopt it); lock
+// free: the shim is gone, and its status says how the replica ended, that the shim died while it
+// ran, or (no status) that it never started. Directories of another boot describe processes that
+// ended with it and are deleted.
 //
-// Records are written with a rename, so a reader sees a whole record or none. They are not
-// fsynced: a host crash ends the processes they describe, so a record lost with it is not missed.
+// Nothing is fsynced: the files must survive the death of the agent process, not of the host (a
+// host crash ends the processes they describe, and the scheduler handles it as lost).
+//
+//   RunRecordStore store(work_dir + "/runs");
+//   absl::StatusOr<int> lock = store.Create({run_id, BootId(), limit, checkpoint_dir, cpus});
+//   ... spawn the shim with *lock as its --lock-fd, close(*lock) ...
+//   for (const RunRecordStore::Found& f : store.Load()) ...   // at the next start
+//   store.Remove(run_id);                                      // once its exit is journaled
+//
 // Thread-safe: the store keeps no state but its directory; files are per run.
 #pragma once
-
-#include <sys/types.h>
 
 #include <cstdint>
 #include <string>
@@ -31,12 +46,11 @@
 
 namespace trainctl::agent {
 
+// The marker file of a run the node stopped (see the layout above).
+inline constexpr char kNodeStopFile[] = "node-stop";
+
 struct RunRecord {
   std::string run_id;
-  // The run's process, which is also its process group's leader (spawn.h).
-  pid_t pid = 0;
-  // The process's start time in clock ticks since boot (ProcStat::start_ticks).
-  uint64_t start_ticks = 0;
   // /proc/sys/kernel/random/boot_id when the record was written.
   std::string boot_id;
   // The run's memory limit, 0 for none; an adopted run keeps being held to it.
@@ -54,30 +68,34 @@ absl::StatusOr<RunRecord> ParseRunRecord(const std::string& text);
 // This boot's id (/proc/sys/kernel/random/boot_id), or "" where it cannot be read.
 std::string BootId();
 
-// True when the process the record names still runs: `pid` exists, is not a zombie and started
-// at `start_ticks`, on this boot.
-bool RecordedProcessRuns(const RunRecord& record);
-
 class RunRecordStore {
  public:
-  // `dir` is created by the first Write().
+  // `dir` (<work dir>/runs) is created by the first Create().
   explicit RunRecordStore(std::string dir) : dir_(std::move(dir)) {}
 
   const std::string& dir() const { return dir_; }
+  // The run's directory (which need not exist).
+  std::string RunDir(const std::string& run_id) const;
 
-  // Creates or replaces the record of record.run_id.
-  absl::Status Write(const RunRecord& record) const;
+  // Creates the run's directory with its record and its lock file, and returns a close-on-exec
+  // fd of the lock file on which this process holds the lock: hand it to the shim, then close it.
+  // INTERNAL when a step fails (nothing of the run is left then). FAILED_PRECONDITION when a live
+  // shim already holds the run's lock.
+  absl::StatusOr<int> Create(const RunRecord& record) const;
 
-  // Deletes the record of `run_id`; OK when there is none.
+  // Deletes the run's directory; OK when there is none.
   absl::Status Remove(const std::string& run_id) const;
 
-  // Every record whose process still runs (RecordedProcessRuns); deletes the others, and files
-  // that are not records, logging each. Empty when the directory does not exist.
-  std::vector<RunRecord> LoadAlive() const;
+  struct Found {
+    RunRecord record;
+    // The lock is held: the run's shim lives.
+    bool shim_alive = false;
+  };
+  // Every run directory of this boot, in run id order. Deletes directories of another boot, and
+  // those without a readable record (logging each): nothing was started for them.
+  std::vector<Found> Load() const;
 
  private:
-  std::string PathOf(const std::string& run_id) const;
-
   const std::string dir_;
 };
 

@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "agents/shim_status.h"
 
 extern char** environ;
 
@@ -48,23 +49,6 @@ class FdCloser {
 };
 
 std::string ErrnoText(int error) { return std::strerror(error); }
-
-// Exec errors that come from the command itself rather than from the host.
-bool IsUserExecError(int error) {
-  switch (error) {
-    case ENOENT:
-    case EACCES:
-    case ENOEXEC:
-    case ENOTDIR:
-    case EISDIR:
-    case ELOOP:
-    case ENAMETOOLONG:
-    case E2BIG:
-      return true;
-    default:
-      return false;
-  }
-}
 
 std::string JoinPath(const std::string& dir, const std::string& name) {
   if (dir.empty() || dir == ".") return name;
@@ -153,13 +137,6 @@ std::vector<char*> CStringArray(const std::vector<std::string>& strings) {
   return out;
 }
 
-std::string SearchPathOf(const std::vector<std::string>& env) {
-  for (const std::string& entry : env) {
-    if (absl::StartsWith(entry, "PATH=")) return entry.substr(5);
-  }
-  return "/usr/local/bin:/usr/bin:/bin";
-}
-
 }  // namespace
 
 absl::StatusOr<std::string> ResolveCommand(const std::string& command,
@@ -203,6 +180,13 @@ absl::StatusOr<std::string> ResolveCommand(const std::string& command,
         absl::StrCat("cannot execute ", not_executable, ": ", ErrnoText(EACCES)));
   }
   return absl::InvalidArgumentError(absl::StrCat("command not found: ", command));
+}
+
+std::string SearchPathOf(const std::vector<std::string>& env) {
+  for (const std::string& entry : env) {
+    if (absl::StartsWith(entry, "PATH=")) return entry.substr(5);
+  }
+  return "/usr/local/bin:/usr/bin:/bin";
 }
 
 std::vector<std::string> MergeEnvironment(const std::vector<std::string>& base,

@@ -63,6 +63,9 @@ absl::StatusOr<std::string> ResolveCommand(const std::string& command,
                                            const std::string& search_path,
                                            const std::string& working_dir);
 
+// The PATH entry of `env` ("NAME=VALUE" entries), or a default search path when it has none.
+std::string SearchPathOf(const std::vector<std::string>& env);
+
 // The agent's environment `base` ("NAME=VALUE" entries) overlaid with `overlay`: variables of
 // `overlay` replace those of the same name and the others are appended, in name order.
 std::vector<std::string> MergeEnvironment(const std::vector<std::string>& base,

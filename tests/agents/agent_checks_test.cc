@@ -17,7 +17,6 @@
 #include "agents/run_records.h"
 #include "common/time_util.h"
 #include "tests/agents/agent_fixture.h"
-#include "tests/agents/orphan_util.h"
 #include "tests/agents/test_util.h"
 
 namespace trainctl::agent {
@@ -326,21 +325,39 @@ TEST_CASE("RunChecks asks for a check run now, even with periodic checks off", "
 TEST_CASE("a restarted agent adopts the replicas an earlier one left running", "[agent][orphans]") {
   const std::string kept = "j-old/1/worker-0/0";
   const std::string unwanted = "j-old/1/worker-1/0";
-  pid_t kept_pid = 0, unwanted_pid = 0;
+  std::map<std::string, int64_t> started;
   std::string release;
   AgentFixture f([&](Agent::Options& o) {
-    // What the earlier agent left: two replicas and their records.
+    // What the earlier agent left: two replicas, each with its shim and run directory.
     release = o.work_dir + "/release";
-    kept_pid = testing::StartOrphan(
-        o.work_dir, kept,
-        "echo kept; while [ ! -e " + release + " ]; do sleep 0.01; done; echo done; exit 1");
-    unwanted_pid = testing::StartOrphan(o.work_dir, unwanted, "echo unwanted; exec sleep 60");
-    RunRecordStore store(o.work_dir + "/run-records");
-    if (kept_pid > 0) store.Write(testing::RecordOf(kept, kept_pid)).IgnoreError();
-    if (unwanted_pid > 0) store.Write(testing::RecordOf(unwanted, unwanted_pid)).IgnoreError();
-  });
-  REQUIRE(kept_pid > 0);
-  REQUIRE(unwanted_pid > 0);
+    absl::Mutex mu;
+    ProcessLauncher::Options lo;
+    lo.work_dir = o.work_dir;
+    lo.run_as = o.run_as;
+    lo.on_started = [&](trainctl::v1::ReplicaStarted s) {
+      absl::MutexLock lock(&mu);
+      started[s.run_id()] = s.pid();
+    };
+    ProcessLauncher earlier(lo);
+    auto launch = [&](const std::string& run_id, const std::string& script) {
+      trainctl::v1::LaunchReplica l;
+      l.set_job_id("j-old");
+      l.set_attempt(1);
+      l.set_replica_name(run_id.substr(8, 8));
+      l.set_run_id(run_id);
+      for (const std::string& arg : {std::string("/bin/sh"), std::string("-c"), script}) {
+        l.add_argv(arg);
+      }
+      earlier.Launch(l);
+    };
+    launch(kept,
+           "echo kept; while [ ! -e " + release + " ]; do sleep 0.01; done; echo done; exit 1");
+    launch(unwanted, "echo unwanted; exec sleep 60");
+    absl::MutexLock lock(&mu);
+    auto both = [&]() { return started.size() == 2; };
+    mu.AwaitWithTimeout(absl::Condition(&both), absl::Seconds(10));
+  });  // `earlier` is gone: its shims run on.
+  REQUIRE(started.size() == 2);
   std::optional<AgentMessage> reg = f.scheduler().Next(IsRegister);
   REQUIRE(reg);
   std::map<std::string, int64_t> running;
@@ -348,30 +365,28 @@ TEST_CASE("a restarted agent adopts the replicas an earlier one left running", "
     CHECK(run.running());
     running[run.run_id()] = run.pid();
   }
-  CHECK(running == std::map<std::string, int64_t>{{kept, kept_pid}, {unwanted, unwanted_pid}});
+  CHECK(running == started);
 
-  // The scheduler no longer wants one: it is stopped although it is not the agent's child.
+  // The scheduler no longer wants one: it is stopped although the agent did not start it.
   f.scheduler().Send(Stop(unwanted));
   std::optional<AgentMessage> exited = f.scheduler().Next(IsExited);
   REQUIRE(exited);
   CHECK(exited->replica_exited().run_id() == unwanted);
   CHECK(exited->replica_exited().stopped_by_request());
-  CHECK_FALSE(exited->replica_exited().has_checks());
-  CHECK(ProcessIsGone(unwanted_pid));
+  CHECK(testing::WaitUntil([&] { return ProcessIsGone(static_cast<pid_t>(started[unwanted])); }));
 
-  // It keeps the other, which is reported once it ends, with no status to tell.
+  // It keeps the other, which is reported with its exit code once it ends.
   std::ofstream(release) << "";
   exited = f.scheduler().Next(IsExited);
   REQUIRE(exited);
   const trainctl::v1::ReplicaExited& e = exited->replica_exited();
   CHECK(e.run_id() == kept);
-  CHECK_FALSE(e.has_exit_code());
-  CHECK_FALSE(e.has_signal());
+  CHECK(e.exit_code() == 1);
   CHECK_FALSE(e.stopped_by_request());
   CHECK(e.launch_error().empty());
   CHECK(e.output_tail() == "kept\ndone");
-  CHECK_FALSE(e.has_checks());
-  CHECK(access((f.work_dir() + "/run-records/j-old+1+worker-0+0.run").c_str(), F_OK) != 0);
+  // Its end is journaled now, so its run directory is gone.
+  CHECK(access((f.work_dir() + "/runs/j-old+1+worker-0+0").c_str(), F_OK) != 0);
 }
 
 }  // namespace

@@ -203,23 +203,37 @@ class AgentFixture {
     options.checks.health_check_interval = absl::ZeroDuration();
     options.run_as = RootReplicas();
     if (customize) customize(options);
+    options_ = options;
     agent_ = std::make_unique<Agent>(options);
     runner_ = std::thread([this] { agent_->Run(); });
   }
   ~AgentFixture() {
-    if (!shut_down_) agent_->Shutdown(absl::Seconds(1), absl::Milliseconds(1));
+    // Replicas outlive their agent: stop them first.
+    agent_->StopReplicas(absl::ZeroDuration());
+    if (!shut_down_) agent_->Shutdown(absl::Milliseconds(1));
     runner_.join();
     agent_.reset();
     server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+  }
+
+  // The agent process ends (without waiting for acks: as good as SIGKILL for what it keeps on
+  // disk) and a new one starts on the same work dir with the same options.
+  void Restart() {
+    agent_->Shutdown(absl::ZeroDuration());
+    runner_.join();
+    agent_.reset();
+    shut_down_ = false;
+    agent_ = std::make_unique<Agent>(options_);
+    runner_ = std::thread([this] { agent_->Run(); });
   }
 
   FakeScheduler& scheduler() { return scheduler_; }
   const std::string& work_dir() const { return dir_.path(); }
   FakeHostProbe& probe() { return *probe_; }
   Agent& agent() { return *agent_; }
-  void Shutdown(absl::Duration grace, absl::Duration ack_wait) {
+  void Shutdown(absl::Duration ack_wait) {
     shut_down_ = true;
-    agent_->Shutdown(grace, ack_wait);
+    agent_->Shutdown(ack_wait);
   }
 
  private:
@@ -227,6 +241,7 @@ class AgentFixture {
   std::shared_ptr<FakeHostProbe> probe_ = std::make_shared<FakeHostProbe>();
   FakeScheduler scheduler_;
   std::unique_ptr<grpc::Server> server_;
+  Agent::Options options_;
   std::unique_ptr<Agent> agent_;
   std::thread runner_;
   bool shut_down_ = false;

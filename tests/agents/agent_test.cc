@@ -179,19 +179,45 @@ TEST_CASE("a reconnect keeps replicas running and lists them in Register", "[age
   CHECK(exited->replica_exited().signal() == SIGTERM);
 }
 
-TEST_CASE("Shutdown stops replicas and waits for their exits to be acked", "[agent]") {
+TEST_CASE("replicas outlive the agent, and the next agent reports their exits", "[agent]") {
   AgentFixture f;
   REQUIRE(f.scheduler().Next(IsRegister));
-  f.scheduler().Send(Launch("worker-0", {kWorkload, "--trap-term", "--sleep", "60"}));
-  REQUIRE(f.scheduler().Next(IsStarted));
-  std::thread shutdown([&] { f.Shutdown(absl::Seconds(5), absl::Seconds(10)); });
+  const std::string release = f.work_dir() + "/release";
+  f.scheduler().Send(
+      Launch("worker-0",
+             {"/bin/sh", "-c", "while [ ! -e " + release + " ]; do sleep 0.01; done; exit 3"}));
+  f.scheduler().Send(Launch("worker-1", {"/bin/sh", "-c", "exit 4"}));
+  std::optional<AgentMessage> started = f.scheduler().Next([](const AgentMessage& m) {
+    return IsStarted(m) && m.replica_started().run_id() == "j-agent/1/worker-0/0";
+  });
+  REQUIRE(started);
+  const int64_t pid = started->replica_started().pid();
+  // worker-1's exit is reported, never acknowledged, and the agent goes away.
+  std::optional<AgentMessage> first_exit = f.scheduler().Next(IsExited);
+  REQUIRE(first_exit);
+  CHECK(first_exit->replica_exited().exit_code() == 4);
+  f.Restart();
+
+  std::optional<AgentMessage> reg = f.scheduler().Next(IsRegister);
+  REQUIRE(reg);
+  std::map<std::string, std::pair<bool, int64_t>> runs;
+  for (const trainctl::v1::KnownRun& run : reg->register_().runs()) {
+    runs[run.run_id()] = {run.running(), run.pid()};
+  }
+  // worker-0 still runs with its pid; worker-1's exit comes again from the journal.
+  CHECK(runs["j-agent/1/worker-0/0"] == std::make_pair(true, pid));
+  CHECK(runs["j-agent/1/worker-1/0"].first == false);
+  std::optional<AgentMessage> again = f.scheduler().Next(IsExited);
+  REQUIRE(again);
+  CHECK(again->replica_exited().run_id() == "j-agent/1/worker-1/0");
+  CHECK(again->replica_exited().exit_code() == 4);
+  f.scheduler().Send(Ack(again->seq()));
+
+  std::ofstream(release) << "";
   std::optional<AgentMessage> exited = f.scheduler().Next(IsExited);
   REQUIRE(exited);
-  CHECK_FALSE(exited->replica_exited().stopped_by_request());  // The agent's own stop.
-  CHECK(exited->replica_exited().exit_code() == 0);
-  f.scheduler().Send(Ack(exited->seq()));
-  shutdown.join();
-  CHECK(f.agent().UnackedReports() == 0);
+  CHECK(exited->replica_exited().run_id() == "j-agent/1/worker-0/0");
+  CHECK(exited->replica_exited().exit_code() == 3);
 }
 
 TEST_CASE("the exit report delay hook holds back the exits of one status", "[agent]") {

@@ -74,7 +74,20 @@ class CgroupLauncher {
       exited_[exited.run_id()] = std::move(exited);
     };
     if (tweak) tweak(options);
+    options_ = options;
     launcher_ = std::make_unique<ProcessLauncher>(std::move(options));
+  }
+  // Replicas outlive their launcher: stop what is left.
+  ~CgroupLauncher() {
+    launcher_->StopAll(0, "test over");
+    launcher_->WaitUntilIdle(absl::Now() + absl::Seconds(10));
+  }
+
+  // What an agent restart does: a new launcher on the same work dir, which has to adopt the
+  // runs of the old one (AdoptRecordedRuns).
+  void Restart() {
+    launcher_.reset();
+    launcher_ = std::make_unique<ProcessLauncher>(options_);
   }
 
   ProcessLauncher& launcher() { return *launcher_; }
@@ -125,6 +138,7 @@ class CgroupLauncher {
   TempDir dir_;
   absl::Mutex mu_;
   std::map<std::string, trainctl::v1::ReplicaExited> exited_ ABSL_GUARDED_BY(mu_);
+  ProcessLauncher::Options options_;
   std::unique_ptr<ProcessLauncher> launcher_;
 };
 

@@ -35,6 +35,11 @@ class LauncherFixture {
  public:
   explicit LauncherFixture(int inject_launch_failures = 0)
       : inject_launch_failures_(inject_launch_failures), launcher_(MakeOptions()) {}
+  // Replicas outlive their launcher: stop what is left.
+  ~LauncherFixture() {
+    launcher_.StopAll(0, "test over");
+    launcher_.WaitUntilIdle(absl::Now() + absl::Seconds(10));
+  }
 
   ProcessLauncher& launcher() { return launcher_; }
   const std::string& work_dir() const { return dir_.path(); }

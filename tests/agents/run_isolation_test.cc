@@ -27,7 +27,6 @@
 #include "agents/device_filter.h"
 #include "agents/run_records.h"
 #include "tests/agents/cgroup_fixture.h"
-#include "tests/agents/orphan_util.h"
 #include "tests/agents/test_util.h"
 
 namespace trainctl::agent {
@@ -37,8 +36,6 @@ using ::trainctl::agent::testing::Asks;
 using ::trainctl::agent::testing::CgroupLauncher;
 using ::trainctl::agent::testing::ReadFile;
 using ::trainctl::agent::testing::RealCgroups;
-using ::trainctl::agent::testing::RecordOf;
-using ::trainctl::agent::testing::StartOrphan;
 using ::trainctl::agent::testing::TempDir;
 using ::trainctl::agent::testing::WaitUntil;
 using ::trainctl::v1::GpuDevice;
@@ -169,10 +166,8 @@ class StaticPolicy {
       WARN("skipped: " << cpus_.size() << " CPU; the static policy keeps 1 shared");
       return;
     }
-    launcher_.emplace(cgroups_, [](ProcessLauncher::Options& o) {
-      o.cpu_policy = CpuPolicy::kStatic;
-      o.run_records = std::make_shared<RunRecordStore>(o.work_dir + "/run-records");
-    });
+    launcher_.emplace(cgroups_,
+                      [](ProcessLauncher::Options& o) { o.cpu_policy = CpuPolicy::kStatic; });
   }
 
   bool ok() const { return launcher_.has_value(); }
@@ -180,7 +175,7 @@ class StaticPolicy {
   // The agent's CPUs.
   const std::set<int>& all() const { return cpus_; }
   CgroupLauncher& f() { return *launcher_; }
-  RunRecordStore records() { return RunRecordStore(launcher_->work_dir() + "/run-records"); }
+  RunRecordStore records() { return RunRecordStore(launcher_->work_dir() + "/runs"); }
 
  private:
   RealCgroups real_;
@@ -227,8 +222,9 @@ TEST_CASE(
   CHECK(AllowedCpus(f.PidOf(a.run_id())) == a_cpus);
   // The run records keep the exclusive CPUs for an agent that restarts.
   std::map<std::string, std::string> recorded;
-  for (const RunRecord& record : fixture.records().LoadAlive()) {
-    recorded[record.run_id] = record.exclusive_cpus;
+  for (const RunRecordStore::Found& found : fixture.records().Load()) {
+    CHECK(found.shim_alive);
+    recorded[found.record.run_id] = found.record.exclusive_cpus;
   }
   CHECK(recorded[a.run_id()] == FormatCpuList(a_cpus));
   CHECK(recorded[b.run_id()] == (both_fit ? FormatCpuList(b_cpus) : ""));
@@ -253,21 +249,13 @@ TEST_CASE(
   const RunCgroups* cgroups = &fixture.cgroups();
   const std::set<int>& all = fixture.all();
   CgroupLauncher& f = fixture.f();
-  // What an earlier agent left: a run on the highest CPU, in its cgroups, and its record.
-  const std::string old_run = "j-old/1/worker-0/0";
-  const std::set<int> old_cpus = {*all.rbegin()};
-  RunCgroupSpec spec;
-  spec.cpus = FormatCpuList(old_cpus);
-  RunCgroups::Created created = cgroups->Create(old_run, spec);
-  REQUIRE(created.problems.empty());
-  const pid_t orphan = StartOrphan(f.work_dir(), old_run, "sleep 60");
-  REQUIRE(orphan > 0);
-  for (const std::string& procs : created.procs_paths) {
-    REQUIRE(WriteCgroupFile(procs, absl::StrCat(orphan)).ok());
-  }
-  RunRecord record = RecordOf(old_run, orphan);
-  record.exclusive_cpus = FormatCpuList(old_cpus);
-  REQUIRE(fixture.records().Write(record).ok());
+  // What an earlier agent left: a run with an exclusive CPU, in its cgroups, and its record.
+  LaunchReplica old = f.Launch("old", Asks(1), {kWorkload, "--print", "ready", "--sleep", "60"});
+  REQUIRE(f.LaunchAndWait(old, "ready"));
+  const std::string old_run = old.run_id();
+  const std::set<int> old_cpus = CpusetOf(*cgroups, old_run);
+  REQUIRE(old_cpus.size() == 1);
+  f.Restart();
   REQUIRE(f.launcher().AdoptRecordedRuns() == std::vector<std::string>{old_run});
 
   // A new whole-CPU run goes around the adopted run's CPU: on another exclusive CPU, or, with 2

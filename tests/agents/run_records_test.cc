@@ -1,28 +1,27 @@
-// Run records and orphans: a record names one process (pid + start time); the launcher records
-// the runs it starts, and adopts, watches and stops the processes an earlier agent left running.
-// The orphans here are real: started through a shell that exits at once, so that they are not
-// this test's children.
+// Run directories and agent restarts: the record is there before the shim exists, its lock says
+// whether the shim lives, and a new launcher on the same work dir (what a restarted, crashed or
+// upgraded agent builds) watches the shims that still run and reports the true end of the
+// replicas that ended meanwhile. The replicas and shims here are real processes.
 #include "agents/run_records.h"
 
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-#include <cstdlib>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "agents/launcher.h"
 #include "agents/proc_stats.h"
 #include "agents/run_files.h"
-#include "tests/agents/orphan_util.h"
+#include "agents/shim_status.h"
 #include "tests/agents/test_util.h"
 
 namespace trainctl::agent {
@@ -34,99 +33,92 @@ using ::trainctl::agent::testing::TempDir;
 using ::trainctl::agent::testing::WaitUntil;
 using ::trainctl::v1::ReplicaExited;
 
-using ::trainctl::agent::testing::RecordOf;
-using ::trainctl::agent::testing::StartOrphan;
-
-uint64_t StartTicks(pid_t pid) {
-  ProcStat stat;
-  return ReadProcStat(pid, &stat) ? stat.start_ticks : 0;
-}
-
-pid_t ReadPid(const std::string& path) {
-  pid_t pid = 0;
-  return absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadFile(path)), &pid) ? pid : 0;
-}
-
 bool FileExists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
 
+bool ProcessRuns(pid_t pid) {
+  ProcStat stat;
+  return ReadProcStat(pid, &stat) && stat.state != 'Z';
+}
+
 TEST_CASE("a run record reads back as it was written", "[run_records]") {
-  RunRecord record{"j-1/2/worker-0/3", 4242, 987654, "b0-07", 64 << 20, "/ckpt/a b", "2-3,6"};
-  absl::StatusOr<RunRecord> back = ParseRunRecord(FormatRunRecord(record));
-  REQUIRE(back.ok());
-  CHECK(back->run_id == record.run_id);
-  CHECK(back->pid == 4242);
-  CHECK(back->start_ticks == 987654);
-  CHECK(back->boot_id == "b0-07");
-  CHECK(back->memory_limit_bytes == 64 << 20);
-  CHECK(back->checkpoint_dir == "/ckpt/a b");
-  CHECK(back->exclusive_cpus == "2-3,6");
-  record.exclusive_cpus = "";
-  CHECK(ParseRunRecord(FormatRunRecord(record))->exclusive_cpus.empty());
-  CHECK_FALSE(ParseRunRecord("run_id x\npid 12\n").ok());
-  CHECK_FALSE(ParseRunRecord("run_id x\npid zero\nstart_ticks 5\n").ok());
-  CHECK(ParseRunRecord("run_id x\npid 12\nstart_ticks 5\nfuture_key 1\n").ok());
+  RunRecord record{"j-1/2/worker-0/3", "boot", 64 << 20, "/ckpt/with space", "2-3"};
+  absl::StatusOr<RunRecord> parsed = ParseRunRecord(FormatRunRecord(record));
+  REQUIRE(parsed.ok());
+  CHECK(parsed->run_id == record.run_id);
+  CHECK(parsed->boot_id == "boot");
+  CHECK(parsed->memory_limit_bytes == 64 << 20);
+  CHECK(parsed->checkpoint_dir == "/ckpt/with space");
+  CHECK(parsed->exclusive_cpus == "2-3");
+  CHECK_FALSE(ParseRunRecord("boot_id x\n").ok());
+  CHECK_FALSE(ParseRunRecord("run_id a\nmemory_limit_bytes -1\n").ok());
+  CHECK(ParseRunRecord("run_id a\nfuture_key 1\n").ok());
 }
 
-TEST_CASE("a record names one process: pid, start time and boot", "[run_records]") {
-  RunRecord self = RecordOf("j/1/w/0", getpid());
-  CHECK_FALSE(self.boot_id.empty());
-  CHECK(RecordedProcessRuns(self));
-  RunRecord reused = self;  // The pid, reused by a later process.
-  reused.start_ticks += 1;
-  CHECK_FALSE(RecordedProcessRuns(reused));
-  RunRecord rebooted = self;
-  rebooted.boot_id = "another-boot";
-  CHECK_FALSE(RecordedProcessRuns(rebooted));
-  pid_t child = fork();
-  if (child == 0) _exit(0);
-  RunRecord dead = RecordOf("j/1/w/0", child);
-  waitpid(child, nullptr, 0);
-  CHECK_FALSE(RecordedProcessRuns(dead));
-}
-
-TEST_CASE("loading keeps the records of live processes and deletes the rest", "[run_records]") {
+TEST_CASE("Load tells a live shim by its lock and drops directories of no run", "[run_records]") {
   TempDir dir;
-  RunRecordStore store(dir.path() + "/run-records");
-  CHECK(store.LoadAlive().empty());  // No directory yet.
-  REQUIRE(store.Write(RecordOf("j/1/alive/0", getpid())).ok());
-  RunRecord reused = RecordOf("j/1/reused/0", getpid());
-  reused.start_ticks += 1;
-  REQUIRE(store.Write(reused).ok());
-  std::ofstream(store.dir() + "/junk.run") << "not a record";
-  std::vector<RunRecord> alive = store.LoadAlive();
-  REQUIRE(alive.size() == 1);
-  CHECK(alive[0].run_id == "j/1/alive/0");
-  CHECK(FileExists(store.dir() + "/j+1+alive+0.run"));
-  CHECK_FALSE(FileExists(store.dir() + "/j+1+reused+0.run"));
-  CHECK_FALSE(FileExists(store.dir() + "/junk.run"));
+  RunRecordStore store(dir.path() + "/runs");
+  absl::StatusOr<int> held = store.Create({"j/1/alive/0", BootId(), 0, "", ""});
+  REQUIRE(held.ok());
+  absl::StatusOr<int> released = store.Create({"j/1/gone/0", BootId(), 0, "", ""});
+  REQUIRE(released.ok());
+  close(*released);
+  // A second Create of a run whose lock is held is refused: no run starts twice.
+  CHECK(absl::IsFailedPrecondition(store.Create({"j/1/alive/0", BootId(), 0, "", ""}).status()));
+  absl::StatusOr<int> old_boot = store.Create({"j/1/old-boot/0", "another-boot", 0, "", ""});
+  REQUIRE(old_boot.ok());
+  close(*old_boot);
+  REQUIRE(MakeDirs(dir.path() + "/runs/no-record").ok());
+
+  std::map<std::string, bool> found;
+  for (const RunRecordStore::Found& f : store.Load()) found[f.record.run_id] = f.shim_alive;
+  CHECK(found == std::map<std::string, bool>{{"j/1/alive/0", true}, {"j/1/gone/0", false}});
+  CHECK_FALSE(FileExists(dir.path() + "/runs/no-record"));
+  CHECK_FALSE(FileExists(store.RunDir("j/1/old-boot/0")));
+  close(*held);
   REQUIRE(store.Remove("j/1/alive/0").ok());
   CHECK(store.Remove("j/1/alive/0").ok());
-  CHECK(store.LoadAlive().empty());
+  CHECK(store.Load().size() == 1);
 }
 
-// A launcher over a temp work dir with run records, collecting exit reports.
-class RecordingLauncher {
+// Launchers over one temp work dir, one after the other, as agents restart; collects reports.
+class RestartingLauncher {
  public:
-  RecordingLauncher() {
-    store_ = std::make_shared<RunRecordStore>(dir_.path() + "/run-records");
-    ProcessLauncher::Options options;
-    options.work_dir = dir_.path();
-    options.run_as = RootReplicas();
-    options.run_records = store_;
-    options.on_exited = [this](ReplicaExited e) {
-      absl::MutexLock lock(&mu_);
-      exited_.emplace(e.run_id(), std::move(e));
-    };
-    launcher_.emplace(std::move(options));
+  RestartingLauncher() { Start(); }
+  ~RestartingLauncher() {
+    launcher_->StopAll(0, "test over");
+    launcher_->WaitUntilIdle(absl::Now() + absl::Seconds(10));
+  }
+
+  // The agent dies (its launcher goes without stopping anything) and a new one starts.
+  void Restart() {
+    launcher_.reset();
+    Start();
   }
 
   const std::string& work_dir() const { return dir_.path(); }
-  const RunRecordStore& store() const { return *store_; }
   ProcessLauncher& launcher() { return *launcher_; }
-  std::string RecordPath(const std::string& run_id) const {
-    std::string name = run_id;
-    for (char& c : name) c = c == '/' ? '+' : c;
-    return store_->dir() + "/" + name + ".run";
+  std::string RunDir(const std::string& run_id) const {
+    return RunRecordStore(dir_.path() + "/runs").RunDir(run_id);
+  }
+
+  trainctl::v1::LaunchReplica Launch(const std::string& replica, const std::string& script) {
+    trainctl::v1::LaunchReplica launch;
+    launch.set_job_id("j-rec");
+    launch.set_attempt(1);
+    launch.set_replica_name(replica);
+    launch.set_run_id(absl::StrCat("j-rec/1/", replica, "/0"));
+    for (const char* arg : {"/bin/sh", "-c"}) launch.add_argv(arg);
+    launch.add_argv(script);
+    launcher_->Launch(launch);
+    return launch;
+  }
+
+  // The pid the run's replica reported starting with; 0 if it did not within 10s.
+  pid_t WaitStarted(const std::string& run_id) {
+    absl::MutexLock lock(&mu_);
+    auto arrived = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return started_.count(run_id) > 0; };
+    if (!mu_.AwaitWithTimeout(absl::Condition(&arrived), absl::Seconds(10))) return 0;
+    return started_.at(run_id);
   }
 
   std::optional<ReplicaExited> WaitExit(const std::string& run_id) {
@@ -136,117 +128,154 @@ class RecordingLauncher {
     return exited_.at(run_id);
   }
 
+  int exit_reports() {
+    absl::MutexLock lock(&mu_);
+    return static_cast<int>(exited_.size());
+  }
+
  private:
-  TempDir dir_;  // Declared first: outlives the launcher.
-  std::shared_ptr<RunRecordStore> store_;
+  void Start() {
+    ProcessLauncher::Options options;
+    options.work_dir = dir_.path();
+    options.run_as = RootReplicas();
+    options.on_started = [this](trainctl::v1::ReplicaStarted s) {
+      absl::MutexLock lock(&mu_);
+      started_[s.run_id()] = static_cast<pid_t>(s.pid());
+    };
+    options.on_exited = [this](ReplicaExited e) {
+      absl::MutexLock lock(&mu_);
+      exited_.emplace(e.run_id(), std::move(e));
+    };
+    launcher_ = std::make_unique<ProcessLauncher>(std::move(options));
+  }
+
+  TempDir dir_;  // Declared first: outlives the launchers.
   absl::Mutex mu_;
+  std::map<std::string, pid_t> started_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, ReplicaExited> exited_ ABSL_GUARDED_BY(mu_);
-  std::optional<ProcessLauncher> launcher_;
+  std::unique_ptr<ProcessLauncher> launcher_;
 };
 
-TEST_CASE("the launcher records a started run until it ends", "[run_records]") {
-  RecordingLauncher f;
-  trainctl::v1::LaunchReplica launch;
-  launch.set_job_id("j-rec");
-  launch.set_attempt(1);
-  launch.set_replica_name("worker-0");
-  launch.set_run_id("j-rec/1/worker-0/0");
-  launch.add_argv("sleep");
-  launch.add_argv("60");
-  launch.mutable_resources()->set_memory_mb(64);
-  f.launcher().Launch(launch);
-  std::vector<trainctl::v1::KnownRun> runs = f.launcher().KnownRuns();
-  REQUIRE(runs.size() == 1);
-  absl::StatusOr<RunRecord> record = ParseRunRecord(ReadFile(f.RecordPath(launch.run_id())));
-  REQUIRE(record.ok());
-  CHECK(record->pid == runs[0].pid());
-  CHECK(record->start_ticks == StartTicks(record->pid));
-  CHECK(record->memory_limit_bytes == 64 << 20);
-  CHECK(RecordedProcessRuns(*record));
-
-  REQUIRE(f.launcher().Stop(launch.run_id(), 0, "test").ok());
-  REQUIRE(f.WaitExit(launch.run_id()));
-  CHECK_FALSE(FileExists(f.RecordPath(launch.run_id())));
-}
-
-TEST_CASE("an adopted orphan is stopped by signalling its group", "[run_records]") {
-  RecordingLauncher f;
-  const std::string run_id = "j-old/1/worker-0/0";
-  const std::string child_pidfile = f.work_dir() + "/grandchild.pid";
-  pid_t orphan = StartOrphan(f.work_dir(), run_id,
-                             "echo started; sleep 60 & echo $! >" + child_pidfile + "; wait");
-  REQUIRE(orphan > 0);
-  // Not ours: no waiting for it.
-  CHECK(waitpid(orphan, nullptr, WNOHANG) == -1);
-  REQUIRE(f.store().Write(RecordOf(run_id, orphan)).ok());
-  RunRecord gone = RecordOf("j-old/1/worker-1/0", getpid());
-  gone.start_ticks += 1;
-  REQUIRE(f.store().Write(gone).ok());
-
-  CHECK(f.launcher().AdoptRecordedRuns() == std::vector<std::string>{run_id});
-  CHECK_FALSE(FileExists(f.RecordPath(gone.run_id)));
-  std::vector<trainctl::v1::KnownRun> runs = f.launcher().KnownRuns();
-  REQUIRE(runs.size() == 1);
-  CHECK(runs[0].run_id() == run_id);
-  CHECK(runs[0].running());
-  CHECK(runs[0].pid() == orphan);
-  CHECK(f.launcher().ActiveCount() == 1);
-  REQUIRE(WaitUntil([&] { return ReadPid(child_pidfile) > 0; }));
-  pid_t grandchild = ReadPid(child_pidfile);
-
-  REQUIRE(f.launcher().Stop(run_id, 5000, "not wanted any more").ok());
-  std::optional<ReplicaExited> exited = f.WaitExit(run_id);
-  REQUIRE(exited);
-  CHECK(exited->stopped_by_request());
-  CHECK_FALSE(exited->has_exit_code());
-  CHECK_FALSE(exited->has_signal());
-  CHECK(exited->launch_error().empty());
-  CHECK(exited->output_tail() == "started");
-  CHECK(WaitUntil([&] { return ProcessIsGone(orphan) && ProcessIsGone(grandchild); }));
-  CHECK_FALSE(FileExists(f.RecordPath(run_id)));
-  CHECK(f.launcher().ActiveCount() == 0);
-}
-
-TEST_CASE("an adopted orphan that ignores SIGTERM is killed after the grace period",
+TEST_CASE("the run is recorded before its shim starts, and the record stays until forgotten",
           "[run_records]") {
-  RecordingLauncher f;
-  const std::string run_id = "j-old/1/stubborn/0";
-  pid_t orphan = StartOrphan(f.work_dir(), run_id,
-                             "trap '' TERM; echo stubborn; while true; do sleep 0.01; done");
-  REQUIRE(orphan > 0);
-  REQUIRE(f.store().Write(RecordOf(run_id, orphan)).ok());
-  REQUIRE(f.launcher().AdoptRecordedRuns().size() == 1);
-  REQUIRE(f.launcher().Stop(run_id, 200, "not wanted").ok());
-  std::optional<ReplicaExited> exited = f.WaitExit(run_id);
-  REQUIRE(exited);
-  CHECK(exited->stopped_by_request());
-  CHECK(ProcessIsGone(orphan));
+  RestartingLauncher f;
+  trainctl::v1::LaunchReplica launch = f.Launch("worker-0", "exit 0");
+  const std::string dir = f.RunDir(launch.run_id());
+  REQUIRE(f.WaitExit(launch.run_id()));
+  // The exit report is not in a journal here: the directory keeps the run's end.
+  absl::StatusOr<RunRecord> record = ParseRunRecord(ReadFile(dir + "/record"));
+  REQUIRE(record.ok());
+  CHECK(record->run_id == launch.run_id());
+  absl::StatusOr<ShimStatus> status = ReadShimStatus(dir);
+  REQUIRE(status.ok());
+  CHECK(status->state == ShimStatus::State::kExited);
+  f.launcher().ForgetRun(launch.run_id());
+  CHECK_FALSE(FileExists(dir));
 }
 
-TEST_CASE("an adopted orphan that ends on its own is reported without a status", "[run_records]") {
-  RecordingLauncher f;
-  const std::string run_id = "j-old/1/worker-0/0";
+TEST_CASE("after a restart, running replicas keep their pids and are watched and stopped again",
+          "[run_records]") {
+  RestartingLauncher f;
   const std::string release = f.work_dir() + "/release";
-  pid_t orphan = StartOrphan(
-      f.work_dir(), run_id,
-      "echo hello; while [ ! -e " + release + " ]; do sleep 0.01; done; echo bye; exit 7");
-  REQUIRE(orphan > 0);
-  REQUIRE(f.store().Write(RecordOf(run_id, orphan)).ok());
-  REQUIRE(f.launcher().AdoptRecordedRuns().size() == 1);
-  std::ofstream(release) << "";
-  std::optional<ReplicaExited> exited = f.WaitExit(run_id);
+  trainctl::v1::LaunchReplica kept = f.Launch(
+      "kept", "echo kept; while [ ! -e " + release + " ]; do sleep 0.01; done; echo done; exit 3");
+  trainctl::v1::LaunchReplica unwanted = f.Launch("unwanted", "echo unwanted; exec sleep 60");
+  const pid_t kept_pid = f.WaitStarted(kept.run_id());
+  const pid_t unwanted_pid = f.WaitStarted(unwanted.run_id());
+  REQUIRE(kept_pid > 0);
+  REQUIRE(unwanted_pid > 0);
+
+  f.Restart();
+  CHECK(ProcessRuns(kept_pid));
+  CHECK(ProcessRuns(unwanted_pid));
+  std::vector<std::string> adopted = f.launcher().AdoptRecordedRuns();
+  CHECK(adopted == std::vector<std::string>{kept.run_id(), unwanted.run_id()});
+  std::map<std::string, int64_t> pids;
+  for (const trainctl::v1::KnownRun& run : f.launcher().KnownRuns()) pids[run.run_id()] = run.pid();
+  CHECK(pids == std::map<std::string, int64_t>{{kept.run_id(), kept_pid},
+                                               {unwanted.run_id(), unwanted_pid}});
+
+  // The new launcher stops a replica it did not start.
+  REQUIRE(f.launcher().Stop(unwanted.run_id(), 5000, "not wanted any more").ok());
+  std::optional<ReplicaExited> exited = f.WaitExit(unwanted.run_id());
   REQUIRE(exited);
+  CHECK(exited->stopped_by_request());
+  CHECK(exited->signal() == SIGTERM);
+  CHECK_FALSE(ProcessRuns(unwanted_pid));
+
+  // And learns how the other ended: its true exit code.
+  std::ofstream(release) << "";
+  exited = f.WaitExit(kept.run_id());
+  REQUIRE(exited);
+  CHECK(exited->exit_code() == 3);
   CHECK_FALSE(exited->stopped_by_request());
-  CHECK_FALSE(exited->has_exit_code());  // Its status went to whoever reaped it.
-  CHECK_FALSE(exited->has_signal());
-  CHECK_FALSE(exited->launch_failed());
-  CHECK(exited->launch_error().empty());
-  CHECK(exited->output_tail() == "hello\nbye");
-  CHECK_FALSE(FileExists(f.RecordPath(run_id)));
-  // The log stays readable through the launcher.
-  trainctl::v1::LogData log = f.launcher().ReadLog(run_id, 0, 0);
-  CHECK(log.data() == "hello\nbye\n");
+  CHECK(exited->output_tail() == "kept\ndone");
+  trainctl::v1::LogData log = f.launcher().ReadLog(kept.run_id(), 0, 0);
+  CHECK(log.data() == "kept\ndone\n");
   CHECK(log.complete());
+}
+
+TEST_CASE("a replica that ended while no agent ran is reported with its exit code",
+          "[run_records]") {
+  RestartingLauncher f;
+  const std::string release = f.work_dir() + "/release";
+  trainctl::v1::LaunchReplica launch =
+      f.Launch("worker-0", "while [ ! -e " + release + " ]; do sleep 0.01; done; exit 3");
+  const pid_t pid = f.WaitStarted(launch.run_id());
+  REQUIRE(pid > 0);
+  f.Restart();  // The old launcher is gone; the new one has not looked yet.
+  std::ofstream(release) << "";
+  REQUIRE(WaitUntil([&] { return !ProcessRuns(pid); }));
+  REQUIRE(WaitUntil([&] {
+    absl::StatusOr<ShimStatus> s = ReadShimStatus(f.RunDir(launch.run_id()));
+    return s.ok() && s->state == ShimStatus::State::kExited;
+  }));
+  CHECK(f.launcher().AdoptRecordedRuns().empty());
+  std::optional<ReplicaExited> exited = f.WaitExit(launch.run_id());
+  REQUIRE(exited);
+  CHECK(exited->exit_code() == 3);
+  CHECK_FALSE(exited->launch_failed());
+  // Runs whose exit the agent already journaled are only forgotten.
+  CHECK(f.launcher().AdoptRecordedRuns({launch.run_id()}).empty());
+  CHECK_FALSE(FileExists(f.RunDir(launch.run_id())));
+  CHECK(f.exit_reports() == 1);
+}
+
+TEST_CASE("a replica whose shim was killed is killed too, and a run never started fails",
+          "[run_records]") {
+  RestartingLauncher f;
+  trainctl::v1::LaunchReplica launch = f.Launch("orphan", "exec sleep 60");
+  const pid_t pid = f.WaitStarted(launch.run_id());
+  REQUIRE(pid > 0);
+  absl::StatusOr<ShimPid> shim = ReadShimPid(f.RunDir(launch.run_id()));
+  REQUIRE(shim.ok());
+  f.Restart();
+  REQUIRE(kill(shim->pid, SIGKILL) == 0);
+  // The shim was the old launcher's child; it is reaped once that launcher's process waits, so
+  // look at the lock rather than the pid.
+  REQUIRE(WaitUntil([&] {
+    int fd = open((f.RunDir(launch.run_id()) + "/lock").c_str(), O_RDONLY | O_CLOEXEC);
+    bool free = flock(fd, LOCK_EX | LOCK_NB) == 0;
+    close(fd);
+    return free;
+  }));
+  // What an agent that died between writing a record and starting the shim leaves.
+  RunRecordStore store(f.work_dir() + "/runs");
+  absl::StatusOr<int> lock = store.Create({"j-rec/1/never/0", BootId(), 0, "", ""});
+  REQUIRE(lock.ok());
+  close(*lock);
+
+  CHECK(f.launcher().AdoptRecordedRuns().empty());
+  std::optional<ReplicaExited> orphan = f.WaitExit(launch.run_id());
+  REQUIRE(orphan);
+  CHECK_FALSE(orphan->has_exit_code());
+  CHECK_FALSE(orphan->has_signal());
+  CHECK_FALSE(orphan->launch_failed());
+  CHECK(WaitUntil([&] { return !ProcessRuns(pid); }));
+  std::optional<ReplicaExited> never = f.WaitExit("j-rec/1/never/0");
+  REQUIRE(never);
+  CHECK(never->launch_failed());
+  CHECK_FALSE(never->launch_error_is_user());
 }
 
 }  // namespace

@@ -49,7 +49,11 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::string& out_path,
 
 }  // namespace
 
-std::string BinDir() { return TRAINCTL_BIN_DIR; }
+std::string BinDir() {
+  // Overridable, so that a benchmark can run the programs of another build.
+  const char* env = getenv("TRAINCTL_BIN_DIR");
+  return env != nullptr && *env != '\0' ? env : TRAINCTL_BIN_DIR;
+}
 
 bool Eventually(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -172,6 +176,9 @@ MiniCluster::~MiniCluster() {
   for (auto& a : agents_) {
     if (a) a->Stop();
   }
+  // Replicas outlive their agents (each has its trainctl-shim): stop them the way an operator
+  // retiring the hosts would.
+  for (size_t i = 0; i < agents_.size(); ++i) StopReplicas(static_cast<int>(i));
   // Close the test's own connection first: trainctld's shutdown waits for open connections.
   jobs_.reset();
   cluster_.reset();
@@ -281,6 +288,11 @@ void MiniCluster::KillAgent(int i, int sig) {
   REQUIRE(agents_.at(i) != nullptr);
   agents_[i]->Signal(sig);
   REQUIRE(agents_[i]->Wait(std::chrono::seconds(20)) != -1);
+}
+
+CliResult MiniCluster::StopReplicas(int i, const std::string& grace) {
+  return Run({BinDir() + "/trainctl-agent", "--stop-replicas", "--work-dir", AgentWorkDir(i),
+              "--stop-grace", grace});
 }
 
 void MiniCluster::SetAgentArgs(int i, std::vector<std::string> args) {

@@ -32,7 +32,7 @@
 
 namespace trainctl::testing {
 
-// Where the built binaries are (set by CMake).
+// Where the built binaries are: $TRAINCTL_BIN_DIR when set, else the build tree (set by CMake).
 std::string BinDir();
 
 // Polls `cond` every 20 ms until it holds or `timeout` passes; returns whether it held.
@@ -195,6 +195,9 @@ class MiniCluster {
   void StartAgents();
   // Sends `sig` to agent i and REQUIREs that it exits.
   void KillAgent(int i, int sig);
+  // Runs `trainctl-agent --stop-replicas` on agent i's work dir: stops every replica started
+  // there, whether or not the agent runs (the destructor does it for every agent).
+  CliResult StopReplicas(int i, const std::string& grace = "0");
   // Replaces agent i's own flags (ClusterOptions::agent_args) for its next start.
   void SetAgentArgs(int i, std::vector<std::string> args);
 

@@ -206,9 +206,9 @@ TEST_CASE("exit-code rules override the default classification", "[integration][
   }
 }
 
-TEST_CASE("replicas stopped by their agent's shutdown move to another node at once, uncharged",
+TEST_CASE("replicas stopped for the host's retirement move to another node at once, uncharged",
           "[integration][retry]") {
-  // A node-lost timeout far beyond the wait below: the move must come from the shutdown report,
+  // A node-lost timeout far beyond the wait below: the move must come from the stop's report,
   // not from the agent going silent.
   ClusterOptions o;
   o.daemon_args = {"--node-lost-timeout", "120s"};
@@ -224,7 +224,9 @@ scheduling:
 )"));
   v1::Job running = c.WaitForState(id, v1::JOB_STATE_RUNNING);
   const int from = running.replicas(0).node() == "node-0" ? 0 : 1;
-  c.agent(from).Stop();  // systemd stop: SIGTERM
+  // What the unit's ExecStop= runs for a host being retired, while the agent still runs.
+  CliResult stopped = c.StopReplicas(from, "10s");
+  REQUIRE(stopped.exit_code == 0);
   v1::Job moved = c.WaitForJob(id, [](const v1::Job& j) {
     return j.replicas(0).moves() == 1 && j.replicas(0).state() == v1::REPLICA_STATE_RUNNING;
   });
