@@ -2,7 +2,9 @@
 //
 // Flags are processed in order, so "--print a --sleep 1 --exit 3" prints, sleeps, then exits 3.
 // Without flags it exits 0. See Usage() for the list.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -43,8 +45,41 @@ const char kUsage[] =
     "                        (CUDA_VISIBLE_DEVICES, ...) and the host-local ranks\n"
     "                        (LOCAL_RANK, ...) as NAME=VALUE lines\n"
     "  --pidfile PATH        write the pid to PATH\n"
+    "  --run-once DIR        fail loudly (exit 99, a line in DIR/violations) unless this is the\n"
+    "                        only process that ever ran this run: holds an exclusive lock on\n"
+    "                        DIR/<job>.<attempt>.<replica>.<restart>.lock while it lives and\n"
+    "                        creates DIR/<same>.ran (O_EXCL)\n"
     "  --trap-term           on SIGTERM print \"got SIGTERM\" and exit 0\n"
     "  --ignore-term         ignore SIGTERM\n";
+
+[[noreturn]] void Die(const std::string& message);
+
+// --run-once: see kUsage. The lock's fd stays open until the process ends.
+void RunOnce(const std::string& dir) {
+  auto env = [](const char* name) {
+    const char* value = std::getenv(name);
+    return std::string(value == nullptr ? "?" : value);
+  };
+  const std::string key = env("TRAINCTL_JOB_ID") + "." + env("TRAINCTL_ATTEMPT") + "." +
+                          env("TRAINCTL_REPLICA_NAME") + "." + env("TRAINCTL_RESTART_COUNT");
+  auto violation = [&](const std::string& what) {
+    std::string line = key + " " + what + " (pid " + std::to_string(getpid()) + ")\n";
+    int fd = open((dir + "/violations").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      ssize_t ignored = write(fd, line.data(), line.size());
+      (void)ignored;
+      close(fd);
+    }
+    std::fprintf(stderr, "workload: %s", line.c_str());
+    std::exit(99);
+  };
+  int lock = open((dir + "/" + key + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock < 0) Die("--run-once: cannot open the lock in " + dir);
+  if (flock(lock, LOCK_EX | LOCK_NB) != 0) violation("runs twice at once");
+  int ran = open((dir + "/" + key + ".ran").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (ran < 0) violation("ran before");
+  close(ran);
+}
 
 [[noreturn]] void Die(const std::string& message) {
   std::fprintf(stderr, "workload: %s\n", message.c_str());
@@ -232,6 +267,8 @@ int main(int argc, char** argv) {
       WaitForFile(value());
     } else if (flag == "--env") {
       PrintEnv();
+    } else if (flag == "--run-once") {
+      RunOnce(value());
     } else if (flag == "--pidfile") {
       WriteNumber(value(), static_cast<long>(getpid()));
     } else if (flag == "--trap-term") {
