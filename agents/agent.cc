@@ -102,6 +102,7 @@ Agent::Agent(Options options)
       launcher_([this] {
         ProcessLauncher::Options launcher_options;
         launcher_options.work_dir = options_.work_dir;
+        launcher_options.state_dir = options_.state_dir;
         launcher_options.shim_path = options_.shim_path;
         launcher_options.progress_interval = options_.progress_interval;
         launcher_options.inject_launch_failures = options_.inject_launch_failures;
@@ -145,7 +146,8 @@ Agent::Agent(Options options)
   std::set<std::string> journaled_exits;
   {
     std::vector<ReportJournal::Entry> unacked;
-    const std::string path = options_.work_dir + "/" + kJournalFile;
+    const std::string path =
+        (options_.state_dir.empty() ? options_.work_dir : options_.state_dir) + "/" + kJournalFile;
     absl::StatusOr<std::unique_ptr<ReportJournal>> journal = ReportJournal::Open(path, &unacked);
     absl::MutexLock lock(&mu_);
     if (journal.ok()) {

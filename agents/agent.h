@@ -90,6 +90,10 @@ class Agent {
     std::string address;
     // Absolute; must exist.
     std::string work_dir;
+    // Where the run directories and the report journal live (--state-dir): they must outlive the
+    // agent process, not the host, so a tmpfs such as /run/trainctl-agent suits them; absolute
+    // and existing. Empty: work_dir.
+    std::string state_dir;
     trainctl::v1::NodeResources capacity;
     trainctl::v1::NodeResources allocatable;
     std::map<std::string, std::string> labels;

@@ -154,11 +154,17 @@ std::vector<FlagGroup> AgentFlagGroups() {
        {{"stop-replicas", 0, Kind::kBool, "", "",
          "stop every replica started from --work-dir (SIGTERM, SIGKILL after --stop-grace), wait "
          "until they ended and exit; the next agent reports their exits. For a host being "
-         "retired (ExecStop=); drain the node first. Needs only --work-dir"},
+         "retired (ExecStop=); drain the node first. Needs only --work-dir (and the agent's "
+         "--state-dir)"},
         {"stop-grace", 0, Kind::kValue, "D", "",
          "with --stop-replicas: how long replicas get to exit after SIGTERM (default: 10s)"},
         {"shim", 0, Kind::kValue, "FILE", "",
-         "the trainctl-shim binary (default: trainctl-shim next to trainctl-agent)"}}},
+         "the trainctl-shim binary (default: trainctl-shim next to trainctl-agent)"},
+        {"state-dir", 0, Kind::kValue, "DIR", "",
+         "where the replicas' run directories and the agent's report journal live: state that "
+         "must outlive the agent, not the host, so a tmpfs such as /run/trainctl-agent suits it "
+         "best (creating and removing files there costs far less); created if missing; the next "
+         "agent must get the same one (default: --work-dir)"}}},
       {"Host checks (thresholds are this host's; each passes when strictly above):",
        {{"check", 0, Kind::kBool, "", "",
          "run the host check items once, print one \"item ...\" line each and exit 0 if all "
@@ -352,6 +358,7 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
       {"--stop-grace",
        [&](auto& f, auto& v) { return ParseDurationFlag(f, v, true, &flags.stop_grace); }},
       {"--shim", text(&flags.shim)},
+      {"--state-dir", text(&flags.state_dir)},
       {"--cpus", [&](auto& f, auto& v) { return ParseCpu(f, v, false, &flags.cpus.emplace()); }},
       {"--memory-mb",
        [&](auto& f, auto& v) { return ParseInt<int64_t>(f, v, 1, &flags.memory_mb.emplace()); }},

@@ -69,6 +69,8 @@ struct AgentFlags {
   absl::Duration stop_grace = absl::Seconds(10);
   // The trainctl-shim binary; empty: next to the agent.
   std::string shim;
+  // Where run directories and the report journal live; empty: --work-dir.
+  std::string state_dir;
   // --check: run the host check items once and exit; --scheduler and --node are then optional.
   bool check = false;
   // What --check checks for; only valid with --check.

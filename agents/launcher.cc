@@ -61,7 +61,7 @@ void LetEveryoneSearch(const std::string& dir) {
 ProcessLauncher::ProcessLauncher(Options options)
     : options_(std::move(options)),
       shim_path_(options_.shim_path.empty() ? DefaultShimPath() : options_.shim_path),
-      records_(options_.work_dir + "/runs"),
+      records_((options_.state_dir.empty() ? options_.work_dir : options_.state_dir) + "/runs"),
       switch_users_(geteuid() == 0),
       isolation_(IsolationOptions(options_)),
       injected_failures_left_(options_.inject_launch_failures) {

@@ -97,6 +97,9 @@ class ProcessLauncher {
   struct Options {
     // Root of the node's job directories and logs; should be absolute. Must exist.
     std::string work_dir;
+    // Where the run directories live (run_records.h): state that must outlive the agent process
+    // but not the host, so best on a tmpfs such as /run; empty: work_dir.
+    std::string state_dir;
     StartedCallback on_started;
     ExitedCallback on_exited;
     // Signs of progress of running runs (see progress_watch.h); optional.

@@ -130,15 +130,30 @@ int RunHostChecks(const AgentFlags& flags) {
   return all_passed ? 0 : 1;
 }
 
+// `path` made (mkdir -p) and absolute, symlinks resolved; the error names `flag`.
+absl::StatusOr<std::string> ResolveDir(const std::string& flag, const std::string& path) {
+  if (absl::Status s = MakeDirs(path); !s.ok()) {
+    return absl::InternalError(absl::StrCat(flag, ": ", s.message()));
+  }
+  char resolved[PATH_MAX];
+  if (realpath(path.c_str(), resolved) == nullptr) {
+    return absl::InternalError(absl::StrCat(flag, ": cannot resolve ", path));
+  }
+  return std::string(resolved);
+}
+
 // --stop-replicas: stops every replica the agents of this work dir started (through their shims)
 // and waits until they ended. The run directories stay, so the next agent reports their exits.
 int StopReplicas(const AgentFlags& flags) {
-  char resolved[PATH_MAX];
-  if (realpath(flags.work_dir.c_str(), resolved) == nullptr) {
-    return Fail(1, absl::StrCat("--work-dir: cannot resolve ", flags.work_dir));
-  }
+  absl::StatusOr<std::string> work_dir = ResolveDir("--work-dir", flags.work_dir);
+  if (!work_dir.ok()) return Fail(1, std::string(work_dir.status().message()));
   ProcessLauncher::Options options;
-  options.work_dir = resolved;
+  options.work_dir = *work_dir;
+  if (!flags.state_dir.empty()) {
+    absl::StatusOr<std::string> state_dir = ResolveDir("--state-dir", flags.state_dir);
+    if (!state_dir.ok()) return Fail(1, std::string(state_dir.status().message()));
+    options.state_dir = *state_dir;
+  }
   options.shim_path = flags.shim;
   ProcessLauncher launcher(options);
   launcher.RejectNewLaunches("trainctl-agent --stop-replicas");
@@ -150,7 +165,7 @@ int StopReplicas(const AgentFlags& flags) {
   if (!launcher.WaitUntilIdle(absl::Now() + flags.stop_grace + absl::Seconds(10))) {
     return Fail(1, absl::StrCat(launcher.ActiveCount(), " replicas are still running"));
   }
-  std::printf("every replica of %s has ended\n", resolved);
+  std::printf("every replica of %s has ended\n", work_dir->c_str());
   return 0;
 }
 
@@ -175,14 +190,14 @@ int Main(int argc, char** argv) {
     return Fail(absl::IsInvalidArgument(options.status()) ? 2 : 1,
                 std::string(options.status().message()));
   }
-  if (absl::Status s = MakeDirs(flags->work_dir); !s.ok()) {
-    return Fail(1, absl::StrCat("--work-dir: ", s.message()));
+  absl::StatusOr<std::string> work_dir = ResolveDir("--work-dir", flags->work_dir);
+  if (!work_dir.ok()) return Fail(1, std::string(work_dir.status().message()));
+  options->work_dir = *work_dir;
+  if (!flags->state_dir.empty()) {
+    absl::StatusOr<std::string> state_dir = ResolveDir("--state-dir", flags->state_dir);
+    if (!state_dir.ok()) return Fail(1, std::string(state_dir.status().message()));
+    options->state_dir = *state_dir;
   }
-  char resolved[PATH_MAX];
-  if (realpath(flags->work_dir.c_str(), resolved) == nullptr) {
-    return Fail(1, absl::StrCat("--work-dir: cannot resolve ", flags->work_dir));
-  }
-  options->work_dir = resolved;
 
   // Blocked here, before any thread starts, so that only the waiter below receives them.
   // Replicas get a clear signal mask (see spawn.h).

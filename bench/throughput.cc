@@ -138,6 +138,8 @@ TEST_CASE("one-replica /bin/true jobs through two agents", "[bench]") {
   opts.agents = 2;
   opts.agent.cpus = 64;
   opts.agent.memory_mb = 65536;
+  // As the systemd unit runs it: run directories and the journal in a tmpfs.
+  opts.agent.tmpfs_state = true;
   MiniCluster c(opts);
 
   v1::CreateJobRequest req;

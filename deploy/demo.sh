@@ -15,6 +15,13 @@ port="${TRAINCTL_DEMO_PORT:-7070}"
 server="127.0.0.1:$port"
 
 stop_demo() {
+  # Replicas outlive their agents (a restart keeps training); the demo's end stops them too.
+  for node in a b; do
+    if [ -d "$demo/node-$node" ] && [ -x "$root/build/bin/trainctl-agent" ]; then
+      "$root/build/bin/trainctl-agent" --stop-replicas --work-dir "$demo/node-$node" \
+        --stop-grace 5s >/dev/null || true
+    fi
+  done
   for name in agent-b agent-a trainctld; do
     pidfile="$demo/$name.pid"
     [ -f "$pidfile" ] || continue

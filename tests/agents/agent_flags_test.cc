@@ -255,6 +255,29 @@ TEST_CASE("host check flags set the check thresholds (R20)", "[agent_flags]") {
   CHECK_FALSE(ParseAgentFlags(With({"--infiniband=maybe"})).ok());
 }
 
+TEST_CASE("the replica stop mode needs only the work dir, and the shim and state dir are optional",
+          "[agent_flags]") {
+  absl::StatusOr<AgentFlags> flags =
+      ParseAgentFlags({"--stop-replicas", "--work-dir", "/w", "--stop-grace", "20s"});
+  REQUIRE(flags.ok());
+  CHECK(flags->stop_replicas);
+  CHECK(flags->stop_grace == absl::Seconds(20));
+  CHECK(ParseAgentFlags({"--stop-replicas", "--work-dir", "/w"})->stop_grace == absl::Seconds(10));
+  CHECK(ParseAgentFlags({"--stop-replicas", "--work-dir", "/w", "--stop-grace", "0"}).ok());
+  CHECK(ParseAgentFlags({"--stop-replicas"}).status().message() == "--work-dir is required");
+  CHECK(ParseAgentFlags({"--stop-replicas", "--check", "--work-dir", "/w"})
+            .status()
+            .message()
+            .find("cannot be combined") != std::string::npos);
+  CHECK(ParseAgentFlags(With({"--stop-grace", "5s"})).status().message() ==
+        "--stop-grace is only valid with --stop-replicas");
+  flags = ParseAgentFlags(With({"--shim", "/opt/shim", "--state-dir", "/run/trainctl-agent"}));
+  REQUIRE(flags.ok());
+  CHECK(flags->shim == "/opt/shim");
+  CHECK(flags->state_dir == "/run/trainctl-agent");
+  CHECK(ParseAgentFlags(Required())->state_dir.empty());
+}
+
 TEST_CASE("health check flags (R14, R15)", "[agent_flags]") {
   absl::StatusOr<AgentFlags> flags = ParseAgentFlags(Required());
   REQUIRE(flags.ok());
@@ -341,6 +364,10 @@ TEST_CASE("the usage lists every flag", "[agent_flags]") {
                            "--cpu-policy",
                            "--log-level",
                            "--help",
+                           "--stop-replicas",
+                           "--stop-grace",
+                           "--shim",
+                           "--state-dir",
                            "--check",
                            "--gpus-needed",
                            "--hostnames",

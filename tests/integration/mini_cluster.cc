@@ -178,7 +178,10 @@ MiniCluster::~MiniCluster() {
   }
   // Replicas outlive their agents (each has its trainctl-shim): stop them the way an operator
   // retiring the hosts would.
-  for (size_t i = 0; i < agents_.size(); ++i) StopReplicas(static_cast<int>(i));
+  for (size_t i = 0; i < agents_.size(); ++i) {
+    StopReplicas(static_cast<int>(i));
+    if (opts_.agent.tmpfs_state) std::filesystem::remove_all(AgentStateDir(static_cast<int>(i)));
+  }
   // Close the test's own connection first: trainctld's shutdown waits for open connections.
   jobs_.reset();
   cluster_.reset();
@@ -246,6 +249,13 @@ void MiniCluster::Connect() {
 
 std::string MiniCluster::AgentWorkDir(int i) const { return absl::StrCat(dir_, "/", NodeName(i)); }
 
+std::string MiniCluster::AgentStateDir(int i) const {
+  if (!opts_.agent.tmpfs_state) return AgentWorkDir(i);
+  // Named after the cluster's own directory, so clusters never share one.
+  return absl::StrCat("/dev/shm/", std::filesystem::path(dir_).filename().string(), "-",
+                      NodeName(i));
+}
+
 std::string MiniCluster::AgentLog(int i) const {
   return ReadTextFile(absl::StrCat(dir_, "/agent-", i, ".log"));
 }
@@ -262,6 +272,7 @@ void MiniCluster::StartAgent(int i) {
       // Any CI disk passes; checks run only where a test asks.
       "--check-disk-root-gb", "0", "--check-disk-shm-gb", "0", "--check-disk-cache-gb", "0",
       "--health-check-interval", "0"};
+  if (o.tmpfs_state) argv.insert(argv.end(), {"--state-dir", AgentStateDir(i)});
   if (o.root_replicas) {
     argv.insert(argv.end(), {"--default-run-as-user", "root", "--allow-root-replicas"});
   }
@@ -292,7 +303,7 @@ void MiniCluster::KillAgent(int i, int sig) {
 
 CliResult MiniCluster::StopReplicas(int i, const std::string& grace) {
   return Run({BinDir() + "/trainctl-agent", "--stop-replicas", "--work-dir", AgentWorkDir(i),
-              "--stop-grace", grace});
+              "--state-dir", AgentStateDir(i), "--stop-grace", grace});
 }
 
 void MiniCluster::SetAgentArgs(int i, std::vector<std::string> args) {

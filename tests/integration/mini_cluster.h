@@ -87,6 +87,9 @@ struct AgentOptions {
   // agents switched users: the tests' scripts write under dir(). False: the agent's own defaults
   // (replicas run as nobody).
   bool root_replicas = true;
+  // Each agent's --state-dir (run directories, report journal) on a tmpfs (/dev/shm), as the
+  // systemd unit puts it in /run; false: in its work dir.
+  bool tmpfs_state = false;
   // More flags for every agent, e.g. {"--inject-launch-failures", "-1"}. They come after the
   // fixture's defaults, so a flag given here wins.
   std::vector<std::string> extra_args;
@@ -185,6 +188,8 @@ class MiniCluster {
   Process& daemon() { return *daemon_; }
   Process& agent(int i) { return *agents_[i]; }
   std::string AgentWorkDir(int i) const;
+  // Agent i's --state-dir: its work dir unless AgentOptions::tmpfs_state.
+  std::string AgentStateDir(int i) const;
   // Everything agent i has logged, over all its starts.
   std::string AgentLog(int i) const;
 
