@@ -251,7 +251,7 @@ void ProcessLauncher::ReportEnd(const std::string& run_id) {
   trainctl::v1::ReplicaExited exited;
   exited.set_run_id(run_id);
   exited.set_end_time_ms(WallNowMs());
-  std::string log_path, argv0, working_dir, user_name;
+  std::string log_path, argv0, working_dir, user_name, exclusive_cpus;
   bool has_memory_limit = false;
   pid_t pid = 0;
   {
@@ -267,6 +267,7 @@ void ProcessLauncher::ReportEnd(const std::string& run_id) {
     argv0 = run.argv0;
     working_dir = run.working_dir;
     user_name = run.user_name;
+    exclusive_cpus = run.exclusive_cpus;
     pid = run.pid;
   }
   std::string how;
@@ -310,13 +311,18 @@ void ProcessLauncher::ReportEnd(const std::string& run_id) {
     spdlog::warn("run {}: the kernel killed it for exceeding its memory cgroup's limit", run_id);
     exited.set_oom_killed(true);
   }
-  isolation_.Release(run_id);
+  // Exclusive CPUs are free only once the run's cgroups (and whatever was left in them) are gone,
+  // and a relaunch must find them free; other runs are reported first, since removing cgroups
+  // takes a while and the scheduler waits for the exit.
+  const bool release_first = !exclusive_cpus.empty();
+  if (release_first) isolation_.Release(run_id);
   exited.set_output_tail(ReadOutputTail(log_path));
   spdlog::info("run {}: pid {} {}{}", run_id, pid, how,
                exited.oom_killed()           ? " (memory limit exceeded)"
                : exited.stopped_by_request() ? " (stopped by request)"
                                              : "");
   if (options_.on_exited) options_.on_exited(exited);
+  if (!release_first) isolation_.Release(run_id);
   absl::MutexLock lock(&mu_);
   runs_[run_id].state = RunState::kExited;
   exited_order_.push_back(run_id);

@@ -143,7 +143,10 @@ TEST_CASE(
   CHECK(exit->oom_killed());
   CHECK(exit->signal() == SIGKILL);
   CHECK_FALSE(exit->stopped_by_request());
-  CHECK_FALSE(std::filesystem::exists(cgroups->RunDir(CgroupController::kMemory, launch.run_id())));
+  // Removed right after the exit was reported.
+  CHECK(testing::WaitUntil([&] {
+    return !std::filesystem::exists(cgroups->RunDir(CgroupController::kMemory, launch.run_id()));
+  }));
 }
 
 TEST_CASE(
@@ -177,7 +180,10 @@ TEST_CASE(
   REQUIRE(quick_exit);
   CHECK(quick_exit->exit_code() == 0);
   CHECK_FALSE(quick_exit->oom_killed());
-  CHECK_FALSE(std::filesystem::exists(cgroups->RunDir(CgroupController::kMemory, quick.run_id())));
+  // Removed right after the exit was reported.
+  CHECK(testing::WaitUntil([&] {
+    return !std::filesystem::exists(cgroups->RunDir(CgroupController::kMemory, quick.run_id()));
+  }));
 }
 
 // The versions to test the cgroup code of: what the host gives by default, then each one alone
@@ -217,8 +223,9 @@ TEST_CASE(
     CHECK(absl::StrContains(ReadFile(pids_dir + "/cgroup.procs"), pid));
     REQUIRE(f.launcher().Stop(launch.run_id(), 0, "test").ok());
     REQUIRE(f.WaitExit(launch.run_id()));
-    CHECK_FALSE(std::filesystem::exists(cpu_dir));
-    CHECK_FALSE(std::filesystem::exists(pids_dir));
+    // Removed right after the exit was reported.
+    CHECK(testing::WaitUntil(
+        [&] { return !std::filesystem::exists(cpu_dir) && !std::filesystem::exists(pids_dir); }));
   }
 }
 
