@@ -170,6 +170,7 @@ std::vector<std::string> ProcessLauncher::AdoptRecordedRuns(const std::set<std::
     absl::MutexLock lock(&mu_);
     Run& run = runs_[record.run_id];
     run.state = RunState::kRunning;
+    live_.insert(record.run_id);
     run.adopted = true;
     run.shim_pid = shim->pid;
     run.pidfd = pidfd;
@@ -348,6 +349,7 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
   run.ready_fd = shim->ready_fd;
   run.progress_ms = WallNowMs();
   run.state = RunState::kRunning;
+  live_.insert(run_id);
   WatchLocked(run_id, run);
   if (run.stopping) {
     SignalLocked(run_id, run, run.kill_at <= absl::Now() ? SIGKILL : SIGTERM);

@@ -291,6 +291,9 @@ class ProcessLauncher {
   mutable absl::Mutex mu_;
   // State below is protected by mu_.
   std::map<std::string, Run> runs_ ABSL_GUARDED_BY(mu_);
+  // The runs in kRunning: what the monitor looks at on every wakeup (runs_ also remembers up to
+  // kMaxExitedRuns exited ones).
+  std::set<std::string> live_ ABSL_GUARDED_BY(mu_);
   // What each epoll token stands for: a run's pidfd (even token) or ready pipe (odd token).
   std::map<uint64_t, std::string> tokens_ ABSL_GUARDED_BY(mu_);
   uint64_t next_token_ ABSL_GUARDED_BY(mu_) = 2;

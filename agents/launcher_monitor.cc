@@ -89,7 +89,8 @@ int ProcessLauncher::NextTimeoutMs(absl::Time next_memory_check, absl::Time next
   absl::Time wake = absl::InfiniteFuture();
   {
     absl::MutexLock lock(&mu_);
-    for (const auto& [run_id, run] : runs_) {
+    for (const std::string& run_id : live_) {
+      const Run& run = runs_.at(run_id);
       if (run.state != RunState::kRunning) continue;
       if (run.stopping && !run.kill_sent) wake = std::min(wake, run.kill_at);
       if (run.memory_limit_bytes > 0) wake = std::min(wake, next_memory_check);
@@ -105,7 +106,8 @@ int ProcessLauncher::NextTimeoutMs(absl::Time next_memory_check, absl::Time next
 void ProcessLauncher::CheckDeadlines() {
   absl::Time now = absl::Now();
   absl::MutexLock lock(&mu_);
-  for (auto& [run_id, run] : runs_) {
+  for (const std::string& run_id : live_) {
+    Run& run = runs_.at(run_id);
     if (run.state != RunState::kRunning) continue;
     if (run.stopping && !run.kill_sent && run.kill_at <= now) {
       spdlog::info("run {}: still running after its grace period; sending SIGKILL", run_id);
@@ -118,14 +120,16 @@ void ProcessLauncher::EnforceMemoryLimits() {
   {
     absl::MutexLock lock(&mu_);
     bool any = false;
-    for (const auto& entry : runs_) {
-      any = any || (entry.second.state == RunState::kRunning && entry.second.memory_limit_bytes);
+    for (const std::string& run_id : live_) {
+      const Run& run = runs_.at(run_id);
+      any = any || (run.state == RunState::kRunning && run.memory_limit_bytes);
     }
     if (!any) return;
   }
   std::map<pid_t, int64_t> resident = ResidentBytesByProcessGroup();
   absl::MutexLock lock(&mu_);
-  for (auto& [run_id, run] : runs_) {
+  for (const std::string& run_id : live_) {
+    Run& run = runs_.at(run_id);
     if (run.state != RunState::kRunning || run.memory_limit_bytes == 0 || run.oom_killed ||
         run.pid == 0) {
       continue;
@@ -143,7 +147,8 @@ void ProcessLauncher::ReportProgress() {
   std::vector<ProgressTarget> targets;
   {
     absl::MutexLock lock(&mu_);
-    for (const auto& [run_id, run] : runs_) {
+    for (const std::string& run_id : live_) {
+      const Run& run = runs_.at(run_id);
       if (run.state != RunState::kRunning) continue;
       targets.push_back({run_id, run.progress_file, run.checkpoint_dir, run.progress_ms});
     }
@@ -258,6 +263,7 @@ void ProcessLauncher::ReportEnd(const std::string& run_id) {
     absl::MutexLock lock(&mu_);
     Run& run = runs_[run_id];
     run.state = RunState::kExiting;
+    live_.erase(run_id);
     exited.set_stopped_by_request(run.stopped_by_request);
     exited.set_node_shutdown(run.stopped_by_node ||
                              access((run_dir + "/" + kNodeStopFile).c_str(), F_OK) == 0);

@@ -170,7 +170,8 @@ TEST_CASE(
   CHECK(exit->signal() == SIGKILL);
   CHECK_FALSE(exit->oom_killed());
   CHECK(exit->stopped_by_request());
-  CHECK_FALSE(std::filesystem::exists(run_dir));
+  // Removed right after the exit was reported.
+  CHECK(testing::WaitUntil([&] { return !std::filesystem::exists(run_dir); }));
 
   LaunchReplica quick = f.Launch("worker-1", Asks(0, 64), {kWorkload, "--alloc-mb", "8"});
   // The workload never frees what it allocates; in a sanitizer build LeakSanitizer would say so.
