@@ -1,4 +1,8 @@
-// Starting one replica process: the only place in the agent that forks.
+// Starting a program of the agent's own (the health check program, the startup script:
+// check_program.h), and the command resolution and environments replicas share with it. The only
+// place in the agent that forks; that happens once per check interval at most. Replicas are never
+// started this way: their trainctl-shim is posix_spawned (shim_spawn.h), so a launch copies none of
+// the agent's page tables.
 //
 // SpawnProcess() resolves the command through PATH, builds every array the child needs, then
 // forks; the child only makes async-signal-safe calls (open, write, setsid, dup2, setgroups,
@@ -8,7 +12,7 @@
 // Errors follow one rule: INVALID_ARGUMENT means the failure is the user's (the command does not
 // exist or cannot be executed); any other code is the host's (fork, pipe, chdir failures).
 //
-//   SpawnRequest req{{"python3", "train.py"}, env, "/var/lib/trainctl/jobs/j-1/chief-0", log_fd};
+//   SpawnRequest req{{"/etc/trainctl/health.sh"}, env, "/var/lib/trainctl-agent", output_fd};
 //   absl::StatusOr<pid_t> pid = SpawnProcess(req);
 //
 // Thread-safe: the functions keep no state; SpawnProcess may be called from any thread.
