@@ -162,7 +162,7 @@ std::vector<std::string> ProcessLauncher::AdoptRecordedRuns(const std::set<std::
       }
     }
     if (pidfd < 0) {
-      ReportEndedRun(record, run_dir);
+      ReportEndedRun(record);
       continue;
     }
     absl::StatusOr<RunIdParts> parts = ParseRunId(record.run_id);
@@ -194,18 +194,10 @@ std::vector<std::string> ProcessLauncher::AdoptRecordedRuns(const std::set<std::
   return adopted;
 }
 
-void ProcessLauncher::ReportEndedRun(const RunRecord& record, const std::string& run_dir) {
+void ProcessLauncher::ReportEndedRun(const RunRecord& record) {
+  // ReportEnd reads its status: the replica's end, or (its shim died under it) what is left of
+  // it to kill.
   absl::StatusOr<RunIdParts> parts = ParseRunId(record.run_id);
-  absl::StatusOr<ShimStatus> status = ReadShimStatus(run_dir);
-  if (status.ok() && status->state == ShimStatus::State::kRunning) {
-    // The shim died while the replica ran: its end can never be known, so it must not run on.
-    ProcStat stat;
-    if (ReadProcStat(status->pid, &stat) && stat.state != 'Z' &&
-        stat.start_ticks == status->start_ticks) {
-      spdlog::warn("run {}: its shim is gone; killing replica pid {}", record.run_id, status->pid);
-      kill(-status->pid, SIGKILL);
-    }
-  }
   {
     absl::MutexLock lock(&mu_);
     Run& run = runs_[record.run_id];
@@ -228,6 +220,7 @@ void ProcessLauncher::ForgetRun(const std::string& run_id) const {
 void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
   const std::string& run_id = launch.run_id();
   RunIdParts parts{launch.job_id(), launch.attempt(), launch.replica_name(), launch.restart()};
+  const int64_t memory_limit_bytes = std::max<int64_t>(launch.resources().memory_mb(), 0) << 20;
   std::string reject_reason;
   {
     absl::MutexLock lock(&mu_);
@@ -236,7 +229,7 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
       return;
     }
     Run& run = runs_[run_id];
-    run.memory_limit_bytes = std::max<int64_t>(launch.resources().memory_mb(), 0) << 20;
+    run.memory_limit_bytes = memory_limit_bytes;
     reject_reason = reject_reason_;
     if (reject_reason.empty() && injected_failures_left_ != 0) {
       if (injected_failures_left_ > 0) --injected_failures_left_;
@@ -317,7 +310,7 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
   RunRecord record;
   record.run_id = run_id;
   record.boot_id = BootId();
-  record.memory_limit_bytes = std::max<int64_t>(launch.resources().memory_mb(), 0) << 20;
+  record.memory_limit_bytes = memory_limit_bytes;
   record.checkpoint_dir = launch.checkpoint_dir();
   record.exclusive_cpus = isolation.exclusive_cpus;
   // Durable before the process exists: an agent that dies from here on leaves a record (and,

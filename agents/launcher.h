@@ -269,7 +269,7 @@ class ProcessLauncher {
   // The run's shim exited: reaps it and reports the replica's end from its status file.
   void HandleShimExit(const std::string& run_id) ABSL_LOCKS_EXCLUDED(mu_);
   // A run whose shim is gone and that this launcher never watched (AdoptRecordedRuns).
-  void ReportEndedRun(const RunRecord& record, const std::string& run_dir) ABSL_LOCKS_EXCLUDED(mu_);
+  void ReportEndedRun(const RunRecord& record) ABSL_LOCKS_EXCLUDED(mu_);
   // Reports the end of a run as its status file (or its absence) says, cleans up after it.
   void ReportEnd(const std::string& run_id) ABSL_LOCKS_EXCLUDED(mu_);
   void ForgetOldRunsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -302,6 +302,7 @@ void ProcessLauncher::ReportEnd(const std::string& run_id) {
       ProcStat stat;
       if (ReadProcStat(status->pid, &stat) && stat.state != 'Z' &&
           stat.start_ticks == status->start_ticks) {
+        spdlog::warn("run {}: its shim is gone; killing replica pid {}", run_id, status->pid);
         kill(-status->pid, SIGKILL);
       }
       how = "is gone with its shim (its exit status is unknown)";

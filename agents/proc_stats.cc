@@ -84,11 +84,4 @@ bool ProcessIsGone(pid_t pid) {
   return ReadProcStat(pid, &stat) && stat.state == 'Z';
 }
 
-bool ProcessGroupHasMembers(pid_t pgid) {
-  bool found = false;
-  ForEachProcess(
-      [&](const ProcStat& stat) { found = found || (stat.pgrp == pgid && stat.state != 'Z'); });
-  return found;
-}
-
 }  // namespace trainctl::agent

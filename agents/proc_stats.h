@@ -39,7 +39,4 @@ std::map<pid_t, int64_t> ResidentBytesByProcessGroup();
 // True when `pid` names no process, or only a zombie (one that exited and was not reaped yet).
 bool ProcessIsGone(pid_t pid);
 
-// True when some live (not zombie) process has `pgid` as its process group. One pass over /proc.
-bool ProcessGroupHasMembers(pid_t pgid);
-
 }  // namespace trainctl::agent

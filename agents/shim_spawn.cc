@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agents/pidfd.h"
+#include "agents/unique_fd.h"
 
 namespace trainctl::agent {
 namespace {
@@ -22,26 +23,6 @@ namespace {
 constexpr int kLockFd = 3;
 constexpr int kReadyFd = 4;
 constexpr int kFirstFreeFd = 5;
-
-// Closes an fd when it goes out of scope.
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  int get() const { return fd_; }
-  int release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-
- private:
-  int fd_;
-};
 
 // A close-on-exec copy of `fd` numbered at least kFirstFreeFd, so that the dup2() onto 0..4 in
 // the child never finds a source fd already in place (where it would keep its close-on-exec flag)
@@ -60,8 +41,7 @@ absl::Status Errno(const std::string& what) {
   return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
 }
 
-}  // namespace
-
+// The shim's argv for `request`; the fds it names are the ones SpawnShim sets up.
 std::vector<std::string> ShimArgv(const ShimRequest& request) {
   std::vector<std::string> argv = {"trainctl-shim", "--run-dir", request.run_dir, "--exec",
                                    request.exec_path};
@@ -87,6 +67,8 @@ std::vector<std::string> ShimArgv(const ShimRequest& request) {
   return argv;
 }
 
+}  // namespace
+
 std::string DefaultShimPath() {
   char self[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -104,18 +86,18 @@ absl::StatusOr<SpawnedShim> SpawnShim(const ShimRequest& request) {
   std::vector<char*> argv = CStrings(args);
   std::vector<char*> envp = CStrings(request.env);
 
-  Fd null_fd(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  UniqueFd null_fd(open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (null_fd.get() < 0) return Errno("open /dev/null");
-  Fd null_high(HighCopy(null_fd.get()));
-  Fd log(HighCopy(request.log_fd));
+  UniqueFd null_high(HighCopy(null_fd.get()));
+  UniqueFd log(HighCopy(request.log_fd));
   if (null_high.get() < 0 || log.get() < 0) return Errno("dup");
-  Fd lock(request.lock_fd >= 0 ? HighCopy(request.lock_fd) : -1);
+  UniqueFd lock(request.lock_fd >= 0 ? HighCopy(request.lock_fd) : -1);
   if (request.lock_fd >= 0 && lock.get() < 0) return Errno("dup");
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) return Errno("pipe");
-  Fd ready_read(pipe_fds[0]);
-  Fd ready_write_low(pipe_fds[1]);
-  Fd ready_write(HighCopy(ready_write_low.get()));
+  UniqueFd ready_read(pipe_fds[0]);
+  UniqueFd ready_write_low(pipe_fds[1]);
+  UniqueFd ready_write(HighCopy(ready_write_low.get()));
   if (ready_write.get() < 0) return Errno("dup");
   // The shim's end blocks: it writes one short line.
   fcntl(ready_write.get(), F_SETFL, 0);

@@ -69,7 +69,4 @@ absl::StatusOr<SpawnedShim> SpawnShim(const ShimRequest& request);
 // in PATH by the caller).
 std::string DefaultShimPath();
 
-// The shim's argv for `request` (without the fds, which SpawnShim sets up).
-std::vector<std::string> ShimArgv(const ShimRequest& request);
-
 }  // namespace trainctl::agent

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "agents/shim_status.h"
+#include "agents/unique_fd.h"
 
 extern char** environ;
 
@@ -26,26 +27,6 @@ struct ChildFailure {
   enum Stage : int { kStdio = 1, kChdir = 2, kExec = 3, kUser = 4 };
   int stage;
   int error;
-};
-
-// Closes a file descriptor when it goes out of scope.
-class FdCloser {
- public:
-  explicit FdCloser(int fd) : fd_(fd) {}
-  FdCloser(const FdCloser&) = delete;
-  FdCloser& operator=(const FdCloser&) = delete;
-  ~FdCloser() {
-    if (fd_ >= 0) close(fd_);
-  }
-  int get() const { return fd_; }
-  // Closes now; later calls and the destructor do nothing.
-  void Reset() {
-    if (fd_ >= 0) close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_;
 };
 
 std::string ErrnoText(int error) { return std::strerror(error); }
@@ -242,11 +223,11 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
     user.group_count = request.user->groups.size();
   }
 
-  FdCloser null_fd(AboveStdio(open("/dev/null", O_RDONLY | O_CLOEXEC)));
+  UniqueFd null_fd(AboveStdio(open("/dev/null", O_RDONLY | O_CLOEXEC)));
   if (null_fd.get() < 0) {
     return absl::InternalError(absl::StrCat("cannot open /dev/null: ", ErrnoText(errno)));
   }
-  FdCloser output_fd(fcntl(request.output_fd, F_DUPFD_CLOEXEC, 3));
+  UniqueFd output_fd(fcntl(request.output_fd, F_DUPFD_CLOEXEC, 3));
   if (output_fd.get() < 0) {
     return absl::InternalError(absl::StrCat("cannot duplicate the log fd: ", ErrnoText(errno)));
   }
@@ -254,8 +235,8 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
     return absl::InternalError(absl::StrCat("pipe: ", ErrnoText(errno)));
   }
-  FdCloser status_read(pipe_fds[0]);
-  FdCloser status_write(AboveStdio(pipe_fds[1]));
+  UniqueFd status_read(pipe_fds[0]);
+  UniqueFd status_write(AboveStdio(pipe_fds[1]));
   if (status_write.get() < 0) {
     return absl::InternalError(absl::StrCat("pipe: ", ErrnoText(errno)));
   }
@@ -266,7 +247,7 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
     ExecChild(path.c_str(), argv.data(), envp.data(), request.working_dir.c_str(),
               cgroup_procs.data(), user, null_fd.get(), output_fd.get(), status_write.get());
   }
-  status_write.Reset();
+  status_write.reset();
 
   ChildFailure failure{0, 0};
   size_t got = 0;

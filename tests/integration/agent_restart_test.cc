@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <string>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -34,17 +35,38 @@ std::string WaitingJob(const MiniCluster& c, int workers, int code) {
   return c.Spec(spec + "scheduling:\n  maxReplicaRestarts: 0\n");
 }
 
+struct Started {
+  std::string id;
+  // Each replica's pid, in rank order (chief-0, worker-0, ...).
+  std::vector<pid_t> pids;
+};
+
+// Cordons node-1, submits WaitingJob(c, workers, code) and waits until it runs and every replica
+// has written its pid.
+Started StartWaitingJob(MiniCluster& c, int workers, int code) {
+  c.CordonNode("node-1");
+  Started out;
+  out.id = c.Submit(WaitingJob(c, workers, code));
+  c.WaitForState(out.id, v1::JOB_STATE_RUNNING);
+  std::vector<std::string> files = {c.dir() + "/pid-chief-0"};
+  for (int i = 0; i < workers; ++i) files.push_back(absl::StrCat(c.dir(), "/pid-worker-", i));
+  REQUIRE(Eventually([&] {
+    for (const std::string& file : files) {
+      if (ReadPid(file) <= 0) return false;
+    }
+    return true;
+  }));
+  for (const std::string& file : files) out.pids.push_back(ReadPid(file));
+  return out;
+}
+
 TEST_CASE("a SIGKILLed agent's replicas keep running and their job succeeds after its restart",
           "[integration][agent_restart]") {
   MiniCluster c(2);
-  c.CordonNode("node-1");
-  std::string id = c.Submit(WaitingJob(c, 1, 0));
-  c.WaitForState(id, v1::JOB_STATE_RUNNING);
-  REQUIRE(Eventually([&] {
-    return ReadPid(c.dir() + "/pid-chief-0") > 0 && ReadPid(c.dir() + "/pid-worker-0") > 0;
-  }));
-  const pid_t pid0 = ReadPid(c.dir() + "/pid-chief-0");
-  const pid_t pid1 = ReadPid(c.dir() + "/pid-worker-0");
+  const Started started = StartWaitingJob(c, 1, 0);
+  const std::string& id = started.id;
+  const pid_t pid0 = started.pids[0];
+  const pid_t pid1 = started.pids[1];
 
   c.KillAgent(0, SIGKILL);
   CHECK(PidAlive(pid0));
@@ -67,11 +89,9 @@ TEST_CASE("a SIGKILLed agent's replicas keep running and their job succeeds afte
 TEST_CASE("a replica that exits while no agent runs is reported with its exit code",
           "[integration][agent_restart]") {
   MiniCluster c(2);
-  c.CordonNode("node-1");
-  std::string id = c.Submit(WaitingJob(c, 0, 3));
-  c.WaitForState(id, v1::JOB_STATE_RUNNING);
-  REQUIRE(Eventually([&] { return ReadPid(c.dir() + "/pid-chief-0") > 0; }));
-  const pid_t pid = ReadPid(c.dir() + "/pid-chief-0");
+  const Started started = StartWaitingJob(c, 0, 3);
+  const std::string& id = started.id;
+  const pid_t pid = started.pids[0];
 
   c.KillAgent(0, SIGKILL);
   c.WriteFile("go", "");
@@ -84,14 +104,12 @@ TEST_CASE("a replica that exits while no agent runs is reported with its exit co
   CHECK(job.error().message().find("nternal") == std::string::npos);
 }
 
-TEST_CASE("SIGTERM ends the agent only; the next agent takes its replicas over",
+TEST_CASE("SIGTERM ends the agent only, and the next agent takes its replicas over",
           "[integration][agent_restart]") {
   MiniCluster c(2);
-  c.CordonNode("node-1");
-  std::string id = c.Submit(WaitingJob(c, 0, 0));
-  c.WaitForState(id, v1::JOB_STATE_RUNNING);
-  REQUIRE(Eventually([&] { return ReadPid(c.dir() + "/pid-chief-0") > 0; }));
-  const pid_t pid = ReadPid(c.dir() + "/pid-chief-0");
+  const Started started = StartWaitingJob(c, 0, 0);
+  const std::string& id = started.id;
+  const pid_t pid = started.pids[0];
 
   c.KillAgent(0, SIGTERM);  // systemctl stop / restart
   CHECK(PidAlive(pid));
