@@ -108,11 +108,14 @@ class CgroupLauncher {
     return launch;
   }
 
-  // Launches `launch` and waits until its log says `ready`; false when it does not in time.
+  // Launches `launch` and waits until its log says `ready` and the launcher knows its pid (the
+  // shim's ready line may be read after the replica printed); false when not in time.
   bool LaunchAndWait(const trainctl::v1::LaunchReplica& launch, const std::string& ready) {
     launcher_->Launch(launch);
-    return WaitUntil(
-        [&] { return absl::StrContains(ReadFile(LogPath(launch.replica_name())), ready); });
+    return WaitUntil([&] {
+      return absl::StrContains(ReadFile(LogPath(launch.replica_name())), ready) &&
+             PidOf(launch.run_id()) > 0;
+    });
   }
 
   std::optional<trainctl::v1::ReplicaExited> WaitExit(const std::string& run_id) {
