@@ -4,6 +4,8 @@
 #   layers  tests/check_layers.sh: no module includes one above it (README, Architecture)
 #   main    build/: gcc, every unit and integration test
 #   asan    build-asan/: gcc with AddressSanitizer + UBSan, the unit and server tests
+# Every build keeps line tables only (-g1): enough for backtraces and sanitizer reports, and the
+# full debug info would add a fifth to the build time.
 #   tsan    build-tsan/: clang with ThreadSanitizer and -Wthread-safety -Werror; builds the
 #           programs and the unit tests (not the integration tests and benchmarks, which it
 #           would not run), runs the tests that do not go through gRPC (those labelled "grpc"
@@ -35,14 +37,16 @@ timed() {
 }
 
 main_build() {
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" >/dev/null
   cmake --build build -j"$jobs"
 }
 main_tests() { ctest --test-dir build -j"$jobs" --output-on-failure; }
 
 asan_build() {
   local unit_dirs="common;storage;scheduler;agents;cli;server;workload"
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTRAINCTL_SANITIZE=ON \
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
+    -DTRAINCTL_SANITIZE=ON \
     "-DTRAINCTL_TEST_DIRS=$unit_dirs" >/dev/null
   cmake --build build-asan -j"$jobs"
 }
@@ -53,7 +57,8 @@ asan_tests() {
 
 tsan_build() {
   local unit_dirs="common;storage;scheduler;agents;cli;server;workload"
-  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ \
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
+    -DCMAKE_CXX_COMPILER=clang++ \
     -DTRAINCTL_TSAN=ON "-DTRAINCTL_TEST_DIRS=$unit_dirs" >/dev/null
   cmake --build build-tsan -j"$jobs"
 }

@@ -4,6 +4,7 @@
 // replicas that ended meanwhile. The replicas and shims here are real processes.
 #include "agents/run_records.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -34,6 +35,14 @@ using ::trainctl::agent::testing::WaitUntil;
 using ::trainctl::v1::ReplicaExited;
 
 bool FileExists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+
+// True once no shim holds the run's lock: the shim has exited, not only written its status.
+bool ShimGone(const std::string& run_dir) {
+  int fd = open((run_dir + "/lock").c_str(), O_RDONLY | O_CLOEXEC);
+  bool free = flock(fd, LOCK_EX | LOCK_NB) == 0;
+  close(fd);
+  return free;
+}
 
 bool ProcessRuns(pid_t pid) {
   ProcStat stat;
@@ -230,6 +239,8 @@ TEST_CASE("a replica that ended while no agent ran is reported with its exit cod
     absl::StatusOr<ShimStatus> s = ReadShimStatus(f.RunDir(launch.run_id()));
     return s.ok() && s->state == ShimStatus::State::kExited;
   }));
+  // The shim writes its status just before it exits; the run is adopted until it is gone.
+  REQUIRE(WaitUntil([&] { return ShimGone(f.RunDir(launch.run_id())); }));
   CHECK(f.launcher().AdoptRecordedRuns().empty());
   std::optional<ReplicaExited> exited = f.WaitExit(launch.run_id());
   REQUIRE(exited);
@@ -253,12 +264,7 @@ TEST_CASE("a replica whose shim was killed is killed too, and a run never starte
   REQUIRE(kill(shim->pid, SIGKILL) == 0);
   // The shim was the old launcher's child; it is reaped once that launcher's process waits, so
   // look at the lock rather than the pid.
-  REQUIRE(WaitUntil([&] {
-    int fd = open((f.RunDir(launch.run_id()) + "/lock").c_str(), O_RDONLY | O_CLOEXEC);
-    bool free = flock(fd, LOCK_EX | LOCK_NB) == 0;
-    close(fd);
-    return free;
-  }));
+  REQUIRE(WaitUntil([&] { return ShimGone(f.RunDir(launch.run_id())); }));
   // What an agent that died between writing a record and starting the shim leaves.
   RunRecordStore store(f.work_dir() + "/runs");
   absl::StatusOr<int> lock = store.Create({"j-rec/1/never/0", BootId(), 0, "", ""});
