@@ -26,13 +26,27 @@ void Core::Restore(std::vector<Job> jobs, std::vector<Node> nodes,
   queue_.RestoreQuotas(std::move(quotas));
   nodes_.Restore(std::move(nodes));
   jobs_.Restore(std::move(jobs), runs);
+  for (const auto& [id, job] : jobs_.all()) requests_.Add(job);
   lifecycle_.Restore();
 }
 
 // --- API callers -------------------------------------------------------------------------------
 
 absl::StatusOr<const Job*> Core::SubmitJob(const v1::JobSpec& spec_in, int64_t now, Effects* fx,
-                                           const std::string& creator) {
+                                           const std::string& creator,
+                                           const CreateRequestKey& request) {
+  if (absl::Status id = ValidateRequestId(request.id); !id.ok()) return id;
+  if (!request.id.empty()) {
+    if (const RequestIndex::Entry* seen = requests_.Find(creator, request.id, FromMs(now))) {
+      const Job* first = jobs_.Find(seen->job_id);
+      if (first != nullptr && seen->spec_hash == request.spec_hash) return first;
+      if (first != nullptr) {
+        return absl::AlreadyExistsError(absl::StrCat(
+            "requestId ", request.id, " already created job ", seen->job_id,
+            " with a different spec within the last 24 hours; use a new request id for a new job"));
+      }
+    }
+  }
   absl::Status valid = ValidateJobSpec(spec_in);
   if (!valid.ok()) return valid;
   v1::JobSpec spec = spec_in;
@@ -56,7 +70,12 @@ absl::StatusOr<const Job*> Core::SubmitJob(const v1::JobSpec& spec_in, int64_t n
     if (!fits.ok()) return fits;
   }
   const Job* job = lifecycle_.Submit(std::move(spec), options_.checkpoint_root, FromMs(now), fx);
-  if (Job* mutable_job = jobs_.Find(job->id)) mutable_job->creator = creator;
+  if (Job* mutable_job = jobs_.Find(job->id)) {
+    mutable_job->creator = creator;
+    mutable_job->request_id = request.id;
+    mutable_job->request_hash = request.spec_hash;
+    requests_.Add(*mutable_job);
+  }
   return job;
 }
 
@@ -227,6 +246,7 @@ void Core::CheckNodes(absl::Time now, Effects* fx) {
 
 void Core::Tick(int64_t now_ms, Effects* fx) {
   const absl::Time now = FromMs(now_ms);
+  requests_.Expire(now);
   CheckNodes(now, fx);
   if (timers_.TakeDue(now)) queue_.Wake();
   const std::vector<std::string> expired = queue_.ExpiredDeadlines(now);

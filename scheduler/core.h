@@ -35,6 +35,7 @@
 #include "scheduler/model.h"
 #include "scheduler/node_registry.h"
 #include "scheduler/queue_state.h"
+#include "scheduler/request_index.h"
 #include "scheduler/timers.h"
 
 namespace trainctl::sched {
@@ -80,9 +81,13 @@ class Core {
 
   // Validates, fills defaults and stores a new QUEUED job. INVALID_ARGUMENT for a bad spec,
   // FAILED_PRECONDITION when no registered node could ever hold one of its replicas.
-  // `creator`: the token owner behind the call (Job.creator).
+  // `creator`: the token owner behind the call (Job.creator), also the scope of `request`.
+  // With a request id, a second submit of the same creator and id within 24 hours returns the
+  // job the first one created (and changes nothing), or ALREADY_EXISTS when its spec hash
+  // differs (see request_index.h).
   absl::StatusOr<const Job*> SubmitJob(const v1::JobSpec& spec, int64_t now, Effects* fx,
-                                       const std::string& creator = "");
+                                       const std::string& creator = "",
+                                       const CreateRequestKey& request = {});
   // Starts cancelling a job: QUEUED jobs end at once, others stop their replicas first
   // (CANCELLING, then CANCELLED when every replica is gone). Terminal jobs are returned as is.
   absl::StatusOr<const Job*> CancelJob(const std::string& id, int64_t now, Effects* fx);
@@ -203,6 +208,7 @@ class Core {
   const CoreOptions options_;
 
   JobTable jobs_;
+  RequestIndex requests_;
   NodeRegistry nodes_;
   AdmissionQueue queue_;
   Timers timers_;

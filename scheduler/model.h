@@ -209,6 +209,10 @@ struct Job {
   std::string project;
   // The owner of the token that submitted it; "" without authentication.
   std::string creator;
+  // The CreateJobRequest.request_id it was created with ("" for none) and the SHA-256 (hex) of
+  // that request's spec: a retried create finds the job by them (RequestIndex).
+  std::string request_id;
+  std::string request_hash;
   int32_t priority = 0;
   v1::JobState state = v1::JOB_STATE_QUEUED;
   JobError error;

@@ -304,6 +304,8 @@ v1::Job ToProto(const Job& job) {
   out.set_display_name(job.display_name);
   out.set_project(job.project);
   out.set_creator(job.creator);
+  out.set_request_id(job.request_id);
+  out.set_request_hash(job.request_hash);
   out.set_priority(job.priority);
   out.set_state(job.state);
   if (!IsEmpty(job.error)) *out.mutable_error() = ToProto(job.error);
@@ -331,6 +333,8 @@ absl::StatusOr<Job> JobFromProto(const v1::Job& p) {
   job.display_name = p.display_name();
   job.project = p.project();
   job.creator = p.creator();
+  job.request_id = p.request_id();
+  job.request_hash = p.request_hash();
   job.priority = p.priority();
   job.state = p.state();
   if (p.has_error()) {
