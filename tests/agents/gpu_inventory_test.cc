@@ -1,8 +1,15 @@
 // The agent's GPU inventory from nvidia-smi's output (as printed on an 8-GPU host with NVLink and
-// two NUMA nodes) and /proc/driver/nvidia; no GPU needed.
+// two NUMA nodes) and /proc/driver/nvidia, with no GPU; and, on a host with NVIDIA GPUs, the real
+// inventory and gpu-check item against nvidia-smi.
 #include "agents/gpu_inventory.h"
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "agents/host_checks.h"
+#include "agents/host_commands.h"
 
 namespace trainctl::agent {
 namespace {
@@ -76,6 +83,60 @@ TEST_CASE("synthetic devices stand in for GPUs under the --gpus flag", "[gpu_inv
   CHECK(IsSynthetic(gpus[2]));
   CHECK(GpuModelLabel(gpus).empty());
   CHECK(GpuModelLabel({}).empty());
+}
+
+}  // namespace
+}  // namespace trainctl::agent
+
+namespace trainctl::agent {
+namespace {
+
+// On a host with NVIDIA GPUs (nvidia-smi on PATH), the real inventory and gpu-check item;
+// elsewhere the test says so and checks nothing of GPUs.
+TEST_CASE("on a host with NVIDIA GPUs the inventory and gpu-check agree with nvidia-smi",
+          "[gpu_inventory][real_gpu]") {
+  if (!OnPath("nvidia-smi")) {
+    WARN("no nvidia-smi on PATH: this host's GPUs are not checked");
+    return;
+  }
+  absl::StatusOr<std::string> listed = CommandOutput("nvidia-smi -L");
+  REQUIRE(listed.ok());
+  int lines = 0;
+  for (char c : *listed) lines += c == '\n';
+  std::vector<v1::GpuDevice> gpus = DetectGpus();
+  INFO(*listed);
+  REQUIRE(static_cast<int>(gpus.size()) == lines);
+  for (const v1::GpuDevice& d : gpus) {
+    INFO(d.DebugString());
+    CHECK(d.uuid().rfind("GPU-", 0) == 0);
+    CHECK(d.memory_mb() > 0);
+    CHECK_FALSE(d.model().empty());
+    CHECK_FALSE(d.pci_bus_id().empty());
+    CHECK_FALSE(IsSynthetic(d));
+    // Each GPU's device node is found, so that runs can be given it alone.
+    REQUIRE(d.minor() >= 0);
+    CHECK(access(absl::StrCat("/dev/nvidia", d.minor()).c_str(), F_OK) == 0);
+  }
+  CHECK_FALSE(GpuModelLabel(gpus).empty());
+  RealHostProbe probe;
+  absl::StatusOr<std::vector<int32_t>> indices = probe.GpuIndices();
+  REQUIRE(indices.ok());
+  CHECK(static_cast<int>(indices->size()) == lines);
+  const int32_t n = static_cast<int32_t>(gpus.size());
+  CheckRequest enough;
+  enough.gpus_needed = n;
+  CheckResult passed = CheckGpus(enough, probe);
+  INFO(passed.message);
+  CHECK(passed.passed);
+  CheckRequest each;
+  for (const v1::GpuDevice& d : gpus) each.gpu_devices.push_back(d.index());
+  CHECK(CheckGpus(each, probe).passed);
+  CheckRequest too_many;
+  too_many.gpus_needed = n + 1;
+  CHECK_FALSE(CheckGpus(too_many, probe).passed);
+  CheckRequest missing;
+  missing.gpu_devices = {n};
+  CHECK_FALSE(CheckGpus(missing, probe).passed);
 }
 
 }  // namespace
