@@ -1,7 +1,11 @@
 // submit, get, list and cancel: one request each (list: one per page), then print.
 #include <algorithm>
+#include <chrono>
 #include <iostream>
+#include <random>
+#include <thread>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
@@ -17,6 +21,22 @@ namespace {
 
 // ListJobsRequest.page_size allows at most this many.
 constexpr int kMaxPageSize = 1000;
+// How long submit keeps retrying a create that did not get through (UNAVAILABLE, or no answer
+// in time): the request id makes each retry safe.
+constexpr std::chrono::seconds kSubmitRetryFor{60};
+
+// A random request id, a UUID (version 4) in its usual text form.
+std::string NewRequestId() {
+  std::random_device random;
+  unsigned char b[16];
+  for (unsigned char& byte : b) byte = static_cast<unsigned char>(random());
+  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);
+  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);
+  std::string hex =
+      absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(b), sizeof(b)));
+  return absl::StrCat(hex.substr(0, 8), "-", hex.substr(8, 4), "-", hex.substr(12, 4), "-",
+                      hex.substr(16, 4), "-", hex.substr(20));
+}
 
 absl::StatusOr<int> RunSubmit(const ParsedArgs& args, Client& client) {
   if (!args.IsSet("filename")) {
@@ -25,13 +45,30 @@ absl::StatusOr<int> RunSubmit(const ParsedArgs& args, Client& client) {
   }
   v1::CreateJobRequest request;
   TC_ASSIGN_OR_RETURN(*request.mutable_spec(), ParseJobSpecFile(args.Get("filename")));
-  grpc::ClientContext context;
-  Client::PrepareUnary(&context);
-  v1::Job job;
-  grpc::Status status = client.stub().CreateJob(&context, request, &job);
-  if (!status.ok()) return client.ToStatus(status);
-  std::cout << job.id() << std::endl;
-  return kExitOk;
+  request.set_request_id(args.IsSet("request-id") ? args.Get("request-id") : NewRequestId());
+  const auto give_up = std::chrono::steady_clock::now() + kSubmitRetryFor;
+  int64_t backoff_ms = 0;
+  while (true) {
+    grpc::ClientContext context;
+    Client::PrepareUnary(&context);
+    v1::Job job;
+    grpc::Status status = client.stub().CreateJob(&context, request, &job);
+    if (status.ok()) {
+      std::cout << job.id() << std::endl;
+      return kExitOk;
+    }
+    const bool retry = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                       status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+    backoff_ms = NextBackoffMs(backoff_ms);
+    if (!retry ||
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(backoff_ms) > give_up) {
+      return client.ToStatus(status);
+    }
+    std::cerr << "trainctl: " << client.server() << " did not take the job ("
+              << status.error_message() << "); retrying in " << backoff_ms << " ms with request id "
+              << request.request_id() << std::endl;
+    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+  }
 }
 
 absl::StatusOr<int> RunGet(const ParsedArgs& args, Client& client) {
@@ -110,9 +147,15 @@ Command SubmitCommand() {
   CommandSpec spec{"submit",
                    "-f FILE",
                    "Submit a job from a spec file and print its id",
-                   "The spec is a JobSpec in YAML or JSON; see examples/hello.yaml.",
+                   "The spec is a JobSpec in YAML or JSON; see examples/hello.yaml. A create that\n"
+                   "does not get through (trainctld unreachable or restarting) is retried for up\n"
+                   "to 60s with the same request id, so it never starts the job twice; pass\n"
+                   "--request-id to make retries of the whole command safe too (a pipeline step\n"
+                   "run again within 24h gets the job its first run created).",
                    {{"filename", 'f', FlagSpec::Kind::kValue, "FILE", "",
-                     "Job spec file (YAML or JSON); - reads stdin. Required"}},
+                     "Job spec file (YAML or JSON); - reads stdin. Required"},
+                    {"request-id", 0, FlagSpec::Kind::kValue, "ID", "",
+                     "Idempotency key: 1..64 letters, digits, . _ : - (default: a new UUID)"}},
                    0,
                    0};
   return {std::move(spec), &RunSubmit};
