@@ -1,0 +1,268 @@
+"""A small Python client of the trainctl job API (trainctl.v1.JobService) over gRPC.
+
+    client = Client("127.0.0.1:7070")
+    job = client.submit({"displayName": "hello", "workerPools": [...]})
+    job = client.wait(job.id)                      # follows WatchJob to a terminal state
+    print(client.logs(job.id, job.replicas[0].name).decode())
+
+Specs are dicts in protobuf's JSON mapping (the shape of spec files and of
+`trainctl get -o json`), or JobSpec messages. submit() sends a request id (AIP-155) and retries
+a create that may not have arrived with that same id, so a retry never creates a second job.
+
+The generated stubs (trainctl/v1/job_pb2.py, job_pb2_grpc.py) must be importable: put the
+directory that holds `trainctl/` on sys.path, or name it in $TRAINCTL_PYTHON_STUBS before this
+package is imported.
+"""
+
+import random
+import re
+import time
+import uuid
+
+import grpc
+from google.protobuf import json_format
+
+from trainctl.v1 import job_pb2
+from trainctl.v1 import job_pb2_grpc
+
+__all__ = ["Client", "TERMINAL_STATES", "state_name"]
+
+# The states a job never leaves.
+TERMINAL_STATES = frozenset((job_pb2.JOB_STATE_SUCCEEDED, job_pb2.JOB_STATE_FAILED,
+                             job_pb2.JOB_STATE_CANCELLED))
+
+# Errors after which the same call may succeed: the server restarts, is overloaded, or the
+# connection broke. A watch is simply opened again after them.
+_WATCH_TRANSIENT = frozenset((grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNKNOWN,
+                              grpc.StatusCode.INTERNAL, grpc.StatusCode.ABORTED,
+                              grpc.StatusCode.CANCELLED, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                              grpc.StatusCode.DEADLINE_EXCEEDED))
+# Errors after which a unary call is sent again: the request may not have reached the server.
+_RETRYABLE = frozenset((grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED))
+
+_INITIAL_BACKOFF = 0.2
+_MAX_BACKOFF = 2.0
+# The longest a single unary call may take.
+_RPC_TIMEOUT = 30.0
+# wait(): a server never reached within this long is given up on (a wrong address).
+_CONNECT_TIMEOUT = 15.0
+# ReadLogs chunk size.
+_LOG_CHUNK = 1 << 20
+
+
+def state_name(state):
+    """"SUCCEEDED" for JOB_STATE_SUCCEEDED, and so on."""
+    return job_pb2.JobState.Name(state).removeprefix("JOB_STATE_")
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h|d)?")
+_DURATION_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def _duration_json(text):
+    """"5m", "1h30m" or 300 (a spec file's durations) as the JSON mapping's "300s".
+
+    Anything else comes back unchanged, for the JSON parser to refuse with the field's name.
+    """
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        text = str(text)
+    if not isinstance(text, str) or not text:
+        return text
+    total_ms = 0.0
+    pos = 0
+    while pos < len(text):
+        m = _DURATION_PART.match(text, pos)
+        # A bare number counts as seconds, alone only.
+        if m is None or (m.group(2) is None and (pos > 0 or m.end() < len(text))):
+            return text  # not ours to judge: the JSON parser names the field
+        total_ms += float(m.group(1)) * _DURATION_UNIT_MS[m.group(2) or "s"]
+        pos = m.end()
+    ms = round(total_ms)
+    return f"{ms // 1000}.{ms % 1000:03d}s"
+
+
+def _spec_json(value, descriptor):
+    """A copy of a spec dict with every Duration written as the JSON mapping wants it.
+
+    Spec files, as `trainctl submit` reads them, write durations as "30s", "500ms", "5m" or
+    "1h30m"; protobuf's JSON mapping takes seconds alone ("300s").
+    """
+    if not isinstance(value, dict):
+        return value
+    fields = {}
+    for field in descriptor.fields:
+        fields[field.name] = field
+        fields[field.json_name] = field
+    out = {}
+    for key, item in value.items():
+        field = fields.get(key)
+        message = field.message_type if field is not None else None
+        if message is None or message.GetOptions().map_entry:
+            out[key] = item
+        elif message.full_name == "google.protobuf.Duration":
+            out[key] = _duration_json(item)
+        elif isinstance(item, list):
+            out[key] = [_spec_json(i, message) for i in item]
+        else:
+            out[key] = _spec_json(item, message)
+    return out
+
+
+def _backoff(attempt):
+    """Seconds to pause before retry number `attempt` (0, 1, ...): exponential, jittered."""
+    delay = min(_INITIAL_BACKOFF * (2 ** min(attempt, 16)), _MAX_BACKOFF)
+    return delay * random.uniform(0.8, 1.2)
+
+
+class Client:
+    """A connection to trainctld.
+
+    address: "HOST:PORT". ca_file: PEM CA certificates the server's certificate must chain to;
+    the connection is TLS when given, plaintext (for a server on loopback) otherwise. token: a
+    bearer token, sent as `authorization: Bearer TOKEN` with every call.
+    """
+
+    def __init__(self, address, token=None, ca_file=None):
+        self.address = address
+        # gRPC's own reconnect backoff grows to minutes; keep it in step with ours, so that a
+        # restarted server is seen again within seconds of coming back.
+        options = [("grpc.initial_reconnect_backoff_ms", int(_INITIAL_BACKOFF * 1000)),
+                   ("grpc.min_reconnect_backoff_ms", int(_INITIAL_BACKOFF * 1000)),
+                   ("grpc.max_reconnect_backoff_ms", int(_MAX_BACKOFF * 1000))]
+        if ca_file:
+            with open(ca_file, "rb") as f:
+                credentials = grpc.ssl_channel_credentials(root_certificates=f.read())
+            self._channel = grpc.secure_channel(address, credentials, options=options)
+        else:
+            self._channel = grpc.insecure_channel(address, options=options)
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        self._jobs = job_pb2_grpc.JobServiceStub(self._channel)
+
+    def close(self):
+        self._channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close()
+        return False
+
+    # --- Calls ---------------------------------------------------------------------------------
+
+    def _unary(self, method, request, retries):
+        """Calls `method`, sending it again on UNAVAILABLE or DEADLINE_EXCEEDED."""
+        for attempt in range(retries + 1):
+            try:
+                return method(request, metadata=self._metadata, timeout=_RPC_TIMEOUT)
+            except grpc.RpcError as e:
+                if e.code() not in _RETRYABLE or attempt == retries:
+                    raise
+            time.sleep(_backoff(attempt))
+        raise AssertionError("unreachable")
+
+    def submit(self, spec, request_id=None, retries=5):
+        """Creates a job from `spec` (a JSON-mapping dict or a JobSpec); returns the Job.
+
+        A dict may write durations as spec files do ("5m", "1h30m", "500ms"). A dict that is no
+        JobSpec raises google.protobuf.json_format.ParseError, naming the field.
+
+        The request carries `request_id` (a new UUID when None). A create that failed with
+        UNAVAILABLE or DEADLINE_EXCEEDED may still have created the job, so it is sent again
+        with the same id, up to `retries` times: the server answers a repeat with the job the
+        first one created. Other errors (INVALID_ARGUMENT for a bad spec, ALREADY_EXISTS for
+        the id of another spec) raise grpc.RpcError at once.
+        """
+        if isinstance(spec, job_pb2.JobSpec):
+            message = spec
+        else:
+            message = json_format.ParseDict(_spec_json(spec, job_pb2.JobSpec.DESCRIPTOR),
+                                            job_pb2.JobSpec())
+        request = job_pb2.CreateJobRequest(spec=message,
+                                           request_id=request_id or str(uuid.uuid4()))
+        return self._unary(self._jobs.CreateJob, request, retries)
+
+    def get(self, job_id, retries=5):
+        """The Job with this id (grpc.RpcError NOT_FOUND when there is none)."""
+        return self._unary(self._jobs.GetJob, job_pb2.GetJobRequest(id=job_id), retries)
+
+    def cancel(self, job_id, retries=5):
+        """Cancels the job (idempotent); returns it as the cancel left it."""
+        return self._unary(self._jobs.CancelJob, job_pb2.CancelJobRequest(id=job_id), retries)
+
+    def wait(self, job_id, timeout=None):
+        """Follows WatchJob until the job is SUCCEEDED, FAILED or CANCELLED; returns that Job.
+
+        A watch that breaks (a server restart) is opened again with backoff. Raises
+        TimeoutError once `timeout` seconds (None: no limit) have passed, and grpc.RpcError
+        for a rejection (NOT_FOUND...) or a server never reached within 15 seconds.
+        """
+        start = time.monotonic()
+        deadline = None if timeout is None else start + timeout
+        request = job_pb2.WatchJobRequest(id=job_id)
+        last = None
+        attempt = 0
+        while True:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                raise TimeoutError(self._timeout_message(job_id, timeout, last))
+            stream = self._jobs.WatchJob(request, metadata=self._metadata, timeout=remaining)
+            try:
+                for job in stream:
+                    last = job
+                    attempt = 0
+                    if job.state in TERMINAL_STATES:
+                        # The server ends the stream anyway; do not wait for it.
+                        stream.cancel()
+                        return job
+            except grpc.RpcError as e:
+                code = e.code()
+                if code == grpc.StatusCode.DEADLINE_EXCEEDED and deadline is not None and \
+                        time.monotonic() >= deadline - 0.05:
+                    raise TimeoutError(self._timeout_message(job_id, timeout, last)) from e
+                if code not in _WATCH_TRANSIENT:
+                    raise
+                if last is None and code == grpc.StatusCode.UNAVAILABLE and \
+                        time.monotonic() - start >= _CONNECT_TIMEOUT:
+                    raise
+            # The stream broke or ended before the job did: watch again.
+            pause = _backoff(attempt)
+            attempt += 1
+            if deadline is not None:
+                pause = min(pause, max(0.0, deadline - time.monotonic()))
+            time.sleep(pause)
+
+    @staticmethod
+    def _timeout_message(job_id, timeout, last):
+        what = f"timed out after {timeout}s waiting for job {job_id}"
+        if last is not None:
+            what += f" (last state {state_name(last.state)})"
+        return what
+
+    def logs(self, job_id, replica, attempt=0, restart=None, follow=False, retries=5):
+        """A replica's captured stdout+stderr, read from its node in chunks.
+
+        attempt: the attempt number (0: the current one). restart: the restart within the
+        attempt (None: the latest run). Reads until the server says the run ended and every byte
+        was returned; for a run still going, returns what there is so far, or with `follow`
+        keeps reading until the run ends.
+        """
+        request = job_pb2.ReadLogsRequest(job_id=job_id, replica=replica, offset=0,
+                                          max_bytes=_LOG_CHUNK, attempt=attempt)
+        if restart is not None:
+            request.restart = restart
+        data = bytearray()
+        idle = 0
+        while True:
+            response = self._unary(self._jobs.ReadLogs, request, retries)
+            data += response.data
+            request.offset = response.next_offset
+            if response.complete:
+                return bytes(data)
+            if response.data:
+                idle = 0
+                continue
+            if not follow:
+                return bytes(data)
+            time.sleep(_backoff(idle))
+            idle += 1
