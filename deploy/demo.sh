@@ -6,13 +6,15 @@
 #   deploy/demo.sh          set up, start the cluster, run the sample job (leaves it running)
 #   deploy/demo.sh stop     stop the demo cluster
 #
-# Environment: TRAINCTL_DEMO_PORT (default 7070) is the scheduler's port on 127.0.0.1.
+# Environment: TRAINCTL_DEMO_PORT (default 7070) is the scheduler's gRPC port on 127.0.0.1, and
+# TRAINCTL_DEMO_HTTP_PORT (default 7080) its REST API and web console.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 demo="$root/.demo"
 port="${TRAINCTL_DEMO_PORT:-7070}"
 server="127.0.0.1:$port"
+http="127.0.0.1:${TRAINCTL_DEMO_HTTP_PORT:-7080}"
 
 stop_demo() {
   # Replicas outlive their agents (a restart keeps training); the demo's end stops them too.
@@ -50,7 +52,8 @@ bin="$root/build/bin"
 stop_demo
 mkdir -p "$demo"
 echo "==> starting trainctld on $server (data in $demo/scheduler)"
-"$bin/trainctld" --data-dir "$demo/scheduler" --listen "$server" >"$demo/trainctld.log" 2>&1 &
+"$bin/trainctld" --data-dir "$demo/scheduler" --listen "$server" --http-listen "$http" \
+  >"$demo/trainctld.log" 2>&1 &
 echo $! >"$demo/trainctld.pid"
 # A root agent runs replicas as `nobody`, who must be able to reach the work dirs. When the
 # checkout lies under a directory closed to others (root's home, say), the demo runs them as
@@ -94,9 +97,10 @@ echo "==> logs of worker-1"
 "$bin/trainctl" logs "$id" --replica worker-1
 cat <<MSG
 
-The demo cluster is running (logs in $demo/*.log). Try:
+The demo cluster is running (logs in $demo/*.log); its web console is http://$http/. Try:
   export TRAINCTL_SERVER=$server PATH=$bin:\$PATH
   trainctl list
   trainctl submit -f examples/long.yaml     # then: trainctl cancel ID
+  curl -s http://$http/v1/jobs              # the REST API (GET /v1/openapi.json lists it)
 Stop it with: deploy/demo.sh stop
 MSG

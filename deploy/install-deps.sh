@@ -6,7 +6,10 @@ packages=(
   clang libclang-rt-14-dev  # the ThreadSanitizer + -Wthread-safety build (tests/run.sh tsan)
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libsqlite3-dev libspdlog-dev libyaml-cpp-dev libsystemd-dev catch2
+  libcpp-httplib-dev  # trainctld's REST API and web console
   python3-torch  # /usr/bin/python3 with torch: the PyTorch DDP example and its tests (label torch)
+  python3-grpcio python3-protobuf python3-yaml  # the Python client (clients/python), its tests
+  chromium chromium-driver python3-selenium  # the web console's browser test
 )
 sudo=""
 if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi

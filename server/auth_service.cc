@@ -2,9 +2,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/grpc_status.h"
 #include "common/names.h"
 #include "common/time_util.h"
+#include "server/grpc_unary.h"
 
 namespace trainctl::server {
 namespace {
@@ -75,80 +75,25 @@ void StoreToken(ReconcileLoop* loop, TokenRegistry* tokens, storage::TokenRow ro
 grpc::ServerUnaryReactor* AuthServiceImpl::CreateToken(grpc::CallbackServerContext* ctx,
                                                        const v1::CreateTokenRequest* req,
                                                        v1::CreateTokenResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  std::optional<Caller> caller = AuthorizeOrFinish(auth_, *ctx, Route::kCreateToken, reactor);
-  if (!caller) return reactor;
-  if (absl::Status valid = ValidateCreateToken(*req); !valid.ok()) {
-    reactor->Finish(ToGrpcStatus(valid));
-    return reactor;
-  }
-  v1::ApiToken fields;
-  fields.set_owner(req->owner());
-  fields.set_role(req->role());
-  *fields.mutable_projects() = req->projects();
-  const int64_t now = WallNowMs();
-  *fields.mutable_create_time() = MsToTimestamp(now);
-  if (req->has_ttl()) *fields.mutable_expire_time() = MsToTimestamp(now + DurationToMs(req->ttl()));
-  fields.set_created_by(caller->name.empty() ? "anonymous" : caller->name);
-  absl::StatusOr<MintedToken> minted = MintToken(fields);
-  if (!minted.ok()) {
-    reactor->Finish(ToGrpcStatus(minted.status()));
-    return reactor;
-  }
-  *resp->mutable_token() = minted->row.token;
-  resp->set_secret(minted->bearer);
-  const v1::ApiToken& t = minted->row.token;
-  StoreToken(
-      loop_, tokens_, minted->row, "TokenCreated",
-      absl::StrCat("token ", t.id(), " for ", t.owner(), " (", v1::Role_Name(t.role()),
-                   t.projects().empty() ? "" : " of ", absl::StrJoin(t.projects(), ","), ")"),
-      caller->name, [reactor] { reactor->Finish(grpc::Status::OK); });
-  return reactor;
+  return Unary(api_, &Api::CreateToken, ctx, req, resp);
 }
 
 grpc::ServerUnaryReactor* AuthServiceImpl::ListTokens(grpc::CallbackServerContext* ctx,
                                                       const v1::ListTokensRequest* req,
                                                       v1::ListTokensResponse* resp) {
-  (void)req;
-  auto* reactor = ctx->DefaultReactor();
-  if (!AuthorizeOrFinish(auth_, *ctx, Route::kListTokens, reactor)) return reactor;
-  for (v1::ApiToken& t : tokens_->List()) {
-    *resp->add_tokens() = std::move(t);
-  }
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return Unary(api_, &Api::ListTokens, ctx, req, resp);
 }
 
 grpc::ServerUnaryReactor* AuthServiceImpl::RevokeToken(grpc::CallbackServerContext* ctx,
                                                        const v1::RevokeTokenRequest* req,
                                                        v1::ApiToken* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  std::optional<Caller> caller = AuthorizeOrFinish(auth_, *ctx, Route::kRevokeToken, reactor);
-  if (!caller) return reactor;
-  std::optional<storage::TokenRow> row = tokens_->Find(req->id());
-  if (!row) {
-    reactor->Finish(
-        grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("token ", req->id(), " not found")));
-    return reactor;
-  }
-  row->token.set_revoked(true);
-  *resp = row->token;
-  StoreToken(loop_, tokens_, *row, "TokenRevoked",
-             absl::StrCat("token ", row->token.id(), " of ", row->token.owner(), " revoked"),
-             caller->name, [reactor] { reactor->Finish(grpc::Status::OK); });
-  return reactor;
+  return Unary(api_, &Api::RevokeToken, ctx, req, resp);
 }
 
 grpc::ServerUnaryReactor* AuthServiceImpl::WhoAmI(grpc::CallbackServerContext* ctx,
                                                   const v1::WhoAmIRequest* req,
                                                   v1::ApiToken* resp) {
-  (void)req;
-  auto* reactor = ctx->DefaultReactor();
-  std::optional<Caller> caller = AuthorizeOrFinish(auth_, *ctx, Route::kWhoAmI, reactor);
-  if (!caller) return reactor;
-  *resp = caller->token;
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return Unary(api_, &Api::WhoAmI, ctx, req, resp);
 }
 
 }  // namespace trainctl::server

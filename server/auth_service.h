@@ -1,6 +1,5 @@
-// AuthService: API tokens over gRPC (create, list, revoke, who am I). Every change is written
-// in a reconcile-loop turn, with a TokenCreated/TokenRevoked event naming its actor, and reaches
-// the registry only once committed.
+// AuthService: API tokens over gRPC (create, list, revoke, who am I); a thin edge over Api
+// (server/api.h, api_auth.cc). Also the token checks and writes Api and trainctld's start share.
 #pragma once
 
 #include "server/authorizer.h"
@@ -10,12 +9,15 @@
 #include "trainctl/v1/job.grpc.pb.h"
 
 namespace trainctl::server {
+class Api;
+}
+
+namespace trainctl::server {
 
 class AuthServiceImpl final : public DiagnosingService<v1::AuthService> {
  public:
-  // Not owned; must outlive the service.
-  AuthServiceImpl(ReconcileLoop* loop, TokenRegistry* tokens, const Authorizer* auth)
-      : loop_(loop), tokens_(tokens), auth_(auth) {
+  // `api` (not owned) must outlive the service.
+  explicit AuthServiceImpl(Api* api) : api_(api) {
     Diagnose("CreateToken", &AuthServiceImpl::CreateToken);
     Diagnose("ListTokens", &AuthServiceImpl::ListTokens);
     Diagnose("RevokeToken", &AuthServiceImpl::RevokeToken);
@@ -35,9 +37,7 @@ class AuthServiceImpl final : public DiagnosingService<v1::AuthService> {
                                    v1::ApiToken* resp) override;
 
  private:
-  ReconcileLoop* const loop_;
-  TokenRegistry* const tokens_;
-  const Authorizer* const auth_;
+  Api* const api_;
 };
 
 // Checks a CreateTokenRequest: INVALID_ARGUMENT naming the field.

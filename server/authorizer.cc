@@ -7,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
-#include "common/grpc_status.h"
 
 namespace trainctl::server {
 namespace {
@@ -112,13 +111,18 @@ std::optional<absl::string_view> AuthorizationHeader(
 
 absl::StatusOr<Caller> Authorizer::Authorize(const grpc::ServerContextBase& context,
                                              Route route) const {
+  return Authorize(AuthorizationHeader(context.client_metadata()), route);
+}
+
+absl::StatusOr<Caller> Authorizer::Authorize(std::optional<absl::string_view> authorization,
+                                             Route route) const {
   Caller caller;
   if (!enabled_) {
     caller.token.set_owner("anonymous");
     caller.token.set_role(v1::ROLE_ADMIN);
     return caller;
   }
-  absl::StatusOr<v1::ApiToken> token = Authenticate(AuthorizationHeader(context.client_metadata()));
+  absl::StatusOr<v1::ApiToken> token = Authenticate(authorization);
   if (!token.ok()) return token.status();
   caller.name = token->owner();
   caller.token = *std::move(token);
@@ -184,18 +188,6 @@ absl::Status Authorizer::CheckProject(const Caller& caller, Permission p,
   return absl::PermissionDeniedError(
       absl::StrCat(caller.name, "'s token lacks the permission ", PermissionName(p), " in project ",
                    project, " (it may act in ", absl::StrJoin(t.projects(), ", "), ")"));
-}
-
-std::optional<Caller> AuthorizeOrFinish(const Authorizer* auth,
-                                        const grpc::CallbackServerContext& context, Route route,
-                                        grpc::ServerUnaryReactor* reactor) {
-  if (auth == nullptr) return Caller{};
-  absl::StatusOr<Caller> caller = auth->Authorize(context, route);
-  if (!caller.ok()) {
-    reactor->Finish(ToGrpcStatus(caller.status()));
-    return std::nullopt;
-  }
-  return *std::move(caller);
 }
 
 }  // namespace trainctl::server

@@ -124,6 +124,10 @@ class Authorizer {
 
   // Authenticates the call and checks the route's permission for the caller's role.
   absl::StatusOr<Caller> Authorize(const grpc::ServerContextBase& context, Route route) const;
+  // The same for a call whose "authorization" header (or metadata) is `authorization`, whatever
+  // its transport.
+  absl::StatusOr<Caller> Authorize(std::optional<absl::string_view> authorization,
+                                   Route route) const;
 
   // The token of an "authorization" header's value ("Bearer tct_..."); nullopt: no header.
   // A replica's token ("Bearer tcr_...") is an ApiToken with the id "replica:<job id>".
@@ -141,15 +145,5 @@ class Authorizer {
   const Clock clock_;
   const ReplicaTokens* const replica_tokens_;
 };
-
-}  // namespace trainctl::server
-
-namespace trainctl::server {
-
-// Authorizes a unary call; on failure finishes `reactor` with the error and returns nothing.
-// A null `auth` allows everything (services built without authentication, as in tests).
-std::optional<Caller> AuthorizeOrFinish(const Authorizer* auth,
-                                        const grpc::CallbackServerContext& context, Route route,
-                                        grpc::ServerUnaryReactor* reactor);
 
 }  // namespace trainctl::server

@@ -1,24 +1,16 @@
-// ClusterService: nodes and the event log, over gRPC. A thin edge like JobService.
+// ClusterService: nodes and the event log over gRPC; a thin edge over Api (server/api.h).
 #pragma once
 
-#include "server/agent_registry.h"
-#include "server/authorizer.h"
-#include "server/reconcile_loop.h"
+#include "server/api.h"
 #include "server/request_diagnosis.h"
-#include "server/transport_security.h"
 #include "trainctl/v1/job.grpc.pb.h"
 
 namespace trainctl::server {
 
 class ClusterServiceImpl final : public DiagnosingService<v1::ClusterService> {
  public:
-  // `registry` and `revoked` (not owned) are for RevokeNode; with null ones it revokes in the
-  // store only.
-  // `auth` (not owned) authorizes every call; null allows everything.
-  explicit ClusterServiceImpl(ReconcileLoop* loop, AgentRegistry* registry = nullptr,
-                              CertificateRevocations* revoked = nullptr,
-                              const Authorizer* auth = nullptr)
-      : loop_(loop), registry_(registry), revoked_(revoked), auth_(auth) {
+  // `api` (not owned) must outlive the service.
+  explicit ClusterServiceImpl(Api* api) : api_(api) {
     Diagnose("ListNodes", &ClusterServiceImpl::ListNodes);
     Diagnose("GetNode", &ClusterServiceImpl::GetNode);
     Diagnose("ListEvents", &ClusterServiceImpl::ListEvents);
@@ -50,10 +42,7 @@ class ClusterServiceImpl final : public DiagnosingService<v1::ClusterService> {
                                        const v1::DeleteNodeRequest* req, v1::Node* resp) override;
 
  private:
-  ReconcileLoop* const loop_;
-  AgentRegistry* const registry_;
-  CertificateRevocations* const revoked_;
-  const Authorizer* const auth_;
+  Api* const api_;
 };
 
 }  // namespace trainctl::server

@@ -25,6 +25,12 @@ std::vector<FlagGroup> DaemonFlagGroups() {
         {"listen", 0, Kind::kValue, "HOST:PORT", "",
          "gRPC address for the CLI, pipelines and agents (default 127.0.0.1:7070; port 0 picks a "
          "free port; the address in use is written to DIR/trainctld.addr)"},
+        {"http-listen", 0, Kind::kValue, "HOST:PORT", "",
+         "the REST API and the web console (default 127.0.0.1:7080; port 0 picks a free port, "
+         "written to DIR/trainctld.http-addr; \"off\" serves none). HTTPS with --tls-cert"},
+        {"http-max-streams", 0, Kind::kValue, "N", "",
+         "long-lived HTTP streams (job watches, log follows) served at once; more are refused "
+         "with 429, and ordinary requests keep threads of their own (default 64; 1..4096)"},
         {"checkpoint-root", 0, Kind::kValue, "DIR", "",
          "parent of each job's default checkpoint directory; point it at a filesystem every node "
          "mounts (default DIR/checkpoints)"},
@@ -195,6 +201,14 @@ absl::Status ParseTransportSecurity(const ParsedArgs& parsed, DaemonFlags* f) {
     return absl::InvalidArgumentError(
         "--insecure-allow-plaintext contradicts --tls-cert: choose one");
   }
+  if (!tls && !f->insecure_allow_plaintext && f->http_listen != "off" &&
+      !IsLoopbackAddress(f->http_listen)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--http-listen ", f->http_listen,
+        " is reachable from other hosts, and plaintext HTTP would let anyone who reaches it run "
+        "any command on every node: serve HTTPS with --tls-cert/--tls-key/--agent-ca, or accept "
+        "the risk with --insecure-allow-plaintext"));
+  }
   if (!tls && !f->insecure_allow_plaintext && !IsLoopbackAddress(f->listen)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--listen ", f->listen,
@@ -223,6 +237,7 @@ absl::StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& arg
   }
   for (auto [name, value] : {std::pair<const char*, std::string*>{"data-dir", &f.data_dir},
                              {"listen", &f.listen},
+                             {"http-listen", &f.http_listen},
                              {"checkpoint-root", &f.checkpoint_root},
                              {"log-level", &f.log_level}}) {
     if (parsed.IsSet(name)) *value = parsed.Get(name);
@@ -277,6 +292,21 @@ absl::StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& arg
   if (std::string text = parsed.Get("max-new-nodes-per-peer"); !text.empty()) {
     TC_ASSIGN_OR_RETURN(f.max_new_nodes_per_peer,
                         ParseCount("--max-new-nodes-per-peer", text, 1'000'000));
+  }
+  if (std::string text = parsed.Get("http-max-streams"); !text.empty()) {
+    TC_ASSIGN_OR_RETURN(f.http_max_streams, ParseCount("--http-max-streams", text, 4096));
+    if (f.http_max_streams == 0) {
+      return absl::InvalidArgumentError("--http-max-streams must be 1..4096, got 0");
+    }
+  }
+  if (f.http_listen != "off") {
+    const size_t colon = f.http_listen.rfind(':');
+    int port = -1;
+    if (colon == std::string::npos || colon == 0 ||
+        !absl::SimpleAtoi(f.http_listen.substr(colon + 1), &port) || port < 0 || port > 65535) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--http-listen must be HOST:PORT (port 0..65535) or off, got \"", f.http_listen, "\""));
+    }
   }
   if (std::string text = parsed.Get("max-watches-per-peer"); !text.empty()) {
     TC_ASSIGN_OR_RETURN(f.max_watches_per_peer,

@@ -35,6 +35,10 @@ struct DaemonFlags {
   std::string data_dir;
   // Port 0 picks a free port.
   std::string listen = "127.0.0.1:7070";
+  // The REST API and web console; port 0 picks a free port; "off": none.
+  std::string http_listen = "127.0.0.1:7080";
+  // Long-lived HTTP streams (watch, log follow) at once: 1..4096.
+  int64_t http_max_streams = 64;
   // DATA_DIR/checkpoints unless given.
   std::string checkpoint_root;
   // Absolute; empty: the checkpoint root alone (CoreOptions::checkpoint_allowed_roots).

@@ -2,14 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
-
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_status.h"
-#include "scheduler/job_validation.h"
-#include "scheduler/model_proto.h"
+#include "common/job_states.h"
+#include "server/grpc_unary.h"
 
 namespace trainctl::server {
 namespace {
@@ -112,184 +110,51 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::Job>,
 
 }  // namespace
 
-absl::Status JobServiceImpl::CheckProject(const Caller& caller, Permission p,
-                                          const std::string& project) const {
-  if (auth_ == nullptr) return absl::OkStatus();
-  return auth_->CheckProject(caller, p, project);
-}
-
-absl::Status JobServiceImpl::CheckJobProject(Turn& t, const Caller& caller, Permission p,
-                                             const std::string& job_id) const {
-  if (!caller.job.empty() && caller.job != job_id) {
-    return absl::PermissionDeniedError(absl::StrCat("a replica's token (job ", caller.job,
-                                                    ") reports progress for its own job only, not ",
-                                                    job_id));
-  }
-  const sched::Job* job = t.core.FindJob(job_id);
-  // An unknown job is the handler's NOT_FOUND.
-  if (job == nullptr) return absl::OkStatus();
-  return CheckProject(caller, p, job->spec.project());
-}
-
 grpc::ServerUnaryReactor* JobServiceImpl::CreateJob(grpc::CallbackServerContext* ctx,
                                                     const v1::CreateJobRequest* req,
                                                     v1::Job* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  std::optional<Caller> caller = AuthorizeOrFinish(auth_, *ctx, Route::kCreateJob, reactor);
-  if (!caller) return reactor;
-  v1::JobSpec spec = req->spec();
-  const std::string project = spec.project().empty() ? sched::kDefaultProject : spec.project();
-  if (absl::Status allowed = CheckProject(*caller, Permission::kSubmit, project); !allowed.ok()) {
-    reactor->Finish(ToGrpcStatus(allowed));
-    return reactor;
-  }
-  loop_->Post([this, reactor, resp, spec, name = caller->name](Turn& t) {
-    const size_t first = t.fx->events.size();
-    absl::StatusOr<const sched::Job*> job = t.core.SubmitJob(spec, t.now, t.fx, name);
-    StampActor(t.fx, first, name);
-    if (job.ok()) {
-      *resp = sched::ToProto(**job);
-      loop_->redactor().Redact(resp);
-    }
-    absl::Status status = job.status();
-    t.after_commit->push_back([reactor, status] { reactor->Finish(ToGrpcStatus(status)); });
-  });
-  return reactor;
+  return Unary(api_, &Api::CreateJob, ctx, req, resp);
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* ctx,
                                                  const v1::GetJobRequest* req, v1::Job* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  if (!AuthorizeOrFinish(auth_, *ctx, Route::kGetJob, reactor)) return reactor;
-  absl::StatusOr<v1::Job> job = snapshots_->Get(req->id(), clock_());
-  if (job.ok()) *resp = *std::move(job);
-  reactor->Finish(ToGrpcStatus(job.status()));
-  return reactor;
+  return Unary(api_, &Api::GetJob, ctx, req, resp);
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* ctx,
                                                    const v1::ListJobsRequest* req,
                                                    v1::ListJobsResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  if (!AuthorizeOrFinish(auth_, *ctx, Route::kListJobs, reactor)) return reactor;
-  absl::StatusOr<v1::ListJobsResponse> page = snapshots_->List(*req, clock_());
-  if (page.ok()) *resp = *std::move(page);
-  reactor->Finish(ToGrpcStatus(page.status()));
-  return reactor;
+  return Unary(api_, &Api::ListJobs, ctx, req, resp);
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext* ctx,
                                                     const v1::CancelJobRequest* req,
                                                     v1::Job* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  std::optional<Caller> caller = AuthorizeOrFinish(auth_, *ctx, Route::kCancelJob, reactor);
-  if (!caller) return reactor;
-  std::string id = req->id();
-  loop_->Post([this, reactor, resp, id, caller = *caller](Turn& t) {
-    absl::Status status = CheckJobProject(t, caller, Permission::kCancel, id);
-    if (status.ok()) {
-      const size_t first = t.fx->events.size();
-      absl::StatusOr<const sched::Job*> job = t.core.CancelJob(id, t.now, t.fx);
-      StampActor(t.fx, first, caller.name);
-      if (job.ok()) {
-        *resp = sched::ToProto(**job);
-        loop_->redactor().Redact(resp);
-      }
-      status = job.status();
-    }
-    t.after_commit->push_back([reactor, status] { reactor->Finish(ToGrpcStatus(status)); });
-  });
-  return reactor;
+  return Unary(api_, &Api::CancelJob, ctx, req, resp);
 }
 
 grpc::ServerWriteReactor<v1::Job>* JobServiceImpl::WatchJob(grpc::CallbackServerContext* ctx,
                                                             const v1::WatchJobRequest* req) {
   std::shared_ptr<WatchReactor> w = WatchReactor::Create();
-  absl::StatusOr<PeerStreamLimiter::Slot> slot = watches_.Acquire(ctx->peer());
+  absl::StatusOr<PeerStreamLimiter::Slot> slot = api_->WatchJob(CallContextOf(*ctx), *req, w);
   if (!slot.ok()) {
     w->FinishWith(ToGrpcStatus(slot.status()));
     return w.get();
   }
   w->Hold(*std::move(slot));
-  if (auth_ != nullptr) {
-    if (absl::StatusOr<Caller> caller = auth_->Authorize(*ctx, Route::kWatchJob); !caller.ok()) {
-      w->FinishWith(ToGrpcStatus(caller.status()));
-      return w.get();
-    }
-  }
-  absl::Status watched = snapshots_->Watch(req->id(), w);
-  if (!watched.ok()) w->FinishWith(ToGrpcStatus(watched));
   return w.get();
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::ReadLogs(grpc::CallbackServerContext* ctx,
                                                    const v1::ReadLogsRequest* req,
                                                    v1::ReadLogsResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  std::optional<Caller> caller = AuthorizeOrFinish(auth_, *ctx, Route::kReadLogs, reactor);
-  if (!caller) return reactor;
-  if (req->max_bytes() < 0 || req->max_bytes() > (4 << 20) || req->offset() < 0) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                 "maxBytes must be 0..4194304 and offset >= 0"));
-    return reactor;
-  }
-  v1::ReadLogsRequest r = *req;
-  AgentRegistry* registry = registry_;
-  loop_->Post([this, reactor, resp, r, registry, caller = *caller](Turn& t) {
-    std::string node, run_id;
-    bool finished = false;
-    // An unset restart means "latest"; `trainctl logs --restart 0` means run 0.
-    int32_t restart = r.has_restart() ? r.restart() : -1;
-    absl::Status located = CheckJobProject(t, caller, Permission::kReadLogs, r.job_id());
-    if (located.ok()) {
-      located = t.core.LocateRun(r.job_id(), r.replica(), r.attempt(), restart, &node, &run_id,
-                                 &finished);
-    }
-    t.after_commit->push_back([=] {
-      if (!located.ok()) {
-        reactor->Finish(ToGrpcStatus(located));
-        return;
-      }
-      v1::ReadLog read;
-      read.set_run_id(run_id);
-      read.set_offset(r.offset());
-      read.set_max_bytes(
-          std::min<int64_t>(r.max_bytes() == 0 ? (1 << 20) : r.max_bytes(), max_log_chunk_));
-      registry->RequestLog(node, read, [reactor, resp](absl::StatusOr<v1::LogData> data) {
-        if (!data.ok()) {
-          reactor->Finish(ToGrpcStatus(data.status()));
-          return;
-        }
-        resp->set_data(data->data());
-        resp->set_next_offset(data->next_offset());
-        resp->set_complete(data->complete());
-        reactor->Finish(grpc::Status::OK);
-      });
-    });
-  });
-  return reactor;
+  return Unary(api_, &Api::ReadLogs, ctx, req, resp);
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::ReportProgress(grpc::CallbackServerContext* ctx,
                                                          const v1::ReportProgressRequest* req,
                                                          v1::ReportProgressResponse* resp) {
-  (void)resp;
-  auto* reactor = ctx->DefaultReactor();
-  std::optional<Caller> caller = AuthorizeOrFinish(auth_, *ctx, Route::kReportProgress, reactor);
-  if (!caller) return reactor;
-  if (req->message().size() > 256 || req->step() < 0) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                 "message must be at most 256 characters and step >= 0"));
-    return reactor;
-  }
-  std::string job_id = req->job_id();
-  std::string replica = req->replica();
-  loop_->Post([this, reactor, job_id, replica, caller = *caller](Turn& t) {
-    absl::Status status = CheckJobProject(t, caller, Permission::kReportProgress, job_id);
-    if (status.ok()) status = t.core.ReportProgress(job_id, replica, t.now, t.fx);
-    t.after_commit->push_back([reactor, status] { reactor->Finish(ToGrpcStatus(status)); });
-  });
-  return reactor;
+  return Unary(api_, &Api::ReportProgress, ctx, req, resp);
 }
 
 }  // namespace trainctl::server

@@ -26,6 +26,7 @@
 #include "scheduler/model_proto.h"
 #include "server/agent_registry.h"
 #include "server/agent_service.h"
+#include "server/api.h"
 #include "server/auth_service.h"
 #include "server/authorizer.h"
 #include "server/cluster_service.h"
@@ -36,6 +37,7 @@
 #include "server/quota_service.h"
 #include "server/reconcile_loop.h"
 #include "server/reflection_gate.h"
+#include "server/rest/rest_server.h"
 #include "server/tokens.h"
 #include "server/transport_security.h"
 #include "server/watch_hub.h"
@@ -64,6 +66,28 @@ void LockDataDir(const std::string& dir) {
   // fd stays open on purpose.
 }
 
+// Writes `text` to `path` through a temporary file and a rename, synced, with `mode`: readers see
+// the old file or the whole new one. INTERNAL naming the file when any step fails.
+absl::Status WriteFileAtomically(const std::string& path, const std::string& text,
+                                 mode_t mode = 0644) {
+  const std::string tmp = path + ".tmp";
+  unlink(tmp.c_str());
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  if (fd < 0) {
+    return absl::InternalError(absl::StrCat("cannot create ", tmp, ": ", strerror(errno)));
+  }
+  const bool written =
+      write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && fsync(fd) == 0;
+  const int saved = errno;
+  close(fd);
+  if (!written || rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = written ? errno : saved;
+    unlink(tmp.c_str());
+    return absl::InternalError(absl::StrCat("cannot write ", path, ": ", strerror(err)));
+  }
+  return absl::OkStatus();
+}
+
 // At the first start with authentication: an admin token, stored (as a hash) and written to
 // DIR/admin.token, mode 0600, for the operator to create everyone else's.
 absl::Status WriteFirstAdminToken(const std::string& dir, trainctl::server::ReconcileLoop* loop,
@@ -77,19 +101,7 @@ absl::Status WriteFirstAdminToken(const std::string& dir, trainctl::server::Reco
   absl::StatusOr<server::MintedToken> minted = server::MintToken(fields);
   if (!minted.ok()) return minted.status();
   const std::string path = dir + "/admin.token";
-  const std::string tmp = path + ".tmp";
-  unlink(tmp.c_str());
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0)
-    return absl::InternalError(absl::StrCat("cannot create ", tmp, ": ", strerror(errno)));
-  const std::string text = minted->bearer + "\n";
-  const bool written =
-      write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && fsync(fd) == 0;
-  close(fd);
-  if (!written || rename(tmp.c_str(), path.c_str()) != 0) {
-    unlink(tmp.c_str());
-    return absl::InternalError(absl::StrCat("cannot write ", path, ": ", strerror(errno)));
-  }
+  if (absl::Status s = WriteFileAtomically(path, minted->bearer + "\n", 0600); !s.ok()) return s;
   // Stored only after the file exists: a crash in between leaves no token nobody holds.
   std::promise<void> stored;
   server::StoreToken(
@@ -206,15 +218,21 @@ int main(int argc, char** argv) {
   }
   const server::Authorizer authorizer(flags.tls(), &tokens, WallNowMs,
                                       replica_tokens ? &*replica_tokens : nullptr);
-  server::JobServiceImpl job_service(
-      &loop, &registry, &snapshots, WallNowMs, &authorizer,
-      {flags.max_request_bytes - (64 << 10), flags.max_watches_per_peer});
+  server::Api api({&loop,
+                   &registry,
+                   &snapshots,
+                   WallNowMs,
+                   &authorizer,
+                   &tokens,
+                   &revocations,
+                   {flags.max_request_bytes - (64 << 10), flags.max_watches_per_peer}});
+  server::JobServiceImpl job_service(&api);
   server::AgentServiceImpl agent_service(&loop, &registry, {flags.tls(), &revocations},
                                          flags.max_agent_streams_per_peer,
                                          flags.max_new_nodes_per_peer);
-  server::ClusterServiceImpl cluster_service(&loop, &registry, &revocations, &authorizer);
-  server::QuotaServiceImpl quota_service(&loop, &authorizer);
-  server::AuthServiceImpl auth_service(&loop, &tokens, &authorizer);
+  server::ClusterServiceImpl cluster_service(&api);
+  server::QuotaServiceImpl quota_service(&api);
+  server::AuthServiceImpl auth_service(&api);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -252,10 +270,34 @@ int main(int argc, char** argv) {
   }
   std::string host = flags.listen.substr(0, flags.listen.rfind(':'));
   std::string addr = absl::StrCat(host, ":", port);
-  {
-    std::string tmp = flags.data_dir + "/trainctld.addr.tmp";
-    std::ofstream(tmp) << addr << "\n";
-    std::rename(tmp.c_str(), (flags.data_dir + "/trainctld.addr").c_str());
+  // The REST API and console; its address file is written before trainctld.addr, so whoever
+  // waits for that one finds both.
+  std::optional<server::rest::RestServer> rest;
+  if (flags.http_listen != "off") {
+    rest.emplace(&api,
+                 server::rest::RestOptions{flags.http_listen, flags.http_max_streams,
+                                           flags.max_request_bytes, flags.tls_cert, flags.tls_key});
+    absl::StatusOr<int> http_port = rest->Start();
+    const std::string http_host = flags.http_listen.substr(0, flags.http_listen.rfind(':'));
+    const std::string http_addr = absl::StrCat(http_host, ":", http_port.ok() ? *http_port : 0);
+    absl::Status written = http_port.status();
+    if (written.ok())
+      written = WriteFileAtomically(flags.data_dir + "/trainctld.http-addr", http_addr + "\n");
+    if (!written.ok()) {
+      spdlog::critical("{}", written.ToString());
+      server->Shutdown();
+      loop.Stop();
+      return 1;
+    }
+    spdlog::info("REST API and web console on {}://{}", flags.tls() ? "https" : "http", http_addr);
+  }
+  if (absl::Status s = WriteFileAtomically(flags.data_dir + "/trainctld.addr", addr + "\n");
+      !s.ok()) {
+    spdlog::critical("{}", s.ToString());
+    if (rest) rest->Stop();
+    server->Shutdown();
+    loop.Stop();
+    return 1;
   }
   spdlog::info("trainctld listening on {} (data dir {})", addr, flags.data_dir);
   if (flags.tls()) {
@@ -281,6 +323,7 @@ int main(int argc, char** argv) {
   sigwait(&sigs, &sig);
   spdlog::info("received {}; shutting down", strsignal(sig));
   sd_notify(0, "STOPPING=1");
+  if (rest) rest->Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(3));
   hub.Clear();
   loop.Stop();

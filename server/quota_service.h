@@ -1,10 +1,8 @@
-// QuotaService: projects, their quotas and the queue, over gRPC. A thin edge like JobService:
-// each handler checks the request, posts the core call to the reconcile loop and replies after
-// that turn's commit, so a SetQuota that returned OK is durable.
+// QuotaService: projects, their quotas and the queue over gRPC; a thin edge over Api
+// (server/api.h). A SetQuota that returned OK is durable.
 #pragma once
 
-#include "server/authorizer.h"
-#include "server/reconcile_loop.h"
+#include "server/api.h"
 #include "server/request_diagnosis.h"
 #include "trainctl/v1/job.grpc.pb.h"
 
@@ -12,9 +10,8 @@ namespace trainctl::server {
 
 class QuotaServiceImpl final : public DiagnosingService<v1::QuotaService> {
  public:
-  // `auth` (not owned) authorizes every call; null allows everything.
-  explicit QuotaServiceImpl(ReconcileLoop* loop, const Authorizer* auth = nullptr)
-      : loop_(loop), auth_(auth) {
+  // `api` (not owned) must outlive the service.
+  explicit QuotaServiceImpl(Api* api) : api_(api) {
     Diagnose("GetQuota", &QuotaServiceImpl::GetQuota);
     Diagnose("SetQuota", &QuotaServiceImpl::SetQuota);
     Diagnose("ListProjects", &QuotaServiceImpl::ListProjects);
@@ -33,8 +30,7 @@ class QuotaServiceImpl final : public DiagnosingService<v1::QuotaService> {
                                       v1::ListQueueResponse* resp) override;
 
  private:
-  ReconcileLoop* const loop_;
-  const Authorizer* const auth_;
+  Api* const api_;
 };
 
 }  // namespace trainctl::server

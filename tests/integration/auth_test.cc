@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_replace.h"
 #include "tests/integration/mini_cluster.h"
+#include "tests/integration/reflection_client.h"
 
 namespace trainctl::testing {
 namespace {
@@ -150,33 +151,7 @@ absl::StatusOr<std::string> ListServicesByReflection(MiniCluster& c, const std::
   if (!token.empty()) {
     creds = grpc::CompositeChannelCredentials(creds, grpc::AccessTokenCredentials(token));
   }
-  auto channel = grpc::CreateChannel(c.address(), creds);
-  grpc::internal::RpcMethod method("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
-                                   grpc::internal::RpcMethod::BIDI_STREAMING, channel);
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>> stream(
-      grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(
-          channel.get(), method, &ctx));
-  // ServerReflectionRequest{list_services: ""}: field 7, length-delimited, empty.
-  const std::string request("\x3a\x00", 2);
-  grpc::Slice slice(request);
-  grpc::ByteBuffer out(&slice, 1);
-  stream->Write(out);
-  stream->WritesDone();
-  grpc::ByteBuffer in;
-  std::string response;
-  if (stream->Read(&in)) {
-    std::vector<grpc::Slice> slices;
-    REQUIRE(in.Dump(&slices).ok());
-    for (const grpc::Slice& s : slices)
-      response.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  }
-  grpc::Status status = stream->Finish();
-  if (!status.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-  }
-  return response;
+  return ReflectionExchange(grpc::CreateChannel(c.address(), creds), ListServicesRequest());
 }
 
 TEST_CASE("a replica reports its progress with its job's token, and may do nothing else",

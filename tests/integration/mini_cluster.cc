@@ -198,6 +198,7 @@ void MiniCluster::StartDaemon() {
   const std::string data = dir_ + "/scheduler";
   // The first start picks a free port; restarts reuse it so agents find the daemon again.
   std::string listen = address_.empty() ? "127.0.0.1:0" : address_;
+  const std::string http_listen = http_address_.empty() ? "127.0.0.1:0" : http_address_;
   std::filesystem::remove(data + "/trainctld.addr");
   if (port_range_.empty()) {
     // 80 blocks of 512 ports in 20000..60959.
@@ -209,6 +210,8 @@ void MiniCluster::StartDaemon() {
                                    data,
                                    "--listen",
                                    listen,
+                                   "--http-listen",
+                                   http_listen,
                                    "--heartbeat-interval",
                                    "500ms",
                                    "--log-level",
@@ -223,6 +226,8 @@ void MiniCluster::StartDaemon() {
   daemon_ = std::make_unique<Process>(argv, dir_ + "/trainctld.log");
   REQUIRE(Eventually([&] { return std::filesystem::exists(data + "/trainctld.addr"); }));
   address_ = std::string(absl::StripSuffix(ReadTextFile(data + "/trainctld.addr"), "\n"));
+  // Written before trainctld.addr.
+  http_address_ = std::string(absl::StripSuffix(ReadTextFile(data + "/trainctld.http-addr"), "\n"));
   // The admin token is written before the address file.
   if (opts_.tls) REQUIRE(std::filesystem::exists(AdminTokenPath()));
   Connect();

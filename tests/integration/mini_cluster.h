@@ -125,6 +125,8 @@ class MiniCluster {
 
   const std::string& dir() const { return dir_; }
   const std::string& address() const { return address_; }
+  // The REST API's HOST:PORT (DATA_DIR/trainctld.http-addr).
+  const std::string& http_address() const { return http_address_; }
 
   // A spec template with WORKLOAD replaced by the test workload binary and DIR by dir().
   std::string Spec(const std::string& yaml) const;
@@ -211,6 +213,7 @@ class MiniCluster {
 
   std::string dir_;
   std::string address_;
+  std::string http_address_;
   // trainctld's --port-range, chosen at random once per cluster: clusters of tests running at
   // the same time on one host must not hand out the same ports (each trainctld's pools start at
   // the bottom of its range, and every agent here is 127.0.0.1).

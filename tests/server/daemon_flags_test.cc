@@ -31,6 +31,8 @@ TEST_CASE("trainctld flags have their defaults", "[daemon_flags]") {
     CHECK_FALSE(flags->version);
     CHECK(flags->data_dir == "/d");
     CHECK(flags->listen == "127.0.0.1:7070");
+    CHECK(flags->http_listen == "127.0.0.1:7080");
+    CHECK(flags->http_max_streams == 64);
     CHECK(flags->checkpoint_root == "/d/checkpoints");
     CHECK(flags->heartbeat_ms == 2000);
     CHECK(flags->node_lost_timeout_ms == 15000);
@@ -139,6 +141,17 @@ TEST_CASE("a bad trainctld command line is an error that says what to give", "[d
       {With({"-x"}), "unknown flag -x"},
       {With({"--help=maybe"}), "unknown flag --help"},
       {With({"--listen"}), "--listen needs a value"},
+      {With({"--http-listen", "7080"}),
+       "--http-listen must be HOST:PORT (port 0..65535) or off, got \"7080\""},
+      {With({"--http-listen", "127.0.0.1:99999"}),
+       "--http-listen must be HOST:PORT (port 0..65535) or off, got \"127.0.0.1:99999\""},
+      {With({"--http-listen", "0.0.0.0:7080"}),
+       "--http-listen 0.0.0.0:7080 is reachable from other hosts, and plaintext HTTP would let "
+       "anyone who reaches it run any command on every node: serve HTTPS with "
+       "--tls-cert/--tls-key/--agent-ca, or accept the risk with --insecure-allow-plaintext"},
+      {With({"--http-max-streams", "0"}), "--http-max-streams must be 1..4096, got 0"},
+      {With({"--http-max-streams", "5000"}),
+       "--http-max-streams must be a whole number from 0 to 4096, got \"5000\""},
       {{"--data-dir"}, "--data-dir needs a value"},
       {With({"--default-quota-cpu="}), "--default-quota-cpu needs a value"},
       {With({"--heartbeat-interval", "x"}),

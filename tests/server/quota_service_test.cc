@@ -35,8 +35,14 @@ class Server {
     options.default_quota.set_gpus(4);
     loop_ = std::make_unique<ReconcileLoop>(std::make_unique<sched::Core>(options),
                                             std::move(*store), &registry_, &snapshots_, WallNowMs);
-    jobs_ = std::make_unique<JobServiceImpl>(loop_.get(), &registry_, &snapshots_, WallNowMs);
-    quotas_ = std::make_unique<QuotaServiceImpl>(loop_.get());
+    Api::Parts parts;
+    parts.loop = loop_.get();
+    parts.registry = &registry_;
+    parts.snapshots = &snapshots_;
+    parts.clock = WallNowMs;
+    api_ = std::make_unique<Api>(std::move(parts));
+    jobs_ = std::make_unique<JobServiceImpl>(api_.get());
+    quotas_ = std::make_unique<QuotaServiceImpl>(api_.get());
     loop_->Start();
     grpc::ServerBuilder builder;
     int port = 0;
@@ -68,6 +74,7 @@ class Server {
   WatchHub hub_;
   JobSnapshots snapshots_{&hub_};
   std::unique_ptr<ReconcileLoop> loop_;
+  std::unique_ptr<Api> api_;
   std::unique_ptr<JobServiceImpl> jobs_;
   std::unique_ptr<QuotaServiceImpl> quotas_;
   std::unique_ptr<grpc::Server> server_;

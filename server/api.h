@@ -1,0 +1,146 @@
+// Api: trainctld's user-facing operations, whatever the transport. The gRPC services
+// (job_service, cluster_service, quota_service, auth_service) and the REST server (server/rest/)
+// both call it, so every request is authorized, validated and decided in one place:
+//
+//   api.GetJob(call, req, [](absl::StatusOr<v1::Job> job) { ... });
+//
+// A CallContext carries what the transport knows of the caller: its "authorization" header and
+// its peer. Every operation authorizes the call first (Authorizer; UNAUTHENTICATED or
+// PERMISSION_DENIED), checks the request (INVALID_ARGUMENT naming the field), then either
+// answers from the published snapshots (reads: get, list, watch) or posts the work to the
+// reconcile loop and replies once the turn committed, so an OK reply means the change is durable.
+//
+// Replies run on the thread that produced them (the caller's, the loop's or an agent stream's):
+// they must not block.
+//
+// Thread-safe: every method may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "server/agent_registry.h"
+#include "server/authorizer.h"
+#include "server/job_snapshots.h"
+#include "server/peer_limits.h"
+#include "server/reconcile_loop.h"
+#include "server/tokens.h"
+#include "server/transport_security.h"
+#include "server/watch_hub.h"
+#include "trainctl/v1/job.pb.h"
+
+namespace trainctl::server {
+
+// What a transport knows of one call's caller.
+struct CallContext {
+  // The "authorization" header's value ("Bearer tct_..."); nullopt when there is none.
+  std::optional<std::string> authorization;
+  // The caller's address as gRPC words it ("ipv4:127.0.0.1:5000"), for per-host limits.
+  std::string peer;
+};
+
+// The context of a gRPC call.
+CallContext CallContextOf(const grpc::ServerContextBase& context);
+
+template <class T>
+using Reply = std::function<void(absl::StatusOr<T>)>;
+
+struct ApiLimits {
+  // The most log bytes one ReadLogs asks an agent for, so that its reply fits trainctld's
+  // --max-request-bytes. Default: a 4 MiB message less room for the reply's other fields.
+  int64_t max_log_chunk = (int64_t{4} << 20) - (int64_t{64} << 10);
+  // WatchJob streams one host may hold at once (--max-watches-per-peer); 0: unlimited.
+  int64_t max_watches_per_peer = 0;
+};
+
+class Api {
+ public:
+  struct Parts {
+    ReconcileLoop* loop = nullptr;
+    // Log reads go to agents through it; null: ReadLogs is UNAVAILABLE.
+    AgentRegistry* registry = nullptr;
+    JobSnapshots* snapshots = nullptr;
+    // The time queue statuses are computed for.
+    ReconcileLoop::Clock clock;
+    // Null allows every call (as an admin named ""), as in tests without authentication.
+    const Authorizer* auth = nullptr;
+    // For AuthService's calls; null: they are UNIMPLEMENTED.
+    TokenRegistry* tokens = nullptr;
+    // RevokeNode's certificates are refused through it once stored; may be null.
+    CertificateRevocations* revoked = nullptr;
+    ApiLimits limits;
+  };
+  explicit Api(Parts parts);
+
+  Api(const Api&) = delete;
+  Api& operator=(const Api&) = delete;
+
+  // --- JobService ---------------------------------------------------------------------------
+  void CreateJob(const CallContext& call, const v1::CreateJobRequest& req, Reply<v1::Job> done);
+  void GetJob(const CallContext& call, const v1::GetJobRequest& req, Reply<v1::Job> done);
+  void ListJobs(const CallContext& call, const v1::ListJobsRequest& req,
+                Reply<v1::ListJobsResponse> done);
+  void CancelJob(const CallContext& call, const v1::CancelJobRequest& req, Reply<v1::Job> done);
+  // Subscribes `watcher` to the job: it gets the job's state now and after every change. The
+  // returned slot is the stream's place among its peer's watches: keep it while the stream
+  // lasts. An error (unauthorized, too many watches, no such job) subscribes nothing.
+  absl::StatusOr<PeerStreamLimiter::Slot> WatchJob(const CallContext& call,
+                                                   const v1::WatchJobRequest& req,
+                                                   std::shared_ptr<JobWatcher> watcher);
+  void ReadLogs(const CallContext& call, const v1::ReadLogsRequest& req,
+                Reply<v1::ReadLogsResponse> done);
+  void ReportProgress(const CallContext& call, const v1::ReportProgressRequest& req,
+                      Reply<v1::ReportProgressResponse> done);
+
+  // --- QuotaService -------------------------------------------------------------------------
+  void GetQuota(const CallContext& call, const v1::GetQuotaRequest& req, Reply<v1::Project> done);
+  void SetQuota(const CallContext& call, const v1::SetQuotaRequest& req, Reply<v1::Project> done);
+  void ListProjects(const CallContext& call, const v1::ListProjectsRequest& req,
+                    Reply<v1::ListProjectsResponse> done);
+  void ListQueue(const CallContext& call, const v1::ListQueueRequest& req,
+                 Reply<v1::ListQueueResponse> done);
+
+  // --- ClusterService -----------------------------------------------------------------------
+  void ListNodes(const CallContext& call, const v1::ListNodesRequest& req,
+                 Reply<v1::ListNodesResponse> done);
+  void GetNode(const CallContext& call, const v1::GetNodeRequest& req, Reply<v1::Node> done);
+  void ListEvents(const CallContext& call, const v1::ListEventsRequest& req,
+                  Reply<v1::ListEventsResponse> done);
+  void CordonNode(const CallContext& call, const v1::CordonNodeRequest& req, Reply<v1::Node> done);
+  void UncordonNode(const CallContext& call, const v1::UncordonNodeRequest& req,
+                    Reply<v1::Node> done);
+  void DrainNode(const CallContext& call, const v1::DrainNodeRequest& req, Reply<v1::Node> done);
+  void RevokeNode(const CallContext& call, const v1::RevokeNodeRequest& req, Reply<v1::Node> done);
+  void DeleteNode(const CallContext& call, const v1::DeleteNodeRequest& req, Reply<v1::Node> done);
+
+  // --- AuthService --------------------------------------------------------------------------
+  void CreateToken(const CallContext& call, const v1::CreateTokenRequest& req,
+                   Reply<v1::CreateTokenResponse> done);
+  void ListTokens(const CallContext& call, const v1::ListTokensRequest& req,
+                  Reply<v1::ListTokensResponse> done);
+  void RevokeToken(const CallContext& call, const v1::RevokeTokenRequest& req,
+                   Reply<v1::ApiToken> done);
+  void WhoAmI(const CallContext& call, const v1::WhoAmIRequest& req, Reply<v1::ApiToken> done);
+
+ private:
+  // Authenticates the call and checks the route's permission (Authorizer::Authorize).
+  absl::StatusOr<Caller> Authorize(const CallContext& call, Route route) const;
+  // Authorizer::CheckProject, or OK without an authorizer.
+  absl::Status CheckProject(const Caller& caller, Permission p, const std::string& project) const;
+  // CheckProject for the project of job `job_id` (OK when it is unknown: NOT_FOUND follows).
+  absl::Status CheckJobProject(Turn& t, const Caller& caller, Permission p,
+                               const std::string& job_id) const;
+  // Authorizes, runs `op` in a loop turn (its events name the caller) and replies with its node
+  // (or error) once the turn committed.
+  void NodeCall(const CallContext& call, Route route,
+                std::function<absl::StatusOr<v1::Node>(Turn&)> op, Reply<v1::Node> done);
+
+  const Parts parts_;
+  PeerStreamLimiter watches_;
+};
+
+}  // namespace trainctl::server

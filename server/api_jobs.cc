@@ -1,0 +1,205 @@
+// Api: JobService's operations (see api.h).
+#include <openssl/sha.h>
+
+#include <algorithm>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "scheduler/job_validation.h"
+#include "scheduler/model_proto.h"
+#include "server/api.h"
+
+namespace trainctl::server {
+namespace {
+
+// The SHA-256 (hex) of the spec's deterministic encoding: equal specs give equal hashes.
+std::string SpecHash(const v1::JobSpec& spec) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream out(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&out);
+    coded.SetSerializationDeterministic(true);
+    spec.SerializeToCodedStream(&coded);
+  }
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), digest);
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(digest), sizeof(digest)));
+}
+
+// The API view of a job the core returned, with its secrets redacted; or the core's error.
+absl::StatusOr<v1::Job> JobReply(const absl::StatusOr<const sched::Job*>& job,
+                                 const SecretRedactor& redactor) {
+  if (!job.ok()) return job.status();
+  v1::Job view = sched::ToProto(**job);
+  redactor.Redact(&view);
+  return view;
+}
+
+}  // namespace
+
+CallContext CallContextOf(const grpc::ServerContextBase& context) {
+  CallContext call;
+  if (std::optional<absl::string_view> h = AuthorizationHeader(context.client_metadata())) {
+    call.authorization = std::string(*h);
+  }
+  call.peer = context.peer();
+  return call;
+}
+
+Api::Api(Parts parts)
+    : parts_(std::move(parts)),
+      watches_("watch streams", "--max-watches-per-peer", parts_.limits.max_watches_per_peer) {}
+
+absl::StatusOr<Caller> Api::Authorize(const CallContext& call, Route route) const {
+  if (parts_.auth == nullptr) return Caller{};
+  std::optional<absl::string_view> header;
+  if (call.authorization) header = *call.authorization;
+  return parts_.auth->Authorize(header, route);
+}
+
+absl::Status Api::CheckProject(const Caller& caller, Permission p,
+                               const std::string& project) const {
+  if (parts_.auth == nullptr) return absl::OkStatus();
+  return parts_.auth->CheckProject(caller, p, project);
+}
+
+absl::Status Api::CheckJobProject(Turn& t, const Caller& caller, Permission p,
+                                  const std::string& job_id) const {
+  if (!caller.job.empty() && caller.job != job_id) {
+    return absl::PermissionDeniedError(absl::StrCat("a replica's token (job ", caller.job,
+                                                    ") reports progress for its own job only, not ",
+                                                    job_id));
+  }
+  const sched::Job* job = t.core.FindJob(job_id);
+  // An unknown job is the handler's NOT_FOUND.
+  if (job == nullptr) return absl::OkStatus();
+  return CheckProject(caller, p, job->spec.project());
+}
+
+void Api::CreateJob(const CallContext& call, const v1::CreateJobRequest& req, Reply<v1::Job> done) {
+  absl::StatusOr<Caller> caller = Authorize(call, Route::kCreateJob);
+  if (!caller.ok()) return done(caller.status());
+  const std::string project =
+      req.spec().project().empty() ? sched::kDefaultProject : req.spec().project();
+  if (absl::Status allowed = CheckProject(*caller, Permission::kSubmit, project); !allowed.ok()) {
+    return done(allowed);
+  }
+  sched::CreateRequestKey key{req.request_id(), ""};
+  if (!key.id.empty()) key.spec_hash = SpecHash(req.spec());
+  parts_.loop->Post([this, spec = req.spec(), key = std::move(key), name = caller->name,
+                     done = std::move(done)](Turn& t) {
+    const size_t first = t.fx->events.size();
+    absl::StatusOr<const sched::Job*> job = t.core.SubmitJob(spec, t.now, t.fx, name, key);
+    StampActor(t.fx, first, name);
+    absl::StatusOr<v1::Job> reply = JobReply(job, parts_.loop->redactor());
+    t.after_commit->push_back([reply = std::move(reply), done] { done(reply); });
+  });
+}
+
+void Api::GetJob(const CallContext& call, const v1::GetJobRequest& req, Reply<v1::Job> done) {
+  if (absl::StatusOr<Caller> caller = Authorize(call, Route::kGetJob); !caller.ok()) {
+    return done(caller.status());
+  }
+  done(parts_.snapshots->Get(req.id(), parts_.clock()));
+}
+
+void Api::ListJobs(const CallContext& call, const v1::ListJobsRequest& req,
+                   Reply<v1::ListJobsResponse> done) {
+  if (absl::StatusOr<Caller> caller = Authorize(call, Route::kListJobs); !caller.ok()) {
+    return done(caller.status());
+  }
+  done(parts_.snapshots->List(req, parts_.clock()));
+}
+
+void Api::CancelJob(const CallContext& call, const v1::CancelJobRequest& req, Reply<v1::Job> done) {
+  absl::StatusOr<Caller> caller = Authorize(call, Route::kCancelJob);
+  if (!caller.ok()) return done(caller.status());
+  parts_.loop->Post([this, id = req.id(), caller = *caller, done = std::move(done)](Turn& t) {
+    absl::StatusOr<v1::Job> reply = absl::InternalError("no reply");
+    if (absl::Status allowed = CheckJobProject(t, caller, Permission::kCancel, id); !allowed.ok()) {
+      reply = allowed;
+    } else {
+      const size_t first = t.fx->events.size();
+      absl::StatusOr<const sched::Job*> job = t.core.CancelJob(id, t.now, t.fx);
+      StampActor(t.fx, first, caller.name);
+      reply = JobReply(job, parts_.loop->redactor());
+    }
+    t.after_commit->push_back([reply = std::move(reply), done] { done(reply); });
+  });
+}
+
+absl::StatusOr<PeerStreamLimiter::Slot> Api::WatchJob(const CallContext& call,
+                                                      const v1::WatchJobRequest& req,
+                                                      std::shared_ptr<JobWatcher> watcher) {
+  absl::StatusOr<PeerStreamLimiter::Slot> slot = watches_.Acquire(call.peer);
+  if (!slot.ok()) return slot.status();
+  if (absl::StatusOr<Caller> caller = Authorize(call, Route::kWatchJob); !caller.ok()) {
+    return caller.status();
+  }
+  if (absl::Status watched = parts_.snapshots->Watch(req.id(), std::move(watcher)); !watched.ok()) {
+    return watched;
+  }
+  return slot;
+}
+
+void Api::ReadLogs(const CallContext& call, const v1::ReadLogsRequest& req,
+                   Reply<v1::ReadLogsResponse> done) {
+  absl::StatusOr<Caller> caller = Authorize(call, Route::kReadLogs);
+  if (!caller.ok()) return done(caller.status());
+  if (req.max_bytes() < 0 || req.max_bytes() > (4 << 20) || req.offset() < 0) {
+    return done(absl::InvalidArgumentError("maxBytes must be 0..4194304 and offset >= 0"));
+  }
+  if (parts_.registry == nullptr) {
+    return done(absl::UnavailableError("this trainctld reads no logs from agents"));
+  }
+  parts_.loop->Post([this, r = req, caller = *caller, done = std::move(done)](Turn& t) {
+    std::string node, run_id;
+    bool finished = false;
+    // An unset restart means "latest"; `trainctl logs --restart 0` means run 0.
+    const int32_t restart = r.has_restart() ? r.restart() : -1;
+    absl::Status located = CheckJobProject(t, caller, Permission::kReadLogs, r.job_id());
+    if (located.ok()) {
+      located = t.core.LocateRun(r.job_id(), r.replica(), r.attempt(), restart, &node, &run_id,
+                                 &finished);
+    }
+    t.after_commit->push_back([this, located, node, run_id, r, done] {
+      if (!located.ok()) return done(located);
+      v1::ReadLog read;
+      read.set_run_id(run_id);
+      read.set_offset(r.offset());
+      read.set_max_bytes(std::min<int64_t>(r.max_bytes() == 0 ? (1 << 20) : r.max_bytes(),
+                                           parts_.limits.max_log_chunk));
+      parts_.registry->RequestLog(node, read, [done](absl::StatusOr<v1::LogData> data) {
+        if (!data.ok()) return done(data.status());
+        v1::ReadLogsResponse resp;
+        resp.set_data(data->data());
+        resp.set_next_offset(data->next_offset());
+        resp.set_complete(data->complete());
+        done(std::move(resp));
+      });
+    });
+  });
+}
+
+void Api::ReportProgress(const CallContext& call, const v1::ReportProgressRequest& req,
+                         Reply<v1::ReportProgressResponse> done) {
+  absl::StatusOr<Caller> caller = Authorize(call, Route::kReportProgress);
+  if (!caller.ok()) return done(caller.status());
+  if (req.message().size() > 256 || req.step() < 0) {
+    return done(absl::InvalidArgumentError("message must be at most 256 characters and step >= 0"));
+  }
+  parts_.loop->Post([this, job_id = req.job_id(), replica = req.replica(), caller = *caller,
+                     done = std::move(done)](Turn& t) {
+    absl::Status status = CheckJobProject(t, caller, Permission::kReportProgress, job_id);
+    if (status.ok()) status = t.core.ReportProgress(job_id, replica, t.now, t.fx);
+    t.after_commit->push_back([status, done] {
+      if (!status.ok()) return done(status);
+      done(v1::ReportProgressResponse());
+    });
+  });
+}
+
+}  // namespace trainctl::server

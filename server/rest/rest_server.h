@@ -1,0 +1,74 @@
+// RestServer: trainctld's REST API and web console over HTTP (cpp-httplib), beside gRPC.
+//
+// Every route of routes.h calls the same Api the gRPC services call, so both transports
+// authorize, validate and decide alike; bodies are the protobuf JSON mapping, errors
+// google.rpc.Status JSON with their HTTP status. `GET /v1/openapi.json` describes every route;
+// `GET /` serves the console (console_assets.h).
+//
+// Threads: cpp-httplib serves each connection on a thread of one pool. Long-lived streams (job
+// watches as server-sent events, log follows) hold their thread while they last, so the pool has
+// max_streams threads for them plus kOrdinaryThreads for everything else, and a stream past
+// max_streams is refused with 429: ordinary requests are served however many streams are open.
+//
+// Thread-safe: Start once, Stop once (or let the destructor stop it).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "server/api.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace trainctl::server::rest {
+
+class StreamRegistry;
+
+struct RestOptions {
+  // HOST:PORT; port 0 picks a free one.
+  std::string listen = "127.0.0.1:7080";
+  // Long-lived streams served at once.
+  int64_t max_streams = 64;
+  // The largest request body accepted (413 past it).
+  int64_t max_body_bytes = int64_t{4} << 20;
+  // PEM files: serve HTTPS. Both or neither.
+  std::string tls_cert;
+  std::string tls_key;
+};
+
+class RestServer {
+ public:
+  // Threads kept for requests that are not streams.
+  static constexpr int kOrdinaryThreads = 8;
+
+  // `api` (not owned) must outlive the server.
+  RestServer(Api* api, RestOptions options);
+  ~RestServer();
+
+  RestServer(const RestServer&) = delete;
+  RestServer& operator=(const RestServer&) = delete;
+
+  // Binds and starts serving; returns the port bound. UNAVAILABLE naming the address when it
+  // cannot be bound (in use, not local).
+  absl::StatusOr<int> Start();
+  // Ends every stream, stops accepting and waits for the serving thread.
+  void Stop();
+
+  // Streams open now.
+  int64_t open_streams() const;
+
+ private:
+  Api* const api_;
+  const RestOptions options_;
+  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<StreamRegistry> streams_;
+  std::thread thread_;
+  std::atomic<bool> stopped_{false};
+};
+
+}  // namespace trainctl::server::rest
