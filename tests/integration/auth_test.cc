@@ -211,7 +211,7 @@ TEST_CASE("server reflection needs a token when authentication is on", "[integra
   CHECK(c.CliAs(viewer, {"whoami"}).exit_code == 0);
 }
 
-TEST_CASE("tokens survive a restart; the first admin token is written once",
+TEST_CASE("tokens survive a restart, and the first admin token is written once",
           "[integration][tls][auth]") {
   MiniCluster c(Tls());
   const std::string first = ReadTextFile(c.AdminTokenPath());

@@ -26,7 +26,7 @@ v1::ApiToken Fields(const std::string& owner, v1::Role role) {
   return t;
 }
 
-TEST_CASE("a minted token verifies; only its hash is kept", "[auth]") {
+TEST_CASE("a minted token verifies, and only its hash is kept", "[auth]") {
   absl::StatusOr<MintedToken> t = MintToken(Fields("alice", v1::ROLE_VIEWER));
   REQUIRE(t.ok());
   CHECK(absl::StartsWith(t->bearer, "tct_" + t->row.token.id() + "_"));
