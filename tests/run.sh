@@ -7,9 +7,9 @@
 # Every build keeps line tables only (-g1): enough for backtraces and sanitizer reports, and the
 # full debug info would add a fifth to the build time.
 #   tsan    build-tsan/: clang with ThreadSanitizer and -Wthread-safety -Werror; builds the
-#           programs and the unit tests (not the integration tests and benchmarks, which it
-#           would not run), runs the tests that do not go through gRPC (those labelled "grpc"
-#           do), since Debian's gRPC is not built for TSan
+#           programs and the unit tests (not the integration tests, the CLI's tests and the
+#           benchmarks, which it would not run), runs the tests that do not go through gRPC
+#           (those labelled "grpc" do), since Debian's gRPC is not built for TSan
 # With arguments, runs only the named parts, in the order given: `tests/run.sh tsan`.
 # Prints how long each part took, also after a failure. Exits non-zero on any failure.
 set -euo pipefail
@@ -56,7 +56,8 @@ asan_tests() {
 }
 
 tsan_build() {
-  local unit_dirs="common;storage;scheduler;agents;cli;server;workload"
+  # Not tests/cli: those tests go through gRPC, so TSan would not run them (the CLI itself is built).
+  local unit_dirs="common;storage;scheduler;agents;server;workload"
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
     -DCMAKE_CXX_COMPILER=clang++ \
     -DTRAINCTL_TSAN=ON "-DTRAINCTL_TEST_DIRS=$unit_dirs" >/dev/null
