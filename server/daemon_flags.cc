@@ -75,6 +75,9 @@ std::vector<FlagGroup> DaemonFlagGroups() {
          "*_SECRET*,*_TOKEN*,*_PASSWORD*,*_KEY; none: only secretEnv)"},
         {"log-level", 0, Kind::kValue, "LEVEL", "",
          "trace, debug, info, warn, error (default info)"},
+        {"check-db", 0, Kind::kBool, "", "",
+         "check DIR/trainctl.db with SQLite's full integrity_check and exit: 0 when it is sound, "
+         "1 with what it found (on a stopped trainctld's data dir, or a backup's)"},
         {"help", 'h', Kind::kBool, "", "", "show this help"},
         {"version", 0, Kind::kBool, "", "", "print the version"}}},
       {"Transport security (a listen address off loopback needs --tls-cert, or\n"
@@ -243,6 +246,7 @@ absl::StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& arg
     if (parsed.IsSet(name)) *value = parsed.Get(name);
   }
   if (f.data_dir.empty()) return absl::InvalidArgumentError("--data-dir is required");
+  f.check_db = parsed.GetBool("check-db");
   if (std::string text = parsed.Get("heartbeat-interval"); !text.empty()) {
     TC_ASSIGN_OR_RETURN(f.heartbeat_ms, ParseDuration("--heartbeat-interval", text, 100, 60'000,
                                                       "between 100ms and 60s, e.g. 2s"));

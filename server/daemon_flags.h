@@ -31,6 +31,8 @@ struct DaemonFlags {
   // else is checked, and errors in the arguments after it are ignored.
   bool help = false;
   bool version = false;
+  // --check-db: check DATA_DIR/trainctl.db (SQLite's integrity_check) and exit.
+  bool check_db = false;
   // Required.
   std::string data_dir;
   // Port 0 picks a free port.

@@ -31,8 +31,10 @@
 #include "server/authorizer.h"
 #include "server/cluster_service.h"
 #include "server/daemon_flags.h"
+#include "server/data_dir.h"
 #include "server/job_service.h"
 #include "server/job_snapshots.h"
+#include "server/pki.h"
 #include "server/pki_command.h"
 #include "server/quota_service.h"
 #include "server/reconcile_loop.h"
@@ -66,28 +68,6 @@ void LockDataDir(const std::string& dir) {
   // fd stays open on purpose.
 }
 
-// Writes `text` to `path` through a temporary file and a rename, synced, with `mode`: readers see
-// the old file or the whole new one. INTERNAL naming the file when any step fails.
-absl::Status WriteFileAtomically(const std::string& path, const std::string& text,
-                                 mode_t mode = 0644) {
-  const std::string tmp = path + ".tmp";
-  unlink(tmp.c_str());
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-  if (fd < 0) {
-    return absl::InternalError(absl::StrCat("cannot create ", tmp, ": ", strerror(errno)));
-  }
-  const bool written =
-      write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && fsync(fd) == 0;
-  const int saved = errno;
-  close(fd);
-  if (!written || rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = written ? errno : saved;
-    unlink(tmp.c_str());
-    return absl::InternalError(absl::StrCat("cannot write ", path, ": ", strerror(err)));
-  }
-  return absl::OkStatus();
-}
-
 // At the first start with authentication: an admin token, stored (as a hash) and written to
 // DIR/admin.token, mode 0600, for the operator to create everyone else's.
 absl::Status WriteFirstAdminToken(const std::string& dir, trainctl::server::ReconcileLoop* loop,
@@ -101,7 +81,9 @@ absl::Status WriteFirstAdminToken(const std::string& dir, trainctl::server::Reco
   absl::StatusOr<server::MintedToken> minted = server::MintToken(fields);
   if (!minted.ok()) return minted.status();
   const std::string path = dir + "/admin.token";
-  if (absl::Status s = WriteFileAtomically(path, minted->bearer + "\n", 0600); !s.ok()) return s;
+  if (absl::Status s = server::WriteFileAtomically(path, minted->bearer + "\n", 0600); !s.ok()) {
+    return s;
+  }
   // Stored only after the file exists: a crash in between leaves no token nobody holds.
   std::promise<void> stored;
   server::StoreToken(
@@ -136,6 +118,7 @@ int main(int argc, char** argv) {
   if (absl::Status s = SetupLogging("trainctld", flags.log_level); !s.ok()) {
     UsageError(std::string(s.message()));
   }
+  if (flags.check_db) return server::RunCheckDb(flags.data_dir);
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       server::ServerCredentials(flags);
   if (!credentials.ok()) UsageError(std::string(credentials.status().message()));
@@ -143,6 +126,10 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(flags.data_dir, ec);
   if (ec) UsageError(absl::StrCat("cannot create --data-dir ", flags.data_dir, ": ", ec.message()));
   LockDataDir(flags.data_dir);
+  if (absl::Status s = server::CheckAfterUncleanStop(flags.data_dir); !s.ok()) {
+    spdlog::critical("{}", std::string(s.message()));
+    return 1;
+  }
 
   // Signals are taken by sigwait below; block them before any thread starts.
   sigset_t sigs;
@@ -244,6 +231,8 @@ int main(int argc, char** argv) {
   builder.SetMaxReceiveMessageSize(static_cast<int>(flags.max_request_bytes));
   int port = 0;
   builder.AddListeningPort(flags.listen, *credentials, &port);
+  // Without SO_REUSEPORT: a second trainctld on this port must fail, not share its connections.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(&job_service);
   builder.RegisterService(&agent_service);
   builder.RegisterService(&cluster_service);
@@ -264,7 +253,10 @@ int main(int argc, char** argv) {
   }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
-    spdlog::critical("cannot listen on {}: address in use or invalid", flags.listen);
+    spdlog::critical(
+        "cannot listen on {} (--listen): another process uses the port, or the address is not "
+        "this host's",
+        flags.listen);
     loop.Stop();
     return 1;
   }
@@ -281,8 +273,10 @@ int main(int argc, char** argv) {
     const std::string http_host = flags.http_listen.substr(0, flags.http_listen.rfind(':'));
     const std::string http_addr = absl::StrCat(http_host, ":", http_port.ok() ? *http_port : 0);
     absl::Status written = http_port.status();
-    if (written.ok())
-      written = WriteFileAtomically(flags.data_dir + "/trainctld.http-addr", http_addr + "\n");
+    if (written.ok()) {
+      written = server::WriteFileAtomically(flags.data_dir + "/trainctld.http-addr",
+                                            http_addr + "\n", 0644);
+    }
     if (!written.ok()) {
       spdlog::critical("{}", written.ToString());
       server->Shutdown();
@@ -291,7 +285,8 @@ int main(int argc, char** argv) {
     }
     spdlog::info("REST API and web console on {}://{}", flags.tls() ? "https" : "http", http_addr);
   }
-  if (absl::Status s = WriteFileAtomically(flags.data_dir + "/trainctld.addr", addr + "\n");
+  if (absl::Status s =
+          server::WriteFileAtomically(flags.data_dir + "/trainctld.addr", addr + "\n", 0644);
       !s.ok()) {
     spdlog::critical("{}", s.ToString());
     if (rest) rest->Stop();
@@ -327,6 +322,7 @@ int main(int argc, char** argv) {
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(3));
   hub.Clear();
   loop.Stop();
+  server::MarkCleanStop(flags.data_dir);
   spdlog::info("stopped");
   return 0;
 }

@@ -1,6 +1,11 @@
 #include "storage/store.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -132,9 +137,10 @@ std::map<std::string, std::string> SplitLabels(const std::string& text) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<Store>> Store::Connect(const std::string& path, bool create) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
+  int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close(db);
@@ -142,11 +148,91 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   }
   std::unique_ptr<Store> store(new Store(db));
   sqlite3_busy_timeout(db, 5000);
-  TC_RETURN_IF_ERROR(store->Exec("PRAGMA journal_mode=WAL"));
+  if (absl::Status wal = store->Exec("PRAGMA journal_mode=WAL"); !wal.ok()) {
+    if (sqlite3_errcode(db) == SQLITE_NOTADB) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(path,
+                       " is not an SQLite database, so not trainctl's: restore trainctl.db from a "
+                       "backup, or move the file away to start an empty cluster"));
+    }
+    return wal;
+  }
   TC_RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=FULL"));
   TC_RETURN_IF_ERROR(store->Exec("PRAGMA foreign_keys=ON"));
+  return store;
+}
+
+absl::Status Store::CreateNew(const std::string& path) {
+  const std::string fresh = path + ".new";
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    if (unlink((fresh + suffix).c_str()) != 0 && errno != ENOENT) {
+      return absl::InternalError(
+          absl::StrCat("cannot remove ", fresh, suffix, ": ", strerror(errno)));
+    }
+  }
+  {
+    TC_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Connect(fresh, /*create=*/true));
+    TC_RETURN_IF_ERROR(store->Migrate());
+  }  // Closed: its WAL is checkpointed into the file and removed.
+  if (rename(fresh.c_str(), path.c_str()) != 0) {
+    return absl::InternalError(
+        absl::StrCat("cannot rename ", fresh, " to ", path, ": ", strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT) {
+      return absl::InternalError(absl::StrCat("cannot read ", path, ": ", strerror(errno)));
+    }
+    TC_RETURN_IF_ERROR(CreateNew(path));
+  } else if (st.st_size == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path,
+                     " is empty, so not a trainctl database (only a missing file starts a new "
+                     "cluster): restore it from a backup, or remove it to start an empty cluster"));
+  }
+  TC_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Connect(path, /*create=*/false));
+  TC_ASSIGN_OR_RETURN(int version, store->SchemaVersion());
+  if (version == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path,
+        " is an SQLite database without trainctl's schema (another program's?): restore "
+        "trainctl.db from a backup, or move the file away to start an empty cluster"));
+  }
   TC_RETURN_IF_ERROR(store->Migrate());
   return store;
+}
+
+absl::StatusOr<std::string> Store::CheckFile(const std::string& path, bool full) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close(db);
+    return absl::InternalError(absl::StrCat("cannot open database ", path, ": ", msg));
+  }
+  std::vector<std::string> found;
+  absl::Status status;
+  {
+    Statement st(db, full ? "PRAGMA integrity_check" : "PRAGMA quick_check");
+    status = st.status();
+    while (status.ok()) {
+      absl::StatusOr<bool> row = st.Step();
+      if (!row.ok()) {
+        status = row.status();
+        break;
+      }
+      if (!*row) break;
+      found.push_back(st.Text(0));
+    }
+  }
+  sqlite3_close(db);
+  // A page so damaged that the check cannot run is a finding too.
+  if (!status.ok()) found.push_back(std::string(status.message()));
+  return absl::StrJoin(found, "\n");
 }
 
 Store::~Store() { sqlite3_close(db_); }

@@ -88,9 +88,19 @@ class Store {
   // The schema version this build writes.
   static constexpr int kSchemaVersion = 6;
 
-  // Opens (creating if needed) the database at `path` and migrates it to kSchemaVersion.
-  // FAILED_PRECONDITION if it was written by a newer version; INTERNAL on I/O errors.
+  // Opens the database at `path` and migrates it to kSchemaVersion. Only a missing file is a new
+  // cluster: its database is made beside it (`path`.new) and renamed into place once its schema
+  // is complete, so a crash never leaves a half-made file. An existing file must be a trainctl
+  // database: an empty file, a file that is no SQLite database and another program's database
+  // are FAILED_PRECONDITION naming the file, as is one written by a newer version; INTERNAL on
+  // I/O errors.
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
+
+  // Checks the database file at `path`, read-only: SQLite's quick_check (the structure of every
+  // page), or with `full` its integrity_check (indexes against their tables too, slower).
+  // Returns "ok", or what the check found, one problem per line. An error when the file cannot
+  // be read as a database at all.
+  static absl::StatusOr<std::string> CheckFile(const std::string& path, bool full);
 
   ~Store();
   Store(const Store&) = delete;
@@ -107,6 +117,10 @@ class Store {
 
  private:
   explicit Store(sqlite3* db) : db_(db) {}
+  // Opens a connection (creating the file with `create`) and sets its pragmas.
+  static absl::StatusOr<std::unique_ptr<Store>> Connect(const std::string& path, bool create);
+  // Makes a new database at `path` through `path`.new and a rename.
+  static absl::Status CreateNew(const std::string& path);
   absl::Status Exec(const char* sql);
   absl::Status Migrate();
 

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 
 #include <functional>
 #include <regex>
@@ -113,6 +114,12 @@ absl::StatusOr<int> RestServer::Start() {
   const size_t threads = static_cast<size_t>(options_.max_streams) + kOrdinaryThreads;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(static_cast<size_t>(options_.max_body_bytes));
+  // SO_REUSEADDR alone: cpp-httplib's default adds SO_REUSEPORT, with which a second trainctld
+  // on the same port would start and take half of the connections.
+  http_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   // An idle keep-alive connection holds a thread: let it go soon.
   http_->set_keep_alive_timeout(2);
   http_->set_read_timeout(10);
@@ -225,8 +232,10 @@ absl::StatusOr<int> RestServer::Start() {
     port = -1;
   }
   if (port <= 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", options_.listen, " for HTTP: address in use or invalid"));
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", options_.listen,
+        " for HTTP (--http-listen): another process uses the port, or the address is not "
+        "this host's"));
   }
   thread_ = std::thread([this] { http_->listen_after_bind(); });
   return port;

@@ -316,6 +316,25 @@ TEST_CASE("streams past --http-max-streams get 429 while ordinary requests are s
   CHECK(again == 200);
 }
 
+TEST_CASE("a second trainctld on a gRPC or HTTP port in use fails to start, naming it",
+          "[integration][rest]") {
+  MiniCluster c(0);
+  CliResult grpc_taken = c.Run({BinDir() + "/trainctld", "--data-dir", c.dir() + "/second",
+                                "--listen", c.address(), "--http-listen", "127.0.0.1:0"});
+  CHECK(grpc_taken.exit_code == 1);
+  CHECK_THAT(grpc_taken.out + grpc_taken.err,
+             Catch::Contains("cannot listen on " + c.address() + " (--listen)"));
+  CliResult http_taken = c.Run({BinDir() + "/trainctld", "--data-dir", c.dir() + "/third",
+                                "--listen", "127.0.0.1:0", "--http-listen", c.http_address()});
+  CHECK(http_taken.exit_code == 1);
+  CHECK_THAT(http_taken.out + http_taken.err,
+             Catch::Contains("cannot listen on " + c.http_address() + " for HTTP (--http-listen)"));
+  // The first one serves on.
+  httplib::Result nodes = Http(c)->Get("/v1/nodes");
+  REQUIRE(nodes);
+  CHECK(nodes->status == 200);
+}
+
 TEST_CASE("every RPC the gRPC server registers has a route in the OpenAPI document",
           "[integration][rest]") {
   MiniCluster c(0);
