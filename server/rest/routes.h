@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "google/protobuf/descriptor.h"
 #include "server/api.h"
 #include "server/rest/rest_json.h"

@@ -6,22 +6,13 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
-#include <fstream>
 
 #include "common/time_util.h"
 #include "tests/common/proto_fill.h"
+#include "tests/storage/temp_dir.h"
 
 namespace trainctl::storage {
 namespace {
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/trainctl-store-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 // The schema as trainctld 0.1.0 shipped it (version 1), frozen here so that the migration test
 // starts from what real databases hold even if the code's copy were ever edited by mistake.
@@ -555,82 +546,6 @@ TEST_CASE("the database runs in WAL mode") {
   CHECK(std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))) == "wal");
   sqlite3_finalize(st);
   sqlite3_close(raw);
-}
-
-TEST_CASE("only a missing file is a new cluster: empty files and other databases are refused") {
-  TempDir dir;
-  const std::string db = dir.path + "/trainctl.db";
-  std::ofstream(db).close();  // 0 bytes
-  absl::StatusOr<std::unique_ptr<Store>> empty = Store::Open(db);
-  CHECK(empty.status().code() == absl::StatusCode::kFailedPrecondition);
-  CHECK_THAT(std::string(empty.status().message()),
-             Catch::Contains(db + " is empty") && Catch::Contains("backup"));
-  CHECK(std::filesystem::file_size(db) == 0);
-
-  std::ofstream(db) << "name,value\nnot,sqlite\n" << std::string(4096, 'x');
-  absl::StatusOr<std::unique_ptr<Store>> text = Store::Open(db);
-  CHECK(text.status().code() == absl::StatusCode::kFailedPrecondition);
-  CHECK_THAT(std::string(text.status().message()),
-             Catch::Contains(db + " is not an SQLite database"));
-
-  std::filesystem::remove(db);
-  sqlite3* raw = nullptr;
-  REQUIRE(sqlite3_open(db.c_str(), &raw) == SQLITE_OK);
-  REQUIRE(sqlite3_exec(raw, "CREATE TABLE notes (body TEXT)", nullptr, nullptr, nullptr) ==
-          SQLITE_OK);
-  sqlite3_close(raw);
-  absl::StatusOr<std::unique_ptr<Store>> other = Store::Open(db);
-  CHECK(other.status().code() == absl::StatusCode::kFailedPrecondition);
-  CHECK_THAT(std::string(other.status().message()), Catch::Contains("without trainctl's schema"));
-}
-
-TEST_CASE("a new database is made whole beside its path, then renamed into place") {
-  TempDir dir;
-  const std::string db = dir.path + "/trainctl.db";
-  // What a crash while making one would leave.
-  std::ofstream(db + ".new") << "half";
-  REQUIRE(Store::Open(db).ok());
-  CHECK_FALSE(std::filesystem::exists(db + ".new"));
-  absl::StatusOr<std::unique_ptr<Store>> again = Store::Open(db);
-  REQUIRE(again.ok());
-  CHECK(*(*again)->SchemaVersion() == Store::kSchemaVersion);
-}
-
-TEST_CASE("CheckFile finds a sound database ok and names the damage of a broken one") {
-  TempDir dir;
-  const std::string db = dir.path + "/trainctl.db";
-  {
-    absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(db);
-    REQUIRE(store.ok());
-    Batch b;
-    for (int i = 0; i < 50; ++i) {
-      sched::Event e;
-      e.time_ms = 1000 + i;
-      e.job_id = "j-" + std::to_string(i);
-      e.type = "JobQueued";
-      e.reason = std::string(500, 'r');
-      b.events.push_back(e);
-    }
-    REQUIRE((*store)->Commit(b).ok());
-  }
-  CHECK(*Store::CheckFile(db, false) == "ok");
-  CHECK(*Store::CheckFile(db, true) == "ok");
-  // Every page after the first (the schema) overwritten.
-  const auto size = std::filesystem::file_size(db);
-  REQUIRE(size > 8192);
-  {
-    std::fstream f(db, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(4096);
-    const std::string junk(size - 4096, '\x5a');
-    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
-  }
-  absl::StatusOr<std::string> quick = Store::CheckFile(db, false);
-  REQUIRE(quick.ok());
-  CHECK(*quick != "ok");
-  CHECK_FALSE(quick->empty());
-  absl::StatusOr<std::string> full = Store::CheckFile(db, true);
-  REQUIRE(full.ok());
-  CHECK(*full != "ok");
 }
 
 }  // namespace
