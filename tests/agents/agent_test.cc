@@ -187,14 +187,18 @@ TEST_CASE("replicas outlive the agent, and the next agent reports their exits", 
       Launch("worker-0",
              {"/bin/sh", "-c", "while [ ! -e " + release + " ]; do sleep 0.01; done; exit 3"}));
   f.scheduler().Send(Launch("worker-1", {"/bin/sh", "-c", "exit 4"}));
-  std::optional<AgentMessage> started = f.scheduler().Next([](const AgentMessage& m) {
-    return IsStarted(m) && m.replica_started().run_id() == "j-agent/1/worker-0/0";
-  });
-  REQUIRE(started);
-  const int64_t pid = started->replica_started().pid();
+  // worker-0's start and worker-1's exit come in either order: look for both in one pass (Next
+  // passes over what it does not match).
+  int64_t pid = 0;
+  std::optional<AgentMessage> first_exit;
+  REQUIRE(f.scheduler().Next([&](const AgentMessage& m) {
+    if (IsStarted(m) && m.replica_started().run_id() == "j-agent/1/worker-0/0") {
+      pid = m.replica_started().pid();
+    }
+    if (IsExited(m)) first_exit = m;
+    return pid > 0 && first_exit.has_value();
+  }));
   // worker-1's exit is reported, never acknowledged, and the agent goes away.
-  std::optional<AgentMessage> first_exit = f.scheduler().Next(IsExited);
-  REQUIRE(first_exit);
   CHECK(first_exit->replica_exited().exit_code() == 4);
   f.Restart();
 
