@@ -43,9 +43,6 @@ struct CallContext {
   std::string peer;
 };
 
-// The context of a gRPC call.
-CallContext CallContextOf(const grpc::ServerContextBase& context);
-
 template <class T>
 using Reply = std::function<void(absl::StatusOr<T>)>;
 

@@ -40,15 +40,6 @@ absl::StatusOr<v1::Job> JobReply(const absl::StatusOr<const sched::Job*>& job,
 
 }  // namespace
 
-CallContext CallContextOf(const grpc::ServerContextBase& context) {
-  CallContext call;
-  if (std::optional<absl::string_view> h = AuthorizationHeader(context.client_metadata())) {
-    call.authorization = std::string(*h);
-  }
-  call.peer = context.peer();
-  return call;
-}
-
 Api::Api(Parts parts)
     : parts_(std::move(parts)),
       watches_("watch streams", "--max-watches-per-peer", parts_.limits.max_watches_per_peer) {}

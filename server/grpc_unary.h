@@ -11,6 +11,16 @@
 
 namespace trainctl::server {
 
+// The context of a gRPC call, as Api takes it.
+inline CallContext CallContextOf(const grpc::ServerContextBase& context) {
+  CallContext call;
+  if (std::optional<absl::string_view> h = AuthorizationHeader(context.client_metadata())) {
+    call.authorization = std::string(*h);
+  }
+  call.peer = context.peer();
+  return call;
+}
+
 template <class Req, class Resp>
 grpc::ServerUnaryReactor* Unary(Api* api,
                                 void (Api::*op)(const CallContext&, const Req&, Reply<Resp>),

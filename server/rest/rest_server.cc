@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/net_address.h"
 #include "server/rest/console_assets.h"
 #include "server/rest/openapi.h"
 #include "server/rest/routes.h"
@@ -219,12 +220,8 @@ absl::StatusOr<int> RestServer::Start() {
         SendError(absl::InternalError(absl::StrCat("internal error: ", what)), res);
       });
 
-  const size_t colon = options_.listen.rfind(':');
-  std::string host = options_.listen.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  const int want = std::stoi(options_.listen.substr(colon + 1));
+  const std::string host = HostOf(options_.listen);
+  const int want = std::stoi(options_.listen.substr(options_.listen.rfind(':') + 1));
   int port = want;
   if (want == 0) {
     port = http_->bind_to_any_port(host);

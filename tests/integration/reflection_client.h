@@ -1,6 +1,6 @@
 // A raw client of gRPC server reflection (grpc.reflection.v1alpha, the version Debian's gRPC
 // serves), for tests that ask trainctld which services and methods it registers. Requests and
-// responses are built and read on the wire format, so no reflection stubs are needed.
+// responses are built and read on the wire format, so no generated reflection client is needed.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
