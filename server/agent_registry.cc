@@ -29,12 +29,12 @@ absl::Status AgentRegistry::Attach(const std::string& node, std::shared_ptr<Agen
   return absl::OkStatus();
 }
 
-void AgentRegistry::Heard(const std::string& node, const AgentChannel* channel) {
+bool AgentRegistry::Heard(const std::string& node, const AgentChannel* channel) {
   absl::MutexLock lock(&mu_);
   auto it = channels_.find(node);
-  if (it != channels_.end() && it->second.channel.get() == channel) {
-    it->second.heard = std::chrono::steady_clock::now();
-  }
+  if (it == channels_.end() || it->second.channel.get() != channel) return false;
+  it->second.heard = std::chrono::steady_clock::now();
+  return true;
 }
 
 bool AgentRegistry::Detach(const std::string& node, const AgentChannel* channel) {
@@ -55,6 +55,15 @@ void AgentRegistry::Disconnect(const std::string& node, const std::string& why) 
     channels_.erase(it);
   }
   ch->Close(why);
+}
+
+void AgentRegistry::DisconnectAll(const std::string& why) {
+  std::map<std::string, Stream> closing;
+  {
+    absl::MutexLock lock(&mu_);
+    closing.swap(channels_);
+  }
+  for (auto& [node, stream] : closing) stream.channel->Close(why);
 }
 
 bool AgentRegistry::IsConnected(const std::string& node) {

@@ -53,13 +53,16 @@ class AgentRegistry {
   // when the node is connected through a live stream of another instance.
   absl::Status Attach(const std::string& node, std::shared_ptr<AgentChannel> channel,
                       const std::string& instance) ABSL_LOCKS_EXCLUDED(mu_);
-  // A message arrived on `channel`, the node's stream.
-  void Heard(const std::string& node, const AgentChannel* channel) ABSL_LOCKS_EXCLUDED(mu_);
+  // A message arrived on `channel`. Returns whether it is still the node's stream (false: the
+  // stream was replaced or disconnected, and its messages must be ignored).
+  bool Heard(const std::string& node, const AgentChannel* channel) ABSL_LOCKS_EXCLUDED(mu_);
   // Removes `channel` if it is still the node's stream; returns whether it was.
   bool Detach(const std::string& node, const AgentChannel* channel) ABSL_LOCKS_EXCLUDED(mu_);
   bool IsConnected(const std::string& node) ABSL_LOCKS_EXCLUDED(mu_);
   // Removes the node's stream and closes it with `why` (its certificate was revoked).
   void Disconnect(const std::string& node, const std::string& why) ABSL_LOCKS_EXCLUDED(mu_);
+  // Removes and closes every stream (trainctld rebuilt its state: every agent registers again).
+  void DisconnectAll(const std::string& why) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Sends to the node's current stream; a message for an unconnected node is dropped (the core
   // resends what matters when the agent registers again).

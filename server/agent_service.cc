@@ -194,7 +194,9 @@ class AgentSession : public Reactor {
   // Returns false when the stream was finished and must not read again.
   bool Handle(const v1::AgentMessage& m) {
     const uint64_t seq = m.seq();
-    if (!node_.empty()) registry_->Heard(node_, channel_.get());
+    // A stream that is no longer its node's (taken over, or closed when trainctld reloaded its
+    // state) is ending: what it still carries is sent again on the node's next stream.
+    if (!node_.empty() && !registry_->Heard(node_, channel_.get())) return true;
     switch (m.msg_case()) {
       case v1::AgentMessage::kRegister: {
         v1::Register reg = m.register_();
@@ -231,24 +233,28 @@ class AgentSession : public Reactor {
         spdlog::info("agent {} registered from {} ({} runs)", node_, peer_, reg.runs_size());
         std::shared_ptr<SessionChannel> ch = channel_;
         auto ack_seq = AckAfterCommit(seq);
-        loop_->Post([reg, ch, ack_seq, peer = peer_, new_nodes = new_nodes_](Turn& t) {
-          // A name trainctld does not know counts against the host's new nodes.
-          if (t.core.FindNode(reg.node()) == nullptr) {
-            if (absl::Status admitted = new_nodes->Admit(peer, absl::FromUnixMillis(t.now));
-                !admitted.ok()) {
-              spdlog::warn("agent stream from {} claiming new node {} refused: {}", peer,
-                           reg.node(), admitted.ToString());
-              ch->Finish(ToGrpcStatus(admitted));
-              return;
-            }
-          }
-          v1::SchedulerMessage ack;
-          *ack.mutable_register_ack() = t.core.AgentRegistered(reg, t.now, t.fx);
-          t.after_commit->push_back([ch, ack, ack_seq] {
-            ch->Send(ack);
-            ack_seq();
-          });
-        });
+        // While trainctld refuses writes (a full disk) the agent is told why and dials again.
+        auto refused = [ch](const absl::Status& why) { ch->Finish(ToGrpcStatus(why)); };
+        loop_->Post(
+            [reg, ch, ack_seq, peer = peer_, new_nodes = new_nodes_](Turn& t) {
+              // A name trainctld does not know counts against the host's new nodes.
+              if (t.core.FindNode(reg.node()) == nullptr) {
+                if (absl::Status admitted = new_nodes->Admit(peer, absl::FromUnixMillis(t.now));
+                    !admitted.ok()) {
+                  spdlog::warn("agent stream from {} claiming new node {} refused: {}", peer,
+                               reg.node(), admitted.ToString());
+                  ch->Finish(ToGrpcStatus(admitted));
+                  return;
+                }
+              }
+              v1::SchedulerMessage ack;
+              *ack.mutable_register_ack() = t.core.AgentRegistered(reg, t.now, t.fx);
+              t.after_commit->push_back([ch, ack, ack_seq] {
+                ch->Send(ack);
+                ack_seq();
+              });
+            },
+            refused);
         break;
       }
       case v1::AgentMessage::kHeartbeat: {

@@ -33,7 +33,10 @@ void Api::CreateToken(const CallContext& call, const v1::CreateTokenRequest& req
       parts_.loop, parts_.tokens, minted->row, "TokenCreated",
       absl::StrCat("token ", t.id(), " for ", t.owner(), " (", v1::Role_Name(t.role()),
                    t.projects().empty() ? "" : " of ", absl::StrJoin(t.projects(), ","), ")"),
-      caller->name, [resp = std::move(resp), done] { done(resp); });
+      caller->name, [resp = std::move(resp), done](const absl::Status& stored) {
+        if (!stored.ok()) return done(stored);
+        done(resp);
+      });
 }
 
 void Api::ListTokens(const CallContext& call, const v1::ListTokensRequest& req,
@@ -58,7 +61,10 @@ void Api::RevokeToken(const CallContext& call, const v1::RevokeTokenRequest& req
   row->token.set_revoked(true);
   StoreToken(parts_.loop, parts_.tokens, *row, "TokenRevoked",
              absl::StrCat("token ", row->token.id(), " of ", row->token.owner(), " revoked"),
-             caller->name, [token = row->token, done] { done(token); });
+             caller->name, [token = row->token, done](const absl::Status& stored) {
+               if (!stored.ok()) return done(stored);
+               done(token);
+             });
 }
 
 void Api::WhoAmI(const CallContext& call, const v1::WhoAmIRequest& req, Reply<v1::ApiToken> done) {

@@ -25,23 +25,27 @@ void Api::GetQuota(const CallContext& call, const v1::GetQuotaRequest& req,
   if (absl::StatusOr<Caller> caller = Authorize(call, Route::kGetQuota); !caller.ok()) {
     return done(caller.status());
   }
-  parts_.loop->Post([project = req.project(), done = std::move(done)](Turn& t) {
-    absl::StatusOr<v1::Project> p = t.core.GetProject(project);
-    t.after_commit->push_back([p = std::move(p), done] { done(p); });
-  });
+  parts_.loop->PostRead(
+      [project = req.project(), done](Turn& t) {
+        absl::StatusOr<v1::Project> p = t.core.GetProject(project);
+        t.after_commit->push_back([p = std::move(p), done] { done(p); });
+      },
+      done);
 }
 
 void Api::SetQuota(const CallContext& call, const v1::SetQuotaRequest& req,
                    Reply<v1::Project> done) {
   absl::StatusOr<Caller> caller = Authorize(call, Route::kSetQuota);
   if (!caller.ok()) return done(caller.status());
-  parts_.loop->Post([quota = req.quota(), name = caller->name, done = std::move(done)](Turn& t) {
-    const size_t first = t.fx->events.size();
-    absl::StatusOr<v1::Project> p = t.core.SetQuota(quota, t.now, t.fx);
-    StampActor(t.fx, first, name);
-    // Replying after the commit: the caller hears OK only once the quota is durable.
-    t.after_commit->push_back([p = std::move(p), done] { done(p); });
-  });
+  parts_.loop->Post(
+      [quota = req.quota(), name = caller->name, done](Turn& t) {
+        const size_t first = t.fx->events.size();
+        absl::StatusOr<v1::Project> p = t.core.SetQuota(quota, t.now, t.fx);
+        StampActor(t.fx, first, name);
+        // Replying after the commit: the caller hears OK only once the quota is durable.
+        t.after_commit->push_back([p = std::move(p), done] { done(p); });
+      },
+      done);
 }
 
 void Api::ListProjects(const CallContext& call, const v1::ListProjectsRequest& req,
@@ -50,11 +54,13 @@ void Api::ListProjects(const CallContext& call, const v1::ListProjectsRequest& r
   if (absl::StatusOr<Caller> caller = Authorize(call, Route::kListProjects); !caller.ok()) {
     return done(caller.status());
   }
-  parts_.loop->Post([done = std::move(done)](Turn& t) {
-    v1::ListProjectsResponse resp;
-    for (v1::Project& p : t.core.ListProjects()) *resp.add_projects() = std::move(p);
-    t.after_commit->push_back([resp = std::move(resp), done] { done(resp); });
-  });
+  parts_.loop->PostRead(
+      [done](Turn& t) {
+        v1::ListProjectsResponse resp;
+        for (v1::Project& p : t.core.ListProjects()) *resp.add_projects() = std::move(p);
+        t.after_commit->push_back([resp = std::move(resp), done] { done(resp); });
+      },
+      done);
 }
 
 void Api::ListQueue(const CallContext& call, const v1::ListQueueRequest& req,
@@ -67,11 +73,14 @@ void Api::ListQueue(const CallContext& call, const v1::ListQueueRequest& req,
     return done(absl::InvalidArgumentError(
         absl::StrCat("limit must be 1..", kMaxQueueLimit, ", got ", req.limit())));
   }
-  parts_.loop->Post([project = req.project(), limit, done = std::move(done)](Turn& t) {
-    v1::ListQueueResponse resp;
-    for (v1::Job& job : t.core.ListQueue(project, limit, t.now)) *resp.add_jobs() = std::move(job);
-    t.after_commit->push_back([resp = std::move(resp), done] { done(resp); });
-  });
+  parts_.loop->PostRead(
+      [project = req.project(), limit, done](Turn& t) {
+        v1::ListQueueResponse resp;
+        for (v1::Job& job : t.core.ListQueue(project, limit, t.now))
+          *resp.add_jobs() = std::move(job);
+        t.after_commit->push_back([resp = std::move(resp), done] { done(resp); });
+      },
+      done);
 }
 
 // --- ClusterService ----------------------------------------------------------------------------
@@ -80,12 +89,17 @@ void Api::NodeCall(const CallContext& call, Route route,
                    std::function<absl::StatusOr<v1::Node>(Turn&)> op, Reply<v1::Node> done) {
   absl::StatusOr<Caller> caller = Authorize(call, route);
   if (!caller.ok()) return done(caller.status());
-  parts_.loop->Post([op = std::move(op), name = caller->name, done = std::move(done)](Turn& t) {
+  auto work = [op = std::move(op), name = caller->name, done](Turn& t) {
     const size_t first = t.fx->events.size();
     absl::StatusOr<v1::Node> node = op(t);
     StampActor(t.fx, first, name);
     t.after_commit->push_back([node = std::move(node), done] { done(node); });
-  });
+  };
+  if (route == Route::kGetNode) {
+    parts_.loop->PostRead(std::move(work), std::move(done));
+  } else {
+    parts_.loop->Post(std::move(work), std::move(done));
+  }
 }
 
 void Api::ListNodes(const CallContext& call, const v1::ListNodesRequest& req,
@@ -94,11 +108,13 @@ void Api::ListNodes(const CallContext& call, const v1::ListNodesRequest& req,
   if (absl::StatusOr<Caller> caller = Authorize(call, Route::kListNodes); !caller.ok()) {
     return done(caller.status());
   }
-  parts_.loop->Post([done = std::move(done)](Turn& t) {
-    v1::ListNodesResponse resp;
-    for (v1::Node& n : t.core.ListNodes()) *resp.add_nodes() = std::move(n);
-    t.after_commit->push_back([resp = std::move(resp), done] { done(resp); });
-  });
+  parts_.loop->PostRead(
+      [done](Turn& t) {
+        v1::ListNodesResponse resp;
+        for (v1::Node& n : t.core.ListNodes()) *resp.add_nodes() = std::move(n);
+        t.after_commit->push_back([resp = std::move(resp), done] { done(resp); });
+      },
+      done);
 }
 
 void Api::GetNode(const CallContext& call, const v1::GetNodeRequest& req, Reply<v1::Node> done) {
@@ -157,29 +173,31 @@ void Api::ListEvents(const CallContext& call, const v1::ListEventsRequest& req,
   }
   storage::EventQuery q{req.job_id(), req.node(), req.type(), TimestampToMs(req.since()),
                         limit,        req.actor()};
-  parts_.loop->Post([q, done = std::move(done)](Turn& t) {
-    // Events of this turn are not committed yet; the query sees every earlier turn.
-    absl::StatusOr<std::vector<sched::Event>> events = t.store.ListEvents(q);
-    absl::StatusOr<v1::ListEventsResponse> reply = absl::InternalError("no reply");
-    if (!events.ok()) {
-      reply = events.status();
-    } else {
-      v1::ListEventsResponse resp;
-      for (const sched::Event& e : *events) {
-        v1::Event* out = resp.add_events();
-        *out->mutable_time() = MsToTimestamp(e.time_ms);
-        out->set_job_id(e.job_id);
-        out->set_attempt(e.attempt);
-        out->set_replica(e.replica);
-        out->set_node(e.node);
-        out->set_type(e.type);
-        out->set_reason(e.reason);
-        out->set_actor(e.actor);
-      }
-      reply = std::move(resp);
-    }
-    t.after_commit->push_back([reply = std::move(reply), done] { done(reply); });
-  });
+  parts_.loop->PostRead(
+      [q, done](Turn& t) {
+        // Events of this turn are not committed yet; the query sees every earlier turn.
+        absl::StatusOr<std::vector<sched::Event>> events = t.store.ListEvents(q);
+        absl::StatusOr<v1::ListEventsResponse> reply = absl::InternalError("no reply");
+        if (!events.ok()) {
+          reply = events.status();
+        } else {
+          v1::ListEventsResponse resp;
+          for (const sched::Event& e : *events) {
+            v1::Event* out = resp.add_events();
+            *out->mutable_time() = MsToTimestamp(e.time_ms);
+            out->set_job_id(e.job_id);
+            out->set_attempt(e.attempt);
+            out->set_replica(e.replica);
+            out->set_node(e.node);
+            out->set_type(e.type);
+            out->set_reason(e.reason);
+            out->set_actor(e.actor);
+          }
+          reply = std::move(resp);
+        }
+        t.after_commit->push_back([reply = std::move(reply), done] { done(reply); });
+      },
+      done);
 }
 
 void Api::RevokeNode(const CallContext& call, const v1::RevokeNodeRequest& req,

@@ -80,14 +80,15 @@ void Api::CreateJob(const CallContext& call, const v1::CreateJobRequest& req, Re
   }
   sched::CreateRequestKey key{req.request_id(), ""};
   if (!key.id.empty()) key.spec_hash = SpecHash(req.spec());
-  parts_.loop->Post([this, spec = req.spec(), key = std::move(key), name = caller->name,
-                     done = std::move(done)](Turn& t) {
-    const size_t first = t.fx->events.size();
-    absl::StatusOr<const sched::Job*> job = t.core.SubmitJob(spec, t.now, t.fx, name, key);
-    StampActor(t.fx, first, name);
-    absl::StatusOr<v1::Job> reply = JobReply(job, parts_.loop->redactor());
-    t.after_commit->push_back([reply = std::move(reply), done] { done(reply); });
-  });
+  parts_.loop->Post(
+      [this, spec = req.spec(), key = std::move(key), name = caller->name, done](Turn& t) {
+        const size_t first = t.fx->events.size();
+        absl::StatusOr<const sched::Job*> job = t.core.SubmitJob(spec, t.now, t.fx, name, key);
+        StampActor(t.fx, first, name);
+        absl::StatusOr<v1::Job> reply = JobReply(job, parts_.loop->redactor());
+        t.after_commit->push_back([reply = std::move(reply), done] { done(reply); });
+      },
+      done);
 }
 
 void Api::GetJob(const CallContext& call, const v1::GetJobRequest& req, Reply<v1::Job> done) {
@@ -108,18 +109,21 @@ void Api::ListJobs(const CallContext& call, const v1::ListJobsRequest& req,
 void Api::CancelJob(const CallContext& call, const v1::CancelJobRequest& req, Reply<v1::Job> done) {
   absl::StatusOr<Caller> caller = Authorize(call, Route::kCancelJob);
   if (!caller.ok()) return done(caller.status());
-  parts_.loop->Post([this, id = req.id(), caller = *caller, done = std::move(done)](Turn& t) {
-    absl::StatusOr<v1::Job> reply = absl::InternalError("no reply");
-    if (absl::Status allowed = CheckJobProject(t, caller, Permission::kCancel, id); !allowed.ok()) {
-      reply = allowed;
-    } else {
-      const size_t first = t.fx->events.size();
-      absl::StatusOr<const sched::Job*> job = t.core.CancelJob(id, t.now, t.fx);
-      StampActor(t.fx, first, caller.name);
-      reply = JobReply(job, parts_.loop->redactor());
-    }
-    t.after_commit->push_back([reply = std::move(reply), done] { done(reply); });
-  });
+  parts_.loop->Post(
+      [this, id = req.id(), caller = *caller, done](Turn& t) {
+        absl::StatusOr<v1::Job> reply = absl::InternalError("no reply");
+        if (absl::Status allowed = CheckJobProject(t, caller, Permission::kCancel, id);
+            !allowed.ok()) {
+          reply = allowed;
+        } else {
+          const size_t first = t.fx->events.size();
+          absl::StatusOr<const sched::Job*> job = t.core.CancelJob(id, t.now, t.fx);
+          StampActor(t.fx, first, caller.name);
+          reply = JobReply(job, parts_.loop->redactor());
+        }
+        t.after_commit->push_back([reply = std::move(reply), done] { done(reply); });
+      },
+      done);
 }
 
 absl::StatusOr<PeerStreamLimiter::Slot> Api::WatchJob(const CallContext& call,
@@ -146,33 +150,35 @@ void Api::ReadLogs(const CallContext& call, const v1::ReadLogsRequest& req,
   if (parts_.registry == nullptr) {
     return done(absl::UnavailableError("this trainctld reads no logs from agents"));
   }
-  parts_.loop->Post([this, r = req, caller = *caller, done = std::move(done)](Turn& t) {
-    std::string node, run_id;
-    bool finished = false;
-    // An unset restart means "latest"; `trainctl logs --restart 0` means run 0.
-    const int32_t restart = r.has_restart() ? r.restart() : -1;
-    absl::Status located = CheckJobProject(t, caller, Permission::kReadLogs, r.job_id());
-    if (located.ok()) {
-      located = t.core.LocateRun(r.job_id(), r.replica(), r.attempt(), restart, &node, &run_id,
-                                 &finished);
-    }
-    t.after_commit->push_back([this, located, node, run_id, r, done] {
-      if (!located.ok()) return done(located);
-      v1::ReadLog read;
-      read.set_run_id(run_id);
-      read.set_offset(r.offset());
-      read.set_max_bytes(std::min<int64_t>(r.max_bytes() == 0 ? (1 << 20) : r.max_bytes(),
-                                           parts_.limits.max_log_chunk));
-      parts_.registry->RequestLog(node, read, [done](absl::StatusOr<v1::LogData> data) {
-        if (!data.ok()) return done(data.status());
-        v1::ReadLogsResponse resp;
-        resp.set_data(data->data());
-        resp.set_next_offset(data->next_offset());
-        resp.set_complete(data->complete());
-        done(std::move(resp));
-      });
-    });
-  });
+  parts_.loop->PostRead(
+      [this, r = req, caller = *caller, done](Turn& t) {
+        std::string node, run_id;
+        bool finished = false;
+        // An unset restart means "latest"; `trainctl logs --restart 0` means run 0.
+        const int32_t restart = r.has_restart() ? r.restart() : -1;
+        absl::Status located = CheckJobProject(t, caller, Permission::kReadLogs, r.job_id());
+        if (located.ok()) {
+          located = t.core.LocateRun(r.job_id(), r.replica(), r.attempt(), restart, &node, &run_id,
+                                     &finished);
+        }
+        t.after_commit->push_back([this, located, node, run_id, r, done] {
+          if (!located.ok()) return done(located);
+          v1::ReadLog read;
+          read.set_run_id(run_id);
+          read.set_offset(r.offset());
+          read.set_max_bytes(std::min<int64_t>(r.max_bytes() == 0 ? (1 << 20) : r.max_bytes(),
+                                               parts_.limits.max_log_chunk));
+          parts_.registry->RequestLog(node, read, [done](absl::StatusOr<v1::LogData> data) {
+            if (!data.ok()) return done(data.status());
+            v1::ReadLogsResponse resp;
+            resp.set_data(data->data());
+            resp.set_next_offset(data->next_offset());
+            resp.set_complete(data->complete());
+            done(std::move(resp));
+          });
+        });
+      },
+      done);
 }
 
 void Api::ReportProgress(const CallContext& call, const v1::ReportProgressRequest& req,
@@ -182,15 +188,16 @@ void Api::ReportProgress(const CallContext& call, const v1::ReportProgressReques
   if (req.message().size() > 256 || req.step() < 0) {
     return done(absl::InvalidArgumentError("message must be at most 256 characters and step >= 0"));
   }
-  parts_.loop->Post([this, job_id = req.job_id(), replica = req.replica(), caller = *caller,
-                     done = std::move(done)](Turn& t) {
-    absl::Status status = CheckJobProject(t, caller, Permission::kReportProgress, job_id);
-    if (status.ok()) status = t.core.ReportProgress(job_id, replica, t.now, t.fx);
-    t.after_commit->push_back([status, done] {
-      if (!status.ok()) return done(status);
-      done(v1::ReportProgressResponse());
-    });
-  });
+  parts_.loop->Post(
+      [this, job_id = req.job_id(), replica = req.replica(), caller = *caller, done](Turn& t) {
+        absl::Status status = CheckJobProject(t, caller, Permission::kReportProgress, job_id);
+        if (status.ok()) status = t.core.ReportProgress(job_id, replica, t.now, t.fx);
+        t.after_commit->push_back([status, done] {
+          if (!status.ok()) return done(status);
+          done(v1::ReportProgressResponse());
+        });
+      },
+      done);
 }
 
 }  // namespace trainctl::server

@@ -59,17 +59,19 @@ absl::Status ValidateCreateToken(const v1::CreateTokenRequest& req) {
 
 void StoreToken(ReconcileLoop* loop, TokenRegistry* tokens, storage::TokenRow row,
                 const std::string& event_type, const std::string& reason, const std::string& actor,
-                std::function<void()> done) {
-  loop->Post([=](Turn& t) {
-    t.tokens->push_back(row);
-    const size_t first = t.fx->events.size();
-    sched::AddEvent(t.fx, sched::FromMs(t.now), nullptr, "", "", event_type, reason);
-    StampActor(t.fx, first, actor);
-    t.after_commit->push_back([tokens, row, done] {
-      tokens->Put(row);
-      done();
-    });
-  });
+                std::function<void(const absl::Status&)> done) {
+  loop->Post(
+      [=](Turn& t) {
+        t.tokens->push_back(row);
+        const size_t first = t.fx->events.size();
+        sched::AddEvent(t.fx, sched::FromMs(t.now), nullptr, "", "", event_type, reason);
+        StampActor(t.fx, first, actor);
+        t.after_commit->push_back([tokens, row, done] {
+          tokens->Put(row);
+          done(absl::OkStatus());
+        });
+      },
+      done);
 }
 
 grpc::ServerUnaryReactor* AuthServiceImpl::CreateToken(grpc::CallbackServerContext* ctx,

@@ -44,10 +44,11 @@ class AuthServiceImpl final : public DiagnosingService<v1::AuthService> {
 absl::Status ValidateCreateToken(const v1::CreateTokenRequest& req);
 
 // Stores `row` in a loop turn (with an event by `actor`) and, once committed, puts it in
-// `tokens`; then runs `done` with the commit's outcome. For AuthService and the first admin
+// `tokens`; then runs `done` with the outcome (an error when the turn's commit failed or
+// trainctld refuses writes). For AuthService and the first admin
 // token at start.
 void StoreToken(ReconcileLoop* loop, TokenRegistry* tokens, storage::TokenRow row,
                 const std::string& event_type, const std::string& reason, const std::string& actor,
-                std::function<void()> done);
+                std::function<void(const absl::Status&)> done);
 
 }  // namespace trainctl::server

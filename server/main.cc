@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/logging.h"
 #include "common/time_util.h"
 #include "scheduler/model_proto.h"
@@ -40,6 +41,7 @@
 #include "server/reconcile_loop.h"
 #include "server/reflection_gate.h"
 #include "server/rest/rest_server.h"
+#include "server/state_load.h"
 #include "server/tokens.h"
 #include "server/transport_security.h"
 #include "server/watch_hub.h"
@@ -85,12 +87,16 @@ absl::Status WriteFirstAdminToken(const std::string& dir, trainctl::server::Reco
     return s;
   }
   // Stored only after the file exists: a crash in between leaves no token nobody holds.
-  std::promise<void> stored;
+  std::promise<absl::Status> stored;
   server::StoreToken(
       loop, tokens, minted->row, "TokenCreated",
       absl::StrCat("first admin token ", minted->row.token.id(), ", written to ", path),
-      "trainctld", [&stored] { stored.set_value(); });
-  stored.get_future().wait();
+      "trainctld", [&stored](const absl::Status& s) { stored.set_value(s); });
+  if (absl::Status s = stored.get_future().get(); !s.ok()) {
+    unlink(path.c_str());
+    return absl::Status(s.code(),
+                        absl::StrCat("cannot store the first admin token: ", s.message()));
+  }
   spdlog::warn("authentication is on and no token existed: wrote the first admin token to {}",
                path);
   return absl::OkStatus();
@@ -145,11 +151,6 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", store.status().ToString());
     return 1;
   }
-  absl::StatusOr<storage::Snapshot> snap = (*store)->Load();
-  if (!snap.ok()) {
-    spdlog::critical("loading {}: {}", db_path, snap.status().ToString());
-    return 1;
-  }
   sched::CoreOptions opts;
   opts.checkpoint_root = std::filesystem::absolute(flags.checkpoint_root).string();
   opts.checkpoint_allowed_roots = flags.checkpoint_allowed_roots;
@@ -161,33 +162,39 @@ int main(int argc, char** argv) {
   opts.settle_window_ms = flags.settle_window_ms;
   opts.skew_tolerance_ms = flags.skew_tolerance_ms;
   opts.nodes.ports = flags.port_range;
-  auto core = std::make_unique<sched::Core>(opts);
-  spdlog::info("loaded {} jobs, {} nodes and {} project quotas from {}", snap->jobs.size(),
-               snap->nodes.size(), snap->quotas.size(), db_path);
+  absl::StatusOr<server::LoadedState> state = server::LoadState(**store, opts);
+  if (!state.ok()) {
+    spdlog::critical("loading {}: {}", db_path, state.status().ToString());
+    return 1;
+  }
+  spdlog::info("loaded {} jobs and {} nodes from {}", state->core->jobs().size(),
+               state->core->nodes().size(), db_path);
   server::TokenRegistry tokens;
-  tokens.Load(snap->tokens);
+  tokens.Load(state->tokens);
   server::CertificateRevocations revocations;
-  for (const sched::Node& node : snap->nodes) {
-    for (const std::string& fp : node.status.revoked_certificates()) revocations.Add(fp);
-  }
-  for (const std::string& fp : snap->revoked_certificates) revocations.Add(fp);
-  std::vector<sched::Job> jobs;
-  jobs.reserve(snap->jobs.size());
-  for (const v1::Job& stored : snap->jobs) {
-    absl::StatusOr<sched::Job> job = sched::JobFromProto(stored);
-    if (!job.ok()) {
-      spdlog::critical("loading {}: job {}: {}", db_path, stored.id(), job.status().ToString());
-      return 1;
-    }
-    jobs.push_back(*std::move(job));
-  }
-  core->Restore(std::move(jobs), std::move(snap->nodes), snap->runs, std::move(snap->quotas));
+  for (const std::string& fp : state->revoked_certificates) revocations.Add(fp);
 
   // A node taken over by another agent process only after two missed heartbeats.
   server::AgentRegistry registry(std::chrono::milliseconds(2 * flags.heartbeat_ms));
   server::WatchHub hub;
   server::JobSnapshots snapshots(&hub);
-  server::ReconcileLoop loop(std::move(core), std::move(*store), &registry, &snapshots, WallNowMs);
+  // gRPC health says NOT_SERVING while changes are refused. The server starts after the
+  // loop; these are declared before it, so they outlive it.
+  absl::Mutex health_mu;
+  grpc::HealthCheckServiceInterface* health = nullptr;
+  server::ReconcileLoop loop(std::move(state->core), std::move(*store), &registry, &snapshots,
+                             WallNowMs);
+  // After a failed commit (a full disk) the loop rebuilds the core from the database, as a
+  // restart would, and refuses changes until a write succeeds.
+  loop.set_reloader([opts](storage::Store& s) -> absl::StatusOr<std::unique_ptr<sched::Core>> {
+    absl::StatusOr<server::LoadedState> reloaded = server::LoadState(s, opts);
+    if (!reloaded.ok()) return reloaded.status();
+    return std::move(reloaded->core);
+  });
+  loop.set_write_state_listener([&](const absl::Status& writes) {
+    absl::MutexLock lock(&health_mu);
+    if (health != nullptr) health->SetServingStatus(writes.ok());
+  });
   // Checked by the flag parser.
   loop.set_redactor(*server::SecretRedactor::Parse(flags.secret_env_patterns));
   // Users are authenticated where agents are: whenever trainctld serves TLS. Replicas then get a
@@ -259,6 +266,11 @@ int main(int argc, char** argv) {
         flags.listen);
     loop.Stop();
     return 1;
+  }
+  {
+    absl::MutexLock lock(&health_mu);
+    health = server->GetHealthCheckService();
+    if (health != nullptr) health->SetServingStatus(loop.write_status().ok());
   }
   std::string host = flags.listen.substr(0, flags.listen.rfind(':'));
   std::string addr = absl::StrCat(host, ":", port);

@@ -13,35 +13,24 @@ namespace {
 
 // How often the core's time limits are checked when nothing else happens.
 constexpr int64_t kTickIntervalMs = 500;
-
-void AbortOnCommitFailure(const absl::Status& status) {
-  spdlog::critical("cannot commit scheduler state: {}; exiting so a restart reloads it",
-                   status.ToString());
-  std::abort();
-}
+// How often a write is tried while writes are refused.
+constexpr int64_t kProbeIntervalMs = 1000;
 
 }  // namespace
 
 ReconcileLoop::ReconcileLoop(std::unique_ptr<sched::Core> core,
                              std::unique_ptr<storage::Store> store, AgentRegistry* registry,
-                             JobSnapshots* snapshots, Clock clock,
-                             CommitFailureHandler on_commit_failure)
+                             JobSnapshots* snapshots, Clock clock)
     : core_(std::move(core)),
       store_(std::move(store)),
       registry_(registry),
       snapshots_(snapshots),
-      clock_(std::move(clock)),
-      on_commit_failure_(on_commit_failure ? std::move(on_commit_failure)
-                                           : CommitFailureHandler(AbortOnCommitFailure)) {}
+      clock_(std::move(clock)) {}
 
 ReconcileLoop::~ReconcileLoop() { Stop(); }
 
 void ReconcileLoop::Start() {
-  std::vector<v1::Job> all;
-  all.reserve(core_->jobs().size());
-  for (const auto& [id, job] : core_->jobs()) all.push_back(sched::ToProto(job));
-  published_queue_version_ = core_->QueueVersion() + 1;  // publish the queue too
-  Publish(all);
+  PublishAll();
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -53,14 +42,32 @@ void ReconcileLoop::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void ReconcileLoop::Post(Work work) {
+void ReconcileLoop::Post(Work work, Refuse refused) {
   absl::MutexLock lock(&mu_);
-  queue_.push_back(std::move(work));
+  queue_.push_back({std::move(work), std::move(refused), false});
+}
+
+void ReconcileLoop::PostRead(Work work, Refuse refused) {
+  absl::MutexLock lock(&mu_);
+  queue_.push_back({std::move(work), std::move(refused), true});
+}
+
+absl::Status ReconcileLoop::write_status() const {
+  absl::MutexLock lock(&mu_);
+  return write_status_;
+}
+
+void ReconcileLoop::SetWriteStatus(absl::Status status) {
+  {
+    absl::MutexLock lock(&mu_);
+    write_status_ = status;
+  }
+  if (write_listener_) write_listener_(status);
 }
 
 void ReconcileLoop::Run() {
   for (;;) {
-    std::vector<Work> items;
+    std::vector<Item> items;
     {
       absl::MutexLock lock(&mu_);
       auto ready = [this]()
@@ -70,16 +77,24 @@ void ReconcileLoop::Run() {
       items.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
       queue_.clear();
     }
+    if (absl::Status refusing = write_status(); !refusing.ok()) {
+      ProbeWrites();
+      refusing = write_status();
+      if (!refusing.ok()) {
+        RunRefusingTurn(std::move(items), refusing);
+        continue;
+      }
+    }
     RunTurn(std::move(items));
   }
 }
 
-void ReconcileLoop::RunTurn(std::vector<Work> items) {
+void ReconcileLoop::RunTurn(std::vector<Item> items) {
   sched::Effects fx;
   std::vector<std::function<void()>> after;
   std::vector<storage::TokenRow> tokens;
   Turn turn{*core_, *store_, clock_(), &fx, &after, &tokens};
-  for (Work& w : items) w(turn);
+  for (Item& item : items) item.work(turn);
   if (turn.now - last_tick_ms_ >= kTickIntervalMs) {
     core_->Tick(turn.now, &fx);
     last_tick_ms_ = turn.now;
@@ -105,7 +120,7 @@ void ReconcileLoop::RunTurn(std::vector<Work> items) {
   absl::Status committed = store_->Commit(batch);
   if (!committed.ok()) {
     // Nothing of this turn may be seen, sent or acknowledged.
-    on_commit_failure_(committed);
+    RecoverFromFailedCommit(items, committed);
     return;
   }
   for (const sched::Event& e : batch.events) {
@@ -122,6 +137,75 @@ void ReconcileLoop::RunTurn(std::vector<Work> items) {
   Publish(batch.jobs);
   for (auto& f : after) f();
   registry_->ExpireLogRequests();
+}
+
+void ReconcileLoop::RunRefusingTurn(std::vector<Item> items, const absl::Status& why) {
+  sched::Effects fx;
+  std::vector<std::function<void()>> after;
+  std::vector<storage::TokenRow> tokens;
+  Turn turn{*core_, *store_, clock_(), &fx, &after, &tokens};
+  for (Item& item : items) {
+    if (item.read_only) {
+      item.work(turn);
+    } else if (item.refused) {
+      item.refused(why);
+    }
+  }
+  // Reads change nothing to commit; their replies go out now.
+  for (auto& f : after) f();
+  registry_->ExpireLogRequests();
+}
+
+void ReconcileLoop::RecoverFromFailedCommit(std::vector<Item>& items, const absl::Status& why) {
+  spdlog::error("cannot commit scheduler state: {}; refusing changes until a write succeeds",
+                why.ToString());
+  if (!reloader_) {
+    spdlog::critical("exiting so that a restart reloads the durable state");
+    std::abort();
+  }
+  absl::StatusOr<std::unique_ptr<sched::Core>> rebuilt = reloader_(*store_);
+  if (!rebuilt.ok()) {
+    spdlog::critical("cannot reload the scheduler state after a failed commit: {}; exiting",
+                     rebuilt.status().ToString());
+    std::abort();
+  }
+  core_ = *std::move(rebuilt);
+  last_tick_ms_ = 0;
+  last_probe_ms_ = clock_();
+  PublishAll();
+  SetWriteStatus(why);
+  // Told last: a caller that tries again at once finds writes refused.
+  for (Item& item : items) {
+    if (item.refused) item.refused(why);
+  }
+}
+
+void ReconcileLoop::ProbeWrites() {
+  const int64_t now = clock_();
+  if (now - last_probe_ms_ < kProbeIntervalMs) return;
+  last_probe_ms_ = now;
+  absl::Status probe = store_->ProbeWrite();
+  if (!probe.ok()) {
+    if (probe.message() != write_status().message()) {
+      spdlog::warn("still refusing changes: {}", probe.ToString());
+      SetWriteStatus(probe);
+    }
+    return;
+  }
+  spdlog::info(
+      "writes to the database work again; accepting changes, and asking every agent to register "
+      "again");
+  SetWriteStatus(absl::OkStatus());
+  // The rebuilt core knows no agent's stream: each registers again and resends its reports.
+  registry_->DisconnectAll("trainctld reloaded its state after a failed write; register again");
+}
+
+void ReconcileLoop::PublishAll() {
+  std::vector<v1::Job> all;
+  all.reserve(core_->jobs().size());
+  for (const auto& [id, job] : core_->jobs()) all.push_back(sched::ToProto(job));
+  published_queue_version_ = core_->QueueVersion() + 1;  // publish the queue too
+  Publish(all);
 }
 
 void ReconcileLoop::Publish(const std::vector<v1::Job>& jobs) {

@@ -7,9 +7,15 @@
 // and runs the items' after-commit callbacks (RPC replies, acks). So no caller hears "OK", no
 // reader sees, and no agent gets a command for a change that is not yet durable.
 //
-// If a commit fails, memory and disk disagree: the turn's effects are dropped and the commit
-// failure handler runs; the default aborts the process so that a restart reloads the durable
-// state (systemd restarts it).
+// If a commit fails (a full disk, an I/O error), memory and disk disagree: the turn's effects are
+// dropped, its callers hear the error through their `refused` callbacks, and the core is rebuilt
+// from the database (the reloader), as a restart would. Writes are then refused: posted work that
+// changes state is not run (its callers hear the same error at once), ticks and placement pause,
+// and agents' reports stay unacknowledged, while reads (PostRead) keep being answered from the
+// rebuilt core. Every second the loop probes the store; once a write commits again, every agent
+// stream is closed, so each agent registers with the rebuilt core and resends what it has not
+// had acknowledged, and work resumes by itself. Without a reloader, a failed commit ends the
+// process (a restart reloads the durable state).
 //
 // Thread-safety: Post() may be called from any thread; everything else runs on the loop thread,
 // apart from Start() and Stop(), which the owner calls.
@@ -50,13 +56,17 @@ class ReconcileLoop {
  public:
   using Work = std::function<void(Turn&)>;
   using Clock = std::function<int64_t()>;
-  // Told why a commit failed. Default: log and abort the process.
-  using CommitFailureHandler = std::function<void(const absl::Status&)>;
+  // Told why posted work was not done: its turn's commit failed, or writes are refused.
+  using Refuse = std::function<void(const absl::Status&)>;
+  // Builds a core from the database's durable state (as trainctld's start does).
+  using Reloader = std::function<absl::StatusOr<std::unique_ptr<sched::Core>>(storage::Store&)>;
+  // Told, on the loop thread, when writes start being refused (the reason) and when they work
+  // again (OK).
+  using WriteStateListener = std::function<void(const absl::Status&)>;
 
   // Does not take ownership of registry or snapshots; they must outlive the loop.
   ReconcileLoop(std::unique_ptr<sched::Core> core, std::unique_ptr<storage::Store> store,
-                AgentRegistry* registry, JobSnapshots* snapshots, Clock clock,
-                CommitFailureHandler on_commit_failure = nullptr);
+                AgentRegistry* registry, JobSnapshots* snapshots, Clock clock);
   ~ReconcileLoop();
 
   // Publishes every job the core holds, then starts the loop's thread.
@@ -64,7 +74,15 @@ class ReconcileLoop {
   // Finishes the queued work, then joins the thread.
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
-  void Post(Work work) ABSL_LOCKS_EXCLUDED(mu_);
+  // Work that may change state. `refused` (may be null) runs instead of the work's own replies
+  // when the work is not done; see the file comment.
+  void Post(Work work, Refuse refused = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
+  // Work that only reads the core or the store: it runs while writes are refused too. `refused`
+  // runs when its turn's commit failed (the turn's other work changed state).
+  void PostRead(Work work, Refuse refused) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // OK while writes are accepted, else why they are refused.
+  absl::Status write_status() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // What reads may show of a job: published snapshots and the jobs that calls return go through
   // it. Set before Start().
@@ -73,30 +91,53 @@ class ReconcileLoop {
   // null: none).
   void set_replica_tokens(const ReplicaTokens* tokens) { replica_tokens_ = tokens; }
   const SecretRedactor& redactor() const { return redactor_; }
+  // Set before Start(). Without a reloader a failed commit aborts the process.
+  void set_reloader(Reloader reloader) { reloader_ = std::move(reloader); }
+  void set_write_state_listener(WriteStateListener listener) {
+    write_listener_ = std::move(listener);
+  }
 
  private:
+  struct Item {
+    Work work;
+    Refuse refused;
+    bool read_only = false;
+  };
+
   void Run() ABSL_LOCKS_EXCLUDED(mu_);
-  void RunTurn(std::vector<Work> items);
+  void RunTurn(std::vector<Item> items);
+  // While writes are refused: runs the reads, refuses the rest.
+  void RunRefusingTurn(std::vector<Item> items, const absl::Status& why);
+  // After a failed commit: refuses the turn's work, rebuilds the core, refuses writes.
+  void RecoverFromFailedCommit(std::vector<Item>& items, const absl::Status& why);
+  // While writes are refused: whether a probe write commits; if so, accepts writes again.
+  void ProbeWrites();
+  void SetWriteStatus(absl::Status status) ABSL_LOCKS_EXCLUDED(mu_);
+  // Publishes every job of the core, and the queue.
+  void PublishAll();
   // Publishes `jobs` to the snapshots, with the queue's picture when admission changed.
   void Publish(const std::vector<v1::Job>& jobs);
 
   SecretRedactor redactor_;
   const ReplicaTokens* replica_tokens_ = nullptr;
-  // Constant after construction; touched by the loop thread only once it runs.
-  const std::unique_ptr<sched::Core> core_;
+  Reloader reloader_;
+  WriteStateListener write_listener_;
+  // Replaced only by the loop thread (a rebuild); touched by it alone once it runs.
+  std::unique_ptr<sched::Core> core_;
   const std::unique_ptr<storage::Store> store_;
   AgentRegistry* const registry_;
   JobSnapshots* const snapshots_;
   const Clock clock_;
-  const CommitFailureHandler on_commit_failure_;
 
   // Loop thread only.
   int64_t last_tick_ms_ = 0;
+  int64_t last_probe_ms_ = 0;
   uint64_t published_queue_version_ = 0;
 
-  absl::Mutex mu_;
-  std::deque<Work> queue_ ABSL_GUARDED_BY(mu_);
+  mutable absl::Mutex mu_;
+  std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status write_status_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

@@ -2,10 +2,12 @@
 
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -137,16 +139,17 @@ std::map<std::string, std::string> SplitLabels(const std::string& text) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Store>> Store::Connect(const std::string& path, bool create) {
+absl::StatusOr<std::unique_ptr<Store>> Store::Connect(const std::string& path, bool create,
+                                                      const std::string& vfs) {
   sqlite3* db = nullptr;
   const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
-  int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+  int rc = sqlite3_open_v2(path.c_str(), &db, flags, vfs.empty() ? nullptr : vfs.c_str());
   if (rc != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close(db);
     return absl::InternalError(absl::StrCat("cannot open database ", path, ": ", msg));
   }
-  std::unique_ptr<Store> store(new Store(db));
+  std::unique_ptr<Store> store(new Store(db, path));
   sqlite3_busy_timeout(db, 5000);
   if (absl::Status wal = store->Exec("PRAGMA journal_mode=WAL"); !wal.ok()) {
     if (sqlite3_errcode(db) == SQLITE_NOTADB) {
@@ -162,7 +165,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Connect(const std::string& path, b
   return store;
 }
 
-absl::Status Store::CreateNew(const std::string& path) {
+absl::Status Store::CreateNew(const std::string& path, const std::string& vfs) {
   const std::string fresh = path + ".new";
   for (const char* suffix : {"", "-wal", "-shm"}) {
     if (unlink((fresh + suffix).c_str()) != 0 && errno != ENOENT) {
@@ -171,7 +174,7 @@ absl::Status Store::CreateNew(const std::string& path) {
     }
   }
   {
-    TC_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Connect(fresh, /*create=*/true));
+    TC_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Connect(fresh, /*create=*/true, vfs));
     TC_RETURN_IF_ERROR(store->Migrate());
   }  // Closed: its WAL is checkpointed into the file and removed.
   if (rename(fresh.c_str(), path.c_str()) != 0) {
@@ -181,20 +184,21 @@ absl::Status Store::CreateNew(const std::string& path) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
+                                                   const std::string& vfs) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
     if (errno != ENOENT) {
       return absl::InternalError(absl::StrCat("cannot read ", path, ": ", strerror(errno)));
     }
-    TC_RETURN_IF_ERROR(CreateNew(path));
+    TC_RETURN_IF_ERROR(CreateNew(path, vfs));
   } else if (st.st_size == 0) {
     return absl::FailedPreconditionError(
         absl::StrCat(path,
                      " is empty, so not a trainctl database (only a missing file starts a new "
                      "cluster): restore it from a backup, or remove it to start an empty cluster"));
   }
-  TC_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Connect(path, /*create=*/false));
+  TC_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Connect(path, /*create=*/false, vfs));
   TC_ASSIGN_OR_RETURN(int version, store->SchemaVersion());
   if (version == 0) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -400,9 +404,43 @@ absl::StatusOr<Snapshot> Store::Load() {
   return snap;
 }
 
+absl::Status Store::FailWrite(absl::Status s) {
+  const int code = sqlite3_errcode(db_) & 0xff;
+  // After a full disk or an I/O error SQLite may have rolled back already.
+  if (sqlite3_get_autocommit(db_) == 0) Exec("ROLLBACK").IgnoreError();
+  const std::string dir = std::filesystem::path(path_).parent_path().string();
+  if (code == SQLITE_FULL) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("no space left on ", dir, " (the data dir) for ", path_, ": ", s.message()));
+  }
+  if (code == SQLITE_IOERR) {
+    return absl::UnavailableError(absl::StrCat("I/O error writing ", path_, ": ", s.message()));
+  }
+  return s;
+}
+
+absl::Status Store::ProbeWrite() {
+  const std::string dir = std::filesystem::path(path_).parent_path().string();
+  struct statvfs fs;
+  if (statvfs(dir.c_str(), &fs) == 0) {
+    const int64_t free_bytes =
+        static_cast<int64_t>(fs.f_bavail) * static_cast<int64_t>(fs.f_frsize);
+    if (free_bytes < kProbeMinFreeBytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "no space left on ", dir, " (the data dir) for ", path_, ": ", free_bytes / 1024,
+          " KiB free, writes resume once ", kProbeMinFreeBytes >> 20, " MiB are"));
+    }
+  }
+  // Rewrites the header page: one WAL frame, the smallest real write.
+  absl::Status s = Exec("BEGIN IMMEDIATE");
+  if (s.ok()) s = Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion).c_str());
+  if (s.ok()) s = Exec("COMMIT");
+  return s.ok() ? s : FailWrite(s);
+}
+
 absl::Status Store::Commit(const Batch& batch) {
   if (batch.empty()) return absl::OkStatus();
-  TC_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  if (absl::Status begun = Exec("BEGIN IMMEDIATE"); !begun.ok()) return FailWrite(begun);
   absl::Status s = [&]() -> absl::Status {
     Statement job_st(db_,
                      "INSERT INTO jobs (id, project, state, priority, create_ms, update_ms, data) "
@@ -482,11 +520,8 @@ absl::Status Store::Commit(const Batch& batch) {
     }
     return absl::OkStatus();
   }();
-  if (!s.ok()) {
-    Exec("ROLLBACK").IgnoreError();
-    return s;
-  }
-  return Exec("COMMIT");
+  if (s.ok()) s = Exec("COMMIT");
+  return s.ok() ? s : FailWrite(s);
 }
 
 absl::StatusOr<std::vector<sched::Event>> Store::ListEvents(const EventQuery& q) {

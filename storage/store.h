@@ -94,7 +94,9 @@ class Store {
   // database: an empty file, a file that is no SQLite database and another program's database
   // are FAILED_PRECONDITION naming the file, as is one written by a newer version; INTERNAL on
   // I/O errors.
-  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
+  // `vfs` names the SQLite VFS to use ("": the default; tests inject write faults through one).
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
+                                                     const std::string& vfs = "");
 
   // Checks the database file at `path`, read-only: SQLite's quick_check (the structure of every
   // page), or with `full` its integrity_check (indexes against their tables too, slower).
@@ -108,23 +110,35 @@ class Store {
 
   absl::StatusOr<Snapshot> Load();
 
-  // Applies `batch` atomically and durably (synchronous=FULL).
+  // Applies `batch` atomically and durably (synchronous=FULL). On failure nothing of it is
+  // written, and the error says why in terms a caller can act on: RESOURCE_EXHAUSTED "no space
+  // left on DIR (the data dir)" when the disk is full, UNAVAILABLE on an I/O error.
   absl::Status Commit(const Batch& batch);
+
+  // Whether writes work again after a failed Commit: the file system holds at least
+  // kProbeMinFreeBytes free and a one-page write transaction commits. The same errors as Commit.
+  absl::Status ProbeWrite();
+  static constexpr int64_t kProbeMinFreeBytes = int64_t{4} << 20;
 
   absl::StatusOr<std::vector<sched::Event>> ListEvents(const EventQuery& q);
 
   absl::StatusOr<int> SchemaVersion();
 
  private:
-  explicit Store(sqlite3* db) : db_(db) {}
+  Store(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   // Opens a connection (creating the file with `create`) and sets its pragmas.
-  static absl::StatusOr<std::unique_ptr<Store>> Connect(const std::string& path, bool create);
+  static absl::StatusOr<std::unique_ptr<Store>> Connect(const std::string& path, bool create,
+                                                        const std::string& vfs);
   // Makes a new database at `path` through `path`.new and a rename.
-  static absl::Status CreateNew(const std::string& path);
+  static absl::Status CreateNew(const std::string& path, const std::string& vfs);
   absl::Status Exec(const char* sql);
   absl::Status Migrate();
+  // Ends a write transaction that failed with `s`: rolls back what is left of it and words the
+  // error by SQLite's code (see Commit).
+  absl::Status FailWrite(absl::Status s);
 
   sqlite3* const db_;
+  const std::string path_;
 };
 
 }  // namespace trainctl::storage

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -149,6 +150,16 @@ ClusterOptions WithAgents(int agents, AgentOptions opts) {
 
 std::string NodeName(int i) { return absl::StrCat("node-", i); }
 
+bool CanMountTmpfs() {
+  char tmpl[] = "/tmp/trainctl-tmpfs-XXXXXX";
+  const char* dir = mkdtemp(tmpl);
+  if (dir == nullptr) return false;
+  const bool mounted = mount("tmpfs", dir, "tmpfs", 0, "size=1m") == 0;
+  if (mounted) umount2(dir, MNT_DETACH);
+  rmdir(dir);
+  return mounted;
+}
+
 MiniCluster::MiniCluster(int agents, AgentOptions opts)
     : MiniCluster(WithAgents(agents, std::move(opts))) {}
 
@@ -168,6 +179,11 @@ MiniCluster::MiniCluster(ClusterOptions opts) : opts_(std::move(opts)) {
       REQUIRE(issued.exit_code == 0);
     }
   }
+  if (opts_.data_dir_tmpfs_mb > 0) {
+    std::filesystem::create_directories(DataDir());
+    const std::string size = absl::StrCat("size=", opts_.data_dir_tmpfs_mb, "m,mode=0755");
+    REQUIRE(mount("tmpfs", DataDir().c_str(), "tmpfs", 0, size.c_str()) == 0);
+  }
   StartDaemon();
   if (opts_.start_agents) StartAgents();
 }
@@ -186,6 +202,7 @@ MiniCluster::~MiniCluster() {
   jobs_.reset();
   cluster_.reset();
   if (daemon_) daemon_->Stop();
+  if (opts_.data_dir_tmpfs_mb > 0) umount2(DataDir().c_str(), MNT_DETACH);
   if (std::uncaught_exceptions() > 0 || getenv("TRAINCTL_KEEP_TEST_DIRS") != nullptr) {
     // A REQUIRE failed: keep the logs for whoever reads the failure.
     fprintf(stderr, "cluster files kept in %s\n", dir_.c_str());
@@ -195,7 +212,7 @@ MiniCluster::~MiniCluster() {
 }
 
 void MiniCluster::StartDaemon() {
-  const std::string data = dir_ + "/scheduler";
+  const std::string data = DataDir();
   // The first start picks a free port; restarts reuse it so agents find the daemon again.
   std::string listen = address_.empty() ? "127.0.0.1:0" : address_;
   const std::string http_listen = http_address_.empty() ? "127.0.0.1:0" : http_address_;

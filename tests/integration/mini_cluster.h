@@ -112,7 +112,13 @@ struct ClusterOptions {
   // False: the constructor starts only the daemon, and the test calls StartAgents() (e.g. once
   // it has written a script under dir() that an agent flag names).
   bool start_agents = true;
+  // Over 0: trainctld's data dir is a tmpfs of this many MiB (mounted before the daemon starts,
+  // unmounted by the destructor), which a test can fill up. Needs root: see CanMountTmpfs().
+  int data_dir_tmpfs_mb = 0;
 };
+
+// Whether this process may mount a tmpfs (root, or CAP_SYS_ADMIN), as data_dir_tmpfs_mb needs.
+bool CanMountTmpfs();
 
 // "node-<i>": the name of the fixture's i-th agent.
 std::string NodeName(int i);
@@ -124,6 +130,8 @@ class MiniCluster {
   ~MiniCluster();
 
   const std::string& dir() const { return dir_; }
+  // trainctld's --data-dir.
+  std::string DataDir() const { return dir_ + "/scheduler"; }
   const std::string& address() const { return address_; }
   // The REST API's HOST:PORT (DATA_DIR/trainctld.http-addr).
   const std::string& http_address() const { return http_address_; }

@@ -1,6 +1,7 @@
 // ReconcileLoop: the shell's promises with a real core and a real SQLite store — commands leave
-// and readers see only what is committed, a failed commit is neither sent nor acknowledged, and
-// Stop finishes the work already posted.
+// and readers see only what is committed, a failed commit is neither sent nor acknowledged (its
+// callers hear why, changes are refused and reads answered until a write works again), and Stop
+// finishes the work already posted.
 #include "server/reconcile_loop.h"
 
 #include <sqlite3.h>
@@ -15,7 +16,9 @@
 #include "absl/synchronization/notification.h"
 #include "server/agent_registry.h"
 #include "server/job_snapshots.h"
+#include "server/state_load.h"
 #include "server/watch_hub.h"
+#include "tests/storage/faulty_vfs.h"
 
 namespace trainctl::server {
 namespace {
@@ -34,13 +37,6 @@ int CommittedState(const std::string& db_path, const std::string& id) {
   return state;
 }
 
-void ExecSql(const std::string& db_path, const char* sql) {
-  sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open(db_path.c_str(), &db) == SQLITE_OK);
-  REQUIRE(sqlite3_exec(db, sql, nullptr, nullptr, nullptr) == SQLITE_OK);
-  sqlite3_close(db);
-}
-
 // An agent's stream that records, at the moment each command is sent, what the database holds
 // for the job the command is about.
 class RecordingChannel : public AgentChannel {
@@ -53,16 +49,24 @@ class RecordingChannel : public AgentChannel {
     absl::MutexLock lock(&mu_);
     launch_states_.push_back(state);
   }
-  void Close(const std::string&) override {}
+  void Close(const std::string& why) override {
+    absl::MutexLock lock(&mu_);
+    closed_ = why;
+  }
   std::vector<int> launch_states() {
     absl::MutexLock lock(&mu_);
     return launch_states_;
+  }
+  std::string closed() {
+    absl::MutexLock lock(&mu_);
+    return closed_;
   }
 
  private:
   const std::string db_path_;
   absl::Mutex mu_;
   std::vector<int> launch_states_ ABSL_GUARDED_BY(mu_);
+  std::string closed_ ABSL_GUARDED_BY(mu_);
 };
 
 v1::JobSpec OneReplica() {
@@ -86,20 +90,27 @@ v1::Register NodeA() {
   return reg;
 }
 
-// A loop over a real core and store in a temporary directory, with a fake clock.
+// A loop over a real core and store in a temporary directory, with a fake clock. The store's
+// writes go through FaultyVfs, so a test can make them fail.
 class Fixture {
  public:
-  explicit Fixture(ReconcileLoop::CommitFailureHandler on_failure = nullptr) {
+  Fixture() {
     char tmpl[] = "/tmp/trainctl-loop-XXXXXX";
     dir_ = mkdtemp(tmpl);
-    auto store = storage::Store::Open(db_path());
+    auto store = storage::Store::Open(db_path(), testing::FaultyVfs::Name());
     REQUIRE(store.ok());
     sched::CoreOptions options;
     options.id_seed = 11;
     options.checkpoint_root = dir_ + "/checkpoints";
-    loop = std::make_unique<ReconcileLoop>(
-        std::make_unique<sched::Core>(options), std::move(*store), &registry, &snapshots,
-        [this] { return now_ms.load(); }, std::move(on_failure));
+    loop =
+        std::make_unique<ReconcileLoop>(std::make_unique<sched::Core>(options), std::move(*store),
+                                        &registry, &snapshots, [this] { return now_ms.load(); });
+    loop->set_reloader(
+        [options](storage::Store& s) -> absl::StatusOr<std::unique_ptr<sched::Core>> {
+          absl::StatusOr<LoadedState> state = LoadState(s, options);
+          if (!state.ok()) return state.status();
+          return std::move(state->core);
+        });
     loop->Start();
   }
   ~Fixture() {
@@ -108,13 +119,17 @@ class Fixture {
   }
   std::string db_path() const { return dir_ + "/trainctl.db"; }
 
-  // Posts a submit; `done` runs after the turn's commit with the new job's id (or "").
-  void Submit(std::function<void(const std::string&)> done) {
-    loop->Post([done = std::move(done)](Turn& t) {
-      absl::StatusOr<const sched::Job*> job = t.core.SubmitJob(OneReplica(), t.now, t.fx);
-      const std::string id = job.ok() ? (*job)->id : "";
-      t.after_commit->push_back([done, id] { done(id); });
-    });
+  // Posts a submit; `done` runs after the turn's commit with the new job's id, or with the
+  // error that kept it from being done.
+  void Submit(std::function<void(absl::StatusOr<std::string>)> done) {
+    loop->Post(
+        [done](Turn& t) {
+          absl::StatusOr<const sched::Job*> job = t.core.SubmitJob(OneReplica(), t.now, t.fx);
+          absl::StatusOr<std::string> id =
+              job.ok() ? absl::StatusOr<std::string>((*job)->id) : job.status();
+          t.after_commit->push_back([done, id] { done(id); });
+        },
+        done);
   }
 
   std::atomic<int64_t> now_ms{1'000'000};
@@ -132,9 +147,9 @@ TEST_CASE("a job is readable as soon as its create is answered") {
   absl::Notification answered;
   std::string id;
   bool readable = false;
-  f.Submit([&](const std::string& job_id) {
-    id = job_id;
-    readable = f.snapshots.Get(job_id, f.now_ms).ok();
+  f.Submit([&](absl::StatusOr<std::string> job_id) {
+    id = job_id.value_or("");
+    readable = f.snapshots.Get(id, f.now_ms).ok();
     answered.Notify();
   });
   REQUIRE(answered.WaitForNotificationWithTimeout(absl::Seconds(10)));
@@ -149,7 +164,7 @@ TEST_CASE("commands for agents leave only after the commit that decided them") {
   REQUIRE(f.registry.Attach("node-a", channel, "instance-1").ok());
   f.loop->Post([](Turn& t) { t.core.AgentRegistered(NodeA(), t.now, t.fx); });
   absl::Notification answered;
-  f.Submit([&](const std::string&) { answered.Notify(); });
+  f.Submit([&](const absl::StatusOr<std::string>&) { answered.Notify(); });
   REQUIRE(answered.WaitForNotificationWithTimeout(absl::Seconds(10)));
   // The submit's turn placed the job: its launch went out with the job already PENDING on disk.
   const std::vector<int> states = channel->launch_states();
@@ -157,38 +172,83 @@ TEST_CASE("commands for agents leave only after the commit that decided them") {
   CHECK(states[0] == v1::JOB_STATE_PENDING);
 }
 
-TEST_CASE("a failed commit is not sent, published or acknowledged") {
-  absl::Mutex mu;
-  std::vector<std::string> failures;
-  Fixture f([&](const absl::Status& status) {
-    absl::MutexLock lock(&mu);
-    failures.push_back(std::string(status.message()));
+// Waits (with a deadline) for a submit's outcome.
+absl::StatusOr<std::string> SubmitAndWait(Fixture& f) {
+  absl::Notification answered;
+  absl::StatusOr<std::string> outcome = absl::InternalError("no answer");
+  f.Submit([&](absl::StatusOr<std::string> id) {
+    outcome = std::move(id);
+    answered.Notify();
   });
+  REQUIRE(answered.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  return outcome;
+}
+
+TEST_CASE("a failed commit is refused to its callers, and is not sent, published or acknowledged") {
+  Fixture f;
   auto channel = std::make_shared<RecordingChannel>(f.db_path());
   REQUIRE(f.registry.Attach("node-a", channel, "instance-1").ok());
-  // Every write of an event fails from now on, as a full disk would.
-  ExecSql(f.db_path(),
-          "CREATE TRIGGER no_space BEFORE INSERT ON events "
-          "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;");
-  std::atomic<bool> acknowledged{false};
   f.loop->Post([](Turn& t) { t.core.AgentRegistered(NodeA(), t.now, t.fx); });
-  f.Submit([&](const std::string&) { acknowledged = true; });
-  f.loop->Stop();  // finishes the posted work
+  std::atomic<bool> acknowledged{false};
+  absl::Status refused;
   {
-    absl::MutexLock lock(&mu);
-    REQUIRE(!failures.empty());
-    CHECK(failures[0].find("database or disk is full") != std::string::npos);
+    testing::ScopedFault full(testing::FaultyVfs::Fault::kFull);
+    absl::StatusOr<std::string> id = SubmitAndWait(f);
+    refused = id.status();
+    acknowledged = id.ok();
   }
   CHECK(!acknowledged);
+  CHECK(refused.code() == absl::StatusCode::kResourceExhausted);
+  CHECK_THAT(std::string(refused.message()), Catch::Contains("no space left on"));
   CHECK(channel->launch_states().empty());
   v1::ListJobsRequest all;
   CHECK(f.snapshots.List(all, f.now_ms)->jobs_size() == 0);
+  CHECK(f.loop->write_status().code() == absl::StatusCode::kResourceExhausted);
+}
+
+TEST_CASE("after a failed commit changes are refused and reads answered until a write works") {
+  Fixture f;
+  auto channel = std::make_shared<RecordingChannel>(f.db_path());
+  REQUIRE(f.registry.Attach("node-a", channel, "instance-1").ok());
+  f.loop->Post([](Turn& t) { t.core.AgentRegistered(NodeA(), t.now, t.fx); });
+  REQUIRE(SubmitAndWait(f).ok());  // placed on node-a
+  testing::FaultyVfs::Set(testing::FaultyVfs::Fault::kIoError);
+  CHECK(SubmitAndWait(f).status().code() == absl::StatusCode::kUnavailable);
+
+  // The core was rebuilt from the database: the first job is there, the refused one is not.
+  absl::Notification read;
+  size_t jobs = 0;
+  f.loop->PostRead(
+      [&](Turn& t) {
+        jobs = t.core.jobs().size();
+        t.after_commit->push_back([&] { read.Notify(); });
+      },
+      nullptr);
+  REQUIRE(read.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  CHECK(jobs == 1);
+  // Writes are refused at once, without a commit, even after the fault is gone, until a probe.
+  testing::FaultyVfs::Set(testing::FaultyVfs::Fault::kNone);
+  absl::Status again = SubmitAndWait(f).status();
+  CHECK(again.code() == absl::StatusCode::kUnavailable);
+  CHECK_THAT(std::string(again.message()), Catch::Contains("I/O error writing"));
+  CHECK(channel->closed().empty());
+
+  // The next probe (a second later on the loop's clock) writes: changes are accepted again, and
+  // agents are asked to register with the rebuilt core.
+  f.now_ms += 1500;
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!f.loop->write_status().ok() && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  REQUIRE(f.loop->write_status().ok());
+  CHECK_THAT(channel->closed(), Catch::Contains("register again"));
+  CHECK(SubmitAndWait(f).ok());
 }
 
 TEST_CASE("Stop finishes the work already posted, answering each") {
   Fixture f;
   std::atomic<int> answered{0};
-  for (int i = 0; i < 50; ++i) f.Submit([&](const std::string&) { answered++; });
+  for (int i = 0; i < 50; ++i) f.Submit([&](const absl::StatusOr<std::string>&) { answered++; });
   f.loop->Stop();
   CHECK(answered == 50);
   v1::ListJobsRequest all;

@@ -1,0 +1,35 @@
+#include "server/state_load.h"
+
+#include "absl/strings/str_cat.h"
+#include "scheduler/model_proto.h"
+
+namespace trainctl::server {
+
+absl::StatusOr<LoadedState> LoadState(storage::Store& store, const sched::CoreOptions& options) {
+  absl::StatusOr<storage::Snapshot> snap = store.Load();
+  if (!snap.ok()) return snap.status();
+  LoadedState out;
+  for (const sched::Node& node : snap->nodes) {
+    for (const std::string& fp : node.status.revoked_certificates()) {
+      out.revoked_certificates.push_back(fp);
+    }
+  }
+  for (std::string& fp : snap->revoked_certificates) {
+    out.revoked_certificates.push_back(std::move(fp));
+  }
+  std::vector<sched::Job> jobs;
+  jobs.reserve(snap->jobs.size());
+  for (const v1::Job& stored : snap->jobs) {
+    absl::StatusOr<sched::Job> job = sched::JobFromProto(stored);
+    if (!job.ok()) {
+      return absl::DataLossError(absl::StrCat("job ", stored.id(), ": ", job.status().message()));
+    }
+    jobs.push_back(*std::move(job));
+  }
+  out.core = std::make_unique<sched::Core>(options);
+  out.core->Restore(std::move(jobs), std::move(snap->nodes), snap->runs, std::move(snap->quotas));
+  out.tokens = std::move(snap->tokens);
+  return out;
+}
+
+}  // namespace trainctl::server

@@ -1,0 +1,28 @@
+// LoadState: trainctld's in-memory state built from its database — the scheduler core with every
+// job, node, run and quota, plus the API tokens and revoked certificates the server keeps beside
+// it. trainctld's start uses it, and so does the reconcile loop when it rebuilds the core after a
+// failed commit (a full disk), so both see the durable state the same way.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "scheduler/core.h"
+#include "storage/store.h"
+
+namespace trainctl::server {
+
+struct LoadedState {
+  std::unique_ptr<sched::Core> core;
+  std::vector<storage::TokenRow> tokens;
+  // Fingerprints of every revoked certificate: those of live nodes and of deleted ones.
+  std::vector<std::string> revoked_certificates;
+};
+
+// Reads everything from `store` into a new core made with `options`. An error names the job
+// that cannot be read.
+absl::StatusOr<LoadedState> LoadState(storage::Store& store, const sched::CoreOptions& options);
+
+}  // namespace trainctl::server
