@@ -177,6 +177,7 @@ Agent::Agent(Options options)
   worker_ = std::thread([this] { WorkerLoop(); });
   exit_checker_ = std::thread([this] { ExitCheckLoop(); });
   if (options_.delay_exit_status >= 0) exit_delayer_ = std::thread([this] { DelayedExitLoop(); });
+  fencer_ = std::thread([this] { FenceLoop(); });
 }
 
 Agent::~Agent() {
@@ -188,6 +189,7 @@ Agent::~Agent() {
   }
   worker_.join();
   exit_checker_.join();
+  fencer_.join();
   if (exit_delayer_.joinable()) exit_delayer_.join();
   if (health_checker_.joinable()) health_checker_.join();
 }
@@ -352,6 +354,8 @@ trainctl::v1::AgentMessage Agent::StartStream() {
   }
   for (auto& entry : runs) *reg.add_runs() = std::move(entry.second);
   message.set_seq(++seq_);
+  register_seq_ = message.seq();
+  fence_.Sent(message.seq(), MonotonicNow());
   return message;
 }
 
@@ -409,6 +413,7 @@ void Agent::WriteLoop(Stream* stream) {
       if (absl::Now() >= next_heartbeat_) {
         message.mutable_heartbeat()->set_running_replicas(launcher_.ActiveCount());
         message.set_seq(++seq_);
+        fence_.Sent(message.seq(), MonotonicNow());
         next_heartbeat_ = absl::Now() + heartbeat_interval_;
       } else if (const trainctl::v1::AgentMessage* report = reports_.NextUnsent()) {
         message = *report;
@@ -446,8 +451,21 @@ void Agent::Handle(const trainctl::v1::SchedulerMessage& message) {
       registered_ = true;
       heartbeat_interval_ = ms > 0 ? absl::Milliseconds(ms) : kDefaultHeartbeat;
       next_heartbeat_ = std::min(next_heartbeat_, absl::Now() + heartbeat_interval_);
-      spdlog::info("registration acknowledged; heartbeat every {}",
-                   absl::FormatDuration(heartbeat_interval_));
+      const trainctl::v1::RegisterAck& ack = message.register_ack();
+      fence_.Configure(absl::Milliseconds(ack.fence_after_ms()),
+                       absl::Milliseconds(ack.fence_grace_ms()));
+      Answered(register_seq_);
+      spdlog::info(
+          "registration acknowledged; heartbeat every {}; lost timeout {}; fence after {} "
+          "without an answer",
+          absl::FormatDuration(heartbeat_interval_),
+          absl::FormatDuration(absl::Milliseconds(ack.lost_timeout_ms())),
+          fence_.armed() ? absl::FormatDuration(fence_.fence_after()) : std::string("never"));
+      break;
+    }
+    case trainctl::v1::SchedulerMessage::kHeartbeatAck: {
+      absl::MutexLock lock(&mu_);
+      Answered(message.heartbeat_ack().seq());
       break;
     }
     case trainctl::v1::SchedulerMessage::kLaunch:

@@ -49,11 +49,21 @@
 // the ones it keeps are reported with their true exit when they end. Replicas that ended while
 // no agent ran are reported at once, with their exit code (launcher.h).
 //
+// Fencing (fence_timer.h; README, "Network partitions"): the RegisterAck says how long the agent
+// may go without an answer from the scheduler (fence_after: its lost timeout minus a margin).
+// Once no RegisterAck or HeartbeatAck has answered anything sent in the last fence_after, the
+// agent stops every replica itself (SIGTERM, SIGKILL after the ack's fence_grace_ms), logs
+// "fenced: no word from the scheduler for 12s; stopped 2 replicas", and reports each exit with
+// ReplicaExited.fenced when it gets through again, as it reports any exit. The scheduler moves
+// a LOST node's replicas only after its lost timeout plus the margin, when they are gone. Runs
+// launched while the agent stays out of touch are fenced too; launches are not refused.
+//
 // Threads: Run()'s caller connects, runs the startup script and is the only writer; one reader
 // thread per stream handles SchedulerMessages (acks, log reads, check requests); one worker
 // thread runs launches (with their preflight) and stops in arrival order; one thread runs the
-// periodic checks and one the exit checks; the launcher's threads add reports. Thread-safety:
-// call Run() once, and Shutdown() once, from another thread; every other method from any thread.
+// periodic checks, one the exit checks and one the fence; the launcher's threads add reports.
+// Thread-safety: call Run() once, and Shutdown() once, from another thread; every other method from
+// any thread.
 #pragma once
 
 #include <grpcpp/client_context.h>
@@ -72,6 +82,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "agents/fence_timer.h"
 #include "agents/host_checks.h"
 #include "agents/launcher.h"
 #include "agents/node_checks.h"
@@ -206,6 +217,11 @@ class Agent {
   // Journals the report, then queues it for the scheduler; for an exit, forgets the run's
   // directory (its end is in the journal now).
   void AddReportLocked(trainctl::v1::AgentMessage report) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stops every replica whenever the scheduler has not answered for fence_after, until the
+  // agent is destroyed (agent_fence.cc).
+  void FenceLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  // The scheduler answered the message `seq` (a RegisterAck or HeartbeatAck).
+  void Answered(uint64_t seq) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sleeps `d` unless the agent stops first.
   void SleepUnlessStopped(absl::Duration d) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -260,6 +276,10 @@ class Agent {
   // Abnormal exits waiting for their exit checks, oldest first; the exit-check thread removes
   // them only when it adds their reports.
   std::deque<trainctl::v1::ReplicaExited> pending_exits_ ABSL_GUARDED_BY(mu_);
+  // When to fence, from the scheduler's answers (fence_timer.h).
+  FenceTimer fence_ ABSL_GUARDED_BY(mu_);
+  // The seq of the current stream's Register, which its RegisterAck answers.
+  uint64_t register_seq_ ABSL_GUARDED_BY(mu_) = 0;
   // Options::delay_exit_status: exits held back, each with the time it is due, oldest first.
   std::deque<std::pair<absl::Time, trainctl::v1::ReplicaExited>> delayed_exits_
       ABSL_GUARDED_BY(mu_);
@@ -275,6 +295,7 @@ class Agent {
   std::thread exit_delayer_;
   // Started by Run() after the first startup script run.
   std::thread health_checker_;
+  std::thread fencer_;
 };
 
 }  // namespace trainctl::agent

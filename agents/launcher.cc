@@ -439,6 +439,24 @@ void ProcessLauncher::StopAll(int64_t grace_ms, const std::string& reason) {
   }
 }
 
+int ProcessLauncher::Fence(int64_t grace_ms, const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  int fenced = 0;
+  for (auto& [run_id, run] : runs_) {
+    if (run.stopping || (run.state != RunState::kLaunching && run.state != RunState::kRunning)) {
+      continue;
+    }
+    // A later agent that reports the exit reports it as fenced too.
+    const std::string marker = records_.RunDir(run_id) + "/" + kFenceFile;
+    int fd = open(marker.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0) close(fd);
+    StopLocked(run_id, grace_ms, reason, /*by_request=*/false).IgnoreError();
+    run.fenced = true;
+    ++fenced;
+  }
+  return fenced;
+}
+
 void ProcessLauncher::RejectNewLaunches(const std::string& reason) {
   absl::MutexLock lock(&mu_);
   reject_reason_ = reason.empty() ? "launches are no longer accepted" : reason;

@@ -176,6 +176,10 @@ class ProcessLauncher {
   // their exit reports do not say stopped_by_request, since the scheduler did not ask.
   void StopAll(int64_t grace_ms, const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Stops every run that is launching or running and not being stopped yet, like StopAll(),
+  // because the agent fenced (agent.h): their exit reports say fenced. Returns how many.
+  int Fence(int64_t grace_ms, const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
+
   // From now on, Launch() of a new run id reports a launch failure (the host's) with `reason`
   // instead of starting it. For shutdown: call before StopAll() so no run starts after it.
   void RejectNewLaunches(const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
@@ -234,6 +238,8 @@ class ProcessLauncher {
     bool stopped_by_request = false;
     // Stopped by StopAll(): the agent is shutting down.
     bool stopped_by_node = false;
+    // Stopped by Fence().
+    bool fenced = false;
     // When to SIGKILL a stopped run; InfiniteFuture when not stopping.
     absl::Time kill_at = absl::InfiniteFuture();
     bool kill_sent = false;

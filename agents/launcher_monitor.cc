@@ -267,6 +267,7 @@ void ProcessLauncher::ReportEnd(const std::string& run_id) {
     exited.set_stopped_by_request(run.stopped_by_request);
     exited.set_node_shutdown(run.stopped_by_node ||
                              access((run_dir + "/" + kNodeStopFile).c_str(), F_OK) == 0);
+    exited.set_fenced(run.fenced || access((run_dir + "/" + kFenceFile).c_str(), F_OK) == 0);
     exited.set_oom_killed(run.oom_killed);
     log_path = run.log_path;
     has_memory_limit = run.memory_limit_bytes > 0;

@@ -62,7 +62,10 @@ std::string PreflightError(const std::string& node, const trainctl::v1::CheckRun
 }
 
 bool IsAbnormalExit(const trainctl::v1::ReplicaExited& exited) {
-  if (exited.stopped_by_request() || exited.node_shutdown() || exited.launch_failed()) return false;
+  if (exited.stopped_by_request() || exited.node_shutdown() || exited.fenced() ||
+      exited.launch_failed()) {
+    return false;
+  }
   return (exited.has_exit_code() && exited.exit_code() != 0) || exited.has_signal();
 }
 

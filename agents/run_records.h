@@ -16,6 +16,7 @@
 //   node-stop  present when the node stopped the run (an agent's StopAll, `trainctl-agent
 //              --stop-replicas`): its exit is reported as the node's shutdown, not the replica's
 //              own end
+//   fenced     present when the agent fenced the run (agent.h): its exit is reported as fenced
 // A directory is removed only once the agent has handed the run's exit report to its journal
 // (report_journal.h), so at every moment either the directory or the journal knows the run.
 //
@@ -48,6 +49,8 @@ namespace trainctl::agent {
 
 // The marker file of a run the node stopped (see the layout above).
 inline constexpr char kNodeStopFile[] = "node-stop";
+// The marker file of a run the agent fenced.
+inline constexpr char kFenceFile[] = "fenced";
 
 struct RunRecord {
   std::string run_id;

@@ -166,6 +166,9 @@ v1::RegisterAck Core::AgentRegistered(const v1::Register& reg, int64_t now, Effe
   lifecycle_.Reconcile(reg, FromMs(now), fx);
   v1::RegisterAck ack;
   ack.set_heartbeat_interval_ms(options_.heartbeat_interval_ms);
+  ack.set_lost_timeout_ms(options_.nodes.lost_timeout_ms);
+  ack.set_fence_after_ms(FenceAfterMs(options_.nodes.lost_timeout_ms));
+  ack.set_fence_grace_ms(FenceMarginMs(options_.nodes.lost_timeout_ms));
   return ack;
 }
 
@@ -237,7 +240,9 @@ void Core::ReplicaProgress(const std::string& node, const v1::ReplicaProgress& p
 // --- Time and placement ------------------------------------------------------------------------
 
 void Core::CheckNodes(absl::Time now, Effects* fx) {
-  for (const NodeRegistry::Lost& lost : nodes_.DetectLost(now, fx)) {
+  // LOST now; their replicas move only once their agents have fenced them (node_health.h).
+  nodes_.DetectLost(now, fx);
+  for (const NodeRegistry::Lost& lost : nodes_.DueMoves(now, fx)) {
     lifecycle_.MoveReplicasOff(lost.node, MoveCause::kLost, lost.why, -1, /*node_gone=*/true, now,
                                fx);
   }

@@ -130,7 +130,8 @@ class Core {
   void AgentRefused(const std::string& node, const std::string& why, int64_t now, Effects* fx);
 
   // An agent (re)connected. Re-adopts the replicas it reports, stops runs nobody wants, resends
-  // launches it never received. Returns the RegisterAck to send back.
+  // launches it never received. Returns the RegisterAck to send back, with the agent's fence
+  // time (node_health.h, "Fencing").
   v1::RegisterAck AgentRegistered(const v1::Register& reg, int64_t now, Effects* fx);
   void AgentDisconnected(const std::string& node, int64_t now, Effects* fx);
   // A LOST node whose agent kept its stream and is heard from again is back: the runs moved off
@@ -154,7 +155,7 @@ class Core {
 
   // Enforces time limits (scheduling.timeout, hangTimeout, launchTimeout, queue timeouts),
   // starts replica restarts whose backoff has passed, and marks nodes not heard from within the
-  // lost timeout LOST, moving their replicas.
+  // lost timeout LOST, moving their replicas one fence margin later (node_health.h).
   void Tick(int64_t now, Effects* fx);
   // Places QUEUED jobs in admission order. Cheap when nothing changed since the last call.
   void Schedule(int64_t now, Effects* fx);
@@ -201,7 +202,8 @@ class Core {
   absl::Status CheckUsage() const;
 
  private:
-  // Marks lost nodes LOST and moves their replicas; finishes drains of empty nodes.
+  // Marks lost nodes LOST and moves the replicas of those whose fence wait is over; finishes
+  // drains of empty nodes.
   void CheckNodes(absl::Time now, Effects* fx);
 
   // Constant after construction.

@@ -71,9 +71,25 @@ std::string ClassTag(FailureClass c, const std::string& more = "") {
 // The node's agent shut down under the replica: it moves, charging nothing.
 Classification Shutdown(const Replica& r, Classification c) {
   c.remedy = Remedy::kMove;
+  c.move_cause = MoveCause::kShutdown;
+  c.move_reason = absl::StrCat("node ", r.node, "'s agent shut down");
   c.replica_message = "stopped by its node's shutdown; moving";
   c.explanation = absl::StrCat(c.summary, " because node ", r.node,
                                "'s agent shut down: moving it (not charged)");
+  return c;
+}
+
+// Its agent had no word from the scheduler for its fence time and stopped it (node_health.h,
+// "Fencing"): a partition, not the replica's doing. It moves, charging nothing.
+Classification Fenced(const Replica& r, Classification c) {
+  c.remedy = Remedy::kMove;
+  c.move_cause = MoveCause::kLost;
+  c.move_reason =
+      absl::StrCat("node ", r.node, "'s agent lost touch with the scheduler and fenced it");
+  c.replica_message = "stopped by its agent's fence; moving";
+  c.explanation = absl::StrCat(c.summary, ": node ", r.node,
+                               "'s agent had no word from the scheduler for its fence time: "
+                               "moving it (not charged)");
   return c;
 }
 
@@ -106,12 +122,15 @@ bool IsCleanExit(const v1::ReplicaExited& x) {
 }
 
 bool IsHostFault(const v1::ReplicaExited& x) {
-  return x.preflight_failed() ||
-         (x.has_checks() && !x.checks().passed() && !x.stopped_by_request() && !IsCleanExit(x));
+  return x.preflight_failed() || (x.has_checks() && !x.checks().passed() &&
+                                  !x.stopped_by_request() && !x.fenced() && !IsCleanExit(x));
 }
 
 std::string DescribeExit(const v1::ReplicaExited& x) {
   if (x.node_shutdown()) return "was stopped because its node's agent shut down";
+  if (x.fenced()) {
+    return "was stopped by its agent's fence (no word from the scheduler for its fence time)";
+  }
   if (x.launch_failed()) return absl::StrCat("could not start: ", x.launch_error());
   if (x.oom_killed()) return "ran out of memory";
   if (x.has_signal()) return absl::StrCat("was killed by ", SignalName(x.signal()));
@@ -133,6 +152,7 @@ Classification Classify(const RetryPolicy& p, const Replica& r, const Failure& f
   c.explanation = absl::StrCat("Replica ", r.name, " on ", r.node, " ", c.summary);
   const bool exit = f.kind == Failure::Kind::kExit;
   if (exit && x.node_shutdown()) return Shutdown(r, c);
+  if (exit && x.fenced()) return Fenced(r, c);
   if (exit && IsHostFault(x)) return HostFault(r, x, c);
 
   if (exit && !x.launch_failed() && x.has_exit_code() && x.exit_code() == 0) {

@@ -38,7 +38,7 @@ enum class Remedy {
   kRetryJob,          // a new attempt, charged to maxJobRetries
   kInternalRetry,     // a new attempt, charged to maxInternalRetries
   kRedispatch,        // isolate the host, a new attempt elsewhere (faultTolerance.jobRetryNum)
-  kMove,              // to another node, not charged (its node's agent shut down)
+  kMove,              // to another node, not charged (its agent shut down, or fenced it)
   kFail,
 };
 
@@ -62,6 +62,9 @@ struct Classification {
   std::string fail_hint;
   // The replica's note after a host fault or a move; empty: the engine's default.
   std::string replica_message;
+  // For kMove: why it moves.
+  MoveCause move_cause = MoveCause::kNone;
+  std::string move_reason;
 };
 
 Classification Classify(const RetryPolicy& policy, const Replica& replica, const Failure& failure);

@@ -303,6 +303,9 @@ struct Node {
   // Runs that were on this node when it was lost and have moved elsewhere: stopped on it when it
   // comes back. In memory only; after a scheduler restart, Register's reconciliation does it.
   std::set<std::string> stale_runs;
+  // LOST with its replicas not moved yet: when they move (Unix ms), once its agent has fenced
+  // them (node_health.h). 0: no move pending. In memory only (NodeRegistry::Restore).
+  int64_t move_at_ms = 0;
 };
 
 // One append-only audit row. Every state change of a job or node produces one.

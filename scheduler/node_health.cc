@@ -1,5 +1,6 @@
 #include "scheduler/node_health.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -7,6 +8,15 @@
 #include "common/time_util.h"
 
 namespace trainctl::sched {
+
+int64_t FenceMarginMs(int64_t lost_timeout_ms) {
+  constexpr int64_t kFloorMs = 500;
+  return std::min(std::max(lost_timeout_ms / 5, kFloorMs), lost_timeout_ms / 2);
+}
+
+int64_t FenceAfterMs(int64_t lost_timeout_ms) {
+  return lost_timeout_ms - FenceMarginMs(lost_timeout_ms);
+}
 
 const v1::CheckRun* LatestRun(const v1::Node& status, const std::string& phase) {
   for (const v1::CheckRun& run : status.checks()) {

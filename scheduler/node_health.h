@@ -30,7 +30,7 @@
 namespace trainctl::sched {
 
 struct NodePolicy {
-  // A node not heard from for this long is LOST.
+  // A node not heard from for this long is LOST; its replicas move FenceMarginMs later.
   int64_t lost_timeout_ms = 15'000;
   // Isolations within the window that make a node flapping.
   int32_t flap_threshold = 3;
@@ -38,6 +38,24 @@ struct NodePolicy {
   // The ports of every node's pool (trainctld --port-range). REQUIRES: ValidatePortRange is OK.
   PortRange ports;
 };
+
+// Fencing: no replica runs twice, even across a network partition (README, "Network partitions").
+//
+// An agent that has had no answer from the scheduler to anything it sent in the last
+// fence_after = lost timeout - margin stops its replicas itself: SIGTERM, then SIGKILL after
+// one margin more. So its replicas are gone by the lost timeout, counted from the last heartbeat
+// the scheduler answered, which it sent no later than the scheduler heard it. The scheduler marks
+// the node LOST at the lost timeout as before, but moves its replicas only one margin later:
+// that margin covers the SIGKILL's delivery and the reaping, the agent's timer waking late, and
+// the two clocks' rate difference (both count elapsed time, not wall time of day on the agent).
+//
+// The margin is a fifth of the lost timeout: a longer timeout is chosen for slower hosts and
+// networks, and the SIGTERM grace before the SIGKILL gets longer with it (3s for the 15s
+// default, so a replica may write a last checkpoint). At least 500ms (a loaded host's timer and
+// reaping delays), at most half the lost timeout, so that fence_after stays positive.
+int64_t FenceMarginMs(int64_t lost_timeout_ms);
+// lost_timeout_ms - FenceMarginMs(lost_timeout_ms).
+int64_t FenceAfterMs(int64_t lost_timeout_ms);
 
 // True when the latest checks that count (see the file comment) failed.
 bool FailingChecks(const v1::Node& status);

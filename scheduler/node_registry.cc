@@ -29,6 +29,7 @@ void NodeRegistry::Restore(std::vector<Node> nodes) {
   for (Node& n : nodes) {
     n.connected = false;
     n.lost = n.status.state() == v1::NODE_STATE_LOST;
+    n.move_at_ms = n.lost ? kMoveAfterFirstCheck : 0;
     n.draining = n.status.state() == v1::NODE_STATE_DRAINING;
     LoadDevices(n);
     nodes_[n.name] = std::move(n);
@@ -101,40 +102,6 @@ void NodeRegistry::Register(const v1::Register& reg, absl::Time now, Effects* fx
     Refresh(&node, known_before ? "its agent reconnected" : "its agent registered", now, fx);
   }
   if (reg.has_startup()) ApplyCheckRun(node.name, reg.startup(), now, fx);
-}
-
-void NodeRegistry::Disconnect(const std::string& name, absl::Time now, Effects* fx) {
-  Node* node = FindMutable(name);
-  if (node == nullptr || !node->connected) return;
-  node->connected = false;
-  Changed();
-  fx->nodes.insert(name);
-  AddEvent(fx, now, nullptr, "", name, "NodeDisconnected",
-           "the agent's stream closed; its replicas keep running until it reconnects");
-}
-
-void NodeRegistry::Heartbeat(const std::string& name, absl::Time now, Effects* fx) {
-  Node* node = FindMutable(name);
-  if (node == nullptr) return;
-  node->last_heartbeat_ms = ToMs(now);
-  if (node->lost && node->connected) Returned(node, "its agent is heard from again", now, fx);
-}
-
-void NodeRegistry::Returned(Node* node, const std::string& how, absl::Time now, Effects* fx) {
-  node->lost = false;
-  node->status.set_health_description(
-      absl::StrCat("The host rejoined at ", FormatRfc3339(ToMs(now)), " after it was lost"));
-  AddEvent(fx, now, nullptr, "", node->name, "NodeReturned",
-           absl::StrCat(how,
-                        " after the node was lost; runs moved elsewhere meanwhile are "
-                        "stopped on it"));
-  for (const std::string& run_id : node->stale_runs) {
-    fx->commands.push_back({node->name, StopMessage(run_id, kDefaultStopGraceMs,
-                                                    "moved to another node while this node "
-                                                    "was lost")});
-  }
-  node->stale_runs.clear();
-  Refresh(node, how, now, fx);
 }
 
 NodeRegistry::CheckOutcome NodeRegistry::ApplyCheckRun(const std::string& name,
@@ -234,6 +201,7 @@ absl::StatusOr<std::string> NodeRegistry::Revoke(const std::string& name, const 
   node->status.set_cordoned(true);
   node->connected = false;
   node->lost = true;
+  node->move_at_ms = 0;  // the core moves its replicas at once
   const std::string why =
       absl::StrCat("node ", name, "'s certificate ", fingerprint, " was revoked by an operator",
                    reason.empty() ? "" : ": ", reason);
@@ -351,29 +319,6 @@ absl::StatusOr<std::string> NodeRegistry::Drain(const std::string& name, const s
 }
 
 // --- Time --------------------------------------------------------------------------------------
-
-std::vector<NodeRegistry::Lost> NodeRegistry::DetectLost(absl::Time now, Effects* fx) {
-  if (restored_ && first_check_ == absl::InfinitePast()) first_check_ = now;
-  const int64_t now_ms = ToMs(now);
-  const int64_t first_ms = first_check_ == absl::InfinitePast() ? 0 : ToMs(first_check_);
-  std::vector<Lost> lost;
-  for (auto& [name, node] : nodes_) {
-    const int64_t heard = std::max(node.last_heartbeat_ms, first_ms);
-    if (node.lost || now_ms - heard < policy_.lost_timeout_ms) continue;
-    node.lost = true;
-    node.draining = false;
-    const std::string why =
-        absl::StrCat("no heartbeat for ", FormatDuration(now_ms - heard), " (lost timeout ",
-                     FormatDuration(policy_.lost_timeout_ms), ")");
-    node.status.set_health_description(
-        absl::StrCat("The host stopped responding at ", FormatRfc3339(heard), ": ", why));
-    AddEvent(fx, now, nullptr, "", name, "NodeLost",
-             absl::StrCat(why, "; moving its replicas to other nodes"));
-    Refresh(&node, why, now, fx);
-    lost.push_back({name, absl::StrCat("node ", name, " was lost: ", why)});
-  }
-  return lost;
-}
 
 void NodeRegistry::FinishDrains(absl::Time now, Effects* fx) {
   for (auto& [name, node] : nodes_) {

@@ -45,7 +45,9 @@ class NodeRegistry {
 
   // Loads persisted nodes: each starts disconnected; LOST and DRAINING are kept. After a restore
   // the first lost-timeout check counts every node as heard from at that check's time, so a
-  // scheduler restart gives every agent a full lost timeout to reconnect.
+  // scheduler restart gives every agent a full lost timeout to reconnect. A node restored LOST
+  // may have replicas that never moved (the scheduler stopped between LOST and the move): they
+  // move one fence margin after that first check.
   void Restore(std::vector<Node> nodes);
 
   // --- Reports from agents -------------------------------------------------------------------
@@ -107,8 +109,13 @@ class NodeRegistry {
     // "node-a was lost: no heartbeat for 20s (lost timeout 15s)"
     std::string why;
   };
-  // Marks the nodes not heard from within the lost timeout LOST, with their events.
+  // Marks the nodes not heard from within the lost timeout LOST, with their events. Their
+  // replicas stay where they are for FenceMarginMs more (node_health.h): DueMoves says when.
   std::vector<Lost> DetectLost(absl::Time now, Effects* fx);
+  // The LOST nodes whose agents have fenced their replicas by `now` (lost timeout + margin
+  // since they were last heard from), each once: their replicas move now. A node heard from
+  // again before then keeps its replicas.
+  std::vector<Lost> DueMoves(absl::Time now, Effects* fx);
   // Draining nodes that hold no replica any more become CORDONED.
   void FinishDrains(absl::Time now, Effects* fx);
 
@@ -189,6 +196,9 @@ class NodeRegistry {
   // Rebuilds the node's device pool from its inventory (status.gpu_devices), keeping holds.
   void LoadDevices(const Node& node);
   int32_t FreePorts(const std::string& node) const;
+
+  // Node::move_at_ms of a node restored LOST: one fence margin after the first DetectLost.
+  static constexpr int64_t kMoveAfterFirstCheck = -1;
 
   // Constant after construction.
   const NodePolicy policy_;

@@ -138,8 +138,8 @@ RetryDecision DecideOnFailure(const RetryPolicy& p, const Job& job, const Replic
       return Redispatch(job, d, c.error, /*charged=*/true);
     case Remedy::kMove:
       d.action = Decision::kMoveReplica;
-      d.move_cause = MoveCause::kShutdown;
-      d.move_reason = absl::StrCat("node ", r.node, "'s agent shut down");
+      d.move_cause = c.move_cause;
+      d.move_reason = c.move_reason;
       return d;
     case Remedy::kFail:
       break;

@@ -259,7 +259,22 @@ class AgentSession : public Reactor {
       }
       case v1::AgentMessage::kHeartbeat: {
         std::string node = node_;
-        loop_->Post([node](Turn& t) { t.core.Heartbeat(node, t.now, t.fx); });
+        // Answered by the turn that records it, so the agent's fence timer (node_health.h),
+        // which counts from when it sent the heartbeat, never runs behind the lost timeout.
+        // Not after the commit: the time a node was heard lives in memory only. Answered also
+        // while writes are refused: no tick marks a node LOST then, and the rebuilt core gives
+        // every node a full lost timeout, so replicas keep running through a full disk.
+        auto answer = [ch = channel_, seq] {
+          v1::SchedulerMessage ack;
+          ack.mutable_heartbeat_ack()->set_seq(seq);
+          ch->Send(ack);
+        };
+        loop_->Post(
+            [node, answer](Turn& t) {
+              t.core.Heartbeat(node, t.now, t.fx);
+              answer();
+            },
+            [answer](const absl::Status&) { answer(); });
         break;
       }
       case v1::AgentMessage::kReplicaStarted:

@@ -267,7 +267,7 @@ TEST_CASE("a lost node restarts the whole gang with its replica on another node"
   Gang g(1, nullptr, /*lost_timeout_ms=*/10'000);
   const std::string lost = g.R("worker-0").node;
   Effects fx;
-  g.now += 11'000;  // only the other nodes were heard from
+  g.now += 12'000;  // the lost timeout and its fence margin; only the other nodes were heard from
   for (const std::string n : {"node-a", "node-b", "node-c"}) {
     if (n != lost) g.core.Heartbeat(n, g.now, &fx);
   }

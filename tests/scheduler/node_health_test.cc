@@ -300,7 +300,7 @@ TEST_CASE(
   for (const char* n : {"node-a", "node-b", "node-c"}) {
     if (n != victim) c.core.Heartbeat(n, c.now, &fx);
   }
-  c.now += 6'000;
+  c.now += 8'000;  // the lost timeout (15s) and the fence margin (3s)
   Effects fx2;
   c.core.Tick(c.now, &fx2);
   CHECK(c.Node(victim).state() == v1::NODE_STATE_LOST);
@@ -343,7 +343,7 @@ TEST_CASE(
   const std::string id = c.Run(Spec(1));
   const std::string victim = c.NodeOf(id, "worker-0");
   const std::string old_run = c.RunId(id, 1);
-  c.now += 16'000;
+  c.now += 18'000;  // the lost timeout (15s) and the fence margin (3s)
   Effects fx;
   for (const char* n : {"node-a", "node-b", "node-c"}) {
     if (n != victim) c.core.Heartbeat(n, c.now, &fx);

@@ -126,7 +126,8 @@ TEST_CASE("NodeRegistry: a node not heard from for the lost timeout is LOST, onc
   CHECK(lost[0].node == "node-a");
   CHECK(lost[0].why == "node node-a was lost: no heartbeat for 15s (lost timeout 15s)");
   CHECK(EventOf(fx, "NodeLost") ==
-        "no heartbeat for 15s (lost timeout 15s); moving its replicas to other nodes");
+        "no heartbeat for 15s (lost timeout 15s); its replicas move to other nodes in 3s, once "
+        "its agent has fenced them (it stops them after 12s without word from the scheduler)");
   CHECK(StateOf(r.nodes, "node-a") == v1::NODE_STATE_LOST);
   CHECK(r.Status("node-a").health() == v1::NODE_HEALTH_UNKNOWN);
   CHECK(Names(r.nodes.FreeNodes()) == std::vector<std::string>{"node-b"});

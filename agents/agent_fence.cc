@@ -1,0 +1,54 @@
+// Agent: the fence (agent.h, "Fencing"). One thread waits for the fence deadline the
+// scheduler's answers keep moving (fence_timer.h) and stops every replica when it passes.
+#include "absl/strings/str_cat.h"
+#include "agents/agent.h"
+#include "spdlog/spdlog.h"
+
+namespace trainctl::agent {
+namespace {
+
+// While fenced, how often runs launched meanwhile are looked for (a launch is rare then: the
+// scheduler does not place work on a node it cannot hear).
+constexpr absl::Duration kFencedRecheck = absl::Seconds(1);
+
+}  // namespace
+
+void Agent::Answered(uint64_t seq) {
+  if (fence_.Answered(seq)) {
+    spdlog::info(
+        "in touch with the scheduler again after fencing; replicas start again when it "
+        "sends them");
+  }
+}
+
+void Agent::FenceLoop() {
+  absl::MutexLock lock(&mu_);
+  while (!worker_exit_) {
+    const absl::Time deadline = fence_.Deadline();
+    const absl::Time now = MonotonicNow();
+    // Wakes for the destructor, and for an answer that moves the deadline.
+    auto changed = [this, deadline]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return worker_exit_ || fence_.Deadline() != deadline;
+    };
+    if (now < deadline) {
+      mu_.AwaitWithTimeout(absl::Condition(&changed), deadline - now);
+      continue;
+    }
+    const absl::Duration silence = absl::Trunc(fence_.Silence(now), absl::Milliseconds(100));
+    const std::string why =
+        absl::StrCat("fenced: no word from the scheduler for ", absl::FormatDuration(silence));
+    // Lock order: mu_ before the launcher's lock.
+    const int stopped = launcher_.Fence(absl::ToInt64Milliseconds(fence_.grace()), why);
+    if (stopped > 0 || !fence_.fenced()) {
+      spdlog::warn(
+          "{}; stopped {} {} (SIGTERM, SIGKILL after {}) so that none runs twice: the "
+          "scheduler moves them to other nodes after its lost timeout (fence after {})",
+          why, stopped, stopped == 1 ? "replica" : "replicas", absl::FormatDuration(fence_.grace()),
+          absl::FormatDuration(fence_.fence_after()));
+    }
+    fence_.MarkFenced();
+    mu_.AwaitWithTimeout(absl::Condition(&changed), kFencedRecheck);
+  }
+}
+
+}  // namespace trainctl::agent
