@@ -10,6 +10,7 @@ packages=(
   python3-torch  # /usr/bin/python3 with torch: the PyTorch DDP example and its tests (label torch)
   python3-grpcio python3-protobuf python3-yaml  # the Python client (clients/python), its tests
   chromium chromium-driver python3-selenium  # the web console's browser test
+  iproute2 nftables  # the network partition tests: ip netns, veth pairs, nft rules in a namespace
 )
 sudo=""
 if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi

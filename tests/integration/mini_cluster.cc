@@ -307,6 +307,10 @@ void MiniCluster::StartAgent(int i) {
   auto own = opts_.agent_args.find(i);
   if (own != opts_.agent_args.end())
     argv.insert(argv.end(), own->second.begin(), own->second.end());
+  auto prefix = opts_.agent_prefix.find(i);
+  if (prefix != opts_.agent_prefix.end()) {
+    argv.insert(argv.begin(), prefix->second.begin(), prefix->second.end());
+  }
   agents_[i] = std::make_unique<Process>(argv, absl::StrCat(dir_, "/agent-", i, ".log"));
 }
 

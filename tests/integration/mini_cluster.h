@@ -102,6 +102,10 @@ struct ClusterOptions {
   AgentOptions agent;
   // More flags for agent i alone; they come last, so they win over every other flag.
   std::map<int, std::vector<std::string>> agent_args;
+  // A command agent i runs under, its binary and flags following: e.g. {"ip", "netns", "exec",
+  // NAME} (netns_link.h). It must exec the agent, so that the PID the fixture signals is the
+  // agent's.
+  std::map<int, std::vector<std::string>> agent_prefix;
   // More trainctld flags, after the fixture's own (so "--heartbeat-interval" here wins).
   std::vector<std::string> daemon_args;
   // True: a PKI made by `trainctld pki init` under dir()/pki with a certificate for every agent

@@ -49,36 +49,54 @@ const char kUsage[] =
     "                        only process that ever ran this run: holds an exclusive lock on\n"
     "                        DIR/<job>.<attempt>.<replica>.<restart>.lock while it lives and\n"
     "                        creates DIR/<same>.ran (O_EXCL)\n"
+    "  --exclusive PATH      fail loudly (exit 99, a line in PATH.violations) when another\n"
+    "                        process holds PATH's exclusive lock; else hold it while it lives\n"
+    "                        (one PATH per replica: no two of its runs overlap, moves included)\n"
     "  --trap-term           on SIGTERM print \"got SIGTERM\" and exit 0\n"
     "  --ignore-term         ignore SIGTERM\n";
 
 [[noreturn]] void Die(const std::string& message);
 
-// --run-once: see kUsage. The lock's fd stays open until the process ends.
-void RunOnce(const std::string& dir) {
+// "<job>.<attempt>.<replica>.<restart>": the run this process is, from its environment.
+std::string RunKey() {
   auto env = [](const char* name) {
     const char* value = std::getenv(name);
     return std::string(value == nullptr ? "?" : value);
   };
-  const std::string key = env("TRAINCTL_JOB_ID") + "." + env("TRAINCTL_ATTEMPT") + "." +
-                          env("TRAINCTL_REPLICA_NAME") + "." + env("TRAINCTL_RESTART_COUNT");
-  auto violation = [&](const std::string& what) {
-    std::string line = key + " " + what + " (pid " + std::to_string(getpid()) + ")\n";
-    int fd = open((dir + "/violations").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      ssize_t ignored = write(fd, line.data(), line.size());
-      (void)ignored;
-      close(fd);
-    }
-    std::fprintf(stderr, "workload: %s", line.c_str());
-    std::exit(99);
-  };
+  return env("TRAINCTL_JOB_ID") + "." + env("TRAINCTL_ATTEMPT") + "." +
+         env("TRAINCTL_REPLICA_NAME") + "." + env("TRAINCTL_RESTART_COUNT");
+}
+
+// Appends "<run> <what> (pid N)" to `file` and stderr, then exits 99.
+[[noreturn]] void Violation(const std::string& file, const std::string& what) {
+  std::string line = RunKey() + " " + what + " (pid " + std::to_string(getpid()) + ")\n";
+  int fd = open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    ssize_t ignored = write(fd, line.data(), line.size());
+    (void)ignored;
+    close(fd);
+  }
+  std::fprintf(stderr, "workload: %s", line.c_str());
+  std::exit(99);
+}
+
+// --run-once: see kUsage. The lock's fd stays open until the process ends.
+void RunOnce(const std::string& dir) {
+  const std::string key = RunKey();
   int lock = open((dir + "/" + key + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lock < 0) Die("--run-once: cannot open the lock in " + dir);
-  if (flock(lock, LOCK_EX | LOCK_NB) != 0) violation("runs twice at once");
+  if (flock(lock, LOCK_EX | LOCK_NB) != 0) Violation(dir + "/violations", "runs twice at once");
   int ran = open((dir + "/" + key + ".ran").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (ran < 0) violation("ran before");
+  if (ran < 0) Violation(dir + "/violations", "ran before");
   close(ran);
+}
+
+// --exclusive: see kUsage. The lock's fd stays open until the process ends.
+void Exclusive(const std::string& path) {
+  int lock = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock < 0) Die("--exclusive: cannot open " + path);
+  if (flock(lock, LOCK_EX | LOCK_NB) != 0)
+    Violation(path + ".violations", "overlaps another holder");
 }
 
 [[noreturn]] void Die(const std::string& message) {
@@ -269,6 +287,8 @@ int main(int argc, char** argv) {
       PrintEnv();
     } else if (flag == "--run-once") {
       RunOnce(value());
+    } else if (flag == "--exclusive") {
+      Exclusive(value());
     } else if (flag == "--pidfile") {
       WriteNumber(value(), static_cast<long>(getpid()));
     } else if (flag == "--trap-term") {
