@@ -19,19 +19,6 @@
 namespace trainctl::testing {
 namespace {
 
-// Writes zeros to `path` until the file system is full.
-void FillUp(const std::string& path) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  REQUIRE(fd >= 0);
-  const std::string block(64 << 10, '\0');
-  while (write(fd, block.data(), block.size()) > 0) {
-  }
-  const std::string small(512, '\0');
-  while (write(fd, small.data(), small.size()) > 0) {
-  }
-  close(fd);
-}
-
 Serving Health(MiniCluster& c) {
   absl::StatusOr<Serving> s =
       CheckHealth(grpc::CreateChannel(c.address(), grpc::InsecureChannelCredentials()));

@@ -150,6 +150,18 @@ ClusterOptions WithAgents(int agents, AgentOptions opts) {
 
 std::string NodeName(int i) { return absl::StrCat("node-", i); }
 
+void FillUp(const std::string& path) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  REQUIRE(fd >= 0);
+  const std::string block(64 << 10, '\0');
+  while (write(fd, block.data(), block.size()) > 0) {
+  }
+  const std::string small(512, '\0');
+  while (write(fd, small.data(), small.size()) > 0) {
+  }
+  close(fd);
+}
+
 bool CanMountTmpfs() {
   char tmpl[] = "/tmp/trainctl-tmpfs-XXXXXX";
   const char* dir = mkdtemp(tmpl);

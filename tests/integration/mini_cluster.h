@@ -124,6 +124,9 @@ struct ClusterOptions {
 // Whether this process may mount a tmpfs (root, or CAP_SYS_ADMIN), as data_dir_tmpfs_mb needs.
 bool CanMountTmpfs();
 
+// Writes zeros to the file `path` until its file system is full (a full data dir).
+void FillUp(const std::string& path);
+
 // "node-<i>": the name of the fixture's i-th agent.
 std::string NodeName(int i);
 
