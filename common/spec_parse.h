@@ -18,7 +18,8 @@
 // the text of any scalar (`FOO: 1` in env gives "1"); enums take the value name with or without
 // the type prefix, in any case ("JOB_STATE_RUNNING", "RUNNING", "running") or the number;
 // google.protobuf.Duration takes "30s", "500ms", "5m", "1h30m"; google.protobuf.Timestamp takes
-// RFC 3339; bytes take base64. A null value leaves the field unset.
+// RFC 3339; bytes take base64; a string (a map's keys too) must be valid UTF-8. A null value
+// leaves the field unset.
 //
 // Thread-safe: these are pure functions.
 #pragma once

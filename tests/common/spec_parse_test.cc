@@ -152,6 +152,35 @@ TEST_CASE("ParseJobSpec names the field of every error", "[spec_parse]") {
   }
 }
 
+// Found by tests/fuzz/spec_parse_fuzz: such a spec was accepted, then refused by the server.
+TEST_CASE("ParseJobSpec refuses strings that are not UTF-8, naming the field", "[spec_parse]") {
+  CHECK(ErrorOf("workerPools:\n- args: [\"ok\", \"/path\xff\xfe/x\"]\n") ==
+        "workerPools[0].args[1]: must be valid UTF-8");
+  CHECK(ErrorOf("workerPools:\n- env: {\"K\xc3\": v}\n") ==
+        "workerPools[0].env[\"K\\xc3\"]: must be valid UTF-8");
+  CHECK(ErrorOf("displayName: \"caf\xc3\xa9\"\nlabels: {k: \"\xe2\x82\"}\n") ==
+        "labels[\"k\"]: must be valid UTF-8");
+  REQUIRE(ParseJobSpec("displayName: \"caf\xc3\xa9 \xe2\x82\xac\"\n").ok());
+}
+
+// Found by tests/fuzz/spec_parse_fuzz: yaml-cpp's LoadAll never returned on this 688-byte text.
+TEST_CASE("ParseJobSpec returns on text where yaml-cpp finds documents without end",
+          "[spec_parse]") {
+  const std::string text(
+      "# s?long.yaml)\n#  l \xf2mist --state runn1ng\n#   trainctl logs \"$id\" -f  \x00\x00"
+      "\x00\x01\x00\x00\x00\x01\xff\x00  # prints a line every 10s; Ctrl-C to stop following\n#"
+      "   trainctl cancel \"$id\"           # \"j-...? # hello.yaml: the smallest disttype.goog"
+      "leapis.com/trainctl.v1.JobSpec.Labelributed job.  (0 for the chief, then0 \n,# 2, 3 for "
+      "the workers) and WORLD_SIZE (4) in its environment.\ndisplayName: hello\nproject: defaul"
+      "t\nworkerPools:\n  # Pool 0 holds the primary replica and must have exactly one.\n  - na"
+      "me: chief\n    replicaCount: 0\n    # command[0] is looked up in PATH; args are appended"
+      " after command.\n    command: [\"/bin/sh\", \"-c\"]\n    args:\n      - >-\n        echo"
+      " \"hCANCello from $TRAINCTLELLING_REP\"LI trlC",
+      688);
+  const absl::StatusOr<v1::JobSpec> spec = ParseJobSpec(text);
+  CHECK(!spec.ok());
+}
+
 TEST_CASE("ParseJobSpec reports malformed YAML with its line and column", "[spec_parse]") {
   std::string error = ErrorOf("displayName: a\nworkerPools:\n  - name: [a\n  - name: b\n");
   CHECK_THAT(error, Catch::StartsWith("invalid YAML at line "));
