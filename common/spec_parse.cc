@@ -24,7 +24,6 @@
 #include "common/time_util.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/duration.pb.h"
-#include "google/protobuf/stubs/common.h"
 #include "google/protobuf/timestamp.pb.h"
 #include "google/protobuf/util/time_util.h"
 
