@@ -3,25 +3,34 @@
 # built once, then its tests run in parallel under ctest:
 #   layers  tests/check_layers.sh: no module includes one above it (README, Architecture)
 #   main    build/: gcc, every unit and integration test
-#   asan    build-asan/: gcc with AddressSanitizer + UBSan, the unit and server tests
-# Every build keeps line tables only (-g1): enough for backtraces and sanitizer reports, and the
-# full debug info would add a fifth to the build time.
+#   asan    build-asan/: clang with AddressSanitizer + UBSan, the unit and server tests; with
+#           TRAINCTL_FUZZ its libraries also carry libFuzzer's coverage (-fsanitize=fuzzer-no-link),
+#           so the fuzz targets of tests/fuzz/ are three more programs of this build, not a build
+#           of their own
+#   fuzz    after asan, with its programs: each fuzz target for 60 s (-max_total_time=60), two at
+#           a time, from its seeds (tests/fuzz/corpus/<name>/, and examples/*.yaml for the spec
+#           parser) and the corpus of earlier runs in build-asan/fuzz/corpus/<target>/, where it
+#           adds what it finds (never in the source tree). Fails on any crash, sanitizer report,
+#           broken invariant, leak or input slower than 25 s; the input that did it is left in
+#           build-asan/fuzz/artifacts/ and the run's log in build-asan/fuzz/<target>.log
 #   tsan    build-tsan/: clang with ThreadSanitizer and -Wthread-safety -Werror; builds the
 #           programs and the unit tests (not the integration tests, the CLI's tests and the
 #           benchmarks, which it would not run), runs the tests that do not go through gRPC
 #           (those labelled "grpc" do), since Debian's gRPC is not built for TSan
+# Every build keeps line tables only (-g1): enough for backtraces and sanitizer reports, and the
+# full debug info would add a fifth to the build time.
 # With arguments, runs only the named parts, in the order given: `tests/run.sh tsan`.
 # Prints how long each part took, also after a failure. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 parts=("$@")
-if [ ${#parts[@]} -eq 0 ]; then parts=(layers main asan tsan); fi
+if [ ${#parts[@]} -eq 0 ]; then parts=(layers main asan fuzz tsan); fi
 for part in "${parts[@]}"; do
   case "$part" in
-    layers | main | asan | tsan) ;;
+    layers | main | asan | fuzz | tsan) ;;
     *)
-      echo "tests/run.sh: unknown part '$part' (layers, main, asan, tsan)" >&2
+      echo "tests/run.sh: unknown part '$part' (layers, main, asan, fuzz, tsan)" >&2
       exit 2
       ;;
   esac
@@ -45,14 +54,66 @@ main_tests() { ctest --test-dir build -j"$jobs" --output-on-failure; }
 
 asan_build() {
   local unit_dirs="common;storage;scheduler;agents;cli;server;workload"
+  # A build-asan/ configured for gcc (before the fuzz targets) starts again: CMake cannot switch
+  # a build dir's compiler.
+  if grep -qs '^CMAKE_CXX_COMPILER:.*g++' build-asan/CMakeCache.txt; then rm -rf build-asan; fi
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
-    -DTRAINCTL_SANITIZE=ON \
+    -DCMAKE_CXX_COMPILER=clang++ -DTRAINCTL_SANITIZE=ON -DTRAINCTL_FUZZ=ON \
     "-DTRAINCTL_TEST_DIRS=$unit_dirs" >/dev/null
   cmake --build build-asan -j"$jobs"
 }
 asan_tests() {
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir build-asan -j"$jobs" --output-on-failure
+  # 64 MiB of stack: libstdc++'s std::regex recurses once per character matched, and the CLI
+  # tests match whole outputs; clang's ASan frames with the fuzzer's coverage overflow 8 MiB there.
+  (
+    ulimit -s 65536
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+      ctest --test-dir build-asan -j"$jobs" --output-on-failure
+  )
+}
+
+fuzz_targets=(spec_parse_fuzz rest_json_fuzz core_agent_fuzz)
+# fuzz_one TARGET: runs one fuzz target for 60 s; its output goes to build-asan/fuzz/TARGET.log
+# and its exit status to build-asan/fuzz/TARGET.rc. -entropic=0: with every library instrumented,
+# the entropic schedule's bookkeeping took most of the time; without it a target runs about twice
+# the inputs in a minute, and reached more coverage in the runs measured.
+fuzz_one() {
+  local target=$1 dir=build-asan/fuzz rc=0
+  local corpora=("$dir/corpus/$target" "tests/fuzz/corpus/${target%_fuzz}")
+  if [ -d "$dir/seeds/$target" ]; then corpora+=("$dir/seeds/$target"); fi
+  mkdir -p "$dir/corpus/$target" "$dir/artifacts"
+  # timeout: a report of a hang or of running out of memory forks the symbolizer from a process
+  # whose other threads may hold the sanitizer's locks; such a fork was seen to spin for good.
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 timeout -k 10 180 \
+    "build-asan/bin/$target" -max_total_time=60 -timeout=25 -entropic=0 -print_final_stats=1 \
+    -artifact_prefix="$dir/artifacts/$target-" "${corpora[@]}" >"$dir/$target.log" 2>&1 || rc=$?
+  echo $rc >"$dir/$target.rc"
+}
+# Runs every fuzz target, two at a time (one per core of the CI machine).
+fuzz_run() {
+  local target failed=0 running=0 log
+  rm -f build-asan/fuzz/*.rc
+  for target in "${fuzz_targets[@]}"; do
+    if [ $running -ge 2 ]; then
+      wait -n
+      running=$((running - 1))
+    fi
+    fuzz_one "$target" &
+    running=$((running + 1))
+  done
+  wait
+  for target in "${fuzz_targets[@]}"; do
+    log=build-asan/fuzz/$target.log
+    if [ "$(cat "build-asan/fuzz/$target.rc" 2>/dev/null)" = 0 ]; then
+      printf '  %-16s %s executions, no crash\n' "$target" \
+        "$(awk '/^stat::number_of_executed_units/ {print $2}' "$log")"
+    else
+      failed=1
+      echo "tests/run.sh: $target failed; the end of $log:" >&2
+      tail -n 40 "$log" >&2
+    fi
+  done
+  return $failed
 }
 
 tsan_build() {
@@ -88,6 +149,7 @@ for part in "${parts[@]}"; do
       timed "asan build" asan_build
       timed "asan tests" asan_tests
       ;;
+    fuzz) timed "fuzz" fuzz_run ;;
     tsan)
       timed "tsan build" tsan_build
       timed "tsan tests" tsan_tests
