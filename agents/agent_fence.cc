@@ -14,7 +14,12 @@ constexpr absl::Duration kFencedRecheck = absl::Seconds(1);
 }  // namespace
 
 void Agent::Answered(uint64_t seq) {
-  if (fence_.Answered(seq)) {
+  const bool was_fenced = fence_.Answered(seq);
+  // Launches start again only on an answer to a message sent within the fence time: an old
+  // answer delivered late proves nothing about now.
+  if (fence_.Due(MonotonicNow())) return;
+  launcher_.Unfence();
+  if (was_fenced) {
     spdlog::info(
         "in touch with the scheduler again after fencing; replicas start again when it "
         "sends them");

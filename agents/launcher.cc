@@ -222,6 +222,7 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
   RunIdParts parts{launch.job_id(), launch.attempt(), launch.replica_name(), launch.restart()};
   const int64_t memory_limit_bytes = std::max<int64_t>(launch.resources().memory_mb(), 0) << 20;
   std::string reject_reason;
+  bool fenced = false;
   {
     absl::MutexLock lock(&mu_);
     if (runs_.count(run_id) > 0) {
@@ -231,13 +232,17 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
     Run& run = runs_[run_id];
     run.memory_limit_bytes = memory_limit_bytes;
     reject_reason = reject_reason_;
+    if (reject_reason.empty() && !fence_reason_.empty()) {
+      reject_reason = absl::StrCat(fence_reason_, "; not starting it");
+      fenced = true;
+    }
     if (reject_reason.empty() && injected_failures_left_ != 0) {
       if (injected_failures_left_ > 0) --injected_failures_left_;
       reject_reason = "injected launch failure (--inject-launch-failures)";
     }
   }
   if (!reject_reason.empty()) {
-    ReportLaunchFailure(run_id, absl::UnavailableError(reject_reason), -1);
+    ReportLaunchFailure(run_id, absl::UnavailableError(reject_reason), -1, nullptr, fenced);
     return;
   }
   if (absl::Status valid = CheckRunId(run_id, parts); !valid.ok()) {
@@ -351,7 +356,8 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
 }
 
 void ProcessLauncher::ReportLaunchFailure(const std::string& run_id, const absl::Status& error,
-                                          int log_fd, const trainctl::v1::CheckRun* preflight) {
+                                          int log_fd, const trainctl::v1::CheckRun* preflight,
+                                          bool fenced) {
   const bool is_user = error.code() == absl::StatusCode::kInvalidArgument;
   spdlog::info("run {}: launch failed ({}): {}", run_id, is_user ? "user error" : "host error",
                std::string(error.message()));
@@ -365,6 +371,7 @@ void ProcessLauncher::ReportLaunchFailure(const std::string& run_id, const absl:
   exited.set_launch_failed(true);
   exited.set_launch_error(SanitizeUtf8(error.message()));
   exited.set_launch_error_is_user(is_user);
+  exited.set_fenced(fenced);
   exited.set_end_time_ms(WallNowMs());
   if (preflight != nullptr) {
     exited.set_preflight_failed(true);
@@ -441,6 +448,7 @@ void ProcessLauncher::StopAll(int64_t grace_ms, const std::string& reason) {
 
 int ProcessLauncher::Fence(int64_t grace_ms, const std::string& reason) {
   absl::MutexLock lock(&mu_);
+  fence_reason_ = reason.empty() ? "the agent is fenced" : reason;
   int fenced = 0;
   for (auto& [run_id, run] : runs_) {
     if (run.stopping || (run.state != RunState::kLaunching && run.state != RunState::kRunning)) {
@@ -455,6 +463,11 @@ int ProcessLauncher::Fence(int64_t grace_ms, const std::string& reason) {
     ++fenced;
   }
   return fenced;
+}
+
+void ProcessLauncher::Unfence() {
+  absl::MutexLock lock(&mu_);
+  fence_reason_.clear();
 }
 
 void ProcessLauncher::RejectNewLaunches(const std::string& reason) {

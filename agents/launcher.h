@@ -177,8 +177,13 @@ class ProcessLauncher {
   void StopAll(int64_t grace_ms, const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Stops every run that is launching or running and not being stopped yet, like StopAll(),
-  // because the agent fenced (agent.h): their exit reports say fenced. Returns how many.
+  // because the agent fenced (agent.h): their exit reports say fenced. Returns how many. Until
+  // Unfence(), a Launch() of a new run starts nothing and reports a fenced launch failure: the
+  // scheduler may have given the node's work to others, and a launch sent before it did (or
+  // delivered late by a network that comes back) must not run beside its replacement.
   int Fence(int64_t grace_ms, const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
+  // The scheduler answered again after a Fence(): launches start again.
+  void Unfence() ABSL_LOCKS_EXCLUDED(mu_);
 
   // From now on, Launch() of a new run id reports a launch failure (the host's) with `reason`
   // instead of starting it. For shutdown: call before StopAll() so no run starts after it.
@@ -248,8 +253,9 @@ class ProcessLauncher {
 
   // Reports a launch that failed with `error` (INVALID_ARGUMENT: the user's fault), noting it in
   // the log when `log_fd` >= 0. `preflight`: the failed preflight run that stopped it.
+  // `fenced`: refused because the agent is fenced.
   void ReportLaunchFailure(const std::string& run_id, const absl::Status& error, int log_fd,
-                           const trainctl::v1::CheckRun* preflight = nullptr)
+                           const trainctl::v1::CheckRun* preflight = nullptr, bool fenced = false)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Stop(); `by_request` says whether the scheduler asked.
   absl::Status StopLocked(const std::string& run_id, int64_t grace_ms, const std::string& reason,
@@ -307,6 +313,8 @@ class ProcessLauncher {
   std::deque<std::string> exited_order_ ABSL_GUARDED_BY(mu_);
   // Set by RejectNewLaunches(); empty while launches are accepted.
   std::string reject_reason_ ABSL_GUARDED_BY(mu_);
+  // Set by Fence(), cleared by Unfence(): why launches are refused meanwhile.
+  std::string fence_reason_ ABSL_GUARDED_BY(mu_);
   // Launches still to fail on purpose (Options::inject_launch_failures); -1: all.
   int injected_failures_left_ ABSL_GUARDED_BY(mu_);
   // Tells the monitor thread to end.

@@ -1,6 +1,7 @@
 // The monitor thread's half of ProcessLauncher: waiting on the shims (their pidfds and ready
 // pipes, in one epoll set), SIGKILL deadlines, memory limits and signs of progress, and the exit
 // reports. See launcher.h.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/wait.h>
@@ -139,6 +140,10 @@ void ProcessLauncher::EnforceMemoryLimits() {
     spdlog::warn("run {}: resident memory {} MiB exceeds its limit of {} MiB; killing it", run_id,
                  it->second >> 20, run.memory_limit_bytes >> 20);
     run.oom_killed = true;
+    // Written before the kill: an agent that adopts the run after this one dies still reports
+    // an OOM kill, not a SIGKILL from nowhere.
+    const std::string marker = records_.RunDir(run_id) + "/" + kOomKillFile;
+    if (int fd = open(marker.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644); fd >= 0) close(fd);
     SignalLocked(run_id, run, SIGKILL);
   }
 }
@@ -268,7 +273,8 @@ void ProcessLauncher::ReportEnd(const std::string& run_id) {
     exited.set_node_shutdown(run.stopped_by_node ||
                              access((run_dir + "/" + kNodeStopFile).c_str(), F_OK) == 0);
     exited.set_fenced(run.fenced || access((run_dir + "/" + kFenceFile).c_str(), F_OK) == 0);
-    exited.set_oom_killed(run.oom_killed);
+    exited.set_oom_killed(run.oom_killed ||
+                          access((run_dir + "/" + kOomKillFile).c_str(), F_OK) == 0);
     log_path = run.log_path;
     has_memory_limit = run.memory_limit_bytes > 0;
     argv0 = run.argv0;

@@ -17,6 +17,8 @@
 //              --stop-replicas`): its exit is reported as the node's shutdown, not the replica's
 //              own end
 //   fenced     present when the agent fenced the run (agent.h): its exit is reported as fenced
+//   oom-kill   present when the agent killed the run for its memory (resident over its limit):
+//              its exit is reported as an OOM kill, also by an agent that adopts the run
 // A directory is removed only once the agent has handed the run's exit report to its journal
 // (report_journal.h), so at every moment either the directory or the journal knows the run.
 //
@@ -51,6 +53,8 @@ namespace trainctl::agent {
 inline constexpr char kNodeStopFile[] = "node-stop";
 // The marker file of a run the agent fenced.
 inline constexpr char kFenceFile[] = "fenced";
+// The marker file of a run the agent killed for exceeding its memory limit.
+inline constexpr char kOomKillFile[] = "oom-kill";
 
 struct RunRecord {
   std::string run_id;

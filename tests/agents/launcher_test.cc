@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
@@ -359,6 +360,52 @@ TEST_CASE("a run over its memory limit is killed and reported as out of memory",
   CHECK(exit->oom_killed());
   CHECK(exit->signal() == SIGKILL);
   CHECK_FALSE(exit->stopped_by_request());
+}
+
+TEST_CASE("a run the agent killed for its memory is reported as out of memory by its marker",
+          "[launcher]") {
+  LauncherFixture f;
+  LaunchReplica launch = f.Launch("worker-0", {kWorkload, "--sleep", "60"});
+  f.launcher().Launch(launch);
+  REQUIRE(WaitUntil([&] { return f.started().size() == 1; }));
+  // What an agent that killed it for its memory leaves for the agent that reports the exit.
+  std::ofstream(f.work_dir() + "/runs/j-test+1+worker-0+0/oom-kill").close();
+  REQUIRE(kill(static_cast<pid_t>(f.started()[0].pid()), SIGKILL) == 0);
+  std::optional<ReplicaExited> exit = f.WaitExit(launch.run_id());
+  REQUIRE(exit);
+  CHECK(exit->oom_killed());
+  CHECK(exit->signal() == SIGKILL);
+}
+
+TEST_CASE("while fenced a launch starts nothing and is reported as fenced, until Unfence",
+          "[launcher]") {
+  LauncherFixture f;
+  LaunchReplica running = f.Launch("worker-0", {kWorkload, "--sleep", "60"});
+  f.launcher().Launch(running);
+  REQUIRE(WaitUntil([&] { return f.started().size() == 1; }));
+  CHECK(f.launcher().Fence(0, "fenced: no word from the scheduler for 3.2s") == 1);
+  std::optional<ReplicaExited> stopped = f.WaitExit(running.run_id());
+  REQUIRE(stopped);
+  CHECK(stopped->fenced());
+
+  // A launch sent before the scheduler gave the node up, or delivered late, must not run.
+  LaunchReplica late = f.Launch("worker-1", {kWorkload, "--sleep", "60"});
+  f.launcher().Launch(late);
+  std::optional<ReplicaExited> refused = f.WaitExit(late.run_id());
+  REQUIRE(refused);
+  CHECK(refused->launch_failed());
+  CHECK(refused->fenced());
+  CHECK_FALSE(refused->launch_error_is_user());
+  CHECK_THAT(refused->launch_error(), Catch::Contains("fenced") && Catch::Contains("not starting"));
+  CHECK(f.started().size() == 1);
+
+  f.launcher().Unfence();
+  LaunchReplica next = f.Launch("worker-2", {kWorkload});
+  f.launcher().Launch(next);
+  std::optional<ReplicaExited> ran = f.WaitExit(next.run_id());
+  REQUIRE(ran);
+  CHECK_FALSE(ran->launch_failed());
+  CHECK(ran->exit_code() == 0);
 }
 
 TEST_CASE("StopAll stops every run and WaitUntilIdle sees them reaped", "[launcher]") {
