@@ -468,7 +468,25 @@ void Agent::Handle(const trainctl::v1::SchedulerMessage& message) {
       Answered(message.heartbeat_ack().seq());
       break;
     }
-    case trainctl::v1::SchedulerMessage::kLaunch:
+    case trainctl::v1::SchedulerMessage::kLaunch: {
+      // Judged as it arrives: a launch that reaches a fenced agent was sent before the
+      // scheduler gave the node up, or is delivered late by a network that came back, and
+      // must not start even if an answer unfences the agent before the worker gets to it.
+      std::string fenced;
+      {
+        absl::MutexLock lock(&mu_);
+        if (fence_.armed() && fence_.Due(MonotonicNow())) {
+          fenced = absl::StrCat("fenced: no word from the scheduler for ",
+                                absl::FormatDuration(absl::Trunc(fence_.Silence(MonotonicNow()),
+                                                                 absl::Milliseconds(100))),
+                                " when the launch arrived");
+        } else {
+          commands_.push_back(message);
+        }
+      }
+      if (!fenced.empty()) launcher_.RefuseFencedLaunch(message.launch().run_id(), fenced);
+      break;
+    }
     case trainctl::v1::SchedulerMessage::kStop: {
       absl::MutexLock lock(&mu_);
       commands_.push_back(message);

@@ -470,6 +470,16 @@ void ProcessLauncher::Unfence() {
   fence_reason_.clear();
 }
 
+void ProcessLauncher::RefuseFencedLaunch(const std::string& run_id, const std::string& reason) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (runs_.count(run_id) > 0) return;  // Known already: launched or refused.
+    runs_[run_id];
+  }
+  ReportLaunchFailure(run_id, absl::UnavailableError(absl::StrCat(reason, "; not starting it")), -1,
+                      nullptr, /*fenced=*/true);
+}
+
 void ProcessLauncher::RejectNewLaunches(const std::string& reason) {
   absl::MutexLock lock(&mu_);
   reject_reason_ = reason.empty() ? "launches are no longer accepted" : reason;

@@ -184,6 +184,10 @@ class ProcessLauncher {
   int Fence(int64_t grace_ms, const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
   // The scheduler answered again after a Fence(): launches start again.
   void Unfence() ABSL_LOCKS_EXCLUDED(mu_);
+  // Reports the launch of `run_id` as refused because the agent is fenced (`reason`), starting
+  // nothing; a later Launch() of the run id is ignored.
+  void RefuseFencedLaunch(const std::string& run_id, const std::string& reason)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // From now on, Launch() of a new run id reports a launch failure (the host's) with `reason`
   // instead of starting it. For shutdown: call before StopAll() so no run starts after it.

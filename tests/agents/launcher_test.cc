@@ -400,6 +400,18 @@ TEST_CASE("while fenced a launch starts nothing and is reported as fenced, until
   CHECK(f.started().size() == 1);
 
   f.launcher().Unfence();
+  // A launch the agent judged fenced as it arrived is refused even once unfenced, and a second
+  // delivery of it starts nothing.
+  LaunchReplica judged = f.Launch("worker-3", {kWorkload, "--sleep", "60"});
+  f.launcher().RefuseFencedLaunch(judged.run_id(), "fenced: no word for 3.5s");
+  std::optional<ReplicaExited> judged_exit = f.WaitExit(judged.run_id());
+  REQUIRE(judged_exit);
+  CHECK(judged_exit->launch_failed());
+  CHECK(judged_exit->fenced());
+  f.launcher().Launch(judged);
+  CHECK(f.exit_reports(judged.run_id()) == 1);
+  CHECK(f.started().size() == 1);
+
   LaunchReplica next = f.Launch("worker-2", {kWorkload});
   f.launcher().Launch(next);
   std::optional<ReplicaExited> ran = f.WaitExit(next.run_id());
