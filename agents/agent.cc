@@ -475,11 +475,9 @@ void Agent::Handle(const trainctl::v1::SchedulerMessage& message) {
       std::string fenced;
       {
         absl::MutexLock lock(&mu_);
-        if (fence_.armed() && fence_.Due(MonotonicNow())) {
-          fenced = absl::StrCat("fenced: no word from the scheduler for ",
-                                absl::FormatDuration(absl::Trunc(fence_.Silence(MonotonicNow()),
-                                                                 absl::Milliseconds(100))),
-                                " when the launch arrived");
+        const absl::Time now = MonotonicNow();
+        if (fence_.Due(now)) {  // never while unarmed
+          fenced = absl::StrCat(FenceReason(now), " when the launch arrived");
         } else {
           commands_.push_back(message);
         }

@@ -222,6 +222,8 @@ class Agent {
   void FenceLoop() ABSL_LOCKS_EXCLUDED(mu_);
   // The scheduler answered the message `seq` (a RegisterAck or HeartbeatAck).
   void Answered(uint64_t seq) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // "fenced: no word from the scheduler for 3.2s": why the fence holds at `now`.
+  std::string FenceReason(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sleeps `d` unless the agent stops first.
   void SleepUnlessStopped(absl::Duration d) ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -26,6 +26,12 @@ void Agent::Answered(uint64_t seq) {
   }
 }
 
+std::string Agent::FenceReason(absl::Time now) const {
+  return absl::StrCat(
+      "fenced: no word from the scheduler for ",
+      absl::FormatDuration(absl::Trunc(fence_.Silence(now), absl::Milliseconds(100))));
+}
+
 void Agent::FenceLoop() {
   absl::MutexLock lock(&mu_);
   while (!worker_exit_) {
@@ -39,9 +45,7 @@ void Agent::FenceLoop() {
       mu_.AwaitWithTimeout(absl::Condition(&changed), deadline - now);
       continue;
     }
-    const absl::Duration silence = absl::Trunc(fence_.Silence(now), absl::Milliseconds(100));
-    const std::string why =
-        absl::StrCat("fenced: no word from the scheduler for ", absl::FormatDuration(silence));
+    const std::string why = FenceReason(now);
     // Lock order: mu_ before the launcher's lock.
     const int stopped = launcher_.Fence(absl::ToInt64Milliseconds(fence_.grace()), why);
     if (stopped > 0 || !fence_.fenced()) {

@@ -13,8 +13,6 @@
 namespace trainctl::testing {
 namespace {
 
-std::string Data(const MiniCluster& c) { return c.dir() + "/scheduler"; }
-
 // trainctld on `data` with free ports; returns when it exits (within the timeout).
 CliResult StartOn(MiniCluster& c, const std::string& data) {
   return c.Run({BinDir() + "/trainctld", "--data-dir", data, "--listen", "127.0.0.1:0",
@@ -25,7 +23,7 @@ CliResult StartOn(MiniCluster& c, const std::string& data) {
 TEST_CASE("a clean stop removes the running marker, a crash leaves it and the next start checks",
           "[integration][data_dir]") {
   MiniCluster c(1);
-  const std::string marker = Data(c) + "/trainctld.running";
+  const std::string marker = c.DataDir() + "/trainctld.running";
   CHECK(std::filesystem::exists(marker));
   c.KillDaemon(SIGTERM);
   CHECK_FALSE(std::filesystem::exists(marker));
@@ -36,7 +34,7 @@ TEST_CASE("a clean stop removes the running marker, a crash leaves it and the ne
   c.StartAgents();
   const std::string log = ReadTextFile(c.dir() + "/trainctld.log");
   CHECK_THAT(log, Catch::Contains("was not clean") && Catch::Contains("is sound"));
-  CliResult check = c.Run({BinDir() + "/trainctld", "--check-db", "--data-dir", Data(c)});
+  CliResult check = c.Run({BinDir() + "/trainctld", "--check-db", "--data-dir", c.DataDir()});
   CHECK(check.exit_code == 0);
   CHECK_THAT(check.out, Catch::Contains("trainctl.db: ok"));
 }
@@ -45,7 +43,7 @@ TEST_CASE("after a crash a damaged database is refused, naming it and how to res
           "[integration][data_dir]") {
   MiniCluster c(0);
   c.KillDaemon(SIGKILL);
-  const std::string db = Data(c) + "/trainctl.db";
+  const std::string db = c.DataDir() + "/trainctl.db";
   std::filesystem::remove(db + "-wal");
   std::filesystem::remove(db + "-shm");
   const auto size = std::filesystem::file_size(db);
@@ -56,12 +54,12 @@ TEST_CASE("after a crash a damaged database is refused, naming it and how to res
     const std::string junk(size - 4096, '\x5a');
     f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
   }
-  CliResult refused = StartOn(c, Data(c));
+  CliResult refused = StartOn(c, c.DataDir());
   CHECK(refused.exit_code == 1);
   CHECK_THAT(refused.out + refused.err,
              Catch::Contains(db + " is damaged") && Catch::Contains("copy the backup over " + db));
-  CHECK_FALSE(std::filesystem::exists(Data(c) + "/trainctld.addr.tmp"));
-  CliResult check = c.Run({BinDir() + "/trainctld", "--check-db", "--data-dir", Data(c)});
+  CHECK_FALSE(std::filesystem::exists(c.DataDir() + "/trainctld.addr.tmp"));
+  CliResult check = c.Run({BinDir() + "/trainctld", "--check-db", "--data-dir", c.DataDir()});
   CHECK(check.exit_code == 1);
   CHECK_THAT(check.out, Catch::Contains("is damaged; SQLite's integrity_check found:"));
 }
