@@ -330,25 +330,35 @@ absl::Status WithPrefix(const absl::Status& status, absl::string_view prefix) {
 }
 
 // Counts the nodes of `node` as the conversion will walk them, aliases expanded, and the bytes of
-// their scalars; false as soon as either passes its limit.
-bool WithinExpansion(const YAML::Node& node, int64_t* nodes, int64_t* bytes) {
-  if (++*nodes > kMaxExpandedNodes) return false;
-  if (node.IsScalar()) {
-    *bytes += static_cast<int64_t>(node.Scalar().size());
-    return *bytes <= kMaxExpandedBytes;
+// their scalars; an error as soon as either passes its limit, or the nesting passes
+// kMaxNestingDepth. The depth limit is what stops an alias inside its own anchor (`&n {a: *n}`),
+// which yaml-cpp loads as a node that contains itself: walked without it, the recursion runs out
+// of stack long before the node count is reached.
+absl::Status WithinExpansion(const YAML::Node& node, int depth, int64_t* nodes, int64_t* bytes) {
+  if (depth > kMaxNestingDepth) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the document nests more than ", kMaxNestingDepth,
+        " levels deep; an alias inside its own anchor (such as `&a {b: *a}`) nests without end"));
+  }
+  if (node.IsScalar()) *bytes += static_cast<int64_t>(node.Scalar().size());
+  if (++*nodes > kMaxExpandedNodes || *bytes > kMaxExpandedBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the document expands to more than ", kMaxExpandedNodes, " values or ",
+                     kMaxExpandedBytes >> 20,
+                     " MiB of text once its aliases (*name) are expanded; write the "
+                     "repeated parts out, or repeat less"));
   }
   if (node.IsSequence()) {
     for (const YAML::Node& child : node) {
-      if (!WithinExpansion(child, nodes, bytes)) return false;
+      TC_RETURN_IF_ERROR(WithinExpansion(child, depth + 1, nodes, bytes));
     }
   } else if (node.IsMap()) {
     for (const auto& kv : node) {
-      if (!WithinExpansion(kv.first, nodes, bytes) || !WithinExpansion(kv.second, nodes, bytes)) {
-        return false;
-      }
+      TC_RETURN_IF_ERROR(WithinExpansion(kv.first, depth + 1, nodes, bytes));
+      TC_RETURN_IF_ERROR(WithinExpansion(kv.second, depth + 1, nodes, bytes));
     }
   }
-  return true;
+  return absl::OkStatus();
 }
 
 // Takes every parse event and keeps none: for counting documents.
@@ -408,13 +418,7 @@ absl::Status ParseYamlToMessage(absl::string_view text, Message* message) {
   }
   int64_t nodes = 0;
   int64_t bytes = 0;
-  if (!WithinExpansion(docs[0], &nodes, &bytes)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the document expands to more than ", kMaxExpandedNodes, " values or ",
-                     kMaxExpandedBytes >> 20,
-                     " MiB of text once its aliases (*name) are expanded; write the "
-                     "repeated parts out, or repeat less"));
-  }
+  TC_RETURN_IF_ERROR(WithinExpansion(docs[0], 0, &nodes, &bytes));
   try {
     return FillMessage(docs[0], "", message);
   } catch (const YAML::Exception& e) {

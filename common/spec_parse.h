@@ -40,6 +40,8 @@ namespace trainctl {
 // nested aliases that would expand to gigabytes.
 inline constexpr int64_t kMaxExpandedNodes = 200'000;
 inline constexpr int64_t kMaxExpandedBytes = int64_t{64} << 20;
+// The deepest nesting of mappings and sequences a spec may have; a JobSpec needs fewer than ten.
+inline constexpr int kMaxNestingDepth = 64;
 
 // Parses one YAML or JSON document into a JobSpec. Errors are INVALID_ARGUMENT: malformed text
 // ("line 3, column 5: ..."), an empty document, a top level that is not a mapping, a document

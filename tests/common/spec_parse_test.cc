@@ -321,5 +321,17 @@ TEST_CASE("a document whose aliases expand without bound is refused", "[spec_par
   CHECK(ParseJobSpec("displayName: &n x\nproject: default\nlabels: {a: *n}\n").ok());
 }
 
+TEST_CASE("an alias inside its own anchor is refused, not followed without end", "[spec_parse]") {
+  // Found by tests/fuzz/spec_parse_fuzz: yaml-cpp loads `&n {a: *n}` as a mapping that contains
+  // itself, and walking it overflowed the stack.
+  for (const char* text : {"displayName: &n {a: *n, b: *n}\n", "labels: &l [x, *l]\n"}) {
+    absl::StatusOr<v1::JobSpec> spec = ParseJobSpec(text);
+    REQUIRE_FALSE(spec.ok());
+    CHECK(spec.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK_THAT(std::string(spec.status().message()),
+               Catch::StartsWith("the document nests more than 64 levels deep"));
+  }
+}
+
 }  // namespace
 }  // namespace trainctl
