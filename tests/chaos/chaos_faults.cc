@@ -8,6 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 
 namespace trainctl::testing {
 namespace {
@@ -37,7 +39,10 @@ std::chrono::milliseconds FaultInjector::Draw(std::chrono::milliseconds lo,
 
 void FaultInjector::Note(const std::string& what) {
   const auto at = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start_);
-  absl::StrAppend(&log_, Seconds(at), " ", what, "\n");
+  // The UTC clock too, to read beside the events of a job with a problem (Campaign::Check).
+  absl::StrAppend(&log_, Seconds(at), " (",
+                  absl::FormatTime("%H:%M:%E3S", absl::Now(), absl::UTCTimeZone()), ") ", what,
+                  "\n");
 }
 
 void FaultInjector::Step() {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/time.h"
 
 namespace trainctl::testing {
 namespace {
@@ -23,6 +24,20 @@ std::string Pool(const std::string& name, const std::string& dir, const std::str
 
 bool Terminal(v1::JobState s) {
   return s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED || s == v1::JOB_STATE_CANCELLED;
+}
+
+// The job's events, a line each, for a report of its problems: what trainctl decided and when,
+// to read beside the faults' log (whose lines carry the same UTC clock).
+std::string EventLines(MiniCluster& cluster, const std::string& job_id) {
+  std::string out;
+  for (const v1::Event& e : cluster.ListEvents(job_id, "", "")) {
+    const absl::Time t =
+        absl::FromUnixSeconds(e.time().seconds()) + absl::Nanoseconds(e.time().nanos());
+    absl::StrAppend(&out, "\n    ", absl::FormatTime("%H:%M:%E3S", t, absl::UTCTimeZone()), " ",
+                    e.type(), e.node().empty() ? "" : " on " + e.node(),
+                    e.replica().empty() ? "" : " " + e.replica(), ": ", e.reason());
+  }
+  return out;
 }
 
 int TotalUsed(const v1::Budgets& b) {
@@ -202,7 +217,12 @@ std::vector<std::string> Campaign::Check() {
       problems.push_back(
           absl::StrCat(job.id, " (", OutcomeName(job.outcome), "): its workload never ran"));
     }
+    const size_t before = problems.size();
     CheckJob(job, cluster_.GetJob(job.id), &problems);
+    if (problems.size() > before) {
+      problems.push_back(
+          absl::StrCat("  the events of ", job.id, ":", EventLines(cluster_, job.id)));
+    }
   }
   return problems;
 }
