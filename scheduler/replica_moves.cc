@@ -1,14 +1,54 @@
 // JobLifecycle: replicas that leave their node — drained, lost or unhealthy hosts, agents that
 // shut down, in-place restarts whose node no longer keeps replicas (R4, R13, R14, R18).
+#include <map>
+#include <string>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "scheduler/job_lifecycle.h"
+#include "scheduler/node_health.h"
+#include "scheduler/node_registry.h"
 #include "scheduler/placement.h"
 
 namespace trainctl::sched {
 namespace {
 
-std::string DescribeNeed(const Res& need) {
-  return absl::StrCat(need.cpu, " cpu, ", need.memory_mb, " MiB, ", need.gpus, " gpus");
+// What the replica needs and why each other node cannot take it, for the error of a move that
+// found no room: "needs 4 cpu, 100 MiB, 0 gpus, 2 ports; node-b: 1 cpu, 900 MiB, 0 gpus, 12766
+// ports free; node-c: not connected". A node that is not READY, or not connected, is named with
+// its state; at most kNamed nodes are, then a count.
+std::string DescribeNoRoom(const Replica& r, const std::string& from, const NodeRegistry& nodes) {
+  constexpr int kNamed = 4;
+  auto words = [](const Res& res) {
+    return absl::StrCat(res.cpu, " cpu, ", res.memory_mb, " MiB, ", res.gpus, " gpus");
+  };
+  std::string out = absl::StrCat("needs ", words(r.need), ", ", PortsNeeded(r.rank), " ports");
+  std::map<std::string, NodeFree> schedulable;
+  for (NodeFree& n : nodes.FreeNodes()) schedulable.emplace(n.name, std::move(n));
+  int named = 0;
+  int more = 0;
+  for (const auto& [name, node] : nodes.nodes()) {
+    if (name == from) continue;
+    if (named == kNamed) {
+      ++more;
+      continue;
+    }
+    ++named;
+    std::string why;
+    if (!node.connected) {
+      why = "not connected";
+    } else if (node.shutting_down) {
+      why = "its agent is shutting down";
+    } else if (auto it = schedulable.find(name); it == schedulable.end()) {
+      why = ShortName(DeriveState(node));
+    } else {
+      why = absl::StrCat(words(it->second.free), ", ", it->second.free_ports, " ports free");
+    }
+    absl::StrAppend(&out, "; ", name, ": ", why);
+  }
+  if (more > 0) absl::StrAppend(&out, "; and ", more, " more nodes");
+  if (named == 0) absl::StrAppend(&out, "; no other node is registered");
+  return out;
 }
 
 }  // namespace
@@ -103,7 +143,7 @@ void JobLifecycle::PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx,
   const int to_index = ChooseNode(ReplicaDemandOf(*r), free, from);
   if (to_index < 0) {
     const RetryDecision d =
-        DecideNoRoomForMove(*job, *r, from, r->move_cause, why, DescribeNeed(r->need));
+        DecideNoRoomForMove(*job, *r, from, r->move_cause, why, DescribeNoRoom(*r, from, *nodes_));
     r->move_cause = MoveCause::kNone;
     r->move_reason.clear();
     if (d.action == Decision::kRedispatch) {

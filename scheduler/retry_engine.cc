@@ -175,14 +175,14 @@ size_t ChooseRootCause(const std::vector<FailureCandidate>& candidates, absl::Du
 
 RetryDecision DecideNoRoomForMove(const Job& job, const Replica& r, const std::string& from,
                                   MoveCause cause, const std::string& why,
-                                  const std::string& needs) {
+                                  const std::string& room) {
   JobError error;
   error.code = absl::StatusCode::kUnavailable;
   error.reason = FailureClass::kHostFault;
   error.replica = r.name;
   error.node = from;
   error.message = absl::StrCat("Replica ", r.name, " had to leave node ", from, " (", why,
-                               ") but no other healthy node has room for it (needs ", needs, ").");
+                               ") but no other healthy node has room for it (", room, ").");
   // A drain moves for maintenance: re-dispatching it charges nothing.
   return Redispatch(job, Start(job), error, /*charged=*/cause != MoveCause::kDrain);
 }

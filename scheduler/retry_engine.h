@@ -82,11 +82,10 @@ struct FailureCandidate {
 size_t ChooseRootCause(const std::vector<FailureCandidate>& candidates, absl::Duration skew);
 
 // A replica had to leave node `from` for `cause` (`why` in words) and no other healthy node has
-// room for it (`needs` in words): re-dispatch the job, charged unless the node is drained, or
-// fail it when re-dispatch is off or used up.
+// room for it (`room`: what it needs and what the other nodes have, in words): re-dispatch the
+// job, charged unless the node is drained, or fail it when re-dispatch is off or used up.
 RetryDecision DecideNoRoomForMove(const Job& job, const Replica& replica, const std::string& from,
-                                  MoveCause cause, const std::string& why,
-                                  const std::string& needs);
+                                  MoveCause cause, const std::string& why, const std::string& room);
 
 // The job could not be placed within placementTimeout because the healthy cluster cannot hold
 // it even when idle (`what` it lacks): a capacity retry after a backoff (kRetryJob, delay_ms),

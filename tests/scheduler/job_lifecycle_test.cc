@@ -295,9 +295,23 @@ TEST_CASE("JobLifecycle: no room and re-dispatch off fails the job with error,ex
   CHECK(c.job->state == v1::JOB_STATE_FAILED);
   CHECK(c.job->error.message ==
         "error,exiting: Replica chief-0 had to leave node node-a (node node-a failed its check) "
-        "but no other healthy node has room for it (needs 4 cpu, 100 MiB, 0 gpus). Re-dispatch "
+        "but no other healthy node has room for it (needs 4 cpu, 100 MiB, 0 gpus, 2 ports; "
+        "node-b: 0 cpu, 3996 MiB, 0 gpus, 12767 ports free). Re-dispatch "
         "is off (faultTolerance.jobRetryNum is 0).");
   CHECK(c.job->attempts[0].decision == Decision::kFailJob);
+  c.ConfirmStop(c.job, "worker-0");
+}
+
+TEST_CASE("JobLifecycle: a move with no room says why each other node could not take it") {
+  FullCluster c(/*retry_num=*/3);
+  Effects fx;
+  c.nodes.Disconnect("node-b", c.now, &fx);
+  c.life.MoveReplicasOff("node-a", MoveCause::kLost, "node node-a was lost", -1,
+                         /*node_gone=*/true, c.now, &fx);
+  REQUIRE(c.job->state == v1::JOB_STATE_QUEUED);
+  CHECK_THAT(c.job->attempts[0].reason,
+             Catch::EndsWith("no other healthy node has room for it (needs 4 cpu, 100 MiB, 0 "
+                             "gpus, 2 ports; node-b: not connected)."));
   c.ConfirmStop(c.job, "worker-0");
 }
 
