@@ -205,6 +205,9 @@ void JobLifecycle::MaybeRelaunchGang(Job* job, absl::Time now, Effects* fx) {
            absl::StrCat("every replica stopped", cause, ": starting all ", job->replicas.size(),
                         " together as gang generation ", job->gang_generation));
   for (Replica& r : job->replicas) {
+    // A replica whose node no longer keeps replicas moves as it launches; finding no room, it
+    // re-dispatches the job or fails it, and the replicas after it must not launch.
+    if (!IsLive(job->state)) break;
     r.last_progress_time.reset();
     LaunchOnItsNode(job, &r, now, fx);
   }

@@ -9,6 +9,9 @@
 //
 // Reports reach the core the way server/agent_service.cc passes them: only from a node whose
 // agent is connected, and a registration only once sched::ValidateRegister accepts it.
+//
+// TRAINCTL_FUZZ_TRACE=1 prints each step and what the core decided (its events and the commands
+// for agents), to read why an input breaks an invariant: core_agent_fuzz crash-<sha1>.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <array>
@@ -56,7 +59,8 @@ class World {
   bool Step() {
     if (in_->remaining_bytes() == 0) return false;
     Effects fx;
-    switch (in_->ConsumeIntegralInRange<int>(0, 13)) {
+    const int kind = in_->ConsumeIntegralInRange<int>(0, 13);
+    switch (kind) {
       case 0:
       case 1:
         Register(&fx);
@@ -103,6 +107,7 @@ class World {
         break;
     }
     Record(fx);
+    if (kTrace) Trace(kind, fx);
     Check();
     return true;
   }
@@ -306,6 +311,21 @@ class World {
     }
   }
 
+  void Trace(int kind, const Effects& fx) {
+    static const char* const kKinds[] = {
+        "register", "register", "disconnect", "heartbeat", "started", "exited",  "exited",
+        "check",    "progress", "tick",       "submit",    "cancel",  "operate", "schedule"};
+    std::fprintf(stderr, "step %d: %s at %lld ms\n", ++steps_, kKinds[kind],
+                 static_cast<long long>(now_));
+    for (const Event& e : fx.events) {
+      std::fprintf(stderr, "  event %s %s %s %s: %s\n", e.type.c_str(), e.job_id.c_str(),
+                   e.replica.c_str(), e.node.c_str(), e.reason.c_str());
+    }
+    for (const Command& c : fx.commands) {
+      std::fprintf(stderr, "  to %s: %s\n", c.node.c_str(), c.message.ShortDebugString().c_str());
+    }
+  }
+
   void Check() {
     if (absl::Status s = CheckInvariants(core_); !s.ok()) Fail(s.ToString());
     std::map<std::string, Res> used;
@@ -325,8 +345,10 @@ class World {
     }
   }
 
+  static inline const bool kTrace = std::getenv("TRAINCTL_FUZZ_TRACE") != nullptr;
   FuzzedDataProvider* const in_;
   Core core_;
+  int steps_ = 0;
   int64_t now_ = 1'000'000'000;
   std::array<Res, kNodes> sizes_;
   std::array<bool, kNodes> connected_{};

@@ -5,17 +5,19 @@
 # exits non-zero when a target failed; its log and the input that failed it are under
 # BUILD/fuzz/long/.
 #
-#   tests/fuzz/long_run.sh [BUILD] [RUNS]
+#   tests/fuzz/long_run.sh [BUILD] [RUNS] [TARGET...]
 #
 # BUILD is a TRAINCTL_FUZZ build, build-fuzz by default: the one README, Fuzzing configures
 # without ASan (UBSan alone), for speed. The ASan build (build-asan) works too, at a half to a
-# sixth of the speed. Each run draws its own seed (printed at the top of its log).
+# sixth of the speed. TARGETs (spec_parse_fuzz, rest_json_fuzz, core_agent_fuzz) pick some of
+# them; all three by default. Each run draws its own seed (printed at the top of its log).
 set -u
 cd "$(dirname "$0")/../.."
 
 build=${1:-build-fuzz}
 runs=${2:-10000000}
-targets=(spec_parse_fuzz rest_json_fuzz core_agent_fuzz)
+targets=("${@:3}")
+if [ ${#targets[@]} -eq 0 ]; then targets=(spec_parse_fuzz rest_json_fuzz core_agent_fuzz); fi
 out=$build/fuzz/long
 
 for target in "${targets[@]}"; do

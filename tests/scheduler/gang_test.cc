@@ -3,6 +3,7 @@
 // user error waits the settle window for an earlier failure of a peer.
 #include <catch2/catch.hpp>
 
+#include "common/time_util.h"
 #include "scheduler/core.h"
 #include "tests/scheduler/test_util.h"
 
@@ -279,6 +280,40 @@ TEST_CASE("a lost node restarts the whole gang with its replica on another node"
   CHECK(Launches(stopped).size() == 2);
   CHECK(g.R("worker-0").charged_restarts == 0);
   CHECK(!g.Job().attempts[0].gang_restarts[0].charged);
+}
+
+TEST_CASE("a gang whose replica finds no room as the gang starts again launches none of it") {
+  // Found by tests/fuzz/core_agent_fuzz: the chief had to leave its node as the gang started
+  // again, found no room and failed the job, and the worker after it was launched regardless.
+  Gang g(1, [](v1::JobSpec* spec) {
+    spec->mutable_worker_pools(0)->mutable_resources()->set_cpu(4);  // a whole node
+    spec->mutable_fault_tolerance()->set_job_retry_num(0);
+  });
+  const std::string chief_node = g.R("chief-0").node;
+  const std::string worker_node = g.R("worker-0").node;
+  const Effects crash = g.Exit("worker-0", 134);  // a crash: the gang restarts
+  REQUIRE(g.R("chief-0").state == v1::REPLICA_STATE_STOPPING);
+  Effects fx;
+  // The chief's node fails a check (no new work there), and the third node goes away: the only
+  // other node holds the worker, without room for a 4-cpu chief.
+  g.core.CheckReported(
+      chief_node,
+      [&] {
+        v1::CheckRun run;
+        run.set_phase("periodic");
+        run.set_passed(false);
+        *run.mutable_time() = MsToTimestamp(g.now);
+        return run;
+      }(),
+      g.now, &fx);
+  for (const std::string n : {"node-a", "node-b", "node-c"}) {
+    if (n != chief_node && n != worker_node) g.core.AgentDisconnected(n, g.now, &fx);
+  }
+  Effects stopped = g.ConfirmStops(crash);
+  CHECK(g.Job().state == v1::JOB_STATE_FAILED);
+  CHECK_THAT(g.Job().error.message, Catch::Contains("no other healthy node has room"));
+  CHECK(Launches(stopped).empty());
+  CHECK(g.R("worker-0").state != v1::REPLICA_STATE_STARTING);
 }
 
 TEST_CASE("a survivor its restarted agent no longer runs counts as stopped for the gang") {
