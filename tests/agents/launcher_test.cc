@@ -261,6 +261,9 @@ TEST_CASE("a second Launch of a known run id does nothing", "[launcher]") {
   f.launcher().Launch(launch);
   f.launcher().Launch(launch);
   REQUIRE(WaitUntil([&] { return ReadFile(f.LogPath("worker-0")) == "once\n"; }));
+  // The start is reported once the shim has said so, which may come after the replica's first
+  // output; the second Launch was refused before either (a log line says so).
+  REQUIRE(WaitUntil([&] { return !f.started().empty(); }));
   CHECK(f.started().size() == 1);
   CHECK(f.launcher().KnownRuns().size() == 1);
   CHECK(f.launcher().ActiveCount() == 1);
