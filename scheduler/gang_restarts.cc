@@ -2,12 +2,16 @@
 // together, charged once to the root cause; the peers' failures that follow it are its
 // consequences, never classified on their own (restartScope GANG, see job.proto).
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/time_util.h"
 #include "scheduler/job_lifecycle.h"
 #include "scheduler/model_proto.h"
+#include "scheduler/node_registry.h"
+#include "scheduler/placement.h"
 
 namespace trainctl::sched {
 namespace {
@@ -140,6 +144,7 @@ void JobLifecycle::RestartGang(Job* job, Replica* cause, const RetryDecision& d,
     cause->next_start_time = due;
   }
   const std::string why = absl::StrCat("restarting the gang: ", cause->name, " ", rc.summary);
+  std::vector<Replica*> placed_elsewhere;
   for (Replica& o : job->replicas) {
     if (&o == cause || o.moving()) continue;
     if (IsLive(o.state)) {
@@ -150,8 +155,20 @@ void JobLifecycle::RestartGang(Job* job, Replica* cause, const RetryDecision& d,
                absl::StrCat(why, ": stopping it to start every replica together"));
       RecordRun(*job, o, fx);
     } else if (o.state != v1::REPLICA_STATE_STOPPING && o.state != v1::REPLICA_STATE_RESTARTING) {
-      // No process: it waits on its node to start with the others.
+      // No process: it waits on its node to start with the others. One that had ended holds
+      // nothing there any more; when its place was taken meanwhile, or the node keeps no
+      // replicas, it is placed elsewhere once the others are set.
       o.restart_count++;
+      std::string why_not;
+      if (!HoldsResources(o.state) && (!nodes_->KeepsReplicas(o.node, &why_not) ||
+                                       !nodes_->HasRoom(o.node, ReplicaDemandOf(o)))) {
+        o.move_cause = MoveCause::kNodeUnavailable;
+        o.move_reason = why_not.empty() ? absl::StrCat("its place on node ", o.node,
+                                                       " was taken after it ended")
+                                        : why_not;
+        placed_elsewhere.push_back(&o);
+        continue;
+      }
       SetReplicaState(job, &o, v1::REPLICA_STATE_RESTARTING);
       o.next_start_time = due;
     }
@@ -165,6 +182,11 @@ void JobLifecycle::RestartGang(Job* job, Replica* cause, const RetryDecision& d,
                    "; the others are stopped first, then every replica starts at once"));
   Touch(job, now, fx);
   timers_->WakeAt(due);
+  for (Replica* o : placed_elsewhere) {
+    // A move that finds no room re-dispatches the job or fails it: the others stay as they are.
+    if (!IsLive(job->state)) return;
+    PlaceMoved(job, o, now, fx, /*new_run=*/false);
+  }
   MaybeRelaunchGang(job, now, fx);
 }
 

@@ -465,6 +465,14 @@ std::vector<NodeFree> NodeRegistry::FreeNodes() const {
   return free;
 }
 
+bool NodeRegistry::HasRoom(const std::string& name, const ReplicaDemand& demand) const {
+  const Node* node = Find(name);
+  if (node == nullptr) return false;
+  Res free = node->allocatable;
+  free -= UsageOf(name).used;
+  return free.Fits(demand.need) && FreePorts(name) >= demand.ports;
+}
+
 std::vector<NodeFree> NodeRegistry::IdleNodes() const {
   std::vector<NodeFree> idle;
   for (const auto& [name, node] : nodes_) {

@@ -160,6 +160,9 @@ class NodeRegistry {
   NodeUsage UsageOf(const std::string& name) const;
   // Schedulable nodes with what is free on each now, free ports included.
   std::vector<NodeFree> FreeNodes() const;
+  // Whether `name` has room now for `demand` beside what its replicas hold (resources and
+  // ports), whatever its state: for a replica that held nothing there and starts again in place.
+  bool HasRoom(const std::string& name, const ReplicaDemand& demand) const;
   // Schedulable nodes with their whole allocatable size and port range (the cluster if it were
   // idle).
   std::vector<NodeFree> IdleNodes() const;

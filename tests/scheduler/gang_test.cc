@@ -2,6 +2,8 @@
 // together, charged once to its root cause; peers' failures that follow are consequences; a
 // user error waits the settle window for an earlier failure of a peer.
 #include <catch2/catch.hpp>
+#include <map>
+#include <string>
 
 #include "common/time_util.h"
 #include "scheduler/core.h"
@@ -314,6 +316,35 @@ TEST_CASE("a gang whose replica finds no room as the gang starts again launches 
   CHECK_THAT(g.Job().error.message, Catch::Contains("no other healthy node has room"));
   CHECK(Launches(stopped).empty());
   CHECK(g.R("worker-0").state != v1::REPLICA_STATE_STARTING);
+}
+
+TEST_CASE("a replica that ended and lost its place starts elsewhere when its gang restarts") {
+  // Found by tests/fuzz/core_agent_fuzz: a worker that had exited 0 gave its place back, another
+  // job took it, and the gang's restart put the worker back on its node regardless, holding
+  // more than the node has.
+  Gang g(2);
+  const std::string done_node = g.R("worker-1").node;
+  g.Exit("worker-1", 0);  // the job goes on; its place is free
+  REQUIRE(g.R("worker-1").state == v1::REPLICA_STATE_SUCCEEDED);
+  Effects fx;
+  // A whole node's worth: only worker-1's old node has 4 cpu free.
+  const std::string other = (*g.core.SubmitJob(Spec(0, /*cpu=*/4), g.now, &fx))->id;
+  g.core.Schedule(g.now, &fx);
+  REQUIRE(g.core.FindJob(other)->replicas[0].node == done_node);
+  const Effects crash = g.Exit("worker-0", 134);  // the gang restarts
+  CHECK(g.R("worker-1").node != done_node);
+  CHECK(g.R("worker-1").state == v1::REPLICA_STATE_RESTARTING);
+  CHECK(g.R("worker-1").moves == 1);
+  Effects stopped = g.ConfirmStops(crash);
+  CHECK(Launches(stopped).size() == 3);
+  // No node holds more than it has.
+  std::map<std::string, double> cpu;
+  for (const auto& [id, job] : g.core.jobs()) {
+    for (const Replica& r : job.replicas) {
+      if (HoldsResources(r.state)) cpu[r.node] += r.need.cpu;
+    }
+  }
+  for (const auto& [node, used] : cpu) CHECK(used <= g.core.FindNode(node)->allocatable.cpu);
 }
 
 TEST_CASE("a survivor its restarted agent no longer runs counts as stopped for the gang") {
