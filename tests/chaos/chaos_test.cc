@@ -165,13 +165,10 @@ TEST_CASE("the fault campaign: nothing acknowledged is lost, nothing runs twice"
   o.agent.cpus = 8;
   o.agent.memory_mb = 8192;
   o.data_dir_tmpfs_mb = 32;
-  o.daemon_args = {"--listen",
-                   link.host_address() + ":0",
-                   "--insecure-allow-plaintext",
-                   "--node-lost-timeout",
-                   absl::StrCat(kLost.count(), "ms"),
-                   "--heartbeat-interval",
-                   "200ms"};
+  // A restart keeps the port: the agents, the namespace's among them, dial it again.
+  o.listen_host = link.host_address();
+  o.daemon_args = {"--insecure-allow-plaintext", "--node-lost-timeout",
+                   absl::StrCat(kLost.count(), "ms"), "--heartbeat-interval", "200ms"};
   // The data dir fills up now and then; the checkpoints (which the workload writes) live on a
   // file system of their own, as they would on a real cluster.
   const std::string checkpoints = absl::StrCat("/tmp/trainctl-chaos-checkpoints-", getpid());
@@ -201,6 +198,8 @@ TEST_CASE("the fault campaign: nothing acknowledged is lost, nothing runs twice"
     std::this_thread::sleep_for(milliseconds(20));
   }
   faults.EndAll();
+  // Every agent finds trainctld again once the faults stop, whichever fault came last.
+  c.WaitForConnectedNodes(3);
   REQUIRE(Eventually(
       [&] {
         submitter.Step();

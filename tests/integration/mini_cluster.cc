@@ -226,7 +226,7 @@ MiniCluster::~MiniCluster() {
 void MiniCluster::StartDaemon() {
   const std::string data = DataDir();
   // The first start picks a free port; restarts reuse it so agents find the daemon again.
-  std::string listen = address_.empty() ? "127.0.0.1:0" : address_;
+  std::string listen = address_.empty() ? opts_.listen_host + ":0" : address_;
   const std::string http_listen = http_address_.empty() ? "127.0.0.1:0" : http_address_;
   std::filesystem::remove(data + "/trainctld.addr");
   if (port_range_.empty()) {

@@ -106,8 +106,12 @@ struct ClusterOptions {
   // NAME} (netns_link.h). It must exec the agent, so that the PID the fixture signals is the
   // agent's.
   std::map<int, std::vector<std::string>> agent_prefix;
-  // More trainctld flags, after the fixture's own (so "--heartbeat-interval" here wins).
+  // More trainctld flags, after the fixture's own (so "--heartbeat-interval" here wins). Not
+  // --listen: a restart must find the port of the first start, which listen_host keeps.
   std::vector<std::string> daemon_args;
+  // The address trainctld listens on, on a port it picks at its first start and keeps across
+  // restarts (agents keep dialing that port): e.g. a network namespace's host end.
+  std::string listen_host = "127.0.0.1";
   // True: a PKI made by `trainctld pki init` under dir()/pki with a certificate for every agent
   // (`pki issue-agent`); trainctld serves TLS and authenticates agents and users, every agent and
   // the CLI talk TLS, and the test's own channel too; the CLI and the channel use the admin

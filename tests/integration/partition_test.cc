@@ -36,13 +36,10 @@ constexpr char kCutNode[] = "node-1";
 ClusterOptions PartitionOptions(const NetnsLink& link) {
   ClusterOptions o;
   o.agents = 2;
-  o.daemon_args = {"--listen",
-                   link.host_address() + ":0",
-                   "--insecure-allow-plaintext",
-                   "--node-lost-timeout",
-                   "4s",
-                   "--heartbeat-interval",
-                   "200ms"};
+  // A restart keeps the port: the agents, the namespace's among them, dial it again.
+  o.listen_host = link.host_address();
+  o.daemon_args = {"--insecure-allow-plaintext", "--node-lost-timeout", "4s",
+                   "--heartbeat-interval", "200ms"};
   // Off loopback: plaintext, as a test on one host may.
   o.agent.extra_args = {"--insecure-allow-plaintext"};
   o.agent_prefix[1] = link.Exec();
