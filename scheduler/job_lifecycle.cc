@@ -410,7 +410,8 @@ void JobLifecycle::Apply(Job* job, Replica* r, const RetryDecision& d, absl::Tim
       break;
     case Decision::kMoveReplica:
       if (IsGang(*job) && !job->gang_restarting) RestartGang(job, r, d, now, fx);
-      PlaceMoved(job, r, now, fx);
+      // The restart may have ended the attempt: a peer that had to move found no room.
+      if (IsLive(job->state)) PlaceMoved(job, r, now, fx);
       break;
     case Decision::kRetryJob:
     case Decision::kRedispatch:

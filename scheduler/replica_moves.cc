@@ -110,6 +110,8 @@ void JobLifecycle::Move(Job* job, Replica* r, MoveCause cause, const std::string
     d.rule = why;
     d.summary = absl::StrCat("had to leave node ", r->node);
     RestartGang(job, r, d, now, fx);
+    // The restart may have ended the attempt: a peer that had to move found no room.
+    if (!IsLive(job->state)) return;
   }
   if (IsLive(r->state)) {
     // Its process can still be reached: a graceful stop first (SIGTERM, a last checkpoint).

@@ -347,6 +347,37 @@ TEST_CASE("a replica that ended and lost its place starts elsewhere when its gan
   for (const auto& [node, used] : cpu) CHECK(used <= g.core.FindNode(node)->allocatable.cpu);
 }
 
+TEST_CASE("a move that restarts the gang stops there when the restart ends the job") {
+  // Found by tests/fuzz/core_agent_fuzz: the chief's move restarted the gang, the worker that had
+  // ended found no room and failed the job, and the chief was then moved and launched anyway.
+  Gang g(1, [](v1::JobSpec* spec) {
+    spec->mutable_worker_pools(1)->mutable_resources()->set_cpu(4);  // a whole node
+    spec->mutable_fault_tolerance()->set_job_retry_num(0);
+  });
+  const std::string chief_node = g.R("chief-0").node;
+  g.Exit("worker-0", 0);  // the job goes on; the worker's node is free again
+  Effects fx;
+  for (int i = 0; i < 2; ++i) {  // both nodes without the chief, taken whole
+    (void)g.core.SubmitJob(Spec(0, /*cpu=*/4), g.now, &fx);
+  }
+  g.core.Schedule(g.now, &fx);
+  Effects isolated;
+  g.core.CheckReported(
+      chief_node,
+      [&] {
+        v1::CheckRun run;
+        run.set_phase("periodic");
+        run.set_passed(false);
+        *run.mutable_time() = MsToTimestamp(g.now);
+        return run;
+      }(),
+      g.now, &isolated);
+  CHECK(g.Job().state == v1::JOB_STATE_FAILED);
+  CHECK_THAT(g.Job().error.message, Catch::Contains("Replica worker-0 had to leave"));
+  for (const v1::LaunchReplica& l : Launches(isolated)) CHECK(l.job_id() != g.id);
+  CHECK(g.R("chief-0").state != v1::REPLICA_STATE_STARTING);
+}
+
 TEST_CASE("a survivor its restarted agent no longer runs counts as stopped for the gang") {
   Gang g(1);
   g.Exit("worker-0", 134);
