@@ -90,6 +90,15 @@ bool HasEvent(const Effects& fx, const std::string& type) {
   return false;
 }
 
+// A failed periodic check: no new work on its node until one passes.
+v1::CheckRun FailedCheck(int64_t now_ms) {
+  v1::CheckRun run;
+  run.set_phase("periodic");
+  run.set_passed(false);
+  *run.mutable_time() = MsToTimestamp(now_ms);
+  return run;
+}
+
 TEST_CASE("GANG is the default for more than one replica, REPLICA for one") {
   Core core{TestOptions(1)};
   Effects fx;
@@ -298,16 +307,7 @@ TEST_CASE("a gang whose replica finds no room as the gang starts again launches 
   Effects fx;
   // The chief's node fails a check (no new work there), and the third node goes away: the only
   // other node holds the worker, without room for a 4-cpu chief.
-  g.core.CheckReported(
-      chief_node,
-      [&] {
-        v1::CheckRun run;
-        run.set_phase("periodic");
-        run.set_passed(false);
-        *run.mutable_time() = MsToTimestamp(g.now);
-        return run;
-      }(),
-      g.now, &fx);
+  g.core.CheckReported(chief_node, FailedCheck(g.now), g.now, &fx);
   for (const std::string n : {"node-a", "node-b", "node-c"}) {
     if (n != chief_node && n != worker_node) g.core.AgentDisconnected(n, g.now, &fx);
   }
@@ -362,16 +362,7 @@ TEST_CASE("a move that restarts the gang stops there when the restart ends the j
   }
   g.core.Schedule(g.now, &fx);
   Effects isolated;
-  g.core.CheckReported(
-      chief_node,
-      [&] {
-        v1::CheckRun run;
-        run.set_phase("periodic");
-        run.set_passed(false);
-        *run.mutable_time() = MsToTimestamp(g.now);
-        return run;
-      }(),
-      g.now, &isolated);
+  g.core.CheckReported(chief_node, FailedCheck(g.now), g.now, &isolated);
   CHECK(g.Job().state == v1::JOB_STATE_FAILED);
   CHECK_THAT(g.Job().error.message, Catch::Contains("Replica worker-0 had to leave"));
   for (const v1::LaunchReplica& l : Launches(isolated)) CHECK(l.job_id() != g.id);

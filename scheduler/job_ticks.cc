@@ -1,0 +1,87 @@
+// JobLifecycle: the clock. Each tick ends jobs past their timeout, decides gang failures whose
+// settle window has passed, starts replicas whose restart backoff is over, and fails launches and
+// runs past launchTimeout and hangTimeout. Progress reports feed the hang check.
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/time_util.h"
+#include "scheduler/job_lifecycle.h"
+#include "scheduler/retry_engine.h"
+
+namespace trainctl::sched {
+namespace {
+
+std::string When(absl::Time t) { return FormatRfc3339(ToMs(t)); }
+
+}  // namespace
+
+void JobLifecycle::Progress(Job* job, Replica* r, absl::Time t, absl::Time now, Effects* fx) {
+  if (r->state != v1::REPLICA_STATE_RUNNING) return;
+  t = std::min(t, now);
+  if (r->last_progress_time && t <= *r->last_progress_time) return;
+  r->last_progress_time = t;
+  Touch(job, now, fx);
+}
+
+void JobLifecycle::Tick(absl::Time now, Effects* fx) {
+  for (const std::string& id : jobs_->ActiveIds()) {
+    Job* job = jobs_->Find(id);
+    if (!IsLive(job->state)) continue;
+    const RetryPolicy& policy = job->policy;
+    if (policy.timeout_ms > 0 && job->start_time &&
+        now >= *job->start_time + absl::Milliseconds(policy.timeout_ms)) {
+      const JobError error = DeadlineError(policy.timeout_ms);
+      End(job, v1::JOB_STATE_FAILED, error, error.message, now, fx);
+      continue;
+    }
+    if (IsGang(*job)) {
+      // A gang starts again as one; a settled failure is decided as one episode.
+      bool settled = false;
+      for (const Replica& r : job->replicas) {
+        if (r.state != v1::REPLICA_STATE_SETTLING || !r.next_start_time) continue;
+        if (now >= *r.next_start_time) {
+          settled = true;
+        } else {
+          timers_->WakeAt(*r.next_start_time);
+        }
+      }
+      if (settled) DecideGangRoot(job, nullptr, Failure(), now, fx);
+      MaybeRelaunchGang(job, now, fx);
+    }
+    for (Replica& r : job->replicas) {
+      if (IsTerminal(job->state) || job->state == v1::JOB_STATE_QUEUED) break;
+      if (r.state == v1::REPLICA_STATE_RESTARTING && IsGang(*job)) continue;
+      if (r.state == v1::REPLICA_STATE_RESTARTING) {
+        if (!r.next_start_time || now >= *r.next_start_time) {
+          LaunchOnItsNode(job, &r, now, fx);
+        } else {
+          timers_->WakeAt(*r.next_start_time);
+        }
+      } else if (r.state == v1::REPLICA_STATE_STARTING && policy.launch_timeout_ms > 0 &&
+                 r.start_time &&
+                 now - *r.start_time >= absl::Milliseconds(policy.launch_timeout_ms)) {
+        Failure f;
+        f.kind = Failure::Kind::kLaunchTimeout;
+        EndRun(job, &r, f, now, fx);
+      } else if (r.state == v1::REPLICA_STATE_RUNNING && policy.hang_timeout_ms > 0) {
+        std::optional<absl::Time> last = r.start_time;
+        if (r.last_progress_time && (!last || *r.last_progress_time > *last)) {
+          last = r.last_progress_time;
+        }
+        if (last && now - *last >= absl::Milliseconds(policy.hang_timeout_ms)) {
+          SetReplicaState(job, &r, v1::REPLICA_STATE_STOPPING);
+          r.message = absl::StrCat("hung: no progress since ", When(*last));
+          SendStop(*job, r, policy.stop_grace_ms, "hung: no progress within hangTimeout", fx);
+          AddEvent(fx, now, job, r.name, r.node, "ReplicaStopping",
+                   absl::StrCat("no progress since ", When(*last),
+                                " (hangTimeout): stopping it to restart it"));
+          Touch(job, now, fx);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace trainctl::sched
