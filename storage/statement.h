@@ -38,6 +38,9 @@ class Statement {
   // Not OK when the SQL did not compile.
   const absl::Status& status() const { return status_; }
 
+  // Ends the statement's current run (a cached statement keeps its compiled program).
+  void Reset() { sqlite3_reset(stmt_); }
+
   // Resets the statement and binds `values` to parameters 1..n.
   absl::Status Bind(std::initializer_list<Value> values) {
     sqlite3_reset(stmt_);

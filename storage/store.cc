@@ -239,7 +239,12 @@ absl::StatusOr<std::string> Store::CheckFile(const std::string& path, bool full)
   return absl::StrJoin(found, "\n");
 }
 
-Store::~Store() { sqlite3_close(db_); }
+Store::Store(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+
+Store::~Store() {
+  cached_.clear();  // finalized before the connection closes
+  sqlite3_close(db_);
+}
 
 absl::Status Store::Exec(const char* sql) {
   char* err = nullptr;
@@ -406,6 +411,8 @@ absl::StatusOr<Snapshot> Store::Load() {
 
 absl::Status Store::FailWrite(absl::Status s) {
   const int code = sqlite3_errcode(db_) & 0xff;
+  // A statement that failed mid-step is reset, so nothing of the transaction stays pending.
+  for (auto& [sql, st] : cached_) st->Reset();
   // After a full disk or an I/O error SQLite may have rolled back already.
   if (sqlite3_get_autocommit(db_) == 0) Exec("ROLLBACK").IgnoreError();
   const std::string dir = std::filesystem::path(path_).parent_path().string();
@@ -438,87 +445,96 @@ absl::Status Store::ProbeWrite() {
   return s.ok() ? s : FailWrite(s);
 }
 
+absl::StatusOr<Statement*> Store::Cached(const char* sql) {
+  std::unique_ptr<Statement>& st = cached_[sql];
+  if (st == nullptr) {
+    auto prepared = std::make_unique<Statement>(db_, sql);
+    TC_RETURN_IF_ERROR(prepared->status());
+    st = std::move(prepared);
+  }
+  return st.get();
+}
+
+template <typename Rows, typename Fn>
+absl::Status Store::RunEach(const char* sql, const Rows& rows, Fn run) {
+  if (rows.empty()) return absl::OkStatus();
+  TC_ASSIGN_OR_RETURN(Statement * st, Cached(sql));
+  for (const auto& row : rows) TC_RETURN_IF_ERROR(run(*st, row));
+  return absl::OkStatus();
+}
+
 absl::Status Store::Commit(const Batch& batch) {
   if (batch.empty()) return absl::OkStatus();
   if (absl::Status begun = Exec("BEGIN IMMEDIATE"); !begun.ok()) return FailWrite(begun);
   absl::Status s = [&]() -> absl::Status {
-    Statement job_st(db_,
-                     "INSERT INTO jobs (id, project, state, priority, create_ms, update_ms, data) "
-                     "VALUES (?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET state=excluded.state, "
-                     "update_ms=excluded.update_ms, data=excluded.data");
-    TC_RETURN_IF_ERROR(job_st.status());
-    for (const v1::Job& job : batch.jobs) {
-      v1::Job row = job;
-      row.clear_attempts();
-      TC_RETURN_IF_ERROR(
-          job_st.Run({job.id(), job.project(), int64_t{job.state()}, int64_t{job.priority()},
-                      TimestampToMs(job.create_time()), TimestampToMs(job.update_time()),
-                      Blob{row.SerializeAsString()}}));
-    }
-    Statement att_st(db_,
-                     "INSERT OR REPLACE INTO attempts (job_id, number, state, reason, start_ms, "
-                     "end_ms, nodes, data) VALUES (?,?,?,?,?,?,?,?)");
-    TC_RETURN_IF_ERROR(att_st.status());
-    for (const auto& [job_id, a] : batch.attempts) {
-      TC_RETURN_IF_ERROR(att_st.Run({job_id, int64_t{a.number()}, int64_t{a.state()}, a.reason(),
-                                     TimestampToMs(a.start_time()), TimestampToMs(a.end_time()),
-                                     absl::StrJoin(a.nodes(), ","), Blob{a.SerializeAsString()}}));
-    }
-    Statement run_st(db_,
-                     "INSERT OR REPLACE INTO replica_runs (run_id, job_id, attempt, replica, "
-                     "restart, node, state, pid, exit_code, signal, oom, message, start_ms, "
-                     "end_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-    TC_RETURN_IF_ERROR(run_st.status());
-    for (const sched::ReplicaRun& r : batch.runs) {
-      TC_RETURN_IF_ERROR(run_st.Run({r.run_id, r.job_id, int64_t{r.attempt}, r.replica,
-                                     int64_t{r.restart}, r.node, int64_t{r.state}, r.pid,
-                                     r.exit_code ? Value(int64_t{*r.exit_code}) : Value(Null{}),
-                                     r.signal ? Value(int64_t{*r.signal}) : Value(Null{}),
-                                     int64_t{r.oom_killed}, r.message, r.start_ms, r.end_ms}));
-    }
-    Statement node_st(db_,
-                      "INSERT OR REPLACE INTO nodes (name, address, capacity_cpu, "
-                      "capacity_mem_mb, capacity_gpus, alloc_cpu, alloc_mem_mb, alloc_gpus, "
-                      "labels, agent_instance, registered_ms, last_heartbeat_ms, status) VALUES "
-                      "(?,?,?,?,?,?,?,?,?,?,?,?,?)");
-    TC_RETURN_IF_ERROR(node_st.status());
-    for (const sched::Node& n : batch.nodes) {
-      TC_RETURN_IF_ERROR(
-          node_st.Run({n.name, n.address, n.capacity.cpu, n.capacity.memory_mb, n.capacity.gpus,
-                       n.allocatable.cpu, n.allocatable.memory_mb, n.allocatable.gpus,
-                       JoinLabels(n.labels), n.agent_instance, n.registered_ms, n.last_heartbeat_ms,
-                       Blob{n.status.SerializeAsString()}}));
-    }
-    Statement delete_st(db_, "DELETE FROM nodes WHERE name = ?");
-    TC_RETURN_IF_ERROR(delete_st.status());
-    Statement revoked_st(
-        db_, "INSERT OR IGNORE INTO revoked_certificates (fingerprint, node) VALUES (?,?)");
-    TC_RETURN_IF_ERROR(revoked_st.status());
+    TC_RETURN_IF_ERROR(
+        RunEach("INSERT INTO jobs (id, project, state, priority, create_ms, update_ms, data) "
+                "VALUES (?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET state=excluded.state, "
+                "update_ms=excluded.update_ms, data=excluded.data",
+                batch.jobs, [](Statement& st, const v1::Job& job) {
+                  v1::Job row = job;
+                  row.clear_attempts();
+                  return st.Run({job.id(), job.project(), int64_t{job.state()},
+                                 int64_t{job.priority()}, TimestampToMs(job.create_time()),
+                                 TimestampToMs(job.update_time()), Blob{row.SerializeAsString()}});
+                }));
+    TC_RETURN_IF_ERROR(RunEach(
+        "INSERT OR REPLACE INTO attempts (job_id, number, state, reason, start_ms, end_ms, nodes, "
+        "data) VALUES (?,?,?,?,?,?,?,?)",
+        batch.attempts, [](Statement& st, const std::pair<std::string, v1::Attempt>& row) {
+          const v1::Attempt& a = row.second;
+          return st.Run({row.first, int64_t{a.number()}, int64_t{a.state()}, a.reason(),
+                         TimestampToMs(a.start_time()), TimestampToMs(a.end_time()),
+                         absl::StrJoin(a.nodes(), ","), Blob{a.SerializeAsString()}});
+        }));
+    TC_RETURN_IF_ERROR(RunEach(
+        "INSERT OR REPLACE INTO replica_runs (run_id, job_id, attempt, replica, restart, node, "
+        "state, pid, exit_code, signal, oom, message, start_ms, end_ms) VALUES "
+        "(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        batch.runs, [](Statement& st, const sched::ReplicaRun& r) {
+          return st.Run({r.run_id, r.job_id, int64_t{r.attempt}, r.replica, int64_t{r.restart},
+                         r.node, int64_t{r.state}, r.pid,
+                         r.exit_code ? Value(int64_t{*r.exit_code}) : Value(Null{}),
+                         r.signal ? Value(int64_t{*r.signal}) : Value(Null{}),
+                         int64_t{r.oom_killed}, r.message, r.start_ms, r.end_ms});
+        }));
+    TC_RETURN_IF_ERROR(RunEach(
+        "INSERT OR REPLACE INTO nodes (name, address, capacity_cpu, capacity_mem_mb, "
+        "capacity_gpus, alloc_cpu, alloc_mem_mb, alloc_gpus, labels, agent_instance, "
+        "registered_ms, last_heartbeat_ms, status) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        batch.nodes, [](Statement& st, const sched::Node& n) {
+          return st.Run({n.name, n.address, n.capacity.cpu, n.capacity.memory_mb, n.capacity.gpus,
+                         n.allocatable.cpu, n.allocatable.memory_mb, n.allocatable.gpus,
+                         JoinLabels(n.labels), n.agent_instance, n.registered_ms,
+                         n.last_heartbeat_ms, Blob{n.status.SerializeAsString()}});
+        }));
+    TC_RETURN_IF_ERROR(
+        RunEach("DELETE FROM nodes WHERE name = ?", batch.deleted_nodes,
+                [](Statement& st, const auto& deleted) { return st.Run({deleted.first}); }));
     for (const auto& [name, revoked] : batch.deleted_nodes) {
-      TC_RETURN_IF_ERROR(delete_st.Run({name}));
-      for (const std::string& fp : revoked) TC_RETURN_IF_ERROR(revoked_st.Run({fp, name}));
+      TC_RETURN_IF_ERROR(
+          RunEach("INSERT OR IGNORE INTO revoked_certificates (fingerprint, node) VALUES (?,?)",
+                  revoked, [&name = name](Statement& st, const std::string& fp) {
+                    return st.Run({fp, name});
+                  }));
     }
-    Statement ev_st(db_,
-                    "INSERT INTO events (time_ms, job_id, attempt, replica, node, type, reason, "
-                    "actor) VALUES (?,?,?,?,?,?,?,?)");
-    TC_RETURN_IF_ERROR(ev_st.status());
-    for (const sched::Event& e : batch.events) {
-      TC_RETURN_IF_ERROR(ev_st.Run(
-          {e.time_ms, e.job_id, int64_t{e.attempt}, e.replica, e.node, e.type, e.reason, e.actor}));
-    }
-    Statement token_st(db_,
-                       "INSERT INTO tokens (id, hash, data) VALUES (?,?,?) ON CONFLICT(id) DO "
-                       "UPDATE SET data=excluded.data");
-    TC_RETURN_IF_ERROR(token_st.status());
-    for (const TokenRow& t : batch.tokens) {
-      TC_RETURN_IF_ERROR(token_st.Run({t.token.id(), t.hash, Blob{t.token.SerializeAsString()}}));
-    }
-    Statement quota_st(db_, "INSERT OR REPLACE INTO quotas (project, data) VALUES (?,?)");
-    TC_RETURN_IF_ERROR(quota_st.status());
-    for (const v1::Quota& q : batch.quotas) {
-      TC_RETURN_IF_ERROR(quota_st.Run({q.project(), Blob{q.SerializeAsString()}}));
-    }
-    return absl::OkStatus();
+    TC_RETURN_IF_ERROR(
+        RunEach("INSERT INTO events (time_ms, job_id, attempt, replica, node, type, reason, actor) "
+                "VALUES (?,?,?,?,?,?,?,?)",
+                batch.events, [](Statement& st, const sched::Event& e) {
+                  return st.Run({e.time_ms, e.job_id, int64_t{e.attempt}, e.replica, e.node, e.type,
+                                 e.reason, e.actor});
+                }));
+    TC_RETURN_IF_ERROR(
+        RunEach("INSERT INTO tokens (id, hash, data) VALUES (?,?,?) ON CONFLICT(id) DO UPDATE SET "
+                "data=excluded.data",
+                batch.tokens, [](Statement& st, const TokenRow& t) {
+                  return st.Run({t.token.id(), t.hash, Blob{t.token.SerializeAsString()}});
+                }));
+    return RunEach("INSERT OR REPLACE INTO quotas (project, data) VALUES (?,?)", batch.quotas,
+                   [](Statement& st, const v1::Quota& q) {
+                     return st.Run({q.project(), Blob{q.SerializeAsString()}});
+                   });
   }();
   if (s.ok()) s = Exec("COMMIT");
   return s.ok() ? s : FailWrite(s);

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -29,6 +30,8 @@
 struct sqlite3;
 
 namespace trainctl::storage {
+
+class Statement;
 
 // An API token and the SHA-256 (hex) of its secret; the secret itself is never stored.
 struct TokenRow {
@@ -125,13 +128,21 @@ class Store {
   absl::StatusOr<int> SchemaVersion();
 
  private:
-  Store(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  Store(sqlite3* db, std::string path);
   // Opens a connection (creating the file with `create`) and sets its pragmas.
   static absl::StatusOr<std::unique_ptr<Store>> Connect(const std::string& path, bool create,
                                                         const std::string& vfs);
   // Makes a new database at `path` through `path`.new and a rename.
   static absl::Status CreateNew(const std::string& path, const std::string& vfs);
   absl::Status Exec(const char* sql);
+  // The statement for `sql`, a string literal, prepared on its first use and kept for the
+  // connection's life: a turn's commit runs the same few statements every time, and compiling
+  // them each time cost more than binding and running them. Callers reset it (Bind does).
+  absl::StatusOr<Statement*> Cached(const char* sql);
+  // Runs `run(statement, row)` for each of `rows` with the cached statement for `sql`; prepares
+  // nothing when there are none.
+  template <typename Rows, typename Fn>
+  absl::Status RunEach(const char* sql, const Rows& rows, Fn run);
   absl::Status Migrate();
   // Ends a write transaction that failed with `s`: rolls back what is left of it and words the
   // error by SQLite's code (see Commit).
@@ -139,6 +150,8 @@ class Store {
 
   sqlite3* const db_;
   const std::string path_;
+  // Keyed by the literal's address: each call site passes its own.
+  std::unordered_map<const char*, std::unique_ptr<Statement>> cached_;
 };
 
 }  // namespace trainctl::storage
