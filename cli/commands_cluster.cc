@@ -96,7 +96,7 @@ Command EventsCommand() {
       "Event types (for --type):\n"
       "  jobs:      JobQueued, one for each change of a job's state (JobRunning, JobFailed,\n"
       "             ...), JobRedispatched (after a host fault: a new attempt on other hosts),\n"
-      "             JobExiting\n"
+      "             JobExiting, JobDeleted (of no job: it outlives the job it names)\n"
       "  replicas:  ReplicaStarted, ReplicaExited, ReplicaLost, ReplicaMoved (off a drained,\n"
       "             lost or unhealthy node, to another one)\n"
       "  nodes:     NodeRegistered, NodeReconnected, NodeDisconnected, NodeLost, NodeReturned,\n"

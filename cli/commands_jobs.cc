@@ -1,4 +1,4 @@
-// submit, get, list and cancel: one request each (list: one per page), then print.
+// submit, get, list, cancel and delete: one request each (list: one per page), then print.
 #include <algorithm>
 #include <chrono>
 #include <iostream>
@@ -136,6 +136,18 @@ absl::StatusOr<int> RunCancel(const ParsedArgs& args, Client& client) {
   return kExitOk;
 }
 
+absl::StatusOr<int> RunDelete(const ParsedArgs& args, Client& client) {
+  v1::DeleteJobRequest request;
+  request.set_id(args.args()[0]);
+  grpc::ClientContext context;
+  Client::PrepareUnary(&context);
+  v1::DeleteJobResponse response;
+  grpc::Status status = client.stub().DeleteJob(&context, request, &response);
+  if (!status.ok()) return client.ToStatus(status);
+  std::cout << request.id() << " deleted" << std::endl;
+  return kExitOk;
+}
+
 }  // namespace
 
 FlagSpec OutputFlag() {
@@ -193,6 +205,20 @@ Command CancelCommand() {
                    1,
                    1};
   return {std::move(spec), &RunCancel};
+}
+
+Command DeleteCommand() {
+  CommandSpec spec{
+      "delete",
+      "ID",
+      "Delete a job that ended, with its attempts, runs and events",
+      "Only a SUCCEEDED, FAILED or CANCELLED job whose replicas have all ended can be\n"
+      "deleted; cancel a live job first. trainctld deletes jobs by itself once they\n"
+      "ended longer ago than its --job-retention (default 90d).",
+      {},
+      1,
+      1};
+  return {std::move(spec), &RunDelete};
 }
 
 }  // namespace trainctl::cli

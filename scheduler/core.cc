@@ -1,6 +1,7 @@
 #include "scheduler/core.h"
 
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -84,6 +85,39 @@ absl::StatusOr<const Job*> Core::CancelJob(const std::string& id, int64_t now, E
   if (job == nullptr) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
   lifecycle_.Cancel(job, FromMs(now), fx);
   return job;
+}
+
+absl::Status Core::DeleteJob(const std::string& id, const std::string& why, int64_t now,
+                             Effects* fx) {
+  const Job* job = jobs_.Find(id);
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+  if (!IsTerminal(job->state)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", id, " is ", ShortName(job->state),
+                     "; only a job that ended can be deleted (cancel it first)"));
+  }
+  for (const Replica& r : job->replicas) {
+    if (HoldsResources(r.state)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", id, " is ", ShortName(job->state), " but its replica ", r.name,
+                       " is still ", ShortName(r.state), "; delete it once that replica ended"));
+    }
+  }
+  if (!why.empty()) {
+    AddEvent(fx, FromMs(now), nullptr, "", "", "JobDeleted",
+             absl::StrCat("job ", id, " (project ", job->spec.project(), ", ",
+                          ShortName(job->state), ") deleted: ", why));
+  }
+  // Rows of it this turn changed are not written back.
+  fx->jobs.erase(id);
+  for (auto it = fx->attempts.lower_bound({id, std::numeric_limits<int32_t>::min()});
+       it != fx->attempts.end() && it->first == id;) {
+    it = fx->attempts.erase(it);
+  }
+  fx->deleted_jobs.push_back(id);
+  requests_.Remove(*job);
+  jobs_.Erase(id);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<v1::Project> Core::SetQuota(const v1::Quota& quota, int64_t now, Effects* fx) {

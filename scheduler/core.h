@@ -91,6 +91,11 @@ class Core {
   // Starts cancelling a job: QUEUED jobs end at once, others stop their replicas first
   // (CANCELLING, then CANCELLED when every replica is gone). Terminal jobs are returned as is.
   absl::StatusOr<const Job*> CancelJob(const std::string& id, int64_t now, Effects* fx);
+  // Forgets a terminal job whose replicas have all ended; its rows (attempts, runs, events) go
+  // with it (Effects::deleted_jobs). NOT_FOUND for an unknown job, FAILED_PRECONDITION while it
+  // is not terminal or a replica of it still holds its node. `why` non-empty: a JobDeleted event
+  // (not tied to the job, so it outlives it) records it; retention passes none.
+  absl::Status DeleteJob(const std::string& id, const std::string& why, int64_t now, Effects* fx);
   // Replaces a project's quota; takes effect at once (raising it admits waiting jobs; lowering it
   // stops nothing). INVALID_ARGUMENT for a bad quota, with the field path.
   absl::StatusOr<v1::Project> SetQuota(const v1::Quota& quota, int64_t now, Effects* fx);

@@ -57,6 +57,17 @@ std::pair<Job*, Replica*> JobTable::CurrentRun(const std::string& run_id) {
   return {job, r};
 }
 
+void JobTable::Erase(const std::string& id) {
+  jobs_.erase(id);
+  active_.erase(id);
+  // Run ids start "<job id>/".
+  const std::string stem = id + "/";
+  auto it = run_nodes_.lower_bound(stem);
+  while (it != run_nodes_.end() && it->first.compare(0, stem.size(), stem) == 0) {
+    it = run_nodes_.erase(it);
+  }
+}
+
 void JobTable::RefreshActive(const Job& job) {
   bool holds = IsAdmitted(job.state);
   for (const Replica& r : job.replicas) holds |= HoldsResources(r.state);

@@ -42,6 +42,9 @@ class JobTable {
   // REQUIRES: job.id is new.
   Job* Insert(Job job);
 
+  // Forgets a job, its place in the active set and where its runs were launched.
+  void Erase(const std::string& id);
+
   Job* Find(const std::string& id);
   const Job* Find(const std::string& id) const;
   // The job and replica of `run_id` if it is the replica's current run; else nullptrs.

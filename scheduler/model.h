@@ -371,10 +371,13 @@ struct Effects {
   std::vector<Command> commands;
   // Projects whose quota row changed.
   std::set<std::string> quotas;
+  // Jobs deleted, with their attempts, runs and events.
+  std::vector<std::string> deleted_jobs;
 
   bool empty() const {
     return jobs.empty() && attempts.empty() && runs.empty() && nodes.empty() &&
-           deleted_nodes.empty() && events.empty() && commands.empty() && quotas.empty();
+           deleted_nodes.empty() && events.empty() && commands.empty() && quotas.empty() &&
+           deleted_jobs.empty();
   }
 };
 

@@ -29,6 +29,13 @@ void RequestIndex::Add(const Job& job) {
   by_time_.insert({job.create_time, std::move(key)});
 }
 
+void RequestIndex::Remove(const Job& job) {
+  auto it = entries_.find(Key{job.creator, job.request_id});
+  if (it == entries_.end() || it->second.job_id != job.id) return;
+  by_time_.erase({it->second.created, it->first});
+  entries_.erase(it);
+}
+
 const RequestIndex::Entry* RequestIndex::Find(const std::string& scope,
                                               const std::string& request_id, absl::Time now) const {
   auto it = entries_.find(Key{scope, request_id});

@@ -46,6 +46,8 @@ class RequestIndex {
     absl::Time created;
   };
   const Entry* Find(const std::string& scope, const std::string& request_id, absl::Time now) const;
+  // Forgets `job`'s entry (the job was deleted): its request id may create a new job.
+  void Remove(const Job& job);
   // Forgets entries older than the window.
   void Expire(absl::Time now);
 

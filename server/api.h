@@ -82,6 +82,8 @@ class Api {
   void ListJobs(const CallContext& call, const v1::ListJobsRequest& req,
                 Reply<v1::ListJobsResponse> done);
   void CancelJob(const CallContext& call, const v1::CancelJobRequest& req, Reply<v1::Job> done);
+  void DeleteJob(const CallContext& call, const v1::DeleteJobRequest& req,
+                 Reply<v1::DeleteJobResponse> done);
   // Subscribes `watcher` to the job: it gets the job's state now and after every change. The
   // returned slot is the stream's place among its peer's watches: keep it while the stream
   // lasts. An error (unauthorized, too many watches, no such job) subscribes nothing.

@@ -126,6 +126,27 @@ void Api::CancelJob(const CallContext& call, const v1::CancelJobRequest& req, Re
       done);
 }
 
+void Api::DeleteJob(const CallContext& call, const v1::DeleteJobRequest& req,
+                    Reply<v1::DeleteJobResponse> done) {
+  absl::StatusOr<Caller> caller = Authorize(call, Route::kDeleteJob);
+  if (!caller.ok()) return done(caller.status());
+  parts_.loop->Post(
+      [this, id = req.id(), caller = *caller, done](Turn& t) {
+        absl::Status deleted = CheckJobProject(t, caller, Permission::kDeleteJobs, id);
+        if (deleted.ok()) {
+          const size_t first = t.fx->events.size();
+          deleted = t.core.DeleteJob(
+              id, caller.name.empty() ? "at a user's request" : "by " + caller.name, t.now, t.fx);
+          StampActor(t.fx, first, caller.name);
+        }
+        t.after_commit->push_back([deleted, done] {
+          if (!deleted.ok()) return done(deleted);
+          done(v1::DeleteJobResponse());
+        });
+      },
+      done);
+}
+
 absl::StatusOr<PeerStreamLimiter::Slot> Api::WatchJob(const CallContext& call,
                                                       const v1::WatchJobRequest& req,
                                                       std::shared_ptr<JobWatcher> watcher) {

@@ -20,8 +20,8 @@ std::string RoleName(v1::Role role) {
 }
 
 bool ProjectScoped(Permission p) {
-  return p == Permission::kSubmit || p == Permission::kCancel || p == Permission::kReadLogs ||
-         p == Permission::kReportProgress;
+  return p == Permission::kSubmit || p == Permission::kCancel || p == Permission::kDeleteJobs ||
+         p == Permission::kReadLogs || p == Permission::kReportProgress;
 }
 
 }  // namespace
@@ -36,6 +36,8 @@ absl::string_view PermissionName(Permission p) {
       return "submit";
     case Permission::kCancel:
       return "cancel";
+    case Permission::kDeleteJobs:
+      return "delete-jobs";
     case Permission::kReportProgress:
       return "report-progress";
     case Permission::kOperateNodes:
@@ -58,6 +60,7 @@ const std::vector<RouteInfo>& Routes() {
       {Route::kGetJob, "trainctl.v1.JobService/GetJob", Permission::kRead},
       {Route::kListJobs, "trainctl.v1.JobService/ListJobs", Permission::kRead},
       {Route::kCancelJob, "trainctl.v1.JobService/CancelJob", Permission::kCancel},
+      {Route::kDeleteJob, "trainctl.v1.JobService/DeleteJob", Permission::kDeleteJobs},
       {Route::kWatchJob, "trainctl.v1.JobService/WatchJob", Permission::kRead},
       {Route::kReadLogs, "trainctl.v1.JobService/ReadLogs", Permission::kReadLogs},
       {Route::kReportProgress, "trainctl.v1.JobService/ReportProgress",

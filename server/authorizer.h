@@ -40,6 +40,7 @@ enum class Permission {
   kReadLogs,        // a job's logs (project-scoped for members)
   kSubmit,          // create a job (project-scoped)
   kCancel,          // cancel a job (project-scoped)
+  kDeleteJobs,      // delete a job that ended (project-scoped)
   kReportProgress,  // report a replica's progress (project-scoped)
   kOperateNodes,    // cordon, uncordon, drain, revoke
   kDeleteNodes,     // forget a node
@@ -56,6 +57,7 @@ enum class Route {
   kGetJob,
   kListJobs,
   kCancelJob,
+  kDeleteJob,
   kWatchJob,
   kReadLogs,
   kReportProgress,

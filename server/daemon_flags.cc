@@ -52,6 +52,9 @@ std::vector<FlagGroup> DaemonFlagGroups() {
         {"clock-skew-tolerance", 0, Kind::kValue, "D", "",
          "GANG jobs: failures whose exit times are this close count as simultaneous, and one "
          "that is not the user's is then the root cause (default 1s; 0s..10s)"},
+        {"job-retention", 0, Kind::kValue, "D", "",
+         "jobs that ended longer ago are deleted, with their attempts, runs and events, a few at "
+         "a time (default 90d; 0: keep every job; `trainctl delete` deletes one sooner)"},
         {"port-range", 0, Kind::kValue, "LO-HI", "",
          "the ports of each node that replicas get: one each, and a second one, the rendezvous "
          "port (MASTER_PORT), for each job's primary (default 20000-32767; at least 64 ports "
@@ -278,6 +281,16 @@ absl::StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& arg
   if (std::string text = parsed.Get("clock-skew-tolerance"); !text.empty()) {
     TC_ASSIGN_OR_RETURN(f.skew_tolerance_ms, ParseDuration("--clock-skew-tolerance", text, 0,
                                                            10'000, "between 0s and 10s, e.g. 1s"));
+  }
+  if (std::string text = parsed.Get("job-retention"); !text.empty()) {
+    TC_ASSIGN_OR_RETURN(f.job_retention_ms,
+                        ParseDuration("--job-retention", text, 0, 3650 * 86'400'000LL,
+                                      "of 0 (keep every job) or 1s to 3650d, "
+                                      "e.g. 90d"));
+    if (f.job_retention_ms > 0 && f.job_retention_ms < 1000) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--job-retention must be 0 (keep every job) or at least 1s, got \"", text, "\""));
+    }
   }
   if (std::string text = parsed.Get("max-request-bytes"); !text.empty()) {
     int64_t n = 0;

@@ -58,6 +58,8 @@ struct DaemonFlags {
   int64_t settle_window_ms = 3000;
   // 0s to 10s: CoreOptions::skew_tolerance_ms.
   int64_t skew_tolerance_ms = 1000;
+  // Terminal jobs that ended longer ago are deleted: 0 (never), or 1s to 3650d.
+  int64_t job_retention_ms = 90 * 86'400'000LL;
   // Every node's port pool: the ports replicas get (their own, and the primary's rendezvous
   // port). 1024..65535, LO < HI, at least 64 ports.
   sched::PortRange port_range;

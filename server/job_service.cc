@@ -133,6 +133,12 @@ grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext*
   return Unary(api_, &Api::CancelJob, ctx, req, resp);
 }
 
+grpc::ServerUnaryReactor* JobServiceImpl::DeleteJob(grpc::CallbackServerContext* ctx,
+                                                    const v1::DeleteJobRequest* req,
+                                                    v1::DeleteJobResponse* resp) {
+  return Unary(api_, &Api::DeleteJob, ctx, req, resp);
+}
+
 grpc::ServerWriteReactor<v1::Job>* JobServiceImpl::WatchJob(grpc::CallbackServerContext* ctx,
                                                             const v1::WatchJobRequest* req) {
   std::shared_ptr<WatchReactor> w = WatchReactor::Create();

@@ -25,6 +25,16 @@ void JobSnapshots::Publish(const std::vector<JobPtr>& jobs,
   }
 }
 
+void JobSnapshots::Remove(const std::vector<std::string>& ids) {
+  absl::MutexLock lock(&mu_);
+  for (const std::string& id : ids) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) continue;
+    by_age_.erase({-TimestampToMs(it->second->create_time()), id});
+    jobs_.erase(it);
+  }
+}
+
 v1::Job JobSnapshots::WithQueueStatus(const JobPtr& job, const sched::QueueState* queue,
                                       int64_t now_ms) {
   v1::Job out = *job;

@@ -44,6 +44,9 @@ class JobSnapshots {
   void Publish(const std::vector<JobPtr>& jobs, std::shared_ptr<const sched::QueueState> queue)
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Forgets deleted jobs (after the turn that deleted them committed).
+  void Remove(const std::vector<std::string>& ids) ABSL_LOCKS_EXCLUDED(mu_);
+
   // The job with its queue status computed as of `now_ms` when it is QUEUED. NOT_FOUND when
   // unknown.
   absl::StatusOr<v1::Job> Get(const std::string& id, int64_t now_ms) const ABSL_LOCKS_EXCLUDED(mu_);

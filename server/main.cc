@@ -195,6 +195,7 @@ int main(int argc, char** argv) {
     absl::MutexLock lock(&health_mu);
     if (health != nullptr) health->SetServingStatus(writes.ok());
   });
+  loop.set_job_retention_ms(flags.job_retention_ms);
   // Checked by the flag parser.
   loop.set_redactor(*server::SecretRedactor::Parse(flags.secret_env_patterns));
   // Users are authenticated where agents are: whenever trainctld serves TLS. Replicas then get a

@@ -2,8 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
 
+#include "common/time_util.h"
 #include "scheduler/model_proto.h"
 #include "server/agent_registry.h"
 #include "server/job_snapshots.h"
@@ -95,6 +97,7 @@ void ReconcileLoop::RunTurn(std::vector<Item> items) {
   std::vector<storage::TokenRow> tokens;
   Turn turn{*core_, *store_, clock_(), &fx, &after, &tokens};
   for (Item& item : items) item.work(turn);
+  if (retention_ms_ > 0 && turn.now >= next_retention_ms_) ExpireJobs(turn);
   if (turn.now - last_tick_ms_ >= kTickIntervalMs) {
     core_->Tick(turn.now, &fx);
     last_tick_ms_ = turn.now;
@@ -117,6 +120,7 @@ void ReconcileLoop::RunTurn(std::vector<Item> items) {
     if (const v1::Quota* quota = core_->FindQuota(project)) batch.quotas.push_back(*quota);
   }
   batch.tokens = std::move(tokens);
+  batch.deleted_jobs = std::move(fx.deleted_jobs);
   absl::Status committed = store_->Commit(batch);
   if (!committed.ok()) {
     // Nothing of this turn may be seen, sent or acknowledged.
@@ -134,9 +138,46 @@ void ReconcileLoop::RunTurn(std::vector<Item> items) {
     }
     registry_->Send(std::move(c));
   }
+  if (!batch.deleted_jobs.empty()) snapshots_->Remove(batch.deleted_jobs);
   Publish(batch.jobs);
   for (auto& f : after) f();
   registry_->ExpireLogRequests();
+}
+
+void ReconcileLoop::ExpireJobs(Turn& t) {
+  // A pass looks again at most ten times per retention, and at least every minute.
+  const int64_t interval = std::clamp<int64_t>(retention_ms_ / 10, 100, 60'000);
+  absl::StatusOr<std::vector<storage::EndedJob>> due =
+      store_->EndedBefore(t.now - retention_ms_, retention_cursor_, kRetentionBatch);
+  if (!due.ok()) {
+    spdlog::warn("retention: cannot read the jobs due for deletion: {}", due.status().ToString());
+    next_retention_ms_ = t.now + interval;
+    return;
+  }
+  int deleted = 0;
+  for (const storage::EndedJob& job : *due) {
+    absl::Status gone = core_->DeleteJob(job.id, "", t.now, t.fx);
+    if (gone.ok()) {
+      ++deleted;
+    } else if (absl::IsNotFound(gone)) {
+      t.fx->deleted_jobs.push_back(job.id);  // a row the core does not hold
+      ++deleted;
+    }
+    // Else a replica of it is still stopping: a later pass takes it.
+  }
+  if (deleted > 0) {
+    spdlog::info("retention: deleting {} jobs that ended more than {} ago", deleted,
+                 FormatDuration(retention_ms_));
+  }
+  if (static_cast<int32_t>(due->size()) == kRetentionBatch) {
+    // More may be due: the next turn goes on, and one comes soon.
+    retention_cursor_ = due->back();
+    next_retention_ms_ = t.now;
+    Post([](Turn&) {});
+  } else {
+    retention_cursor_ = storage::EndedJob{};
+    next_retention_ms_ = t.now + interval;
+  }
 }
 
 void ReconcileLoop::RunRefusingTurn(std::vector<Item> items, const absl::Status& why) {
@@ -171,6 +212,8 @@ void ReconcileLoop::RecoverFromFailedCommit(std::vector<Item>& items, const absl
   }
   core_ = *std::move(rebuilt);
   last_tick_ms_ = 0;
+  retention_cursor_ = storage::EndedJob{};  // the failed turn's deletions did not happen
+  next_retention_ms_ = 0;
   last_probe_ms_ = clock_();
   PublishAll();
   SetWriteStatus(why);

@@ -17,6 +17,11 @@
 // had acknowledged, and work resumes by itself. Without a reloader, a failed commit ends the
 // process (a restart reloads the durable state).
 //
+// Retention (set_job_retention_ms): a turn now and then deletes the terminal jobs that ended
+// longer ago than the retention, a small batch at a time (kRetentionBatch), oldest first; while
+// more are due, the next turn takes the next batch. A job still stopping a replica is passed over
+// until a later pass.
+//
 // Thread-safety: Post() may be called from any thread; everything else runs on the loop thread,
 // apart from Start() and Stop(), which the owner calls.
 #pragma once
@@ -96,6 +101,10 @@ class ReconcileLoop {
   void set_write_state_listener(WriteStateListener listener) {
     write_listener_ = std::move(listener);
   }
+  // Terminal jobs that ended longer ago than this are deleted (0: never). Set before Start().
+  void set_job_retention_ms(int64_t ms) { retention_ms_ = ms; }
+  // The most jobs one turn deletes for retention.
+  static constexpr int32_t kRetentionBatch = 64;
 
  private:
   struct Item {
@@ -113,6 +122,8 @@ class ReconcileLoop {
   // While writes are refused: whether a probe write commits; if so, accepts writes again.
   void ProbeWrites();
   void SetWriteStatus(absl::Status status) ABSL_LOCKS_EXCLUDED(mu_);
+  // Deletes the next batch of jobs past the retention, when a pass is due.
+  void ExpireJobs(Turn& t);
   // Publishes every job of the core, and the queue.
   void PublishAll();
   // Publishes `jobs` to the snapshots, with the queue's picture when admission changed.
@@ -128,8 +139,12 @@ class ReconcileLoop {
   AgentRegistry* const registry_;
   JobSnapshots* const snapshots_;
   const Clock clock_;
+  int64_t retention_ms_ = 0;
 
   // Loop thread only.
+  int64_t next_retention_ms_ = 0;
+  // Where the current retention pass goes on from.
+  storage::EndedJob retention_cursor_;
   int64_t last_tick_ms_ = 0;
   int64_t last_probe_ms_ = 0;
   uint64_t published_queue_version_ = 0;

@@ -119,6 +119,10 @@ const char* const kMigrations[] = {
       node        TEXT NOT NULL
     );
     )sql",
+    // 6 -> 7: terminal jobs (SUCCEEDED, FAILED, CANCELLED) by their last change, for retention.
+    R"sql(
+    CREATE INDEX jobs_ended ON jobs(update_ms, id) WHERE state IN (4, 5, 7);
+    )sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Store::kSchemaVersion);
 
@@ -531,13 +535,44 @@ absl::Status Store::Commit(const Batch& batch) {
                 batch.tokens, [](Statement& st, const TokenRow& t) {
                   return st.Run({t.token.id(), t.hash, Blob{t.token.SerializeAsString()}});
                 }));
-    return RunEach("INSERT OR REPLACE INTO quotas (project, data) VALUES (?,?)", batch.quotas,
-                   [](Statement& st, const v1::Quota& q) {
-                     return st.Run({q.project(), Blob{q.SerializeAsString()}});
-                   });
+    TC_RETURN_IF_ERROR(RunEach("INSERT OR REPLACE INTO quotas (project, data) VALUES (?,?)",
+                               batch.quotas, [](Statement& st, const v1::Quota& q) {
+                                 return st.Run({q.project(), Blob{q.SerializeAsString()}});
+                               }));
+    // Last: rows this turn wrote for a job it then deleted go too.
+    for (const char* sql :
+         {"DELETE FROM events WHERE job_id = ?", "DELETE FROM replica_runs WHERE job_id = ?",
+          "DELETE FROM attempts WHERE job_id = ?", "DELETE FROM jobs WHERE id = ?"}) {
+      TC_RETURN_IF_ERROR(RunEach(sql, batch.deleted_jobs, [](Statement& st, const std::string& id) {
+        return st.Run({id});
+      }));
+    }
+    return absl::OkStatus();
   }();
   if (s.ok()) s = Exec("COMMIT");
   return s.ok() ? s : FailWrite(s);
+}
+
+absl::StatusOr<std::vector<EndedJob>> Store::EndedBefore(int64_t before_ms, const EndedJob& after,
+                                                         int32_t limit) {
+  // Through the jobs_ended index alone, in its order (the planner would rather look up each
+  // state in jobs_by_state and sort every terminal job); its terms imply the index's WHERE.
+  TC_ASSIGN_OR_RETURN(Statement * st,
+                      Cached("SELECT update_ms, id FROM jobs INDEXED BY jobs_ended WHERE state IN "
+                             "(4, 5, 7) AND update_ms < ?1 AND (update_ms, id) > (?2, ?3) "
+                             "ORDER BY update_ms, id LIMIT ?4"));
+  TC_RETURN_IF_ERROR(st->Bind({before_ms, after.update_ms, after.id, int64_t{limit}}));
+  std::vector<EndedJob> jobs;
+  absl::Status status;
+  for (;;) {
+    absl::StatusOr<bool> row = st->Step();
+    if (!row.ok()) status = row.status();
+    if (!row.ok() || !*row) break;
+    jobs.push_back({st->Int(0), st->Text(1)});
+  }
+  st->Reset();  // ends its read
+  if (!status.ok()) return status;
+  return jobs;
 }
 
 absl::StatusOr<std::vector<sched::Event>> Store::ListEvents(const EventQuery& q) {

@@ -68,11 +68,20 @@ struct Batch {
   std::vector<v1::Quota> quotas;
   // Token rows to upsert, keyed by their id.
   std::vector<TokenRow> tokens;
+  // Jobs to delete with their attempts, runs and events (after everything above is written).
+  std::vector<std::string> deleted_jobs;
 
   bool empty() const {
     return jobs.empty() && attempts.empty() && runs.empty() && nodes.empty() &&
-           deleted_nodes.empty() && events.empty() && quotas.empty() && tokens.empty();
+           deleted_nodes.empty() && events.empty() && quotas.empty() && tokens.empty() &&
+           deleted_jobs.empty();
   }
+};
+
+// A terminal job's id and when its row last changed (when it ended, or later).
+struct EndedJob {
+  int64_t update_ms = 0;
+  std::string id;
 };
 
 struct EventQuery {
@@ -89,7 +98,7 @@ struct EventQuery {
 class Store {
  public:
   // The schema version this build writes.
-  static constexpr int kSchemaVersion = 6;
+  static constexpr int kSchemaVersion = 7;
 
   // Opens the database at `path` and migrates it to kSchemaVersion. Only a missing file is a new
   // cluster: its database is made beside it (`path`.new) and renamed into place once its schema
@@ -124,6 +133,13 @@ class Store {
   static constexpr int64_t kProbeMinFreeBytes = int64_t{4} << 20;
 
   absl::StatusOr<std::vector<sched::Event>> ListEvents(const EventQuery& q);
+
+  // At most `limit` terminal jobs (SUCCEEDED, FAILED, CANCELLED) whose row last changed before
+  // `before_ms`, ordered by (update_ms, id) and after `after` in that order: what retention
+  // deletes next. Reads an index of the terminal jobs alone, so its cost does not grow with the
+  // jobs kept.
+  absl::StatusOr<std::vector<EndedJob>> EndedBefore(int64_t before_ms, const EndedJob& after,
+                                                    int32_t limit);
 
   absl::StatusOr<int> SchemaVersion();
 

@@ -1,7 +1,8 @@
 // job.js: the #/jobs/{id} view of the trainctl web console: one job, kept live by its watch
 // stream (Server-Sent Events, reconnecting until the job is terminal), with its error, spec,
-// replicas, attempts, events, a cancel button and the log panel of logs.js. Loaded after app.js
-// and logs.js, whose helpers it takes from window.trainctl; registers window.trainctl.views.job.
+// replicas, attempts, events, a cancel (or, once it ended, delete) button and the log panel of
+// logs.js. Loaded after app.js and logs.js, whose helpers it takes from window.trainctl;
+// registers window.trainctl.views.job.
 'use strict';
 
 (function () {
@@ -45,7 +46,7 @@
         badge(state, state, 'job-state'),
         job.gangRestarting ? badge('GANG RESTARTING', 'pending', 'job-gang-restarting') : null,
         h('span', {className: 'spacer'}),
-        cancelControl(state));
+        TERMINAL.has(state) ? deleteControl() : cancelControl(state));
       renderError();
       renderSummary();
       renderReplicas();
@@ -54,22 +55,44 @@
     }
 
     function cancelControl(state) {
-      const box = h('span', {className: 'inline-form'});
-      const ask = h('button', {type: 'button', className: 'btn danger', testid: 'job-cancel',
-                               disabled: TERMINAL.has(state) || state === 'CANCELLING'},
-                    state === 'CANCELLING' ? 'Cancelling…' : 'Cancel job');
-      ask.addEventListener('click', () => {
-        replaceContent(box, h('span', null, 'Stop every replica? '),
-          h('button', {type: 'button', className: 'btn danger', testid: 'job-cancel-confirm',
-                       onclick: doCancel}, 'Yes, cancel'),
-          h('button', {type: 'button', className: 'btn ghost', testid: 'job-cancel-abort',
-                       onclick: () => replaceContent(box, ask)}, 'No'));
-      });
-      async function doCancel(ev) {
-        ev.target.disabled = true;
-        try {
+      return confirmedAction({
+        testid: 'job-cancel', label: state === 'CANCELLING' ? 'Cancelling…' : 'Cancel job',
+        disabled: TERMINAL.has(state) || state === 'CANCELLING',
+        question: 'Stop every replica? ', yes: 'Yes, cancel',
+        run: async () => {
           render(await api('POST', '/v1/jobs/' + enc(id) + ':cancel', {}));
           clearError();
+        }});
+    }
+
+    // A job that ended can be deleted (DELETE /v1/jobs/{id}); the page then goes back to the list.
+    // trainctld refuses while a replica is still stopping, and says so in the banner.
+    function deleteControl() {
+      return confirmedAction({
+        testid: 'job-delete', label: 'Delete job', disabled: false,
+        question: 'Delete the job, its attempts and events? ', yes: 'Yes, delete',
+        run: async () => {
+          await api('DELETE', '/v1/jobs/' + enc(id));
+          location.hash = '#/jobs';
+        }});
+    }
+
+    // A button that asks `question` before it runs `run`: buttons TESTID, TESTID-confirm and
+    // TESTID-abort. An error of `run` shows in the banner and brings the first button back.
+    function confirmedAction({testid, label, disabled, question, yes, run}) {
+      const box = h('span', {className: 'inline-form'});
+      const ask = h('button', {type: 'button', className: 'btn danger', testid, disabled}, label);
+      ask.addEventListener('click', () => {
+        replaceContent(box, h('span', null, question),
+          h('button', {type: 'button', className: 'btn danger', testid: testid + '-confirm',
+                       onclick: confirmed}, yes),
+          h('button', {type: 'button', className: 'btn ghost', testid: testid + '-abort',
+                       onclick: () => replaceContent(box, ask)}, 'No'));
+      });
+      async function confirmed(ev) {
+        ev.target.disabled = true;
+        try {
+          await run();
         } catch (e) {
           showError(e);
           replaceContent(box, ask);

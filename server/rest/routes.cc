@@ -235,6 +235,8 @@ std::vector<Route> MakeRoutes() {
             "Jobs, newest first, by pages.", &Api::ListJobs),
       Unary("POST", "/v1/jobs/{id}:cancel", "trainctl.v1.JobService/CancelJob", "*",
             "Cancel a job.", &Api::CancelJob),
+      Unary("DELETE", "/v1/jobs/{id}", "trainctl.v1.JobService/DeleteJob", "",
+            "Delete a job that ended, with its attempts, runs and events.", &Api::DeleteJob),
       Custom("GET", "/v1/jobs/{id}:watch", "trainctl.v1.JobService/WatchJob",
              v1::WatchJobRequest::descriptor(), v1::Job::descriptor(), "",
              "Server-sent events: the job now and after every change, one Job per event, "

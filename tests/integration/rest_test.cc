@@ -90,7 +90,7 @@ std::vector<pb::Struct> Watch(httplib::Client& http, const std::string& id, int*
   return jobs;
 }
 
-TEST_CASE("a job is created, watched, read, listed and cancelled over REST",
+TEST_CASE("a job is created, watched, read, listed, cancelled and deleted over REST",
           "[integration][rest]") {
   MiniCluster c(1);
   auto http = Http(c);
@@ -130,6 +130,14 @@ TEST_CASE("a job is created, watched, read, listed and cancelled over REST",
   CHECK(Field(events.front(), "state") == "JOB_STATE_RUNNING");
   CHECK(Field(events.back(), "state") == "JOB_STATE_CANCELLED");
   for (const pb::Struct& e : events) CHECK(Field(e, "id") == id);
+
+  // A job that ended can be deleted; then it is gone.
+  httplib::Result deleted = http->Delete(absl::StrCat("/v1/jobs/", id));
+  REQUIRE(deleted);
+  CHECK(deleted->status == 200);
+  httplib::Result gone = http->Get(absl::StrCat("/v1/jobs/", id));
+  REQUIRE(gone);
+  CHECK(gone->status == 404);
 }
 
 TEST_CASE("a replica's log is read and followed over REST", "[integration][rest]") {

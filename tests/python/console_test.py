@@ -325,6 +325,24 @@ def check_job_page(b, base, job_id):
     b.screenshot("job.png")
 
 
+def check_job_delete(b, base, job_id):
+    """Deletes the job that ended from its page: the page goes back to the list, which no longer
+    shows it, and trainctld no longer knows it."""
+    b.open(base + f"/#/jobs/{job_id}")
+    b.wait(f"the page of job {job_id}", lambda: b.text("job-state") == "SUCCEEDED" or b.banner(),
+           last=lambda: b.driver.current_url)
+    b.click("job-delete", "the Delete button")
+    b.click("job-delete-confirm", "the delete's confirm button")
+    b.wait("the jobs list after the delete",
+           lambda: b.driver.current_url.endswith("#/jobs") and b.find("jobs-table") is not None,
+           last=lambda: (b.driver.current_url, b.banner()))
+    b.wait(f"the row of job {job_id} to go", lambda: b.find(f"job-row-{job_id}") is None,
+           last=lambda: b.text(f"job-row-{job_id}"))
+    status, body = rest(base, "GET", f"/v1/jobs/{job_id}")
+    check(status == 404, f"GET /v1/jobs/{job_id} after its delete answered {status}: {body}")
+    b.expect_no_banner("#/jobs")
+
+
 def check_nodes_page(b, base):
     node = DRAINED_NODE
     b.open(base + "/#/nodes")
@@ -409,7 +427,9 @@ def main():
                                   ("#/jobs/" + job_id, check_job_page, (browser, base, job_id)),
                                   ("#/nodes", check_nodes_page, (browser, base)),
                                   ("#/queue", check_queue_page, (browser, base)),
-                                  ("#/projects", check_projects_page, (browser, base))):
+                                  ("#/projects", check_projects_page, (browser, base)),
+                                  ("deleting the job", check_job_delete,
+                                   (browser, base, job_id))):
             fn(*fn_args)
             print(f"ok: {step}")
         step = "the browser's console log"

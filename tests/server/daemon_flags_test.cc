@@ -44,6 +44,7 @@ TEST_CASE("trainctld flags have their defaults", "[daemon_flags]") {
     CHECK(flags->max_agent_streams_per_peer == 64);
     CHECK(flags->max_watches_per_peer == 256);
     CHECK(flags->secret_env_patterns == "*_SECRET*,*_TOKEN*,*_PASSWORD*,*_KEY");
+    CHECK(flags->job_retention_ms == 90 * 86'400'000LL);
     CHECK_FALSE(flags->default_quota.has_gpus());
     CHECK_FALSE(flags->default_quota.has_cpu());
     CHECK_FALSE(flags->default_quota.has_memory_mb());
@@ -125,6 +126,12 @@ TEST_CASE("every trainctld flag sets its field", "[daemon_flags]") {
   flags = ParseDaemonFlags(With({"--port-range", "65472-65535"}));  // 64 up to the highest
   REQUIRE(flags.ok());
   CHECK(flags->port_range == sched::PortRange{65472, 65535});
+  flags = ParseDaemonFlags(With({"--job-retention", "30d12h"}));
+  REQUIRE(flags.ok());
+  CHECK(flags->job_retention_ms == (30 * 24 + 12) * 3'600'000LL);
+  flags = ParseDaemonFlags(With({"--job-retention", "0"}));
+  REQUIRE(flags.ok());
+  CHECK(flags->job_retention_ms == 0);
 }
 
 TEST_CASE("a bad trainctld command line is an error that says what to give", "[daemon_flags]") {
@@ -141,6 +148,14 @@ TEST_CASE("a bad trainctld command line is an error that says what to give", "[d
       {With({"-x"}), "unknown flag -x"},
       {With({"--help=maybe"}), "unknown flag --help"},
       {With({"--listen"}), "--listen needs a value"},
+      {With({"--job-retention", "500ms"}),
+       "--job-retention must be 0 (keep every job) or at least 1s, got \"500ms\""},
+      {With({"--job-retention", "3651d"}),
+       "--job-retention must be a duration of 0 (keep every job) or 1s to 3650d, e.g. 90d, got "
+       "\"3651d\""},
+      {With({"--job-retention", "forever"}),
+       "--job-retention must be a duration of 0 (keep every job) or 1s to 3650d, e.g. 90d, got "
+       "\"forever\""},
       {With({"--http-listen", "7080"}),
        "--http-listen must be HOST:PORT (port 0..65535) or off, got \"7080\""},
       {With({"--http-listen", "127.0.0.1:99999"}),
@@ -306,6 +321,7 @@ TEST_CASE("trainctld's usage lists every flag with its default", "[daemon_flags]
                            "--secret-env-pattern GLOB,...",
                            "--max-agent-streams-per-peer N",
                            "--max-watches-per-peer N",
+                           "--job-retention D",
                            "-h, --help",
                            "--version",
                            "--default-quota-gpus N",
@@ -314,9 +330,10 @@ TEST_CASE("trainctld's usage lists every flag with its default", "[daemon_flags]
                            "--default-quota-max-running-jobs N"}) {
     CHECK_THAT(usage, Catch::Contains(flag));
   }
-  for (const char* default_text : {"(required)", "127.0.0.1:7070;", "(default DIR/checkpoints)",
-                                   "(default 2s)", "(default 15s;", "(default 3;", "(default 1h)",
-                                   "20000-32767;", "(default info)", "unlimited"}) {
+  for (const char* default_text :
+       {"(required)", "127.0.0.1:7070;", "(default DIR/checkpoints)", "(default 2s)",
+        "(default 15s;", "(default 3;", "(default 1h)", "20000-32767;", "(default info)",
+        "unlimited", "(default 90d;"}) {
     CHECK_THAT(usage, Catch::Contains(default_text));
   }
   for (absl::string_view line : absl::StrSplit(usage, '\n')) {

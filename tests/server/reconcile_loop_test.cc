@@ -94,7 +94,8 @@ v1::Register NodeA() {
 // writes go through FaultyVfs, so a test can make them fail.
 class Fixture {
  public:
-  Fixture() {
+  // `retention_ms` > 0: ReconcileLoop::set_job_retention_ms.
+  explicit Fixture(int64_t retention_ms = 0) {
     char tmpl[] = "/tmp/trainctl-loop-XXXXXX";
     dir_ = mkdtemp(tmpl);
     auto store = storage::Store::Open(db_path(), testing::FaultyVfs::Name());
@@ -111,6 +112,7 @@ class Fixture {
           if (!state.ok()) return state.status();
           return std::move(state->core);
         });
+    loop->set_job_retention_ms(retention_ms);
     loop->Start();
   }
   ~Fixture() {
@@ -275,6 +277,63 @@ TEST_CASE("time limits are checked on the loop's clock") {
     absl::SleepFor(absl::Milliseconds(10));
   }
   CHECK(failed.HasBeenNotified());
+}
+
+// Waits (with a deadline) until `done` holds.
+bool Eventually(const std::function<bool()>& done) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!done()) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return true;
+}
+
+TEST_CASE("retention deletes the jobs that ended longer ago, in batches, and no live one") {
+  constexpr int64_t kHourMs = 3'600'000;
+  Fixture f(kHourMs);
+  // No node: jobs stay QUEUED until cancelled, which ends them at once.
+  const int kEnded = 2 * ReconcileLoop::kRetentionBatch + 5;
+  std::vector<std::string> ended, late;
+  std::string live;
+  absl::Notification made;
+  f.loop->Post([&](Turn& t) {
+    for (int i = 0; i < kEnded; ++i) {
+      const std::string id = (*t.core.SubmitJob(OneReplica(), t.now, t.fx))->id;
+      (void)t.core.CancelJob(id, t.now, t.fx);  // checked below, on the test thread
+      ended.push_back(id);
+    }
+    live = (*t.core.SubmitJob(OneReplica(), t.now, t.fx))->id;
+    t.after_commit->push_back([&] { made.Notify(); });
+  });
+  REQUIRE(made.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  f.now_ms += kHourMs / 2;
+  absl::Notification made_late;
+  f.loop->Post([&](Turn& t) {
+    const std::string id = (*t.core.SubmitJob(OneReplica(), t.now, t.fx))->id;
+    (void)t.core.CancelJob(id, t.now, t.fx);
+    late.push_back(id);
+    t.after_commit->push_back([&] { made_late.Notify(); });
+  });
+  REQUIRE(made_late.WaitForNotificationWithTimeout(absl::Seconds(10)));
+
+  // An hour after the first ones ended, all of them go, over several turns, and only them.
+  f.now_ms += kHourMs / 2 + 1000;
+  v1::ListJobsRequest all;
+  all.set_page_size(1000);
+  REQUIRE(Eventually([&] { return f.snapshots.List(all, f.now_ms)->jobs_size() == 2; }));
+  for (const std::string& id : ended) {
+    CHECK(f.snapshots.Get(id, f.now_ms).status().code() == absl::StatusCode::kNotFound);
+    CHECK(CommittedState(f.db_path(), id) == -1);
+  }
+  CHECK(f.snapshots.Get(live, f.now_ms)->state() == v1::JOB_STATE_QUEUED);
+  CHECK(f.snapshots.Get(late[0], f.now_ms)->state() == v1::JOB_STATE_CANCELLED);
+
+  // The later one goes an hour after it ended; the queued one stays.
+  f.now_ms += kHourMs / 2;
+  REQUIRE(Eventually([&] { return CommittedState(f.db_path(), late[0]) == -1; }));
+  CHECK(f.snapshots.Get(late[0], f.now_ms).status().code() == absl::StatusCode::kNotFound);
+  CHECK(CommittedState(f.db_path(), live) == v1::JOB_STATE_QUEUED);
 }
 
 }  // namespace

@@ -190,6 +190,14 @@ class Client:
         """Cancels the job (idempotent); returns it as the cancel left it."""
         return self._unary(self._jobs.CancelJob, job_pb2.CancelJobRequest(id=job_id), retries)
 
+    def delete(self, job_id, retries=5):
+        """Deletes a job that ended, with its attempts, runs and events.
+
+        grpc.RpcError FAILED_PRECONDITION while the job is live (cancel it first). A retry
+        after a reply that was lost may find the job gone already: NOT_FOUND.
+        """
+        self._unary(self._jobs.DeleteJob, job_pb2.DeleteJobRequest(id=job_id), retries)
+
     def wait(self, job_id, timeout=None):
         """Follows WatchJob until the job is SUCCEEDED, FAILED or CANCELLED; returns that Job.
 
