@@ -145,6 +145,22 @@ def test_idempotent_submit(cluster, grpc, tc):
     check(ids == [first.id], f"expected the one job {first.id} named idempotent, found {ids}")
     print("PASS: the cluster holds one job for the request id")
 
+    # Once it ended, the job can be deleted; its request id then creates a new job.
+    with tc.Client(cluster.grpc_address) as client:
+        client.wait(first.id, timeout=60)
+        client.delete(first.id)
+        try:
+            client.get(first.id, retries=0)
+        except grpc.RpcError as e:
+            check(e.code() == grpc.StatusCode.NOT_FOUND,
+                  f"get after delete: expected NOT_FOUND, got {e.code().name}: {e.details()}")
+        else:
+            raise Failure(f"job {first.id} is still there after its delete")
+        again = client.submit(spec, request_id=request_id)
+        check(again.id != first.id,
+              f"after its job was deleted, request id {request_id} returned the deleted job")
+    print(f"PASS: {first.id} was deleted, and its request id created {again.id}")
+
 
 def main():
     args = parse_args()
