@@ -96,6 +96,7 @@ absl::StatusOr<int> RunList(const ParsedArgs& args, Client& client) {
   TC_ASSIGN_OR_RETURN(std::vector<v1::JobState> states, ParseJobStates(args.GetAll("state")));
   for (v1::JobState state : states) request.add_states(state);
   request.set_project(args.Get("project"));
+  request.set_label_selector(args.Get("selector"));
   // The table shows no command or env: leave them on the server, however large they are.
   if (format == OutputFormat::kTable) request.set_view(v1::JOB_VIEW_BASIC);
 
@@ -189,6 +190,8 @@ Command ListCommand() {
       {{"state", 0, FlagSpec::Kind::kList, "STATE", "",
         "Only jobs in this state; STATE may be a comma-separated list"},
        {"project", 0, FlagSpec::Kind::kValue, "PROJECT", "", "Only jobs of this project"},
+       {"selector", 'l', FlagSpec::Kind::kValue, "KEY=VALUE,...", "",
+        "Only jobs whose labels hold every KEY=VALUE given"},
        {"limit", 0, FlagSpec::Kind::kValue, "N", "100", "List at most N jobs"},
        OutputFlag()},
       0,

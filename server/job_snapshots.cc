@@ -7,6 +7,34 @@
 #include "scheduler/model.h"
 
 namespace trainctl::server {
+namespace {
+
+using Selector = std::vector<std::pair<std::string, std::string>>;
+
+// "k=v,k2=v2" as (key, value) pairs; INVALID_ARGUMENT naming the part that is not KEY=VALUE.
+absl::StatusOr<Selector> ParseLabelSelector(const std::string& text) {
+  Selector out;
+  if (text.empty()) return out;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    const size_t eq = part.find('=');
+    if (eq == 0 || eq == absl::string_view::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "labelSelector must be KEY=VALUE[,KEY=VALUE...], got \"", part, "\" in \"", text, "\""));
+    }
+    out.emplace_back(std::string(part.substr(0, eq)), std::string(part.substr(eq + 1)));
+  }
+  return out;
+}
+
+bool Matches(const v1::Job& job, const Selector& selector) {
+  for (const auto& [key, value] : selector) {
+    auto it = job.spec().labels().find(key);
+    if (it == job.spec().labels().end() || it->second != value) return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 void JobSnapshots::Publish(const std::vector<JobPtr>& jobs,
                            std::shared_ptr<const sched::QueueState> queue) {
@@ -94,6 +122,8 @@ absl::StatusOr<v1::ListJobsResponse> JobSnapshots::List(const v1::ListJobsReques
     }
     after.second = parts.second;
   }
+  absl::StatusOr<Selector> selector = ParseLabelSelector(req.label_selector());
+  if (!selector.ok()) return selector.status();
   const std::set<int> states(req.states().begin(), req.states().end());
   const bool basic = req.view() == v1::JOB_VIEW_BASIC;
   std::vector<JobPtr> page;
@@ -108,6 +138,7 @@ absl::StatusOr<v1::ListJobsResponse> JobSnapshots::List(const v1::ListJobsReques
       const JobPtr& job = jobs_.at(it->second);
       if (!states.empty() && states.count(job->state()) == 0) continue;
       if (!req.project().empty() && job->project() != req.project()) continue;
+      if (!Matches(*job, *selector)) continue;
       const size_t bytes = basic ? BasicBytes(*job) : job->ByteSizeLong();
       // A page ends at pageSize jobs, or before it would outgrow kMaxPageBytes (it holds one job
       // at least), so that every page fits a client's 4 MiB message limit.

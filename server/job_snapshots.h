@@ -53,10 +53,11 @@ class JobSnapshots {
   // A page holds at most this many bytes of jobs (or one job, however large).
   static constexpr size_t kMaxPageBytes = size_t{3} << 20;
 
-  // Newest first, filtered and paged like Core::ListJobs, a page ending early rather than grow
-  // past kMaxPageBytes (counting the bytes of the view asked for: JOB_VIEW_BASIC leaves out each
-  // pool's command, args and env and the attempts). INVALID_ARGUMENT for a page size
-  // outside 1..1000 or a token this server did not return.
+  // Newest first, filtered (states, project, label selector) and paged like Core::ListJobs, a
+  // page ending early rather than grow past kMaxPageBytes (counting the bytes of the view asked
+  // for: JOB_VIEW_BASIC leaves out each pool's command, args and env and the attempts).
+  // INVALID_ARGUMENT for a page size outside 1..1000, a token this server did not return, or a
+  // label selector that is not KEY=VALUE[,KEY=VALUE...].
   absl::StatusOr<v1::ListJobsResponse> List(const v1::ListJobsRequest& req, int64_t now_ms) const
       ABSL_LOCKS_EXCLUDED(mu_);
   // Sends the job's current snapshot to `watcher` and subscribes it to later ones (unless the

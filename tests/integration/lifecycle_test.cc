@@ -45,6 +45,7 @@ TEST_CASE("a 1+3 replica job runs on two agents and succeeds", "[integration]") 
   std::string id = c.Submit(c.Spec(R"(
 displayName: hello
 project: team-a
+labels: {team: vision, stage: prod}
 workerPools:
 - name: chief
   replicaCount: 1
@@ -118,6 +119,16 @@ workerPools:
   CHECK(list.out.find(id) != std::string::npos);
   CHECK(list.out.find("SUCCEEDED") != std::string::npos);
   CHECK(list.out.find("team-a") != std::string::npos);
+  // By labels: every KEY=VALUE given must match.
+  CliResult selected = c.Cli({"list", "-l", "team=vision,stage=prod"});
+  REQUIRE(selected.exit_code == 0);
+  CHECK(selected.out.find(id) != std::string::npos);
+  CliResult other = c.Cli({"list", "--selector", "team=vision,stage=dev"});
+  CHECK(other.out.find(id) == std::string::npos);
+  CliResult bad = c.Cli({"list", "-l", "team"});
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Catch::StartsWith("error: INVALID_ARGUMENT: labelSelector must be "
+                                        "KEY=VALUE[,KEY=VALUE...], got \"team\""));
 }
 
 TEST_CASE("a worker exiting 1 fails the job with its exit code", "[integration]") {

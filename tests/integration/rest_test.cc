@@ -256,6 +256,10 @@ TEST_CASE("bad input over HTTP is refused with a status that says why", "[integr
   REQUIRE(param);
   CHECK(param->status == 400);
   CHECK_THAT(param->body, Catch::Contains("page_size"));
+  httplib::Result selector = http->Get("/v1/jobs?labelSelector=team");
+  REQUIRE(selector);
+  CHECK(selector->status == 400);
+  CHECK_THAT(selector->body, Catch::Contains("labelSelector must be KEY=VALUE"));
   httplib::Result unknown_param = http->Get("/v1/nodes?colour=blue");
   REQUIRE(unknown_param);
   CHECK(unknown_param->status == 400);

@@ -3,6 +3,7 @@
 #include "server/job_snapshots.h"
 
 #include <catch2/catch.hpp>
+#include <map>
 #include <vector>
 
 #include "common/time_util.h"
@@ -80,6 +81,43 @@ TEST_CASE("list pages newest first and filters by state and project") {
     foreign.set_page_token(token);
     CHECK(snapshots.List(foreign, 0).status().message() ==
           "pageToken is not one this server returned");
+  }
+}
+
+TEST_CASE("list filters by labels: every KEY=VALUE of the selector must match") {
+  WatchHub hub;
+  JobSnapshots snapshots(&hub);
+  auto labelled = [](const std::string& id, int64_t ms, std::map<std::string, std::string> labels) {
+    auto job = std::make_shared<v1::Job>(*MakeJob(id, ms, v1::JOB_STATE_RUNNING));
+    job->mutable_spec()->mutable_labels()->insert(labels.begin(), labels.end());
+    return JobSnapshots::JobPtr(job);
+  };
+  snapshots.Publish({labelled("j-1", 1000, {{"team", "vision"}, {"stage", "prod"}}),
+                     labelled("j-2", 2000, {{"team", "vision"}, {"stage", "dev"}}),
+                     labelled("j-3", 3000, {{"team", "nlp"}}), labelled("j-4", 4000, {})},
+                    nullptr);
+  auto ids = [&](const std::string& selector) {
+    v1::ListJobsRequest req;
+    req.set_label_selector(selector);
+    absl::StatusOr<v1::ListJobsResponse> resp = snapshots.List(req, 0);
+    REQUIRE(resp.ok());
+    std::vector<std::string> out;
+    for (const v1::Job& j : resp->jobs()) out.push_back(j.id());
+    return out;
+  };
+  CHECK(ids("") == std::vector<std::string>{"j-4", "j-3", "j-2", "j-1"});
+  CHECK(ids("team=vision") == std::vector<std::string>{"j-2", "j-1"});
+  CHECK(ids("team=vision,stage=prod") == std::vector<std::string>{"j-1"});
+  CHECK(ids("team=") == std::vector<std::string>{});  // an empty value matches only itself
+  CHECK(ids("owner=alice") == std::vector<std::string>{});
+  for (const char* bad : {"team", "=vision", "team=vision,,stage=prod"}) {
+    INFO(bad);
+    v1::ListJobsRequest req;
+    req.set_label_selector(bad);
+    absl::StatusOr<v1::ListJobsResponse> resp = snapshots.List(req, 0);
+    CHECK(resp.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK_THAT(std::string(resp.status().message()),
+               Catch::StartsWith("labelSelector must be KEY=VALUE[,KEY=VALUE...], got \""));
   }
 }
 
