@@ -104,7 +104,7 @@ class ReconcileLoop {
   // Terminal jobs that ended longer ago than this are deleted (0: never). Set before Start().
   void set_job_retention_ms(int64_t ms) { retention_ms_ = ms; }
   // The most jobs one turn deletes for retention.
-  static constexpr int32_t kRetentionBatch = 64;
+  static constexpr int32_t kRetentionBatch = 16;
 
  private:
   struct Item {
