@@ -14,116 +14,12 @@
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
+#include "storage/schema.h"
 #include "storage/statement.h"
 
 namespace trainctl::storage {
 namespace {
 
-// Migration i takes the schema from version i to i + 1. Append only; never edit a shipped one.
-const char* const kMigrations[] = {
-    // 0 -> 1: the first schema.
-    R"sql(
-    CREATE TABLE jobs (
-      id        TEXT PRIMARY KEY,
-      project   TEXT NOT NULL,
-      state     INTEGER NOT NULL,
-      priority  INTEGER NOT NULL,
-      create_ms INTEGER NOT NULL,
-      update_ms INTEGER NOT NULL,
-      data      BLOB NOT NULL            -- trainctl.v1.Job without attempts
-    );
-    CREATE INDEX jobs_by_state ON jobs(state, priority, create_ms);
-    CREATE TABLE attempts (
-      job_id   TEXT NOT NULL REFERENCES jobs(id),
-      number   INTEGER NOT NULL,
-      state    INTEGER NOT NULL,
-      reason   TEXT NOT NULL,
-      start_ms INTEGER NOT NULL,
-      end_ms   INTEGER NOT NULL,
-      nodes    TEXT NOT NULL,            -- comma-separated node names
-      PRIMARY KEY (job_id, number)
-    );
-    CREATE TABLE replica_runs (
-      run_id    TEXT PRIMARY KEY,        -- job/attempt/replica/restart
-      job_id    TEXT NOT NULL REFERENCES jobs(id),
-      attempt   INTEGER NOT NULL,
-      replica   TEXT NOT NULL,
-      restart   INTEGER NOT NULL,
-      node      TEXT NOT NULL,
-      state     INTEGER NOT NULL,
-      pid       INTEGER NOT NULL,
-      exit_code INTEGER,
-      signal    INTEGER,
-      oom       INTEGER NOT NULL,
-      message   TEXT NOT NULL,
-      start_ms  INTEGER NOT NULL,
-      end_ms    INTEGER NOT NULL
-    );
-    CREATE INDEX runs_by_job ON replica_runs(job_id, attempt);
-    CREATE TABLE nodes (
-      name              TEXT PRIMARY KEY,
-      address           TEXT NOT NULL,
-      capacity_cpu      REAL NOT NULL,
-      capacity_mem_mb   INTEGER NOT NULL,
-      capacity_gpus     INTEGER NOT NULL,
-      alloc_cpu         REAL NOT NULL,
-      alloc_mem_mb      INTEGER NOT NULL,
-      alloc_gpus        INTEGER NOT NULL,
-      labels            TEXT NOT NULL,   -- k=v lines
-      agent_instance    TEXT NOT NULL,
-      registered_ms     INTEGER NOT NULL,
-      last_heartbeat_ms INTEGER NOT NULL
-    );
-    CREATE TABLE events (
-      seq     INTEGER PRIMARY KEY AUTOINCREMENT,
-      time_ms INTEGER NOT NULL,
-      job_id  TEXT NOT NULL,
-      attempt INTEGER NOT NULL,
-      replica TEXT NOT NULL,
-      node    TEXT NOT NULL,
-      type    TEXT NOT NULL,
-      reason  TEXT NOT NULL
-    );
-    CREATE INDEX events_by_job ON events(job_id, seq);
-    CREATE INDEX events_by_node ON events(node, seq);
-    )sql",
-    // 1 -> 2: project quotas.
-    R"sql(
-    CREATE TABLE quotas (
-      project TEXT PRIMARY KEY,
-      data    BLOB NOT NULL                -- trainctl.v1.Quota
-    );
-    )sql",
-    // 2 -> 3: node availability and health.
-    R"sql(
-    ALTER TABLE nodes ADD COLUMN status BLOB NOT NULL DEFAULT x'';  -- trainctl.v1.Node, state on
-    )sql",
-    // 3 -> 4: the whole attempt (failure class, rule, replica, node, decision, budgets left).
-    R"sql(
-    ALTER TABLE attempts ADD COLUMN data BLOB;  -- trainctl.v1.Attempt; NULL in older rows
-    )sql",
-    // 4 -> 5: API tokens, and who caused each event.
-    R"sql(
-    CREATE TABLE tokens (
-      id   TEXT PRIMARY KEY,
-      hash TEXT NOT NULL UNIQUE,         -- SHA-256 of the whole bearer token, hex
-      data BLOB NOT NULL                 -- trainctl.v1.ApiToken
-    );
-    ALTER TABLE events ADD COLUMN actor TEXT NOT NULL DEFAULT '';
-    CREATE INDEX events_by_actor ON events(actor, seq);
-    )sql",
-    // 5 -> 6: certificates revoked for nodes that were deleted since.
-    R"sql(
-    CREATE TABLE revoked_certificates (
-      fingerprint TEXT PRIMARY KEY,
-      node        TEXT NOT NULL
-    );
-    )sql",
-    // 6 -> 7: terminal jobs (SUCCEEDED, FAILED, CANCELLED) by their last change, for retention.
-    R"sql(
-    CREATE INDEX jobs_ended ON jobs(update_ms, id) WHERE state IN (4, 5, 7);
-    )sql",
-};
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Store::kSchemaVersion);
 
 std::string JoinLabels(const std::map<std::string, std::string>& labels) {
