@@ -28,12 +28,13 @@ bool HaveTorch() {
 }
 
 // train.py as one chief and `workers` workers, each run with `args` (YAML flow list items).
-std::string DdpJob(int workers, const std::string& args) {
+std::string DdpJob(int workers, const std::string& args,
+                   const std::string& scheduling = "{stopGracePeriod: 2s}") {
   const std::string pool = absl::StrCat("  command: [/usr/bin/python3, ", kExample, "/train.py, ",
                                         args, "]\n  resources: {cpu: 1, memoryMb: 1024}\n");
   return absl::StrCat("displayName: ddp\nworkerPools:\n- name: chief\n  replicaCount: 1\n", pool,
                       "- name: worker\n  replicaCount: ", workers, "\n", pool,
-                      "scheduling: {stopGracePeriod: 2s}\n");
+                      "scheduling: ", scheduling, "\n");
 }
 
 // REQUIREs that replica `name` (rank `rank`) logged every step from 1 to `steps`.
@@ -142,12 +143,15 @@ TEST_CASE("the cause's exit reported after its consequence is still the cause",
   if (!HaveTorch()) return;
   ClusterOptions o;
   o.agents = 2;
-  // Every agent holds back reports of exit 134 for 2s, less than the 3s settle window: chief-0's
-  // broken collective (exit 1) reaches the scheduler first.
-  for (int i = 0; i < 2; ++i) o.agent_args[i] = {"--inject-exit-report-delay", "134:2s"};
+  // Every agent holds back reports of exit 134 for 6s, so chief-0's broken collective (exit 1)
+  // reaches the scheduler first even on a loaded machine, where it has taken chief-0 over 2s to
+  // notice; and the cause still comes within the job's 10s settle window.
+  for (int i = 0; i < 2; ++i) o.agent_args[i] = {"--inject-exit-report-delay", "134:6s"};
   MiniCluster c(o);
-  std::string id = c.Submit(DdpJob(1, R"(--steps, "12", --step-seconds, "0.05",
-    --checkpoint-every, "5", --abort-at-step, "7", --abort-rank, "1")"));
+  std::string id = c.Submit(DdpJob(1,
+                                   R"(--steps, "12", --step-seconds, "0.05",
+    --checkpoint-every, "5", --abort-at-step, "7", --abort-rank, "1")",
+                                   "{stopGracePeriod: 2s, settleWindow: 10s}"));
   v1::Job job = c.WaitForEnd(id, std::chrono::seconds(180));
   CheckGangRestart(c, job);
   // chief-0 failed first by the scheduler's clock; it was a consequence, not the cause.
