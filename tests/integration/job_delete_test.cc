@@ -82,7 +82,8 @@ TEST_CASE("trainctl delete refuses a live job and deletes one that ended, across
   CHECK(c.ListEvents(id, "", "").empty());
 }
 
-TEST_CASE("job retention deletes the jobs that ended longer ago, never a live one", "[integration]") {
+TEST_CASE("job retention deletes the jobs that ended longer ago, never a live one",
+          "[integration]") {
   ClusterOptions o;
   o.agents = 1;
   o.daemon_args = {"--job-retention", "2s"};
