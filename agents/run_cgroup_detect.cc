@@ -31,7 +31,7 @@ struct V2Candidate {
   std::vector<CgroupController> usable;
 };
 
-bool Exists(const std::string& path) {
+bool PathExists(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0;
 }
@@ -59,7 +59,7 @@ V2Candidate TryV2Parent(const std::string& parent, const std::string& node, Reas
     (*reasons)[controller].push_back(absl::StrCat("cgroup v2 at ", parent, ": ", why));
   };
   absl::StatusOr<std::string> offered = ReadCgroupFile(parent + "/cgroup.controllers");
-  candidate.existed = Exists(candidate.agent_dir);
+  candidate.existed = PathExists(candidate.agent_dir);
   absl::Status made = offered.ok() ? MakeCgroupDir(candidate.agent_dir) : offered.status();
   if (!made.ok()) {
     for (CgroupController controller : kControllers) note(controller, made.message());
@@ -111,7 +111,7 @@ std::string TryV1(const CgroupMount& mount, CgroupController controller,
                   const std::string& self_cgroup, const std::string& node, Reasons* reasons) {
   for (const std::string& parent : CandidateParents(mount, OwnCgroup(self_cgroup, mount))) {
     const std::string agent_dir = absl::StrCat(parent, "/", AgentDirName(node));
-    const bool existed = Exists(agent_dir);
+    const bool existed = PathExists(agent_dir);
     absl::Status status = MakeCgroupDir(agent_dir);
     if (status.ok() && controller == CgroupController::kCpuset) {
       status = InheritV1Cpuset(parent, agent_dir);

@@ -35,7 +35,7 @@ std::string ReadWholeFile(const std::string& path) {
   return text.str();
 }
 
-absl::Status Errno(const std::string& what, const std::string& path) {
+absl::Status RecordErrno(const std::string& what, const std::string& path) {
   return absl::InternalError(absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
 }
 
@@ -101,7 +101,7 @@ absl::StatusOr<int> RunRecordStore::Create(const RunRecord& record) const {
     if (errno == ENOENT) {
       if (absl::Status s = MakeDirs(dir); !s.ok()) return s;
     } else if (errno != EEXIST) {
-      return Errno("mkdir", dir);
+      return RecordErrno("mkdir", dir);
     } else if (LockHeld(absl::StrCat(dir, "/", kLockFile))) {
       return absl::FailedPreconditionError(
           absl::StrCat("run ", record.run_id, " already has a live trainctl-shim"));
@@ -115,20 +115,21 @@ absl::StatusOr<int> RunRecordStore::Create(const RunRecord& record) const {
   const std::string tmp = path + ".tmp";
   const std::string text = FormatRunRecord(record);
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return fail(Errno("open", tmp));
+  if (fd < 0) return fail(RecordErrno("open", tmp));
   ssize_t n = write(fd, text.data(), text.size());
   if (n != static_cast<ssize_t>(text.size())) {
-    absl::Status s = n < 0 ? Errno("write", tmp) : absl::InternalError("short write of " + tmp);
+    absl::Status s =
+        n < 0 ? RecordErrno("write", tmp) : absl::InternalError("short write of " + tmp);
     close(fd);
     return fail(s);
   }
   close(fd);
-  if (rename(tmp.c_str(), path.c_str()) != 0) return fail(Errno("rename", tmp));
+  if (rename(tmp.c_str(), path.c_str()) != 0) return fail(RecordErrno("rename", tmp));
   const std::string lock_path = absl::StrCat(dir, "/", kLockFile);
   int lock = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock < 0) return fail(Errno("open", lock_path));
+  if (lock < 0) return fail(RecordErrno("open", lock_path));
   if (flock(lock, LOCK_EX | LOCK_NB) != 0) {
-    absl::Status s = Errno("flock", lock_path);
+    absl::Status s = RecordErrno("flock", lock_path);
     close(lock);
     return fail(s);
   }

@@ -14,7 +14,7 @@ namespace trainctl::cli {
 namespace {
 
 // How many of the node's newest events describe shows.
-constexpr int kDescribeEvents = 20;
+constexpr int kNodeDescribeEvents = 20;
 
 absl::StatusOr<int> RunDescribe(const std::string& name, OutputFormat format, Client& client) {
   v1::Node node;
@@ -28,7 +28,7 @@ absl::StatusOr<int> RunDescribe(const std::string& name, OutputFormat format, Cl
   }
   v1::ListEventsRequest request;
   request.set_node(node.name());
-  request.set_limit(kDescribeEvents);
+  request.set_limit(kNodeDescribeEvents);
   grpc::ClientContext context;
   Client::PrepareUnary(&context);
   v1::ListEventsResponse events;

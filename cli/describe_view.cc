@@ -15,8 +15,6 @@
 namespace trainctl::cli {
 namespace {
 
-std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
-
 // "\nTitle:\n" and the table indented by two spaces.
 std::string Section(const std::string& title, const Table& table) {
   return absl::StrCat("\n", title, ":\n", IndentLines(table.Render(), 2));

@@ -18,8 +18,6 @@ std::string FormatTime(const google::protobuf::Timestamp& ts, int64_t now_ms) {
   return absl::StrCat(FormatRfc3339(ms), " (", FormatAge(now_ms - ms), " ago)");
 }
 
-std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
-
 // The error message with its canonical code, e.g. "... status of 3. (code 3)".
 std::string ErrorText(const v1::JobError& error) {
   if (error.message().empty()) return "";
@@ -37,6 +35,8 @@ std::string NextAttemptText(const v1::Job& job, int64_t now_ms) {
 }
 
 }  // namespace
+
+std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
 
 std::string RenderJobSummary(const v1::Job& job, int64_t now_ms) {
   return RenderFields(JobSummaryFields(job, now_ms));

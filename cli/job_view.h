@@ -73,4 +73,7 @@ absl::StatusOr<std::string> FormatJobList(const std::vector<v1::Job>& jobs, Outp
 // "<id> <STATE>", plus ": <error message>" when the job has an error.
 std::string JobStatusLine(const v1::Job& job);
 
+// `s`, or "-" when it is empty (a table cell).
+std::string OrDash(const std::string& s);
+
 }  // namespace trainctl::cli

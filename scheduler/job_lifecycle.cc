@@ -21,9 +21,9 @@ std::string EventTypeOf(v1::JobState state) {
   return "Job" + name;
 }
 
-std::string When(absl::Time t) { return FormatRfc3339(ToMs(t)); }
-
 }  // namespace
+
+std::string When(absl::Time t) { return FormatRfc3339(ToMs(t)); }
 
 void JobLifecycle::Restore() {
   for (const auto& [id, job] : jobs_->all()) {

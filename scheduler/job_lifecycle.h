@@ -37,6 +37,9 @@
 
 namespace trainctl::sched {
 
+// `t` as RFC 3339 text, for event reasons.
+std::string When(absl::Time t);
+
 class JobLifecycle {
  public:
   // The parts it keeps in step; they must outlive it.

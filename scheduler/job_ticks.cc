@@ -11,11 +11,6 @@
 #include "scheduler/retry_engine.h"
 
 namespace trainctl::sched {
-namespace {
-
-std::string When(absl::Time t) { return FormatRfc3339(ToMs(t)); }
-
-}  // namespace
 
 void JobLifecycle::Progress(Job* job, Replica* r, absl::Time t, absl::Time now, Effects* fx) {
   if (r->state != v1::REPLICA_STATE_RUNNING) return;

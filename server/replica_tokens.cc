@@ -20,7 +20,7 @@
 namespace trainctl::server {
 namespace {
 
-constexpr char kPrefix[] = "tcr_";
+constexpr char kReplicaTokenPrefix[] = "tcr_";
 constexpr size_t kKeyBytes = 32;
 
 }  // namespace
@@ -52,7 +52,7 @@ absl::StatusOr<ReplicaTokens> ReplicaTokens::LoadOrCreate(const std::string& pat
 }
 
 bool ReplicaTokens::IsReplicaToken(absl::string_view bearer) {
-  return absl::StartsWith(bearer, kPrefix);
+  return absl::StartsWith(bearer, kReplicaTokenPrefix);
 }
 
 std::string ReplicaTokens::Mac(absl::string_view job_id) const {
@@ -65,11 +65,11 @@ std::string ReplicaTokens::Mac(absl::string_view job_id) const {
 }
 
 std::string ReplicaTokens::Mint(const std::string& job_id) const {
-  return absl::StrCat(kPrefix, job_id, "_", Mac(job_id));
+  return absl::StrCat(kReplicaTokenPrefix, job_id, "_", Mac(job_id));
 }
 
 std::optional<std::string> ReplicaTokens::JobOf(absl::string_view bearer) const {
-  if (!absl::ConsumePrefix(&bearer, kPrefix)) return std::nullopt;
+  if (!absl::ConsumePrefix(&bearer, kReplicaTokenPrefix)) return std::nullopt;
   const size_t sep = bearer.rfind('_');
   if (sep == absl::string_view::npos || sep == 0) return std::nullopt;
   const absl::string_view job = bearer.substr(0, sep);

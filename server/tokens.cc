@@ -12,7 +12,7 @@
 namespace trainctl::server {
 namespace {
 
-constexpr char kPrefix[] = "tct_";
+constexpr char kTokenPrefix[] = "tct_";
 constexpr size_t kIdBytes = 8;
 constexpr size_t kSecretBytes = 32;
 
@@ -26,11 +26,11 @@ absl::StatusOr<std::string> RandomHex(size_t bytes) {
 
 // The id of "tct_<id>_<secret>", or "" when `bearer` does not have that shape.
 std::string IdOf(const std::string& bearer) {
-  if (!absl::StartsWith(bearer, kPrefix)) return "";
-  const size_t sep = bearer.find('_', sizeof(kPrefix) - 1);
-  if (sep != sizeof(kPrefix) - 1 + 2 * kIdBytes) return "";
+  if (!absl::StartsWith(bearer, kTokenPrefix)) return "";
+  const size_t sep = bearer.find('_', sizeof(kTokenPrefix) - 1);
+  if (sep != sizeof(kTokenPrefix) - 1 + 2 * kIdBytes) return "";
   if (bearer.size() != sep + 1 + 2 * kSecretBytes) return "";
-  return bearer.substr(sizeof(kPrefix) - 1, 2 * kIdBytes);
+  return bearer.substr(sizeof(kTokenPrefix) - 1, 2 * kIdBytes);
 }
 
 }  // namespace
@@ -48,7 +48,7 @@ absl::StatusOr<MintedToken> MintToken(const v1::ApiToken& fields) {
   absl::StatusOr<std::string> secret = RandomHex(kSecretBytes);
   if (!secret.ok()) return secret.status();
   MintedToken t;
-  t.bearer = absl::StrCat(kPrefix, *id, "_", *secret);
+  t.bearer = absl::StrCat(kTokenPrefix, *id, "_", *secret);
   t.row.token = fields;
   t.row.token.set_id(*id);
   t.row.hash = HashToken(t.bearer);

@@ -29,8 +29,6 @@ namespace trainctl::agent::testing {
 using ::trainctl::v1::AgentMessage;
 using ::trainctl::v1::SchedulerMessage;
 
-inline constexpr char kWorkload[] = TRAINCTL_WORKLOAD_PATH;
-
 // The scheduler's side of AgentService: records what agents send and sends what tests ask.
 class FakeScheduler final : public trainctl::v1::AgentService::Service {
  public:

@@ -29,7 +29,7 @@ using ::trainctl::v1::LaunchReplica;
 using ::trainctl::v1::ReplicaExited;
 using ::trainctl::v1::ReplicaStarted;
 
-const char kWorkload[] = TRAINCTL_WORKLOAD_PATH;
+using testing::kWorkload;
 
 // A launcher over a temp work dir that records every report.
 class LauncherFixture {

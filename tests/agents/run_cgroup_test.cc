@@ -33,7 +33,7 @@ using ::trainctl::agent::testing::TempDir;
 using ::trainctl::v1::LaunchReplica;
 using ::trainctl::v1::ReplicaExited;
 
-const char kWorkload[] = TRAINCTL_WORKLOAD_PATH;
+using testing::kWorkload;
 
 // A hybrid host's mountinfo: v1 controllers, cpu and cpuacct mounted together, and an empty
 // cgroup2.

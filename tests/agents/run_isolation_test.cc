@@ -41,7 +41,7 @@ using ::trainctl::agent::testing::WaitUntil;
 using ::trainctl::v1::GpuDevice;
 using ::trainctl::v1::LaunchReplica;
 
-const char kWorkload[] = TRAINCTL_WORKLOAD_PATH;
+using testing::kWorkload;
 
 GpuDevice Gpu(int index, int minor) {
   GpuDevice gpu;

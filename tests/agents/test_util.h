@@ -16,6 +16,11 @@
 
 namespace trainctl::agent::testing {
 
+#ifdef TRAINCTL_WORKLOAD_PATH
+// tests/workload, built for the tests.
+inline constexpr char kWorkload[] = TRAINCTL_WORKLOAD_PATH;
+#endif
+
 // A fresh directory under $TMPDIR (or /tmp), removed with its contents on destruction.
 // Who the tests' agents and launchers run replicas as: root, as every replica ran before agents
 // switched users, so that tests keep their 0700 temp work dirs and root-only checks. The tests of

@@ -5,11 +5,10 @@
 #include "common/spec_parse.h"
 #include "common/time_util.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "tests/cli/view_clock.h"
 
 namespace trainctl::cli {
 namespace {
-
-constexpr int64_t kNowMs = 1767225600000;  // 2026-01-01T00:00:00Z
 
 v1::Node MakeNode(const std::string& name, v1::NodeState state, v1::NodeHealth health,
                   int64_t heartbeat_age_ms) {

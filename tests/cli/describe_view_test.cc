@@ -5,12 +5,10 @@
 #include <vector>
 
 #include "common/time_util.h"
+#include "tests/cli/view_clock.h"
 
 namespace trainctl::cli {
 namespace {
-
-constexpr int64_t kNowMs = 1767225600000;  // 2026-01-01T00:00:00Z
-constexpr int64_t kMinuteMs = 60 * 1000;
 
 // A job whose first attempt failed on a killed worker and whose second attempt runs.
 v1::Job RetriedJob() {

@@ -2,13 +2,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/time_util.h"
+#include "tests/cli/view_clock.h"
 
 namespace trainctl::cli {
-namespace {
-
-constexpr int64_t kMinuteMs = 60 * 1000;
-
-}  // namespace
+namespace {}  // namespace
 
 v1::Job DescribedJob() {
   v1::Job job;

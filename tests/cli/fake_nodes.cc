@@ -5,11 +5,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/time_util.h"
+#include "tests/cli/view_clock.h"
 
 namespace trainctl::cli {
 namespace {
-
-constexpr int64_t kMinuteMs = 60 * 1000;
 
 void SetResources(v1::Resources* r, double cpu, int64_t memory_mb, int32_t gpus) {
   r->set_cpu(cpu);

@@ -20,12 +20,12 @@
 #include "tests/cli/fake_jobs.h"
 #include "tests/cli/fake_nodes.h"
 #include "tests/cli/fake_quota_service.h"
+#include "tests/cli/view_clock.h"
 #include "trainctl/v1/job.grpc.pb.h"
 
 namespace trainctl::cli {
-namespace {
-
-constexpr int64_t kMinuteMs = 60 * 1000;
+// Named, not anonymous: Fixture::Services holds them.
+namespace fakes {
 
 // Serves a scripted cluster: jobs by id, watches whose behaviour depends on the id, logs that
 // come in 5-byte pieces.
@@ -307,12 +307,12 @@ class FakeClusterService final : public v1::ClusterService::Service {
   int node_requests_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-}  // namespace
+}  // namespace fakes
 
 class Fixture::Services {
  public:
-  FakeJobService jobs;
-  FakeClusterService cluster;
+  fakes::FakeJobService jobs;
+  fakes::FakeClusterService cluster;
   FakeQuotaService quota;
 };
 

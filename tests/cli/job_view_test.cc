@@ -5,11 +5,10 @@
 
 #include "common/spec_parse.h"
 #include "common/time_util.h"
+#include "tests/cli/view_clock.h"
 
 namespace trainctl::cli {
 namespace {
-
-constexpr int64_t kNowMs = 1767225600000;  // 2026-01-01T00:00:00Z
 
 v1::Job MakeJob(const std::string& id, v1::JobState state, int replicas, int running,
                 int64_t age_ms) {

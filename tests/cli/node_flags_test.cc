@@ -11,7 +11,7 @@ namespace trainctl::cli {
 namespace {
 
 // Parses `trainctl node ARGV...` with the real flag specs.
-ParsedArgs Parse(const std::vector<std::string>& argv) {
+ParsedArgs ParseNode(const std::vector<std::string>& argv) {
   std::vector<std::string> full = {"node"};
   full.insert(full.end(), argv.begin(), argv.end());
   const std::vector<CommandSpec> commands = {{"node", "", "", "", NodeFlags(), 0, 2}};
@@ -45,7 +45,7 @@ TEST_CASE("CheckNodeArgs accepts each subcommand with the flags it takes", "[nod
            {{"drain", "node-1", "--reason", TwoByteChars(1024)}, NodeAction::kDrain},
        }) {
     INFO(absl::StrJoin(row.argv, " "));
-    absl::StatusOr<NodeAction> action = CheckNodeArgs(Parse(row.argv));
+    absl::StatusOr<NodeAction> action = CheckNodeArgs(ParseNode(row.argv));
     REQUIRE(action.ok());
     CHECK(*action == row.want);
   }
@@ -90,7 +90,7 @@ TEST_CASE("CheckNodeArgs says what to type instead", "[node_flags]") {
             "unknown node subcommand \"restart\"; use one of:\n  describe ..."},
        }) {
     INFO(absl::StrJoin(row.argv, " "));
-    absl::StatusOr<NodeAction> action = CheckNodeArgs(Parse(row.argv));
+    absl::StatusOr<NodeAction> action = CheckNodeArgs(ParseNode(row.argv));
     REQUIRE_FALSE(action.ok());
     CHECK(action.status().code() == absl::StatusCode::kInvalidArgument);
     const std::string message(action.status().message());
@@ -128,21 +128,21 @@ TEST_CASE("ParseNodeAction lists the subcommands", "[node_flags]") {
 
 TEST_CASE("The requests carry the node, the reason and the deadline", "[node_flags]") {
   const v1::DrainNodeRequest drain = DrainRequestFromArgs(
-      Parse({"drain", "node-1", "--reason", " kernel upgrade ", "--deadline", "1m30s"}));
+      ParseNode({"drain", "node-1", "--reason", " kernel upgrade ", "--deadline", "1m30s"}));
   CHECK(drain.name() == "node-1");
   CHECK(drain.reason() == "kernel upgrade");  // trimmed
   REQUIRE(drain.has_deadline());
   CHECK(DurationToMs(drain.deadline()) == 90000);
 
   // Without --deadline the server gives each replica its job's stopGracePeriod.
-  CHECK_FALSE(DrainRequestFromArgs(Parse({"drain", "node-1", "--reason", "x"})).has_deadline());
+  CHECK_FALSE(DrainRequestFromArgs(ParseNode({"drain", "node-1", "--reason", "x"})).has_deadline());
 
   const v1::CordonNodeRequest cordon =
-      CordonRequestFromArgs(Parse({"cordon", "node-2", "--reason", "bad fan"}));
+      CordonRequestFromArgs(ParseNode({"cordon", "node-2", "--reason", "bad fan"}));
   CHECK(cordon.name() == "node-2");
   CHECK(cordon.reason() == "bad fan");
-  CHECK(CordonRequestFromArgs(Parse({"cordon", "node-2"})).reason().empty());
-  CHECK(UncordonRequestFromArgs(Parse({"uncordon", "node-3"})).name() == "node-3");
+  CHECK(CordonRequestFromArgs(ParseNode({"cordon", "node-2"})).reason().empty());
+  CHECK(UncordonRequestFromArgs(ParseNode({"uncordon", "node-3"})).name() == "node-3");
 }
 
 }  // namespace

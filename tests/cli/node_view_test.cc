@@ -7,12 +7,10 @@
 #include "common/spec_parse.h"
 #include "common/time_util.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "tests/cli/view_clock.h"
 
 namespace trainctl::cli {
 namespace {
-
-constexpr int64_t kNowMs = 1767225600000;  // 2026-01-01T00:00:00Z
-constexpr int64_t kMinuteMs = 60 * 1000;
 
 v1::CheckResult Item(const std::string& item, bool passed, const std::string& measured,
                      const std::string& threshold, const std::string& message) {

@@ -8,7 +8,7 @@ namespace trainctl::cli {
 namespace {
 
 // Parses `trainctl quota set team-a ARGV...` with the real flag specs.
-ParsedArgs Parse(const std::vector<std::string>& argv) {
+ParsedArgs ParseQuotaSet(const std::vector<std::string>& argv) {
   std::vector<std::string> full = {"quota", "set", "team-a"};
   full.insert(full.end(), argv.begin(), argv.end());
   const std::vector<CommandSpec> commands = {{"quota", "", "", "", QuotaSetFlags(), 2, 2}};
@@ -33,33 +33,34 @@ v1::Quota Current() {
 
 TEST_CASE("OverlayQuotaFlags changes only what the flags give", "[quota_flags]") {
   v1::Quota q = Current();
-  REQUIRE(OverlayQuotaFlags(Parse({"--gpus", "12", "--cpu=2.5"}), &q).ok());
+  REQUIRE(OverlayQuotaFlags(ParseQuotaSet({"--gpus", "12", "--cpu=2.5"}), &q).ok());
   v1::Quota want = Current();
   want.set_gpus(12);
   want.set_cpu(2.5);
   CHECK(q.SerializeAsString() == want.SerializeAsString());
 
   q = Current();
-  REQUIRE(OverlayQuotaFlags(Parse({}), &q).ok());
+  REQUIRE(OverlayQuotaFlags(ParseQuotaSet({}), &q).ok());
   CHECK(q.SerializeAsString() == Current().SerializeAsString());
 }
 
 TEST_CASE("OverlayQuotaFlags sets and clears the run-as user", "[quota_flags]") {
   v1::Quota q = Current();
-  REQUIRE(OverlayQuotaFlags(Parse({"--run-as-user", "trainer"}), &q).ok());
+  REQUIRE(OverlayQuotaFlags(ParseQuotaSet({"--run-as-user", "trainer"}), &q).ok());
   CHECK(q.run_as_user() == "trainer");
-  REQUIRE(OverlayQuotaFlags(Parse({"--gpus", "1"}), &q).ok());
+  REQUIRE(OverlayQuotaFlags(ParseQuotaSet({"--gpus", "1"}), &q).ok());
   CHECK(q.run_as_user() == "trainer");  // kept
-  REQUIRE(OverlayQuotaFlags(Parse({"--run-as-user="}), &q).ok());
+  REQUIRE(OverlayQuotaFlags(ParseQuotaSet({"--run-as-user="}), &q).ok());
   CHECK(q.run_as_user().empty());
 }
 
 TEST_CASE("OverlayQuotaFlags clears a limit set to unlimited", "[quota_flags]") {
   v1::Quota q = Current();
-  REQUIRE(OverlayQuotaFlags(Parse({"--gpus", "unlimited", "--cpu", "Unlimited", "--memory-mb",
-                                   "unlimited", "--max-running-jobs", "unlimited"}),
-                            &q)
-              .ok());
+  REQUIRE(
+      OverlayQuotaFlags(ParseQuotaSet({"--gpus", "unlimited", "--cpu", "Unlimited", "--memory-mb",
+                                       "unlimited", "--max-running-jobs", "unlimited"}),
+                        &q)
+          .ok());
   CHECK(!q.has_gpus());
   CHECK(!q.has_cpu());
   CHECK(!q.has_memory_mb());
@@ -67,7 +68,7 @@ TEST_CASE("OverlayQuotaFlags clears a limit set to unlimited", "[quota_flags]") 
   CHECK(q.cohort() == "research");
 
   // 0 is a limit: nothing may run.
-  REQUIRE(OverlayQuotaFlags(Parse({"--max-running-jobs", "0"}), &q).ok());
+  REQUIRE(OverlayQuotaFlags(ParseQuotaSet({"--max-running-jobs", "0"}), &q).ok());
   CHECK(q.has_max_running_jobs());
   CHECK(q.max_running_jobs() == 0);
 }
@@ -75,9 +76,10 @@ TEST_CASE("OverlayQuotaFlags clears a limit set to unlimited", "[quota_flags]") 
 TEST_CASE("OverlayQuotaFlags sets the cohort, borrowing, strategy and starvation limit",
           "[quota_flags]") {
   v1::Quota q = Current();
-  REQUIRE(OverlayQuotaFlags(Parse({"--cohort", "vision", "--borrow-cpu", "4", "--borrow-memory-mb",
-                                   "1024", "--strategy", "strict", "--starvation-limit", "1h"}),
-                            &q)
+  REQUIRE(OverlayQuotaFlags(
+              ParseQuotaSet({"--cohort", "vision", "--borrow-cpu", "4", "--borrow-memory-mb",
+                             "1024", "--strategy", "strict", "--starvation-limit", "1h"}),
+              &q)
               .ok());
   CHECK(q.cohort() == "vision");
   CHECK(q.borrowing_limit().gpus() == 2);  // kept
@@ -86,8 +88,8 @@ TEST_CASE("OverlayQuotaFlags sets the cohort, borrowing, strategy and starvation
   CHECK(q.queueing_strategy() == v1::QUEUEING_STRATEGY_STRICT_FIFO);
   CHECK(DurationToMs(q.starvation_limit()) == 3600000);
 
-  REQUIRE(OverlayQuotaFlags(Parse({"--cohort=", "--borrow-gpus", "0", "--borrow-cpu", "0",
-                                   "--borrow-memory-mb", "0", "--strategy", "best-effort"}),
+  REQUIRE(OverlayQuotaFlags(ParseQuotaSet({"--cohort=", "--borrow-gpus", "0", "--borrow-cpu", "0",
+                                           "--borrow-memory-mb", "0", "--strategy", "best-effort"}),
                             &q)
               .ok());
   CHECK(q.cohort().empty());
@@ -112,16 +114,16 @@ TEST_CASE("OverlayQuotaFlags names the flag whose value has the wrong form", "[q
        }) {
     INFO(c.argv[0] << " " << c.argv[1]);
     v1::Quota q = Current();
-    absl::Status s = OverlayQuotaFlags(Parse(c.argv), &q);
+    absl::Status s = OverlayQuotaFlags(ParseQuotaSet(c.argv), &q);
     CHECK(s.code() == absl::StatusCode::kInvalidArgument);
     CHECK_THAT(std::string(s.message()), Catch::StartsWith(c.message));
   }
 }
 
 TEST_CASE("HasQuotaSetFlags sees any quota flag", "[quota_flags]") {
-  CHECK(!HasQuotaSetFlags(Parse({})));
-  CHECK(HasQuotaSetFlags(Parse({"--starvation-limit", "5m"})));
-  CHECK(HasQuotaSetFlags(Parse({"--cohort="})));
+  CHECK(!HasQuotaSetFlags(ParseQuotaSet({})));
+  CHECK(HasQuotaSetFlags(ParseQuotaSet({"--starvation-limit", "5m"})));
+  CHECK(HasQuotaSetFlags(ParseQuotaSet({"--cohort="})));
 }
 
 }  // namespace

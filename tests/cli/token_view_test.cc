@@ -10,7 +10,7 @@ namespace trainctl::cli {
 namespace {
 
 // Parses `trainctl admin token create ARGV...` with the real flag specs.
-ParsedArgs Parse(const std::vector<std::string>& argv) {
+ParsedArgs ParseTokenCreate(const std::vector<std::string>& argv) {
   std::vector<std::string> full = {"admin", "token", "create"};
   full.insert(full.end(), argv.begin(), argv.end());
   const std::vector<CommandSpec> commands = {{"admin", "", "", "", TokenCreateFlags(), 2, 3}};
@@ -20,26 +20,29 @@ ParsedArgs Parse(const std::vector<std::string>& argv) {
 }
 
 TEST_CASE("CreateTokenRequestFromArgs takes every flag", "[token_view]") {
-  absl::StatusOr<v1::CreateTokenRequest> r =
-      CreateTokenRequestFromArgs(Parse({"--owner", "alice", "--role", "Member", "--project",
-                                        "team-a", "--project", "team-b", "--ttl", "1h30m"}));
+  absl::StatusOr<v1::CreateTokenRequest> r = CreateTokenRequestFromArgs(
+      ParseTokenCreate({"--owner", "alice", "--role", "Member", "--project", "team-a", "--project",
+                        "team-b", "--ttl", "1h30m"}));
   REQUIRE(r.ok());
   CHECK(r->owner() == "alice");
   CHECK(r->role() == v1::ROLE_MEMBER);
   REQUIRE(r->projects_size() == 2);
   CHECK(r->projects(1) == "team-b");
   CHECK(DurationToMs(r->ttl()) == 5400000);
-  CHECK_FALSE(CreateTokenRequestFromArgs(Parse({"--owner", "a", "--role", "viewer"}))->has_ttl());
+  CHECK_FALSE(CreateTokenRequestFromArgs(ParseTokenCreate({"--owner", "a", "--role", "viewer"}))
+                  ->has_ttl());
 }
 
 TEST_CASE("CreateTokenRequestFromArgs names the flag it refuses", "[token_view]") {
-  CHECK(CreateTokenRequestFromArgs(Parse({"--role", "admin"})).status().message() ==
+  CHECK(CreateTokenRequestFromArgs(ParseTokenCreate({"--role", "admin"})).status().message() ==
         "--owner is required");
-  CHECK(CreateTokenRequestFromArgs(Parse({"--owner", "a"})).status().message() ==
+  CHECK(CreateTokenRequestFromArgs(ParseTokenCreate({"--owner", "a"})).status().message() ==
         "--role is required: admin, operator, member or viewer");
-  CHECK(CreateTokenRequestFromArgs(Parse({"--owner", "a", "--role", "root"})).status().message() ==
-        "--role must be admin, operator, member or viewer, got \"root\"");
-  CHECK(CreateTokenRequestFromArgs(Parse({"--owner", "a", "--role", "admin", "--ttl", "0s"}))
+  CHECK(CreateTokenRequestFromArgs(ParseTokenCreate({"--owner", "a", "--role", "root"}))
+            .status()
+            .message() == "--role must be admin, operator, member or viewer, got \"root\"");
+  CHECK(CreateTokenRequestFromArgs(
+            ParseTokenCreate({"--owner", "a", "--role", "admin", "--ttl", "0s"}))
             .status()
             .message() == "--ttl must be a positive duration such as 720h or 90m, got \"0s\"");
 }

@@ -15,11 +15,6 @@
 namespace trainctl::testing {
 namespace {
 
-pid_t ReadPid(const std::string& path) {
-  pid_t pid = 0;
-  return absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadTextFile(path)), &pid) ? pid : 0;
-}
-
 // A job of a chief and `workers` workers, all on node-0 (node-1 is cordoned by the caller), each
 // writing its pid to DIR/pid-<replica> and exiting with `code` once DIR/go exists.
 std::string WaitingJob(const MiniCluster& c, int workers, int code) {
@@ -52,11 +47,11 @@ Started StartWaitingJob(MiniCluster& c, int workers, int code) {
   for (int i = 0; i < workers; ++i) files.push_back(absl::StrCat(c.dir(), "/pid-worker-", i));
   REQUIRE(Eventually([&] {
     for (const std::string& file : files) {
-      if (ReadPid(file) <= 0) return false;
+      if (ReadPidFile(file) <= 0) return false;
     }
     return true;
   }));
-  for (const std::string& file : files) out.pids.push_back(ReadPid(file));
+  for (const std::string& file : files) out.pids.push_back(ReadPidFile(file));
   return out;
 }
 

@@ -13,7 +13,7 @@ namespace {
 
 // One chief that crashes with the transient exit code 134 on its first run and exits 0 on its
 // second. With no in-place restarts, the crash retries the job.
-constexpr char kJob[] = R"(
+constexpr char kHistoryJob[] = R"(
 displayName: attempt-history
 workerPools:
 - name: chief
@@ -27,10 +27,6 @@ scheduling:
 faultTolerance: {jobRetryNum: 1}
 )";
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
 TEST_CASE("attempts keep their class, rule, replica, node, decision and budgets across a restart",
           "[integration][restart]") {
   // node-0 fails every preflight (a disk threshold no disk meets) and has the most free memory,
@@ -41,7 +37,7 @@ TEST_CASE("attempts keep their class, rule, replica, node, decision and budgets 
   o.agents = 2;
   o.agent_args[0] = {"--check-disk-root-gb", "1e9", "--memory-mb", "8192"};
   MiniCluster c(o);
-  std::string id = c.Submit(c.Spec(kJob));
+  std::string id = c.Submit(c.Spec(kHistoryJob));
   v1::Job before = c.WaitForState(id, v1::JOB_STATE_SUCCEEDED, std::chrono::seconds(60));
 
   REQUIRE(before.attempts_size() == 3);

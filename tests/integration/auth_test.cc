@@ -19,7 +19,7 @@
 namespace trainctl::testing {
 namespace {
 
-constexpr char kJob[] = R"(
+constexpr char kAuthJob[] = R"(
 displayName: held
 project: PROJECT
 workerPools:
@@ -48,7 +48,7 @@ std::string CreateToken(MiniCluster& c, std::vector<std::string> args) {
 }
 
 std::string SpecFile(MiniCluster& c, const std::string& project) {
-  std::string spec = c.Spec(kJob);
+  std::string spec = c.Spec(kAuthJob);
   spec.replace(spec.find("PROJECT"), 7, project);
   static int n = 0;
   return c.WriteFile("auth-spec-" + std::to_string(++n) + ".yaml", spec);

@@ -18,10 +18,6 @@ using std::chrono::seconds;
 
 constexpr size_t kNpos = std::string::npos;
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != kNpos;
-}
-
 // The latest check run of `phase` on the node, or nullptr.
 const v1::CheckRun* FindCheck(const v1::Node& node, const std::string& phase) {
   for (const v1::CheckRun& run : node.checks()) {
@@ -54,15 +50,6 @@ int NodeIndex(const std::string& node) {
   int i = -1;
   REQUIRE(absl::SimpleAtoi(absl::StripPrefix(node, "node-"), &i));
   return i;
-}
-
-pid_t ReadPid(const std::string& path) {
-  pid_t pid = 0;
-  REQUIRE(Eventually([&] {
-    std::string s(absl::StripAsciiWhitespace(ReadTextFile(path)));
-    return absl::SimpleAtoi(s, &pid) && pid > 0;
-  }));
-  return pid;
 }
 
 std::string WriteScript(MiniCluster& c, const std::string& name, const std::string& body) {
@@ -207,7 +194,7 @@ workerPools:
   v1::Job running = c.WaitForState(id, v1::JOB_STATE_RUNNING);
   const std::string lost = running.replicas(0).node();
   const int victim = NodeIndex(lost);
-  const pid_t orphan = ReadPid(c.dir() + "/pid-first");
+  const pid_t orphan = WaitForPidFile(c.dir() + "/pid-first");
   const std::string ckpt = running.checkpoint_dir() + "/ckpt-chief-0";
   REQUIRE(Eventually([&] { return absl::StripAsciiWhitespace(ReadTextFile(ckpt)) == "3"; }));
 

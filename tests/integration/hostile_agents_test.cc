@@ -16,7 +16,7 @@
 namespace trainctl::testing {
 namespace {
 
-constexpr char kJob[] = R"(
+constexpr char kHostileJob[] = R"(
 displayName: steady
 workerPools:
 - name: chief
@@ -36,7 +36,7 @@ v1::Register Rogue(const std::string& node) { return RogueRegistration(node); }
 TEST_CASE("a second stream claiming a connected node's name is refused, and its replicas run on",
           "[integration][security]") {
   MiniCluster c(1);
-  const std::string id = c.Submit(c.Spec(kJob));
+  const std::string id = c.Submit(c.Spec(kHostileJob));
   const v1::Job running = c.WaitForState(id, v1::JOB_STATE_RUNNING);
   const int64_t pid = running.replicas(0).pid();
 

@@ -15,15 +15,6 @@
 namespace trainctl::testing {
 namespace {
 
-pid_t ReadPid(const std::string& path) {
-  pid_t pid = 0;
-  REQUIRE(Eventually([&] {
-    std::string s(absl::StripAsciiWhitespace(ReadTextFile(path)));
-    return absl::SimpleAtoi(s, &pid) && pid > 0;
-  }));
-  return pid;
-}
-
 // Replicas that record their pids and then wait for DIR/go before exiting 0.
 constexpr char kGatedJob[] = R"(
 displayName: gated
@@ -155,7 +146,7 @@ workerPools:
   CHECK(job.replicas(1).exit_code() == 1);
   CHECK(job.replicas(1).state() == v1::REPLICA_STATE_FAILED);
   // The chief was stopped, and its process is gone.
-  pid_t chief = ReadPid(c.dir() + "/pid-chief");
+  pid_t chief = WaitForPidFile(c.dir() + "/pid-chief");
   c.WaitForJob(id,
                [](const v1::Job& j) { return j.replicas(0).state() == v1::REPLICA_STATE_STOPPED; });
   CHECK(Eventually([&] { return !PidAlive(chief); }));
@@ -179,8 +170,8 @@ workerPools:
   c.WaitForState(id, v1::JOB_STATE_RUNNING);
   std::vector<pid_t> pids;
   for (const char* r : {"chief-0", "worker-0", "worker-1"}) {
-    pids.push_back(ReadPid(absl::StrCat(c.dir(), "/pid-", r)));
-    pids.push_back(ReadPid(absl::StrCat(c.dir(), "/child-", r)));
+    pids.push_back(WaitForPidFile(absl::StrCat(c.dir(), "/pid-", r)));
+    pids.push_back(WaitForPidFile(absl::StrCat(c.dir(), "/child-", r)));
   }
   for (pid_t p : pids) CHECK(PidAlive(p));
 

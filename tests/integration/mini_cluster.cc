@@ -18,6 +18,8 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
@@ -88,6 +90,21 @@ std::string ReadTextFile(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+pid_t ReadPidFile(const std::string& path) {
+  pid_t pid = 0;
+  return absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadTextFile(path)), &pid) ? pid : 0;
+}
+
+pid_t WaitForPidFile(const std::string& path) {
+  pid_t pid = 0;
+  REQUIRE(Eventually([&] { return (pid = ReadPidFile(path)) > 0; }));
+  return pid;
+}
+
+bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
 }
 
 bool PidAlive(pid_t pid) {

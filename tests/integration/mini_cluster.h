@@ -45,6 +45,14 @@ bool PidAlive(pid_t pid);
 // The whole file, or "" when it cannot be read.
 std::string ReadTextFile(const std::string& path);
 
+// The pid a pidfile at `path` holds; 0 when it holds none (yet).
+pid_t ReadPidFile(const std::string& path);
+// Polls until the pidfile at `path` holds a pid (REQUIREd within the default deadline).
+pid_t WaitForPidFile(const std::string& path);
+
+// Whether `haystack` contains `needle`.
+bool Contains(const std::string& haystack, const std::string& needle);
+
 // A memory figure of process `pid` from /proc/PID/status, in KiB: `field` is "VmRSS" (resident
 // now) or "VmHWM" (peak resident). 0 when it cannot be read.
 int64_t ProcessMemoryKb(pid_t pid, const std::string& field);

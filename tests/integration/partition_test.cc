@@ -58,11 +58,6 @@ std::string LockJob(const MiniCluster& c) {
       "scheduling:\n  maxReplicaRestarts: 0\n");
 }
 
-pid_t ReadPid(const std::string& path) {
-  pid_t pid = 0;
-  return absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadTextFile(path)), &pid) ? pid : 0;
-}
-
 struct Running {
   std::string id;
   pid_t pid = 0;
@@ -76,8 +71,8 @@ Running StartOnCutNode(MiniCluster& c) {
   out.id = c.Submit(LockJob(c));
   const v1::Job job = c.WaitForState(out.id, v1::JOB_STATE_RUNNING);
   REQUIRE(job.replicas(0).node() == kCutNode);
-  REQUIRE(Eventually([&] { return ReadPid(c.dir() + "/pid-0") > 0; }));
-  out.pid = ReadPid(c.dir() + "/pid-0");
+  REQUIRE(Eventually([&] { return ReadPidFile(c.dir() + "/pid-0") > 0; }));
+  out.pid = ReadPidFile(c.dir() + "/pid-0");
   c.UncordonNode(kHostNode);
   return out;
 }
@@ -98,10 +93,6 @@ struct Partitioned {
   Running run = StartOnCutNode(c);
 };
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
 // After a cut of the kind `cut` makes: node-1 is LOST, its agent fenced the replica, and the
 // replica runs on node-0 without any overlap; once the link heals, node-1 is back and the job
 // succeeds.
@@ -119,7 +110,7 @@ void ExpectFencedAndMoved(Partitioned& p) {
   CHECK(moved.state() == v1::JOB_STATE_RUNNING);
   CHECK(moved.replicas(0).charged_restarts() == 0);
   // The new run took the lock: the fenced process was gone before it started.
-  REQUIRE(Eventually([&] { return ReadPid(c.dir() + "/pid-1") > 0; }));
+  REQUIRE(Eventually([&] { return ReadPidFile(c.dir() + "/pid-1") > 0; }));
   CHECK(!PidAlive(run.pid));
   CHECK(!std::filesystem::exists(c.dir() + "/chief.lock.violations"));
   CHECK(Contains(c.AgentLog(1), "fenced: no word from the scheduler for"));

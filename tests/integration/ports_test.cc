@@ -15,7 +15,7 @@ namespace {
 
 // Each replica writes what it sees to DIR/env-<job>-<replica> (whole, by a rename), then runs
 // until DIR/go exists.
-constexpr char kJob[] = R"(
+constexpr char kPortsJob[] = R"(
 displayName: ports
 workerPools:
 - name: chief
@@ -39,7 +39,7 @@ TEST_CASE("40 jobs running at once on two nodes never share a port", "[integrati
   o.daemon_args = {"--port-range", absl::StrCat(kLo, "-", kHi)};
   MiniCluster c(o);
   std::vector<std::string> ids;
-  for (int i = 0; i < kJobs; ++i) ids.push_back(c.Submit(c.Spec(kJob)));
+  for (int i = 0; i < kJobs; ++i) ids.push_back(c.Submit(c.Spec(kPortsJob)));
   for (const std::string& id : ids)
     c.WaitForState(id, v1::JOB_STATE_RUNNING, std::chrono::seconds(90));
 

@@ -14,7 +14,7 @@
 namespace trainctl::testing {
 namespace {
 
-constexpr char kJob[] = R"(
+constexpr char kTlsJob[] = R"(
 displayName: steady
 workerPools:
 - name: chief
@@ -33,7 +33,7 @@ ClusterOptions Tls(int agents) {
 TEST_CASE("a TLS cluster made by pki init runs a job end to end", "[integration][tls]") {
   MiniCluster c(Tls(2));
   c.WriteFile("go", "");
-  const std::string id = c.Submit(c.Spec(kJob));
+  const std::string id = c.Submit(c.Spec(kTlsJob));
   c.WaitForState(id, v1::JOB_STATE_SUCCEEDED);
 
   // Each node shows the certificate its agent registered with.
@@ -91,7 +91,7 @@ TEST_CASE("an agent is bound to the node its certificate names", "[integration][
 TEST_CASE("a revoked node's certificate is refused, across restarts, until a new one is issued",
           "[integration][tls]") {
   MiniCluster c(Tls(2));
-  const std::string id = c.Submit(c.Spec(kJob));
+  const std::string id = c.Submit(c.Spec(kTlsJob));
   v1::Job running = c.WaitForState(id, v1::JOB_STATE_RUNNING);
   const std::string victim = running.replicas(0).node();
   const int index = victim == "node-0" ? 0 : 1;

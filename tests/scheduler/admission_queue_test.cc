@@ -17,8 +17,6 @@
 namespace trainctl::sched {
 namespace {
 
-const absl::Time kT0 = FromMs(1'000'000);
-
 // A QUEUED job of `project` created at kT0 + `created_s`, one replica per need.
 Job MakeJob(const std::string& id, const std::string& project, int created_s,
             const std::vector<Res>& needs, int32_t priority = 0) {
@@ -46,7 +44,7 @@ v1::Quota Quota(const std::string& project, double cpu, v1::QueueingStrategy str
   return q;
 }
 
-std::vector<std::string> Started(const AdmissionPlan& plan) {
+std::vector<std::string> StartedIds(const AdmissionPlan& plan) {
   std::vector<std::string> ids;
   for (const AdmissionPlan::Start& s : plan.starts) ids.push_back(s.job_id);
   return ids;
@@ -149,7 +147,7 @@ TEST_CASE("AdmissionQueue: a job larger than its quota holds back nobody") {
   q.Add(MakeJob("j-huge", "p", 1, {{8, 0, 0}}));
   q.Add(MakeJob("j-small", "p", 2, {{1, 0, 0}}));
   const AdmissionPlan plan = q.Pass(kT0);
-  CHECK(Started(plan) == std::vector<std::string>{"j-small"});
+  CHECK(StartedIds(plan) == std::vector<std::string>{"j-small"});
   REQUIRE(plan.reasons.size() == 1);
   CHECK(plan.reasons[0].second ==
         "QUOTA: project p needs 8 cpu cores but its quota is 4 cpu cores; raise it with: "
@@ -166,13 +164,13 @@ TEST_CASE("AdmissionQueue: BEST_EFFORT_FIFO lets jobs past a blocked one until i
   q.Add(MakeJob("j-blocked", "p", 1, {{2, 0, 0}}));
   q.Add(MakeJob("j-1", "p", 2, {{1, 0, 0}}));
   AdmissionPlan plan = q.Pass(kT0);
-  CHECK(Started(plan) == std::vector<std::string>{"j-1"});
+  CHECK(StartedIds(plan) == std::vector<std::string>{"j-1"});
   CHECK(q.timers.next() == kT0 + absl::Seconds(60));  // when the limit is reached
   q.queue.Dequeue(*q.jobs.Find("j-1"));               // it ran and ended meanwhile
 
   q.Add(MakeJob("j-2", "p", 3, {{1, 0, 0}}));
   plan = q.Pass(kT0 + absl::Seconds(59));
-  CHECK(Started(plan) == std::vector<std::string>{"j-2"});  // still within the limit
+  CHECK(StartedIds(plan) == std::vector<std::string>{"j-2"});  // still within the limit
   q.queue.Dequeue(*q.jobs.Find("j-2"));
 
   q.Add(MakeJob("j-3", "p", 4, {{1, 0, 0}}));
@@ -215,7 +213,7 @@ TEST_CASE("AdmissionQueue: a project that borrows may borrow up to its limit") {
   q.Add(MakeJob("j-more", "team-a", 1, {{0, 0, 1}}));
   const AdmissionPlan plan = q.Pass(kT0);
   INFO((plan.reasons.empty() ? "" : plan.reasons[0].second));
-  CHECK(Started(plan) == std::vector<std::string>{"j-more"});
+  CHECK(StartedIds(plan) == std::vector<std::string>{"j-more"});
 }
 
 TEST_CASE(
@@ -228,7 +226,7 @@ TEST_CASE(
   q.Add(MakeJob("j-small", "p", 2, {{1, 0, 0}}));
 
   AdmissionPlan plan = q.Pass(kT0);
-  CHECK(Started(plan) == std::vector<std::string>{"j-small"});  // a stockout holds back nobody
+  CHECK(StartedIds(plan) == std::vector<std::string>{"j-small"});  // a stockout holds back nobody
   CHECK(plan.stockouts.empty());
   REQUIRE(plan.reasons.size() == 1);
   CHECK(plan.reasons[0].second ==
@@ -294,7 +292,7 @@ TEST_CASE("AdmissionQueue: a pass is cheap when nothing woke the queue") {
 
   q.queue.Wake();
   plan = q.queue.Pass(q.jobs, q.nodes, kT0, &q.timers);
-  CHECK(Started(plan) == std::vector<std::string>{"j-a"});
+  CHECK(StartedIds(plan) == std::vector<std::string>{"j-a"});
 }
 
 TEST_CASE("AdmissionQueue: a retry waits for its backoff and its stopping replicas") {
@@ -308,7 +306,7 @@ TEST_CASE("AdmissionQueue: a retry waits for its backoff and its stopping replic
   q.Add(MakeJob("j-next", "p", 2, {{1, 0, 0}}));
 
   AdmissionPlan plan = q.Pass(kT0);
-  CHECK(Started(plan) == std::vector<std::string>{"j-next"});  // it holds back nobody
+  CHECK(StartedIds(plan) == std::vector<std::string>{"j-next"});  // it holds back nobody
   CHECK(plan.reasons.size() == 0);
   CHECK(q.timers.next() == kT0 + absl::Seconds(10));
   q.queue.Dequeue(*q.jobs.Find("j-next"));
@@ -387,7 +385,8 @@ TEST_CASE("AdmissionQueue: SetQuota validates, records and wakes the queue") {
   REQUIRE(q.queue.FindQuota("p") != nullptr);
   CHECK(q.queue.FindQuota("p")->cpu() == 2);
   // Raising a quota admits at once: the next pass runs without another wake.
-  CHECK(Started(q.queue.Pass(q.jobs, q.nodes, kT0, &q.timers)) == std::vector<std::string>{"j-a"});
+  CHECK(StartedIds(q.queue.Pass(q.jobs, q.nodes, kT0, &q.timers)) ==
+        std::vector<std::string>{"j-a"});
 }
 
 }  // namespace

@@ -17,13 +17,6 @@ using namespace testing;
 constexpr int64_t kLostMs = 15'000;
 constexpr int64_t kMarginMs = 3'000;
 
-bool HasEvent(const Effects& fx, const std::string& type, const std::string& text = "") {
-  for (const Event& e : fx.events) {
-    if (e.type == type && e.reason.find(text) != std::string::npos) return true;
-  }
-  return false;
-}
-
 // Three nodes, one job of one replica running on `victim`, and a fake clock.
 struct Partition {
   Core core{Options()};

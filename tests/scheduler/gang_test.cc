@@ -83,13 +83,6 @@ struct Gang {
   }
 };
 
-bool HasEvent(const Effects& fx, const std::string& type) {
-  for (const Event& e : fx.events) {
-    if (e.type == type) return true;
-  }
-  return false;
-}
-
 // A failed periodic check: no new work on its node until one passes.
 v1::CheckRun FailedCheck(int64_t now_ms) {
   v1::CheckRun run;

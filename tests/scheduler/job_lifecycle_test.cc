@@ -21,8 +21,6 @@
 namespace trainctl::sched {
 namespace {
 
-const absl::Time kT0 = FromMs(1'000'000);
-
 struct Parts {
   JobTable jobs{7};
   NodeRegistry nodes{NodePolicy{}};

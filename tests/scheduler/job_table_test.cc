@@ -8,11 +8,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "tests/scheduler/test_util.h"
 
 namespace trainctl::sched {
 namespace {
-
-const absl::Time kT0 = FromMs(1'000'000);
 
 // A QUEUED job of `project` with replicas chief-0 and worker-0, created `created_s` after kT0.
 Job MakeJob(const std::string& id, int created_s, const std::string& project = "p",

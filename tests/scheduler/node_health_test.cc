@@ -28,7 +28,7 @@ v1::CheckRun Checks(const std::string& phase, bool passed, int64_t time_ms,
   return run;
 }
 
-bool HasEvent(const Effects& fx, const std::string& type, const std::string& node = "") {
+bool HasEventOn(const Effects& fx, const std::string& type, const std::string& node = "") {
   for (const Event& e : fx.events) {
     if (e.type == type && (node.empty() || e.node == node)) return true;
   }
@@ -184,7 +184,7 @@ TEST_CASE(
   Effects fx2;
   c.core.ReplicaExited(bad, exited, ++c.now, &fx2);
 
-  CHECK(HasEvent(fx2, "NodeIsolated", bad));
+  CHECK(HasEventOn(fx2, "NodeIsolated", bad));
   CHECK(HasEvent(fx2, "JobRedispatched"));
   v1::Node node = c.Node(bad);
   CHECK(node.state() == v1::NODE_STATE_ISOLATED);
@@ -305,7 +305,7 @@ TEST_CASE(
   c.core.Tick(c.now, &fx2);
   CHECK(c.Node(victim).state() == v1::NODE_STATE_LOST);
   CHECK(c.Node(victim).health() == v1::NODE_HEALTH_UNKNOWN);
-  CHECK(HasEvent(fx2, "NodeLost", victim));
+  CHECK(HasEventOn(fx2, "NodeLost", victim));
   CHECK(HasEvent(fx2, "ReplicaMoved"));
   const v1::Replica& moved = c.Replica(id, 2);
   CHECK(moved.name() == "worker-1");
@@ -332,7 +332,7 @@ TEST_CASE(
   std::vector<v1::StopReplica> stops = Stops(fx3);
   REQUIRE(stops.size() == 1);
   CHECK(stops[0].run_id() == old_run);
-  CHECK(HasEvent(fx3, "NodeReturned", victim));
+  CHECK(HasEventOn(fx3, "NodeReturned", victim));
   CHECK(c.Node(victim).state() == v1::NODE_STATE_READY);
 }
 
@@ -355,7 +355,7 @@ TEST_CASE(
   Effects fx2;
   c.core.Heartbeat(victim, ++c.now, &fx2);
   CHECK(c.Node(victim).state() == v1::NODE_STATE_READY);
-  CHECK(HasEvent(fx2, "NodeReturned", victim));
+  CHECK(HasEventOn(fx2, "NodeReturned", victim));
   std::vector<v1::StopReplica> stops = Stops(fx2);
   REQUIRE(stops.size() == 1);
   CHECK(stops[0].run_id() == old_run);
@@ -396,7 +396,7 @@ TEST_CASE(
   REQUIRE(stops.size() == 1);
   CHECK(stops[0].run_id() == run);
   CHECK(stops[0].grace_period_ms() == 30'000);
-  CHECK(HasEvent(fx, "NodeDrainStarted", node));
+  CHECK(HasEventOn(fx, "NodeDrainStarted", node));
 
   v1::ReplicaExited stopped;
   stopped.set_run_id(run);
@@ -413,7 +413,7 @@ TEST_CASE(
 
   Effects fx3;
   c.core.Tick(++c.now, &fx3);
-  CHECK(HasEvent(fx3, "NodeDrained", node));
+  CHECK(HasEventOn(fx3, "NodeDrained", node));
   CHECK(c.Node(node).state() == v1::NODE_STATE_CORDONED);
 
   Effects fx4;
@@ -476,7 +476,7 @@ TEST_CASE(
   Effects fx2;
   c.Report(node, true, &fx2);
   CHECK(c.Node(node).state() == v1::NODE_STATE_READY);
-  CHECK(HasEvent(fx2, "NodeHealthy", node));
+  CHECK(HasEventOn(fx2, "NodeHealthy", node));
 }
 
 TEST_CASE("a flapping node stays out after its checks pass, until an operator uncordons it") {
@@ -486,7 +486,7 @@ TEST_CASE("a flapping node stays out after its checks pass, until an operator un
   c.Report("node-a", true, &fx);
   CHECK(c.Node("node-a").state() == v1::NODE_STATE_READY);
   c.Report("node-a", false, &fx);
-  CHECK(HasEvent(fx, "NodeFlapping", "node-a"));
+  CHECK(HasEventOn(fx, "NodeFlapping", "node-a"));
   c.Report("node-a", true, &fx);
   CHECK(c.Node("node-a").state() == v1::NODE_STATE_ISOLATED);
   CHECK(c.Node("node-a").flapping());
@@ -538,7 +538,7 @@ TEST_CASE("an agent shutting down moves its replicas at once, not charged") {
   exited.set_node_shutdown(true);
   Effects fx;
   c.core.ReplicaExited(node, exited, ++c.now, &fx);
-  CHECK(HasEvent(fx, "NodeShutdown", node));
+  CHECK(HasEventOn(fx, "NodeShutdown", node));
   const v1::Replica& r = c.Replica(id, 1);
   CHECK(r.node() != node);
   CHECK(r.moves() == 1);

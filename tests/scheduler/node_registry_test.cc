@@ -16,7 +16,6 @@ namespace {
 using testing::Reg;
 
 constexpr int64_t kLostMs = 15'000;
-const absl::Time kT0 = FromMs(1'000'000);
 
 NodePolicy Policy() {
   NodePolicy p;

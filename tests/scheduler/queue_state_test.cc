@@ -10,11 +10,10 @@
 #include <vector>
 
 #include "scheduler/model_proto.h"
+#include "tests/scheduler/test_util.h"
 
 namespace trainctl::sched {
 namespace {
-
-const absl::Time kT0 = FromMs(1'000'000);  // 1970-01-01T00:16:40Z
 
 v1::Quota GpuQuota(int gpus, const std::string& cohort = "", int borrow = 0) {
   v1::Quota q;

@@ -1,6 +1,7 @@
 // Builders shared by the scheduler core's tests: specs, agent registrations and reports.
 #pragma once
 
+#include <catch2/catch.hpp>
 #include <exception>
 #include <string>
 #include <vector>
@@ -8,7 +9,22 @@
 #include "scheduler/core.h"
 #include "scheduler/model_proto.h"
 
+namespace trainctl::sched {
+
+// The fake clock's start in the unit tests: 1970-01-01T00:16:40Z.
+inline const absl::Time kT0 = FromMs(1'000'000);
+
+}  // namespace trainctl::sched
+
 namespace trainctl::sched::testing {
+
+// Whether `fx` holds an event of `type` whose reason contains `text`.
+inline bool HasEvent(const Effects& fx, const std::string& type, const std::string& text = "") {
+  for (const Event& e : fx.events) {
+    if (e.type == type && e.reason.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
 
 // Core options for tests: checkpoint root /ckpt, heartbeats every 2s, a fixed id seed. Tests
 // move the fake clock by minutes without heartbeats, so nodes are never lost unless a test sets

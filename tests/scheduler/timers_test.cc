@@ -3,10 +3,10 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/scheduler/test_util.h"
+
 namespace trainctl::sched {
 namespace {
-
-const absl::Time kT0 = absl::FromUnixMillis(1'000'000);
 
 TEST_CASE("Timers: nothing asked for is never due") {
   Timers timers;
