@@ -42,9 +42,7 @@ absl::StatusOr<const Job*> Core::SubmitJob(const v1::JobSpec& spec_in, int64_t n
       const Job* first = jobs_.Find(seen->job_id);
       if (first != nullptr && seen->spec_hash == request.spec_hash) return first;
       if (first != nullptr) {
-        return absl::AlreadyExistsError(absl::StrCat(
-            "requestId ", request.id, " already created job ", seen->job_id,
-            " with a different spec within the last 24 hours; use a new request id for a new job"));
+        return RequestIdTaken(request.id, seen->job_id);
       }
     }
   }
@@ -87,8 +85,7 @@ absl::StatusOr<const Job*> Core::CancelJob(const std::string& id, int64_t now, E
   return job;
 }
 
-absl::Status Core::DeleteJob(const std::string& id, const std::string& why, int64_t now,
-                             Effects* fx) {
+absl::Status Core::CheckEnded(const std::string& id) const {
   const Job* job = jobs_.Find(id);
   if (job == nullptr) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
   if (!IsTerminal(job->state)) {
@@ -103,6 +100,13 @@ absl::Status Core::DeleteJob(const std::string& id, const std::string& why, int6
                        " is still ", ShortName(r.state), "; delete it once that replica ended"));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status Core::DeleteJob(const std::string& id, const std::string& why, int64_t now,
+                             Effects* fx) {
+  if (absl::Status ended = CheckEnded(id); !ended.ok()) return ended;
+  const Job* job = jobs_.Find(id);
   if (!why.empty()) {
     AddEvent(fx, FromMs(now), nullptr, "", "", "JobDeleted",
              absl::StrCat("job ", id, " (project ", job->spec.project(), ", ",
@@ -115,7 +119,29 @@ absl::Status Core::DeleteJob(const std::string& id, const std::string& why, int6
     it = fx->attempts.erase(it);
   }
   fx->deleted_jobs.push_back(id);
-  requests_.Remove(*job);
+  return ForgetJob(id);
+}
+
+absl::Status Core::DeleteStoredJob(const v1::Job& stored, const std::string& why, int64_t now,
+                                   Effects* fx) {
+  if (jobs_.Find(stored.id()) != nullptr) return DeleteJob(stored.id(), why, now, fx);
+  if (!IsTerminal(stored.state())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", stored.id(), " is ", ShortName(stored.state()),
+        " in the database but not held by the scheduler; restart trainctld to load it"));
+  }
+  if (!why.empty()) {
+    AddEvent(fx, FromMs(now), nullptr, "", "", "JobDeleted",
+             absl::StrCat("job ", stored.id(), " (project ", stored.project(), ", ",
+                          ShortName(stored.state()), ") deleted: ", why));
+  }
+  fx->deleted_jobs.push_back(stored.id());
+  return absl::OkStatus();
+}
+
+absl::Status Core::ForgetJob(const std::string& id) {
+  if (absl::Status ended = CheckEnded(id); !ended.ok()) return ended;
+  requests_.Remove(*jobs_.Find(id));
   jobs_.Erase(id);
   return absl::OkStatus();
 }

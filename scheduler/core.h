@@ -96,6 +96,15 @@ class Core {
   // is not terminal or a replica of it still holds its node. `why` non-empty: a JobDeleted event
   // (not tied to the job, so it outlives it) records it; retention passes none.
   absl::Status DeleteJob(const std::string& id, const std::string& why, int64_t now, Effects* fx);
+  // DeleteJob for a job the core no longer holds (ForgetJob), as read from the database: records
+  // the deletion like DeleteJob and lists the rows to delete. DeleteJob when the core holds it
+  // after all; FAILED_PRECONDITION when `stored` is not terminal.
+  absl::Status DeleteStoredJob(const v1::Job& stored, const std::string& why, int64_t now,
+                               Effects* fx);
+  // Drops a terminal job whose replicas have all ended from memory, its rows staying in the
+  // database (trainctld keeps only live and recently ended jobs in the core; readers find the
+  // others in the database). The errors of DeleteJob; no effect.
+  absl::Status ForgetJob(const std::string& id);
   // Replaces a project's quota; takes effect at once (raising it admits waiting jobs; lowering it
   // stops nothing). INVALID_ARGUMENT for a bad quota, with the field path.
   absl::StatusOr<v1::Project> SetQuota(const v1::Quota& quota, int64_t now, Effects* fx);
@@ -167,6 +176,13 @@ class Core {
 
   // --- Reads -------------------------------------------------------------------------------
 
+  // The job `scope` created with `request_id` within RequestIndex::kWindow before `now`, among
+  // the jobs the core holds; nullptr when none.
+  const RequestIndex::Entry* FindRequest(const std::string& scope, const std::string& request_id,
+                                         int64_t now) const {
+    return requests_.Find(scope, request_id, FromMs(now));
+  }
+
   // nullptr when unknown.
   const Job* FindJob(const std::string& id) const { return jobs_.Find(id); }
   // Every job, by id.
@@ -210,6 +226,8 @@ class Core {
   // Marks lost nodes LOST and moves the replicas of those whose fence wait is over; finishes
   // drains of empty nodes.
   void CheckNodes(absl::Time now, Effects* fx);
+  // OK when job `id` may be deleted or forgotten: it ended and none of its replicas holds a node.
+  absl::Status CheckEnded(const std::string& id) const;
 
   // Constant after construction.
   const CoreOptions options_;

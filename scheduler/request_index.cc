@@ -20,6 +20,12 @@ absl::Status ValidateRequestId(const std::string& id) {
   return absl::OkStatus();
 }
 
+absl::Status RequestIdTaken(const std::string& request_id, const std::string& job_id) {
+  return absl::AlreadyExistsError(absl::StrCat(
+      "requestId ", request_id, " already created job ", job_id,
+      " with a different spec within the last 24 hours; use a new request id for a new job"));
+}
+
 void RequestIndex::Add(const Job& job) {
   if (job.request_id.empty()) return;
   Key key{job.creator, job.request_id};

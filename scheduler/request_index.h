@@ -31,6 +31,9 @@ struct CreateRequestKey {
 // the field otherwise.
 absl::Status ValidateRequestId(const std::string& id);
 
+// ALREADY_EXISTS: `request_id` created job `job_id` with another spec within the window.
+absl::Status RequestIdTaken(const std::string& request_id, const std::string& job_id);
+
 class RequestIndex {
  public:
   // How long a request id keeps returning its job.

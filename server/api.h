@@ -31,6 +31,7 @@
 #include "server/tokens.h"
 #include "server/transport_security.h"
 #include "server/watch_hub.h"
+#include "storage/job_archive.h"
 #include "trainctl/v1/job.pb.h"
 
 namespace trainctl::server {
@@ -70,6 +71,9 @@ class Api {
     // RevokeNode's certificates are refused through it once stored; may be null.
     CertificateRevocations* revoked = nullptr;
     ApiLimits limits;
+    // The database's reader: events, and the logs of jobs the core no longer holds. Null:
+    // ListEvents is UNAVAILABLE and such logs are NOT_FOUND.
+    storage::JobArchive* archive = nullptr;
   };
   explicit Api(Parts parts);
 
@@ -130,9 +134,23 @@ class Api {
   absl::StatusOr<Caller> Authorize(const CallContext& call, Route route) const;
   // Authorizer::CheckProject, or OK without an authorizer.
   absl::Status CheckProject(const Caller& caller, Permission p, const std::string& project) const;
-  // CheckProject for the project of job `job_id` (OK when it is unknown: NOT_FOUND follows).
+  // CheckProject for the project of job `job_id`, held by the core or only in the database (OK
+  // when it is unknown: NOT_FOUND follows).
   absl::Status CheckJobProject(Turn& t, const Caller& caller, Permission p,
                                const std::string& job_id) const;
+  // For a create with a request id that a job the core no longer holds took (within the request
+  // window): that job (redacted), or ALREADY_EXISTS for another spec; nullopt otherwise.
+  absl::StatusOr<std::optional<v1::Job>> FindCreated(Turn& t, const std::string& creator,
+                                                     const sched::CreateRequestKey& key) const;
+  // The job as the database has it (redacted); NOT_FOUND when it has none.
+  absl::StatusOr<v1::Job> Stored(Turn& t, const std::string& id) const;
+  // Reads a log of a job the core no longer holds: its run from the archive, then the log from
+  // the run's node.
+  void ReadStoredLogs(const Caller& caller, const v1::ReadLogsRequest& r,
+                      Reply<v1::ReadLogsResponse> done);
+  // Asks `node`'s agent for the log of `run_id`, from the request's offset.
+  void RequestLog(const std::string& node, const std::string& run_id, const v1::ReadLogsRequest& r,
+                  Reply<v1::ReadLogsResponse> done);
   // Authorizes, runs `op` in a loop turn (its events name the caller) and replies with its node
   // (or error) once the turn committed.
   void NodeCall(const CallContext& call, Route route,

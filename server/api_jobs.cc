@@ -64,10 +64,35 @@ absl::Status Api::CheckJobProject(Turn& t, const Caller& caller, Permission p,
                                                     ") reports progress for its own job only, not ",
                                                     job_id));
   }
-  const sched::Job* job = t.core.FindJob(job_id);
+  if (const sched::Job* job = t.core.FindJob(job_id)) {
+    return CheckProject(caller, p, job->spec.project());
+  }
+  absl::StatusOr<std::optional<v1::Job>> stored = t.store.FindJob(job_id);
+  if (!stored.ok()) return stored.status();
   // An unknown job is the handler's NOT_FOUND.
-  if (job == nullptr) return absl::OkStatus();
-  return CheckProject(caller, p, job->spec.project());
+  if (!stored->has_value()) return absl::OkStatus();
+  return CheckProject(caller, p, (*stored)->project());
+}
+
+absl::StatusOr<v1::Job> Api::Stored(Turn& t, const std::string& id) const {
+  absl::StatusOr<std::optional<v1::Job>> stored = t.store.FindJob(id);
+  if (!stored.ok()) return stored.status();
+  if (!stored->has_value()) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+  parts_.loop->redactor().Redact(&**stored);
+  return **std::move(stored);
+}
+
+absl::StatusOr<std::optional<v1::Job>> Api::FindCreated(Turn& t, const std::string& creator,
+                                                        const sched::CreateRequestKey& key) const {
+  if (key.id.empty() || t.core.FindRequest(creator, key.id, t.now) != nullptr) return std::nullopt;
+  // A job the core no longer holds (it ended a while ago) may have taken the request id.
+  absl::StatusOr<std::optional<v1::Job>> stored = t.store.FindJobByRequest(
+      creator, key.id, t.now - absl::ToInt64Milliseconds(sched::RequestIndex::kWindow));
+  if (!stored.ok() || !stored->has_value()) return stored;
+  if ((*stored)->request_hash() != key.spec_hash)
+    return sched::RequestIdTaken(key.id, (*stored)->id());
+  parts_.loop->redactor().Redact(&**stored);
+  return stored;
 }
 
 void Api::CreateJob(const CallContext& call, const v1::CreateJobRequest& req, Reply<v1::Job> done) {
@@ -82,10 +107,16 @@ void Api::CreateJob(const CallContext& call, const v1::CreateJobRequest& req, Re
   if (!key.id.empty()) key.spec_hash = SpecHash(req.spec());
   parts_.loop->Post(
       [this, spec = req.spec(), key = std::move(key), name = caller->name, done](Turn& t) {
-        const size_t first = t.fx->events.size();
-        absl::StatusOr<const sched::Job*> job = t.core.SubmitJob(spec, t.now, t.fx, name, key);
-        StampActor(t.fx, first, name);
-        absl::StatusOr<v1::Job> reply = JobReply(job, parts_.loop->redactor());
+        absl::StatusOr<v1::Job> reply = absl::InternalError("no reply");
+        absl::StatusOr<std::optional<v1::Job>> created = FindCreated(t, name, key);
+        if (!created.ok() || created->has_value()) {
+          reply = created.ok() ? **std::move(created) : absl::StatusOr<v1::Job>(created.status());
+        } else {
+          const size_t first = t.fx->events.size();
+          absl::StatusOr<const sched::Job*> job = t.core.SubmitJob(spec, t.now, t.fx, name, key);
+          StampActor(t.fx, first, name);
+          reply = JobReply(job, parts_.loop->redactor());
+        }
         t.after_commit->push_back([reply = std::move(reply), done] { done(reply); });
       },
       done);
@@ -120,6 +151,7 @@ void Api::CancelJob(const CallContext& call, const v1::CancelJobRequest& req, Re
           absl::StatusOr<const sched::Job*> job = t.core.CancelJob(id, t.now, t.fx);
           StampActor(t.fx, first, caller.name);
           reply = JobReply(job, parts_.loop->redactor());
+          if (absl::IsNotFound(reply.status())) reply = Stored(t, id);  // ended long ago: as is
         }
         t.after_commit->push_back([reply = std::move(reply), done] { done(reply); });
       },
@@ -135,8 +167,14 @@ void Api::DeleteJob(const CallContext& call, const v1::DeleteJobRequest& req,
         absl::Status deleted = CheckJobProject(t, caller, Permission::kDeleteJobs, id);
         if (deleted.ok()) {
           const size_t first = t.fx->events.size();
-          deleted = t.core.DeleteJob(
-              id, caller.name.empty() ? "at a user's request" : "by " + caller.name, t.now, t.fx);
+          const std::string why = caller.name.empty() ? "at a user's request" : "by " + caller.name;
+          deleted = t.core.DeleteJob(id, why, t.now, t.fx);
+          if (absl::IsNotFound(deleted)) {
+            // Ended long ago: only the database has it.
+            absl::StatusOr<v1::Job> stored = Stored(t, id);
+            deleted =
+                stored.ok() ? t.core.DeleteStoredJob(*stored, why, t.now, t.fx) : stored.status();
+          }
           StampActor(t.fx, first, caller.name);
         }
         t.after_commit->push_back([deleted, done] {
@@ -171,35 +209,71 @@ void Api::ReadLogs(const CallContext& call, const v1::ReadLogsRequest& req,
   if (parts_.registry == nullptr) {
     return done(absl::UnavailableError("this trainctld reads no logs from agents"));
   }
+  if (!parts_.snapshots->Holds(req.job_id()) && parts_.archive != nullptr) {
+    // Ended long ago: the database knows its runs, and the loop is not asked.
+    return ReadStoredLogs(*caller, req, std::move(done));
+  }
   parts_.loop->PostRead(
       [this, r = req, caller = *caller, done](Turn& t) {
         std::string node, run_id;
         bool finished = false;
         // An unset restart means "latest"; `trainctl logs --restart 0` means run 0.
         const int32_t restart = r.has_restart() ? r.restart() : -1;
+        const bool held = t.core.FindJob(r.job_id()) != nullptr;
         absl::Status located = CheckJobProject(t, caller, Permission::kReadLogs, r.job_id());
-        if (located.ok()) {
+        if (located.ok() && held) {
           located = t.core.LocateRun(r.job_id(), r.replica(), r.attempt(), restart, &node, &run_id,
                                      &finished);
         }
-        t.after_commit->push_back([this, located, node, run_id, r, done] {
+        t.after_commit->push_back([this, located, held, node, run_id, r, caller, done] {
           if (!located.ok()) return done(located);
-          v1::ReadLog read;
-          read.set_run_id(run_id);
-          read.set_offset(r.offset());
-          read.set_max_bytes(std::min<int64_t>(r.max_bytes() == 0 ? (1 << 20) : r.max_bytes(),
-                                               parts_.limits.max_log_chunk));
-          parts_.registry->RequestLog(node, read, [done](absl::StatusOr<v1::LogData> data) {
-            if (!data.ok()) return done(data.status());
-            v1::ReadLogsResponse resp;
-            resp.set_data(data->data());
-            resp.set_next_offset(data->next_offset());
-            resp.set_complete(data->complete());
-            done(std::move(resp));
-          });
+          // Forgotten since the check above: the database has it.
+          if (!held) return ReadStoredLogs(caller, r, done);
+          RequestLog(node, run_id, r, done);
         });
       },
       done);
+}
+
+void Api::ReadStoredLogs(const Caller& caller, const v1::ReadLogsRequest& r,
+                         Reply<v1::ReadLogsResponse> done) {
+  if (parts_.archive == nullptr) {
+    return done(absl::NotFoundError(absl::StrCat("job ", r.job_id(), " not found")));
+  }
+  if (!caller.job.empty() && caller.job != r.job_id()) {
+    return done(absl::PermissionDeniedError(
+        absl::StrCat("a replica's token (job ", caller.job, ") reads its own job only")));
+  }
+  absl::StatusOr<std::optional<v1::Job>> job = parts_.archive->Get(r.job_id());
+  if (!job.ok()) return done(job.status());
+  if (!job->has_value()) {
+    return done(absl::NotFoundError(absl::StrCat("job ", r.job_id(), " not found")));
+  }
+  if (absl::Status allowed = CheckProject(caller, Permission::kReadLogs, (*job)->project());
+      !allowed.ok()) {
+    return done(allowed);
+  }
+  absl::StatusOr<storage::RunLocation> run = parts_.archive->LocateRun(
+      r.job_id(), r.replica(), r.attempt(), r.has_restart() ? r.restart() : -1);
+  if (!run.ok()) return done(run.status());
+  RequestLog(run->node, run->run_id, r, std::move(done));
+}
+
+void Api::RequestLog(const std::string& node, const std::string& run_id,
+                     const v1::ReadLogsRequest& r, Reply<v1::ReadLogsResponse> done) {
+  v1::ReadLog read;
+  read.set_run_id(run_id);
+  read.set_offset(r.offset());
+  read.set_max_bytes(std::min<int64_t>(r.max_bytes() == 0 ? (1 << 20) : r.max_bytes(),
+                                       parts_.limits.max_log_chunk));
+  parts_.registry->RequestLog(node, read, [done](absl::StatusOr<v1::LogData> data) {
+    if (!data.ok()) return done(data.status());
+    v1::ReadLogsResponse resp;
+    resp.set_data(data->data());
+    resp.set_next_offset(data->next_offset());
+    resp.set_complete(data->complete());
+    done(std::move(resp));
+  });
 }
 
 void Api::ReportProgress(const CallContext& call, const v1::ReportProgressRequest& req,

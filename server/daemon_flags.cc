@@ -55,6 +55,10 @@ std::vector<FlagGroup> DaemonFlagGroups() {
         {"job-retention", 0, Kind::kValue, "D", "",
          "jobs that ended longer ago are deleted, with their attempts, runs and events, a few at "
          "a time (default 90d; 0: keep every job; `trainctl delete` deletes one sooner)"},
+        {"finished-job-cache", 0, Kind::kValue, "D", "",
+         "jobs that ended stay in memory this long after their last change, then are read from "
+         "the database, so memory and start-up hold the live jobs, however many are kept "
+         "(default 10m; 0s..30d)"},
         {"port-range", 0, Kind::kValue, "LO-HI", "",
          "the ports of each node that replicas get: one each, and a second one, the rendezvous "
          "port (MASTER_PORT), for each job's primary (default 20000-32767; at least 64 ports "
@@ -291,6 +295,11 @@ absl::StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& arg
       return absl::InvalidArgumentError(absl::StrCat(
           "--job-retention must be 0 (keep every job) or at least 1s, got \"", text, "\""));
     }
+  }
+  if (std::string text = parsed.Get("finished-job-cache"); !text.empty()) {
+    TC_ASSIGN_OR_RETURN(f.finished_job_cache_ms,
+                        ParseDuration("--finished-job-cache", text, 0, 30 * 86'400'000LL,
+                                      "between 0s and 30d, e.g. 10m"));
   }
   if (std::string text = parsed.Get("max-request-bytes"); !text.empty()) {
     int64_t n = 0;

@@ -60,6 +60,8 @@ struct DaemonFlags {
   int64_t skew_tolerance_ms = 1000;
   // Terminal jobs that ended longer ago are deleted: 0 (never), or 1s to 3650d.
   int64_t job_retention_ms = 90 * 86'400'000LL;
+  // Terminal jobs leave memory this long after their last change: 0s to 30d.
+  int64_t finished_job_cache_ms = 10 * 60'000;
   // Every node's port pool: the ports replicas get (their own, and the primary's rendezvous
   // port). 1024..65535, LO < HI, at least 64 ports.
   sched::PortRange port_range;

@@ -94,17 +94,38 @@ void JobSnapshots::ToBasic(v1::Job* job) {
   job->clear_attempts();
 }
 
+std::string JobSnapshots::TokenOf(const v1::Job& job) {
+  return absl::StrCat(-TimestampToMs(job.create_time()), ":", job.id());
+}
+
+absl::StatusOr<std::optional<v1::Job>> JobSnapshots::FromArchive(const std::string& id) const {
+  if (archive_ == nullptr) return std::nullopt;
+  absl::StatusOr<std::optional<v1::Job>> stored = archive_->Get(id);
+  if (stored.ok() && stored->has_value()) redactor_.Redact(&**stored);
+  return stored;
+}
+
+bool JobSnapshots::Holds(const std::string& id) const {
+  absl::MutexLock lock(&mu_);
+  return jobs_.count(id) > 0;
+}
+
 absl::StatusOr<v1::Job> JobSnapshots::Get(const std::string& id, int64_t now_ms) const {
   JobPtr job;
   std::shared_ptr<const sched::QueueState> queue;
   {
     absl::MutexLock lock(&mu_);
     auto it = jobs_.find(id);
-    if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
-    job = it->second;
-    queue = queue_;
+    if (it != jobs_.end()) {
+      job = it->second;
+      queue = queue_;
+    }
   }
-  return WithQueueStatus(job, queue.get(), now_ms);
+  if (job != nullptr) return WithQueueStatus(job, queue.get(), now_ms);
+  absl::StatusOr<std::optional<v1::Job>> stored = FromArchive(id);
+  if (!stored.ok()) return stored.status();
+  if (!stored->has_value()) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+  return **std::move(stored);
 }
 
 absl::StatusOr<v1::ListJobsResponse> JobSnapshots::List(const v1::ListJobsRequest& req,
@@ -113,17 +134,31 @@ absl::StatusOr<v1::ListJobsResponse> JobSnapshots::List(const v1::ListJobsReques
   if (size < 1 || size > 1000) {
     return absl::InvalidArgumentError(absl::StrCat("pageSize must be 1..1000, got ", size));
   }
-  std::pair<int64_t, std::string> after;
+  std::optional<std::pair<int64_t, std::string>> after;
   if (!req.page_token().empty()) {
     std::pair<std::string, std::string> parts =
         absl::StrSplit(req.page_token(), absl::MaxSplits(':', 1));
-    if (!absl::SimpleAtoi(parts.first, &after.first) || parts.second.empty()) {
+    int64_t position = 0;
+    if (!absl::SimpleAtoi(parts.first, &position) || parts.second.empty()) {
       return absl::InvalidArgumentError("pageToken is not one this server returned");
     }
-    after.second = parts.second;
+    after.emplace(position, parts.second);
   }
   absl::StatusOr<Selector> selector = ParseLabelSelector(req.label_selector());
   if (!selector.ok()) return selector.status();
+  bool live_only = !req.states().empty();
+  for (int state : req.states()) {
+    if (IsTerminal(static_cast<v1::JobState>(state))) live_only = false;
+  }
+  // Every live job is held: the database has nothing more to show.
+  if (archive_ == nullptr || live_only) return ListHeld(req, size, after, *selector, now_ms);
+  return ListArchived(req, size, after, *selector, now_ms);
+}
+
+v1::ListJobsResponse JobSnapshots::ListHeld(
+    const v1::ListJobsRequest& req, int32_t size,
+    const std::optional<std::pair<int64_t, std::string>>& after, const Selector& selector,
+    int64_t now_ms) const {
   const std::set<int> states(req.states().begin(), req.states().end());
   const bool basic = req.view() == v1::JOB_VIEW_BASIC;
   std::vector<JobPtr> page;
@@ -133,20 +168,19 @@ absl::StatusOr<v1::ListJobsResponse> JobSnapshots::List(const v1::ListJobsReques
   {
     absl::MutexLock lock(&mu_);
     queue = queue_;
-    auto it = req.page_token().empty() ? by_age_.begin() : by_age_.upper_bound(after);
+    auto it = after ? by_age_.upper_bound(*after) : by_age_.begin();
     for (; it != by_age_.end(); ++it) {
       const JobPtr& job = jobs_.at(it->second);
       if (!states.empty() && states.count(job->state()) == 0) continue;
       if (!req.project().empty() && job->project() != req.project()) continue;
-      if (!Matches(*job, *selector)) continue;
+      if (!Matches(*job, selector)) continue;
       const size_t bytes = basic ? BasicBytes(*job) : job->ByteSizeLong();
       // A page ends at pageSize jobs, or before it would outgrow kMaxPageBytes (it holds one job
       // at least), so that every page fits a client's 4 MiB message limit.
       if (static_cast<int32_t>(page.size()) == size ||
           (!page.empty() && page_bytes + bytes > kMaxPageBytes)) {
         // There is more: the token names the last job returned.
-        const JobPtr& last = page.back();
-        next_token = absl::StrCat(-TimestampToMs(last->create_time()), ":", last->id());
+        next_token = TokenOf(*page.back());
         break;
       }
       page.push_back(job);
@@ -163,13 +197,101 @@ absl::StatusOr<v1::ListJobsResponse> JobSnapshots::List(const v1::ListJobsReques
   return resp;
 }
 
-absl::Status JobSnapshots::Watch(const std::string& id, std::shared_ptr<JobWatcher> watcher) {
-  absl::MutexLock lock(&mu_);
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
-  if (watcher->Push(*it->second) && !IsTerminal(it->second->state())) {
-    hub_->Subscribe(id, std::move(watcher));
+absl::StatusOr<v1::ListJobsResponse> JobSnapshots::ListArchived(
+    const v1::ListJobsRequest& req, int32_t size,
+    const std::optional<std::pair<int64_t, std::string>>& after, const Selector& selector,
+    int64_t now_ms) const {
+  const std::set<int> states(req.states().begin(), req.states().end());
+  const bool basic = req.view() == v1::JOB_VIEW_BASIC;
+  storage::JobScan scan;
+  scan.project = req.project();
+  for (int state : states) {
+    if (state >= 0 && state < 32) scan.states |= 1u << state;
   }
+  if (after) scan.after.emplace(-after->first, after->second);
+  scan.max_rows = kMaxScanRows;
+  std::shared_ptr<const sched::QueueState> queue;
+  {
+    absl::MutexLock lock(&mu_);
+    queue = queue_;
+  }
+  // Each job shown, and whether it came from the archive (its attempts are read afterwards).
+  std::vector<std::pair<v1::Job, bool>> page;
+  size_t page_bytes = 0;
+  std::string next_token;
+  absl::Status unreadable;
+  auto visit = [&](int64_t, const std::string& id, const std::string& row) {
+    JobPtr held;
+    {
+      absl::MutexLock lock(&mu_);
+      if (auto it = jobs_.find(id); it != jobs_.end()) held = it->second;
+    }
+    v1::Job job;
+    if (held != nullptr) {
+      job = WithQueueStatus(held, queue.get(), now_ms);
+    } else {
+      absl::StatusOr<v1::Job> parsed = storage::ParseJobRow(id, row);
+      if (!parsed.ok()) {
+        unreadable = parsed.status();
+        return false;
+      }
+      job = *std::move(parsed);
+      redactor_.Redact(&job);
+    }
+    // A held job's snapshot may be a turn behind its row: it is shown, so it is what must match.
+    if (!states.empty() && states.count(job.state()) == 0) return true;
+    if (!Matches(job, selector)) return true;
+    const size_t bytes = basic ? BasicBytes(job) : job.ByteSizeLong();
+    if (static_cast<int32_t>(page.size()) == size ||
+        (!page.empty() && page_bytes + bytes > kMaxPageBytes)) {
+      next_token = TokenOf(page.back().first);
+      return false;
+    }
+    page_bytes += bytes;
+    page.emplace_back(std::move(job), held == nullptr);
+    return true;
+  };
+  absl::StatusOr<std::optional<storage::JobArchive::Position>> resume = archive_->Scan(scan, visit);
+  if (!unreadable.ok()) return unreadable;
+  if (!resume.ok()) return resume.status();
+  // The scan read its most rows before the page filled: the next call goes on from there.
+  if (resume->has_value()) next_token = absl::StrCat(-(*resume)->first, ":", (*resume)->second);
+  v1::ListJobsResponse resp;
+  page_bytes = 0;
+  for (auto& [job, archived] : page) {
+    if (archived && !basic) {
+      if (absl::Status read = archive_->AddAttempts(&job); !read.ok()) return read;
+    }
+    if (basic) ToBasic(&job);
+    // Its attempts may make the page outgrow its limit after all: it ends before this job.
+    const size_t bytes = job.ByteSizeLong();
+    if (resp.jobs_size() > 0 && page_bytes + bytes > kMaxPageBytes) {
+      next_token = TokenOf(resp.jobs(resp.jobs_size() - 1));
+      break;
+    }
+    page_bytes += bytes;
+    *resp.add_jobs() = std::move(job);
+  }
+  resp.set_next_page_token(next_token);
+  return resp;
+}
+
+absl::Status JobSnapshots::Watch(const std::string& id, std::shared_ptr<JobWatcher> watcher) {
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = jobs_.find(id);
+    if (it != jobs_.end()) {
+      if (watcher->Push(*it->second) && !IsTerminal(it->second->state())) {
+        hub_->Subscribe(id, std::move(watcher));
+      }
+      return absl::OkStatus();
+    }
+  }
+  // A job only the archive has ended long ago: its one state is all there is to watch.
+  absl::StatusOr<std::optional<v1::Job>> stored = FromArchive(id);
+  if (!stored.ok()) return stored.status();
+  if (!stored->has_value()) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+  watcher->Push(**stored);
   return absl::OkStatus();
 }
 

@@ -162,13 +162,21 @@ int main(int argc, char** argv) {
   opts.settle_window_ms = flags.settle_window_ms;
   opts.skew_tolerance_ms = flags.skew_tolerance_ms;
   opts.nodes.ports = flags.port_range;
-  absl::StatusOr<server::LoadedState> state = server::LoadState(**store, opts);
+  // Jobs that ended longer ago than the cache stay in the database (JobArchive reads them).
+  const int64_t cache_ms = flags.finished_job_cache_ms;
+  absl::StatusOr<server::LoadedState> state =
+      server::LoadState(**store, opts, WallNowMs() - cache_ms);
   if (!state.ok()) {
     spdlog::critical("loading {}: {}", db_path, state.status().ToString());
     return 1;
   }
-  spdlog::info("loaded {} jobs and {} nodes from {}", state->core->jobs().size(),
-               state->core->nodes().size(), db_path);
+  spdlog::info("loaded {} live or recently ended jobs and {} nodes from {}",
+               state->core->jobs().size(), state->core->nodes().size(), db_path);
+  absl::StatusOr<std::unique_ptr<storage::JobArchive>> archive = storage::JobArchive::Open(db_path);
+  if (!archive.ok()) {
+    spdlog::critical("{}", archive.status().ToString());
+    return 1;
+  }
   server::TokenRegistry tokens;
   tokens.Load(state->tokens);
   server::CertificateRevocations revocations;
@@ -186,18 +194,22 @@ int main(int argc, char** argv) {
                              WallNowMs);
   // After a failed commit (a full disk) the loop rebuilds the core from the database, as a
   // restart would, and refuses changes until a write succeeds.
-  loop.set_reloader([opts](storage::Store& s) -> absl::StatusOr<std::unique_ptr<sched::Core>> {
-    absl::StatusOr<server::LoadedState> reloaded = server::LoadState(s, opts);
-    if (!reloaded.ok()) return reloaded.status();
-    return std::move(reloaded->core);
-  });
+  loop.set_reloader(
+      [opts, cache_ms](storage::Store& s) -> absl::StatusOr<std::unique_ptr<sched::Core>> {
+        absl::StatusOr<server::LoadedState> reloaded =
+            server::LoadState(s, opts, WallNowMs() - cache_ms);
+        if (!reloaded.ok()) return reloaded.status();
+        return std::move(reloaded->core);
+      });
   loop.set_write_state_listener([&](const absl::Status& writes) {
     absl::MutexLock lock(&health_mu);
     if (health != nullptr) health->SetServingStatus(writes.ok());
   });
   loop.set_job_retention_ms(flags.job_retention_ms);
+  loop.set_finished_job_cache_ms(cache_ms);
   // Checked by the flag parser.
   loop.set_redactor(*server::SecretRedactor::Parse(flags.secret_env_patterns));
+  snapshots.set_archive(archive->get(), loop.redactor());
   // Users are authenticated where agents are: whenever trainctld serves TLS. Replicas then get a
   // token for their own job's progress.
   std::optional<server::ReplicaTokens> replica_tokens;
@@ -220,7 +232,8 @@ int main(int argc, char** argv) {
                    &authorizer,
                    &tokens,
                    &revocations,
-                   {flags.max_request_bytes - (64 << 10), flags.max_watches_per_peer}});
+                   {flags.max_request_bytes - (64 << 10), flags.max_watches_per_peer},
+                   archive->get()});
   server::JobServiceImpl job_service(&api);
   server::AgentServiceImpl agent_service(&loop, &registry, {flags.tls(), &revocations},
                                          flags.max_agent_streams_per_peer,

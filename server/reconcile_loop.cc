@@ -140,8 +140,52 @@ void ReconcileLoop::RunTurn(std::vector<Item> items) {
   }
   if (!batch.deleted_jobs.empty()) snapshots_->Remove(batch.deleted_jobs);
   Publish(batch.jobs);
+  NoteEnded(batch.jobs, batch.deleted_jobs);
   for (auto& f : after) f();
   registry_->ExpireLogRequests();
+  ForgetEnded(turn.now);
+}
+
+void ReconcileLoop::NoteEnded(const std::vector<v1::Job>& jobs,
+                              const std::vector<std::string>& deleted) {
+  auto drop = [this](const std::string& id) {
+    auto it = ended_at_.find(id);
+    if (it == ended_at_.end()) return;
+    ended_.erase({it->second, id});
+    ended_at_.erase(it);
+  };
+  for (const v1::Job& job : jobs) {
+    if (!IsTerminal(job.state())) continue;
+    drop(job.id());
+    const int64_t at = TimestampToMs(job.update_time());
+    ended_.insert({at, job.id()});
+    ended_at_[job.id()] = at;
+  }
+  for (const std::string& id : deleted) drop(id);
+}
+
+void ReconcileLoop::ForgetEnded(int64_t now) {
+  std::vector<std::string> forgotten;
+  std::vector<std::string> later;
+  while (!ended_.empty() && forgotten.size() + later.size() < kForgetBatch) {
+    auto first = ended_.begin();
+    if (first->first > now - finished_cache_ms_) break;
+    std::string id = first->second;
+    ended_.erase(first);
+    ended_at_.erase(id);
+    const absl::Status forgot = core_->ForgetJob(id);
+    if (forgot.ok()) {
+      forgotten.push_back(std::move(id));
+    } else if (absl::IsFailedPrecondition(forgot)) {
+      later.push_back(std::move(id));  // a replica of it is still stopping
+    }
+  }
+  // Looked at again one cache time on (or when it changes).
+  for (std::string& id : later) {
+    ended_.insert({now, id});
+    ended_at_[std::move(id)] = now;
+  }
+  if (!forgotten.empty()) snapshots_->Remove(forgotten);
 }
 
 void ReconcileLoop::ExpireJobs(Turn& t) {
@@ -249,6 +293,9 @@ void ReconcileLoop::PublishAll() {
   for (const auto& [id, job] : core_->jobs()) all.push_back(sched::ToProto(job));
   published_queue_version_ = core_->QueueVersion() + 1;  // publish the queue too
   Publish(all);
+  ended_.clear();
+  ended_at_.clear();
+  NoteEnded(all, {});
 }
 
 void ReconcileLoop::Publish(const std::vector<v1::Job>& jobs) {

@@ -22,6 +22,11 @@
 // more are due, the next turn takes the next batch. A job still stopping a replica is passed over
 // until a later pass.
 //
+// Memory (set_finished_job_cache_ms): a terminal job stays in the core, and in the snapshots,
+// for the cache time after its last change; then, once none of its replicas holds a node, the
+// core forgets it (Core::ForgetJob) and readers find it in the database (JobArchive). So the
+// core holds the live jobs and the recently ended ones, however many the database keeps.
+//
 // Thread-safety: Post() may be called from any thread; everything else runs on the loop thread,
 // apart from Start() and Stop(), which the owner calls.
 #pragma once
@@ -29,7 +34,11 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <set>
+#include <string>
 #include <thread>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -103,6 +112,11 @@ class ReconcileLoop {
   }
   // Terminal jobs that ended longer ago than this are deleted (0: never). Set before Start().
   void set_job_retention_ms(int64_t ms) { retention_ms_ = ms; }
+  // Terminal jobs leave memory this long after their last change (0: at once). Set before
+  // Start().
+  void set_finished_job_cache_ms(int64_t ms) { finished_cache_ms_ = ms; }
+  // The most jobs one turn forgets.
+  static constexpr size_t kForgetBatch = 256;
   // The most jobs one turn deletes for retention.
   static constexpr int32_t kRetentionBatch = 16;
 
@@ -124,8 +138,13 @@ class ReconcileLoop {
   void SetWriteStatus(absl::Status status) ABSL_LOCKS_EXCLUDED(mu_);
   // Deletes the next batch of jobs past the retention, when a pass is due.
   void ExpireJobs(Turn& t);
-  // Publishes every job of the core, and the queue.
+  // Publishes every job of the core, and the queue; notes the terminal ones for ForgetEnded.
   void PublishAll();
+  // Notes when the terminal jobs among `jobs` last changed, and that `deleted` are gone.
+  void NoteEnded(const std::vector<v1::Job>& jobs, const std::vector<std::string>& deleted);
+  // Forgets the terminal jobs that changed longer ago than the cache time (kForgetBatch at
+  // most) and removes their snapshots.
+  void ForgetEnded(int64_t now);
   // Publishes `jobs` to the snapshots, with the queue's picture when admission changed.
   void Publish(const std::vector<v1::Job>& jobs);
 
@@ -140,6 +159,7 @@ class ReconcileLoop {
   JobSnapshots* const snapshots_;
   const Clock clock_;
   int64_t retention_ms_ = 0;
+  int64_t finished_cache_ms_ = 10 * 60'000;
 
   // Loop thread only.
   int64_t next_retention_ms_ = 0;
@@ -148,6 +168,9 @@ class ReconcileLoop {
   int64_t last_tick_ms_ = 0;
   int64_t last_probe_ms_ = 0;
   uint64_t published_queue_version_ = 0;
+  // The terminal jobs the core holds, by their last change (ms, id), and that change by id.
+  std::set<std::pair<int64_t, std::string>> ended_;
+  std::unordered_map<std::string, int64_t> ended_at_;
 
   mutable absl::Mutex mu_;
   std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);

@@ -5,8 +5,9 @@
 
 namespace trainctl::server {
 
-absl::StatusOr<LoadedState> LoadState(storage::Store& store, const sched::CoreOptions& options) {
-  absl::StatusOr<storage::Snapshot> snap = store.Load();
+absl::StatusOr<LoadedState> LoadState(storage::Store& store, const sched::CoreOptions& options,
+                                      int64_t ended_since_ms) {
+  absl::StatusOr<storage::Snapshot> snap = store.Load(ended_since_ms);
   if (!snap.ok()) return snap.status();
   LoadedState out;
   for (const sched::Node& node : snap->nodes) {

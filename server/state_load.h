@@ -1,9 +1,11 @@
-// LoadState: trainctld's in-memory state built from its database — the scheduler core with every
-// job, node, run and quota, plus the API tokens and revoked certificates the server keeps beside
-// it. trainctld's start uses it, and so does the reconcile loop when it rebuilds the core after a
-// failed commit (a full disk), so both see the durable state the same way.
+// LoadState: trainctld's in-memory state built from its database — the scheduler core with the
+// live and recently ended jobs, every node and quota, plus the API tokens and revoked certificates
+// the server keeps beside it. trainctld's start uses it, and so does the reconcile loop when it
+// rebuilds the core after a failed commit (a full disk), so both see the durable state the same
+// way.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,8 +23,10 @@ struct LoadedState {
   std::vector<std::string> revoked_certificates;
 };
 
-// Reads everything from `store` into a new core made with `options`. An error names the job
-// that cannot be read.
-absl::StatusOr<LoadedState> LoadState(storage::Store& store, const sched::CoreOptions& options);
+// Reads `store` into a new core made with `options`: the live jobs and those that ended at or
+// after `ended_since_ms` (Store::Load), every node, run of those jobs and quota. An error names
+// the job that cannot be read.
+absl::StatusOr<LoadedState> LoadState(storage::Store& store, const sched::CoreOptions& options,
+                                      int64_t ended_since_ms = 0);
 
 }  // namespace trainctl::server

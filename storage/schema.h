@@ -110,6 +110,16 @@ inline constexpr const char* kMigrations[] = {
     R"sql(
     CREATE INDEX jobs_ended ON jobs(update_ms, id) WHERE state IN (4, 5, 7);
     )sql",
+    // 7 -> 8: reads of jobs from the database (those no longer in memory): newest first, of all
+    // projects or one; the live jobs alone, for start-up; a creator's request ids. Store::Migrate
+    // fills request_key for the jobs of the last day (RequestIndex::kWindow), from their data.
+    R"sql(
+    ALTER TABLE jobs ADD COLUMN request_key TEXT;  -- creator "\n" request id; NULL without one
+    CREATE INDEX jobs_by_age ON jobs(create_ms DESC, id);
+    CREATE INDEX jobs_by_project ON jobs(project, create_ms DESC, id);
+    CREATE INDEX jobs_live ON jobs(create_ms, id) WHERE state NOT IN (4, 5, 7);
+    CREATE INDEX jobs_by_request ON jobs(request_key, create_ms) WHERE request_key IS NOT NULL;
+    )sql",
 };
 
 }  // namespace trainctl::storage

@@ -10,7 +10,9 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <string>
+#include <unordered_map>
 #include <variant>
 
 #include "absl/status/statusor.h"
@@ -106,6 +108,52 @@ class Statement {
   sqlite3* const db_;
   sqlite3_stmt* stmt_ = nullptr;
   absl::Status status_;
+};
+
+// Steps `st` (bound already) through its rows, calling `row(st)` for each until one returns an
+// error, then resets it, so that its read ends (a reader left open would keep the WAL from being
+// checkpointed past it).
+template <typename Fn>
+absl::Status ForEachRow(Statement& st, Fn row) {
+  absl::Status status;
+  for (;;) {
+    absl::StatusOr<bool> more = st.Step();
+    if (!more.ok()) status = more.status();
+    if (!more.ok() || !*more) break;
+    status = row(st);
+    if (!status.ok()) break;
+  }
+  st.Reset();
+  return status;
+}
+
+// The prepared statements of one connection, each compiled on its first use and kept for the
+// connection's life: the same few statements run over and over, and compiling them each time
+// cost more than binding and running them. Keyed by the SQL literal's address, so each call
+// site passes its own string literal. Callers reset what they run (Bind and ForEachRow do).
+class StatementCache {
+ public:
+  explicit StatementCache(sqlite3* db) : db_(db) {}
+
+  absl::StatusOr<Statement*> Get(const char* sql) {
+    std::unique_ptr<Statement>& st = cached_[sql];
+    if (st == nullptr) {
+      auto prepared = std::make_unique<Statement>(db_, sql);
+      if (!prepared->status().ok()) return prepared->status();
+      st = std::move(prepared);
+    }
+    return st.get();
+  }
+  // Ends every statement's current run (after a failed write, before ROLLBACK).
+  void ResetAll() {
+    for (auto& [sql, st] : cached_) st->Reset();
+  }
+  // Finalizes every statement; call before the connection closes.
+  void Clear() { cached_.clear(); }
+
+ private:
+  sqlite3* const db_;
+  std::unordered_map<const char*, std::unique_ptr<Statement>> cached_;
 };
 
 }  // namespace trainctl::storage

@@ -5,6 +5,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -139,10 +140,10 @@ absl::StatusOr<std::string> Store::CheckFile(const std::string& path, bool full)
   return absl::StrJoin(found, "\n");
 }
 
-Store::Store(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+Store::Store(sqlite3* db, std::string path) : db_(db), path_(std::move(path)), cache_(db) {}
 
 Store::~Store() {
-  cached_.clear();  // finalized before the connection closes
+  cache_.Clear();  // finalized before the connection closes
   sqlite3_close(db_);
 }
 
@@ -173,6 +174,7 @@ absl::Status Store::Migrate() {
   for (int v = version; v < kSchemaVersion; ++v) {
     TC_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
     absl::Status s = Exec(kMigrations[v]);
+    if (s.ok() && v + 1 == 8) s = FillRequestKeys();
     if (s.ok()) s = Exec(absl::StrCat("PRAGMA user_version=", v + 1).c_str());
     if (!s.ok()) {
       Exec("ROLLBACK").IgnoreError();
@@ -184,51 +186,43 @@ absl::Status Store::Migrate() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Snapshot> Store::Load() {
+absl::Status Store::FillRequestKeys() {
+  Statement read(db_, "SELECT id, data FROM jobs WHERE create_ms >= ?");
+  Statement write(db_, "UPDATE jobs SET request_key = ? WHERE id = ?");
+  TC_RETURN_IF_ERROR(read.status());
+  TC_RETURN_IF_ERROR(write.status());
+  TC_RETURN_IF_ERROR(read.Bind({absl::ToUnixMillis(absl::Now() - absl::Hours(24))}));
+  return ForEachRow(read, [&](Statement& row) -> absl::Status {
+    TC_ASSIGN_OR_RETURN(v1::Job job, ParseJobRow(row.Text(0), row.Bytes(1)));
+    if (job.request_id().empty()) return absl::OkStatus();
+    return write.Run({RequestKey(job.creator(), job.request_id()), job.id()});
+  });
+}
+
+absl::StatusOr<Snapshot> Store::Load(int64_t ended_since_ms) {
   Snapshot snap;
-  std::map<std::string, size_t> index;
   {
-    Statement st(db_, "SELECT id, data FROM jobs ORDER BY create_ms, id");
-    TC_RETURN_IF_ERROR(st.status());
-    for (;;) {
-      TC_ASSIGN_OR_RETURN(bool row, st.Step());
-      if (!row) break;
-      v1::Job job;
-      if (!job.ParseFromString(st.Bytes(1))) {
-        return absl::DataLossError(absl::StrCat("job ", st.Text(0), ": unreadable row"));
-      }
-      index[job.id()] = snap.jobs.size();
-      snap.jobs.push_back(std::move(job));
-    }
-  }
-  {
+    // The live jobs through jobs_live, the recently ended ones through jobs_ended.
     Statement st(db_,
-                 "SELECT job_id, number, state, reason, start_ms, end_ms, nodes, data FROM "
-                 "attempts ORDER BY job_id, number");
+                 "SELECT id, data FROM jobs INDEXED BY jobs_live WHERE state NOT IN (4, 5, 7) "
+                 "UNION ALL SELECT id, data FROM jobs INDEXED BY jobs_ended WHERE state IN "
+                 "(4, 5, 7) AND update_ms >= ?");
     TC_RETURN_IF_ERROR(st.status());
-    for (;;) {
-      TC_ASSIGN_OR_RETURN(bool row, st.Step());
-      if (!row) break;
-      auto it = index.find(st.Text(0));
-      if (it == index.end()) continue;
-      v1::Attempt* a = snap.jobs[it->second].add_attempts();
-      if (!st.IsNull(7)) {
-        if (!a->ParseFromString(st.Bytes(7))) {
-          return absl::DataLossError(
-              absl::StrCat("attempt ", st.Int(1), " of job ", st.Text(0), ": unreadable row"));
-        }
-        continue;
-      }
-      // A row from before schema 4 has only the columns.
-      a->set_number(static_cast<int32_t>(st.Int(1)));
-      a->set_state(static_cast<v1::JobState>(st.Int(2)));
-      a->set_reason(st.Text(3));
-      *a->mutable_start_time() = MsToTimestamp(st.Int(4));
-      *a->mutable_end_time() = MsToTimestamp(st.Int(5));
-      for (absl::string_view n : absl::StrSplit(st.Text(6), ',', absl::SkipEmpty())) {
-        a->add_nodes(std::string(n));
-      }
-    }
+    TC_RETURN_IF_ERROR(st.Bind({ended_since_ms}));
+    TC_RETURN_IF_ERROR(ForEachRow(st, [&](Statement& row) -> absl::Status {
+      TC_ASSIGN_OR_RETURN(v1::Job job, ParseJobRow(row.Text(0), row.Bytes(1)));
+      snap.jobs.push_back(std::move(job));
+      return absl::OkStatus();
+    }));
+  }
+  std::sort(snap.jobs.begin(), snap.jobs.end(), [](const v1::Job& a, const v1::Job& b) {
+    const int64_t ta = TimestampToMs(a.create_time()), tb = TimestampToMs(b.create_time());
+    return ta != tb ? ta < tb : a.id() < b.id();
+  });
+  for (v1::Job& job : snap.jobs) {
+    TC_RETURN_IF_ERROR(ReadAttempts(cache_, &job));
+    TC_ASSIGN_OR_RETURN(std::vector<sched::ReplicaRun> runs, ReadRuns(cache_, job.id()));
+    for (sched::ReplicaRun& r : runs) snap.runs.push_back(std::move(r));
   }
   {
     Statement st(db_,
@@ -252,22 +246,6 @@ absl::StatusOr<Snapshot> Store::Load() {
         return absl::DataLossError(absl::StrCat("the status of node ", n.name, " is corrupt"));
       }
       snap.nodes.push_back(std::move(n));
-    }
-  }
-  {
-    Statement st(db_, "SELECT run_id, job_id, attempt, replica, restart, node FROM replica_runs");
-    TC_RETURN_IF_ERROR(st.status());
-    for (;;) {
-      TC_ASSIGN_OR_RETURN(bool row, st.Step());
-      if (!row) break;
-      sched::ReplicaRun r;
-      r.run_id = st.Text(0);
-      r.job_id = st.Text(1);
-      r.attempt = static_cast<int32_t>(st.Int(2));
-      r.replica = st.Text(3);
-      r.restart = static_cast<int32_t>(st.Int(4));
-      r.node = st.Text(5);
-      snap.runs.push_back(std::move(r));
     }
   }
   {
@@ -312,7 +290,7 @@ absl::StatusOr<Snapshot> Store::Load() {
 absl::Status Store::FailWrite(absl::Status s) {
   const int code = sqlite3_errcode(db_) & 0xff;
   // A statement that failed mid-step is reset, so nothing of the transaction stays pending.
-  for (auto& [sql, st] : cached_) st->Reset();
+  cache_.ResetAll();
   // After a full disk or an I/O error SQLite may have rolled back already.
   if (sqlite3_get_autocommit(db_) == 0) Exec("ROLLBACK").IgnoreError();
   const std::string dir = std::filesystem::path(path_).parent_path().string();
@@ -345,20 +323,10 @@ absl::Status Store::ProbeWrite() {
   return s.ok() ? s : FailWrite(s);
 }
 
-absl::StatusOr<Statement*> Store::Cached(const char* sql) {
-  std::unique_ptr<Statement>& st = cached_[sql];
-  if (st == nullptr) {
-    auto prepared = std::make_unique<Statement>(db_, sql);
-    TC_RETURN_IF_ERROR(prepared->status());
-    st = std::move(prepared);
-  }
-  return st.get();
-}
-
 template <typename Rows, typename Fn>
 absl::Status Store::RunEach(const char* sql, const Rows& rows, Fn run) {
   if (rows.empty()) return absl::OkStatus();
-  TC_ASSIGN_OR_RETURN(Statement * st, Cached(sql));
+  TC_ASSIGN_OR_RETURN(Statement * st, cache_.Get(sql));
   for (const auto& row : rows) TC_RETURN_IF_ERROR(run(*st, row));
   return absl::OkStatus();
 }
@@ -368,15 +336,18 @@ absl::Status Store::Commit(const Batch& batch) {
   if (absl::Status begun = Exec("BEGIN IMMEDIATE"); !begun.ok()) return FailWrite(begun);
   absl::Status s = [&]() -> absl::Status {
     TC_RETURN_IF_ERROR(
-        RunEach("INSERT INTO jobs (id, project, state, priority, create_ms, update_ms, data) "
-                "VALUES (?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET state=excluded.state, "
-                "update_ms=excluded.update_ms, data=excluded.data",
+        RunEach("INSERT INTO jobs (id, project, state, priority, create_ms, update_ms, data, "
+                "request_key) VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET "
+                "state=excluded.state, update_ms=excluded.update_ms, data=excluded.data",
                 batch.jobs, [](Statement& st, const v1::Job& job) {
                   v1::Job row = job;
                   row.clear_attempts();
                   return st.Run({job.id(), job.project(), int64_t{job.state()},
                                  int64_t{job.priority()}, TimestampToMs(job.create_time()),
-                                 TimestampToMs(job.update_time()), Blob{row.SerializeAsString()}});
+                                 TimestampToMs(job.update_time()), Blob{row.SerializeAsString()},
+                                 job.request_id().empty()
+                                     ? Value(Null{})
+                                     : Value(RequestKey(job.creator(), job.request_id()))});
                 }));
     TC_RETURN_IF_ERROR(RunEach(
         "INSERT OR REPLACE INTO attempts (job_id, number, state, reason, start_ms, end_ms, nodes, "
@@ -453,10 +424,11 @@ absl::StatusOr<std::vector<EndedJob>> Store::EndedBefore(int64_t before_ms, cons
                                                          int32_t limit) {
   // Through the jobs_ended index alone, in its order (the planner would rather look up each
   // state in jobs_by_state and sort every terminal job); its terms imply the index's WHERE.
-  TC_ASSIGN_OR_RETURN(Statement * st,
-                      Cached("SELECT update_ms, id FROM jobs INDEXED BY jobs_ended WHERE state IN "
-                             "(4, 5, 7) AND update_ms < ?1 AND (update_ms, id) > (?2, ?3) "
-                             "ORDER BY update_ms, id LIMIT ?4"));
+  TC_ASSIGN_OR_RETURN(
+      Statement * st,
+      cache_.Get("SELECT update_ms, id FROM jobs INDEXED BY jobs_ended WHERE state IN "
+                 "(4, 5, 7) AND update_ms < ?1 AND (update_ms, id) > (?2, ?3) "
+                 "ORDER BY update_ms, id LIMIT ?4"));
   TC_RETURN_IF_ERROR(st->Bind({before_ms, after.update_ms, after.id, int64_t{limit}}));
   std::vector<EndedJob> jobs;
   absl::Status status;
@@ -471,31 +443,14 @@ absl::StatusOr<std::vector<EndedJob>> Store::EndedBefore(int64_t before_ms, cons
   return jobs;
 }
 
-absl::StatusOr<std::vector<sched::Event>> Store::ListEvents(const EventQuery& q) {
-  Statement st(db_,
-               "SELECT time_ms, job_id, attempt, replica, node, type, reason, actor FROM events "
-               "WHERE (?1 = '' OR job_id = ?1) AND (?2 = '' OR node = ?2) AND "
-               "(?3 = '' OR type = ?3) AND time_ms >= ?4 AND (?6 = '' OR actor = ?6) "
-               "ORDER BY seq DESC LIMIT ?5");
-  TC_RETURN_IF_ERROR(st.status());
-  TC_RETURN_IF_ERROR(st.Bind({q.job_id, q.node, q.type, q.since_ms, int64_t{q.limit}, q.actor}));
-  std::vector<sched::Event> out;
-  for (;;) {
-    TC_ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    sched::Event e;
-    e.time_ms = st.Int(0);
-    e.job_id = st.Text(1);
-    e.attempt = static_cast<int32_t>(st.Int(2));
-    e.replica = st.Text(3);
-    e.node = st.Text(4);
-    e.type = st.Text(5);
-    e.reason = st.Text(6);
-    e.actor = st.Text(7);
-    out.push_back(std::move(e));
-  }
-  std::reverse(out.begin(), out.end());
-  return out;
+absl::StatusOr<std::optional<v1::Job>> Store::FindJob(const std::string& id) {
+  return ReadJob(cache_, id);
+}
+
+absl::StatusOr<std::optional<v1::Job>> Store::FindJobByRequest(const std::string& creator,
+                                                               const std::string& request_id,
+                                                               int64_t since_ms) {
+  return ReadJobByRequest(cache_, creator, request_id, since_ms);
 }
 
 }  // namespace trainctl::storage

@@ -18,20 +18,20 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "scheduler/model.h"
+#include "storage/job_rows.h"
+#include "storage/statement.h"
 #include "trainctl/v1/job.pb.h"
 
 struct sqlite3;
 
 namespace trainctl::storage {
-
-class Statement;
 
 // An API token and the SHA-256 (hex) of its secret; the secret itself is never stored.
 struct TokenRow {
@@ -84,21 +84,10 @@ struct EndedJob {
   std::string id;
 };
 
-struct EventQuery {
-  std::string job_id;
-  std::string node;
-  std::string type;
-  int64_t since_ms = 0;
-  // Newest `limit` matching events, returned oldest first.
-  int32_t limit = 1000;
-  // The token owner whose calls caused them ("": anyone, trainctl itself included).
-  std::string actor;
-};
-
 class Store {
  public:
   // The schema version this build writes.
-  static constexpr int kSchemaVersion = 7;
+  static constexpr int kSchemaVersion = 8;
 
   // Opens the database at `path` and migrates it to kSchemaVersion. Only a missing file is a new
   // cluster: its database is made beside it (`path`.new) and renamed into place once its schema
@@ -120,7 +109,20 @@ class Store {
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
-  absl::StatusOr<Snapshot> Load();
+  // The state trainctld starts from: every node, quota, token and revoked certificate, the live
+  // jobs, and the terminal jobs whose row last changed at or after `ended_since_ms`, each with
+  // its attempts and runs. The other jobs stay on disk (JobArchive reads them), so a start reads
+  // what is live, however many jobs the database keeps.
+  absl::StatusOr<Snapshot> Load(int64_t ended_since_ms = 0);
+
+  // The job with its attempts; nullopt when there is none. For the loop's decisions about a job
+  // the core no longer holds (JobArchive serves readers).
+  absl::StatusOr<std::optional<v1::Job>> FindJob(const std::string& id);
+  // The newest job `creator` created with `request_id` since `since_ms`, with its attempts;
+  // nullopt when none (RequestIndex, for jobs the core no longer holds).
+  absl::StatusOr<std::optional<v1::Job>> FindJobByRequest(const std::string& creator,
+                                                          const std::string& request_id,
+                                                          int64_t since_ms);
 
   // Applies `batch` atomically and durably (synchronous=FULL). On failure nothing of it is
   // written, and the error says why in terms a caller can act on: RESOURCE_EXHAUSTED "no space
@@ -131,8 +133,6 @@ class Store {
   // kProbeMinFreeBytes free and a one-page write transaction commits. The same errors as Commit.
   absl::Status ProbeWrite();
   static constexpr int64_t kProbeMinFreeBytes = int64_t{4} << 20;
-
-  absl::StatusOr<std::vector<sched::Event>> ListEvents(const EventQuery& q);
 
   // At most `limit` terminal jobs (SUCCEEDED, FAILED, CANCELLED) whose row last changed before
   // `before_ms`, ordered by (update_ms, id) and after `after` in that order: what retention
@@ -151,23 +151,20 @@ class Store {
   // Makes a new database at `path` through `path`.new and a rename.
   static absl::Status CreateNew(const std::string& path, const std::string& vfs);
   absl::Status Exec(const char* sql);
-  // The statement for `sql`, a string literal, prepared on its first use and kept for the
-  // connection's life: a turn's commit runs the same few statements every time, and compiling
-  // them each time cost more than binding and running them. Callers reset it (Bind does).
-  absl::StatusOr<Statement*> Cached(const char* sql);
   // Runs `run(statement, row)` for each of `rows` with the cached statement for `sql`; prepares
   // nothing when there are none.
   template <typename Rows, typename Fn>
   absl::Status RunEach(const char* sql, const Rows& rows, Fn run);
   absl::Status Migrate();
+  // Fills request_key of the jobs created within the last day (migration 7 -> 8).
+  absl::Status FillRequestKeys();
   // Ends a write transaction that failed with `s`: rolls back what is left of it and words the
   // error by SQLite's code (see Commit).
   absl::Status FailWrite(absl::Status s);
 
   sqlite3* const db_;
   const std::string path_;
-  // Keyed by the literal's address: each call site passes its own.
-  std::unordered_map<const char*, std::unique_ptr<Statement>> cached_;
+  StatementCache cache_;
 };
 
 }  // namespace trainctl::storage

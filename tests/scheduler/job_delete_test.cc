@@ -1,5 +1,6 @@
 // Deleting jobs from the core (Core::DeleteJob): only a job that ended and holds nothing goes,
-// with everything the core indexed of it.
+// with everything the core indexed of it. Forgetting one (Core::ForgetJob) drops it from memory
+// on the same terms and writes nothing; DeleteStoredJob deletes one only the database holds.
 #include <catch2/catch.hpp>
 
 #include "tests/scheduler/core_fixture.h"
@@ -95,6 +96,45 @@ TEST_CASE("a deleted job's request id creates a new job") {
   REQUIRE(second.ok());
   CHECK(second->id() != first);
   CHECK(second->state() == v1::JOB_STATE_QUEUED);
+}
+
+TEST_CASE("a forgotten job leaves memory and its request id, and no row or event is written") {
+  Core core{TestOptions(1)};
+  Effects fx;
+  const CreateRequestKey key{"req-1", "hash-a"};
+  const std::string id = AsView(core.SubmitJob(Spec(1), 5, &fx, "alice", key))->id();
+  absl::Status live = core.ForgetJob(id);
+  CHECK(live.code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(core.FindJob(id) != nullptr);
+  REQUIRE(AsView(core.CancelJob(id, 6, &fx)).ok());
+  Effects before = fx;
+  REQUIRE(core.ForgetJob(id).ok());
+  CHECK(core.FindJob(id) == nullptr);
+  CHECK(core.FindRequest("alice", "req-1", 7) == nullptr);
+  CHECK(fx.deleted_jobs.empty());
+  CHECK(fx.events.size() == before.events.size());
+  CHECK(core.ForgetJob(id).code() == absl::StatusCode::kNotFound);
+  CHECK(core.CheckUsage().ok());
+}
+
+TEST_CASE("a job only the database holds is deleted with an event, a live one is refused") {
+  Core core{TestOptions(1)};
+  v1::Job stored;
+  stored.set_id("j-stored");
+  stored.set_project("team-a");
+  stored.set_state(v1::JOB_STATE_SUCCEEDED);
+  Effects fx;
+  REQUIRE(core.DeleteStoredJob(stored, "by alice", 5, &fx).ok());
+  CHECK(fx.deleted_jobs == std::vector<std::string>{"j-stored"});
+  const std::vector<Event> deleted = Deletions(fx);
+  REQUIRE(deleted.size() == 1);
+  CHECK(deleted[0].reason == "job j-stored (project team-a, SUCCEEDED) deleted: by alice");
+
+  stored.set_state(v1::JOB_STATE_RUNNING);
+  Effects refused;
+  CHECK(core.DeleteStoredJob(stored, "by alice", 6, &refused).code() ==
+        absl::StatusCode::kFailedPrecondition);
+  CHECK(refused.deleted_jobs.empty());
 }
 
 }  // namespace

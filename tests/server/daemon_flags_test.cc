@@ -45,6 +45,7 @@ TEST_CASE("trainctld flags have their defaults", "[daemon_flags]") {
     CHECK(flags->max_watches_per_peer == 256);
     CHECK(flags->secret_env_patterns == "*_SECRET*,*_TOKEN*,*_PASSWORD*,*_KEY");
     CHECK(flags->job_retention_ms == 90 * 86'400'000LL);
+    CHECK(flags->finished_job_cache_ms == 10 * 60'000);
     CHECK_FALSE(flags->default_quota.has_gpus());
     CHECK_FALSE(flags->default_quota.has_cpu());
     CHECK_FALSE(flags->default_quota.has_memory_mb());
@@ -132,6 +133,12 @@ TEST_CASE("every trainctld flag sets its field", "[daemon_flags]") {
   flags = ParseDaemonFlags(With({"--job-retention", "0"}));
   REQUIRE(flags.ok());
   CHECK(flags->job_retention_ms == 0);
+  flags = ParseDaemonFlags(With({"--finished-job-cache", "0s"}));
+  REQUIRE(flags.ok());
+  CHECK(flags->finished_job_cache_ms == 0);
+  flags = ParseDaemonFlags(With({"--finished-job-cache", "1h30m"}));
+  REQUIRE(flags.ok());
+  CHECK(flags->finished_job_cache_ms == 90 * 60'000);
 }
 
 TEST_CASE("a bad trainctld command line is an error that says what to give", "[daemon_flags]") {
@@ -156,6 +163,8 @@ TEST_CASE("a bad trainctld command line is an error that says what to give", "[d
       {With({"--job-retention", "forever"}),
        "--job-retention must be a duration of 0 (keep every job) or 1s to 3650d, e.g. 90d, got "
        "\"forever\""},
+      {With({"--finished-job-cache", "31d"}),
+       "--finished-job-cache must be a duration between 0s and 30d, e.g. 10m, got \"31d\""},
       {With({"--http-listen", "7080"}),
        "--http-listen must be HOST:PORT (port 0..65535) or off, got \"7080\""},
       {With({"--http-listen", "127.0.0.1:99999"}),

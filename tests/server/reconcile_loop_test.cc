@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <memory>
+#include <set>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -94,12 +95,17 @@ v1::Register NodeA() {
 // writes go through FaultyVfs, so a test can make them fail.
 class Fixture {
  public:
-  // `retention_ms` > 0: ReconcileLoop::set_job_retention_ms.
-  explicit Fixture(int64_t retention_ms = 0) {
+  // `retention_ms` > 0: ReconcileLoop::set_job_retention_ms. Jobs leave memory
+  // `finished_cache_ms` after they ended; the snapshots read the others from the database.
+  explicit Fixture(int64_t retention_ms = 0, int64_t finished_cache_ms = 10 * 60'000) {
     char tmpl[] = "/tmp/trainctl-loop-XXXXXX";
     dir_ = mkdtemp(tmpl);
     auto store = storage::Store::Open(db_path(), testing::FaultyVfs::Name());
     REQUIRE(store.ok());
+    auto opened = storage::JobArchive::Open(db_path());
+    REQUIRE(opened.ok());
+    archive = *std::move(opened);
+    snapshots.set_archive(archive.get(), SecretRedactor());
     sched::CoreOptions options;
     options.id_seed = 11;
     options.checkpoint_root = dir_ + "/checkpoints";
@@ -113,6 +119,7 @@ class Fixture {
           return std::move(state->core);
         });
     loop->set_job_retention_ms(retention_ms);
+    loop->set_finished_job_cache_ms(finished_cache_ms);
     loop->Start();
   }
   ~Fixture() {
@@ -137,6 +144,7 @@ class Fixture {
   std::atomic<int64_t> now_ms{1'000'000};
   AgentRegistry registry;
   WatchHub hub;
+  std::unique_ptr<storage::JobArchive> archive;
   JobSnapshots snapshots{&hub};
   std::unique_ptr<ReconcileLoop> loop;
 
@@ -334,6 +342,63 @@ TEST_CASE("retention deletes the jobs that ended longer ago, in batches, and no 
   REQUIRE(Eventually([&] { return CommittedState(f.db_path(), late[0]) == -1; }));
   CHECK(f.snapshots.Get(late[0], f.now_ms).status().code() == absl::StatusCode::kNotFound);
   CHECK(CommittedState(f.db_path(), live) == v1::JOB_STATE_QUEUED);
+}
+
+// Whether the loop's core holds job `id`, asked in a turn.
+bool CoreHolds(Fixture& f, const std::string& id) {
+  absl::Notification asked;
+  bool holds = false;
+  f.loop->PostRead(
+      [&](Turn& t) {
+        holds = t.core.FindJob(id) != nullptr;
+        t.after_commit->push_back([&] { asked.Notify(); });
+      },
+      nullptr);
+  REQUIRE(asked.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  return holds;
+}
+
+TEST_CASE("a job that ended leaves memory after the cache time, and is read from the database") {
+  constexpr int64_t kCacheMs = 10 * 60'000;
+  Fixture f(/*retention_ms=*/0, kCacheMs);
+  std::string ended, live;
+  absl::Notification made;
+  f.loop->Post([&](Turn& t) {
+    ended = (*t.core.SubmitJob(OneReplica(), t.now, t.fx))->id;
+    (void)t.core.CancelJob(ended, t.now, t.fx);
+    live = (*t.core.SubmitJob(OneReplica(), t.now, t.fx))->id;
+    t.after_commit->push_back([&] { made.Notify(); });
+  });
+  REQUIRE(made.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  CHECK(CoreHolds(f, ended));
+  CHECK(f.snapshots.Holds(ended));
+
+  // Just before the cache time nothing changes; after it, the ended job leaves, the live one
+  // stays.
+  f.now_ms += kCacheMs - 1;
+  CHECK(CoreHolds(f, ended));
+  f.now_ms += 2;
+  REQUIRE(Eventually([&] { return !CoreHolds(f, ended); }));
+  CHECK(!f.snapshots.Holds(ended));
+  CHECK(CoreHolds(f, live));
+  CHECK(f.snapshots.Holds(live));
+
+  // Readers still find it, from the database.
+  absl::StatusOr<v1::Job> got = f.snapshots.Get(ended, f.now_ms);
+  REQUIRE(got.ok());
+  CHECK(got->state() == v1::JOB_STATE_CANCELLED);
+  v1::ListJobsRequest all;
+  absl::StatusOr<v1::ListJobsResponse> listed = f.snapshots.List(all, f.now_ms);
+  REQUIRE(listed.ok());
+  std::set<std::string> ids;
+  for (const v1::Job& job : listed->jobs()) ids.insert(job.id());
+  CHECK(ids == std::set<std::string>{ended, live});
+  // A list of live states only is the snapshots' alone.
+  v1::ListJobsRequest queued;
+  queued.add_states(v1::JOB_STATE_QUEUED);
+  REQUIRE(f.snapshots.List(queued, f.now_ms)->jobs_size() == 1);
+  CHECK(f.snapshots.List(queued, f.now_ms)->jobs(0).id() == live);
+  CHECK(CommittedState(f.db_path(), ended) == v1::JOB_STATE_CANCELLED);
 }
 
 }  // namespace

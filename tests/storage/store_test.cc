@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "common/time_util.h"
+#include "storage/job_archive.h"
 #include "tests/common/proto_fill.h"
 #include "tests/storage/temp_dir.h"
 
@@ -170,13 +171,15 @@ TEST_CASE("a committed batch survives closing and reopening the database") {
   CHECK(snap->nodes[0].status.checks_size() == 1);
   REQUIRE(snap->runs.size() == 1);
   CHECK(snap->runs[0].node == "node-a");
-  auto events = (*store)->ListEvents({"j-1", "", "", 0, 10, ""});
+  auto archive = JobArchive::Open(db);
+  REQUIRE(archive.ok());
+  auto events = (*archive)->ListEvents({"j-1", "", "", 0, 10, ""});
   REQUIRE(events.ok());
   REQUIRE(events->size() == 1);
   CHECK((*events)[0].reason == "submitted");
   CHECK((*events)[0].actor == "alice");
-  CHECK((*store)->ListEvents({"", "", "", 0, 10, "alice"})->size() == 1);
-  CHECK((*store)->ListEvents({"", "", "", 0, 10, "bob"})->empty());
+  CHECK((*archive)->ListEvents({"", "", "", 0, 10, "alice"})->size() == 1);
+  CHECK((*archive)->ListEvents({"", "", "", 0, 10, "bob"})->empty());
 }
 
 TEST_CASE("tokens round-trip, oldest first, and are replaced by id") {
@@ -257,6 +260,8 @@ TEST_CASE("updates replace rows, events only append") {
   TempDir dir;
   auto store = Store::Open(dir.path + "/trainctl.db");
   REQUIRE(store.ok());
+  auto archive = JobArchive::Open(dir.path + "/trainctl.db");
+  REQUIRE(archive.ok());
   v1::Job job = MakeJob("j-1", 5);
   for (int i = 0; i < 3; ++i) {
     Batch b;
@@ -268,7 +273,7 @@ TEST_CASE("updates replace rows, events only append") {
   auto snap = (*store)->Load();
   REQUIRE(snap->jobs.size() == 1);
   CHECK(snap->jobs[0].state() == v1::JOB_STATE_SUCCEEDED);
-  auto events = (*store)->ListEvents({"", "node-a", "", 0, 2, ""});
+  auto events = (*archive)->ListEvents({"", "node-a", "", 0, 2, ""});
   REQUIRE(events->size() == 2);  // the newest two, oldest first
   CHECK((*events)[0].reason == "1");
   CHECK((*events)[1].reason == "2");

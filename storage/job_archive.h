@@ -1,0 +1,93 @@
+// JobArchive: reads of jobs from trainctld's database on a read-only connection of its own, for
+// the API's readers (get, list, events, logs of jobs that left the scheduler's memory), so that
+// no read waits for, or slows, the reconcile loop that owns the writing Store.
+//
+// SQLite's WAL lets this connection read while the loop writes: each call reads one consistent
+// state of the database, as of the last commit before it began.
+//
+//   absl::StatusOr<std::unique_ptr<JobArchive>> archive = JobArchive::Open(db_path);
+//   absl::StatusOr<std::optional<v1::Job>> job = (*archive)->Get("j-1");
+//
+// Thread-safety: every method may be called from any thread; calls run one at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "scheduler/model.h"
+#include "storage/job_rows.h"
+#include "storage/statement.h"
+#include "trainctl/v1/job.pb.h"
+
+struct sqlite3;
+
+namespace trainctl::storage {
+
+// Which jobs a scan visits, newest first (by create time, then id).
+struct JobScan {
+  // "": every project.
+  std::string project;
+  // Bit (1 << state) for each state wanted; 0: every state.
+  uint32_t states = 0;
+  // Only jobs after this one in the order (a page token's position); unset: from the newest.
+  std::optional<std::pair<int64_t, std::string>> after;
+  // The most rows one scan reads, matching or not.
+  int32_t max_rows = 10'000;
+};
+
+// Where a run's log lives (see Core::LocateRun).
+struct RunLocation {
+  std::string node;
+  std::string run_id;
+  bool finished = false;
+};
+
+class JobArchive {
+ public:
+  // Opens `path` read-only; the database must exist (the writing Store made it).
+  static absl::StatusOr<std::unique_ptr<JobArchive>> Open(const std::string& path);
+  ~JobArchive();
+  JobArchive(const JobArchive&) = delete;
+  JobArchive& operator=(const JobArchive&) = delete;
+
+  // The job with its attempts; nullopt when there is none.
+  absl::StatusOr<std::optional<v1::Job>> Get(const std::string& id) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Calls `visit(create_ms, id, data)` for each job `scan` matches, in its order, with the job's
+  // row (ParseJobRow reads it), until `visit` returns false (it took what it wanted) or max_rows
+  // rows were read. Returns where a later scan goes on when max_rows rows were read before the
+  // end (the last row read, matching or not); unset when the scan reached the end or `visit`
+  // stopped it. Runs under this archive's lock: `visit` must not call it.
+  using Position = std::pair<int64_t, std::string>;
+  using Visit = std::function<bool(int64_t create_ms, const std::string& id, const std::string&)>;
+  absl::StatusOr<std::optional<Position>> Scan(const JobScan& scan, const Visit& visit)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Appends `job`'s attempts to it (a job Scan returned, for the full view).
+  absl::Status AddAttempts(v1::Job* job) ABSL_LOCKS_EXCLUDED(mu_);
+
+  absl::StatusOr<std::vector<sched::Event>> ListEvents(const EventQuery& q)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Where the log of (job, replica, attempt, restart) lives, like Core::LocateRun for a job the
+  // core no longer holds: attempt 0 means the job's last attempt, restart < 0 the latest run of
+  // that attempt. NOT_FOUND naming what is missing.
+  absl::StatusOr<RunLocation> LocateRun(const std::string& job_id, const std::string& replica,
+                                        int32_t attempt, int32_t restart) ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  explicit JobArchive(sqlite3* db);
+
+  absl::Mutex mu_;
+  sqlite3* const db_;
+  StatementCache cache_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace trainctl::storage

@@ -1,0 +1,145 @@
+#include "storage/job_rows.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/status_macros.h"
+#include "common/time_util.h"
+
+namespace trainctl::storage {
+namespace {
+
+// Decodes the attempts row `st` holds (its columns: number, state, reason, start_ms, end_ms,
+// nodes, data).
+absl::Status DecodeAttempt(const Statement& st, const std::string& job_id, v1::Attempt* a) {
+  if (!st.IsNull(6)) {
+    if (a->ParseFromString(st.Bytes(6))) return absl::OkStatus();
+    return absl::DataLossError(
+        absl::StrCat("attempt ", st.Int(0), " of job ", job_id, ": unreadable row"));
+  }
+  // A row from before schema 4 has only the columns.
+  a->set_number(static_cast<int32_t>(st.Int(0)));
+  a->set_state(static_cast<v1::JobState>(st.Int(1)));
+  a->set_reason(st.Text(2));
+  *a->mutable_start_time() = MsToTimestamp(st.Int(3));
+  *a->mutable_end_time() = MsToTimestamp(st.Int(4));
+  for (absl::string_view n : absl::StrSplit(st.Text(5), ',', absl::SkipEmpty())) {
+    a->add_nodes(std::string(n));
+  }
+  return absl::OkStatus();
+}
+
+// The job whose (id, data) row `sql` selects for `values`, with its attempts.
+absl::StatusOr<std::optional<v1::Job>> ReadOneJob(StatementCache& cache, const char* sql,
+                                                  std::initializer_list<Value> values) {
+  TC_ASSIGN_OR_RETURN(Statement * st, cache.Get(sql));
+  TC_RETURN_IF_ERROR(st->Bind(values));
+  std::optional<v1::Job> job;
+  TC_RETURN_IF_ERROR(ForEachRow(*st, [&](Statement& row) -> absl::Status {
+    if (job.has_value()) return absl::OkStatus();
+    TC_ASSIGN_OR_RETURN(job, ParseJobRow(row.Text(0), row.Bytes(1)));
+    return absl::OkStatus();
+  }));
+  if (job.has_value()) TC_RETURN_IF_ERROR(ReadAttempts(cache, &*job));
+  return job;
+}
+
+}  // namespace
+
+std::string RequestKey(const std::string& creator, const std::string& request_id) {
+  return absl::StrCat(creator, "\n", request_id);
+}
+
+absl::StatusOr<v1::Job> ParseJobRow(const std::string& id, const std::string& bytes) {
+  v1::Job job;
+  if (!job.ParseFromString(bytes)) {
+    return absl::DataLossError(absl::StrCat("job ", id, ": unreadable row"));
+  }
+  return job;
+}
+
+absl::Status ReadAttempts(StatementCache& cache, v1::Job* job) {
+  TC_ASSIGN_OR_RETURN(Statement * st,
+                      cache.Get("SELECT number, state, reason, start_ms, end_ms, nodes, data FROM "
+                                "attempts WHERE job_id = ? ORDER BY number"));
+  TC_RETURN_IF_ERROR(st->Bind({job->id()}));
+  return ForEachRow(
+      *st, [job](Statement& row) { return DecodeAttempt(row, job->id(), job->add_attempts()); });
+}
+
+absl::StatusOr<std::optional<v1::Job>> ReadJob(StatementCache& cache, const std::string& id) {
+  return ReadOneJob(cache, "SELECT id, data FROM jobs WHERE id = ?", {id});
+}
+
+absl::StatusOr<std::optional<v1::Job>> ReadJobByRequest(StatementCache& cache,
+                                                        const std::string& creator,
+                                                        const std::string& request_id,
+                                                        int64_t since_ms) {
+  return ReadOneJob(cache,
+                    "SELECT id, data FROM jobs WHERE request_key = ? AND create_ms >= ? "
+                    "ORDER BY create_ms DESC LIMIT 1",
+                    {RequestKey(creator, request_id), since_ms});
+}
+
+absl::StatusOr<std::vector<sched::ReplicaRun>> ReadRuns(StatementCache& cache,
+                                                        const std::string& job_id) {
+  TC_ASSIGN_OR_RETURN(Statement * st,
+                      cache.Get("SELECT run_id, attempt, replica, restart, node, state, pid, "
+                                "exit_code, signal, oom, message, start_ms, end_ms FROM "
+                                "replica_runs WHERE job_id = ?"));
+  TC_RETURN_IF_ERROR(st->Bind({job_id}));
+  std::vector<sched::ReplicaRun> runs;
+  TC_RETURN_IF_ERROR(ForEachRow(*st, [&](Statement& row) {
+    sched::ReplicaRun& r = runs.emplace_back();
+    r.run_id = row.Text(0);
+    r.job_id = job_id;
+    r.attempt = static_cast<int32_t>(row.Int(1));
+    r.replica = row.Text(2);
+    r.restart = static_cast<int32_t>(row.Int(3));
+    r.node = row.Text(4);
+    r.state = static_cast<v1::ReplicaState>(row.Int(5));
+    r.pid = row.Int(6);
+    if (!row.IsNull(7)) r.exit_code = static_cast<int32_t>(row.Int(7));
+    if (!row.IsNull(8)) r.signal = static_cast<int32_t>(row.Int(8));
+    r.oom_killed = row.Int(9) != 0;
+    r.message = row.Text(10);
+    r.start_ms = row.Int(11);
+    r.end_ms = row.Int(12);
+    return absl::OkStatus();
+  }));
+  return runs;
+}
+
+absl::StatusOr<std::vector<sched::Event>> ReadEvents(StatementCache& cache, const EventQuery& q) {
+  // One statement per index: a job's, a node's or an actor's events are found through theirs,
+  // however long the log (the same terms with "?1 = '' OR" would scan it all).
+#define TC_EVENTS_WHERE(first)                                                                   \
+  "SELECT time_ms, job_id, attempt, replica, node, type, reason, actor FROM events WHERE " first \
+  " AND (?1 = '' OR job_id = ?1) AND (?2 = '' OR node = ?2) AND (?3 = '' OR type = ?3) AND "     \
+  "time_ms >= ?4 AND (?6 = '' OR actor = ?6) ORDER BY seq DESC LIMIT ?5"
+  const char* sql = !q.job_id.empty()  ? TC_EVENTS_WHERE("job_id = ?1")
+                    : !q.node.empty()  ? TC_EVENTS_WHERE("node = ?2")
+                    : !q.actor.empty() ? TC_EVENTS_WHERE("actor = ?6")
+                                       : TC_EVENTS_WHERE("1");
+#undef TC_EVENTS_WHERE
+  TC_ASSIGN_OR_RETURN(Statement * st, cache.Get(sql));
+  TC_RETURN_IF_ERROR(st->Bind({q.job_id, q.node, q.type, q.since_ms, int64_t{q.limit}, q.actor}));
+  std::vector<sched::Event> out;
+  TC_RETURN_IF_ERROR(ForEachRow(*st, [&](Statement& row) {
+    sched::Event& e = out.emplace_back();
+    e.time_ms = row.Int(0);
+    e.job_id = row.Text(1);
+    e.attempt = static_cast<int32_t>(row.Int(2));
+    e.replica = row.Text(3);
+    e.node = row.Text(4);
+    e.type = row.Text(5);
+    e.reason = row.Text(6);
+    e.actor = row.Text(7);
+    return absl::OkStatus();
+  }));
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace trainctl::storage

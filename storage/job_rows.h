@@ -1,0 +1,56 @@
+// Reading jobs, their attempts, runs and events back from their rows: what the loop's Store and
+// the readers' JobArchive share. Each function runs its statements from the connection's
+// StatementCache and resets them before it returns.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "scheduler/model.h"
+#include "storage/statement.h"
+#include "trainctl/v1/job.pb.h"
+
+namespace trainctl::storage {
+
+struct EventQuery {
+  std::string job_id;
+  std::string node;
+  std::string type;
+  int64_t since_ms = 0;
+  // Newest `limit` matching events, returned oldest first.
+  int32_t limit = 1000;
+  // The token owner whose calls caused them ("": anyone, trainctl itself included).
+  std::string actor;
+};
+
+// The key of a create's request id in the jobs table's request_key column: the creator (the
+// request id's scope) and the id.
+std::string RequestKey(const std::string& creator, const std::string& request_id);
+
+// A jobs.data blob (the Job without its attempts). DATA_LOSS naming the job when unreadable.
+absl::StatusOr<v1::Job> ParseJobRow(const std::string& id, const std::string& bytes);
+
+// Appends the attempts of `job` (by its id) to it, oldest first.
+absl::Status ReadAttempts(StatementCache& cache, v1::Job* job);
+
+// The job `id` with its attempts; nullopt when there is no such row.
+absl::StatusOr<std::optional<v1::Job>> ReadJob(StatementCache& cache, const std::string& id);
+
+// The newest job `creator` made with `request_id` since `since_ms` (with its attempts); nullopt
+// when none.
+absl::StatusOr<std::optional<v1::Job>> ReadJobByRequest(StatementCache& cache,
+                                                        const std::string& creator,
+                                                        const std::string& request_id,
+                                                        int64_t since_ms);
+
+// The runs of job `job_id`, in no particular order.
+absl::StatusOr<std::vector<sched::ReplicaRun>> ReadRuns(StatementCache& cache,
+                                                        const std::string& job_id);
+
+// The events `q` asks for, oldest first.
+absl::StatusOr<std::vector<sched::Event>> ReadEvents(StatementCache& cache, const EventQuery& q);
+
+}  // namespace trainctl::storage
