@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 
 #include "common/time_util.h"
@@ -41,7 +42,12 @@ void ReconcileLoop::Stop() {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  if (thread_.joinable()) thread_.join();
+  if (!thread_.joinable()) return;
+  thread_.join();
+  spdlog::info(
+      "reconcile loop: {} turns, p50 {:.2f} ms, p90 {:.2f} ms, p99 {:.2f} ms, max {:.2f} ms",
+      turns_.count(), turns_.Percentile(50), turns_.Percentile(90), turns_.Percentile(99),
+      turns_.max_ms());
 }
 
 void ReconcileLoop::Post(Work work, Refuse refused) {
@@ -87,7 +93,11 @@ void ReconcileLoop::Run() {
         continue;
       }
     }
+    const auto start = std::chrono::steady_clock::now();
     RunTurn(std::move(items));
+    turns_.Record(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
   }
 }
 

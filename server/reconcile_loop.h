@@ -44,6 +44,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "common/latency_histogram.h"
 #include "scheduler/core.h"
 #include "server/replica_tokens.h"
 #include "server/secret_env.h"
@@ -85,7 +86,7 @@ class ReconcileLoop {
 
   // Publishes every job the core holds, then starts the loop's thread.
   void Start() ABSL_LOCKS_EXCLUDED(mu_);
-  // Finishes the queued work, then joins the thread.
+  // Finishes the queued work, then joins the thread, and logs how long its turns took.
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Work that may change state. `refused` (may be null) runs instead of the work's own replies
@@ -171,6 +172,8 @@ class ReconcileLoop {
   // The terminal jobs the core holds, by their last change (ms, id), and that change by id.
   std::set<std::pair<int64_t, std::string>> ended_;
   std::unordered_map<std::string, int64_t> ended_at_;
+  // How long each turn took, on a steady clock.
+  LatencyHistogram turns_;
 
   mutable absl::Mutex mu_;
   std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);

@@ -1,0 +1,548 @@
+// Benchmark: trainctld with a thousand hosts.
+//
+// Starts the real trainctld and opens TRAINCTL_BENCH_AGENTS simulated agents (default 1,000)
+// over real gRPC streams from this one process: each registers a 32-cpu node, heartbeats at the
+// interval trainctld asks for, and answers every launch as an agent would: ReplicaStarted at once,
+// ReplicaExited (code 0) after the job's drawn duration (SIM_MS in its env, 1 to 5 s), and an
+// exit by signal 15 for a stop. Nothing runs. Then, in phases:
+//   heartbeats  30 s of idle agents: trainctld's CPU per heartbeat, and per second per 1,000 hosts;
+//   admission   50 projects, each with a quota of one running job and a job that runs all along,
+//               and 10,000 jobs queued behind them; the quotas open, and the time until every
+//               one of those jobs launched gives the admission decisions per second with 10,000
+//               queued;
+//   placement   the other jobs (TRAINCTL_BENCH_JOBS in all, default 100,000) submitted from 8
+//               threads, of 1 to 64 replicas (mostly small), priorities 0/50/100, across the 50
+//               projects: placed replicas per second from the first submit to the last launch;
+// and prints trainctld's RSS at the end and its reconcile loop's turn latencies (the summary
+// trainctld logs when it stops).
+//
+//   build/bin/bench_scale
+//   TRAINCTL_BENCH_AGENTS=200 TRAINCTL_BENCH_JOBS=20000 build/bin/bench_scale   # a short run
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <random>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "tests/integration/mini_cluster.h"
+#include "trainctl/v1/agent.grpc.pb.h"
+#include "trainctl/v1/job.grpc.pb.h"
+
+namespace {
+
+namespace v1 = trainctl::v1;
+using Clock = std::chrono::steady_clock;
+using trainctl::testing::BinDir;
+using trainctl::testing::ProcessMemoryKb;
+using trainctl::testing::ReadTextFile;
+
+int EnvInt(const char* name, int fallback) {
+  const char* env = getenv(name);
+  return env != nullptr ? std::max(1, atoi(env)) : fallback;
+}
+
+constexpr int kProjects = 50;
+constexpr int kQueued = 10'000;
+constexpr int kNodeCpus = 32;
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Runs functions at their times, on one thread.
+class Timers {
+ public:
+  Timers() : thread_([this] { Run(); }) {}
+  ~Timers() { Stop(); }
+  void After(std::chrono::milliseconds delay, std::function<void()> fn) {
+    std::lock_guard<std::mutex> lock(mu_);
+    due_.push({Clock::now() + delay, seq_++, std::move(fn)});
+    cv_.notify_one();
+  }
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+      cv_.notify_one();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  struct Item {
+    Clock::time_point at;
+    uint64_t seq;
+    std::function<void()> fn;
+    bool operator>(const Item& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+  };
+  void Run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stopping_) {
+      if (due_.empty()) {
+        cv_.wait(lock);
+        continue;
+      }
+      if (due_.top().at > Clock::now()) {
+        cv_.wait_until(lock, due_.top().at);
+        continue;
+      }
+      std::function<void()> fn = due_.top().fn;
+      due_.pop();
+      lock.unlock();
+      fn();
+      lock.lock();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::priority_queue<Item, std::vector<Item>, std::greater<Item>> due_;
+  uint64_t seq_ = 0;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+// What every simulated agent counts.
+struct Counts {
+  std::atomic<int64_t> registered{0};
+  std::atomic<int64_t> heartbeats{0};
+  std::atomic<int64_t> launches{0};
+  std::atomic<int64_t> exits{0};
+  std::mutex mu;
+  std::unordered_set<std::string> jobs_launched;
+  Clock::time_point last_launch;
+
+  void Launched(const std::string& job_id) {
+    launches++;
+    std::lock_guard<std::mutex> lock(mu);
+    jobs_launched.insert(job_id);
+    last_launch = Clock::now();
+  }
+  size_t JobsLaunched() {
+    std::lock_guard<std::mutex> lock(mu);
+    return jobs_launched.size();
+  }
+};
+
+// One agent's stream, on gRPC's callback API: reads run on gRPC's threads, writes are queued
+// and sent one at a time.
+class SimAgent : public grpc::ClientBidiReactor<v1::AgentMessage, v1::SchedulerMessage> {
+ public:
+  SimAgent(int index, Timers* timers, Counts* counts)
+      : name_(absl::StrCat("sim-", index)), timers_(timers), counts_(counts) {}
+
+  void Start(v1::AgentService::Stub* stub) {
+    stub->async()->Connect(&ctx_, this);
+    v1::AgentMessage reg;
+    v1::Register* r = reg.mutable_register_();
+    r->set_node(name_);
+    r->set_address("127.0.0.1");
+    r->mutable_capacity()->set_cpu(kNodeCpus);
+    r->mutable_capacity()->set_memory_mb(int64_t{kNodeCpus} * 4096);
+    *r->mutable_allocatable() = r->capacity();
+    r->set_agent_instance(absl::StrCat(name_, "-", getpid()));
+    r->set_agent_version("bench");
+    AddHold();  // until Close: writes come from the timer thread too
+    Send(std::move(reg));
+    StartRead(&in_);
+    StartCall();
+  }
+
+  // Ends the stream and waits for gRPC to be done with it.
+  void Close() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      closing_ = true;
+    }
+    ctx_.TryCancel();
+    RemoveHold();
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, [this] { return done_; });
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    Handle(in_);
+    StartRead(&in_);
+  }
+  void OnWriteDone(bool ok) override {
+    v1::AgentMessage* next = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      writing_ = false;
+      if (!ok) closing_ = true;
+      if (!closing_ && !pending_.empty()) {
+        out_ = std::move(pending_.front());
+        pending_.pop_front();
+        writing_ = true;
+        next = &out_;
+      }
+    }
+    if (next != nullptr) StartWrite(next);
+  }
+  void OnDone(const grpc::Status&) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+    done_cv_.notify_all();
+  }
+
+ private:
+  void Send(v1::AgentMessage msg) {
+    v1::AgentMessage* next = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (closing_) return;
+      msg.set_seq(++seq_);
+      if (writing_) {
+        pending_.push_back(std::move(msg));
+        return;
+      }
+      out_ = std::move(msg);
+      writing_ = true;
+      next = &out_;
+    }
+    StartWrite(next);
+  }
+
+  void Heartbeat() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (closing_) return;
+    }
+    v1::AgentMessage hb;
+    hb.mutable_heartbeat();
+    Send(std::move(hb));
+    counts_->heartbeats++;
+    timers_->After(heartbeat_, [this] { Heartbeat(); });
+  }
+
+  void Exit(const std::string& run_id, int code, int signal) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (running_.erase(run_id) == 0) return;  // already ended
+    }
+    v1::AgentMessage m;
+    v1::ReplicaExited* e = m.mutable_replica_exited();
+    e->set_run_id(run_id);
+    if (signal != 0) {
+      e->set_signal(signal);
+    } else {
+      e->set_exit_code(code);
+    }
+    Send(std::move(m));
+    counts_->exits++;
+  }
+
+  void Handle(const v1::SchedulerMessage& msg) {
+    if (msg.has_register_ack()) {
+      heartbeat_ = std::chrono::milliseconds(msg.register_ack().heartbeat_interval_ms());
+      counts_->registered++;
+      timers_->After(heartbeat_, [this] { Heartbeat(); });
+    } else if (msg.has_launch()) {
+      const v1::LaunchReplica& launch = msg.launch();
+      const std::string run_id = launch.run_id();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!running_.insert(run_id).second) return;  // a resend
+      }
+      counts_->Launched(launch.job_id());
+      v1::AgentMessage started;
+      started.mutable_replica_started()->set_run_id(run_id);
+      started.mutable_replica_started()->set_pid(1000 + static_cast<int>(seq_ % 30000));
+      Send(std::move(started));
+      int ms = 1000;
+      if (auto it = launch.env().find("SIM_MS"); it != launch.env().end()) {
+        (void)absl::SimpleAtoi(it->second, &ms);
+      }
+      timers_->After(std::chrono::milliseconds(ms), [this, run_id] { Exit(run_id, 0, 0); });
+    } else if (msg.has_stop()) {
+      Exit(msg.stop().run_id(), 0, 15);
+    }
+  }
+
+  const std::string name_;
+  Timers* const timers_;
+  Counts* const counts_;
+  grpc::ClientContext ctx_;
+  v1::SchedulerMessage in_;
+  std::chrono::milliseconds heartbeat_{2000};
+
+  std::mutex mu_;
+  std::condition_variable done_cv_;
+  v1::AgentMessage out_;
+  std::deque<v1::AgentMessage> pending_;
+  std::unordered_set<std::string> running_;
+  uint64_t seq_ = 0;
+  bool writing_ = false;
+  bool closing_ = false;
+  bool done_ = false;
+};
+
+// trainctld's CPU time so far (user + system), in seconds.
+double CpuSeconds(pid_t pid) {
+  const std::string stat = ReadTextFile(absl::StrCat("/proc/", pid, "/stat"));
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return 0;
+  std::vector<std::string> fields;
+  std::string field;
+  for (char c : stat.substr(paren + 2)) {
+    if (c == ' ') {
+      fields.push_back(field);
+      field.clear();
+    } else {
+      field += c;
+    }
+  }
+  // utime and stime are fields 14 and 15 of the line, 12 and 13 after the ")".
+  if (fields.size() < 13) return 0;
+  return (std::stod(fields[11]) + std::stod(fields[12])) / sysconf(_SC_CLK_TCK);
+}
+
+// Job i: mostly small, a few large gangs.
+v1::JobSpec Spec(int i, std::mt19937& rng) {
+  v1::JobSpec spec;
+  spec.set_display_name(absl::StrCat("sim-", i));
+  spec.set_project(absl::StrCat("team-", i % kProjects));
+  spec.set_priority(std::vector<int>{0, 50, 100}[i % 3]);
+  const int draw = static_cast<int>(rng() % 100);
+  const int replicas = draw < 70   ? 1 + static_cast<int>(rng() % 4)
+                       : draw < 95 ? 8 + static_cast<int>(rng() % 9)
+                                   : 32 + static_cast<int>(rng() % 33);
+  const std::string ms = absl::StrCat(1000 + rng() % 4001);
+  for (const auto& [name, count] :
+       {std::pair<const char*, int>{"chief", 1}, {"worker", replicas - 1}}) {
+    if (count == 0) continue;
+    v1::WorkerPool* pool = spec.add_worker_pools();
+    pool->set_name(name);
+    pool->set_replica_count(count);
+    pool->add_command("/bin/true");
+    (*pool->mutable_env())["SIM_MS"] = ms;
+    pool->mutable_resources()->set_cpu(1);
+    pool->mutable_resources()->set_memory_mb(1024);
+  }
+  return spec;
+}
+
+int Replicas(const v1::JobSpec& spec) {
+  int n = 0;
+  for (const v1::WorkerPool& p : spec.worker_pools()) n += p.replica_count();
+  return n;
+}
+
+// Submits specs [first, last) from `threads` threads; returns the replicas submitted.
+int64_t SubmitAll(const std::vector<v1::JobSpec>& specs, size_t first, size_t last,
+                  const std::string& address, int threads) {
+  std::atomic<size_t> next{first};
+  std::atomic<int64_t> replicas{0};
+  std::atomic<int> failed{0};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&] {
+      auto stub =
+          v1::JobService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+      for (size_t i = next++; i < last; i = next++) {
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+        v1::CreateJobRequest req;
+        *req.mutable_spec() = specs[i];
+        v1::Job job;
+        grpc::Status s = stub->CreateJob(&ctx, req, &job);
+        if (!s.ok()) {
+          if (failed++ < 5) fprintf(stderr, "CreateJob: %s\n", s.error_message().c_str());
+          continue;
+        }
+        replicas += Replicas(specs[i]);
+      }
+    });
+  }
+  for (std::thread& w : workers) w.join();
+  REQUIRE(failed == 0);
+  return replicas;
+}
+
+// Every project's quota: one running job, or (`open`) no limit.
+void SetQuotas(const std::string& address, bool open) {
+  auto stub =
+      v1::QuotaService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  for (int p = 0; p < kProjects; ++p) {
+    grpc::ClientContext ctx;
+    v1::SetQuotaRequest req;
+    req.mutable_quota()->set_project(absl::StrCat("team-", p));
+    if (!open) req.mutable_quota()->set_max_running_jobs(1);
+    v1::Project out;
+    REQUIRE(stub->SetQuota(&ctx, req, &out).ok());
+  }
+}
+
+bool WaitFor(const std::function<bool()>& done, std::chrono::seconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return done();
+}
+
+TEST_CASE("trainctld with a thousand simulated agents", "[bench]") {
+  const int agents = EnvInt("TRAINCTL_BENCH_AGENTS", 1000);
+  const int jobs = std::max(kQueued + 1, EnvInt("TRAINCTL_BENCH_JOBS", 100'000));
+  char tmpl[] = "/tmp/trainctl-scale-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  trainctl::testing::Process daemon(
+      {BinDir() + "/trainctld", "--data-dir", dir, "--listen", "127.0.0.1:0", "--http-listen",
+       "off", "--max-agent-streams-per-peer", absl::StrCat(agents + 10), "--max-new-nodes-per-peer",
+       absl::StrCat(agents + 10)},
+      dir + "/trainctld.log");
+  std::string address;
+  REQUIRE(WaitFor(
+      [&] {
+        address = std::string(absl::StripAsciiWhitespace(ReadTextFile(dir + "/trainctld.addr")));
+        return !address.empty();
+      },
+      std::chrono::seconds(30)));
+
+  Timers timers;
+  Counts counts;
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  std::vector<std::unique_ptr<v1::AgentService::Stub>> stubs;
+  for (int c = 0; c < 8; ++c) {
+    grpc::ChannelArguments args;
+    args.SetInt("trainctl.bench.channel", c);  // a connection of its own
+    channels.push_back(
+        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+    stubs.push_back(v1::AgentService::NewStub(channels.back()));
+  }
+  std::vector<std::unique_ptr<SimAgent>> sims;
+  const auto connect_start = Clock::now();
+  for (int i = 0; i < agents; ++i) {
+    sims.push_back(std::make_unique<SimAgent>(i, &timers, &counts));
+    sims.back()->Start(stubs[i % stubs.size()].get());
+  }
+  REQUIRE(WaitFor([&] { return counts.registered == agents; }, std::chrono::seconds(120)));
+  printf("%d agents registered in %.1f s\n", agents, Seconds(Clock::now() - connect_start));
+
+  // Heartbeats of idle agents.
+  {
+    const double cpu0 = CpuSeconds(daemon.pid());
+    const int64_t hb0 = counts.heartbeats;
+    const auto t0 = Clock::now();
+    std::this_thread::sleep_for(std::chrono::seconds(30));
+    const double cpu = CpuSeconds(daemon.pid()) - cpu0;
+    const double secs = Seconds(Clock::now() - t0);
+    const int64_t beats = counts.heartbeats - hb0;
+    printf(
+        "heartbeats: %lld in %.1f s; trainctld CPU %.3f s: %.1f us per heartbeat, %.1f ms of "
+        "CPU per second per 1,000 hosts\n",
+        static_cast<long long>(beats), secs, cpu, 1e6 * cpu / std::max<int64_t>(1, beats),
+        1e3 * cpu / secs * 1000.0 / agents);
+  }
+
+  std::mt19937 rng(20261126);
+  std::vector<v1::JobSpec> specs;
+  int64_t total_replicas = 0;
+  for (int i = 0; i < jobs; ++i) {
+    specs.push_back(Spec(i, rng));
+    total_replicas += Replicas(specs.back());
+  }
+
+  // Admission with 10,000 queued, behind one job per project that runs until cancelled.
+  SetQuotas(address, /*open=*/false);
+  std::vector<v1::JobSpec> blockers;
+  for (int p = 0; p < kProjects; ++p) {
+    v1::JobSpec spec = Spec(p, rng);
+    spec.mutable_worker_pools()->DeleteSubrange(1, spec.worker_pools_size() - 1);
+    (*spec.mutable_worker_pools(0)->mutable_env())["SIM_MS"] = "86400000";
+    blockers.push_back(spec);
+  }
+  SubmitAll(blockers, 0, blockers.size(), address, 8);
+  REQUIRE(WaitFor([&] { return counts.launches == kProjects; }, std::chrono::seconds(60)));
+  {
+    const auto t0 = Clock::now();
+    SubmitAll(specs, 0, kQueued, address, 8);
+    printf("admission: %d jobs queued in %.1f s (%.0f CreateJob/s)\n", kQueued,
+           Seconds(Clock::now() - t0), kQueued / Seconds(Clock::now() - t0));
+    REQUIRE(counts.launches == kProjects);
+    const auto t1 = Clock::now();
+    SetQuotas(address, /*open=*/true);
+    REQUIRE(WaitFor([&] { return counts.JobsLaunched() == kQueued + kProjects; },
+                    std::chrono::seconds(600)));
+    const double secs = Seconds(Clock::now() - t1);
+    printf(
+        "admission: all %d queued jobs admitted and launched %.2f s after the quotas opened: "
+        "%.0f decisions/s\n",
+        kQueued, secs, kQueued / secs);
+  }
+
+  // Placement of the rest.
+  {
+    const auto t0 = Clock::now();
+    const int64_t launched0 = counts.launches;
+    SubmitAll(specs, kQueued, specs.size(), address, 8);
+    const double submit_secs = Seconds(Clock::now() - t0);
+    printf("placement: %d more jobs submitted in %.1f s (%.0f CreateJob/s)\n", jobs - kQueued,
+           submit_secs, (jobs - kQueued) / submit_secs);
+    REQUIRE(WaitFor([&] { return counts.launches >= total_replicas + kProjects; },
+                    std::chrono::seconds(1800)));
+    Clock::time_point last;
+    {
+      std::lock_guard<std::mutex> lock(counts.mu);
+      last = counts.last_launch;
+    }
+    const double secs = Seconds(last - t0);
+    printf("placement: %lld replicas of %d jobs placed and launched in %.1f s: %.0f replicas/s\n",
+           static_cast<long long>(counts.launches - launched0), jobs - kQueued, secs,
+           (counts.launches - launched0) / secs);
+  }
+  REQUIRE(WaitFor([&] { return counts.exits >= total_replicas; }, std::chrono::seconds(600)));
+  // The jobs that ran all along are cancelled: their replicas are stopped.
+  {
+    auto stub =
+        v1::JobService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    v1::ListJobsRequest running;
+    running.add_states(v1::JOB_STATE_RUNNING);
+    running.set_page_size(1000);
+    grpc::ClientContext ctx;
+    v1::ListJobsResponse resp;
+    REQUIRE(stub->ListJobs(&ctx, running, &resp).ok());
+    for (const v1::Job& job : resp.jobs()) {
+      grpc::ClientContext cancel_ctx;
+      v1::CancelJobRequest req;
+      req.set_id(job.id());
+      v1::Job out;
+      REQUIRE(stub->CancelJob(&cancel_ctx, req, &out).ok());
+    }
+  }
+  REQUIRE(WaitFor([&] { return counts.exits >= total_replicas + kProjects; },
+                  std::chrono::seconds(60)));
+  printf("trainctld RSS at the end: %.0f MB (peak %.0f MB)\n",
+         ProcessMemoryKb(daemon.pid(), "VmRSS") / 1024.0,
+         ProcessMemoryKb(daemon.pid(), "VmHWM") / 1024.0);
+  timers.Stop();
+  for (auto& sim : sims) sim->Close();
+  daemon.Stop();
+  // The reconcile loop's summary, logged as it stopped.
+  std::string log = ReadTextFile(dir + "/trainctld.log");
+  for (size_t at = log.find("reconcile loop:"); at != std::string::npos;
+       at = log.find("reconcile loop:", at + 1)) {
+    printf("%s\n", log.substr(at, log.find('\n', at) - at).c_str());
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
