@@ -60,12 +60,10 @@ absl::StatusOr<const Job*> Core::SubmitJob(const v1::JobSpec& spec_in, int64_t n
   if (!spec.scheduling().has_settle_window()) {
     *spec.mutable_scheduling()->mutable_settle_window() = MsToDuration(options_.settle_window_ms);
   }
-  std::vector<Node> known;
-  for (const auto& [name, node] : nodes_.nodes()) known.push_back(node);
   for (int p = 0; p < spec.worker_pools_size(); ++p) {
     absl::Status fits =
         CheckFitsLargestNode(absl::StrCat("workerPools[", p, "].resources"),
-                             Res::FromProto(spec.worker_pools(p).resources()), known);
+                             Res::FromProto(spec.worker_pools(p).resources()), nodes_.nodes());
     if (!fits.ok()) return fits;
   }
   const Job* job = lifecycle_.Submit(std::move(spec), options_.checkpoint_root, FromMs(now), fx);

@@ -117,13 +117,13 @@ absl::StatusOr<std::vector<std::string>> PlaceGang(const std::vector<ReplicaDema
 }
 
 absl::Status CheckFitsLargestNode(const std::string& path, const Res& need,
-                                  const std::vector<Node>& nodes) {
+                                  const std::map<std::string, Node>& nodes) {
   if (nodes.empty()) return absl::OkStatus();  // nothing registered yet: the job waits
-  for (const Node& n : nodes) {
+  for (const auto& [name, n] : nodes) {
     if (n.allocatable.Fits(need)) return absl::OkStatus();
   }
   std::vector<NodeFree> sizes;
-  for (const Node& n : nodes) sizes.push_back({n.name, n.allocatable});
+  for (const auto& [name, n] : nodes) sizes.push_back({n.name, n.allocatable});
   std::string why = DescribeShortfall({"one replica", need}, sizes);
   absl::StrReplaceAll({{" free ", " allocatable "}}, &why);
   return absl::FailedPreconditionError(

@@ -11,6 +11,7 @@
 // is never chosen, though they do not count in the ranking.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -55,9 +56,9 @@ absl::StatusOr<std::vector<std::string>> PlaceGang(const std::vector<ReplicaDema
 int ChooseNode(const ReplicaDemand& demand, const std::vector<NodeFree>& nodes,
                const std::string& exclude = "");
 
-// Returns OK when some node of `nodes` (by allocatable size, ignoring current use) could ever
-// hold a replica needing `need`; otherwise FAILED_PRECONDITION naming the shortfall.
+// Returns OK when some node of `nodes` (by name; by allocatable size, ignoring current use) could
+// ever hold a replica needing `need`; otherwise FAILED_PRECONDITION naming the shortfall.
 absl::Status CheckFitsLargestNode(const std::string& path, const Res& need,
-                                  const std::vector<Node>& nodes);
+                                  const std::map<std::string, Node>& nodes);
 
 }  // namespace trainctl::sched

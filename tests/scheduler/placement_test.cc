@@ -121,8 +121,8 @@ TEST_CASE("CheckFitsLargestNode") {
   a.name = "node-a";
   a.allocatable = {16, 65536, 4};
   CHECK(CheckFitsLargestNode("p", {1, 1, 1}, {}).ok());  // nothing registered: wait
-  CHECK(CheckFitsLargestNode("p", {16, 65536, 4}, {a}).ok());
-  absl::Status s = CheckFitsLargestNode("workerPools[1].resources", {1, 1, 8}, {a});
+  CHECK(CheckFitsLargestNode("p", {16, 65536, 4}, {{a.name, a}}).ok());
+  absl::Status s = CheckFitsLargestNode("workerPools[1].resources", {1, 1, 8}, {{a.name, a}});
   CHECK(s.code() == absl::StatusCode::kFailedPrecondition);
   CHECK(s.message() ==
         "workerPools[1].resources: no registered node is large enough: no node has 8 "
