@@ -89,8 +89,9 @@ absl::StatusOr<std::optional<v1::Job>> Api::FindCreated(Turn& t, const std::stri
   absl::StatusOr<std::optional<v1::Job>> stored = t.store.FindJobByRequest(
       creator, key.id, t.now - absl::ToInt64Milliseconds(sched::RequestIndex::kWindow));
   if (!stored.ok() || !stored->has_value()) return stored;
-  if ((*stored)->request_hash() != key.spec_hash)
+  if ((*stored)->request_hash() != key.spec_hash) {
     return sched::RequestIdTaken(key.id, (*stored)->id());
+  }
   parts_.loop->redactor().Redact(&**stored);
   return stored;
 }

@@ -148,6 +148,10 @@ absl::StatusOr<v1::ListJobsResponse> JobSnapshots::List(const v1::ListJobsReques
   if (!selector.ok()) return selector.status();
   bool live_only = !req.states().empty();
   for (int state : req.states()) {
+    if (state == v1::JOB_STATE_UNSPECIFIED || !v1::JobState_IsValid(state)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("states must hold job states (QUEUED..CANCELLED), got ", state));
+    }
     if (IsTerminal(static_cast<v1::JobState>(state))) live_only = false;
   }
   // Every live job is held: the database has nothing more to show.

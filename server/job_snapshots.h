@@ -76,10 +76,10 @@ class JobSnapshots {
   // Newest first, filtered (states, project, label selector) and paged like Core::ListJobs, a
   // page ending early rather than grow past kMaxPageBytes (counting the bytes of the view asked
   // for: JOB_VIEW_BASIC leaves out each pool's command, args and env and the attempts).
-  // INVALID_ARGUMENT for a page size outside 1..1000, a token this server did not return, or a
-  // label selector that is not KEY=VALUE[,KEY=VALUE...]. From the archive, one call reads at most
-  // kMaxScanRows rows: a page may hold fewer jobs than asked for (none, even) and still have a
-  // next page token, where the next call goes on.
+  // INVALID_ARGUMENT for a page size outside 1..1000, a state that is not one, a token this server
+  // did not return, or a label selector that is not KEY=VALUE[,KEY=VALUE...]. From the archive, one
+  // call reads at most kMaxScanRows rows: a page may hold fewer jobs than asked for (none, even)
+  // and still have a next page token, where the next call goes on.
   absl::StatusOr<v1::ListJobsResponse> List(const v1::ListJobsRequest& req, int64_t now_ms) const
       ABSL_LOCKS_EXCLUDED(mu_);
   // Sends the job's current snapshot to `watcher` and subscribes it to later ones (unless the

@@ -121,6 +121,20 @@ TEST_CASE("list filters by labels: every KEY=VALUE of the selector must match") 
   }
 }
 
+TEST_CASE("a state filter that names no job state is refused") {
+  WatchHub hub;
+  JobSnapshots snapshots(&hub);
+  for (int bad : {0, 99}) {
+    v1::ListJobsRequest req;
+    req.add_states(v1::JOB_STATE_RUNNING);
+    req.add_states(static_cast<v1::JobState>(bad));
+    absl::StatusOr<v1::ListJobsResponse> resp = snapshots.List(req, 0);
+    CHECK(resp.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK(resp.status().message() ==
+          "states must hold job states (QUEUED..CANCELLED), got " + std::to_string(bad));
+  }
+}
+
 TEST_CASE("a page ends before it outgrows kMaxPageBytes, and holds one job at least") {
   WatchHub hub;
   JobSnapshots snapshots(&hub);
