@@ -22,9 +22,9 @@
 # full debug info would add a fifth to the build time. Every build is a unity build
 # (CMAKE_UNITY_BUILD: up to 8 sources of a target compiled as one), which parses the heavy gRPC,
 # Protobuf and Catch2 headers once per batch instead of once per file, and took the three builds
-# from 33 to 45 minutes (quiet and loaded machines) to 14 (README, Measured); so names in anonymous namespaces must be unique
-# within a target (a clash fails here).
-# Builds made by hand are per file, which rebuilds less after an edit.
+# from 33 to 45 minutes (quiet and loaded machines) to 14 (README, Measured). So names in
+# anonymous namespaces must be unique within a target (a clash fails here). Builds made by hand
+# are per file, which rebuilds less after an edit.
 # With arguments, runs only the named parts, in the order given: `tests/run.sh tsan`.
 # Prints how long each part took, also after a failure. Exits non-zero on any failure.
 set -euo pipefail
