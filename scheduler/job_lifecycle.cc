@@ -260,9 +260,10 @@ void JobLifecycle::StartAttempt(Job* job, const std::vector<std::string>& placed
                            absl::StrJoin(used_nodes, ", "), "; launching ", job->replicas.size(),
                            " replicas in parallel"),
               now, fx);
+  const GangView view = GangViewOf(*job, nodes_->nodes());
   for (const Replica& r : job->replicas) {
     RecordRun(*job, r, fx);
-    SendLaunch(*job, r, fx);
+    SendLaunch(*job, r, view, fx);
   }
 }
 
@@ -511,9 +512,12 @@ void JobLifecycle::Fail(Job* job, const RetryDecision& d, absl::Time now, Effect
 }
 
 void JobLifecycle::SendLaunch(const Job& job, const Replica& r, Effects* fx) {
+  SendLaunch(job, r, GangViewOf(job, nodes_->nodes()), fx);
+}
+
+void JobLifecycle::SendLaunch(const Job& job, const Replica& r, const GangView& view, Effects* fx) {
   v1::SchedulerMessage msg;
-  *msg.mutable_launch() =
-      BuildReplicaLaunch(job, static_cast<int>(&r - job.replicas.data()), nodes_->nodes());
+  *msg.mutable_launch() = BuildReplicaLaunch(job, static_cast<int>(&r - job.replicas.data()), view);
   // The user is the project quota's as of this launch (see LaunchReplica.run_as_user).
   msg.mutable_launch()->set_run_as_user(queue_->QuotaOf(job.project).run_as_user());
   jobs_->NoteRun(msg.launch().run_id(), r.node);

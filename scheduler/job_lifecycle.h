@@ -31,6 +31,7 @@
 #include "absl/time/time.h"
 #include "scheduler/admission_queue.h"
 #include "scheduler/job_table.h"
+#include "scheduler/launch_env.h"
 #include "scheduler/node_registry.h"
 #include "scheduler/retry_engine.h"
 #include "scheduler/timers.h"
@@ -187,6 +188,8 @@ class JobLifecycle {
   void Retry(Job* job, const RetryDecision& d, absl::Time now, Effects* fx);
   void Fail(Job* job, const RetryDecision& d, absl::Time now, Effects* fx);
   void SendLaunch(const Job& job, const Replica& r, Effects* fx);
+  // The same with `view` (GangViewOf the job now), for launching many replicas of one job.
+  void SendLaunch(const Job& job, const Replica& r, const GangView& view, Effects* fx);
   void SendStop(const Job& job, const Replica& r, int64_t grace_ms, const std::string& reason,
                 Effects* fx);
 

@@ -39,10 +39,6 @@ std::string HostOf(const std::string& node, const std::map<std::string, Node>& n
   return it == nodes.end() ? node : it->second.address;
 }
 
-std::string AddressOf(const Replica& r, const std::map<std::string, Node>& nodes) {
-  return absl::StrCat(HostOf(r.node, nodes), ":", r.port);
-}
-
 // Vertex AI's TF_CONFIG task type of the worker pool at each position. The first three pools make
 // up TensorFlow's training cluster; the evaluator is not part of it.
 constexpr const char* kTfTaskType[] = {"chief", "worker", "ps", "evaluator"};
@@ -68,28 +64,52 @@ LocalRanks LocalRanksOf(const Job& job, int replica_index) {
   return out;
 }
 
-std::string ClusterSpecJson(const Job& job, int replica_index,
-                            const std::map<std::string, Node>& nodes, bool vertex) {
+namespace {
+
+// Every replica's LocalRanksOf at once, in O(replicas log replicas).
+std::vector<LocalRanks> AllLocalRanks(const Job& job) {
+  struct OnNode {
+    int32_t node_rank = 0;
+    std::vector<int32_t> ranks;  // sorted below
+  };
+  std::map<std::string, OnNode> by_node;
+  for (const Replica& r : job.replicas) {
+    auto [it, added] = by_node.try_emplace(r.node);
+    if (added) it->second.node_rank = static_cast<int32_t>(by_node.size()) - 1;
+    it->second.ranks.push_back(r.rank);
+  }
+  for (auto& [node, on] : by_node) std::sort(on.ranks.begin(), on.ranks.end());
+  std::vector<LocalRanks> out;
+  out.reserve(job.replicas.size());
+  for (const Replica& r : job.replicas) {
+    const OnNode& on = by_node.at(r.node);
+    LocalRanks l;
+    l.local_rank = static_cast<int32_t>(std::lower_bound(on.ranks.begin(), on.ranks.end(), r.rank) -
+                                        on.ranks.begin());
+    l.local_world_size = static_cast<int32_t>(on.ranks.size());
+    l.node_rank = on.node_rank;
+    l.nodes = static_cast<int32_t>(by_node.size());
+    out.push_back(l);
+  }
+  return out;
+}
+
+// The task type of the replica's pool in CLUSTER_SPEC (vertex) or TRAINCTL_CLUSTER_SPEC.
+std::string TaskType(const Job& job, const Replica& self, bool vertex) {
+  if (!vertex) return self.pool;
   const auto& pools = job.spec.worker_pools();
-  std::vector<std::string> pool_entries;
-  for (int p = 0; p < pools.size(); ++p) {
-    std::vector<std::string> addrs;
-    for (const Replica& r : job.replicas) {
-      if (r.pool == pools[p].name()) addrs.push_back(JsonString(AddressOf(r, nodes)));
-    }
-    std::string key = vertex ? absl::StrCat("workerpool", p) : pools[p].name();
-    pool_entries.push_back(absl::StrCat(JsonString(key), ":[", absl::StrJoin(addrs, ","), "]"));
-  }
-  const Replica& self = job.replicas[replica_index];
   std::string task_type = self.pool;
-  if (vertex) {
-    for (int p = 0; p < pools.size(); ++p) {
-      if (pools[p].name() == self.pool) task_type = absl::StrCat("workerpool", p);
-    }
+  for (int p = 0; p < pools.size(); ++p) {
+    if (pools[p].name() == self.pool) task_type = absl::StrCat("workerpool", p);
   }
-  std::string json =
-      absl::StrCat("{\"cluster\":{", absl::StrJoin(pool_entries, ","),
-                   "},\"task\":{\"type\":", JsonString(task_type), ",\"index\":", self.index, "}");
+  return task_type;
+}
+
+std::string ClusterSpecJson(const Job& job, int replica_index, const GangView& view, bool vertex) {
+  const Replica& self = job.replicas[replica_index];
+  std::string json = absl::StrCat("{\"cluster\":{", vertex ? view.vertex_cluster : view.cluster,
+                                  "},\"task\":{\"type\":", JsonString(TaskType(job, self, vertex)),
+                                  ",\"index\":", self.index, "}");
   if (vertex) {
     absl::StrAppend(&json, ",\"environment\":\"cloud\",\"job\":{\"id\":", JsonString(job.id), "}}");
   } else {
@@ -99,27 +119,58 @@ std::string ClusterSpecJson(const Job& job, int replica_index,
   return json;
 }
 
-std::string TfConfigJson(const Job& job, int replica_index,
-                         const std::map<std::string, Node>& nodes) {
+std::string TfConfigJson(const Job& job, int replica_index, const GangView& view) {
   const auto& pools = job.spec.worker_pools();
   const Replica& self = job.replicas[replica_index];
-  std::vector<std::string> pool_entries;
   std::string task_type = self.pool;
   for (int p = 0; p < pools.size(); ++p) {
     if (pools[p].name() == self.pool) {
       task_type = p < kTfTaskTypes ? kTfTaskType[p] : absl::StrCat("workerpool", p);
     }
-    if (p >= kTfClusterPools) continue;
-    std::vector<std::string> addrs;
-    for (const Replica& r : job.replicas) {
-      if (r.pool == pools[p].name()) addrs.push_back(JsonString(AddressOf(r, nodes)));
-    }
-    pool_entries.push_back(
-        absl::StrCat(JsonString(kTfTaskType[p]), ":[", absl::StrJoin(addrs, ","), "]"));
   }
-  return absl::StrCat("{\"cluster\":{", absl::StrJoin(pool_entries, ","),
+  return absl::StrCat("{\"cluster\":{", view.tf_cluster,
                       "},\"task\":{\"type\":", JsonString(task_type), ",\"index\":", self.index,
                       "},\"environment\":\"cloud\",\"job\":{\"id\":", JsonString(job.id), "}}");
+}
+
+}  // namespace
+
+GangView GangViewOf(const Job& job, const std::map<std::string, Node>& nodes) {
+  GangView view;
+  const auto& pools = job.spec.worker_pools();
+  // Each pool's addresses, in replica order.
+  std::map<std::string, std::vector<std::string>> addrs;
+  std::set<std::string> hosts;
+  for (const Replica& r : job.replicas) {
+    const std::string host = HostOf(r.node, nodes);
+    addrs[r.pool].push_back(JsonString(absl::StrCat(host, ":", r.port)));
+    if (!host.empty() && hosts.insert(host).second) view.hosts.push_back(host);
+  }
+  std::vector<std::string> plain, vertex, tf;
+  for (int p = 0; p < pools.size(); ++p) {
+    auto it = addrs.find(pools[p].name());
+    const std::string list =
+        absl::StrCat(":[", it == addrs.end() ? "" : absl::StrJoin(it->second, ","), "]");
+    plain.push_back(absl::StrCat(JsonString(pools[p].name()), list));
+    vertex.push_back(absl::StrCat(JsonString(absl::StrCat("workerpool", p)), list));
+    if (p < kTfClusterPools) tf.push_back(absl::StrCat(JsonString(kTfTaskType[p]), list));
+  }
+  view.cluster = absl::StrJoin(plain, ",");
+  view.vertex_cluster = absl::StrJoin(vertex, ",");
+  view.tf_cluster = absl::StrJoin(tf, ",");
+  view.local_ranks = AllLocalRanks(job);
+  if (!job.replicas.empty()) view.master_addr = HostOf(job.replicas[0].node, nodes);
+  return view;
+}
+
+std::string ClusterSpecJson(const Job& job, int replica_index,
+                            const std::map<std::string, Node>& nodes, bool vertex) {
+  return ClusterSpecJson(job, replica_index, GangViewOf(job, nodes), vertex);
+}
+
+std::string TfConfigJson(const Job& job, int replica_index,
+                         const std::map<std::string, Node>& nodes) {
+  return TfConfigJson(job, replica_index, GangViewOf(job, nodes));
 }
 
 std::shared_ptr<const v1::LaunchReplica> PoolLaunchOf(const Job& job, const std::string& pool) {
@@ -144,8 +195,7 @@ v1::LaunchReplica BuildLaunch(const Job& job, int replica_index,
   return std::move(whole).Take().launch();
 }
 
-v1::LaunchReplica BuildReplicaLaunch(const Job& job, int replica_index,
-                                     const std::map<std::string, Node>& nodes) {
+v1::LaunchReplica BuildReplicaLaunch(const Job& job, int replica_index, const GangView& view) {
   const Replica& r = job.replicas[replica_index];
   const v1::WorkerPool* pool = PoolOf(job, r);
   const int attempt = job.attempts.empty() ? 1 : job.current_attempt();
@@ -158,7 +208,6 @@ v1::LaunchReplica BuildReplicaLaunch(const Job& job, int replica_index,
   launch.set_restart(r.restart_count);
   launch.set_checkpoint_dir(job.checkpoint_dir);
   if (pool != nullptr) *launch.mutable_resources() = pool->resources();
-  const Replica& primary = job.replicas[0];
   auto& env = *launch.mutable_env();
   env["TRAINCTL_JOB_ID"] = job.id;
   env["TRAINCTL_ATTEMPT"] = absl::StrCat(attempt);
@@ -168,12 +217,12 @@ v1::LaunchReplica BuildReplicaLaunch(const Job& job, int replica_index,
   env["TRAINCTL_NODE"] = r.node;
   env["RANK"] = absl::StrCat(r.rank);
   env["WORLD_SIZE"] = absl::StrCat(job.replicas.size());
-  env["MASTER_ADDR"] = HostOf(primary.node, nodes);
-  env["MASTER_PORT"] = absl::StrCat(primary.rendezvous_port);
-  env["TRAINCTL_CLUSTER_SPEC"] = ClusterSpecJson(job, replica_index, nodes, /*vertex=*/false);
-  env["CLUSTER_SPEC"] = ClusterSpecJson(job, replica_index, nodes, /*vertex=*/true);
-  env["TF_CONFIG"] = TfConfigJson(job, replica_index, nodes);
-  const LocalRanks local = LocalRanksOf(job, replica_index);
+  env["MASTER_ADDR"] = view.master_addr;
+  env["MASTER_PORT"] = absl::StrCat(job.replicas[0].rendezvous_port);
+  env["TRAINCTL_CLUSTER_SPEC"] = ClusterSpecJson(job, replica_index, view, /*vertex=*/false);
+  env["CLUSTER_SPEC"] = ClusterSpecJson(job, replica_index, view, /*vertex=*/true);
+  env["TF_CONFIG"] = TfConfigJson(job, replica_index, view);
+  const LocalRanks& local = view.local_ranks[replica_index];
   env["LOCAL_RANK"] = absl::StrCat(local.local_rank);
   env["LOCAL_WORLD_SIZE"] = absl::StrCat(local.local_world_size);
   env["NODE_RANK"] = absl::StrCat(local.node_rank);
@@ -189,12 +238,13 @@ v1::LaunchReplica BuildReplicaLaunch(const Job& job, int replica_index,
   env["TRAINCTL_CHECKPOINT_DIR"] = job.checkpoint_dir;
   env["AIP_CHECKPOINT_DIR"] = job.checkpoint_dir;
   // Every host of the job, once each, for the preflight `dns` item.
-  std::set<std::string> hosts;
-  for (const Replica& other : job.replicas) {
-    const std::string host = HostOf(other.node, nodes);
-    if (!host.empty() && hosts.insert(host).second) launch.add_hostnames(host);
-  }
+  for (const std::string& host : view.hosts) launch.add_hostnames(host);
   return launch;
+}
+
+v1::LaunchReplica BuildReplicaLaunch(const Job& job, int replica_index,
+                                     const std::map<std::string, Node>& nodes) {
+  return BuildReplicaLaunch(job, replica_index, GangViewOf(job, nodes));
 }
 
 v1::SchedulerMessage StopMessage(const std::string& run_id, int64_t grace_ms,

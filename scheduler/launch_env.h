@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "scheduler/model.h"
 
@@ -35,9 +36,30 @@ struct LocalRanks {
 };
 LocalRanks LocalRanksOf(const Job& job, int replica_index);
 
+// What the launches of one job's replicas share, derived from its placement at once: the
+// address lists of the three cluster specs, every replica's host-local ranks and the job's hosts.
+// Deriving it costs O(replicas); a launch built from it costs O(1) in the job's size, so a gang's
+// launches cost O(replicas) in all instead of O(replicas^2).
+struct GangView {
+  // The inside of TRAINCTL_CLUSTER_SPEC's "cluster": "\"chief\":[\"h:p\"],\"worker\":[...]".
+  std::string cluster;
+  // The same for CLUSTER_SPEC (pools named workerpool0..N) and TF_CONFIG (chief, worker, ps).
+  std::string vertex_cluster;
+  std::string tf_cluster;
+  // By replica index.
+  std::vector<LocalRanks> local_ranks;
+  // Every host of the job once, in the order of the replicas: for the preflight `dns` item.
+  std::vector<std::string> hosts;
+  // The primary's host.
+  std::string master_addr;
+};
+GangView GangViewOf(const Job& job, const std::map<std::string, Node>& nodes);
+
 // The launch of one replica without its pool's argv and env (those are PoolLaunchOf's): what
-// differs from one replica to the next. The agent gets Command::Take() of the two.
+// differs from one replica to the next. The agent gets Command::Take() of the two. `view` is
+// GangViewOf(job) for the job's placement now.
 // REQUIRES: every replica of `job` has a node, and each such node is in `nodes`.
+v1::LaunchReplica BuildReplicaLaunch(const Job& job, int replica_index, const GangView& view);
 v1::LaunchReplica BuildReplicaLaunch(const Job& job, int replica_index,
                                      const std::map<std::string, Node>& nodes);
 
