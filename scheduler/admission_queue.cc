@@ -63,6 +63,7 @@ void AdmissionQueue::Dequeue(const Job& job) {
   if (std::optional<absl::Time> deadline = DeadlineOf(job)) deadlines_.erase({*deadline, job.id});
   stockout_since_.erase(job.id);
   blocked_since_.erase(job.id);
+  fits_idle_.erase(job.id);
 }
 
 // --- Usage ---------------------------------------------------------------------------------------
@@ -130,7 +131,7 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, const NodeRegistry& nod
   if (!pass_needed_) return plan;
   pass_needed_ = false;
   std::map<std::string, ProjectUsage> usage = usage_;
-  std::vector<NodeFree> free = nodes.FreeNodes();
+  FreeIndex free(nodes.FreeNodes());
   std::set<std::string> started;
   // A project's first queued job that this pass has not started: what it needs back from its
   // cohort.
@@ -188,19 +189,13 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, const NodeRegistry& nod
     if (qe.fits_now) {
       std::vector<ReplicaDemand> demands;
       for (const Replica& r : job.replicas) demands.push_back(ReplicaDemandOf(r));
-      absl::StatusOr<std::vector<std::string>> placed = PlaceGang(demands, free);
-      if (placed.ok()) {
+      absl::StatusOr<std::vector<std::string>> placed = free.PlaceGang(demands);
+      if (placed.ok()) {  // its places are taken in `free`
         stockout_since_.erase(job.id);
         plan.starts.push_back({job.id, *placed});
         started.insert(job.id);
         usage[project].used += demand;
         usage[project].running_jobs++;
-        for (size_t i = 0; i < demands.size(); ++i) {
-          for (NodeFree& n : free) {
-            if (n.name != (*placed)[i]) continue;
-            TakeFrom(&n, demands[i]);
-          }
-        }
         advance(project, key);
         continue;
       }
@@ -238,11 +233,16 @@ bool AdmissionQueue::IsStockout(const Job& job, const std::vector<ReplicaDemand>
                                 const std::string& missing, const NodeRegistry& nodes,
                                 absl::Time now, Timers* timers, AdmissionPlan* plan) {
   // Only a cluster too small even when idle is a stockout; waiting behind running jobs is not.
-  const std::vector<NodeFree> idle = nodes.IdleNodes();
-  if (PlaceGang(demands, idle).ok()) {
+  // Whether the idle cluster holds the job changes only with the nodes themselves.
+  auto [fit, unknown] = fits_idle_.try_emplace(job.id);
+  if (unknown || fit->second.first != nodes.shape_version()) {
+    fit->second = {nodes.shape_version(), PlaceGang(demands, nodes.IdleNodes()).ok()};
+  }
+  if (fit->second.second) {
     stockout_since_.erase(job.id);
     return false;
   }
+  const std::vector<NodeFree> idle = nodes.IdleNodes();
   auto [it, inserted] = stockout_since_.insert({job.id, now});
   const absl::Time deadline = it->second + absl::Milliseconds(job.policy.placement_timeout_ms);
   if (now < deadline) {

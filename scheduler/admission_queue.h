@@ -153,6 +153,9 @@ class AdmissionQueue {
   std::map<std::string, absl::Time> blocked_since_;
   // Since when each queued job could not fit even on the idle connected cluster (stockout).
   std::map<std::string, absl::Time> stockout_since_;
+  // Whether each queued job that did not fit would fit the idle cluster, as of which
+  // NodeRegistry::shape_version().
+  std::map<std::string, std::pair<uint64_t, bool>> fits_idle_;
   bool pass_needed_ = true;
   uint64_t version_ = 0;
 };

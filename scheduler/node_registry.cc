@@ -347,7 +347,7 @@ void NodeRegistry::Refresh(Node* node, const std::string& reason, absl::Time now
 // --- What replicas hold ------------------------------------------------------------------------
 
 void NodeRegistry::Hold(const std::string& node, const Res& need) {
-  ++version_;
+  UsageChanged(node);
   NodeUsage& u = usage_[node];
   u.used += need;
   u.replicas++;
@@ -356,7 +356,7 @@ void NodeRegistry::Hold(const std::string& node, const Res& need) {
 void NodeRegistry::Release(const std::string& node, const Res& need) {
   auto it = usage_.find(node);
   if (it == usage_.end()) return;
-  ++version_;
+  UsageChanged(node);
   it->second.used -= need;
   if (--it->second.replicas <= 0) usage_.erase(it);
 }
@@ -372,24 +372,24 @@ PortPool& NodeRegistry::PortPoolOf(const std::string& node) {
 }
 
 std::optional<int32_t> NodeRegistry::AllocatePort(const std::string& node) {
-  ++version_;
+  UsageChanged(node);
   return PortPoolOf(node).Allocate();
 }
 
 bool NodeRegistry::ReservePort(const std::string& node, int32_t port) {
-  ++version_;
+  UsageChanged(node);
   return PortPoolOf(node).Reserve(port);
 }
 
 bool NodeRegistry::RestorePort(const std::string& node, int32_t port) {
-  ++version_;
+  UsageChanged(node);
   return PortPoolOf(node).Restore(port);
 }
 
 void NodeRegistry::ReleasePort(const std::string& node, int32_t port) {
   auto it = ports_.find(node);
   if (it == ports_.end()) return;
-  ++version_;
+  UsageChanged(node);
   it->second.Release(port);
 }
 
@@ -415,7 +415,7 @@ std::optional<std::vector<int32_t>> NodeRegistry::AllocateDevices(const std::str
                                                                   const std::string& holder) {
   auto it = devices_.find(node);
   if (it == devices_.end()) return std::nullopt;
-  ++version_;
+  UsageChanged(node);
   return it->second.Allocate(count, holder);
 }
 
@@ -423,14 +423,14 @@ bool NodeRegistry::ReserveDevices(const std::string& node, const std::vector<int
                                   const std::string& holder) {
   auto it = devices_.find(node);
   if (it == devices_.end()) return false;
-  ++version_;
+  UsageChanged(node);
   return it->second.Reserve(indices, holder);
 }
 
 void NodeRegistry::ReleaseDevices(const std::string& node, const std::vector<int32_t>& indices) {
   auto it = devices_.find(node);
   if (it == devices_.end()) return;
-  ++version_;
+  UsageChanged(node);
   it->second.Release(indices);
 }
 
@@ -452,17 +452,31 @@ NodeRegistry::NodeUsage NodeRegistry::UsageOf(const std::string& name) const {
   return it == usage_.end() ? NodeUsage{} : it->second;
 }
 
+NodeFree NodeRegistry::FreeOf(const Node& node) const {
+  Res f = node.allocatable;
+  f -= UsageOf(node.name).used;
+  const DevicePool* devices = DevicesOf(node.name);
+  return {node.name, f, FreePorts(node.name),
+          devices == nullptr ? std::vector<int32_t>() : devices->FreeIndices()};
+}
+
 std::vector<NodeFree> NodeRegistry::FreeNodes() const {
-  std::vector<NodeFree> free;
-  for (const auto& [name, node] : nodes_) {
-    if (!Schedulable(node)) continue;
-    Res f = node.allocatable;
-    f -= UsageOf(name).used;
-    const DevicePool* devices = DevicesOf(name);
-    free.push_back({name, f, FreePorts(name),
-                    devices == nullptr ? std::vector<int32_t>() : devices->FreeIndices()});
+  if (free_stale_) {
+    free_.clear();
+    for (const auto& [name, node] : nodes_) {
+      if (Schedulable(node)) free_.push_back(FreeOf(node));
+    }
+    free_stale_ = false;
+  } else {
+    for (const std::string& name : free_dirty_) {
+      auto it =
+          std::lower_bound(free_.begin(), free_.end(), name,
+                           [](const NodeFree& n, const std::string& v) { return n.name < v; });
+      if (it != free_.end() && it->name == name) *it = FreeOf(nodes_.at(name));
+    }
   }
-  return free;
+  free_dirty_.clear();
+  return free_;
 }
 
 bool NodeRegistry::HasRoom(const std::string& name, const ReplicaDemand& demand) const {

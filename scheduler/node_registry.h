@@ -17,6 +17,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -174,6 +175,9 @@ class NodeRegistry {
 
   // Changes whenever what FreeNodes returns may have changed.
   uint64_t version() const { return version_; }
+  // Changes whenever what IdleNodes returns may have changed: a node's state, connection or
+  // size, not what its replicas hold.
+  uint64_t shape_version() const { return shape_version_; }
 
   // True when a node's state or connection changed since the last call: placement may find
   // room it did not before.
@@ -189,7 +193,16 @@ class NodeRegistry {
   void Changed() {
     changed_ = true;
     ++version_;
+    ++shape_version_;
+    free_stale_ = true;
   }
+  // Records a change of what `node`'s replicas hold (resources, ports, GPUs).
+  void UsageChanged(const std::string& node) {
+    ++version_;
+    if (!free_stale_) free_dirty_.insert(node);
+  }
+  // What is free on a schedulable node.
+  NodeFree FreeOf(const Node& node) const;
   // Re-derives the node's state and health; records the change (and `reason`) when they moved.
   void Refresh(Node* node, const std::string& reason, absl::Time now, Effects* fx);
   // A LOST node is heard from again (`how`): back in service; stops the runs moved off it.
@@ -216,6 +229,12 @@ class NodeRegistry {
   std::map<std::string, DevicePool> devices_;
   bool changed_ = true;
   uint64_t version_ = 0;
+  uint64_t shape_version_ = 0;
+  // FreeNodes' answer, by name, kept between calls: the nodes whose usage changed since are
+  // refreshed, or all of them after a node itself changed.
+  mutable std::vector<NodeFree> free_;
+  mutable std::set<std::string> free_dirty_;
+  mutable bool free_stale_ = true;
   // After Restore, the first DetectLost's time: nodes count as heard from then.
   bool restored_ = false;
   absl::Time first_check_ = absl::InfinitePast();

@@ -95,6 +95,53 @@ int ChooseNode(const ReplicaDemand& demand, const std::vector<NodeFree>& nodes,
 
 absl::StatusOr<std::vector<std::string>> PlaceGang(const std::vector<ReplicaDemand>& demands,
                                                    std::vector<NodeFree> nodes) {
+  FreeIndex index(std::move(nodes));
+  return index.PlaceGang(demands);
+}
+
+FreeIndex::FreeIndex(std::vector<NodeFree> nodes) : nodes_(std::move(nodes)) {
+  auto by_name = [](const NodeFree& a, const NodeFree& b) { return a.name < b.name; };
+  if (!std::is_sorted(nodes_.begin(), nodes_.end(), by_name)) {
+    std::sort(nodes_.begin(), nodes_.end(), by_name);
+  }
+  for (int i = 0; i < static_cast<int>(nodes_.size()); ++i) Insert(i);
+}
+
+FreeIndex::Key FreeIndex::KeyOf(int index) const {
+  const Res& f = nodes_[index].free;
+  return {-f.gpus, -f.memory_mb, -f.cpu, index};
+}
+
+void FreeIndex::Insert(int index) {
+  const NodeFree& n = nodes_[index];
+  order_.insert(KeyOf(index));
+  cpu_.insert(n.free.cpu);
+  memory_.insert(n.free.memory_mb);
+  ports_.insert(n.free_ports);
+}
+
+void FreeIndex::Erase(int index) {
+  const NodeFree& n = nodes_[index];
+  order_.erase(KeyOf(index));
+  cpu_.erase(cpu_.find(n.free.cpu));
+  memory_.erase(memory_.find(n.free.memory_mb));
+  ports_.erase(ports_.find(n.free_ports));
+}
+
+int FreeIndex::Choose(const ReplicaDemand& demand, const std::string& exclude) const {
+  if (nodes_.empty()) return -1;
+  // No node has more of any resource than the largest free amount of it.
+  const Res most{*cpu_.rbegin(), *memory_.rbegin(), -std::get<0>(*order_.begin())};
+  if (!most.Fits(demand.need) || *ports_.rbegin() < demand.ports) return -1;
+  for (const Key& key : order_) {
+    const int i = std::get<3>(key);
+    if (nodes_[i].name != exclude && Fits(nodes_[i], demand)) return i;
+  }
+  return -1;
+}
+
+absl::StatusOr<std::vector<std::string>> FreeIndex::PlaceGang(
+    const std::vector<ReplicaDemand>& demands) {
   // Place the largest demands first so that a big replica is not crowded out by small ones.
   std::vector<size_t> order(demands.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -102,16 +149,24 @@ absl::StatusOr<std::vector<std::string>> PlaceGang(const std::vector<ReplicaDema
     return FreeKey(demands[a].need) > FreeKey(demands[b].need);
   });
   std::vector<std::string> result(demands.size());
+  std::vector<std::pair<int, NodeFree>> taken;  // each node as it was before, to undo
   for (size_t i : order) {
     const ReplicaDemand& d = demands[i];
-    const int best = ChooseNode(d, nodes);
+    const int best = Choose(d);
     if (best < 0) {
-      std::sort(nodes.begin(), nodes.end(),
-                [](const NodeFree& a, const NodeFree& b) { return a.name < b.name; });
-      return absl::ResourceExhaustedError(DescribeShortfall(d, nodes));
+      absl::Status missing = absl::ResourceExhaustedError(DescribeShortfall(d, nodes_));
+      for (auto it = taken.rbegin(); it != taken.rend(); ++it) {
+        Erase(it->first);
+        nodes_[it->first] = std::move(it->second);
+        Insert(it->first);
+      }
+      return missing;
     }
-    TakeFrom(&nodes[best], d);
-    result[i] = nodes[best].name;
+    taken.push_back({best, nodes_[best]});
+    Erase(best);
+    TakeFrom(&nodes_[best], d);
+    Insert(best);
+    result[i] = nodes_[best].name;
   }
   return result;
 }

@@ -12,7 +12,9 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -50,6 +52,42 @@ ReplicaDemand ReplicaDemandOf(const Replica& r);
 // node-b)" or "no node has 2 free ports for chief-0 (most free: 1 on node-a)".
 absl::StatusOr<std::vector<std::string>> PlaceGang(const std::vector<ReplicaDemand>& demands,
                                                    std::vector<NodeFree> nodes);
+
+// The free resources of the schedulable nodes while a scheduling pass places one gang after
+// another: ChooseNode's and PlaceGang's answers without a copy of the nodes per gang or a scan of
+// them per replica. The nodes are kept ordered by ChooseNode's preference, with the largest free
+// cpu, memory and ports known, so a choice takes O(log nodes) when one of the most free nodes
+// fits, and a demand that no node can meet is refused at once.
+class FreeIndex {
+ public:
+  explicit FreeIndex(std::vector<NodeFree> nodes);
+
+  FreeIndex(const FreeIndex&) = delete;
+  FreeIndex& operator=(const FreeIndex&) = delete;
+
+  // By name.
+  const std::vector<NodeFree>& nodes() const { return nodes_; }
+  bool empty() const { return nodes_.empty(); }
+
+  // ChooseNode(demand, nodes(), exclude).
+  int Choose(const ReplicaDemand& demand, const std::string& exclude = "") const;
+  // PlaceGang(demands, nodes()), and on success what it placed is taken (TakeFrom) here; on
+  // failure nothing changed.
+  absl::StatusOr<std::vector<std::string>> PlaceGang(const std::vector<ReplicaDemand>& demands);
+
+ private:
+  // ChooseNode's order: most free (gpus, memory, cpu) first, then by name (the index).
+  using Key = std::tuple<int64_t, int64_t, double, int>;
+  Key KeyOf(int index) const;
+  void Insert(int index);
+  void Erase(int index);
+
+  std::vector<NodeFree> nodes_;
+  std::set<Key> order_;
+  std::multiset<double> cpu_;
+  std::multiset<int64_t> memory_;
+  std::multiset<int32_t> ports_;
+};
 
 // The index in `nodes` of the node `demand` goes to, or -1 when none fits. The node named
 // `exclude` (the one a moving replica leaves) is never chosen.

@@ -389,6 +389,11 @@ TEST_CASE("NodeRegistry: Hold and Release keep usage, and only schedulable nodes
   r.nodes.Release("node-a", {0.5, 24, 0});
   CHECK(r.nodes.UsageOf("node-a").replicas == 0);
   CHECK(r.nodes.UsageOf("node-a").used.memory_mb == 0);
+  // FreeNodes keeps its answer between calls and follows each release.
+  CHECK(r.nodes.FreeNodes()[0].free.memory_mb == 4096);
+  r.nodes.Hold("node-b", {1, 96, 0});
+  CHECK(r.nodes.FreeNodes()[1].free.memory_mb == 4000);
+  r.nodes.Release("node-b", {1, 96, 0});
   r.nodes.Release("node-x", {1, 1, 0});  // nothing held there: ignored
   CHECK(r.nodes.UsageOf("node-x").replicas == 0);
 
@@ -431,6 +436,7 @@ TEST_CASE(
   nodes.ReleasePort("node-a", 30000);
   nodes.ReleasePort("node-x", 30000);  // no pool there: ignored
   CHECK(nodes.PortsOf("node-a")->used() == 2);
+  CHECK(nodes.FreeNodes()[0].free_ports == 98);
   CHECK(nodes.PortsOf("node-a")->range() == PortRange{30000, 30099});
   CHECK(nodes.PortsOf("node-x") == nullptr);
   CHECK(nodes.AllocatePort("node-b") == std::optional<int32_t>(30071));  // after the restored one

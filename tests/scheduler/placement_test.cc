@@ -1,7 +1,12 @@
 // Gang placement over clusters written as literals.
 #include "scheduler/placement.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <random>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
 
 namespace trainctl::sched {
 namespace {
@@ -127,6 +132,90 @@ TEST_CASE("CheckFitsLargestNode") {
   CHECK(s.message() ==
         "workerPools[1].resources: no registered node is large enough: no node has 8 "
         "allocatable gpus for one replica (most free: 4 on node-a)");
+}
+
+// What FreeIndex must agree with: ChooseNode over a copy of the nodes per replica.
+absl::StatusOr<std::vector<std::string>> ReferencePlace(const std::vector<ReplicaDemand>& demands,
+                                                        std::vector<NodeFree>* nodes) {
+  std::vector<NodeFree> work = *nodes;
+  std::vector<size_t> order(demands.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const Res& x = demands[a].need;
+    const Res& y = demands[b].need;
+    return std::make_tuple(x.gpus, x.memory_mb, x.cpu) >
+           std::make_tuple(y.gpus, y.memory_mb, y.cpu);
+  });
+  std::vector<std::string> out(demands.size());
+  for (size_t i : order) {
+    const int best = ChooseNode(demands[i], work);
+    if (best < 0) return absl::ResourceExhaustedError("no room");
+    TakeFrom(&work[best], demands[i]);
+    out[i] = work[best].name;
+  }
+  *nodes = std::move(work);
+  return out;
+}
+
+TEST_CASE("FreeIndex places gang after gang as ChooseNode over copies would") {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<NodeFree> nodes;
+    const int n = 1 + static_cast<int>(rng() % 12);
+    for (int i = 0; i < n; ++i) {
+      // Few distinct sizes, so that ties (broken by name) are common.
+      nodes.push_back({absl::StrCat("node-", i),
+                       {double(rng() % 3) * 2, int64_t(rng() % 3) * 1024, int64_t(rng() % 3)},
+                       static_cast<int32_t>(rng() % 4)});
+    }
+    std::shuffle(nodes.begin(), nodes.end(), rng);
+    std::vector<NodeFree> reference = nodes;
+    FreeIndex index(nodes);
+    for (int gang = 0; gang < 8; ++gang) {
+      std::vector<ReplicaDemand> demands;
+      const int replicas = 1 + static_cast<int>(rng() % 4);
+      for (int r = 0; r < replicas; ++r) {
+        demands.push_back({absl::StrCat("worker-", r),
+                           {double(rng() % 3) * 0.5, int64_t(rng() % 3) * 256, int64_t(rng() % 2)},
+                           r == 0 ? 2 : 1});
+      }
+      auto want = ReferencePlace(demands, &reference);
+      auto got = index.PlaceGang(demands);
+      INFO("round " << round << ", gang " << gang);
+      REQUIRE(got.ok() == want.ok());
+      if (got.ok()) CHECK(*got == *want);
+      // What is left free is the same, node by node (the index keeps them by name).
+      std::vector<NodeFree> sorted = reference;
+      std::sort(sorted.begin(), sorted.end(),
+                [](const NodeFree& a, const NodeFree& b) { return a.name < b.name; });
+      REQUIRE(index.nodes().size() == sorted.size());
+      for (size_t i = 0; i < sorted.size(); ++i) {
+        CHECK(index.nodes()[i].name == sorted[i].name);
+        CHECK(index.nodes()[i].free.cpu == sorted[i].free.cpu);
+        CHECK(index.nodes()[i].free.memory_mb == sorted[i].free.memory_mb);
+        CHECK(index.nodes()[i].free.gpus == sorted[i].free.gpus);
+        CHECK(index.nodes()[i].free_ports == sorted[i].free_ports);
+      }
+      CHECK(index.Choose(demands[0], "node-0") == ChooseNode(demands[0], sorted, "node-0"));
+    }
+  }
+}
+
+TEST_CASE("FreeIndex's failed gang leaves the free resources and GPU indices as they were") {
+  FreeIndex index({{"node-a", {4, 4096, 2}, 3, {0, 1}}, {"node-b", {4, 4096, 0}, 3}});
+  std::vector<ReplicaDemand> d = {{"worker-0", {1, 100, 2}, 2}, {"worker-1", {1, 100, 2}, 1}};
+  auto failed = index.PlaceGang(d);
+  REQUIRE(failed.status().code() == absl::StatusCode::kResourceExhausted);
+  // The message describes the cluster as the gang's first replica left it.
+  CHECK(failed.status().message() ==
+        "no node has 2 free gpus for worker-1 (most free: 0 on node-a)");
+  CHECK(index.nodes()[0].free.gpus == 2);
+  CHECK(index.nodes()[0].free_ports == 3);
+  CHECK(index.nodes()[0].free_gpu_indices == std::vector<int32_t>{0, 1});
+  auto placed = index.PlaceGang({d[0]});
+  REQUIRE(placed.ok());
+  CHECK(*placed == std::vector<std::string>{"node-a"});
+  CHECK(index.nodes()[0].free_gpu_indices.empty());
 }
 
 }  // namespace
