@@ -172,6 +172,11 @@ int main(int argc, char** argv) {
   }
   spdlog::info("loaded {} live or recently ended jobs and {} nodes from {}",
                state->core->jobs().size(), state->core->nodes().size(), db_path);
+  // Checkpoints of the write-ahead log run beside the loop, not inside its commits.
+  if (absl::Status moved = (*store)->StartCheckpointer(absl::Milliseconds(200)); !moved.ok()) {
+    spdlog::warn("{}; commits checkpoint the write-ahead log themselves",
+                 std::string(moved.message()));
+  }
   absl::StatusOr<std::unique_ptr<storage::JobArchive>> archive = storage::JobArchive::Open(db_path);
   if (!archive.ok()) {
     spdlog::critical("{}", archive.status().ToString());

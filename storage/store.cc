@@ -50,7 +50,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Connect(const std::string& path, b
     sqlite3_close(db);
     return absl::InternalError(absl::StrCat("cannot open database ", path, ": ", msg));
   }
-  std::unique_ptr<Store> store(new Store(db, path));
+  std::unique_ptr<Store> store(new Store(db, path, vfs));
   sqlite3_busy_timeout(db, 5000);
   if (absl::Status wal = store->Exec("PRAGMA journal_mode=WAL"); !wal.ok()) {
     if (sqlite3_errcode(db) == SQLITE_NOTADB) {
@@ -140,11 +140,20 @@ absl::StatusOr<std::string> Store::CheckFile(const std::string& path, bool full)
   return absl::StrJoin(found, "\n");
 }
 
-Store::Store(sqlite3* db, std::string path) : db_(db), path_(std::move(path)), cache_(db) {}
+Store::Store(sqlite3* db, std::string path, std::string vfs)
+    : db_(db), path_(std::move(path)), vfs_(std::move(vfs)), cache_(db) {}
 
 Store::~Store() {
+  checkpointer_.reset();
   cache_.Clear();  // finalized before the connection closes
   sqlite3_close(db_);
+}
+
+absl::Status Store::StartCheckpointer(absl::Duration interval) {
+  if (checkpointer_ != nullptr) return absl::OkStatus();
+  TC_ASSIGN_OR_RETURN(checkpointer_, Checkpointer::Start(path_, vfs_, interval));
+  sqlite3_wal_autocheckpoint(db_, 0);
+  return absl::OkStatus();
 }
 
 absl::Status Store::Exec(const char* sql) {

@@ -24,7 +24,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "scheduler/model.h"
+#include "storage/checkpointer.h"
 #include "storage/job_rows.h"
 #include "storage/statement.h"
 #include "trainctl/v1/job.pb.h"
@@ -143,8 +145,12 @@ class Store {
 
   absl::StatusOr<int> SchemaVersion();
 
+  // Moves the write-ahead log's checkpoints off the commits: a Checkpointer of this database
+  // runs them every `interval` on its own thread from now until the store closes.
+  absl::Status StartCheckpointer(absl::Duration interval);
+
  private:
-  Store(sqlite3* db, std::string path);
+  Store(sqlite3* db, std::string path, std::string vfs);
   // Opens a connection (creating the file with `create`) and sets its pragmas.
   static absl::StatusOr<std::unique_ptr<Store>> Connect(const std::string& path, bool create,
                                                         const std::string& vfs);
@@ -164,7 +170,10 @@ class Store {
 
   sqlite3* const db_;
   const std::string path_;
+  const std::string vfs_;
   StatementCache cache_;
+  // Stopped before the connection closes.
+  std::unique_ptr<Checkpointer> checkpointer_;
 };
 
 }  // namespace trainctl::storage
