@@ -63,6 +63,9 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Connect(const std::string& path, b
   }
   TC_RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=FULL"));
   TC_RETURN_IF_ERROR(store->Exec("PRAGMA foreign_keys=ON"));
+  // 32 MiB of pages (SQLite's default is 2 MiB): the indexes a turn's commit walks stay in
+  // memory instead of being read again from the file on every commit.
+  TC_RETURN_IF_ERROR(store->Exec("PRAGMA cache_size=-32768"));
   return store;
 }
 
@@ -152,7 +155,6 @@ Store::~Store() {
 absl::Status Store::StartCheckpointer(absl::Duration interval) {
   if (checkpointer_ != nullptr) return absl::OkStatus();
   TC_ASSIGN_OR_RETURN(checkpointer_, Checkpointer::Start(path_, vfs_, interval));
-  sqlite3_wal_autocheckpoint(db_, 0);
   return absl::OkStatus();
 }
 
@@ -333,14 +335,14 @@ absl::Status Store::ProbeWrite() {
 }
 
 template <typename Rows, typename Fn>
-absl::Status Store::RunEach(const char* sql, const Rows& rows, Fn run) {
+absl::Status Store::RunEach(const char* sql, Rows&& rows, Fn run) {
   if (rows.empty()) return absl::OkStatus();
   TC_ASSIGN_OR_RETURN(Statement * st, cache_.Get(sql));
-  for (const auto& row : rows) TC_RETURN_IF_ERROR(run(*st, row));
+  for (auto& row : rows) TC_RETURN_IF_ERROR(run(*st, row));
   return absl::OkStatus();
 }
 
-absl::Status Store::Commit(const Batch& batch) {
+absl::Status Store::Commit(Batch& batch) {
   if (batch.empty()) return absl::OkStatus();
   if (absl::Status begun = Exec("BEGIN IMMEDIATE"); !begun.ok()) return FailWrite(begun);
   absl::Status s = [&]() -> absl::Status {
@@ -348,19 +350,24 @@ absl::Status Store::Commit(const Batch& batch) {
         RunEach("INSERT INTO jobs (id, project, state, priority, create_ms, update_ms, data, "
                 "request_key) VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET "
                 "state=excluded.state, update_ms=excluded.update_ms, data=excluded.data",
-                batch.jobs, [](Statement& st, const v1::Job& job) {
-                  v1::Job row = job;
-                  row.clear_attempts();
+                batch.jobs, [](Statement& st, v1::Job& job) {
+                  // The row without the attempts, which have rows of their own; no copy.
+                  google::protobuf::RepeatedPtrField<v1::Attempt> attempts;
+                  attempts.Swap(job.mutable_attempts());
+                  std::string data = job.SerializeAsString();
+                  attempts.Swap(job.mutable_attempts());
                   return st.Run({job.id(), job.project(), int64_t{job.state()},
                                  int64_t{job.priority()}, TimestampToMs(job.create_time()),
-                                 TimestampToMs(job.update_time()), Blob{row.SerializeAsString()},
+                                 TimestampToMs(job.update_time()), Blob{std::move(data)},
                                  job.request_id().empty()
                                      ? Value(Null{})
                                      : Value(RequestKey(job.creator(), job.request_id()))});
                 }));
     TC_RETURN_IF_ERROR(RunEach(
-        "INSERT OR REPLACE INTO attempts (job_id, number, state, reason, start_ms, end_ms, nodes, "
-        "data) VALUES (?,?,?,?,?,?,?,?)",
+        "INSERT INTO attempts (job_id, number, state, reason, start_ms, end_ms, nodes, data) "
+        "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(job_id, number) DO UPDATE SET "
+        "state=excluded.state, reason=excluded.reason, start_ms=excluded.start_ms, "
+        "end_ms=excluded.end_ms, nodes=excluded.nodes, data=excluded.data",
         batch.attempts, [](Statement& st, const std::pair<std::string, v1::Attempt>& row) {
           const v1::Attempt& a = row.second;
           return st.Run({row.first, int64_t{a.number()}, int64_t{a.state()}, a.reason(),
@@ -368,9 +375,14 @@ absl::Status Store::Commit(const Batch& batch) {
                          absl::StrJoin(a.nodes(), ","), Blob{a.SerializeAsString()}});
         }));
     TC_RETURN_IF_ERROR(RunEach(
-        "INSERT OR REPLACE INTO replica_runs (run_id, job_id, attempt, replica, restart, node, "
-        "state, pid, exit_code, signal, oom, message, start_ms, end_ms) VALUES "
-        "(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        // An update in place (not INSERT OR REPLACE, which deletes the row and inserts it again,
+        // with its index entries): a run's row is written at its launch, start and end.
+        "INSERT INTO replica_runs (run_id, job_id, attempt, replica, restart, node, state, pid, "
+        "exit_code, signal, oom, message, start_ms, end_ms) VALUES "
+        "(?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(run_id) DO UPDATE SET node=excluded.node, "
+        "state=excluded.state, pid=excluded.pid, exit_code=excluded.exit_code, "
+        "signal=excluded.signal, oom=excluded.oom, message=excluded.message, "
+        "start_ms=excluded.start_ms, end_ms=excluded.end_ms",
         batch.runs, [](Statement& st, const sched::ReplicaRun& r) {
           return st.Run({r.run_id, r.job_id, int64_t{r.attempt}, r.replica, int64_t{r.restart},
                          r.node, int64_t{r.state}, r.pid,

@@ -128,8 +128,10 @@ class Store {
 
   // Applies `batch` atomically and durably (synchronous=FULL). On failure nothing of it is
   // written, and the error says why in terms a caller can act on: RESOURCE_EXHAUSTED "no space
-  // left on DIR (the data dir)" when the disk is full, UNAVAILABLE on an I/O error.
-  absl::Status Commit(const Batch& batch);
+  // left on DIR (the data dir)" when the disk is full, UNAVAILABLE on an I/O error. Each job's
+  // attempts (rows of their own) are set aside while its row is written, and put back.
+  absl::Status Commit(Batch& batch);
+  absl::Status Commit(Batch&& batch) { return Commit(batch); }
 
   // Whether writes work again after a failed Commit: the file system holds at least
   // kProbeMinFreeBytes free and a one-page write transaction commits. The same errors as Commit.
@@ -145,8 +147,8 @@ class Store {
 
   absl::StatusOr<int> SchemaVersion();
 
-  // Moves the write-ahead log's checkpoints off the commits: a Checkpointer of this database
-  // runs them every `interval` on its own thread from now until the store closes.
+  // Moves most of the write-ahead log's checkpoint work off the commits: a Checkpointer of this
+  // database copies the log every `interval` on its own thread from now until the store closes.
   absl::Status StartCheckpointer(absl::Duration interval);
 
  private:
@@ -160,7 +162,7 @@ class Store {
   // Runs `run(statement, row)` for each of `rows` with the cached statement for `sql`; prepares
   // nothing when there are none.
   template <typename Rows, typename Fn>
-  absl::Status RunEach(const char* sql, const Rows& rows, Fn run);
+  absl::Status RunEach(const char* sql, Rows&& rows, Fn run);
   absl::Status Migrate();
   // Fills request_key of the jobs created within the last day (migration 7 -> 8).
   absl::Status FillRequestKeys();

@@ -94,7 +94,7 @@ Snapshot OpenAndLoad(const std::string& db) {
 }
 
 // Commits `batch` to the database at `db`, closes it, and loads what a restarted trainctld would.
-Snapshot CommitReopenLoad(const std::string& db, const Batch& batch) {
+Snapshot CommitReopenLoad(const std::string& db, Batch batch) {
   {
     auto store = Store::Open(db);
     REQUIRE(store.ok());
