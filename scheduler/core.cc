@@ -335,7 +335,7 @@ void Core::Tick(int64_t now_ms, Effects* fx) {
   lifecycle_.Tick(now, fx);
 }
 
-void Core::Schedule(int64_t now_ms, Effects* fx) {
+size_t Core::Schedule(int64_t now_ms, Effects* fx) {
   const absl::Time now = FromMs(now_ms);
   if (nodes_.TakeChanged()) queue_.Wake();
   const AdmissionPlan plan = queue_.Pass(jobs_, nodes_, now, &timers_);
@@ -349,6 +349,7 @@ void Core::Schedule(int64_t now_ms, Effects* fx) {
   for (const auto& [id, reason] : plan.reasons) {
     lifecycle_.SetQueueReason(jobs_.Find(id), reason, now, fx);
   }
+  return plan.starts.size();
 }
 
 // --- Reads -------------------------------------------------------------------------------------

@@ -172,7 +172,8 @@ class Core {
   // lost timeout LOST, moving their replicas one fence margin later (node_health.h).
   void Tick(int64_t now, Effects* fx);
   // Places QUEUED jobs in admission order. Cheap when nothing changed since the last call.
-  void Schedule(int64_t now, Effects* fx);
+  // Returns how many jobs it admitted (started).
+  size_t Schedule(int64_t now, Effects* fx);
 
   // --- Reads -------------------------------------------------------------------------------
 

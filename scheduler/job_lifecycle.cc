@@ -100,12 +100,12 @@ void JobLifecycle::SetJobState(Job* job, v1::JobState state, const std::string& 
 const Job* JobLifecycle::Submit(v1::JobSpec spec, const std::string& checkpoint_root,
                                 absl::Time now, Effects* fx) {
   Job job;
-  job.id = jobs_->NewId();
+  job.create_time = jobs_->NextCreateTime(now);
+  job.id = jobs_->NewId(job.create_time);
   job.display_name = spec.display_name();
   job.project = spec.project();
   job.priority = spec.priority();
   job.state = v1::JOB_STATE_QUEUED;
-  job.create_time = jobs_->NextCreateTime(now);
   job.update_time = now;
   job.checkpoint_dir = spec.checkpoint_dir().empty() ? absl::StrCat(checkpoint_root, "/", job.id)
                                                      : spec.checkpoint_dir();

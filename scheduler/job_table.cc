@@ -15,11 +15,17 @@ void JobTable::Restore(std::vector<Job> jobs, const std::vector<ReplicaRun>& run
   for (const ReplicaRun& run : runs) run_nodes_[run.run_id] = run.node;
 }
 
-std::string JobTable::NewId() {
-  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+std::string JobTable::NewId(absl::Time create_time) {
+  // Digits before letters, as in ASCII: the ids sort as their times do.
+  static constexpr char kAlphabet[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+  static const absl::Time kEpoch = absl::FromUnixSeconds(1577836800);  // 2020-01-01
+  // Milliseconds since then, 8 digits of base 36 (until 2109), then 2 drawn ones.
+  uint64_t ms = static_cast<uint64_t>(std::max<int64_t>(0, ToMs(create_time) - ToMs(kEpoch)));
+  std::string time(8, '0');
+  for (int i = 7; i >= 0; --i, ms /= 36) time[i] = kAlphabet[ms % 36];
   for (;;) {
-    std::string id = "j-";
-    for (int i = 0; i < 10; ++i) id += kAlphabet[rng_() % 36];
+    std::string id = absl::StrCat("j-", time);
+    for (int i = 0; i < 2; ++i) id += kAlphabet[rng_() % 36];
     if (jobs_.find(id) == jobs_.end()) return id;
   }
 }

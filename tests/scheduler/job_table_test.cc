@@ -51,14 +51,33 @@ TEST_CASE("JobTable: ids are j- and 10 lowercase characters, repeatable from a s
   JobTable b(42);
   std::set<std::string> seen;
   for (int i = 0; i < 100; ++i) {
-    const std::string id = a.NewId();
-    CHECK(id == b.NewId());
+    // Distinct, as NextCreateTime makes them.
+    const absl::Time t = absl::FromUnixSeconds(1795000000) + absl::Milliseconds(i);
+    const std::string id = a.NewId(t);
+    CHECK(id == b.NewId(t));
     REQUIRE(id.size() == 12);
     CHECK(id.rfind("j-", 0) == 0);
     for (char c : id.substr(2)) CHECK(((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')));
     seen.insert(id);
   }
   CHECK(seen.size() == 100);
+}
+
+TEST_CASE("JobTable: ids sort as their creation times do") {
+  JobTable jobs(7);
+  // Milliseconds since 2020 in base 36, digits first.
+  CHECK(jobs.NewId(absl::FromUnixSeconds(1577836800)).substr(0, 10) == "j-00000000");
+  CHECK(jobs.NewId(absl::FromUnixSeconds(1577836800) + absl::Milliseconds(36 + 35)).substr(0, 10) ==
+        "j-0000001z");
+  CHECK(jobs.NewId(absl::FromUnixSeconds(0)).substr(0, 10) == "j-00000000");  // before 2020
+  std::string last;
+  absl::Time t = absl::FromUnixSeconds(1795000000);  // 2026-11-18
+  for (int i = 0; i < 2000; ++i) {
+    t = jobs.NextCreateTime(t + absl::Milliseconds(i % 7 == 0 ? 50 : 0));
+    const std::string id = jobs.NewId(t);
+    CHECK(id > last);
+    last = id;
+  }
 }
 
 TEST_CASE("JobTable: creation times strictly increase, within a millisecond too") {
