@@ -294,7 +294,7 @@ class SimAgent : public grpc::ClientBidiReactor<v1::AgentMessage, v1::SchedulerM
   bool done_ = false;
 };
 
-// trainctld's CPU time so far (user + system), in seconds.
+// A process's CPU time so far (user + system), in seconds.
 double CpuSeconds(pid_t pid) {
   const std::string stat = ReadTextFile(absl::StrCat("/proc/", pid, "/stat"));
   const size_t paren = stat.rfind(')');
@@ -402,6 +402,7 @@ bool WaitFor(const std::function<bool()>& done, std::chrono::seconds timeout) {
 TEST_CASE("trainctld with a thousand simulated agents", "[bench]") {
   const int agents = EnvInt("TRAINCTL_BENCH_AGENTS", 1000);
   const int jobs = std::max(kQueued + 1, EnvInt("TRAINCTL_BENCH_JOBS", 100'000));
+  const int submitters = EnvInt("TRAINCTL_BENCH_SUBMITTERS", 32);
   char tmpl[] = "/tmp/trainctl-scale-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
   trainctl::testing::Process daemon(
@@ -470,15 +471,17 @@ TEST_CASE("trainctld with a thousand simulated agents", "[bench]") {
     (*spec.mutable_worker_pools(0)->mutable_env())["SIM_MS"] = "86400000";
     blockers.push_back(spec);
   }
-  SubmitAll(blockers, 0, blockers.size(), address, 8);
+  SubmitAll(blockers, 0, blockers.size(), address, submitters);
   REQUIRE(WaitFor([&] { return counts.launches == kProjects; }, std::chrono::seconds(60)));
   {
     const auto t0 = Clock::now();
-    SubmitAll(specs, 0, kQueued, address, 8);
+    SubmitAll(specs, 0, kQueued, address, submitters);
     printf("admission: %d jobs queued in %.1f s (%.0f CreateJob/s)\n", kQueued,
            Seconds(Clock::now() - t0), kQueued / Seconds(Clock::now() - t0));
     REQUIRE(counts.launches == kProjects);
     const auto t1 = Clock::now();
+    const double daemon_cpu = CpuSeconds(daemon.pid());
+    const double own_cpu = CpuSeconds(getpid());
     SetQuotas(address, /*open=*/true);
     REQUIRE(WaitFor([&] { return counts.JobsLaunched() == kQueued + kProjects; },
                     std::chrono::seconds(600)));
@@ -487,13 +490,17 @@ TEST_CASE("trainctld with a thousand simulated agents", "[bench]") {
         "admission: all %d queued jobs admitted and launched %.2f s after the quotas opened: "
         "%.0f decisions/s\n",
         kQueued, secs, kQueued / secs);
+    printf("admission: CPU of trainctld %.1f s, of the simulated agents and clients %.1f s\n",
+           CpuSeconds(daemon.pid()) - daemon_cpu, CpuSeconds(getpid()) - own_cpu);
   }
 
   // Placement of the rest.
   {
     const auto t0 = Clock::now();
+    const double daemon_cpu = CpuSeconds(daemon.pid());
+    const double own_cpu = CpuSeconds(getpid());
     const int64_t launched0 = counts.launches;
-    SubmitAll(specs, kQueued, specs.size(), address, 8);
+    SubmitAll(specs, kQueued, specs.size(), address, submitters);
     const double submit_secs = Seconds(Clock::now() - t0);
     printf("placement: %d more jobs submitted in %.1f s (%.0f CreateJob/s)\n", jobs - kQueued,
            submit_secs, (jobs - kQueued) / submit_secs);
@@ -508,6 +515,8 @@ TEST_CASE("trainctld with a thousand simulated agents", "[bench]") {
     printf("placement: %lld replicas of %d jobs placed and launched in %.1f s: %.0f replicas/s\n",
            static_cast<long long>(counts.launches - launched0), jobs - kQueued, secs,
            (counts.launches - launched0) / secs);
+    printf("placement: CPU of trainctld %.1f s, of the simulated agents and clients %.1f s\n",
+           CpuSeconds(daemon.pid()) - daemon_cpu, CpuSeconds(getpid()) - own_cpu);
   }
   REQUIRE(WaitFor([&] { return counts.exits >= total_replicas; }, std::chrono::seconds(600)));
   // The jobs that ran all along are cancelled: their replicas are stopped.
@@ -536,11 +545,13 @@ TEST_CASE("trainctld with a thousand simulated agents", "[bench]") {
   timers.Stop();
   for (auto& sim : sims) sim->Close();
   daemon.Stop();
-  // The reconcile loop's summary, logged as it stopped.
+  // The reconcile loop's summaries, logged as it stopped: its turns, and the time its scheduling
+  // passes took to admit the jobs of both phases.
   std::string log = ReadTextFile(dir + "/trainctld.log");
-  for (size_t at = log.find("reconcile loop:"); at != std::string::npos;
-       at = log.find("reconcile loop:", at + 1)) {
-    printf("%s\n", log.substr(at, log.find('\n', at) - at).c_str());
+  for (const char* summary : {"reconcile loop:", "admission: "}) {
+    for (size_t at = log.find(summary); at != std::string::npos; at = log.find(summary, at + 1)) {
+      printf("%s\n", log.substr(at, log.find('\n', at) - at).c_str());
+    }
   }
   std::filesystem::remove_all(dir);
 }

@@ -59,6 +59,10 @@ std::vector<FlagGroup> DaemonFlagGroups() {
          "jobs that ended stay in memory this long after their last change, then are read from "
          "the database, so memory and start-up hold the live jobs, however many are kept "
          "(default 10m; 0s..30d)"},
+        {"finished-job-cache-jobs", 0, Kind::kValue, "N", "",
+         "at most this many ended jobs stay in memory: beyond it the oldest ended ones leave "
+         "sooner than --finished-job-cache, so a burst of short jobs cannot fill memory "
+         "(default 10000; 0..10000000)"},
         {"port-range", 0, Kind::kValue, "LO-HI", "",
          "the ports of each node that replicas get: one each, and a second one, the rendezvous "
          "port (MASTER_PORT), for each job's primary (default 20000-32767; at least 64 ports "
@@ -300,6 +304,10 @@ absl::StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& arg
     TC_ASSIGN_OR_RETURN(f.finished_job_cache_ms,
                         ParseDuration("--finished-job-cache", text, 0, 30 * 86'400'000LL,
                                       "between 0s and 30d, e.g. 10m"));
+  }
+  if (std::string text = parsed.Get("finished-job-cache-jobs"); !text.empty()) {
+    TC_ASSIGN_OR_RETURN(f.finished_job_cache_jobs,
+                        ParseCount("--finished-job-cache-jobs", text, 10'000'000));
   }
   if (std::string text = parsed.Get("max-request-bytes"); !text.empty()) {
     int64_t n = 0;

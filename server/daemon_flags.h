@@ -62,6 +62,8 @@ struct DaemonFlags {
   int64_t job_retention_ms = 90 * 86'400'000LL;
   // Terminal jobs leave memory this long after their last change: 0s to 30d.
   int64_t finished_job_cache_ms = 10 * 60'000;
+  // And at most this many of them.
+  int64_t finished_job_cache_jobs = 10'000;
   // Every node's port pool: the ports replicas get (their own, and the primary's rendezvous
   // port). 1024..65535, LO < HI, at least 64 ports.
   sched::PortRange port_range;

@@ -172,10 +172,9 @@ int main(int argc, char** argv) {
   }
   spdlog::info("loaded {} live or recently ended jobs and {} nodes from {}",
                state->core->jobs().size(), state->core->nodes().size(), db_path);
-  // Checkpoints of the write-ahead log run beside the loop, not inside its commits.
-  if (absl::Status moved = (*store)->StartCheckpointer(absl::Milliseconds(200)); !moved.ok()) {
-    spdlog::warn("{}; commits checkpoint the write-ahead log themselves",
-                 std::string(moved.message()));
+  // Checkpoints of the write-ahead log run beside the loop, so its commits find little to copy.
+  if (absl::Status moved = (*store)->StartCheckpointer(absl::Milliseconds(10)); !moved.ok()) {
+    spdlog::warn("{}; commits checkpoint the write-ahead log alone", std::string(moved.message()));
   }
   absl::StatusOr<std::unique_ptr<storage::JobArchive>> archive = storage::JobArchive::Open(db_path);
   if (!archive.ok()) {
@@ -212,6 +211,7 @@ int main(int argc, char** argv) {
   });
   loop.set_job_retention_ms(flags.job_retention_ms);
   loop.set_finished_job_cache_ms(cache_ms);
+  loop.set_finished_job_cache_jobs(flags.finished_job_cache_jobs);
   // Checked by the flag parser.
   loop.set_redactor(*server::SecretRedactor::Parse(flags.secret_env_patterns));
   snapshots.set_archive(archive->get(), loop.redactor());

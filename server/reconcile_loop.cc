@@ -28,12 +28,14 @@ ReconcileLoop::ReconcileLoop(std::unique_ptr<sched::Core> core,
       store_(std::move(store)),
       registry_(registry),
       snapshots_(snapshots),
-      clock_(std::move(clock)) {}
+      clock_(std::move(clock)),
+      outbox_(registry) {}
 
 ReconcileLoop::~ReconcileLoop() { Stop(); }
 
 void ReconcileLoop::Start() {
   PublishAll();
+  outbox_.Start();
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -44,10 +46,17 @@ void ReconcileLoop::Stop() {
   }
   if (!thread_.joinable()) return;
   thread_.join();
+  outbox_.Stop();
   spdlog::info(
       "reconcile loop: {} turns, p50 {:.2f} ms, p90 {:.2f} ms, p99 {:.2f} ms, max {:.2f} ms",
       turns_.count(), turns_.Percentile(50), turns_.Percentile(90), turns_.Percentile(99),
       turns_.max_ms());
+  if (admitted_ > 0) {
+    spdlog::info(
+        "admission: {} jobs admitted in {:.3f} s of the scheduling passes that admitted any "
+        "({:.0f} a second)",
+        admitted_, admitting_seconds_, admitted_ / std::max(admitting_seconds_, 1e-9));
+  }
 }
 
 void ReconcileLoop::Post(Work work, Refuse refused) {
@@ -112,7 +121,15 @@ void ReconcileLoop::RunTurn(std::vector<Item> items) {
     core_->Tick(turn.now, &fx);
     last_tick_ms_ = turn.now;
   }
-  core_->Schedule(turn.now, &fx);
+  {
+    const auto start = std::chrono::steady_clock::now();
+    const size_t admitted = core_->Schedule(turn.now, &fx);
+    if (admitted > 0) {
+      admitted_ += admitted;
+      admitting_seconds_ +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+  }
 
   storage::Batch batch;
   for (const std::string& id : fx.jobs) batch.jobs.push_back(sched::ToProto(*core_->FindJob(id)));
@@ -141,17 +158,18 @@ void ReconcileLoop::RunTurn(std::vector<Item> items) {
     spdlog::info("event {} job={} replica={} node={}: {}", e.type, e.job_id, e.replica, e.node,
                  e.reason);
   }
-  for (sched::Command& c : fx.commands) {
-    if (replica_tokens_ != nullptr && c.message.has_launch()) {
+  if (replica_tokens_ != nullptr) {
+    for (sched::Command& c : fx.commands) {
+      if (!c.message.has_launch()) continue;
       v1::LaunchReplica* launch = c.message.mutable_launch();
       (*launch->mutable_env())["TRAINCTL_TOKEN"] = replica_tokens_->Mint(launch->job_id());
     }
-    registry_->Send(std::move(c));
   }
   if (!batch.deleted_jobs.empty()) snapshots_->Remove(batch.deleted_jobs);
-  Publish(batch.jobs);
   NoteEnded(batch.jobs, batch.deleted_jobs);
-  for (auto& f : after) f();
+  // Readers see the turn before its callers hear of it.
+  Publish(std::move(batch.jobs));
+  outbox_.Deliver({std::move(fx.commands), std::move(after)});
   registry_->ExpireLogRequests();
   ForgetEnded(turn.now);
 }
@@ -179,7 +197,8 @@ void ReconcileLoop::ForgetEnded(int64_t now) {
   std::vector<std::string> later;
   while (!ended_.empty() && forgotten.size() + later.size() < kForgetBatch) {
     auto first = ended_.begin();
-    if (first->first > now - finished_cache_ms_) break;
+    const bool too_many = static_cast<int64_t>(ended_.size() + later.size()) > finished_cache_jobs_;
+    if (!too_many && first->first > now - finished_cache_ms_) break;
     std::string id = first->second;
     ended_.erase(first);
     ended_at_.erase(id);
@@ -302,17 +321,17 @@ void ReconcileLoop::PublishAll() {
   all.reserve(core_->jobs().size());
   for (const auto& [id, job] : core_->jobs()) all.push_back(sched::ToProto(job));
   published_queue_version_ = core_->QueueVersion() + 1;  // publish the queue too
-  Publish(all);
   ended_.clear();
   ended_at_.clear();
   NoteEnded(all, {});
+  Publish(std::move(all));
 }
 
-void ReconcileLoop::Publish(const std::vector<v1::Job>& jobs) {
+void ReconcileLoop::Publish(std::vector<v1::Job> jobs) {
   std::vector<JobSnapshots::JobPtr> ptrs;
   ptrs.reserve(jobs.size());
-  for (const v1::Job& job : jobs) {
-    auto shown = std::make_shared<v1::Job>(job);
+  for (v1::Job& job : jobs) {
+    auto shown = std::make_shared<v1::Job>(std::move(job));
     redactor_.Redact(shown.get());
     ptrs.push_back(std::move(shown));
   }

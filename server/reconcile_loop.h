@@ -2,10 +2,11 @@
 //
 // gRPC handlers never decide; they Post() work here. A turn takes every posted item, applies
 // each to the core, lets the core tick and place queued jobs, commits everything the turn changed
-// in ONE SQLite transaction (group commit), and only then sends the commands to agents, publishes
-// the changed jobs (and the queue, when admission changed) to JobSnapshots and their watchers,
-// and runs the items' after-commit callbacks (RPC replies, acks). So no caller hears "OK", no
-// reader sees, and no agent gets a command for a change that is not yet durable.
+// in ONE SQLite transaction (group commit), and only then publishes the changed jobs (and the
+// queue, when admission changed) to JobSnapshots and their watchers, and hands the commands for
+// agents and the items' after-commit callbacks (RPC replies, acks) to the Outbox, whose thread
+// delivers them in order while the loop goes on. So no caller hears "OK", no reader sees, and
+// no agent gets a command for a change that is not yet durable.
 //
 // If a commit fails (a full disk, an I/O error), memory and disk disagree: the turn's effects are
 // dropped, its callers hear the error through their `refused` callbacks, and the core is rebuilt
@@ -24,8 +25,9 @@
 //
 // Memory (set_finished_job_cache_ms): a terminal job stays in the core, and in the snapshots,
 // for the cache time after its last change; then, once none of its replicas holds a node, the
-// core forgets it (Core::ForgetJob) and readers find it in the database (JobArchive). So the
-// core holds the live jobs and the recently ended ones, however many the database keeps.
+// core forgets it (Core::ForgetJob) and readers find it in the database (JobArchive); sooner,
+// oldest first, while more than set_finished_job_cache_jobs of them are held. So the core holds
+// the live jobs and some recently ended ones, however many the database keeps.
 //
 // Thread-safety: Post() may be called from any thread; everything else runs on the loop thread,
 // apart from Start() and Stop(), which the owner calls.
@@ -46,6 +48,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/latency_histogram.h"
 #include "scheduler/core.h"
+#include "server/outbox.h"
 #include "server/replica_tokens.h"
 #include "server/secret_env.h"
 #include "storage/store.h"
@@ -61,7 +64,8 @@ struct Turn {
   storage::Store& store;
   int64_t now;
   sched::Effects* fx;
-  // Run after the commit, on the loop thread, in order. Must not block.
+  // Run after the commit, on the Outbox's thread, in order (after the turn's commands). Must not
+  // block, and must not touch the core.
   std::vector<std::function<void()>>* after_commit;
   // API token rows to write in this turn's transaction.
   std::vector<storage::TokenRow>* tokens;
@@ -116,6 +120,9 @@ class ReconcileLoop {
   // Terminal jobs leave memory this long after their last change (0: at once). Set before
   // Start().
   void set_finished_job_cache_ms(int64_t ms) { finished_cache_ms_ = ms; }
+  // And at most this many terminal jobs stay: beyond it the oldest leave sooner. Set before
+  // Start().
+  void set_finished_job_cache_jobs(int64_t n) { finished_cache_jobs_ = n; }
   // The most jobs one turn forgets.
   static constexpr size_t kForgetBatch = 256;
   // The most jobs one turn deletes for retention.
@@ -147,7 +154,7 @@ class ReconcileLoop {
   // most) and removes their snapshots.
   void ForgetEnded(int64_t now);
   // Publishes `jobs` to the snapshots, with the queue's picture when admission changed.
-  void Publish(const std::vector<v1::Job>& jobs);
+  void Publish(std::vector<v1::Job> jobs);
 
   SecretRedactor redactor_;
   const ReplicaTokens* replica_tokens_ = nullptr;
@@ -161,6 +168,7 @@ class ReconcileLoop {
   const Clock clock_;
   int64_t retention_ms_ = 0;
   int64_t finished_cache_ms_ = 10 * 60'000;
+  int64_t finished_cache_jobs_ = 10'000;
 
   // Loop thread only.
   int64_t next_retention_ms_ = 0;
@@ -174,11 +182,17 @@ class ReconcileLoop {
   std::unordered_map<std::string, int64_t> ended_at_;
   // How long each turn took, on a steady clock.
   LatencyHistogram turns_;
+  // Jobs admitted, and the time spent in the scheduling passes (Core::Schedule: the admission
+  // pass and starting what it admitted) that admitted them.
+  uint64_t admitted_ = 0;
+  double admitting_seconds_ = 0;
 
   mutable absl::Mutex mu_;
   std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status write_status_ ABSL_GUARDED_BY(mu_);
+  // Delivers each committed turn's commands and callbacks; stopped after the loop's thread.
+  Outbox outbox_;
   std::thread thread_;
 };
 

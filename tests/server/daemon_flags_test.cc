@@ -139,6 +139,10 @@ TEST_CASE("every trainctld flag sets its field", "[daemon_flags]") {
   flags = ParseDaemonFlags(With({"--finished-job-cache", "1h30m"}));
   REQUIRE(flags.ok());
   CHECK(flags->finished_job_cache_ms == 90 * 60'000);
+  CHECK(flags->finished_job_cache_jobs == 10'000);
+  flags = ParseDaemonFlags(With({"--finished-job-cache-jobs", "0"}));
+  REQUIRE(flags.ok());
+  CHECK(flags->finished_job_cache_jobs == 0);
 }
 
 TEST_CASE("a bad trainctld command line is an error that says what to give", "[daemon_flags]") {
@@ -165,6 +169,8 @@ TEST_CASE("a bad trainctld command line is an error that says what to give", "[d
        "\"forever\""},
       {With({"--finished-job-cache", "31d"}),
        "--finished-job-cache must be a duration between 0s and 30d, e.g. 10m, got \"31d\""},
+      {With({"--finished-job-cache-jobs", "-1"}),
+       "--finished-job-cache-jobs must be a whole number from 0 to 10000000, got \"-1\""},
       {With({"--http-listen", "7080"}),
        "--http-listen must be HOST:PORT (port 0..65535) or off, got \"7080\""},
       {With({"--http-listen", "127.0.0.1:99999"}),

@@ -97,7 +97,8 @@ class Fixture {
  public:
   // `retention_ms` > 0: ReconcileLoop::set_job_retention_ms. Jobs leave memory
   // `finished_cache_ms` after they ended; the snapshots read the others from the database.
-  explicit Fixture(int64_t retention_ms = 0, int64_t finished_cache_ms = 10 * 60'000) {
+  explicit Fixture(int64_t retention_ms = 0, int64_t finished_cache_ms = 10 * 60'000,
+                   int64_t finished_cache_jobs = 10'000) {
     char tmpl[] = "/tmp/trainctl-loop-XXXXXX";
     dir_ = mkdtemp(tmpl);
     auto store = storage::Store::Open(db_path(), testing::FaultyVfs::Name());
@@ -120,6 +121,7 @@ class Fixture {
         });
     loop->set_job_retention_ms(retention_ms);
     loop->set_finished_job_cache_ms(finished_cache_ms);
+    loop->set_finished_job_cache_jobs(finished_cache_jobs);
     loop->Start();
   }
   ~Fixture() {
@@ -399,6 +401,38 @@ TEST_CASE("a job that ended leaves memory after the cache time, and is read from
   REQUIRE(f.snapshots.List(queued, f.now_ms)->jobs_size() == 1);
   CHECK(f.snapshots.List(queued, f.now_ms)->jobs(0).id() == live);
   CHECK(CommittedState(f.db_path(), ended) == v1::JOB_STATE_CANCELLED);
+}
+
+TEST_CASE("beyond the count of ended jobs memory holds, the oldest leave before the cache time") {
+  Fixture f(/*retention_ms=*/0, /*finished_cache_ms=*/10 * 60'000, /*finished_cache_jobs=*/2);
+  std::vector<std::string> ended;
+  std::string live;
+  for (int i = 0; i < 4; ++i) {
+    absl::Notification made;
+    f.loop->Post([&](Turn& t) {
+      ended.push_back((*t.core.SubmitJob(OneReplica(), t.now, t.fx))->id);
+      (void)t.core.CancelJob(ended.back(), t.now, t.fx);
+      if (i == 0) live = (*t.core.SubmitJob(OneReplica(), t.now, t.fx))->id;
+      t.after_commit->push_back([&] { made.Notify(); });
+    });
+    REQUIRE(made.WaitForNotificationWithTimeout(absl::Seconds(10)));
+    f.now_ms += 1000;  // each ends a second after the one before
+  }
+  // Long before the cache time: the two that ended first left, the two last and the live job
+  // stay.
+  REQUIRE(Eventually([&] { return !CoreHolds(f, ended[1]); }));
+  CHECK(!CoreHolds(f, ended[0]));
+  CHECK(!f.snapshots.Holds(ended[0]));
+  CHECK(CoreHolds(f, ended[2]));
+  CHECK(CoreHolds(f, ended[3]));
+  CHECK(f.snapshots.Holds(ended[3]));
+  CHECK(CoreHolds(f, live));
+  // Readers still find every one.
+  for (const std::string& id : ended) {
+    absl::StatusOr<v1::Job> got = f.snapshots.Get(id, f.now_ms);
+    REQUIRE(got.ok());
+    CHECK(got->state() == v1::JOB_STATE_CANCELLED);
+  }
 }
 
 }  // namespace
