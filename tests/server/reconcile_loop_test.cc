@@ -9,12 +9,14 @@
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <set>
 
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "server/agent_registry.h"
 #include "server/job_snapshots.h"
 #include "server/state_load.h"
@@ -23,6 +25,31 @@
 
 namespace trainctl::server {
 namespace {
+
+// A one-shot signal from the loop's or the outbox's thread to the test's that ThreadSanitizer
+// sees through (LoopSignal's fast path is an atomic of Debian's uninstrumented Abseil, so
+// in the TSan build what the loop wrote before it notified looked unsynchronized).
+class LoopSignal {
+ public:
+  void Notify() {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+    cv_.notify_all();
+  }
+  bool WaitForNotificationWithTimeout(absl::Duration timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout), [this] { return done_; });
+  }
+  bool HasBeenNotified() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return done_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+};
 
 // The state of job `id` in the database as another connection sees it; -1 when it has no row.
 int CommittedState(const std::string& db_path, const std::string& id) {
@@ -156,7 +183,7 @@ class Fixture {
 
 TEST_CASE("a job is readable as soon as its create is answered") {
   Fixture f;
-  absl::Notification answered;
+  LoopSignal answered;
   std::string id;
   bool readable = false;
   f.Submit([&](absl::StatusOr<std::string> job_id) {
@@ -175,7 +202,7 @@ TEST_CASE("commands for agents leave only after the commit that decided them") {
   auto channel = std::make_shared<RecordingChannel>(f.db_path());
   REQUIRE(f.registry.Attach("node-a", channel, "instance-1").ok());
   f.loop->Post([](Turn& t) { t.core.AgentRegistered(NodeA(), t.now, t.fx); });
-  absl::Notification answered;
+  LoopSignal answered;
   f.Submit([&](const absl::StatusOr<std::string>&) { answered.Notify(); });
   REQUIRE(answered.WaitForNotificationWithTimeout(absl::Seconds(10)));
   // The submit's turn placed the job: its launch went out with the job already PENDING on disk.
@@ -186,7 +213,7 @@ TEST_CASE("commands for agents leave only after the commit that decided them") {
 
 // Waits (with a deadline) for a submit's outcome.
 absl::StatusOr<std::string> SubmitAndWait(Fixture& f) {
-  absl::Notification answered;
+  LoopSignal answered;
   absl::StatusOr<std::string> outcome = absl::InternalError("no answer");
   f.Submit([&](absl::StatusOr<std::string> id) {
     outcome = std::move(id);
@@ -228,7 +255,7 @@ TEST_CASE("after a failed commit changes are refused and reads answered until a 
   CHECK(SubmitAndWait(f).status().code() == absl::StatusCode::kUnavailable);
 
   // The core was rebuilt from the database: the first job is there, the refused one is not.
-  absl::Notification read;
+  LoopSignal read;
   size_t jobs = 0;
   f.loop->PostRead(
       [&](Turn& t) {
@@ -270,7 +297,7 @@ TEST_CASE("Stop finishes the work already posted, answering each") {
 
 TEST_CASE("time limits are checked on the loop's clock") {
   Fixture f;
-  absl::Notification answered;
+  LoopSignal answered;
   std::string id;
   f.loop->Post([&](Turn& t) {
     v1::JobSpec spec = OneReplica();
@@ -280,7 +307,7 @@ TEST_CASE("time limits are checked on the loop's clock") {
   });
   REQUIRE(answered.WaitForNotificationWithTimeout(absl::Seconds(10)));
   f.now_ms += 61'000;  // no node: the job waits past its queue timeout
-  absl::Notification failed;
+  LoopSignal failed;
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
   while (absl::Now() < deadline && !failed.HasBeenNotified()) {
     if (f.snapshots.Get(id, f.now_ms)->state() == v1::JOB_STATE_FAILED) failed.Notify();
@@ -306,7 +333,7 @@ TEST_CASE("retention deletes the jobs that ended longer ago, in batches, and no 
   const int kEnded = 2 * ReconcileLoop::kRetentionBatch + 5;
   std::vector<std::string> ended, late;
   std::string live;
-  absl::Notification made;
+  LoopSignal made;
   f.loop->Post([&](Turn& t) {
     for (int i = 0; i < kEnded; ++i) {
       const std::string id = (*t.core.SubmitJob(OneReplica(), t.now, t.fx))->id;
@@ -318,7 +345,7 @@ TEST_CASE("retention deletes the jobs that ended longer ago, in batches, and no 
   });
   REQUIRE(made.WaitForNotificationWithTimeout(absl::Seconds(10)));
   f.now_ms += kHourMs / 2;
-  absl::Notification made_late;
+  LoopSignal made_late;
   f.loop->Post([&](Turn& t) {
     const std::string id = (*t.core.SubmitJob(OneReplica(), t.now, t.fx))->id;
     (void)t.core.CancelJob(id, t.now, t.fx);
@@ -348,7 +375,7 @@ TEST_CASE("retention deletes the jobs that ended longer ago, in batches, and no 
 
 // Whether the loop's core holds job `id`, asked in a turn.
 bool CoreHolds(Fixture& f, const std::string& id) {
-  absl::Notification asked;
+  LoopSignal asked;
   bool holds = false;
   f.loop->PostRead(
       [&](Turn& t) {
@@ -364,7 +391,7 @@ TEST_CASE("a job that ended leaves memory after the cache time, and is read from
   constexpr int64_t kCacheMs = 10 * 60'000;
   Fixture f(/*retention_ms=*/0, kCacheMs);
   std::string ended, live;
-  absl::Notification made;
+  LoopSignal made;
   f.loop->Post([&](Turn& t) {
     ended = (*t.core.SubmitJob(OneReplica(), t.now, t.fx))->id;
     (void)t.core.CancelJob(ended, t.now, t.fx);
@@ -408,7 +435,7 @@ TEST_CASE("beyond the count of ended jobs memory holds, the oldest leave before 
   std::vector<std::string> ended;
   std::string live;
   for (int i = 0; i < 4; ++i) {
-    absl::Notification made;
+    LoopSignal made;
     f.loop->Post([&](Turn& t) {
       ended.push_back((*t.core.SubmitJob(OneReplica(), t.now, t.fx))->id);
       (void)t.core.CancelJob(ended.back(), t.now, t.fx);
