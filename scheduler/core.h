@@ -75,6 +75,9 @@ class Core {
   // Register re-adopts the replicas it still runs. REQUIRES: called once, before any input.
   void Restore(std::vector<Job> jobs, std::vector<Node> nodes, const std::vector<ReplicaRun>& runs,
                std::vector<v1::Quota> quotas = {});
+  // The latest creation time of any stored job, loaded or not: new jobs are created after it,
+  // so their ids (which begin with the creation time) never repeat a stored job's.
+  void RestoreLastCreate(int64_t ms) { jobs_.NoteCreated(FromMs(ms)); }
 
   // --- Inputs from API callers -------------------------------------------------------------
   // Returned jobs stay valid until the next input.

@@ -9,6 +9,7 @@
 // Thread-safety: none; owned by the core.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <random>
@@ -41,6 +42,9 @@ class JobTable {
   // A creation time at or after `now`, later than every earlier one: submission order is exact
   // even for jobs submitted within one millisecond.
   absl::Time NextCreateTime(absl::Time now);
+  // A job created at `t` exists (in the database, perhaps not here): later creation times, and
+  // so later ids, come after it even if the clock stepped back.
+  void NoteCreated(absl::Time t) { last_create_ = std::max(last_create_, t); }
   // REQUIRES: job.id is new.
   Job* Insert(Job job);
 

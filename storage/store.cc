@@ -226,6 +226,14 @@ absl::StatusOr<Snapshot> Store::Load(int64_t ended_since_ms) {
       return absl::OkStatus();
     }));
   }
+  {
+    Statement st(db_, "SELECT MAX(create_ms) FROM jobs");  // through jobs_by_age
+    TC_RETURN_IF_ERROR(st.status());
+    TC_RETURN_IF_ERROR(ForEachRow(st, [&](Statement& row) -> absl::Status {
+      if (!row.IsNull(0)) snap.last_create_ms = row.Int(0);
+      return absl::OkStatus();
+    }));
+  }
   std::sort(snap.jobs.begin(), snap.jobs.end(), [](const v1::Job& a, const v1::Job& b) {
     const int64_t ta = TimestampToMs(a.create_time()), tb = TimestampToMs(b.create_time());
     return ta != tb ? ta < tb : a.id() < b.id();

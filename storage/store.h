@@ -53,6 +53,8 @@ struct Snapshot {
   std::vector<TokenRow> tokens;
   // Fingerprints of certificates revoked for nodes since deleted (a live node's are in its row).
   std::vector<std::string> revoked_certificates;
+  // The latest creation time of any job the database holds, loaded or not (0: none).
+  int64_t last_create_ms = 0;
 };
 
 // Everything one reconcile-loop turn changed.

@@ -63,6 +63,15 @@ TEST_CASE("JobTable: ids are j- and 10 lowercase characters, repeatable from a s
   CHECK(seen.size() == 100);
 }
 
+TEST_CASE("JobTable: a job the database holds keeps later creation times, and ids, after it") {
+  JobTable jobs(3);
+  // A restarted daemon whose clock stepped back behind a job it no longer holds in memory.
+  jobs.NoteCreated(kT0 + absl::Hours(1));
+  jobs.NoteCreated(kT0);  // an older one changes nothing
+  const absl::Time t = jobs.NextCreateTime(kT0);
+  CHECK(t == kT0 + absl::Hours(1) + absl::Milliseconds(1));
+}
+
 TEST_CASE("JobTable: ids sort as their creation times do") {
   JobTable jobs(7);
   // Milliseconds since 2020 in base 36, digits first.

@@ -182,6 +182,26 @@ TEST_CASE("a committed batch survives closing and reopening the database") {
   CHECK((*archive)->ListEvents({"", "", "", 0, 10, "bob"})->empty());
 }
 
+TEST_CASE("a load tells the latest creation time of every stored job, loaded or not") {
+  TempDir dir;
+  const std::string db = dir.path + "/trainctl.db";
+  auto store = Store::Open(db);
+  REQUIRE(store.ok());
+  CHECK((*store)->Load()->last_create_ms == 0);  // no job yet
+  Batch b;
+  b.jobs.push_back(MakeJob("j-live", 5000));
+  v1::Job ended = MakeJob("j-ended", 9000);  // the latest, ended long ago: not loaded
+  ended.set_state(v1::JOB_STATE_SUCCEEDED);
+  *ended.mutable_update_time() = MsToTimestamp(9500);
+  b.jobs.push_back(ended);
+  REQUIRE((*store)->Commit(b).ok());
+  auto snap = (*store)->Load(/*ended_since_ms=*/100'000);
+  REQUIRE(snap.ok());
+  REQUIRE(snap->jobs.size() == 1);
+  CHECK(snap->jobs[0].id() == "j-live");
+  CHECK(snap->last_create_ms == 9000);
+}
+
 TEST_CASE("tokens round-trip, oldest first, and are replaced by id") {
   TempDir dir;
   const std::string db = dir.path + "/trainctl.db";
