@@ -8,13 +8,16 @@
 //   heartbeats  30 s of idle agents: trainctld's CPU per heartbeat, and per second per 1,000 hosts;
 //   admission   50 projects, each with a quota of one running job and a job that runs all along,
 //               and 10,000 jobs queued behind them; the quotas open, and the time until every
-//               one of those jobs launched gives the admission decisions per second with 10,000
-//               queued;
-//   placement   the other jobs (TRAINCTL_BENCH_JOBS in all, default 100,000) submitted from 8
-//               threads, of 1 to 64 replicas (mostly small), priorities 0/50/100, across the 50
-//               projects: placed replicas per second from the first submit to the last launch;
-// and prints trainctld's RSS at the end and its reconcile loop's turn latencies (the summary
-// trainctld logs when it stops).
+//               one of those jobs launched gives the admissions per second end to end with
+//               10,000 queued;
+//   placement   the other jobs (TRAINCTL_BENCH_JOBS in all, default 100,000) submitted from
+//               TRAINCTL_BENCH_SUBMITTERS threads (default 32: each waits for its answer, a turn
+//               or two, so 8 left trainctld waiting for work), of 1 to 64 replicas (mostly
+//               small), priorities 0/50/100, across the 50 projects: placed replicas per second
+//               from the first submit to the last launch;
+// each phase with the CPU time of trainctld and of this process; and trainctld's RSS at the end,
+// its reconcile loop's turn latencies and the time its scheduling passes took to admit the jobs
+// (the summaries trainctld logs when it stops).
 //
 //   build/bin/bench_scale
 //   TRAINCTL_BENCH_AGENTS=200 TRAINCTL_BENCH_JOBS=20000 build/bin/bench_scale   # a short run
