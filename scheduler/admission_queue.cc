@@ -242,7 +242,6 @@ bool AdmissionQueue::IsStockout(const Job& job, const std::vector<ReplicaDemand>
     stockout_since_.erase(job.id);
     return false;
   }
-  const std::vector<NodeFree> idle = nodes.IdleNodes();
   auto [it, inserted] = stockout_since_.insert({job.id, now});
   const absl::Time deadline = it->second + absl::Milliseconds(job.policy.placement_timeout_ms);
   if (now < deadline) {
@@ -250,7 +249,8 @@ bool AdmissionQueue::IsStockout(const Job& job, const std::vector<ReplicaDemand>
     return true;
   }
   stockout_since_.erase(it);
-  plan->stockouts.push_back({job.id, idle.empty() ? "no node is connected and READY" : missing});
+  plan->stockouts.push_back(
+      {job.id, nodes.IdleNodes().empty() ? "no node is connected and READY" : missing});
   return true;
 }
 

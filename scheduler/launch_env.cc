@@ -47,26 +47,11 @@ constexpr int kTfClusterPools = 3;
 
 }  // namespace
 
-LocalRanks LocalRanksOf(const Job& job, int replica_index) {
-  const Replica& self = job.replicas[replica_index];
-  LocalRanks out;
-  // Replicas are in rank order, so each node's first replica in the list has its lowest rank.
-  std::vector<std::string> nodes;
-  for (const Replica& r : job.replicas) {
-    if (std::find(nodes.begin(), nodes.end(), r.node) == nodes.end()) nodes.push_back(r.node);
-    if (r.node != self.node) continue;
-    if (r.rank < self.rank) ++out.local_rank;
-    ++out.local_world_size;
-  }
-  out.node_rank =
-      static_cast<int32_t>(std::find(nodes.begin(), nodes.end(), self.node) - nodes.begin());
-  out.nodes = static_cast<int32_t>(nodes.size());
-  return out;
-}
-
 namespace {
 
-// Every replica's LocalRanksOf at once, in O(replicas log replicas).
+// Every replica's host-local ranks (LocalRanksOf) at once, in O(replicas log replicas). Replicas
+// are in rank order, so each node's first replica in the list has its lowest rank: nodes are
+// numbered in the order their first replicas come.
 std::vector<LocalRanks> AllLocalRanks(const Job& job) {
   struct OnNode {
     int32_t node_rank = 0;
@@ -134,6 +119,10 @@ std::string TfConfigJson(const Job& job, int replica_index, const GangView& view
 }
 
 }  // namespace
+
+LocalRanks LocalRanksOf(const Job& job, int replica_index) {
+  return AllLocalRanks(job)[replica_index];
+}
 
 GangView GangViewOf(const Job& job, const std::map<std::string, Node>& nodes) {
   GangView view;
