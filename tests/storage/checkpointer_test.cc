@@ -1,5 +1,5 @@
-// The store's Checkpointer: commits no longer checkpoint the write-ahead log, the checkpointer's
-// thread does, and the committed rows are in the database file once it has.
+// The store's Checkpointer: its thread copies the write-ahead log into the database file beside
+// the commits, and beside a writer that never pauses the log still starts over.
 #include "storage/checkpointer.h"
 
 #include <sys/stat.h>
@@ -31,24 +31,30 @@ void CommitEvents(Store& store, int first, int n) {
   }
 }
 
+// A new database at `db`.
+std::unique_ptr<Store> OpenStore(const std::string& db) {
+  auto store = Store::Open(db);
+  REQUIRE(store.ok());
+  return *std::move(store);
+}
+
 TEST_CASE("the checkpointer copies the write-ahead log before the commits' own checkpoint") {
   TempDir dir;
   const std::string db = dir.path + "/trainctl.db";
-  auto store = Store::Open(db);
-  REQUIRE(store.ok());
+  std::unique_ptr<Store> store = OpenStore(db);
   // An interval that never comes in the test: only CheckpointNow checkpoints.
   auto checkpointer = Checkpointer::Start(db, "", absl::Hours(1));
   REQUIRE(checkpointer.ok());
   const int64_t db_size = FileSize(db);
   // Below SQLite's own checkpoint at 1,000 pages (each commit writes a few): the pages are in
   // the log only.
-  CommitEvents(**store, 0, 50);
+  CommitEvents(*store, 0, 50);
   CHECK(FileSize(db) == db_size);
   REQUIRE((*checkpointer)->CheckpointNow().ok());
   CHECK((*checkpointer)->checkpoints() == 1);
   CHECK(FileSize(db) > db_size + 50 * 2048);
   checkpointer->reset();
-  store->reset();
+  store.reset();
   // A clean close leaves the database whole and no log.
   CHECK(FileSize(db + "-wal") == -1);
   auto archive = JobArchive::Open(db);
@@ -61,11 +67,10 @@ TEST_CASE("the checkpointer copies the write-ahead log before the commits' own c
 TEST_CASE("with a checkpointer beside a writer that never pauses, the log stays bounded") {
   TempDir dir;
   const std::string db = dir.path + "/trainctl.db";
-  auto store = Store::Open(db);
-  REQUIRE(store.ok());
-  REQUIRE((*store)->StartCheckpointer(absl::Milliseconds(1)).ok());
+  std::unique_ptr<Store> store = OpenStore(db);
+  REQUIRE(store->StartCheckpointer(absl::Milliseconds(1)).ok());
   // 6,000 pages in commits back to back: the log is started over, not grown to hold them all.
-  CommitEvents(**store, 0, 6000);
+  CommitEvents(*store, 0, 6000);
   CHECK(FileSize(db + "-wal") < 3000 * 4096);
   CHECK(FileSize(db) > 5000 * 4096);
 }
@@ -73,12 +78,11 @@ TEST_CASE("with a checkpointer beside a writer that never pauses, the log stays 
 TEST_CASE("the checkpointer's thread checkpoints every interval") {
   TempDir dir;
   const std::string db = dir.path + "/trainctl.db";
-  auto store = Store::Open(db);
-  REQUIRE(store.ok());
+  std::unique_ptr<Store> store = OpenStore(db);
   auto checkpointer = Checkpointer::Start(db, "", absl::Milliseconds(10));
   REQUIRE(checkpointer.ok());
   const int64_t db_size = FileSize(db);
-  CommitEvents(**store, 0, 20);
+  CommitEvents(*store, 0, 20);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while ((*checkpointer)->checkpoints() == 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
