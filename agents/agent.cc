@@ -14,6 +14,7 @@
 #include "agents/report_journal.h"
 #include "agents/run_cgroup.h"
 #include "agents/spawn.h"
+#include "common/agent_protocol.h"
 #include "spdlog/spdlog.h"
 
 namespace trainctl::agent {
@@ -106,6 +107,7 @@ Agent::Agent(Options options)
         launcher_options.shim_path = options_.shim_path;
         launcher_options.progress_interval = options_.progress_interval;
         launcher_options.inject_launch_failures = options_.inject_launch_failures;
+        launcher_options.alive = options_.alive;
         // The launcher logs which controllers runs are isolated by, and which not.
         launcher_options.cgroups = RunCgroups::Detect(CgroupName(options_));
         launcher_options.gpu_inventory = options_.gpu_devices;
@@ -140,7 +142,10 @@ Agent::Agent(Options options)
         }
         return launcher_options;
       }()) {
-  spdlog::info("checks: {}", absl::StrJoin(check_config_, ", ", absl::PairFormatter(": ")));
+  {
+    absl::MutexLock lock(&mu_);
+    spdlog::info("checks: {}", absl::StrJoin(check_config_, ", ", absl::PairFormatter(": ")));
+  }
   // Reports an earlier agent could not deliver come first, in their order; the runs whose exits
   // they hold are only forgotten by the adoption below.
   std::set<std::string> journaled_exits;
@@ -279,7 +284,9 @@ void Agent::Run() {
     // Refused for who it is (a certificate for another node, a revoked one): retrying soon
     // changes nothing until an operator acts, so wait the longest backoff.
     const grpc::StatusCode code = outcome.status.error_code();
-    if (code == grpc::StatusCode::PERMISSION_DENIED || code == grpc::StatusCode::UNAUTHENTICATED) {
+    // So is one for the protocol it speaks (an agent newer or older than trainctld accepts).
+    if (code == grpc::StatusCode::PERMISSION_DENIED || code == grpc::StatusCode::UNAUTHENTICATED ||
+        (code == grpc::StatusCode::FAILED_PRECONDITION && !outcome.registered)) {
       backoff = options_.max_backoff;
       spdlog::error("the scheduler at {} refused this agent: {}", options_.scheduler,
                     outcome.status.error_message());
@@ -305,6 +312,15 @@ void Agent::Run() {
   spdlog::info("agent stopped");
 }
 
+void Agent::SetHostChecks(HostCheckConfig host) {
+  host.cache.path = checker_.host().cache.path;
+  NodeCheckConfig described = checker_.config();
+  described.host = host;
+  checker_.SetHost(std::move(host));
+  absl::MutexLock lock(&mu_);
+  check_config_ = DescribeCheckConfig(described);
+}
+
 void Agent::SleepUnlessStopped(absl::Duration d) {
   absl::MutexLock lock(&mu_);
   auto stopped = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopped_; };
@@ -324,10 +340,11 @@ trainctl::v1::AgentMessage Agent::StartStream() {
   reg.mutable_labels()->insert(options_.labels.begin(), options_.labels.end());
   for (const trainctl::v1::GpuDevice& d : options_.gpu_devices) *reg.add_gpu_devices() = d;
   reg.set_agent_version(kVersion);
+  reg.set_protocol_version(kAgentProtocolVersion);
   reg.set_agent_instance(instance_);
-  reg.mutable_config()->insert(check_config_.begin(), check_config_.end());
 
   absl::MutexLock lock(&mu_);
+  reg.mutable_config()->insert(check_config_.begin(), check_config_.end());
   if (startup_run_) *reg.mutable_startup() = *startup_run_;
   reports_.RestartStream();
   outbox_.clear();

@@ -146,6 +146,9 @@ class Agent {
     NodeCheckConfig checks;
     // The host as the check items see it; null: the real one (RealHostProbe). For tests.
     std::shared_ptr<const HostProbe> probe;
+    // Called on every pass of the loop that watches the replicas (the launcher's monitor),
+    // connected to the scheduler or not: the agent's watchdog. Optional.
+    std::function<void()> alive;
   };
 
   static constexpr char kVersion[] = "0.1.0";
@@ -167,6 +170,11 @@ class Agent {
   // makes Run() return. Replicas keep running. Blocks until then (Run() itself may still be
   // finishing).
   void Shutdown(absl::Duration ack_wait) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Replaces the host check items' thresholds (the paths and minimums of --check-*, and
+  // --infiniband) for every later check run, and in Register.config from the next registration
+  // on. The cache item's path stays the work dir.
+  void SetHostChecks(HostCheckConfig host) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Stops accepting launches, stops every replica (SIGTERM, SIGKILL after `grace`) and waits
   // until they are reaped and their exits reported (queued for the scheduler).
@@ -230,9 +238,10 @@ class Agent {
   // Constant after construction.
   const Options options_;
   const std::string instance_;
-  const NodeChecker checker_;
-  // Register.config.
-  const std::map<std::string, std::string> check_config_;
+  // Thread-safe; its host thresholds change at SetHostChecks.
+  NodeChecker checker_;
+  // Register.config; SetHostChecks replaces it.
+  std::map<std::string, std::string> check_config_ ABSL_GUARDED_BY(mu_);
   // Used by the worker thread's preflights; thread-safe itself.
   PreflightCache preflight_cache_;
 

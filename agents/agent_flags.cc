@@ -9,12 +9,15 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <set>
 #include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/config_file.h"
 #include "common/flags.h"
+#include "common/logging.h"
 #include "common/names.h"
 #include "common/net_address.h"
 #include "common/status_macros.h"
@@ -82,6 +85,14 @@ using Kind = FlagSpec::Kind;
 // help states them.
 std::vector<FlagGroup> AgentFlagGroups() {
   return {
+      {"Configuration file (its keys are the flags below, without \"--\"):",
+       {{"config", 0, Kind::kValue, "FILE", "",
+         "read settings from FILE, a YAML mapping such as /etc/trainctl/agent.yaml; flags given "
+         "here override it. SIGHUP re-reads it: log-level and the host check thresholds "
+         "(--check-*, --infiniband) apply at once, other changes at the next start"},
+        {"print-config", 0, Kind::kBool, "", "",
+         "print the effective configuration (the file, the flags and the defaults) as a config "
+         "file, and exit"}}},
       {"Required:",
        {{"scheduler", 0, Kind::kValue, "HOST:PORT", "",
          "address of the scheduler's agent endpoint"},
@@ -311,6 +322,12 @@ std::string AgentUsage() {
 
 namespace {
 
+using Setter = std::function<absl::Status(const std::string& flag, const std::string& value)>;
+
+// Sets `*out` from the flags `parsed` holds and checks the result.
+absl::Status SetAndCheck(const ParsedArgs& parsed, const std::vector<FlagSpec>& specs,
+                         const std::map<std::string, Setter>& setters, AgentFlags* out);
+
 // The --tls-* flags go together, and a scheduler off loopback needs them or the escape hatch.
 absl::Status CheckTransportSecurity(const AgentFlags& flags) {
   const int given = !flags.tls_ca.empty() + !flags.tls_cert.empty() + !flags.tls_key.empty();
@@ -336,7 +353,6 @@ absl::Status CheckTransportSecurity(const AgentFlags& flags) {
 
 absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args) {
   AgentFlags flags;
-  using Setter = std::function<absl::Status(const std::string& flag, const std::string& value)>;
   auto text = [](std::string* out) -> Setter {
     return [out](const std::string&, const std::string& value) {
       *out = value;
@@ -472,20 +488,42 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
     return flags;
   }
   if (!status.ok()) return Reword(parsed.error());
+  // Flags that are actions of one run, not settings: a config file cannot set them.
+  static const std::set<std::string> kNotKeys = {"config",      "print-config",  "help",
+                                                 "check",       "stop-replicas", "stop-grace",
+                                                 "gpus-needed", "hostnames"};
+  TC_ASSIGN_OR_RETURN(const ConfiguredArgs configured,
+                      WithConfigFile(parsed, args, specs, kNotKeys, "config"));
+  flags.config_path = parsed.Get("config");
+  flags.print_config = parsed.GetBool("print-config");
+  absl::Status valid = SetAndCheck(configured.parsed, specs, setters, &flags);
+  if (!valid.ok()) return configured.Attribute(valid);
+  return flags;
+}
+
+namespace {
+
+absl::Status SetAndCheck(const ParsedArgs& parsed, const std::vector<FlagSpec>& specs,
+                         const std::map<std::string, Setter>& setters, AgentFlags* out) {
+  AgentFlags& flags = *out;
   for (const FlagSpec& spec : specs) {
-    if (spec.name == "help" || !parsed.IsSet(spec.name)) continue;
+    if (spec.name == "help" || spec.name == "config" || spec.name == "print-config" ||
+        !parsed.IsSet(spec.name)) {
+      continue;
+    }
     const std::string flag = absl::StrCat("--", spec.name);
     auto it = setters.find(flag);
     if (it == setters.end()) return absl::InternalError(absl::StrCat(flag, " has no setter"));
     TC_RETURN_IF_ERROR(it->second(flag, parsed.Get(spec.name)));
   }
   flags.checks.host.cache.path = flags.work_dir;
+  TC_RETURN_IF_ERROR(CheckLogLevel(flags.log_level));
   if (flags.check || flags.stop_replicas) {
     if (flags.check && flags.stop_replicas) {
       return absl::InvalidArgumentError("--check and --stop-replicas cannot be combined");
     }
     if (flags.work_dir.empty()) return absl::InvalidArgumentError("--work-dir is required");
-    return flags;
+    return absl::OkStatus();
   }
   if (parsed.IsSet("stop-grace")) {
     return absl::InvalidArgumentError("--stop-grace is only valid with --stop-replicas");
@@ -499,8 +537,9 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
     if (value->empty()) return absl::InvalidArgumentError(absl::StrCat(flag, " is required"));
   }
   if (absl::Status s = ValidateNodeName(flags.node); !s.ok()) return s;
-  TC_RETURN_IF_ERROR(CheckTransportSecurity(flags));
-  return flags;
+  return CheckTransportSecurity(flags);
 }
+
+}  // namespace
 
 }  // namespace trainctl::agent

@@ -28,6 +28,10 @@ struct AgentFlags {
   // -h/--help was given; nothing else is validated, and errors in the arguments after it are
   // ignored.
   bool help = false;
+  // --config FILE: the file the settings were read from, if any (SIGHUP re-reads it).
+  std::string config_path;
+  // --print-config: the caller prints AgentConfigText (agent_config.h) and exits.
+  bool print_config = false;
   // Required.
   std::string scheduler;
   std::string node;
@@ -81,7 +85,9 @@ struct AgentFlags {
   NodeCheckConfig checks;
 };
 
-// Parses the arguments after the program name with common/flags.h: "--flag value",
+// Parses the arguments after the program name, under the config file of --config FILE if given
+// (common/config_file.h: flags override the file; an error about a value from the file names the
+// file, its line and the key), with common/flags.h: "--flag value",
 // "--flag=value"; a bool flag alone or as "--flag=false"; -h for --help. The last value of a flag
 // given twice wins. INVALID_ARGUMENT naming the flag for an unknown flag, a missing or malformed
 // value, or a missing required flag. --check needs only --work-dir.

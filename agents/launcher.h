@@ -108,6 +108,9 @@ class ProcessLauncher {
     std::string shim_path;
     // How often resident memory is compared with memory limits.
     absl::Duration memory_check_interval = absl::Milliseconds(250);
+    // Called by the monitor thread on every pass, which then comes at least every 500 ms, idle or
+    // not: the agent's watchdog (common/watchdog.h). Optional.
+    std::function<void()> alive;
     // How often progress files and checkpoint directories are looked at.
     absl::Duration progress_interval = absl::Seconds(1);
     // Base environment of every process, "NAME=VALUE"; empty means the agent's own.

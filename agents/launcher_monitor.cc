@@ -27,6 +27,8 @@ namespace {
 // Exited runs kept in memory (for idempotent Launch and exact ReadLog); older ones are forgotten.
 constexpr size_t kMaxExitedRuns = 4096;
 constexpr int kMaxEvents = 64;
+// With Options::alive, the monitor passes at least this often.
+constexpr absl::Duration kAlivePass = absl::Milliseconds(500);
 
 std::string DescribeEnd(const ShimStatus& status) {
   if (status.signal != 0) {
@@ -43,6 +45,7 @@ void ProcessLauncher::MonitorLoop() {
   absl::Time next_progress_check = absl::Now() + options_.progress_interval;
   epoll_event events[kMaxEvents];
   while (true) {
+    if (options_.alive) options_.alive();
     const int timeout_ms = NextTimeoutMs(next_memory_check, next_progress_check);
     const int n = epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
     if (n < 0 && errno != EINTR) {
@@ -98,6 +101,8 @@ int ProcessLauncher::NextTimeoutMs(absl::Time next_memory_check, absl::Time next
       if (options_.on_progress) wake = std::min(wake, next_progress_check);
     }
   }
+  // The watchdog wants a pass at least every kAlivePass, idle or not.
+  if (options_.alive) wake = std::min(wake, absl::Now() + kAlivePass);
   if (wake == absl::InfiniteFuture()) return -1;  // Idle: nothing to do until an event.
   const int64_t ms =
       absl::ToInt64Milliseconds(absl::Ceil(wake - absl::Now(), absl::Milliseconds(1)));

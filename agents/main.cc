@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agents/agent.h"
+#include "agents/agent_config.h"
 #include "agents/agent_flags.h"
 #include "agents/check_program.h"
 #include "agents/gpu_inventory.h"
@@ -30,6 +32,7 @@
 #include "common/logging.h"
 #include "common/pem_file.h"
 #include "common/status_macros.h"
+#include "common/watchdog.h"
 #include "spdlog/spdlog.h"
 
 namespace trainctl::agent {
@@ -170,11 +173,15 @@ int StopReplicas(const AgentFlags& flags) {
 }
 
 int Main(int argc, char** argv) {
-  absl::StatusOr<AgentFlags> flags =
-      ParseAgentFlags(std::vector<std::string>(argv + 1, argv + argc));
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  absl::StatusOr<AgentFlags> flags = ParseAgentFlags(args);
   if (!flags.ok()) return Fail(2, std::string(flags.status().message()));
   if (flags->help) {
     std::fputs(AgentUsage().c_str(), stdout);
+    return 0;
+  }
+  if (flags->print_config) {
+    std::fputs(AgentConfigText(*flags).c_str(), stdout);
     return 0;
   }
   if (absl::Status s = SetupLogging("trainctl-agent", flags->log_level); !s.ok()) {
@@ -205,7 +212,12 @@ int Main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // The replica monitor's proof of life (it runs connected to the scheduler or not): systemd's
+  // watchdog pings, and a log line when it stalls. It outlives the agent, which calls it.
+  Watchdog watchdog(Watchdog::FromSystemd("replica monitor", absl::Seconds(30)));
+  options->alive = watchdog.AliveCallback();
 
   spdlog::info(
       "trainctl-agent {} starting: node {}, address {}, work dir {}, {} CPUs, {} MiB, "
@@ -219,12 +231,22 @@ int Main(int argc, char** argv) {
         options->scheduler);
   }
   Agent agent(*std::move(options));
+  AgentReloader config(args, *flags, &agent);
   std::thread waiter([&] {
     int sig = 0;
-    sigwait(&signals, &sig);
+    for (;;) {
+      sigwait(&signals, &sig);
+      if (sig != SIGHUP) break;
+      sd_notify(0, "RELOADING=1");
+      config.Reload();
+      sd_notify(0, "READY=1");
+    }
     spdlog::info("received {}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    sd_notify(0, "STOPPING=1");
     agent.Shutdown(kAckWait);
   });
+  // Type=notify: the agent has taken over the replicas of the last one and runs.
+  sd_notify(0, "READY=1");
   agent.Run();
   waiter.join();
   return 0;

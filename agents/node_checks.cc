@@ -95,10 +95,11 @@ std::map<std::string, std::string> DescribeCheckConfig(const NodeCheckConfig& co
 
 NodeChecker::NodeChecker(NodeCheckConfig config, std::string node, std::string work_dir,
                          std::shared_ptr<const HostProbe> probe)
-    : config_(std::move(config)),
+    : config_(config),
       node_(std::move(node)),
       work_dir_(std::move(work_dir)),
-      probe_(probe != nullptr ? std::move(probe) : std::make_shared<RealHostProbe>()) {}
+      probe_(probe != nullptr ? std::move(probe) : std::make_shared<RealHostProbe>()),
+      host_(std::move(config.host)) {}
 
 trainctl::v1::CheckRun NodeChecker::RunPreflight(const trainctl::v1::LaunchReplica& launch) const {
   CheckRequest request;
@@ -108,7 +109,7 @@ trainctl::v1::CheckRun NodeChecker::RunPreflight(const trainctl::v1::LaunchRepli
     request.gpu_devices.assign(launch.gpu_devices().begin(), launch.gpu_devices().end());
     if (request.gpu_devices.empty()) request.gpus_needed = launch.resources().gpus();
   }
-  std::vector<CheckResult> results = RunChecks(config_.host, *probe_, request);
+  std::vector<CheckResult> results = RunChecks(host(), *probe_, request);
   trainctl::v1::CheckRun run = MakeCheckRun("preflight", results, WallNowMs());
   run.set_job_id(launch.job_id());
   run.set_run_id(launch.run_id());
@@ -137,7 +138,7 @@ trainctl::v1::CheckRun NodeChecker::RunHealthChecks(const std::string& phase,
                                                     const Cancelled& cancelled) const {
   CheckRequest request;
   if (!config_.synthetic_gpus) request.gpu_devices = config_.gpu_devices;
-  std::vector<CheckResult> results = RunChecks(config_.host, *probe_, request);
+  std::vector<CheckResult> results = RunChecks(host(), *probe_, request);
   if (!config_.health_check_program.empty()) {
     results.push_back(RunProgramItem("health-program", config_.health_check_program,
                                      config_.health_check_timeout, cancelled));
@@ -155,6 +156,16 @@ std::optional<trainctl::v1::CheckRun> NodeChecker::RunStartupScript(
   trainctl::v1::CheckRun run = MakeCheckRun("startup", results, WallNowMs());
   Log("startup: ", results);
   return run;
+}
+
+void NodeChecker::SetHost(HostCheckConfig host) {
+  absl::MutexLock lock(&host_mu_);
+  host_ = std::move(host);
+}
+
+HostCheckConfig NodeChecker::host() const {
+  absl::MutexLock lock(&host_mu_);
+  return host_;
 }
 
 CheckResult NodeChecker::RunProgramItem(const std::string& item, const std::string& path,

@@ -93,7 +93,11 @@ class NodeChecker {
   NodeChecker(NodeCheckConfig config, std::string node, std::string work_dir,
               std::shared_ptr<const HostProbe> probe);
 
+  // The configuration it was made with; host() and SetHost for the host items' thresholds now.
   const NodeCheckConfig& config() const { return config_; }
+  // The host items' thresholds every later run uses (trainctl-agent's SIGHUP).
+  void SetHost(HostCheckConfig host) ABSL_LOCKS_EXCLUDED(host_mu_);
+  HostCheckConfig host() const ABSL_LOCKS_EXCLUDED(host_mu_);
 
   // The preflight for a launch: the host items for launch.hostnames() and the launch's own GPUs
   // (launch.gpu_devices(); by count, resources.gpus, from a scheduler that sends none). job_id and
@@ -128,6 +132,8 @@ class NodeChecker {
   const std::string work_dir_;
   const std::shared_ptr<const HostProbe> probe_;
 
+  mutable absl::Mutex host_mu_;
+  HostCheckConfig host_ ABSL_GUARDED_BY(host_mu_);
   // Held while a program runs, so that the operator's programs never overlap.
   mutable absl::Mutex program_mu_;
 };

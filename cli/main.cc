@@ -14,6 +14,7 @@
 #include "cli/client.h"
 #include "cli/commands.h"
 #include "cli/usage.h"
+#include "cli/user_config.h"
 #include "common/pem_file.h"
 
 #ifndef TRAINCTL_VERSION
@@ -29,15 +30,19 @@ constexpr char kHeader[] =
 std::vector<FlagSpec> GlobalFlags() {
   return {
       {"server", 0, FlagSpec::Kind::kValue, "HOST:PORT", "",
-       absl::StrCat("Server address (default: $TRAINCTL_SERVER, else ", kDefaultServer, ")")},
+       absl::StrCat("Server address (default: $TRAINCTL_SERVER, else the config file's server, "
+                    "else ",
+                    kDefaultServer, ")")},
       {"ca", 0, FlagSpec::Kind::kValue, "FILE", "",
        "CA certificate (PEM) the server's certificate must chain to; talks TLS to the server "
-       "(default: $TRAINCTL_CA; none: plaintext, for a server on loopback)"},
+       "(default: $TRAINCTL_CA, else the config file's ca; none: plaintext, for a server on "
+       "loopback)"},
       {"token", 0, FlagSpec::Kind::kValue, "TOKEN", "",
-       "Bearer token for a server with authentication (default: $TRAINCTL_TOKEN); sent only "
-       "over TLS"},
+       "Bearer token for a server with authentication (default: $TRAINCTL_TOKEN, else the "
+       "config file's token); sent only over TLS"},
       {"token-file", 0, FlagSpec::Kind::kValue, "FILE", "",
-       "Read the bearer token from the first line of FILE, e.g. trainctld's DATA_DIR/admin.token"},
+       "Read the bearer token from the first line of FILE, e.g. trainctld's DATA_DIR/admin.token "
+       "(default: $TRAINCTL_TOKEN_FILE, else the config file's token-file)"},
       {"help", 'h', FlagSpec::Kind::kBool, "", "", "Show help for trainctl or a command"},
       {"version", 0, FlagSpec::Kind::kBool, "", "", "Print the version and exit"},
   };
@@ -94,17 +99,18 @@ int Main(int argc, char** argv) {
   status = CheckArgs(parsed, *spec);
   if (!status.ok()) return Fail(status, parsed.command());
 
+  absl::StatusOr<ConnectionSettings> settings =
+      ResolveConnection(parsed, globals, [](const char* name) { return std::getenv(name); });
+  if (!settings.ok()) return Fail(settings.status(), "-");
   std::string ca_pem;
-  if (std::string ca = ResolveSetting(parsed.Get("ca"), std::getenv("TRAINCTL_CA")); !ca.empty()) {
-    absl::StatusOr<std::string> pem = ReadPemFile("--ca", ca);
+  if (!settings->ca.empty()) {
+    absl::StatusOr<std::string> pem = ReadPemFile("--ca", settings->ca);
     if (!pem.ok()) return Fail(pem.status(), "-");
     ca_pem = *std::move(pem);
   }
-  absl::StatusOr<std::string> token =
-      ResolveToken(parsed.Get("token"), parsed.Get("token-file"), std::getenv("TRAINCTL_TOKEN"));
+  absl::StatusOr<std::string> token = ResolveToken(settings->token, settings->token_file, nullptr);
   if (!token.ok()) return Fail(token.status(), "-");
-  Client client(ResolveServer(parsed.Get("server"), std::getenv("TRAINCTL_SERVER")), ca_pem,
-                *token);
+  Client client(ResolveServer(settings->server, nullptr), ca_pem, *token);
   for (const Command& c : commands) {
     if (c.spec.name != parsed.command()) continue;
     absl::StatusOr<int> result = c.run(parsed, client);

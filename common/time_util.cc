@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -65,6 +66,17 @@ std::string FormatDuration(int64_t ms) {
   if (s < 60) return absl::StrCat(s, "s");
   if (s < 3600) return absl::StrCat(s / 60, "m", s % 60, "s");
   return absl::StrCat(s / 3600, "h", (s % 3600) / 60, "m", s % 60, "s");
+}
+
+std::string FormatDurationExact(int64_t ms) {
+  if (ms == 0) return "0s";
+  for (auto [unit_ms, unit] : {std::pair<int64_t, const char*>{86'400'000, "d"},
+                               {3'600'000, "h"},
+                               {60'000, "m"},
+                               {1000, "s"}}) {
+    if (ms % unit_ms == 0) return absl::StrCat(ms / unit_ms, unit);
+  }
+  return absl::StrCat(ms, "ms");
 }
 
 std::string FormatAge(int64_t ms) {

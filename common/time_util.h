@@ -37,6 +37,10 @@ std::string FormatRfc3339(int64_t ms);
 // from one second on.
 std::string FormatDuration(int64_t ms);
 
+// A duration that ParseDurationMs reads back exactly, in its largest whole unit: "90d", "2h",
+// "15m", "30s", "1500ms", "0s".
+std::string FormatDurationExact(int64_t ms);
+
 // A short age for tables: "42s", "5m", "3h", "2d".
 std::string FormatAge(int64_t ms);
 

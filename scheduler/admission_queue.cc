@@ -111,6 +111,18 @@ absl::Status AdmissionQueue::SetQuota(const v1::Quota& quota, absl::Time now, Ef
   return absl::OkStatus();
 }
 
+void AdmissionQueue::SetDefaultQuota(const v1::Quota& quota, absl::Time now, Effects* fx) {
+  default_quota_ = quota;
+  default_quota_.clear_project();
+  ++version_;
+  AddEvent(
+      fx, now, nullptr, "", "", "DefaultQuotaChanged",
+      absl::StrCat("the default quota, of every project without one of its own, set to ",
+                   default_quota_.ShortDebugString().empty() ? "unlimited"
+                                                             : default_quota_.ShortDebugString()));
+  pass_needed_ = true;  // a raised default admits waiting jobs at once
+}
+
 const v1::Quota* AdmissionQueue::FindQuota(const std::string& project) const {
   auto it = quotas_.find(project);
   return it == quotas_.end() ? nullptr : &it->second;

@@ -89,6 +89,8 @@ class AdmissionQueue {
   // Replaces a project's quota; takes effect at the next pass. INVALID_ARGUMENT with the field
   // path for a bad quota.
   absl::Status SetQuota(const v1::Quota& quota, absl::Time now, Effects* fx);
+  // Replaces the quota of every project without one of its own (trainctld's SIGHUP).
+  void SetDefaultQuota(const v1::Quota& quota, absl::Time now, Effects* fx);
   // The project's own quota row, or nullptr when it uses the default.
   const v1::Quota* FindQuota(const std::string& project) const;
 
@@ -136,8 +138,7 @@ class AdmissionQueue {
                   const std::string& missing, const NodeRegistry& nodes, absl::Time now,
                   Timers* timers, AdmissionPlan* plan);
 
-  // Constant after construction.
-  const v1::Quota default_quota_;
+  v1::Quota default_quota_;
 
   std::map<std::string, v1::Quota> quotas_;
   std::map<std::string, ProjectUsage> usage_;

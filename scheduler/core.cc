@@ -150,6 +150,10 @@ absl::StatusOr<v1::Project> Core::SetQuota(const v1::Quota& quota, int64_t now, 
   return queue_.ProjectView(quota.project());
 }
 
+void Core::SetDefaultQuota(const v1::Quota& quota, int64_t now, Effects* fx) {
+  queue_.SetDefaultQuota(quota, FromMs(now), fx);
+}
+
 absl::Status Core::ReportProgress(const std::string& job_id, const std::string& replica,
                                   int64_t now, Effects* fx) {
   Job* job = jobs_.Find(job_id);

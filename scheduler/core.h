@@ -110,6 +110,8 @@ class Core {
   absl::Status ForgetJob(const std::string& id);
   // Replaces a project's quota; takes effect at once (raising it admits waiting jobs; lowering it
   // stops nothing). INVALID_ARGUMENT for a bad quota, with the field path.
+  // The quota of every project without one of its own (CoreOptions::default_quota), replaced.
+  void SetDefaultQuota(const v1::Quota& quota, int64_t now, Effects* fx);
   absl::StatusOr<v1::Project> SetQuota(const v1::Quota& quota, int64_t now, Effects* fx);
   // Progress reported through the API. NOT_FOUND for an unknown job or replica,
   // FAILED_PRECONDITION when the replica is not running.

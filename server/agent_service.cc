@@ -8,6 +8,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/agent_protocol.h"
 #include "common/grpc_status.h"
 #include "scheduler/agent_validation.h"
 
@@ -212,6 +213,10 @@ class AgentSession : public Reactor {
         }
         if (absl::Status identity = CheckIdentity(reg.node()); !identity.ok()) {
           Refuse(reg.node(), identity);
+          return false;
+        }
+        if (absl::Status protocol = CheckAgentProtocol(reg.protocol_version()); !protocol.ok()) {
+          Refuse(reg.node(), protocol);
           return false;
         }
         // The identity a takeover must prove: the node's certificate, or the agent process.

@@ -3,10 +3,14 @@
 #include <cmath>
 #include <limits>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/config_file.h"
 #include "common/flags.h"
+#include "common/logging.h"
 #include "common/net_address.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
@@ -20,7 +24,14 @@ using Kind = FlagSpec::Kind;
 std::vector<FlagGroup> DaemonFlagGroups() {
   return {
       {"Flags:",
-       {{"data-dir", 0, Kind::kValue, "DIR", "",
+       {{"config", 0, Kind::kValue, "FILE", "",
+         "read settings from FILE, a YAML mapping whose keys are these flags without \"--\" "
+         "(e.g. /etc/trainctl/trainctld.yaml); flags given here override it. SIGHUP re-reads it: "
+         "log-level and default-quota-* apply at once, other changes at the next start"},
+        {"print-config", 0, Kind::kBool, "", "",
+         "print the effective configuration (the file, the flags and the defaults) as a config "
+         "file, and exit"},
+        {"data-dir", 0, Kind::kValue, "DIR", "",
          "where the database (trainctl.db) lives; created if missing (required)"},
         {"listen", 0, Kind::kValue, "HOST:PORT", "",
          "gRPC address for the CLI, pipelines and agents (default 127.0.0.1:7070; port 0 picks a "
@@ -233,17 +244,17 @@ absl::Status ParseTransportSecurity(const ParsedArgs& parsed, DaemonFlags* f) {
   return absl::OkStatus();
 }
 
-}  // namespace
+// Flags that are actions of one run, not settings: a config file cannot set them.
+const std::set<std::string>& NotKeys() {
+  static const std::set<std::string> keys = {"config", "print-config", "check-db", "help",
+                                             "version"};
+  return keys;
+}
 
-absl::StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& args) {
+// The flags once parsed (from the command line, or the merge of a config file and it).
+absl::StatusOr<DaemonFlags> FromParsed(const ParsedArgs& parsed) {
   DaemonFlags f;
-  ParsedArgs parsed;
-  absl::Status status = ParseArgs(args, AllFlags(DaemonFlagGroups()), {}, &parsed);
-  // What came before an error was parsed: --help and --version win over what follows them.
-  f.help = parsed.GetBool("help");
-  f.version = parsed.GetBool("version");
-  if (f.help || f.version) return f;
-  if (!status.ok()) return Reword(parsed.error());
+  f.print_config = parsed.GetBool("print-config");
   for (const char* name : kQuotaFlags) {
     if (parsed.IsSet(name) && parsed.Get(name).empty()) {
       return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
@@ -257,6 +268,7 @@ absl::StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& arg
     if (parsed.IsSet(name)) *value = parsed.Get(name);
   }
   if (f.data_dir.empty()) return absl::InvalidArgumentError("--data-dir is required");
+  TC_RETURN_IF_ERROR(CheckLogLevel(f.log_level));
   f.check_db = parsed.GetBool("check-db");
   if (std::string text = parsed.Get("heartbeat-interval"); !text.empty()) {
     TC_ASSIGN_OR_RETURN(f.heartbeat_ms, ParseDuration("--heartbeat-interval", text, 100, 60'000,
@@ -366,6 +378,78 @@ absl::StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& arg
   TC_RETURN_IF_ERROR(ParseTransportSecurity(parsed, &f));
   if (f.checkpoint_root.empty()) f.checkpoint_root = f.data_dir + "/checkpoints";
   return f;
+}
+
+}  // namespace
+
+absl::StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& args) {
+  const std::vector<FlagSpec> specs = AllFlags(DaemonFlagGroups());
+  ParsedArgs cmdline;
+  absl::Status status = ParseArgs(args, specs, {}, &cmdline);
+  // What came before an error was parsed: --help and --version win over what follows them.
+  if (cmdline.GetBool("help") || cmdline.GetBool("version")) {
+    DaemonFlags f;
+    f.help = cmdline.GetBool("help");
+    f.version = cmdline.GetBool("version");
+    return f;
+  }
+  if (!status.ok()) return Reword(cmdline.error());
+  TC_ASSIGN_OR_RETURN(ConfiguredArgs configured,
+                      WithConfigFile(cmdline, args, specs, NotKeys(), "config"));
+  absl::StatusOr<DaemonFlags> f = FromParsed(configured.parsed);
+  if (!f.ok()) return configured.Attribute(f.status());
+  f->config_path = cmdline.Get("config");
+  return f;
+}
+
+std::vector<std::pair<std::string, std::string>> DaemonConfigEntries(const DaemonFlags& f) {
+  const v1::Quota& q = f.default_quota;
+  auto opt = [](bool has, const std::string& value) { return has ? value : std::string(); };
+  return {
+      {"data-dir", f.data_dir},
+      {"listen", f.listen},
+      {"http-listen", f.http_listen},
+      {"http-max-streams", absl::StrCat(f.http_max_streams)},
+      {"checkpoint-root", f.checkpoint_root},
+      {"checkpoint-allowed-roots", absl::StrJoin(f.checkpoint_allowed_roots, ",")},
+      {"heartbeat-interval", FormatDurationExact(f.heartbeat_ms)},
+      {"node-lost-timeout", FormatDurationExact(f.node_lost_timeout_ms)},
+      {"flap-threshold", absl::StrCat(f.flap_threshold)},
+      {"flap-window", FormatDurationExact(f.flap_window_ms)},
+      {"settle-window", FormatDurationExact(f.settle_window_ms)},
+      {"clock-skew-tolerance", FormatDurationExact(f.skew_tolerance_ms)},
+      {"job-retention", FormatDurationExact(f.job_retention_ms)},
+      {"finished-job-cache", FormatDurationExact(f.finished_job_cache_ms)},
+      {"finished-job-cache-jobs", absl::StrCat(f.finished_job_cache_jobs)},
+      {"port-range", absl::StrCat(f.port_range.lo, "-", f.port_range.hi)},
+      {"max-request-bytes", absl::StrCat(f.max_request_bytes)},
+      {"max-agent-streams-per-peer", absl::StrCat(f.max_agent_streams_per_peer)},
+      {"max-new-nodes-per-peer", absl::StrCat(f.max_new_nodes_per_peer)},
+      {"max-watches-per-peer", absl::StrCat(f.max_watches_per_peer)},
+      {"secret-env-pattern", f.secret_env_patterns},
+      {"log-level", f.log_level},
+      {"tls-cert", f.tls_cert},
+      {"tls-key", f.tls_key},
+      {"agent-ca", f.agent_ca},
+      {"insecure-allow-plaintext", f.insecure_allow_plaintext ? "true" : "false"},
+      {"default-quota-gpus", opt(q.has_gpus(), absl::StrCat(q.gpus()))},
+      {"default-quota-cpu", opt(q.has_cpu(), absl::StrCat(q.cpu()))},
+      {"default-quota-memory-mb", opt(q.has_memory_mb(), absl::StrCat(q.memory_mb()))},
+      {"default-quota-max-running-jobs",
+       opt(q.has_max_running_jobs(), absl::StrCat(q.max_running_jobs()))},
+  };
+}
+
+std::string DaemonConfigText(const DaemonFlags& f) {
+  return FormatConfig(
+      DaemonConfigEntries(f),
+      absl::StrCat("trainctld's effective configuration",
+                   f.config_path.empty() ? "" : absl::StrCat(" (", f.config_path, " and flags)"),
+                   "\nKeys not set are commented out."));
+}
+
+bool DaemonKeyReloads(const std::string& key) {
+  return key == "log-level" || absl::StartsWith(key, "default-quota-");
 }
 
 std::string DaemonUsage() {

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -31,6 +32,10 @@ struct DaemonFlags {
   // else is checked, and errors in the arguments after it are ignored.
   bool help = false;
   bool version = false;
+  // --config FILE: the file the settings were read from, if any (SIGHUP re-reads it).
+  std::string config_path;
+  // --print-config: the caller prints DaemonConfigText and exits.
+  bool print_config = false;
   // --check-db: check DATA_DIR/trainctl.db (SQLite's integrity_check) and exit.
   bool check_db = false;
   // Required.
@@ -90,9 +95,20 @@ struct DaemonFlags {
   bool tls() const { return !tls_cert.empty(); }
 };
 
-// Parses the arguments after the program name. INVALID_ARGUMENT for an unknown flag, a missing or
-// malformed value, or a missing --data-dir.
+// Parses the arguments after the program name, and the config file of --config under them.
+// INVALID_ARGUMENT for an unknown flag or key, a missing or malformed value, or a missing
+// --data-dir; an error about a value from the file names the file, its line and the key.
 absl::StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& args);
+
+// Every setting as (config key, value): what --print-config prints, and what a reload compares.
+// An unset optional value is "".
+std::vector<std::pair<std::string, std::string>> DaemonConfigEntries(const DaemonFlags& flags);
+
+// DaemonConfigEntries as a config file trainctld accepts.
+std::string DaemonConfigText(const DaemonFlags& flags);
+
+// Whether a change of `key` applies to a running trainctld at SIGHUP (the rest at the next start).
+bool DaemonKeyReloads(const std::string& key);
 
 // The --help text: every flag with its default and meaning.
 std::string DaemonUsage();

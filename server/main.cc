@@ -24,6 +24,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/logging.h"
 #include "common/time_util.h"
+#include "common/watchdog.h"
 #include "scheduler/model_proto.h"
 #include "server/agent_registry.h"
 #include "server/agent_service.h"
@@ -31,6 +32,7 @@
 #include "server/auth_service.h"
 #include "server/authorizer.h"
 #include "server/cluster_service.h"
+#include "server/config_reload.h"
 #include "server/daemon_flags.h"
 #include "server/data_dir.h"
 #include "server/job_service.h"
@@ -109,8 +111,8 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "pki") {
     return server::RunPkiCommand(std::vector<std::string>(argv + 2, argv + argc));
   }
-  absl::StatusOr<server::DaemonFlags> parsed =
-      server::ParseDaemonFlags(std::vector<std::string>(argv + 1, argv + argc));
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  absl::StatusOr<server::DaemonFlags> parsed = server::ParseDaemonFlags(args);
   if (!parsed.ok()) UsageError(std::string(parsed.status().message()));
   if (parsed->help) {
     std::cout << server::DaemonUsage();
@@ -121,6 +123,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   const server::DaemonFlags& flags = *parsed;
+  if (flags.print_config) {
+    std::cout << server::DaemonConfigText(flags);
+    return 0;
+  }
   if (absl::Status s = SetupLogging("trainctld", flags.log_level); !s.ok()) {
     UsageError(std::string(s.message()));
   }
@@ -142,6 +148,7 @@ int main(int argc, char** argv) {
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGTERM);
   sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
@@ -194,14 +201,21 @@ int main(int argc, char** argv) {
   // loop; these are declared before it, so they outlive it.
   absl::Mutex health_mu;
   grpc::HealthCheckServiceInterface* health = nullptr;
+  // The loop's proof of life: systemd's watchdog pings (WatchdogSec=), and a log line when it
+  // stalls. It outlives the loop, which calls it.
+  Watchdog watchdog(Watchdog::FromSystemd("reconcile loop", absl::Seconds(30)));
   server::ReconcileLoop loop(std::move(state->core), std::move(*store), &registry, &snapshots,
                              WallNowMs);
   // After a failed commit (a full disk) the loop rebuilds the core from the database, as a
   // restart would, and refuses changes until a write succeeds.
+  // SIGHUP re-reads --config; the default quota it sets outlives a rebuild of the core.
+  server::DaemonReloader config(args, flags, &loop);
   loop.set_reloader(
-      [opts, cache_ms](storage::Store& s) -> absl::StatusOr<std::unique_ptr<sched::Core>> {
+      [opts, cache_ms, &config](storage::Store& s) -> absl::StatusOr<std::unique_ptr<sched::Core>> {
+        sched::CoreOptions now = opts;
+        now.default_quota = config.default_quota();
         absl::StatusOr<server::LoadedState> reloaded =
-            server::LoadState(s, opts, WallNowMs() - cache_ms);
+            server::LoadState(s, now, WallNowMs() - cache_ms);
         if (!reloaded.ok()) return reloaded.status();
         return std::move(reloaded->core);
       });
@@ -209,6 +223,7 @@ int main(int argc, char** argv) {
     absl::MutexLock lock(&health_mu);
     if (health != nullptr) health->SetServingStatus(writes.ok());
   });
+  loop.set_alive(watchdog.AliveCallback());
   loop.set_job_retention_ms(flags.job_retention_ms);
   loop.set_finished_job_cache_ms(cache_ms);
   loop.set_finished_job_cache_jobs(flags.finished_job_cache_jobs);
@@ -346,12 +361,20 @@ int main(int argc, char** argv) {
   sd_notify(0, "READY=1");
 
   int sig = 0;
-  sigwait(&sigs, &sig);
+  for (;;) {
+    sigwait(&sigs, &sig);
+    if (sig != SIGHUP) break;
+    sd_notify(0, "RELOADING=1");
+    config.Reload();
+    sd_notify(0, "READY=1");
+  }
   spdlog::info("received {}; shutting down", strsignal(sig));
   sd_notify(0, "STOPPING=1");
-  if (rest) rest->Stop();
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(3));
+  // Streams end first (watches here; agents' and log follows at the deadline), so that clients
+  // and agents connected cannot hold the stop: trainctld is gone within a second.
   hub.Clear();
+  if (rest) rest->Stop();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
   loop.Stop();
   server::MarkCleanStop(flags.data_dir);
   spdlog::info("stopped");

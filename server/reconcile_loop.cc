@@ -84,6 +84,7 @@ void ReconcileLoop::SetWriteStatus(absl::Status status) {
 
 void ReconcileLoop::Run() {
   for (;;) {
+    if (alive_) alive_();
     std::vector<Item> items;
     {
       absl::MutexLock lock(&mu_);

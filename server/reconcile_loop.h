@@ -123,6 +123,9 @@ class ReconcileLoop {
   // And at most this many terminal jobs stay: beyond it the oldest leave sooner. Set before
   // Start().
   void set_finished_job_cache_jobs(int64_t n) { finished_cache_jobs_ = n; }
+  // Called by the loop thread on every pass, at least every tick (500 ms) while it is well: the
+  // daemon's watchdog (common/watchdog.h). Before Start.
+  void set_alive(std::function<void()> alive) { alive_ = std::move(alive); }
   // The most jobs one turn forgets.
   static constexpr size_t kForgetBatch = 256;
   // The most jobs one turn deletes for retention.
@@ -160,6 +163,7 @@ class ReconcileLoop {
   const ReplicaTokens* replica_tokens_ = nullptr;
   Reloader reloader_;
   WriteStateListener write_listener_;
+  std::function<void()> alive_;
   // Replaced only by the loop thread (a rebuild); touched by it alone once it runs.
   std::unique_ptr<sched::Core> core_;
   const std::unique_ptr<storage::Store> store_;

@@ -17,6 +17,7 @@
 #include <set>
 
 #include "absl/synchronization/mutex.h"
+#include "common/watchdog.h"
 #include "server/agent_registry.h"
 #include "server/job_snapshots.h"
 #include "server/state_load.h"
@@ -124,8 +125,9 @@ class Fixture {
  public:
   // `retention_ms` > 0: ReconcileLoop::set_job_retention_ms. Jobs leave memory
   // `finished_cache_ms` after they ended; the snapshots read the others from the database.
+  // `alive`: ReconcileLoop::set_alive.
   explicit Fixture(int64_t retention_ms = 0, int64_t finished_cache_ms = 10 * 60'000,
-                   int64_t finished_cache_jobs = 10'000) {
+                   int64_t finished_cache_jobs = 10'000, std::function<void()> alive = nullptr) {
     char tmpl[] = "/tmp/trainctl-loop-XXXXXX";
     dir_ = mkdtemp(tmpl);
     auto store = storage::Store::Open(db_path(), testing::FaultyVfs::Name());
@@ -149,6 +151,7 @@ class Fixture {
     loop->set_job_retention_ms(retention_ms);
     loop->set_finished_job_cache_ms(finished_cache_ms);
     loop->set_finished_job_cache_jobs(finished_cache_jobs);
+    if (alive) loop->set_alive(std::move(alive));
     loop->Start();
   }
   ~Fixture() {
@@ -460,6 +463,60 @@ TEST_CASE("beyond the count of ended jobs memory holds, the oldest leave before 
     REQUIRE(got.ok());
     CHECK(got->state() == v1::JOB_STATE_CANCELLED);
   }
+}
+
+// Polls `cond` every 5 ms for up to 10 s.
+bool LoopEventually(const std::function<bool()>& cond) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < deadline) {
+    if (cond()) return true;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return cond();
+}
+
+TEST_CASE("a stalled loop stops its watchdog pings and is reported as stalled") {
+  std::atomic<int> pings{0};
+  std::mutex stall_mu;
+  std::vector<std::string> stalls;
+  Watchdog::Options options;
+  options.loop_name = "reconcile loop";
+  options.ping_interval = absl::Milliseconds(10);
+  options.stall_after = absl::Milliseconds(150);
+  options.notify = [&](const char*) { pings.fetch_add(1); };
+  options.on_stall = [&](const std::string& message) {
+    std::lock_guard<std::mutex> lock(stall_mu);
+    stalls.push_back(message);
+  };
+  // Declared before the loop, which calls it, so that it outlives the loop.
+  Watchdog watchdog(options);
+  Fixture f(0, 10 * 60'000, 10'000, watchdog.AliveCallback());
+  // An idle loop passes every tick (500 ms) and pings.
+  REQUIRE(LoopEventually([&] { return pings.load() >= 2; }));
+
+  // The test hook for a wedged loop: a turn that blocks until the test releases it.
+  LoopSignal entered;
+  LoopSignal release;
+  f.loop->Post([&](Turn&) {
+    entered.Notify();
+    release.WaitForNotificationWithTimeout(absl::Seconds(30));
+  });
+  REQUIRE(entered.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  REQUIRE(LoopEventually([&] { return watchdog.stalled(); }));
+  const int pings_at_stall = pings.load();
+  {
+    std::lock_guard<std::mutex> lock(stall_mu);
+    REQUIRE(stalls.size() == 1);
+    CHECK_THAT(stalls[0], Catch::Contains("the reconcile loop is stalled: it has not passed for"));
+  }
+  // Still wedged: no pings, whatever the other threads do.
+  f.Submit([](absl::StatusOr<std::string>) {});
+  absl::SleepFor(absl::Milliseconds(50));
+  CHECK(pings.load() == pings_at_stall);
+
+  release.Notify();
+  REQUIRE(LoopEventually([&] { return !watchdog.stalled() && pings.load() > pings_at_stall; }));
+  CHECK(watchdog.stalls() == 1);
 }
 
 }  // namespace
