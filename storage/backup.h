@@ -6,8 +6,8 @@
 // The copy is read on a read-only connection of its own, inside one read transaction held from
 // the first page to the last, so it is the database as of the moment that transaction began:
 // every change committed before then, none after. The database is in WAL mode, where a reader
-// neither waits for the writer nor holds it back; while the copy lasts, checkpoints stop at the
-// pages it still reads, and the log grows by what the loop commits meanwhile. The copy is made in
+// neither waits for the writer nor holds it back; while the copy lasts, checkpoints cannot go past
+// the state it reads, and the log grows by what the loop commits meanwhile. The copy is made in
 // steps of `pages_per_step` pages, and between steps `cancelled` may end it. (Without the held
 // transaction, SQLite would start the copy over after every commit of another connection, and
 // against a loop that commits every few milliseconds it would never end.)

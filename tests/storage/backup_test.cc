@@ -3,7 +3,6 @@
 // committed before the backup began; a cancelled or impossible backup says so.
 #include "storage/backup.h"
 
-#include <sqlite3.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -17,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/time_util.h"
 #include "storage/store.h"
+#include "tests/common/sqlite_column.h"
 #include "tests/storage/temp_dir.h"
 
 namespace trainctl::storage {
@@ -35,21 +35,6 @@ v1::Job BackupJob(int i) {
   *job.mutable_create_time() = MsToTimestamp(1000 + i);
   *job.mutable_update_time() = MsToTimestamp(1000 + i);
   return job;
-}
-
-// The rows of a query with one text column, on the database at `path` opened read-only.
-std::vector<std::string> BackupColumn(const std::string& path, const char* sql) {
-  sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  REQUIRE(sqlite3_prepare_v2(db, sql, -1, &st, nullptr) == SQLITE_OK);
-  std::vector<std::string> rows;
-  while (sqlite3_step(st) == SQLITE_ROW) {
-    rows.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)));
-  }
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return rows;
 }
 
 bool BackupFileExists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
@@ -122,11 +107,12 @@ TEST_CASE("a backup beside a writer that never pauses is sound and holds what wa
   CHECK_FALSE(BackupFileExists(copy + "-wal"));
   CHECK_FALSE(BackupFileExists(copy + "-shm"));
   CHECK(info->bytes > 0);
-  CHECK(BackupColumn(copy, "PRAGMA journal_mode") == std::vector<std::string>{"delete"});
-  CHECK(BackupColumn(copy, "PRAGMA integrity_check") == std::vector<std::string>{"ok"});
+  CHECK(testing::SqliteColumn(copy, "PRAGMA journal_mode") == std::vector<std::string>{"delete"});
+  CHECK(testing::SqliteColumn(copy, "PRAGMA integrity_check") == std::vector<std::string>{"ok"});
   // Every job committed before the backup began; and one state: no job committed after the
   // last one it holds is missing before it.
-  const std::vector<std::string> ids = BackupColumn(copy, "SELECT id FROM jobs ORDER BY id");
+  const std::vector<std::string> ids =
+      testing::SqliteColumn(copy, "SELECT id FROM jobs ORDER BY id");
   const std::set<std::string> held(ids.begin(), ids.end());
   int missing = 0;
   for (int i = 0; i < before; ++i) missing += held.count(BackupJobId(i)) == 0;
