@@ -21,7 +21,7 @@
 namespace trainctl::server {
 namespace {
 
-constexpr char kDatabase[] = "trainctl.db";
+constexpr char kDatabaseFile[] = "trainctl.db";
 // The temporary copies' names: this, then mkstemp's six characters.
 constexpr char kTempPrefix[] = "trainctl.db.backup-";
 // The most data one chunk carries, well below a gRPC message's limit.
@@ -203,9 +203,9 @@ grpc::ServerWriteReactor<v1::BackupChunk>* AdminServiceImpl::Backup(
   close(fd);
   running_ = true;
   running_for_ = who;
-  spdlog::info("backup for {}: copying {}/{} into {}", who, data_dir_, kDatabase, copy);
+  spdlog::info("backup for {}: copying {}/{} into {}", who, data_dir_, kDatabaseFile, copy);
   auto* reactor =
-      new BackupReactor(this, absl::StrCat(data_dir_, "/", kDatabase), std::move(copy), who);
+      new BackupReactor(this, absl::StrCat(data_dir_, "/", kDatabaseFile), std::move(copy), who);
   previous = std::move(worker_);
   worker_ = std::thread([reactor] { reactor->Run(); });
   lock.Release();

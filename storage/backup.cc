@@ -15,15 +15,15 @@
 namespace trainctl::storage {
 namespace {
 
-struct CloseDb {
+struct CloseSqlite {
   void operator()(sqlite3* db) const { sqlite3_close(db); }
 };
-using Db = std::unique_ptr<sqlite3, CloseDb>;
+using SqliteDb = std::unique_ptr<sqlite3, CloseSqlite>;
 
-absl::StatusOr<Db> OpenDb(const std::string& path, int flags, const char* purpose) {
+absl::StatusOr<SqliteDb> OpenForBackup(const std::string& path, int flags, const char* purpose) {
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
-  Db db(raw);
+  SqliteDb db(raw);
   if (rc != SQLITE_OK) {
     return absl::InternalError(absl::StrCat("cannot open ", path, " ", purpose, ": ",
                                             raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
@@ -33,7 +33,7 @@ absl::StatusOr<Db> OpenDb(const std::string& path, int flags, const char* purpos
   return db;
 }
 
-absl::Status Exec(sqlite3* db, const std::string& path, const char* sql) {
+absl::Status ExecSql(sqlite3* db, const std::string& path, const char* sql) {
   char* err = nullptr;
   if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
     absl::Status s =
@@ -85,21 +85,22 @@ absl::StatusOr<BackupInfo> BackupDatabase(const std::string& source, const std::
                                           const BackupOptions& options) {
   BackupInfo info;
   {
-    TC_ASSIGN_OR_RETURN(Db src, OpenDb(source, SQLITE_OPEN_READONLY, "to back it up"));
+    TC_ASSIGN_OR_RETURN(SqliteDb src, OpenForBackup(source, SQLITE_OPEN_READONLY, "to back it up"));
     TC_ASSIGN_OR_RETURN(
-        Db dst, OpenDb(dest, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, "to write a backup"));
+        SqliteDb dst,
+        OpenForBackup(dest, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, "to write a backup"));
     // The copy's state: one read transaction from the first step to the last (see backup.h).
     // Its first read fixes the snapshot.
-    TC_RETURN_IF_ERROR(Exec(src.get(), source, "BEGIN; SELECT count(*) FROM sqlite_master;"));
+    TC_RETURN_IF_ERROR(ExecSql(src.get(), source, "BEGIN; SELECT count(*) FROM sqlite_master;"));
     // The copy is made again if trainctld dies meanwhile: no need to sync it page by page.
-    TC_RETURN_IF_ERROR(Exec(dst.get(), dest, "PRAGMA synchronous=OFF"));
+    TC_RETURN_IF_ERROR(ExecSql(dst.get(), dest, "PRAGMA synchronous=OFF"));
     absl::Status copied = CopyPages(src.get(), dst.get(), source, dest, options, &info);
     // The read ends before anything else, so that checkpoints go on past it.
-    Exec(src.get(), source, "COMMIT").IgnoreError();
+    ExecSql(src.get(), source, "COMMIT").IgnoreError();
     src.reset();
     TC_RETURN_IF_ERROR(copied);
     // The source's header says WAL; the copy becomes one self-contained file.
-    TC_RETURN_IF_ERROR(Exec(dst.get(), dest, "PRAGMA journal_mode=DELETE"));
+    TC_RETURN_IF_ERROR(ExecSql(dst.get(), dest, "PRAGMA journal_mode=DELETE"));
   }
   for (const char* suffix : {"-wal", "-shm", "-journal"}) {
     const std::string side = dest + suffix;
