@@ -88,6 +88,7 @@
 #include "agents/node_checks.h"
 #include "agents/report_buffer.h"
 #include "agents/report_journal.h"
+#include "common/version.h"
 #include "trainctl/v1/agent.grpc.pb.h"
 
 namespace trainctl::agent {
@@ -151,7 +152,8 @@ class Agent {
     std::function<void()> alive;
   };
 
-  static constexpr char kVersion[] = "0.1.0";
+  // The release this agent reports in its registration (common/version.h).
+  static constexpr const char* kVersion = ::trainctl::kVersion;
   // The report journal, in the work dir.
   static constexpr char kJournalFile[] = "reports.journal";
 

@@ -84,7 +84,8 @@ Client::Client(std::string server, const std::string& ca_pem, const std::string&
       stub_(v1::JobService::NewStub(channel_)),
       cluster_(v1::ClusterService::NewStub(channel_)),
       quota_(v1::QuotaService::NewStub(channel_)),
-      auth_(v1::AuthService::NewStub(channel_)) {}
+      auth_(v1::AuthService::NewStub(channel_)),
+      admin_(v1::AdminService::NewStub(channel_)) {}
 
 absl::StatusOr<std::string> ResolveToken(const std::string& flag_value, const std::string& file,
                                          const char* env) {

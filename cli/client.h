@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "trainctl/v1/admin.grpc.pb.h"
 #include "trainctl/v1/job.grpc.pb.h"
 
 namespace trainctl::cli {
@@ -71,6 +72,8 @@ class Client {
   v1::QuotaService::Stub& quota() { return *quota_; }
   // AuthService (tokens), on the same channel.
   v1::AuthService::Stub& auth() { return *auth_; }
+  // AdminService (version, backups), on the same channel.
+  v1::AdminService::Stub& admin() { return *admin_; }
 
   // Sets the per-RPC deadline (kRpcTimeout) on a context for a unary call.
   static void PrepareUnary(grpc::ClientContext* context);
@@ -92,6 +95,7 @@ class Client {
   std::unique_ptr<v1::ClusterService::Stub> cluster_;
   std::unique_ptr<v1::QuotaService::Stub> quota_;
   std::unique_ptr<v1::AuthService::Stub> auth_;
+  std::unique_ptr<v1::AdminService::Stub> admin_;
 };
 
 // The bearer token: `flag_value` (--token), else the first line of `file` (--token-file), else

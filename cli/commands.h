@@ -56,5 +56,9 @@ Command ProgressCommand();
 // commands_admin.cc
 Command AdminCommand();
 Command WhoAmICommand();
+// commands_backup.cc: `admin backup FILE` (its flag --force: replace FILE).
+absl::StatusOr<int> RunAdminBackup(const std::string& path, bool force, Client& client);
+// commands_version.cc
+Command VersionCommand();
 
 }  // namespace trainctl::cli

@@ -1,4 +1,5 @@
-// admin token create|list|revoke and whoami: AuthService requests, then print.
+// admin token create|list|revoke and whoami: AuthService requests, then print; admin backup
+// (commands_backup.cc).
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
@@ -60,9 +61,14 @@ absl::StatusOr<int> RunRevoke(const std::string& id, OutputFormat format, Client
 absl::StatusOr<int> RunAdmin(const ParsedArgs& args, Client& client) {
   const std::vector<std::string>& a = args.args();
   TC_ASSIGN_OR_RETURN(OutputFormat format, ParseOutputFormat(args.Get("output")));
+  if (!a.empty() && a[0] == "backup") {
+    if (a.size() != 2) return absl::InvalidArgumentError("admin backup takes one FILE");
+    return RunAdminBackup(a[1], args.GetBool("force"), client);
+  }
   if (a.size() < 2 || a[0] != "token") {
     return absl::InvalidArgumentError(
-        "usage: trainctl admin token create|list|revoke; run 'trainctl admin --help'");
+        "usage: trainctl admin token create|list|revoke, or trainctl admin backup FILE; run "
+        "'trainctl admin --help'");
   }
   const std::string& sub = a[1];
   if (sub == "create" && a.size() == 2) return RunCreate(args, format, client);
@@ -104,16 +110,25 @@ absl::StatusOr<int> RunWhoAmI(const ParsedArgs& args, Client& client) {
 Command AdminCommand() {
   std::vector<FlagSpec> flags = TokenCreateFlags();
   flags.push_back(OutputFlag());
+  flags.push_back({"force", 0, FlagSpec::Kind::kBool, "", "",
+                   "backup: replace FILE if it exists (default: refuse)"});
   CommandSpec spec{
       "admin",
-      "token create|list|revoke [ID]",
-      "Manage API tokens (needs an admin token)",
+      "token create|list|revoke [ID] | backup FILE",
+      "Manage API tokens; back up the server's database (needs an admin token)",
       "Subcommands:\n"
       "  token create --owner NAME --role ROLE [--project P]... [--ttl D]\n"
       "                 make a token; prints it once on stdout (only its hash is stored)\n"
       "  token list     every token: id, owner, role, projects, expiry, status\n"
       "  token revoke ID\n"
       "                 refuse the token from now on\n"
+      "  backup FILE [--force]\n"
+      "                 a consistent copy of trainctld's database, taken while jobs run, written\n"
+      "                 to FILE (mode 0600) once its size and SHA-256 check out; never a partial\n"
+      "                 FILE; refuses to replace an existing FILE without --force. It holds\n"
+      "                 secret env values and token hashes: keep it like a password.\n"
+      "                 Restore: stop trainctld, replace DATA_DIR/trainctl.db with it, remove\n"
+      "                 DATA_DIR/trainctl.db-wal and -shm, start trainctld\n"
       "\n"
       "Roles:\n"
       "  admin     everything, including tokens and quotas\n"

@@ -16,16 +16,15 @@
 #include "cli/usage.h"
 #include "cli/user_config.h"
 #include "common/pem_file.h"
-
-#ifndef TRAINCTL_VERSION
-#define TRAINCTL_VERSION "dev"
-#endif
+#include "common/version.h"
 
 namespace trainctl::cli {
 namespace {
 
-constexpr char kHeader[] =
-    "trainctl " TRAINCTL_VERSION " - submit and manage ML training jobs on a trainctl cluster";
+std::string Header() {
+  return absl::StrCat("trainctl ", kVersion,
+                      " - submit and manage ML training jobs on a trainctl cluster");
+}
 
 std::vector<FlagSpec> GlobalFlags() {
   return {
@@ -63,7 +62,7 @@ int Main(int argc, char** argv) {
       SubmitCommand(),   GetCommand(),    DescribeCommand(), ListCommand(),   WaitCommand(),
       LogsCommand(),     CancelCommand(), DeleteCommand(),   QueueCommand(),  QuotaCommand(),
       ProjectsCommand(), NodesCommand(),  NodeCommand(),     EventsCommand(), ProgressCommand(),
-      AdminCommand(),    WhoAmICommand()};
+      AdminCommand(),    WhoAmICommand(), VersionCommand()};
   const std::vector<FlagSpec> globals = GlobalFlags();
   std::vector<CommandSpec> specs;
   for (const Command& c : commands) specs.push_back(c.spec);
@@ -74,14 +73,14 @@ int Main(int argc, char** argv) {
       ParseArgs(std::vector<std::string>(argv + 1, argv + argc), globals, specs, &parsed);
   if (!status.ok()) return Fail(status, parsed.command());
   if (parsed.GetBool("version")) {
-    std::cout << "trainctl " << TRAINCTL_VERSION << std::endl;
+    std::cout << "trainctl " << VersionText() << std::endl;
     return kExitOk;
   }
   std::string help_topic = parsed.command();
   const bool help = parsed.GetBool("help") || parsed.command() == "help";
   if (parsed.command() == "help") help_topic = parsed.args().empty() ? "" : parsed.args()[0];
   if (help && help_topic.empty()) {
-    std::cout << FormatUsage(kHeader, globals, specs);
+    std::cout << FormatUsage(Header(), globals, specs);
     return kExitOk;
   }
   const CommandSpec* spec = FindCommand(specs, help_topic);
@@ -93,7 +92,7 @@ int Main(int argc, char** argv) {
     return kExitOk;
   }
   if (spec == nullptr) {
-    std::cerr << FormatUsage(kHeader, globals, specs);
+    std::cerr << FormatUsage(Header(), globals, specs);
     return kExitError;
   }
   status = CheckArgs(parsed, *spec);

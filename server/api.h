@@ -1,5 +1,6 @@
 // Api: trainctld's user-facing operations, whatever the transport. The gRPC services
-// (job_service, cluster_service, quota_service, auth_service) and the REST server (server/rest/)
+// (job_service, cluster_service, quota_service, auth_service, admin_service) and the REST server
+// (server/rest/)
 // both call it, so every request is authorized, validated and decided in one place:
 //
 //   api.GetJob(call, req, [](absl::StatusOr<v1::Job> job) { ... });
@@ -32,6 +33,7 @@
 #include "server/transport_security.h"
 #include "server/watch_hub.h"
 #include "storage/job_archive.h"
+#include "trainctl/v1/admin.pb.h"
 #include "trainctl/v1/job.pb.h"
 
 namespace trainctl::server {
@@ -74,6 +76,8 @@ class Api {
     // The database's reader: events, and the logs of jobs the core no longer holds. Null:
     // ListEvents is UNAVAILABLE and such logs are NOT_FOUND.
     storage::JobArchive* archive = nullptr;
+    // The agent protocol's version GetVersion reports; 0: it reports none.
+    int32_t agent_protocol_version = 0;
   };
   explicit Api(Parts parts);
 
@@ -129,9 +133,16 @@ class Api {
                    Reply<v1::ApiToken> done);
   void WhoAmI(const CallContext& call, const v1::WhoAmIRequest& req, Reply<v1::ApiToken> done);
 
- private:
-  // Authenticates the call and checks the route's permission (Authorizer::Authorize).
+  // --- AdminService (api_admin.cc; Backup streams a file and is the gRPC service's own) -----
+  void GetVersion(const CallContext& call, const v1::GetVersionRequest& req,
+                  Reply<v1::VersionInfo> done);
+
+  // Authenticates the call and checks the route's permission (Authorizer::Authorize); every
+  // call is allowed, as an admin, without an authorizer. For the operations a transport serves
+  // itself (AdminService's Backup).
   absl::StatusOr<Caller> Authorize(const CallContext& call, Route route) const;
+
+ private:
   // Authorizer::CheckProject, or OK without an authorizer.
   absl::Status CheckProject(const Caller& caller, Permission p, const std::string& project) const;
   // CheckProject for the project of job `job_id`, held by the core or only in the database (OK
@@ -157,6 +168,8 @@ class Api {
                 std::function<absl::StatusOr<v1::Node>(Turn&)> op, Reply<v1::Node> done);
 
   const Parts parts_;
+  // When this Api was made: trainctld's start, as GetVersion reports it.
+  const int64_t start_ms_;
   PeerStreamLimiter watches_;
 };
 

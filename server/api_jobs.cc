@@ -5,6 +5,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/time_util.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "scheduler/job_validation.h"
@@ -42,6 +43,7 @@ absl::StatusOr<v1::Job> JobReply(const absl::StatusOr<const sched::Job*>& job,
 
 Api::Api(Parts parts)
     : parts_(std::move(parts)),
+      start_ms_(WallNowMs()),
       watches_("watch streams", "--max-watches-per-peer", parts_.limits.max_watches_per_peer) {}
 
 absl::StatusOr<Caller> Api::Authorize(const CallContext& call, Route route) const {

@@ -50,6 +50,8 @@ absl::string_view PermissionName(Permission p) {
       return "manage-tokens";
     case Permission::kWhoAmI:
       return "whoami";
+    case Permission::kBackup:
+      return "backup";
   }
   return "unknown";
 }
@@ -81,6 +83,8 @@ const std::vector<RouteInfo>& Routes() {
       {Route::kListTokens, "trainctl.v1.AuthService/ListTokens", Permission::kManageTokens},
       {Route::kRevokeToken, "trainctl.v1.AuthService/RevokeToken", Permission::kManageTokens},
       {Route::kWhoAmI, "trainctl.v1.AuthService/WhoAmI", Permission::kWhoAmI},
+      {Route::kGetVersion, "trainctl.v1.AdminService/GetVersion", Permission::kWhoAmI},
+      {Route::kBackup, "trainctl.v1.AdminService/Backup", Permission::kBackup},
   };
   return kRoutes;
 }

@@ -46,7 +46,8 @@ enum class Permission {
   kDeleteNodes,     // forget a node
   kSetQuota,        // quotas
   kManageTokens,    // create, list, revoke tokens
-  kWhoAmI,          // any valid token
+  kWhoAmI,          // any valid token: who am I, trainctld's version
+  kBackup,          // copy the database (it holds secrets): admins only
 };
 
 // "read", "submit", ... as errors name them.
@@ -77,6 +78,8 @@ enum class Route {
   kListTokens,
   kRevokeToken,
   kWhoAmI,
+  kGetVersion,
+  kBackup,
 };
 
 struct RouteInfo {

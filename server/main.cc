@@ -22,10 +22,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/agent_protocol.h"
 #include "common/logging.h"
 #include "common/time_util.h"
+#include "common/version.h"
 #include "common/watchdog.h"
 #include "scheduler/model_proto.h"
+#include "server/admin_service.h"
 #include "server/agent_registry.h"
 #include "server/agent_service.h"
 #include "server/api.h"
@@ -119,7 +122,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (parsed->version) {
-    std::cout << "trainctld 0.1.0\n";
+    std::cout << "trainctld " << VersionText() << "\n";
     return 0;
   }
   const server::DaemonFlags& flags = *parsed;
@@ -253,7 +256,8 @@ int main(int argc, char** argv) {
                    &tokens,
                    &revocations,
                    {flags.max_request_bytes - (64 << 10), flags.max_watches_per_peer},
-                   archive->get()});
+                   archive->get(),
+                   kAgentProtocolVersion});
   server::JobServiceImpl job_service(&api);
   server::AgentServiceImpl agent_service(&loop, &registry, {flags.tls(), &revocations},
                                          flags.max_agent_streams_per_peer,
@@ -261,6 +265,7 @@ int main(int argc, char** argv) {
   server::ClusterServiceImpl cluster_service(&api);
   server::QuotaServiceImpl quota_service(&api);
   server::AuthServiceImpl auth_service(&api);
+  server::AdminServiceImpl admin_service(&api, flags.data_dir);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -279,6 +284,7 @@ int main(int argc, char** argv) {
   builder.RegisterService(&cluster_service);
   builder.RegisterService(&quota_service);
   builder.RegisterService(&auth_service);
+  builder.RegisterService(&admin_service);
   // Agents hold their stream for days: keep it alive through idle NATs and notice dead peers.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 20000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);

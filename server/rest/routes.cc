@@ -283,6 +283,8 @@ std::vector<Route> MakeRoutes() {
             "Revoke an API token.", &Api::RevokeToken),
       Unary("GET", "/v1/whoami", "trainctl.v1.AuthService/WhoAmI", "",
             "The token the call is made with.", &Api::WhoAmI),
+      Unary("GET", "/v1/version", "trainctl.v1.AdminService/GetVersion", "",
+            "trainctld's version, build and store, and when it started.", &Api::GetVersion),
   };
 }
 

@@ -1,6 +1,6 @@
 // Users with roles on a TLS cluster: the first admin token, tokens made with `trainctl admin
-// token`, each role's permissions, project scopes, the actor of events, revocation, and tokens
-// kept across a restart. Real processes, real TLS over loopback.
+// token`, each role's permissions (backups an admin's alone), project scopes, the actor of events,
+// revocation, and tokens kept across a restart. Real processes, real TLS over loopback.
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/codegen/sync_stream.h>
 #include <signal.h>
@@ -88,6 +88,17 @@ TEST_CASE("roles and projects decide what a token may do", "[integration][tls][a
   CHECK(c.CliAs(viewer, {"list"}).exit_code == 0);
   CheckRefused(c.CliAs(viewer, {"submit", "-f", SpecFile(c, "team-a")}), "PERMISSION_DENIED",
                "vic's token (role viewer) lacks the permission submit");
+  // A backup is an admin's alone (the copy holds secrets); any token may ask for the version.
+  const std::string denied_backup = c.dir() + "/viewer-backup.db";
+  CheckRefused(c.CliAs(viewer, {"admin", "backup", denied_backup}), "PERMISSION_DENIED",
+               "vic's token (role viewer) lacks the permission backup");
+  CHECK_FALSE(std::filesystem::exists(denied_backup));
+  CliResult version = c.CliAs(viewer, {"version"});
+  CHECK(version.exit_code == 0);
+  CHECK(absl::StrContains(version.out, "\ntrainctld "));
+  CliResult backup = c.Cli({"admin", "backup", c.dir() + "/admin-backup.db"});
+  INFO(backup.err);
+  CHECK(backup.exit_code == 0);
 
   // A member submits in its project only.
   CliResult submitted = c.CliAs(alice, {"submit", "-f", SpecFile(c, "team-a")});

@@ -379,6 +379,8 @@ TEST_CASE("every RPC the gRPC server registers has a route in the OpenAPI docume
         found = true;
         for (const pb::MethodDescriptorProto& m : s.method()) {
           const std::string rpc = absl::StrCat(service, "/", m.name());
+          // A backup streams a database file with its checksum at the end: gRPC only.
+          if (rpc == "trainctl.v1.AdminService/Backup") continue;
           INFO(rpc << " has no route in /v1/openapi.json");
           CHECK(documented.count(rpc) == 1);
           ++checked;

@@ -14,6 +14,7 @@
 #include "server/authorizer.h"
 #include "server/replica_tokens.h"
 #include "server/tokens.h"
+#include "trainctl/v1/admin.pb.h"
 #include "trainctl/v1/job.pb.h"
 
 namespace trainctl::server {
@@ -82,7 +83,7 @@ TEST_CASE("Verify refuses malformed, unknown, altered, revoked and expired token
 TEST_CASE("each role has exactly its permissions", "[auth]") {
   using P = Permission;
   for (P p : {P::kRead, P::kReadLogs, P::kSubmit, P::kCancel, P::kReportProgress, P::kOperateNodes,
-              P::kDeleteNodes, P::kSetQuota, P::kManageTokens, P::kWhoAmI}) {
+              P::kDeleteNodes, P::kSetQuota, P::kManageTokens, P::kWhoAmI, P::kBackup}) {
     INFO(PermissionName(p));
     CHECK(RoleHas(v1::ROLE_ADMIN, p));
     CHECK(RoleHas(v1::ROLE_OPERATOR, p) ==
@@ -177,16 +178,20 @@ TEST_CASE("every user-facing RPC has a route, in Route order", "[auth]") {
     CHECK(static_cast<size_t>(Routes()[i].route) == i);
     routed.insert(Routes()[i].method);
   }
-  // Every service of job.proto: the user-facing API (agents have agent.proto and mTLS).
+  // Every service of job.proto and admin.proto: the user-facing API (agents have agent.proto and
+  // mTLS).
   std::set<std::string> served;
-  const google::protobuf::FileDescriptor* file = v1::Job::descriptor()->file();
-  REQUIRE(file->service_count() >= 4);
-  for (int i = 0; i < file->service_count(); ++i) {
-    const google::protobuf::ServiceDescriptor* s = file->service(i);
-    for (int m = 0; m < s->method_count(); ++m) {
-      served.insert(s->full_name() + "/" + s->method(m)->name());
+  for (const google::protobuf::FileDescriptor* file :
+       {v1::Job::descriptor()->file(), v1::VersionInfo::descriptor()->file()}) {
+    REQUIRE(file->service_count() >= 1);
+    for (int i = 0; i < file->service_count(); ++i) {
+      const google::protobuf::ServiceDescriptor* s = file->service(i);
+      for (int m = 0; m < s->method_count(); ++m) {
+        served.insert(s->full_name() + "/" + s->method(m)->name());
+      }
     }
   }
+  CHECK(served.size() >= 26);
   CHECK(routed == served);
 }
 
