@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "agents/agent.h"
 #include "agents/agent_flags.h"
+#include "agents/agent_metrics.h"
 #include "agents/check_program.h"
 #include "agents/gpu_inventory.h"
 #include "agents/host_checks.h"
@@ -28,6 +30,7 @@
 #include "agents/run_files.h"
 #include "agents/shim_spawn.h"
 #include "common/logging.h"
+#include "common/metrics_http.h"
 #include "common/pem_file.h"
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
@@ -218,7 +221,20 @@ int Main(int argc, char** argv) {
         "intercept the traffic or impersonate the scheduler can run any command on this host",
         options->scheduler);
   }
+  // --metrics-listen: counted from the agent's start, served once it exists.
+  std::optional<AgentMetrics> metrics;
+  if (!flags->metrics_listen.empty()) options->metrics = &metrics.emplace();
   Agent agent(*std::move(options));
+  std::optional<trainctl::metrics::MetricsHttpServer> metrics_server;
+  if (metrics) {
+    metrics->Watch({[&agent] { return static_cast<int64_t>(agent.ActiveRuns()); },
+                    [&agent] { return static_cast<int64_t>(agent.UnackedReports()); },
+                    [&agent] { return agent.Registered(); }});
+    metrics_server.emplace(flags->metrics_listen, [&metrics] { return metrics->Expose(); });
+    absl::StatusOr<int> port = metrics_server->Start();
+    if (!port.ok()) return Fail(1, std::string(port.status().message()));
+    spdlog::info("serving GET /metrics on port {} ({})", *port, flags->metrics_listen);
+  }
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&signals, &sig);
