@@ -2,10 +2,11 @@
 // reported event moves them.
 #include "server/metrics_daemon.h"
 
+#include <array>
 #include <chrono>
 
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "scheduler/model_proto.h"
 #include "server/authorizer.h"
 #include "server/job_snapshots.h"
@@ -120,13 +121,23 @@ void DaemonMetrics::WatchJobs(const JobSnapshots* snapshots) {
       "trainctl_jobs",
       "Jobs not ended yet, by project and state (QUEUED: waiting in the admission queue).",
       {"project", "state"}, [snapshots] {
-        std::map<std::pair<std::string, std::string>, int64_t> counts;
+        // Counted under the snapshots' lock, which holds up the loop's next publication: a
+        // lookup by the project's name as it is (no copy once the project is known) and an
+        // increment per job; the label texts are made after.
+        std::map<std::string, std::array<int64_t, v1::JobState_ARRAYSIZE>, std::less<>> counts;
         snapshots->ForEach([&counts](const v1::Job& job) {
-          if (!IsTerminal(job.state())) ++counts[{job.project(), sched::ShortName(job.state())}];
+          if (IsTerminal(job.state())) return;
+          auto it = counts.find(job.project());
+          if (it == counts.end()) it = counts.emplace(job.project(), decltype(it->second){}).first;
+          ++it->second[job.state()];
         });
         std::vector<metrics::Sample> out;
-        for (const auto& [key, n] : counts) {
-          out.push_back({{key.first, key.second}, static_cast<double>(n)});
+        for (const auto& [project, by_state] : counts) {
+          for (int state = 0; state < v1::JobState_ARRAYSIZE; ++state) {
+            if (by_state[state] == 0) continue;
+            out.push_back({{project, sched::ShortName(static_cast<v1::JobState>(state))},
+                           static_cast<double>(by_state[state])});
+          }
         }
         return out;
       });
@@ -141,7 +152,13 @@ void DaemonMetrics::OnCommit(double seconds) { commit_seconds_.Observe(seconds);
 
 void DaemonMetrics::OnCommitted(const sched::Tally& tally,
                                 const std::vector<sched::Event>& events) {
-  for (const sched::Event& e : events) events_.With({e.type}).Increment();
+  for (const sched::Event& e : events) {
+    auto it = event_counters_.find(e.type);
+    if (it == event_counters_.end()) {
+      it = event_counters_.emplace(e.type, &events_.With({e.type})).first;
+    }
+    it->second->Increment();
+  }
   for (const sched::Tally::End& end : tally.ends) {
     ended_.With({end.project, sched::ShortName(end.state)}).Increment();
   }
