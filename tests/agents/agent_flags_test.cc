@@ -419,7 +419,8 @@ TEST_CASE("command line errors keep the agent's words", "[agent_flags]") {
   }
 }
 
-TEST_CASE("--metrics-listen takes HOST:PORT and is off by default", "[agent_flags]") {
+TEST_CASE("the metrics address (--metrics-listen) is HOST:PORT, and off by default",
+          "[agent_flags]") {
   CHECK(ParseAgentFlags(Required())->metrics_listen.empty());
   CHECK(ParseAgentFlags(With({"--metrics-listen", "127.0.0.1:9108"}))->metrics_listen ==
         "127.0.0.1:9108");
