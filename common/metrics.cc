@@ -38,6 +38,24 @@ void AtomicAddDouble(std::atomic<double>* target, double d) {
   }
 }
 
+// `text` with \ as \\, a newline as \n and, when `quote`, " as \".
+std::string EscapeText(const std::string& text, bool quote) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '"' && quote) {
+      out += "\\\"";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 // A gauge whose series a function computes at each scrape, written sorted by labels.
 class GaugeFunctionFamily : public Family {
  public:
@@ -97,37 +115,9 @@ std::vector<double> ExponentialBuckets(double start, double factor, int count) {
 
 // --- Text --------------------------------------------------------------------------------------
 
-std::string EscapeLabelValue(const std::string& value) {
-  std::string out;
-  out.reserve(value.size());
-  for (char c : value) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+std::string EscapeLabelValue(const std::string& value) { return EscapeText(value, /*quote=*/true); }
 
-std::string EscapeHelp(const std::string& help) {
-  std::string out;
-  out.reserve(help.size());
-  for (char c : help) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+std::string EscapeHelp(const std::string& help) { return EscapeText(help, /*quote=*/false); }
 
 std::string FormatValue(double v) {
   if (std::isnan(v)) return "NaN";
