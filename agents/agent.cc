@@ -128,11 +128,13 @@ Agent::Agent(Options options)
           if (context_ != nullptr) outbox_.push_back(std::move(message));
         };
         launcher_options.on_started = [this](trainctl::v1::ReplicaStarted started) {
+          if (options_.metrics != nullptr) options_.metrics->OnStarted();
           trainctl::v1::AgentMessage report;
           *report.mutable_replica_started() = std::move(started);
           AddReport(std::move(report));
         };
         launcher_options.on_exited = [this](trainctl::v1::ReplicaExited exited) {
+          if (options_.metrics != nullptr) options_.metrics->OnExited(exited);
           OnExited(std::move(exited));
         };
         if (options_.checks.preflight) {
@@ -554,7 +556,9 @@ void Agent::WorkerLoop() {
     }
     if (command.has_launch()) {
       spdlog::info("run {}: launch requested", command.launch().run_id());
+      const absl::Time start = absl::Now();
       launcher_.Launch(command.launch());
+      if (options_.metrics != nullptr) options_.metrics->OnLaunchCarriedOut(absl::Now() - start);
     } else if (command.has_stop()) {
       const trainctl::v1::StopReplica& stop = command.stop();
       absl::Status status = launcher_.Stop(stop.run_id(), stop.grace_period_ms(), stop.reason());

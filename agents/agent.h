@@ -82,6 +82,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "agents/agent_metrics.h"
 #include "agents/fence_timer.h"
 #include "agents/host_checks.h"
 #include "agents/launcher.h"
@@ -150,6 +151,9 @@ class Agent {
     // Called on every pass of the loop that watches the replicas (the launcher's monitor),
     // connected to the scheduler or not: the agent's watchdog. Optional.
     std::function<void()> alive;
+    // Where launches, exits and check runs are counted (--metrics-listen; not owned, must
+    // outlive the agent); null: nowhere.
+    AgentMetrics* metrics = nullptr;
   };
 
   // The release this agent reports in its registration (common/version.h).
@@ -186,6 +190,13 @@ class Agent {
   const std::string& instance() const { return instance_; }
   // The number of reports not acknowledged yet, exits waiting for their exit checks included.
   size_t UnackedReports() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Replicas supervised now (launched or adopted, not ended).
+  int ActiveRuns() const { return launcher_.ActiveCount(); }
+  // Whether the current stream got its RegisterAck.
+  bool Registered() const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return registered_;
+  }
 
  private:
   struct StreamOutcome {

@@ -28,6 +28,7 @@ std::optional<ProcessLauncher::PreflightFailure> Agent::Preflight(
     if (run->passed()) run = checker_.ForReplica(*std::move(run), launch);
   } else {
     run = checker_.RunPreflight(launch);
+    if (options_.metrics != nullptr) options_.metrics->OnCheckRun(*run);
     preflight_cache_.Insert(launch.job_id(), launch.attempt(), *run);
     // A failed run travels with each replica's exit instead.
     if (run->passed()) {
@@ -60,6 +61,7 @@ void Agent::ExitCheckLoop() {
     }
     // The exits queued so far share this run: it started after each of them.
     trainctl::v1::CheckRun run = checker_.RunHealthChecks("exit", cancelled);
+    if (options_.metrics != nullptr) options_.metrics->OnCheckRun(run);
     absl::MutexLock lock(&mu_);
     if (worker_exit_) return;
     for (size_t i = 0; i < batch; ++i) {
@@ -114,6 +116,7 @@ void Agent::HealthCheckLoop() {
     }
     trainctl::v1::AgentMessage report;
     *report.mutable_check_report()->mutable_run() = checker_.RunHealthChecks("periodic", cancelled);
+    if (options_.metrics != nullptr) options_.metrics->OnCheckRun(report.check_report().run());
     absl::MutexLock lock(&mu_);
     if (stopped_) return;
     reports_.AddPeriodicCheck(std::move(report));
@@ -126,6 +129,7 @@ void Agent::RunStartupScript() {
     absl::MutexLock lock(&mu_);
     return stopped_;
   });
+  if (run && options_.metrics != nullptr) options_.metrics->OnCheckRun(*run);
   absl::MutexLock lock(&mu_);
   startup_run_ = std::move(run);
 }

@@ -46,6 +46,7 @@ std::vector<std::pair<std::string, std::string>> AgentConfigEntries(const AgentF
       {"pids-max", absl::StrCat(f.pids_max)},
       {"cpu-policy", f.cpu_policy == CpuPolicy::kStatic ? "static" : "none"},
       {"log-level", f.log_level},
+      {"metrics-listen", f.metrics_listen},
       {"inject-launch-failures", absl::StrCat(f.inject_launch_failures)},
       {"inject-exit-report-delay",
        f.delay_exit_status < 0 ? ""

@@ -151,6 +151,10 @@ std::vector<FlagGroup> AgentFlagGroups() {
          "shared (default: none)"},
         {"log-level", 0, Kind::kValue, "LEVEL", "",
          "trace, debug, info, warn, error, critical or off (default: info)"},
+        {"metrics-listen", 0, Kind::kValue, "HOST:PORT", "",
+         "serve Prometheus metrics as GET /metrics on this address, plain HTTP without "
+         "authentication: keep it on loopback or a management network; port 0 picks a free one "
+         "(default: off)"},
         {"inject-launch-failures", 0, Kind::kValue, "N", "",
          "testing only: fail the first N launches as the host's fault, -1 for every launch "
          "(default: 0)"},
@@ -370,6 +374,17 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
       {"--insecure-allow-plaintext",
        [&](auto& f, auto& v) { return ParseBool(f, v, &flags.insecure_allow_plaintext); }},
       {"--log-level", text(&flags.log_level)},
+      {"--metrics-listen",
+       [&](auto& f, auto& v) {
+         const size_t colon = v.rfind(':');
+         int port = -1;
+         if (colon == std::string::npos || colon == 0 ||
+             !absl::SimpleAtoi(v.substr(colon + 1), &port) || port < 0 || port > 65535) {
+           return BadValue(f, "HOST:PORT, e.g. 127.0.0.1:9108", v);
+         }
+         flags.metrics_listen = v;
+         return absl::OkStatus();
+       }},
       {"--stop-replicas", [&](auto& f, auto& v) { return ParseBool(f, v, &flags.stop_replicas); }},
       {"--stop-grace",
        [&](auto& f, auto& v) { return ParseDurationFlag(f, v, true, &flags.stop_grace); }},

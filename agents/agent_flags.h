@@ -61,6 +61,8 @@ struct AgentFlags {
   int64_t pids_max = kDefaultPidsMax;
   CpuPolicy cpu_policy = CpuPolicy::kNone;
   std::string log_level = "info";
+  // --metrics-listen HOST:PORT: where GET /metrics is served; empty: nowhere.
+  std::string metrics_listen;
   // Test hook: fail the first N launches as host errors; -1: all.
   int inject_launch_failures = 0;
   // Test hook (--inject-exit-report-delay CODE:DURATION): hold the exit report of every run that

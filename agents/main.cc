@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "agents/agent.h"
 #include "agents/agent_config.h"
 #include "agents/agent_flags.h"
+#include "agents/agent_metrics.h"
 #include "agents/check_program.h"
 #include "agents/gpu_inventory.h"
 #include "agents/host_checks.h"
@@ -30,6 +32,7 @@
 #include "agents/run_files.h"
 #include "agents/shim_spawn.h"
 #include "common/logging.h"
+#include "common/metrics_http.h"
 #include "common/pem_file.h"
 #include "common/status_macros.h"
 #include "common/watchdog.h"
@@ -230,7 +233,20 @@ int Main(int argc, char** argv) {
         "intercept the traffic or impersonate the scheduler can run any command on this host",
         options->scheduler);
   }
+  // --metrics-listen: counted from the agent's start, served once it exists.
+  std::optional<AgentMetrics> metrics;
+  if (!flags->metrics_listen.empty()) options->metrics = &metrics.emplace();
   Agent agent(*std::move(options));
+  std::optional<trainctl::metrics::MetricsHttpServer> metrics_server;
+  if (metrics) {
+    metrics->Watch({[&agent] { return static_cast<int64_t>(agent.ActiveRuns()); },
+                    [&agent] { return static_cast<int64_t>(agent.UnackedReports()); },
+                    [&agent] { return agent.Registered(); }});
+    metrics_server.emplace(flags->metrics_listen, [&metrics] { return metrics->Expose(); });
+    absl::StatusOr<int> port = metrics_server->Start();
+    if (!port.ok()) return Fail(1, std::string(port.status().message()));
+    spdlog::info("serving GET /metrics on port {} ({})", *port, flags->metrics_listen);
+  }
   AgentReloader config(args, *flags, &agent);
   std::thread waiter([&] {
     int sig = 0;

@@ -345,10 +345,15 @@ size_t Core::Schedule(int64_t now_ms, Effects* fx) {
   const AdmissionPlan plan = queue_.Pass(jobs_, nodes_, now, &timers_);
   for (const AdmissionPlan::Stockout& s : plan.stockouts) {
     Job* job = jobs_.Find(s.job_id);
-    lifecycle_.ApplyStockout(job, DecideOnStockout(*job, s.missing), now, fx);
+    const RetryDecision d = DecideOnStockout(*job, s.missing);
+    fx->tally.failures.push_back({d.failure_class, d.action});
+    lifecycle_.ApplyStockout(job, d, now, fx);
   }
   for (const AdmissionPlan::Start& start : plan.starts) {
-    lifecycle_.StartAttempt(jobs_.Find(start.job_id), start.nodes, now, fx);
+    Job* job = jobs_.Find(start.job_id);
+    fx->tally.admissions.push_back(
+        {job->project, now - job->queue_time.value_or(job->create_time)});
+    lifecycle_.StartAttempt(job, start.nodes, now, fx);
   }
   for (const auto& [id, reason] : plan.reasons) {
     lifecycle_.SetQueueReason(jobs_.Find(id), reason, now, fx);

@@ -89,6 +89,7 @@ void JobLifecycle::SetJobState(Job* job, v1::JobState state, const std::string& 
   job->state = state;
   if (IsAdmitted(from) && !IsAdmitted(state)) queue_->Released(job->project);
   if (!IsAdmitted(from) && IsAdmitted(state)) queue_->Admitted(job->project);
+  if (!IsTerminal(from) && IsTerminal(state)) fx->tally.ends.push_back({job->project, state});
   Touch(job, now, fx);
   AddEvent(fx, now, job, "", "", EventTypeOf(state),
            absl::StrCat(ShortName(from), " -> ", ShortName(state), ": ", reason));
@@ -208,6 +209,7 @@ void JobLifecycle::MaybeMarkRunning(Job* job, absl::Time now, Effects* fx) {
   for (const Replica& r : job->replicas) {
     if (r.state != v1::REPLICA_STATE_RUNNING && r.state != v1::REPLICA_STATE_SUCCEEDED) return;
   }
+  if (!job->start_time) fx->tally.first_runs.push_back({job->project, now - job->create_time});
   if (!job->start_time) job->start_time = now;
   if (Attempt* attempt = job->current()) {
     attempt->state = v1::JOB_STATE_RUNNING;
@@ -386,6 +388,7 @@ void JobLifecycle::Apply(Job* job, Replica* r, const RetryDecision& d, absl::Tim
                          Effects* fx) {
   const bool ok = d.action == Decision::kSucceedJob || d.action == Decision::kContinue;
   SetReplicaState(job, r, ok ? v1::REPLICA_STATE_SUCCEEDED : v1::REPLICA_STATE_FAILED);
+  if (!ok && d.action != Decision::kNone) fx->tally.failures.push_back({d.failure_class, d.action});
   r->message = d.replica_message;
   if (d.action == Decision::kMoveReplica) {
     r->move_cause = d.move_cause;

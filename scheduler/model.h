@@ -354,6 +354,36 @@ struct Command {
   v1::SchedulerMessage Take() &&;
 };
 
+// What a turn did that trainctld's metrics count (server/metrics_*.h). The core only appends
+// to it, and never reads it.
+struct Tally {
+  // A failure decided: a replica's end that was no success, a stockout, a move without room.
+  struct Failure {
+    FailureClass failure_class = FailureClass::kNone;
+    Decision action = Decision::kNone;
+  };
+  // An attempt started, after its job waited `wait` in the queue (since its submission or its
+  // retry).
+  struct Admission {
+    std::string project;
+    absl::Duration wait;
+  };
+  // A job ran for the first time, `since_create` after its submission.
+  struct FirstRun {
+    std::string project;
+    absl::Duration since_create;
+  };
+  // A job reached a terminal state.
+  struct End {
+    std::string project;
+    v1::JobState state = v1::JOB_STATE_UNSPECIFIED;
+  };
+  std::vector<Failure> failures;
+  std::vector<Admission> admissions;
+  std::vector<FirstRun> first_runs;
+  std::vector<End> ends;
+};
+
 // What one turn of the core decided, beyond its own in-memory state: rows to persist and
 // messages for agents. The shell commits the rows in one transaction before any message leaves.
 struct Effects {
@@ -373,6 +403,8 @@ struct Effects {
   std::set<std::string> quotas;
   // Jobs deleted, with their attempts, runs and events.
   std::vector<std::string> deleted_jobs;
+  // For metrics only; not part of empty(): nothing in it is persisted or sent.
+  Tally tally;
 
   bool empty() const {
     return jobs.empty() && attempts.empty() && runs.empty() && nodes.empty() &&

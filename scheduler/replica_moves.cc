@@ -148,6 +148,7 @@ void JobLifecycle::PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx,
         DecideNoRoomForMove(*job, *r, from, r->move_cause, why, DescribeNoRoom(*r, from, *nodes_));
     r->move_cause = MoveCause::kNone;
     r->move_reason.clear();
+    fx->tally.failures.push_back({d.failure_class, d.action});
     if (d.action == Decision::kRedispatch) {
       Retry(job, d, now, fx);
     } else {

@@ -11,6 +11,7 @@
 #include "common/agent_protocol.h"
 #include "common/grpc_status.h"
 #include "scheduler/agent_validation.h"
+#include "server/metrics_daemon.h"
 
 namespace trainctl::server {
 namespace {
@@ -141,9 +142,12 @@ class AgentSession : public Reactor {
 
   // Applies a journaled report in the loop and acks it once that turn has committed.
   void PostReport(uint64_t seq, std::function<void(Turn&)> apply) {
-    loop_->Post([apply = std::move(apply), ack = AckAfterCommit(seq)](Turn& t) {
+    // Counted in flight until its ack is sent, or its work dropped.
+    DaemonMetrics* metrics = loop_->metrics();
+    std::shared_ptr<void> in_flight = metrics != nullptr ? metrics->ReportInFlight() : nullptr;
+    loop_->Post([apply = std::move(apply), ack = AckAfterCommit(seq), in_flight](Turn& t) {
       apply(t);
-      t.after_commit->push_back(ack);
+      t.after_commit->push_back([ack, in_flight] { ack(); });
     });
   }
 

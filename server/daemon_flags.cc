@@ -37,7 +37,8 @@ std::vector<FlagGroup> DaemonFlagGroups() {
          "gRPC address for the CLI, pipelines and agents (default 127.0.0.1:7070; port 0 picks a "
          "free port; the address in use is written to DIR/trainctld.addr)"},
         {"http-listen", 0, Kind::kValue, "HOST:PORT", "",
-         "the REST API and the web console (default 127.0.0.1:7080; port 0 picks a free port, "
+         "the REST API, the web console and Prometheus metrics (GET /metrics; with TLS a token "
+         "of any role) (default 127.0.0.1:7080; port 0 picks a free port, "
          "written to DIR/trainctld.http-addr; \"off\" serves none). HTTPS with --tls-cert"},
         {"http-max-streams", 0, Kind::kValue, "N", "",
          "long-lived HTTP streams (job watches, log follows) served at once; more are refused "

@@ -110,6 +110,11 @@ bool JobSnapshots::Holds(const std::string& id) const {
   return jobs_.count(id) > 0;
 }
 
+void JobSnapshots::ForEach(const std::function<void(const v1::Job&)>& fn) const {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, job] : jobs_) fn(*job);
+}
+
 absl::StatusOr<v1::Job> JobSnapshots::Get(const std::string& id, int64_t now_ms) const {
   JobPtr job;
   std::shared_ptr<const sched::QueueState> queue;

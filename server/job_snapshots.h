@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -82,6 +83,9 @@ class JobSnapshots {
   // and still have a next page token, where the next call goes on.
   absl::StatusOr<v1::ListJobsResponse> List(const v1::ListJobsRequest& req, int64_t now_ms) const
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Calls `fn` on every job held, under the snapshots' lock: `fn` must be quick and must not call
+  // back into these snapshots (metrics count jobs by state with it).
+  void ForEach(const std::function<void(const v1::Job&)>& fn) const ABSL_LOCKS_EXCLUDED(mu_);
   // Sends the job's current snapshot to `watcher` and subscribes it to later ones (unless the
   // job is already terminal). NOT_FOUND when unknown.
   absl::Status Watch(const std::string& id, std::shared_ptr<JobWatcher> watcher)

@@ -40,6 +40,7 @@
 #include "server/data_dir.h"
 #include "server/job_service.h"
 #include "server/job_snapshots.h"
+#include "server/metrics_daemon.h"
 #include "server/pki.h"
 #include "server/pki_command.h"
 #include "server/quota_service.h"
@@ -200,6 +201,9 @@ int main(int argc, char** argv) {
   server::AgentRegistry registry(std::chrono::milliseconds(2 * flags.heartbeat_ms));
   server::WatchHub hub;
   server::JobSnapshots snapshots(&hub);
+  // Served as GET /metrics on the HTTP port; declared before the loop, which counts into it.
+  server::DaemonMetrics metrics;
+  metrics.WatchJobs(&snapshots);
   // gRPC health says NOT_SERVING while changes are refused. The server starts after the
   // loop; these are declared before it, so they outlive it.
   absl::Mutex health_mu;
@@ -227,6 +231,7 @@ int main(int argc, char** argv) {
     if (health != nullptr) health->SetServingStatus(writes.ok());
   });
   loop.set_alive(watchdog.AliveCallback());
+  loop.set_metrics(&metrics);
   loop.set_job_retention_ms(flags.job_retention_ms);
   loop.set_finished_job_cache_ms(cache_ms);
   loop.set_finished_job_cache_jobs(flags.finished_job_cache_jobs);
@@ -320,7 +325,8 @@ int main(int argc, char** argv) {
   if (flags.http_listen != "off") {
     rest.emplace(&api,
                  server::rest::RestOptions{flags.http_listen, flags.http_max_streams,
-                                           flags.max_request_bytes, flags.tls_cert, flags.tls_key});
+                                           flags.max_request_bytes, flags.tls_cert, flags.tls_key,
+                                           server::MetricsEndpoint(&authorizer, &metrics)});
     absl::StatusOr<int> http_port = rest->Start();
     const std::string http_host = flags.http_listen.substr(0, flags.http_listen.rfind(':'));
     const std::string http_addr = absl::StrCat(http_host, ":", http_port.ok() ? *http_port : 0);

@@ -10,6 +10,7 @@
 #include "scheduler/model_proto.h"
 #include "server/agent_registry.h"
 #include "server/job_snapshots.h"
+#include "server/metrics_daemon.h"
 
 namespace trainctl::server {
 namespace {
@@ -79,6 +80,7 @@ void ReconcileLoop::SetWriteStatus(absl::Status status) {
     absl::MutexLock lock(&mu_);
     write_status_ = status;
   }
+  if (metrics_ != nullptr) metrics_->SetWritesRefused(!status.ok());
   if (write_listener_) write_listener_(status);
 }
 
@@ -95,19 +97,21 @@ void ReconcileLoop::Run() {
       items.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
       queue_.clear();
     }
+    const auto start = std::chrono::steady_clock::now();
+    bool refused = false;
     if (absl::Status refusing = write_status(); !refusing.ok()) {
       ProbeWrites();
       refusing = write_status();
       if (!refusing.ok()) {
         RunRefusingTurn(std::move(items), refusing);
-        continue;
+        refused = true;
       }
     }
-    const auto start = std::chrono::steady_clock::now();
-    RunTurn(std::move(items));
-    turns_.Record(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count());
+    if (!refused) RunTurn(std::move(items));
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (!refused) turns_.Record(ms);
+    if (metrics_ != nullptr) metrics_->OnTurn(ms / 1000, WallNowMs());
   }
 }
 
@@ -149,11 +153,18 @@ void ReconcileLoop::RunTurn(std::vector<Item> items) {
   }
   batch.tokens = std::move(tokens);
   batch.deleted_jobs = std::move(fx.deleted_jobs);
+  const auto commit_start = std::chrono::steady_clock::now();
   absl::Status committed = store_->Commit(batch);
   if (!committed.ok()) {
     // Nothing of this turn may be seen, sent or acknowledged.
     RecoverFromFailedCommit(items, committed);
     return;
+  }
+  if (metrics_ != nullptr) {
+    metrics_->OnCommit(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - commit_start).count());
+    metrics_->OnCommitted(fx.tally, batch.events);
+    if (!batch.nodes.empty() || !batch.deleted_nodes.empty()) metrics_->OnNodes(core_->nodes());
   }
   for (const sched::Event& e : batch.events) {
     spdlog::info("event {} job={} replica={} node={}: {}", e.type, e.job_id, e.replica, e.node,
@@ -325,6 +336,7 @@ void ReconcileLoop::PublishAll() {
   ended_.clear();
   ended_at_.clear();
   NoteEnded(all, {});
+  if (metrics_ != nullptr) metrics_->OnNodes(core_->nodes());
   Publish(std::move(all));
 }
 

@@ -56,6 +56,7 @@
 namespace trainctl::server {
 
 class AgentRegistry;
+class DaemonMetrics;
 class JobSnapshots;
 
 // What a posted item sees during its turn.
@@ -115,6 +116,10 @@ class ReconcileLoop {
   void set_write_state_listener(WriteStateListener listener) {
     write_listener_ = std::move(listener);
   }
+  // Where turns, commits and what each turn did are counted (not owned; null: nowhere). Set
+  // before Start().
+  void set_metrics(DaemonMetrics* metrics) { metrics_ = metrics; }
+  DaemonMetrics* metrics() const { return metrics_; }
   // Terminal jobs that ended longer ago than this are deleted (0: never). Set before Start().
   void set_job_retention_ms(int64_t ms) { retention_ms_ = ms; }
   // Terminal jobs leave memory this long after their last change (0: at once). Set before
@@ -161,6 +166,7 @@ class ReconcileLoop {
 
   SecretRedactor redactor_;
   const ReplicaTokens* replica_tokens_ = nullptr;
+  DaemonMetrics* metrics_ = nullptr;
   Reloader reloader_;
   WriteStateListener write_listener_;
   std::function<void()> alive_;

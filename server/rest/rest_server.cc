@@ -2,7 +2,6 @@
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
-#include <sys/socket.h>
 
 #include <functional>
 #include <regex>
@@ -10,7 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/net_address.h"
+#include "common/http_listen.h"
+#include "common/metrics.h"
 #include "server/rest/console_assets.h"
 #include "server/rest/openapi.h"
 #include "server/rest/routes.h"
@@ -115,12 +115,6 @@ absl::StatusOr<int> RestServer::Start() {
   const size_t threads = static_cast<size_t>(options_.max_streams) + kOrdinaryThreads;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(static_cast<size_t>(options_.max_body_bytes));
-  // SO_REUSEADDR alone: cpp-httplib's default adds SO_REUSEPORT, with which a second trainctld
-  // on the same port would start and take half of the connections.
-  http_->set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
   // An idle keep-alive connection holds a thread: let it go soon.
   http_->set_keep_alive_timeout(2);
   http_->set_read_timeout(10);
@@ -128,9 +122,20 @@ absl::StatusOr<int> RestServer::Start() {
   auto routes = std::make_shared<std::vector<CompiledRoute>>(Compile());
   Api* api = api_;
   StreamRegistry* streams = streams_.get();
-  auto dispatch = [routes, api, streams](const httplib::Request& req, httplib::Response& res) {
+  MetricsHandler metrics = options_.metrics;
+  auto dispatch = [routes, api, streams, metrics](const httplib::Request& req,
+                                                  httplib::Response& res) {
     if (req.method == "GET" && req.path == "/v1/openapi.json") {
       res.set_content(OpenApiDocument(), "application/json");
+      return;
+    }
+    if (req.method == "GET" && req.path == "/metrics" && metrics) {
+      std::optional<std::string> authorization;
+      if (req.has_header("Authorization")) authorization = req.get_header_value("Authorization");
+      absl::StatusOr<std::string> text = metrics(authorization);
+      if (!text.ok()) return SendError(text.status(), res);
+      res.set_header("Cache-Control", "no-store");
+      res.set_content(*text, trainctl::metrics::Registry::kContentType);
       return;
     }
     if (req.method == "GET" && ServeConsole(req, res)) return;
@@ -220,20 +225,9 @@ absl::StatusOr<int> RestServer::Start() {
         SendError(absl::InternalError(absl::StrCat("internal error: ", what)), res);
       });
 
-  const std::string host = HostOf(options_.listen);
-  const int want = std::stoi(options_.listen.substr(options_.listen.rfind(':') + 1));
-  int port = want;
-  if (want == 0) {
-    port = http_->bind_to_any_port(host);
-  } else if (!http_->bind_to_port(host, want)) {
-    port = -1;
-  }
-  if (port <= 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot listen on ", options_.listen,
-        " for HTTP (--http-listen): another process uses the port, or the address is not "
-        "this host's"));
-  }
+  // Without SO_REUSEPORT: a second trainctld on the same port fails to start.
+  absl::StatusOr<int> port = BindHttp(*http_, options_.listen, "HTTP (--http-listen)");
+  if (!port.ok()) return port.status();
   thread_ = std::thread([this] { http_->listen_after_bind(); });
   return port;
 }

@@ -3,7 +3,8 @@
 // Every route of routes.h calls the same Api the gRPC services call, so both transports
 // authorize, validate and decide alike; bodies are the protobuf JSON mapping, errors
 // google.rpc.Status JSON with their HTTP status. `GET /v1/openapi.json` describes every route;
-// `GET /` serves the console (console_assets.h).
+// `GET /` serves the console (console_assets.h), and `GET /metrics` trainctld's metrics
+// (RestOptions::metrics, metrics_daemon.h).
 //
 // Threads: cpp-httplib serves each connection on a thread of one pool. Long-lived streams (job
 // watches as server-sent events, log follows) hold their thread while they last, so the pool has
@@ -20,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/api.h"
+#include "server/metrics_daemon.h"
 
 namespace httplib {
 class Server;
@@ -39,6 +41,8 @@ struct RestOptions {
   // PEM files: serve HTTPS. Both or neither.
   std::string tls_cert;
   std::string tls_key;
+  // Serves `GET /metrics` (Prometheus) when set; it authenticates the caller itself.
+  MetricsHandler metrics;
 };
 
 class RestServer {

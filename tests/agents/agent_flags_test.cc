@@ -419,5 +419,22 @@ TEST_CASE("command line errors keep the agent's words", "[agent_flags]") {
   }
 }
 
+TEST_CASE("the metrics address (--metrics-listen) is HOST:PORT, and off by default",
+          "[agent_flags]") {
+  CHECK(ParseAgentFlags(Required())->metrics_listen.empty());
+  CHECK(ParseAgentFlags(With({"--metrics-listen", "127.0.0.1:9108"}))->metrics_listen ==
+        "127.0.0.1:9108");
+  CHECK(ParseAgentFlags(With({"--metrics-listen", "[::1]:0"}))->metrics_listen == "[::1]:0");
+  for (const char* bad : {"9108", ":9108", "host:", "host:http", "host:65536", "host:-1"}) {
+    INFO(bad);
+    absl::StatusOr<AgentFlags> flags = ParseAgentFlags(With({"--metrics-listen", bad}));
+    REQUIRE_FALSE(flags.ok());
+    CHECK(flags.status().message() ==
+          absl::StrCat("--metrics-listen: expected HOST:PORT, e.g. 127.0.0.1:9108, got \"", bad,
+                       "\""));
+  }
+  CHECK(absl::StrContains(AgentUsage(), "--metrics-listen HOST:PORT"));
+}
+
 }  // namespace
 }  // namespace trainctl::agent

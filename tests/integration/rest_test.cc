@@ -14,12 +14,12 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "tests/integration/http_client.h"
 #include "tests/integration/mini_cluster.h"
 #include "tests/integration/reflection_client.h"
 
@@ -27,16 +27,6 @@ namespace trainctl::testing {
 namespace {
 
 namespace pb = google::protobuf;
-
-// An HTTP client of the cluster's REST port.
-std::unique_ptr<httplib::Client> Http(const MiniCluster& c) {
-  const std::string& addr = c.http_address();
-  int port = 0;
-  REQUIRE(absl::SimpleAtoi(addr.substr(addr.rfind(':') + 1), &port));
-  auto client = std::make_unique<httplib::Client>(addr.substr(0, addr.rfind(':')), port);
-  client->set_read_timeout(60);
-  return client;
-}
 
 pb::Struct Json(const std::string& text) {
   pb::Struct s;
@@ -398,39 +388,34 @@ TEST_CASE("REST over HTTPS needs a token, and the console's files are served",
   opts.agents = 0;
   opts.tls = true;
   MiniCluster c(opts);
-  const std::string& addr = c.http_address();
-  int port = 0;
-  REQUIRE(absl::SimpleAtoi(addr.substr(addr.rfind(':') + 1), &port));
-  httplib::SSLClient https("127.0.0.1", port);
-  https.set_ca_cert_path((c.PkiDir() + "/ca.crt").c_str());
-  https.enable_server_certificate_verification(true);
-  httplib::Result anonymous = https.Get("/v1/nodes");
+  const std::unique_ptr<httplib::SSLClient> https = Https(c);
+  httplib::Result anonymous = https->Get("/v1/nodes");
   REQUIRE(anonymous);
   CHECK(anonymous->status == 401);
   CHECK_THAT(anonymous->body, Catch::Contains(R"("code":16)"));
   const std::string token(absl::StripSuffix(ReadTextFile(c.AdminTokenPath()), "\n"));
-  httplib::Result bad = https.Get("/v1/nodes", {{"Authorization", "Bearer tct_nope"}});
+  httplib::Result bad = https->Get("/v1/nodes", {{"Authorization", "Bearer tct_nope"}});
   REQUIRE(bad);
   CHECK(bad->status == 401);
-  httplib::Result ok = https.Get("/v1/whoami", {{"Authorization", "Bearer " + token}});
+  httplib::Result ok = https->Get("/v1/whoami", {{"Authorization", "Bearer " + token}});
   REQUIRE(ok);
   CHECK(ok->status == 200);
   CHECK_THAT(ok->body, Catch::Contains(R"("owner":"admin")"));
 
   // The console is static: it loads without a token and asks for one.
-  httplib::Result page = https.Get("/");
+  httplib::Result page = https->Get("/");
   REQUIRE(page);
   CHECK(page->status == 200);
   CHECK(page->get_header_value("Content-Type") == "text/html; charset=utf-8");
   const std::string etag = page->get_header_value("ETag");
   CHECK_FALSE(etag.empty());
-  httplib::Result cached = https.Get("/", {{"If-None-Match", etag}});
+  httplib::Result cached = https->Get("/", {{"If-None-Match", etag}});
   REQUIRE(cached);
   CHECK(cached->status == 304);
-  httplib::Result script = https.Get("/app.js");
+  httplib::Result script = https->Get("/app.js");
   REQUIRE(script);
   CHECK(script->get_header_value("Content-Type") == "text/javascript; charset=utf-8");
-  httplib::Result style = https.Get("/style.css");
+  httplib::Result style = https->Get("/style.css");
   REQUIRE(style);
   CHECK(style->get_header_value("Content-Type") == "text/css; charset=utf-8");
 }

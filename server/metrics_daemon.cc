@@ -1,0 +1,215 @@
+// trainctld's metrics (metrics_daemon.h): their names, help texts and buckets, and how each
+// reported event moves them.
+#include "server/metrics_daemon.h"
+
+#include <array>
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "scheduler/model_proto.h"
+#include "server/authorizer.h"
+#include "server/job_snapshots.h"
+
+namespace trainctl::server {
+namespace {
+
+using metrics::ExponentialBuckets;
+
+// 0.1 ms to about 13 s: a turn or a commit.
+std::vector<double> LatencyBuckets() { return ExponentialBuckets(0.0001, 2, 18); }
+
+// 10 ms to a day: a wait in the queue, or from a submission to running.
+std::vector<double> WaitBuckets() {
+  return {0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 600, 1800, 3600, 7200, 21600, 86400};
+}
+
+// "READY" for NODE_STATE_READY, "HEALTHY" for NODE_HEALTH_HEALTHY.
+std::string NodeStateName(v1::NodeState s) {
+  return std::string(absl::StripPrefix(v1::NodeState_Name(s), "NODE_STATE_"));
+}
+std::string NodeHealthName(v1::NodeHealth h) {
+  return std::string(absl::StripPrefix(v1::NodeHealth_Name(h), "NODE_HEALTH_"));
+}
+
+bool IsReplicaRestart(sched::Decision d) {
+  return d == sched::Decision::kRestartReplica || d == sched::Decision::kRestartGang;
+}
+bool IsJobRetry(sched::Decision d) {
+  return d == sched::Decision::kRetryJob || d == sched::Decision::kRedispatch;
+}
+
+}  // namespace
+
+DaemonMetrics::DaemonMetrics()
+    : turn_seconds_(registry_
+                        .AddHistogram("trainctl_reconcile_turn_seconds",
+                                      "How long each reconcile loop turn took (apply the posted "
+                                      "work, tick, schedule, commit, publish).",
+                                      {}, LatencyBuckets())
+                        .With({})),
+      last_turn_(registry_
+                     .AddGauge("trainctl_reconcile_last_turn_timestamp_seconds",
+                               "When the reconcile loop last finished a turn (Unix time); the "
+                               "loop turns at least twice a second while it runs.",
+                               {})
+                     .With({})),
+      commit_seconds_(registry_
+                          .AddHistogram("trainctl_sqlite_commit_seconds",
+                                        "How long each turn's SQLite transaction took to commit.",
+                                        {}, LatencyBuckets())
+                          .With({})),
+      writes_refused_(registry_
+                          .AddGauge("trainctl_writes_refused",
+                                    "1 while trainctld refuses changes after a failed commit (a "
+                                    "full disk), else 0.",
+                                    {})
+                          .With({})),
+      reports_in_flight_(registry_
+                             .AddGauge("trainctl_agent_reports_in_flight",
+                                       "Agent reports (replica started or exited, check runs) "
+                                       "received and not yet acknowledged after their commit.",
+                                       {})
+                             .With({})),
+      events_(registry_.AddCounter("trainctl_events_total",
+                                   "Events committed (trainctl events), by type.", {"type"})),
+      ended_(registry_.AddCounter("trainctl_jobs_ended_total",
+                                  "Jobs that reached a terminal state, by project and state.",
+                                  {"project", "state"})),
+      failures_(registry_.AddCounter(
+          "trainctl_failures_total",
+          "Failures decided (a replica's end that was no success, a stockout, a move without "
+          "room), by failure class and the decision taken.",
+          {"failure_class", "decision"})),
+      restarts_(registry_.AddCounter(
+          "trainctl_replica_restarts_total",
+          "Replica restarts in place after a failure (RESTART_REPLICA, or RESTART_GANG for the "
+          "replica that caused it), by failure class.",
+          {"failure_class"})),
+      retries_(registry_.AddCounter(
+          "trainctl_job_retries_total",
+          "New attempts of jobs after a failure (RETRY_JOB or REDISPATCH), by failure class.",
+          {"failure_class"})),
+      admission_wait_(registry_.AddHistogram(
+          "trainctl_job_admission_wait_seconds",
+          "How long each attempt waited in the queue, from its job's submission or retry to "
+          "its placement, by project.",
+          {"project"}, WaitBuckets())),
+      submit_to_running_(registry_.AddHistogram(
+          "trainctl_job_submit_to_running_seconds",
+          "From a job's submission to all of its replicas running for the first time, by "
+          "project.",
+          {"project"}, WaitBuckets())) {
+  registry_.AddGaugeFunction("trainctl_nodes", "Nodes by state and health.", {"state", "health"},
+                             [this] {
+                               absl::MutexLock lock(&mu_);
+                               std::vector<metrics::Sample> out;
+                               for (const auto& [key, n] : nodes_) {
+                                 out.push_back({{key.first, key.second}, static_cast<double>(n)});
+                               }
+                               return out;
+                             });
+  registry_.AddGaugeFunction(
+      "trainctl_nodes_connected", "Nodes whose agent holds a stream to trainctld.", {}, [this] {
+        absl::MutexLock lock(&mu_);
+        return std::vector<metrics::Sample>{{{}, static_cast<double>(connected_)}};
+      });
+}
+
+void DaemonMetrics::WatchJobs(const JobSnapshots* snapshots) {
+  registry_.AddGaugeFunction(
+      "trainctl_jobs",
+      "Jobs not ended yet, by project and state (QUEUED: waiting in the admission queue).",
+      {"project", "state"}, [snapshots] {
+        // Counted under the snapshots' lock, which holds up the loop's next publication: a
+        // lookup by the project's name as it is (no copy once the project is known) and an
+        // increment per job; the label texts are made after.
+        std::map<std::string, std::array<int64_t, v1::JobState_ARRAYSIZE>, std::less<>> counts;
+        snapshots->ForEach([&counts](const v1::Job& job) {
+          if (IsTerminal(job.state())) return;
+          auto it = counts.find(job.project());
+          if (it == counts.end()) it = counts.emplace(job.project(), decltype(it->second){}).first;
+          ++it->second[job.state()];
+        });
+        std::vector<metrics::Sample> out;
+        for (const auto& [project, by_state] : counts) {
+          for (int state = 0; state < v1::JobState_ARRAYSIZE; ++state) {
+            if (by_state[state] == 0) continue;
+            out.push_back({{project, sched::ShortName(static_cast<v1::JobState>(state))},
+                           static_cast<double>(by_state[state])});
+          }
+        }
+        return out;
+      });
+}
+
+void DaemonMetrics::OnTurn(double seconds, int64_t wall_ms) {
+  turn_seconds_.Observe(seconds);
+  last_turn_.Set(static_cast<double>(wall_ms) / 1000.0);
+}
+
+void DaemonMetrics::OnCommit(double seconds) { commit_seconds_.Observe(seconds); }
+
+void DaemonMetrics::OnCommitted(const sched::Tally& tally,
+                                const std::vector<sched::Event>& events) {
+  for (const sched::Event& e : events) {
+    auto it = event_counters_.find(e.type);
+    if (it == event_counters_.end()) {
+      it = event_counters_.emplace(e.type, &events_.With({e.type})).first;
+    }
+    it->second->Increment();
+  }
+  for (const sched::Tally::End& end : tally.ends) {
+    ended_.With({end.project, sched::ShortName(end.state)}).Increment();
+  }
+  for (const sched::Tally::Failure& f : tally.failures) {
+    const std::string failure_class = sched::FailureClassName(f.failure_class);
+    failures_.With({failure_class, sched::DecisionName(f.action)}).Increment();
+    if (IsReplicaRestart(f.action)) restarts_.With({failure_class}).Increment();
+    if (IsJobRetry(f.action)) retries_.With({failure_class}).Increment();
+  }
+  for (const sched::Tally::Admission& a : tally.admissions) {
+    admission_wait_.With({a.project}).Observe(absl::ToDoubleSeconds(a.wait));
+  }
+  for (const sched::Tally::FirstRun& r : tally.first_runs) {
+    submit_to_running_.With({r.project}).Observe(absl::ToDoubleSeconds(r.since_create));
+  }
+}
+
+void DaemonMetrics::OnNodes(const std::map<std::string, sched::Node>& nodes) {
+  std::map<std::pair<std::string, std::string>, int64_t> counts;
+  int64_t connected = 0;
+  for (const auto& [name, node] : nodes) {
+    ++counts[{NodeStateName(node.status.state()), NodeHealthName(node.status.health())}];
+    if (node.connected) ++connected;
+  }
+  absl::MutexLock lock(&mu_);
+  nodes_ = std::move(counts);
+  connected_ = connected;
+}
+
+void DaemonMetrics::SetWritesRefused(bool refused) { writes_refused_.Set(refused ? 1 : 0); }
+
+std::shared_ptr<void> DaemonMetrics::ReportInFlight() {
+  reports_in_flight_.Add(1);
+  metrics::Gauge* gauge = &reports_in_flight_;
+  return std::shared_ptr<void>(nullptr, [gauge](void*) { gauge->Add(-1); });
+}
+
+MetricsHandler MetricsEndpoint(const Authorizer* auth, const DaemonMetrics* metrics) {
+  return [auth,
+          metrics](const std::optional<std::string>& authorization) -> absl::StatusOr<std::string> {
+    if (auth != nullptr && auth->enabled()) {
+      std::optional<absl::string_view> header;
+      if (authorization) header = *authorization;
+      // WhoAmI's permission: any user's valid token.
+      if (absl::StatusOr<Caller> caller = auth->Authorize(header, Route::kWhoAmI); !caller.ok()) {
+        return absl::Status(caller.status().code(),
+                            absl::StrCat("GET /metrics: ", caller.status().message()));
+      }
+    }
+    return metrics->Expose();
+  };
+}
+
+}  // namespace trainctl::server
