@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/client.h"
 #include "cli/commands.h"
+#include "cli/completion.h"
 #include "cli/usage.h"
 #include "cli/user_config.h"
 #include "common/pem_file.h"
@@ -67,6 +68,7 @@ int Main(int argc, char** argv) {
   std::vector<CommandSpec> specs;
   for (const Command& c : commands) specs.push_back(c.spec);
   specs.push_back({"help", "[COMMAND]", "Show help for trainctl or a command", "", {}, 0, 1});
+  specs.push_back(CompletionCommandSpec());
 
   ParsedArgs parsed;
   absl::Status status =
@@ -97,6 +99,12 @@ int Main(int argc, char** argv) {
   }
   status = CheckArgs(parsed, *spec);
   if (!status.ok()) return Fail(status, parsed.command());
+  if (parsed.command() == "completion") {
+    absl::StatusOr<std::string> script = CompletionScript(parsed.args()[0], globals, specs);
+    if (!script.ok()) return Fail(script.status(), parsed.command());
+    std::cout << *script;
+    return kExitOk;
+  }
 
   absl::StatusOr<ConnectionSettings> settings =
       ResolveConnection(parsed, globals, [](const char* name) { return std::getenv(name); });
@@ -117,7 +125,7 @@ int Main(int argc, char** argv) {
     if (!result.ok()) return Fail(result.status(), "-");
     return *result;
   }
-  return kExitError;  // not reached: every spec but "help" has a command
+  return kExitError;  // not reached: every spec but help and completion has a command
 }
 
 }  // namespace

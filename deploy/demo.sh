@@ -57,7 +57,7 @@ echo "==> starting trainctld on $server (data in $demo/scheduler)"
 echo $! >"$demo/trainctld.pid"
 # A root agent runs replicas as `nobody`, who must be able to reach the work dirs. When the
 # checkout lies under a directory closed to others (root's home, say), the demo runs them as
-# root instead; production hosts keep the default (deploy/trainctl-agent.env).
+# root instead; production hosts keep the default (deploy/agent.yaml).
 run_as=()
 if [ "$(id -u)" = 0 ] && ! setpriv --reuid=nobody --regid=nogroup --clear-groups test -x "$demo"; then
   echo "==> $demo is closed to other users: the demo runs its replicas as root"
@@ -67,7 +67,7 @@ for node in a b; do
   echo "==> starting trainctl-agent node-$node (work dir $demo/node-$node)"
   # The preflight disk items default to 32 GB free on / and the work dir and 1 GB on /dev/shm
   # (R20); a laptop, container or CI disk may have less, so the demo asks for 1 GB and 50 MB.
-  # Production hosts keep the defaults (deploy/trainctl-agent.env).
+  # Production hosts keep the defaults (deploy/agent.yaml).
   "$bin/trainctl-agent" --scheduler "$server" --node "node-$node" --work-dir "$demo/node-$node" \
     --address 127.0.0.1 --check-disk-root-gb 1 --check-disk-cache-gb 1 --check-disk-shm-gb 0.05 \
     "${run_as[@]}" >"$demo/agent-$node.log" 2>&1 &

@@ -11,6 +11,7 @@ packages=(
   python3-grpcio python3-protobuf python3-yaml  # the Python client (clients/python), its tests
   chromium chromium-driver python3-selenium  # the web console's browser test
   iproute2 nftables  # the network partition tests: ip netns, veth pairs, nft rules in a namespace
+  dpkg-dev file lintian  # the Debian packages: CPack's dpkg-shlibdeps, and the package test
 )
 sudo=""
 if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi

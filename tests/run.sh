@@ -3,6 +3,10 @@
 # built once, then its tests run in parallel under ctest:
 #   layers  tests/check_layers.sh: no module includes one above it (README, Architecture)
 #   main    build/: gcc, every unit and integration test
+#   package after main, in build/: the Debian packages (cmake --build build --target package),
+#           then tests/package/package_test.sh: lintian, dpkg -i, the daemons from /usr/bin with
+#           /etc/trainctl's configs running a job, dpkg --purge (README, "Packages"). Needs root
+#           (sudo otherwise); refuses a machine where trainctl is installed
 #   asan    build-asan/: clang with AddressSanitizer + UBSan, the unit and server tests; with
 #           TRAINCTL_FUZZ its libraries also carry libFuzzer's coverage (-fsanitize=fuzzer-no-link),
 #           so the fuzz targets of tests/fuzz/ are three more programs of this build, not a build
@@ -31,12 +35,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 parts=("$@")
-if [ ${#parts[@]} -eq 0 ]; then parts=(layers main asan fuzz tsan); fi
+if [ ${#parts[@]} -eq 0 ]; then parts=(layers main package asan fuzz tsan); fi
 for part in "${parts[@]}"; do
   case "$part" in
-    layers | main | asan | fuzz | tsan) ;;
+    layers | main | package | asan | fuzz | tsan) ;;
     *)
-      echo "tests/run.sh: unknown part '$part' (layers, main, asan, fuzz, tsan)" >&2
+      echo "tests/run.sh: unknown part '$part' (layers, main, package, asan, fuzz, tsan)" >&2
       exit 2
       ;;
   esac
@@ -57,6 +61,11 @@ main_build() {
   cmake --build build -j"$jobs"
 }
 main_tests() { ctest --test-dir build -j"$jobs" --output-on-failure; }
+# The packages of the main build (all of it: CPack installs every component from it).
+package_build() {
+  main_build
+  cmake --build build -j"$jobs" --target package >/dev/null
+}
 
 asan_build() {
   local unit_dirs="common;storage;scheduler;agents;cli;server;workload"
@@ -152,6 +161,10 @@ for part in "${parts[@]}"; do
     main)
       timed "main build" main_build
       timed "main tests" main_tests
+      ;;
+    package)
+      timed "package build" package_build
+      timed "package test" bash tests/package/package_test.sh build
       ;;
     asan)
       timed "asan build" asan_build

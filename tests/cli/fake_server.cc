@@ -333,11 +333,7 @@ Result Fixture::Run(const std::string& args, const std::string& input) {
   return RunBinary(absl::StrCat("--server 127.0.0.1:", port_, " ", args), input);
 }
 
-Result Fixture::RunBinary(const std::string& args, const std::string& input) {
-  const std::string base = absl::StrCat("/tmp/trainctl_binary_test_", getpid());
-  std::ofstream(base + ".in") << input;
-  const std::string command = absl::StrCat("cd ", TRAINCTL_SOURCE_DIR, " && ", TRAINCTL_BIN, " ",
-                                           args, " <", base, ".in 2>", base, ".err");
+Result Fixture::RunShell(const std::string& command) {
   Result result;
   std::FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
@@ -346,6 +342,15 @@ Result Fixture::RunBinary(const std::string& args, const std::string& input) {
   while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) result.out.append(buf, n);
   const int status = pclose(pipe);
   result.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+Result Fixture::RunBinary(const std::string& args, const std::string& input) {
+  const std::string base = absl::StrCat("/tmp/trainctl_binary_test_", getpid());
+  std::ofstream(base + ".in") << input;
+  const std::string command = absl::StrCat("cd ", TRAINCTL_SOURCE_DIR, " && ", TRAINCTL_BIN, " ",
+                                           args, " <", base, ".in 2>", base, ".err");
+  Result result = RunShell(command);
   std::stringstream err;
   err << std::ifstream(base + ".err").rdbuf();
   result.err = err.str();

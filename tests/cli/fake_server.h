@@ -48,6 +48,9 @@ class Fixture {
   // Runs `trainctl ARGS` from the source folder, with `input` on stdin.
   static Result RunBinary(const std::string& args, const std::string& input = "");
 
+  // Runs `command` with /bin/sh: its stdout (stderr as the command redirects it) and exit status.
+  static Result RunShell(const std::string& command);
+
   // The last ListEvents request the fake served.
   v1::ListEventsRequest LastEventsRequest() const;
   // The last GetNode, CordonNode, UncordonNode or DrainNode request the fake served, of the type

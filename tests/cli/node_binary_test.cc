@@ -299,9 +299,10 @@ TEST_CASE("node without a known subcommand lists the subcommands", "[binary][nod
   }
   CHECK(Fixture::RunBinary("help node").out == help.out);
   CHECK(Fixture::RunBinary("node drain --help").out == help.out);
-  CHECK_THAT(Fixture::RunBinary("--help").out,
-             Catch::Contains("\n  node       Show one node in detail, or cordon, uncordon, drain, "
-                             "revoke or delete it\n"));
+  CHECK_THAT(
+      Fixture::RunBinary("--help").out,
+      Catch::Contains("\n  node         Show one node in detail, or cordon, uncordon, drain, "
+                      "revoke or delete it\n"));
 }
 
 TEST_CASE("node prints the server's errors", "[binary][node]") {
