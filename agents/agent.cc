@@ -314,15 +314,6 @@ void Agent::Run() {
   spdlog::info("agent stopped");
 }
 
-void Agent::SetHostChecks(HostCheckConfig host) {
-  host.cache.path = checker_.host().cache.path;
-  NodeCheckConfig described = checker_.config();
-  described.host = host;
-  checker_.SetHost(std::move(host));
-  absl::MutexLock lock(&mu_);
-  check_config_ = DescribeCheckConfig(described);
-}
-
 void Agent::SleepUnlessStopped(absl::Duration d) {
   absl::MutexLock lock(&mu_);
   auto stopped = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopped_; };

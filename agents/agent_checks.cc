@@ -134,4 +134,13 @@ void Agent::RunStartupScript() {
   startup_run_ = std::move(run);
 }
 
+void Agent::SetHostChecks(HostCheckConfig host) {
+  host.cache.path = checker_.host().cache.path;
+  NodeCheckConfig described = checker_.config();
+  described.host = host;
+  checker_.SetHost(std::move(host));
+  absl::MutexLock lock(&mu_);
+  check_config_ = DescribeCheckConfig(described);
+}
+
 }  // namespace trainctl::agent
