@@ -86,6 +86,10 @@ std::vector<FlagGroup> DaemonFlagGroups() {
          "*_SECRET*,*_TOKEN*,*_PASSWORD*,*_KEY; none: only secretEnv)"},
         {"log-level", 0, Kind::kValue, "LEVEL", "",
          "trace, debug, info, warn, error (default info)"},
+        {"log-format", 0, Kind::kValue, "FORMAT", "",
+         "text, or json: one JSON object per line with time, level, logger, msg and the job, "
+         "node and replica it is about; under systemd the journal gets JOB_ID, NODE and REPLICA "
+         "fields either way (default text)"},
         {"check-db", 0, Kind::kBool, "", "",
          "check DIR/trainctl.db with SQLite's full integrity_check and exit: 0 when it is sound, "
          "1 with what it found (on a stopped trainctld's data dir, or a backup's)"},
@@ -253,7 +257,8 @@ absl::StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& arg
                              {"listen", &f.listen},
                              {"http-listen", &f.http_listen},
                              {"checkpoint-root", &f.checkpoint_root},
-                             {"log-level", &f.log_level}}) {
+                             {"log-level", &f.log_level},
+                             {"log-format", &f.log_format}}) {
     if (parsed.IsSet(name)) *value = parsed.Get(name);
   }
   if (f.data_dir.empty()) return absl::InvalidArgumentError("--data-dir is required");

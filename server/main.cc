@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   const server::DaemonFlags& flags = *parsed;
-  if (absl::Status s = SetupLogging("trainctld", flags.log_level); !s.ok()) {
+  if (absl::Status s = SetupLogging("trainctld", flags.log_level, flags.log_format); !s.ok()) {
     UsageError(std::string(s.message()));
   }
   if (flags.check_db) return server::RunCheckDb(flags.data_dir);
