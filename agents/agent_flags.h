@@ -21,6 +21,7 @@
 #include "agents/node_checks.h"
 #include "agents/run_cgroup.h"
 #include "agents/run_user.h"
+#include "agents/shim/log_cap.h"
 
 namespace trainctl::agent {
 
@@ -57,6 +58,10 @@ struct AgentFlags {
   int64_t pids_max = kDefaultPidsMax;
   CpuPolicy cpu_policy = CpuPolicy::kNone;
   std::string log_level = "info";
+  // --log-format: "text" or "json" (common/logging.h).
+  std::string log_format = "text";
+  // --max-log-mb in bytes: the most of each run's log kept on disk; 0: no cap.
+  int64_t max_log_bytes = shim::kDefaultLogLimit;
   // Test hook: fail the first N launches as host errors; -1: all.
   int inject_launch_failures = 0;
   // Test hook (--inject-exit-report-delay CODE:DURATION): hold the exit report of every run that
