@@ -36,7 +36,7 @@ std::string Marker(int64_t bytes) {
                       " bytes dropped: the log passed --max-log-mb 0.0625]\n");
 }
 
-std::string JobSpec(const std::string& script) {
+std::string ShellJob(const std::string& script) {
   return absl::StrCat(R"(
 displayName: chatty
 workerPools:
@@ -73,7 +73,7 @@ TEST_CASE("a replica log past --max-log-mb keeps its head and tail, with one mar
           "[integration]") {
   MiniCluster c(CappedLogs());
   constexpr int kLines = 4000;  // 256000 bytes
-  const std::string id = c.Submit(JobSpec(Seq("a", kLines)));
+  const std::string id = c.Submit(ShellJob(Seq("a", kLines)));
   REQUIRE(c.WaitForEnd(id).state() == v1::JOB_STATE_SUCCEEDED);
 
   // The head is half the limit, the tail 3/8 of it (agents/shim/log_cap.h), cut at line ends.
@@ -105,7 +105,7 @@ TEST_CASE("trainctl logs -f follows a capped log across its dropped middle to th
   // Each part is twice the limit; the shim caps the log while the replica sleeps and after the
   // end, the follower reads meanwhile.
   const std::string id =
-      c.Submit(JobSpec(absl::StrCat(Seq("a", 2000), "; sleep 2; ", Seq("b", 2000))));
+      c.Submit(ShellJob(absl::StrCat(Seq("a", 2000), "; sleep 2; ", Seq("b", 2000))));
   c.WaitForState(id, v1::JOB_STATE_RUNNING);
   CliResult logs = c.Cli({"logs", "-f", id});
   INFO(logs.err);
@@ -151,8 +151,8 @@ TEST_CASE("a job's logs leave the agent when the job is deleted or retention del
   o.agents = 1;
   o.daemon_args = {"--job-retention", "6s"};
   MiniCluster c(o);
-  const std::string deleted = c.Submit(JobSpec("echo deleted"));
-  const std::string expired = c.Submit(JobSpec("echo expired"));
+  const std::string deleted = c.Submit(ShellJob("echo deleted"));
+  const std::string expired = c.Submit(ShellJob("echo expired"));
   c.WaitForEnd(deleted);
   c.WaitForEnd(expired);
   const std::string logs = c.AgentWorkDir(0) + "/logs/";
