@@ -143,6 +143,7 @@ Agent::Agent(Options options)
         return launcher_options;
       }()) {
   spdlog::info("checks: {}", absl::StrJoin(check_config_, ", ", absl::PairFormatter(": ")));
+  CheckLogCapping();
   // Reports an earlier agent could not deliver come first, in their order; the runs whose exits
   // they hold are only forgotten by the adoption below.
   std::set<std::string> journaled_exits;

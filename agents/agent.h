@@ -226,6 +226,8 @@ class Agent {
   // scheduler's job retention (log_retention.h), except those of jobs with a run the launcher
   // still watches (agent_logs.cc). On the worker thread.
   void ForgetJobLogs(const trainctl::v1::SchedulerMessage& command) ABSL_LOCKS_EXCLUDED(mu_);
+  // Warns when --max-log-mb cannot hold: the work dir's file system punches no holes.
+  void CheckLogCapping() const;
   void RemoveLogsOf(const std::vector<std::string>& job_ids, const std::string& why)
       ABSL_LOCKS_EXCLUDED(mu_);
   // The scheduler answered the message `seq` (a RegisterAck or HeartbeatAck).

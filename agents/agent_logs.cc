@@ -1,4 +1,7 @@
-// Agent: removing the logs of deleted jobs (agents/log_retention.h), on the worker thread.
+// Agent: replica logs on the node: removing those of deleted jobs (agents/log_retention.h), on
+// the worker thread, and checking at the start that they can be capped (--max-log-mb).
+#include <cerrno>
+#include <cstring>
 #include <set>
 #include <string>
 #include <vector>
@@ -6,12 +9,23 @@
 #include "absl/strings/str_cat.h"
 #include "agents/agent.h"
 #include "agents/log_retention.h"
+#include "agents/run_files.h"
+#include "agents/shim/log_cap.h"
 #include "common/log_context.h"
 #include "common/run_id.h"
 #include "common/time_util.h"
 #include "spdlog/spdlog.h"
 
 namespace trainctl::agent {
+
+void Agent::CheckLogCapping() const {
+  if (options_.max_log_bytes <= 0) return;
+  const std::string dir = options_.work_dir + "/logs";
+  if (!MakeDirs(dir).ok() || shim::CanPunchHoles(dir.c_str())) return;
+  spdlog::warn(
+      "--max-log-mb {}: the file system of {} cannot punch holes ({}); replica logs stay uncapped",
+      static_cast<double>(options_.max_log_bytes) / (1 << 20), dir, std::strerror(errno));
+}
 
 void Agent::ForgetJobLogs(const trainctl::v1::SchedulerMessage& command) {
   if (command.has_forget_jobs()) {

@@ -98,6 +98,26 @@ inline bool ParseDroppedRange(const char* text, DroppedRange* out) {
   return out->head_end <= out->tail_start;
 }
 
+// Whether the file system of the directory `dir` punches holes (FALLOC_FL_PUNCH_HOLE): writes a
+// file of two blocks there, punches the first and removes the file. False with errno set when it
+// does not, or the probe cannot be written.
+inline bool CanPunchHoles(const char* dir) {
+  Path path;
+  path.Add(dir).Add("/.trainctl-punch-probe-").AddNumber(getpid());
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  char block[4096];
+  memset(block, 'x', sizeof(block));
+  const bool ok = write(fd, block, sizeof(block)) == sizeof(block) &&
+                  write(fd, block, sizeof(block)) == sizeof(block) &&
+                  fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, sizeof(block)) == 0;
+  const int error = errno;
+  close(fd);
+  unlink(path.c_str());
+  errno = error;
+  return ok;
+}
+
 inline int64_t MonotonicMs() {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "absl/strings/str_format.h"
@@ -193,6 +195,15 @@ TEST_CASE("a head without a line end near the cut is cut mid-line, and the marke
   const std::string marker =
       "\n" + DroppedMarker(capper.dropped().tail_start - capper.dropped().head_end, kLimit);
   CHECK(text.find(marker) == static_cast<size_t>(kLimit / 2));
+}
+
+TEST_CASE("the probe for hole punching answers for this file system and leaves nothing",
+          "[log_cap]") {
+  TempDir dir;
+  CHECK(shim::CanPunchHoles(dir.path().c_str()));  // ext4 and tmpfs, where the tests run
+  CHECK(std::filesystem::is_empty(dir.path()));
+  CHECK_FALSE(shim::CanPunchHoles((dir.path() + "/missing").c_str()));
+  CHECK(errno == ENOENT);
 }
 
 TEST_CASE("a log that cannot be opened stays uncapped", "[log_cap]") {
