@@ -15,6 +15,7 @@
 #include "agents/run_cgroup.h"
 #include "agents/spawn.h"
 #include "common/agent_protocol.h"
+#include "common/log_context.h"
 #include "spdlog/spdlog.h"
 
 namespace trainctl::agent {
@@ -114,6 +115,7 @@ Agent::Agent(Options options)
         launcher_options.base_environment =
             PassedEnvironment(CurrentEnvironment(), options_.pass_env);
         launcher_options.pids_max = options_.pids_max;
+        launcher_options.max_log_bytes = options_.max_log_bytes;
         launcher_options.replica_env["TRAINCTL_SERVER"] = options_.scheduler;
         if (!options_.tls_ca_path.empty()) {
           launcher_options.replica_env["TRAINCTL_CA"] = options_.tls_ca_path;
@@ -148,6 +150,7 @@ Agent::Agent(Options options)
     absl::MutexLock lock(&mu_);
     spdlog::info("checks: {}", absl::StrJoin(check_config_, ", ", absl::PairFormatter(": ")));
   }
+  CheckLogCapping();
   // Reports an earlier agent could not deliver come first, in their order; the runs whose exits
   // they hold are only forgotten by the adoption below.
   std::set<std::string> journaled_exits;
@@ -465,6 +468,8 @@ void Agent::Handle(const trainctl::v1::SchedulerMessage& message) {
       fence_.Configure(absl::Milliseconds(ack.fence_after_ms()),
                        absl::Milliseconds(ack.fence_grace_ms()));
       Answered(register_seq_);
+      // The worker removes the logs of jobs past the retention (log_retention.h).
+      if (ack.job_retention_ms() > 0) commands_.push_back(message);
       spdlog::info(
           "registration acknowledged; heartbeat every {}; lost timeout {}; fence after {} "
           "without an answer",
@@ -519,6 +524,11 @@ void Agent::Handle(const trainctl::v1::SchedulerMessage& message) {
       }
       break;
     }
+    case trainctl::v1::SchedulerMessage::kForgetJobs: {
+      absl::MutexLock lock(&mu_);
+      commands_.push_back(message);
+      break;
+    }
     case trainctl::v1::SchedulerMessage::kRunChecks: {
       spdlog::info("the scheduler asked for a check run");
       absl::MutexLock lock(&mu_);
@@ -546,15 +556,19 @@ void Agent::WorkerLoop() {
       command_running_ = true;
     }
     if (command.has_launch()) {
+      LogScope scope = LogScope::ForRun(command.launch().run_id());
       spdlog::info("run {}: launch requested", command.launch().run_id());
       const absl::Time start = absl::Now();
       launcher_.Launch(command.launch());
       if (options_.metrics != nullptr) options_.metrics->OnLaunchCarriedOut(absl::Now() - start);
     } else if (command.has_stop()) {
       const trainctl::v1::StopReplica& stop = command.stop();
+      LogScope scope = LogScope::ForRun(stop.run_id());
       absl::Status status = launcher_.Stop(stop.run_id(), stop.grace_period_ms(), stop.reason());
       if (!status.ok())
         spdlog::warn("run {}: cannot stop: {}", stop.run_id(), std::string(status.message()));
+    } else {
+      ForgetJobLogs(command);
     }
     absl::MutexLock lock(&mu_);
     command_running_ = false;

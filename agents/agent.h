@@ -136,6 +136,8 @@ class Agent {
     // Per-run cgroups (launcher.h): pids.max of each run (0: none), the CPU policy, and how many
     // CPUs always stay shared under CpuPolicy::kStatic.
     int64_t pids_max = kDefaultPidsMax;
+    // The most bytes of each run's log kept on disk (--max-log-mb); 0: no cap.
+    int64_t max_log_bytes = shim::kDefaultLogLimit;
     CpuPolicy cpu_policy = CpuPolicy::kNone;
     int min_shared_cpus = 1;
     // Test hook: hold the exit of every run whose status is `delay_exit_status` (0..255; a run
@@ -241,6 +243,14 @@ class Agent {
   // Stops every replica whenever the scheduler has not answered for fence_after, until the
   // agent is destroyed (agent_fence.cc).
   void FenceLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  // Removes the logs of the jobs a ForgetJobs names, or (a RegisterAck) those older than the
+  // scheduler's job retention (log_retention.h), except those of jobs with a run the launcher
+  // still watches (agent_logs.cc). On the worker thread.
+  void ForgetJobLogs(const trainctl::v1::SchedulerMessage& command) ABSL_LOCKS_EXCLUDED(mu_);
+  // Warns when --max-log-mb cannot hold: the work dir's file system punches no holes.
+  void CheckLogCapping() const;
+  void RemoveLogsOf(const std::vector<std::string>& job_ids, const std::string& why)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // The scheduler answered the message `seq` (a RegisterAck or HeartbeatAck).
   void Answered(uint64_t seq) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // "fenced: no word from the scheduler for 3.2s": why the fence holds at `now`.

@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/time_util.h"
 
@@ -19,6 +20,13 @@ std::string Pairs(const std::map<std::string, std::string>& map) {
 }
 
 const char* Bool(bool b) { return b ? "true" : "false"; }
+
+// --max-log-mb's value for a cap of `bytes`.
+std::string MaxLogMb(int64_t bytes) {
+  constexpr int64_t kMiB = int64_t{1} << 20;
+  if (bytes % kMiB == 0) return absl::StrCat(bytes / kMiB);
+  return absl::StrFormat("%.17g", static_cast<double>(bytes) / kMiB);
+}
 
 }  // namespace
 
@@ -46,6 +54,8 @@ std::vector<std::pair<std::string, std::string>> AgentConfigEntries(const AgentF
       {"pids-max", absl::StrCat(f.pids_max)},
       {"cpu-policy", f.cpu_policy == CpuPolicy::kStatic ? "static" : "none"},
       {"log-level", f.log_level},
+      {"log-format", f.log_format},
+      {"max-log-mb", MaxLogMb(f.max_log_bytes)},
       {"metrics-listen", f.metrics_listen},
       {"inject-launch-failures", absl::StrCat(f.inject_launch_failures)},
       {"inject-exit-report-delay",

@@ -66,6 +66,17 @@ absl::Status ParseLimit(absl::string_view flag, absl::string_view text, uint64_t
   return absl::OkStatus();
 }
 
+// --max-log-mb: 0, or a number of MiB of at least shim::kMinLogLimit bytes.
+absl::Status ParseMaxLogMb(absl::string_view flag, absl::string_view text, int64_t* bytes) {
+  double mb;
+  if (!absl::SimpleAtod(text, &mb) || !std::isfinite(mb) || mb < 0 || mb > (1 << 30) ||
+      (mb > 0 && mb * (1 << 20) < shim::kMinLogLimit)) {
+    return BadValue(flag, "0 (no cap) or a number of MiB of at least 0.0625", text);
+  }
+  *bytes = static_cast<int64_t>(mb * (1 << 20));
+  return absl::OkStatus();
+}
+
 // "500ms", "30s", "5m", "1h", "1h30m", or a bare number of seconds. `allow_zero`: "0" is
 // accepted (it turns the thing off).
 absl::Status ParseDurationFlag(absl::string_view flag, absl::string_view text, bool allow_zero,
@@ -155,6 +166,15 @@ std::vector<FlagGroup> AgentFlagGroups() {
          "serve Prometheus metrics as GET /metrics on this address, plain HTTP without "
          "authentication: keep it on loopback or a management network; port 0 picks a free one "
          "(default: off)"},
+        {"log-format", 0, Kind::kValue, "FORMAT", "",
+         "text, or json: one JSON object per line with time, level, logger, msg and the job, "
+         "node and replica it is about; under systemd the journal gets JOB_ID, NODE and REPLICA "
+         "fields either way (default: text)"},
+        {"max-log-mb", 0, Kind::kValue, "MB", "",
+         "the most of each replica run's log (stdout and stderr) kept on disk: past it, the "
+         "first and the last half stay and `trainctl logs` shows one line saying how many bytes "
+         "of the middle were dropped; fractions allowed, at least 0.0625; 0 for no cap "
+         "(default: 1024)"},
         {"inject-launch-failures", 0, Kind::kValue, "N", "",
          "testing only: fail the first N launches as the host's fault, -1 for every launch "
          "(default: 0)"},
@@ -385,6 +405,8 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
          flags.metrics_listen = v;
          return absl::OkStatus();
        }},
+      {"--log-format", text(&flags.log_format)},
+      {"--max-log-mb", [&](auto& f, auto& v) { return ParseMaxLogMb(f, v, &flags.max_log_bytes); }},
       {"--stop-replicas", [&](auto& f, auto& v) { return ParseBool(f, v, &flags.stop_replicas); }},
       {"--stop-grace",
        [&](auto& f, auto& v) { return ParseDurationFlag(f, v, true, &flags.stop_grace); }},
@@ -533,6 +555,7 @@ absl::Status SetAndCheck(const ParsedArgs& parsed, const std::vector<FlagSpec>& 
   }
   flags.checks.host.cache.path = flags.work_dir;
   TC_RETURN_IF_ERROR(CheckLogLevel(flags.log_level));
+  TC_RETURN_IF_ERROR(CheckLogFormat(flags.log_format));
   if (flags.check || flags.stop_replicas) {
     if (flags.check && flags.stop_replicas) {
       return absl::InvalidArgumentError("--check and --stop-replicas cannot be combined");

@@ -21,6 +21,7 @@
 #include "agents/node_checks.h"
 #include "agents/run_cgroup.h"
 #include "agents/run_user.h"
+#include "agents/shim/log_cap.h"
 
 namespace trainctl::agent {
 
@@ -63,6 +64,10 @@ struct AgentFlags {
   std::string log_level = "info";
   // --metrics-listen HOST:PORT: where GET /metrics is served; empty: nowhere.
   std::string metrics_listen;
+  // --log-format: "text" or "json" (common/logging.h).
+  std::string log_format = "text";
+  // --max-log-mb in bytes: the most of each run's log kept on disk; 0: no cap.
+  int64_t max_log_bytes = shim::kDefaultLogLimit;
   // Test hook: fail the first N launches as host errors; -1: all.
   int inject_launch_failures = 0;
   // Test hook (--inject-exit-report-delay CODE:DURATION): hold the exit report of every run that

@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "agents/log_read.h"
 #include "agents/pidfd.h"
 #include "agents/proc_stats.h"
 #include "agents/progress_watch.h"
@@ -24,6 +25,7 @@
 #include "agents/shim_spawn.h"
 #include "agents/shim_status.h"
 #include "agents/spawn.h"
+#include "common/log_context.h"
 #include "common/time_util.h"
 #include "spdlog/spdlog.h"
 
@@ -218,6 +220,7 @@ void ProcessLauncher::ForgetRun(const std::string& run_id) const {
 }
 
 void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
+  LogScope log_scope = LogScope::ForRun(launch.run_id());
   const std::string& run_id = launch.run_id();
   RunIdParts parts{launch.job_id(), launch.attempt(), launch.replica_name(), launch.restart()};
   const int64_t memory_limit_bytes = std::max<int64_t>(launch.resources().memory_mb(), 0) << 20;
@@ -309,6 +312,8 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
   request.user = *user;
   request.working_dir = working_dir;
   request.log_fd = log_fd;
+  request.log_path = log_path;
+  request.max_log_bytes = options_.max_log_bytes;
   RunIsolation::Prepared isolation = isolation_.Prepare(launch);
   request.cgroup_procs_paths = std::move(isolation.procs_paths);
   request.memory_events = std::move(isolation.memory_events);
@@ -358,6 +363,7 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
 void ProcessLauncher::ReportLaunchFailure(const std::string& run_id, const absl::Status& error,
                                           int log_fd, const trainctl::v1::CheckRun* preflight,
                                           bool fenced) {
+  LogScope log_scope = LogScope::ForRun(run_id);
   const bool is_user = error.code() == absl::StatusCode::kInvalidArgument;
   spdlog::info("run {}: launch failed ({}): {}", run_id, is_user ? "user error" : "host error",
                std::string(error.message()));
@@ -411,6 +417,7 @@ absl::Status ProcessLauncher::Stop(const std::string& run_id, int64_t grace_ms,
 
 absl::Status ProcessLauncher::StopLocked(const std::string& run_id, int64_t grace_ms,
                                          const std::string& reason, bool by_request) {
+  LogScope log_scope = LogScope::ForRun(run_id);
   auto it = runs_.find(run_id);
   if (it == runs_.end()) return absl::NotFoundError(absl::StrCat("unknown run ", run_id));
   Run& run = it->second;
@@ -523,7 +530,7 @@ trainctl::v1::LogData ProcessLauncher::ReadLog(const std::string& run_id, int64_
     }
     return out;
   }
-  out.set_next_offset(offset + static_cast<int64_t>(chunk->data.size()));
+  out.set_next_offset(chunk->next_offset);
   out.set_complete(exited && out.next_offset() >= chunk->file_size);
   out.set_data(std::move(chunk->data));
   return out;

@@ -76,6 +76,7 @@
 #include "agents/run_isolation.h"
 #include "agents/run_records.h"
 #include "agents/run_user.h"
+#include "agents/shim/log_cap.h"
 #include "trainctl/v1/agent.pb.h"
 
 namespace trainctl::agent {
@@ -139,6 +140,9 @@ class ProcessLauncher {
     PreflightCallback preflight;
     // Who replicas run as when the launcher runs as root (see the file comment).
     RunAsPolicy run_as;
+    // The most bytes of each run's log the disk keeps (--max-log-mb; agents/shim/log_cap.h): the
+    // first and the last part stay. 0: no cap.
+    int64_t max_log_bytes = shim::kDefaultLogLimit;
   };
 
   // Starts the monitor thread.

@@ -18,6 +18,7 @@
 #include "agents/progress_watch.h"
 #include "agents/run_files.h"
 #include "agents/shim_status.h"
+#include "common/log_context.h"
 #include "common/time_util.h"
 #include "spdlog/spdlog.h"
 
@@ -116,6 +117,7 @@ void ProcessLauncher::CheckDeadlines() {
     Run& run = runs_.at(run_id);
     if (run.state != RunState::kRunning) continue;
     if (run.stopping && !run.kill_sent && run.kill_at <= now) {
+      LogScope log_scope = LogScope::ForRun(run_id);
       spdlog::info("run {}: still running after its grace period; sending SIGKILL", run_id);
       SignalLocked(run_id, run, SIGKILL);
     }
@@ -142,6 +144,7 @@ void ProcessLauncher::EnforceMemoryLimits() {
     }
     auto it = resident.find(run.pid);
     if (it == resident.end() || it->second <= run.memory_limit_bytes) continue;
+    LogScope log_scope = LogScope::ForRun(run_id);
     spdlog::warn("run {}: resident memory {} MiB exceeds its limit of {} MiB; killing it", run_id,
                  it->second >> 20, run.memory_limit_bytes >> 20);
     run.oom_killed = true;
@@ -176,6 +179,7 @@ void ProcessLauncher::ReportProgress() {
 }
 
 void ProcessLauncher::HandleReady(const std::string& run_id) {
+  LogScope log_scope = LogScope::ForRun(run_id);
   int fd = -1;
   {
     absl::MutexLock lock(&mu_);
@@ -231,6 +235,7 @@ void ProcessLauncher::HandleReady(const std::string& run_id) {
 }
 
 void ProcessLauncher::HandleShimExit(const std::string& run_id) {
+  LogScope log_scope = LogScope::ForRun(run_id);
   HandleReady(run_id);  // Whatever the shim said before it ended comes first.
   pid_t shim_pid = 0;
   bool adopted = false;
@@ -261,6 +266,7 @@ void ProcessLauncher::HandleShimExit(const std::string& run_id) {
 }
 
 void ProcessLauncher::ReportEnd(const std::string& run_id) {
+  LogScope log_scope = LogScope::ForRun(run_id);
   const std::string run_dir = records_.RunDir(run_id);
   absl::StatusOr<ShimStatus> status = ReadShimStatus(run_dir);
   trainctl::v1::ReplicaExited exited;

@@ -31,6 +31,7 @@
 #include "agents/host_resources.h"
 #include "agents/run_files.h"
 #include "agents/shim_spawn.h"
+#include "common/log_context.h"
 #include "common/logging.h"
 #include "common/metrics_http.h"
 #include "common/pem_file.h"
@@ -65,6 +66,7 @@ absl::StatusOr<Agent::Options> MakeOptions(const AgentFlags& flags) {
   options.run_as = flags.run_as;
   options.inject_launch_failures = flags.inject_launch_failures;
   options.pids_max = flags.pids_max;
+  options.max_log_bytes = flags.max_log_bytes;
   options.cpu_policy = flags.cpu_policy;
   options.min_shared_cpus = std::max(1, static_cast<int>(std::ceil(flags.reserve_cpu)));
   options.delay_exit_status = flags.delay_exit_status;
@@ -187,9 +189,11 @@ int Main(int argc, char** argv) {
     std::fputs(AgentConfigText(*flags).c_str(), stdout);
     return 0;
   }
-  if (absl::Status s = SetupLogging("trainctl-agent", flags->log_level); !s.ok()) {
+  if (absl::Status s = SetupLogging("trainctl-agent", flags->log_level, flags->log_format);
+      !s.ok()) {
     return Fail(2, std::string(s.message()));
   }
+  SetProcessLogNode(flags->node);  // every line of the agent is about its node
   if (absl::Status s = ResolvePrograms(&*flags); !s.ok()) {
     return Fail(2, std::string(s.message()));
   }

@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "agents/log_read.h"
 #include "common/status_macros.h"
 
 namespace trainctl::agent {
@@ -21,43 +22,6 @@ namespace {
 bool IsSafeChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
          c == '_' || c == '-';
-}
-
-// Length of the valid UTF-8 sequence at the start of `s`, or 0 when it is not valid.
-size_t Utf8SequenceLength(absl::string_view s) {
-  auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
-  auto cont = [&](size_t i, unsigned char lo = 0x80, unsigned char hi = 0xBF) {
-    return i < s.size() && byte(i) >= lo && byte(i) <= hi;
-  };
-  unsigned char c = byte(0);
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    unsigned char lo = c == 0xE0 ? 0xA0 : 0x80;
-    unsigned char hi = c == 0xED ? 0x9F : 0xBF;
-    return cont(1, lo, hi) && cont(2) ? 3 : 0;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    unsigned char lo = c == 0xF0 ? 0x90 : 0x80;
-    unsigned char hi = c == 0xF4 ? 0x8F : 0xBF;
-    return cont(1, lo, hi) && cont(2) && cont(3) ? 4 : 0;
-  }
-  return 0;
-}
-
-// pread() until `size` bytes or end of file.
-absl::StatusOr<std::string> ReadAt(int fd, int64_t offset, int64_t size) {
-  std::string out(static_cast<size_t>(size), '\0');
-  size_t got = 0;
-  while (got < out.size()) {
-    ssize_t n = pread(fd, out.data() + got, out.size() - got, static_cast<off_t>(offset + got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return absl::InternalError(absl::StrCat("read: ", std::strerror(errno)));
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
-  }
-  out.resize(got);
-  return out;
 }
 
 absl::Status Chown(const std::string& path, const RunUser& owner) {
@@ -148,22 +112,6 @@ absl::Status MakeDirs(const std::string& path) {
   return absl::OkStatus();
 }
 
-std::string SanitizeUtf8(absl::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  while (!text.empty()) {
-    size_t n = Utf8SequenceLength(text);
-    if (n == 0) {
-      out += "\xEF\xBF\xBD";
-      n = 1;
-    } else {
-      out.append(text.data(), n);
-    }
-    text.remove_prefix(n);
-  }
-  return out;
-}
-
 std::string ReadOutputTail(const std::string& path, int max_lines, int64_t max_bytes) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return "";
@@ -172,7 +120,7 @@ std::string ReadOutputTail(const std::string& path, int max_lines, int64_t max_b
   int64_t start = 0;
   if (fstat(fd, &st) == 0) {
     start = st.st_size > max_bytes ? st.st_size - max_bytes : 0;
-    absl::StatusOr<std::string> read = ReadAt(fd, start, st.st_size - start);
+    absl::StatusOr<std::string> read = ReadFileAt(fd, start, st.st_size - start);
     if (read.ok()) data = *std::move(read);
   }
   close(fd);
@@ -190,34 +138,6 @@ std::string ReadOutputTail(const std::string& path, int max_lines, int64_t max_b
     }
   }
   return SanitizeUtf8(tail);
-}
-
-absl::StatusOr<LogChunk> ReadLogChunk(const std::string& path, int64_t offset, int64_t max_bytes) {
-  if (offset < 0) return absl::InvalidArgumentError("negative log offset");
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int error = errno;
-    if (error == ENOENT) return absl::NotFoundError(absl::StrCat("no log file ", path));
-    return absl::InternalError(absl::StrCat("cannot open ", path, ": ", std::strerror(error)));
-  }
-  LogChunk chunk;
-  absl::Status status;
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    status = absl::InternalError(absl::StrCat("cannot stat ", path, ": ", std::strerror(errno)));
-  } else {
-    chunk.file_size = st.st_size;
-    int64_t size = offset < st.st_size ? std::min<int64_t>(max_bytes, st.st_size - offset) : 0;
-    absl::StatusOr<std::string> data = ReadAt(fd, offset, size);
-    if (data.ok()) {
-      chunk.data = *std::move(data);
-    } else {
-      status = data.status();
-    }
-  }
-  close(fd);
-  if (!status.ok()) return status;
-  return chunk;
 }
 
 }  // namespace trainctl::agent

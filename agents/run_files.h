@@ -19,11 +19,13 @@
 #include "absl/strings/string_view.h"
 #include "agents/run_user.h"
 #include "common/run_id.h"
+#include "common/utf8.h"
 
 namespace trainctl::agent {
 
 using trainctl::MakeRunId;
 using trainctl::RunIdParts;
+using trainctl::SanitizeUtf8;
 
 // Splits a run id. INVALID_ARGUMENT when it does not have four parts, a number is not a
 // non-negative integer, or a name is not a safe path component ([A-Za-z0-9._-]+, not "." or
@@ -55,20 +57,5 @@ absl::Status MakeDirs(const std::string& path);
 // line cut by the byte limit is dropped unless it is the only one. "" when the file is missing
 // or unreadable: the tail is a courtesy, never an error.
 std::string ReadOutputTail(const std::string& path, int max_lines = 20, int64_t max_bytes = 4096);
-
-// Replaces every byte sequence that is not valid UTF-8 with U+FFFD, so the text fits a proto3
-// string field.
-std::string SanitizeUtf8(absl::string_view text);
-
-// A piece of a log file.
-struct LogChunk {
-  std::string data;
-  // Size of the file when the chunk was read.
-  int64_t file_size = 0;
-};
-
-// Reads up to `max_bytes` bytes starting at `offset`. NOT_FOUND when the file does not exist,
-// INTERNAL on other I/O errors.
-absl::StatusOr<LogChunk> ReadLogChunk(const std::string& path, int64_t offset, int64_t max_bytes);
 
 }  // namespace trainctl::agent

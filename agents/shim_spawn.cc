@@ -61,6 +61,10 @@ std::vector<std::string> ShimArgv(const ShimRequest& request) {
   if (!request.memory_events.empty()) {
     argv.insert(argv.end(), {"--memory-events", request.memory_events});
   }
+  if (request.max_log_bytes > 0 && !request.log_path.empty()) {
+    argv.insert(argv.end(), {"--log-file", request.log_path, "--max-log-bytes",
+                             std::to_string(request.max_log_bytes)});
+  }
   if (request.lock_fd >= 0) argv.insert(argv.end(), {"--lock-fd", std::to_string(kLockFd)});
   argv.insert(argv.end(), {"--ready-fd", std::to_string(kReadyFd), "--"});
   argv.insert(argv.end(), request.argv.begin(), request.argv.end());

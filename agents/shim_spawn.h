@@ -20,6 +20,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,6 +47,10 @@ struct ShimRequest {
   std::vector<std::string> cgroup_procs_paths;
   // The run's memory.events (v2) or memory.oom_control (v1), for OOM kills; "" for none.
   std::string memory_events;
+  // The run's log file and the most bytes of it the disk keeps (agents/shim/log_cap.h); 0: no
+  // cap.
+  std::string log_path;
+  int64_t max_log_bytes = 0;
   // The run's log, the shim's stdout and stderr. Not owned.
   int log_fd = -1;
   // The run's lock (RunRecordStore::Create). Not owned.

@@ -82,6 +82,20 @@ void AgentRegistry::Send(sched::Command cmd) {
   ch->Enqueue(std::move(cmd));
 }
 
+void AgentRegistry::Broadcast(const v1::SchedulerMessage& message) {
+  std::vector<std::pair<std::string, std::shared_ptr<AgentChannel>>> channels;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [node, stream] : channels_) channels.emplace_back(node, stream.channel);
+  }
+  for (auto& [node, channel] : channels) {
+    sched::Command cmd;
+    cmd.node = node;
+    cmd.message = message;
+    channel->Enqueue(std::move(cmd));
+  }
+}
+
 void AgentRegistry::RequestLog(const std::string& node, v1::ReadLog req, LogCallback done) {
   std::shared_ptr<AgentChannel> ch;
   {

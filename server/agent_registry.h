@@ -67,6 +67,8 @@ class AgentRegistry {
   // Sends to the node's current stream; a message for an unconnected node is dropped (the core
   // resends what matters when the agent registers again).
   void Send(sched::Command cmd) ABSL_LOCKS_EXCLUDED(mu_);
+  // Sends `message` to every connected node (best effort, like Send).
+  void Broadcast(const v1::SchedulerMessage& message) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Asks `node` for a piece of a run's log; `done` runs exactly once, on some thread.
   void RequestLog(const std::string& node, v1::ReadLog req, LogCallback done)

@@ -245,7 +245,7 @@ class AgentSession : public Reactor {
         // While trainctld refuses writes (a full disk) the agent is told why and dials again.
         auto refused = [ch](const absl::Status& why) { ch->Finish(ToGrpcStatus(why)); };
         loop_->Post(
-            [reg, ch, ack_seq, peer = peer_, new_nodes = new_nodes_](Turn& t) {
+            [reg, ch, ack_seq, peer = peer_, new_nodes = new_nodes_, loop = loop_](Turn& t) {
               // A name trainctld does not know counts against the host's new nodes.
               if (t.core.FindNode(reg.node()) == nullptr) {
                 if (absl::Status admitted = new_nodes->Admit(peer, absl::FromUnixMillis(t.now));
@@ -258,6 +258,7 @@ class AgentSession : public Reactor {
               }
               v1::SchedulerMessage ack;
               *ack.mutable_register_ack() = t.core.AgentRegistered(reg, t.now, t.fx);
+              ack.mutable_register_ack()->set_job_retention_ms(loop->job_retention_ms());
               t.after_commit->push_back([ch, ack, ack_seq] {
                 ch->Send(ack);
                 ack_seq();

@@ -98,6 +98,10 @@ std::vector<FlagGroup> DaemonFlagGroups() {
          "*_SECRET*,*_TOKEN*,*_PASSWORD*,*_KEY; none: only secretEnv)"},
         {"log-level", 0, Kind::kValue, "LEVEL", "",
          "trace, debug, info, warn, error (default info)"},
+        {"log-format", 0, Kind::kValue, "FORMAT", "",
+         "text, or json: one JSON object per line with time, level, logger, msg and the job, "
+         "node and replica it is about; under systemd the journal gets JOB_ID, NODE and REPLICA "
+         "fields either way (default text)"},
         {"check-db", 0, Kind::kBool, "", "",
          "check DIR/trainctl.db with SQLite's full integrity_check and exit: 0 when it is sound, "
          "1 with what it found (on a stopped trainctld's data dir, or a backup's)"},
@@ -265,11 +269,13 @@ absl::StatusOr<DaemonFlags> FromParsed(const ParsedArgs& parsed) {
                              {"listen", &f.listen},
                              {"http-listen", &f.http_listen},
                              {"checkpoint-root", &f.checkpoint_root},
-                             {"log-level", &f.log_level}}) {
+                             {"log-level", &f.log_level},
+                             {"log-format", &f.log_format}}) {
     if (parsed.IsSet(name)) *value = parsed.Get(name);
   }
   if (f.data_dir.empty()) return absl::InvalidArgumentError("--data-dir is required");
   TC_RETURN_IF_ERROR(CheckLogLevel(f.log_level));
+  TC_RETURN_IF_ERROR(CheckLogFormat(f.log_format));
   f.check_db = parsed.GetBool("check-db");
   if (std::string text = parsed.Get("heartbeat-interval"); !text.empty()) {
     TC_ASSIGN_OR_RETURN(f.heartbeat_ms, ParseDuration("--heartbeat-interval", text, 100, 60'000,
@@ -429,6 +435,7 @@ std::vector<std::pair<std::string, std::string>> DaemonConfigEntries(const Daemo
       {"max-watches-per-peer", absl::StrCat(f.max_watches_per_peer)},
       {"secret-env-pattern", f.secret_env_patterns},
       {"log-level", f.log_level},
+      {"log-format", f.log_format},
       {"tls-cert", f.tls_cert},
       {"tls-key", f.tls_key},
       {"agent-ca", f.agent_ca},

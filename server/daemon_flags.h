@@ -59,6 +59,8 @@ struct DaemonFlags {
   // 1s to 168h.
   int64_t flap_window_ms = 3'600'000;
   std::string log_level = "info";
+  // --log-format: "text" or "json" (common/logging.h).
+  std::string log_format = "text";
   // 0s to 60s: CoreOptions::settle_window_ms.
   int64_t settle_window_ms = 3000;
   // 0s to 10s: CoreOptions::skew_tolerance_ms.

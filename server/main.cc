@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
     std::cout << server::DaemonConfigText(flags);
     return 0;
   }
-  if (absl::Status s = SetupLogging("trainctld", flags.log_level); !s.ok()) {
+  if (absl::Status s = SetupLogging("trainctld", flags.log_level, flags.log_format); !s.ok()) {
     UsageError(std::string(s.message()));
   }
   if (flags.check_db) return server::RunCheckDb(flags.data_dir);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "common/log_context.h"
 #include "common/time_util.h"
 #include "scheduler/model_proto.h"
 #include "server/agent_registry.h"
@@ -167,6 +168,7 @@ void ReconcileLoop::RunTurn(std::vector<Item> items) {
     if (!batch.nodes.empty() || !batch.deleted_nodes.empty()) metrics_->OnNodes(core_->nodes());
   }
   for (const sched::Event& e : batch.events) {
+    LogScope scope(e.job_id, e.node, e.replica);
     spdlog::info("event {} job={} replica={} node={}: {}", e.type, e.job_id, e.replica, e.node,
                  e.reason);
   }
@@ -182,6 +184,12 @@ void ReconcileLoop::RunTurn(std::vector<Item> items) {
   // Readers see the turn before its callers hear of it.
   Publish(std::move(batch.jobs));
   outbox_.Deliver({std::move(fx.commands), std::move(after)});
+  if (!batch.deleted_jobs.empty()) {
+    // The agents remove the deleted jobs' logs.
+    v1::SchedulerMessage forget;
+    for (const std::string& id : batch.deleted_jobs) forget.mutable_forget_jobs()->add_job_ids(id);
+    registry_->Broadcast(forget);
+  }
   registry_->ExpireLogRequests();
   ForgetEnded(turn.now);
 }

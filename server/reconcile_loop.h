@@ -122,6 +122,7 @@ class ReconcileLoop {
   DaemonMetrics* metrics() const { return metrics_; }
   // Terminal jobs that ended longer ago than this are deleted (0: never). Set before Start().
   void set_job_retention_ms(int64_t ms) { retention_ms_ = ms; }
+  int64_t job_retention_ms() const { return retention_ms_; }
   // Terminal jobs leave memory this long after their last change (0: at once). Set before
   // Start().
   void set_finished_job_cache_ms(int64_t ms) { finished_cache_ms_ = ms; }

@@ -15,14 +15,16 @@
 //   3. fork; the child makes only async-signal-safe calls before exec and reports a failure
 //      through a close-on-exec pipe, whose EOF without data means execve succeeded
 //   4. write status "running" and the ready line
-//   5. read the signalfd: forward signals; on SIGCHLD see whether the replica ended, and if so,
+//   5. read the signalfd (waking once a second to cap the log, with --max-log-bytes): forward
+//      signals; on SIGCHLD see whether the replica ended, and if so,
 //      SIGKILL what is left of its group while the leader is still a zombie (its pid, and so the
 //      group id, cannot have been reused yet), then reap it
-//   6. write the final status and exit 0
+//   6. cap the log a last time, write the final status and exit 0
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>  // rename() only; no streams
@@ -32,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agents/shim/log_cap.h"
 #include "agents/shim/shim_protocol.h"
 #include "agents/shim/shim_util.h"
 
@@ -43,7 +46,8 @@ namespace {
 constexpr char kUsage[] =
     "usage: trainctl-shim --run-dir DIR --exec PATH [--cwd DIR]\n"
     "           [--uid N --gid N [--groups N,N,...]] [--cgroup PROCS_FILE]...\n"
-    "           [--memory-events FILE] [--lock-fd N] [--ready-fd N] -- ARGV0 [ARGS...]\n";
+    "           [--memory-events FILE] [--log-file PATH --max-log-bytes N] [--lock-fd N]\n"
+    "           [--ready-fd N] -- ARGV0 [ARGS...]\n";
 
 // More than the hierarchies a host can mount.
 constexpr int kMaxCgroups = 32;
@@ -62,6 +66,8 @@ struct Config {
   const char* cgroups[kMaxCgroups] = {};
   int cgroup_count = 0;
   const char* memory_events = nullptr;
+  const char* log_file = nullptr;
+  uint64_t max_log_bytes = 0;
   int lock_fd = -1;
   int ready_fd = -1;
   char** argv = nullptr;  // after "--", nullptr-terminated
@@ -185,6 +191,10 @@ bool ParseArgs(int argc, char** argv, Config* config, Message* error) {
       if (ok) config->cgroups[config->cgroup_count++] = value;
     } else if (strcmp(flag, "--memory-events") == 0) {
       config->memory_events = value;
+    } else if (strcmp(flag, "--log-file") == 0) {
+      config->log_file = value;
+    } else if (strcmp(flag, "--max-log-bytes") == 0) {
+      ok = ParseNumber(value, INT64_MAX, &config->max_log_bytes);
     } else if (strcmp(flag, "--lock-fd") == 0) {
       ok = ParseFd(value, &config->lock_fd);
     } else if (strcmp(flag, "--ready-fd") == 0) {
@@ -314,11 +324,23 @@ bool ReplicaEnded(pid_t child) {
   return info.si_pid == child;
 }
 
-// Passes signals on to the replica's group until the replica ends. Returns its wait status.
-int Supervise(pid_t child, int signal_fd) {
+// Passes signals on to the replica's group until the replica ends, capping the log meanwhile.
+// Returns its wait status.
+int Supervise(pid_t child, int signal_fd, LogCapper* log_cap) {
   const int forward_signal = ShimForwardSignal();
   bool ended = false;
+  int64_t next_check_ms = MonotonicMs() + kLogCapCheckMs;
   while (!ended) {
+    if (log_cap->active()) {
+      const int64_t now_ms = MonotonicMs();
+      if (now_ms >= next_check_ms) {
+        log_cap->Check();
+        next_check_ms = now_ms + kLogCapCheckMs;
+      }
+      struct pollfd readable = {signal_fd, POLLIN, 0};
+      const int ready = poll(&readable, 1, static_cast<int>(next_check_ms - now_ms));
+      if (ready == 0 || (ready < 0 && errno == EINTR)) continue;
+    }
     struct signalfd_siginfo infos[4];
     ssize_t n = read(signal_fd, infos, sizeof(infos));
     if (n < 0 && errno == EINTR) continue;
@@ -468,7 +490,12 @@ int Main(int argc, char** argv) {
     if (config.ready_fd >= 0) close(config.ready_fd);
   }
 
-  const int wait_status = Supervise(child, signal_fd);
+  LogCapper log_cap;
+  if (config.log_file != nullptr && config.max_log_bytes > 0) {
+    log_cap.Open(config.log_file, static_cast<int64_t>(config.max_log_bytes));
+  }
+  const int wait_status = Supervise(child, signal_fd, &log_cap);
+  log_cap.Check();
   const int64_t end_ms = NowMs();
   const bool oom_killed = config.memory_events != nullptr && SawOomKill(config.memory_events);
   Text<512> status;

@@ -7,7 +7,8 @@
 // Command line:
 //
 //   trainctl-shim --run-dir DIR --exec PATH [--cwd DIR] [--uid N --gid N [--groups N,N,...]]
-//                 [--cgroup PROCS_FILE]... [--memory-events FILE] [--lock-fd N] [--ready-fd N]
+//                 [--cgroup PROCS_FILE]... [--memory-events FILE]
+//                 [--log-file PATH --max-log-bytes N] [--lock-fd N] [--ready-fd N]
 //                 -- ARGV0 [ARGS...]
 //
 //   --run-dir        an existing directory the shim writes its files into (below)
@@ -20,6 +21,9 @@
 //                    a failed write is ignored); repeatable. The shim stays where it is.
 //   --memory-events  the replica's memory.events (cgroup v2) or memory.oom_control (v1); a line
 //                    "oom_kill N" with N > 0 there when the replica ended marks it oom_killed
+//   --log-file       the replica's log (the file behind fds 1 and 2), and the most bytes of it
+//   --max-log-bytes  kept on disk: the shim drops its middle when it grows past that, and writes
+//                    the dropped range to "<log file>.dropped" (log_cap.h). 0 or absent: no cap
 //   --lock-fd        an fd the agent holds an flock() on; the shim keeps it open (close-on-exec)
 //                    for as long as it lives, so the lock shows that the shim is alive
 //   --ready-fd       the write end of a pipe; the shim writes one ready line there (below), then

@@ -25,6 +25,10 @@ class Text {
     while (*s != '\0') Put(*s++);
     return *this;
   }
+  Text& AddChar(char c) {
+    Put(c);
+    return *this;
+  }
   Text& AddNumber(long long n) {
     unsigned long long magnitude = n < 0 ? 0ULL - static_cast<unsigned long long>(n) : n;
     char digits[24];

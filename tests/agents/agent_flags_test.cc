@@ -349,6 +349,28 @@ TEST_CASE("check programs must be executable files", "[agent_flags]") {
   CHECK(absl::StrContains(ResolvePrograms(&flags).message(), "--health-check-program"));
 }
 
+TEST_CASE("log flags: the format and the cap of replica logs", "[agent_flags]") {
+  absl::StatusOr<AgentFlags> defaults = ParseAgentFlags(Required());
+  REQUIRE(defaults.ok());
+  CHECK(defaults->log_format == "text");
+  CHECK(defaults->max_log_bytes == int64_t{1024} << 20);
+  absl::StatusOr<AgentFlags> set =
+      ParseAgentFlags(With({"--log-format", "json", "--max-log-mb", "0.5"}));
+  REQUIRE(set.ok());
+  CHECK(set->log_format == "json");
+  CHECK(set->max_log_bytes == 512 * 1024);
+  absl::StatusOr<AgentFlags> off = ParseAgentFlags(With({"--max-log-mb", "0"}));
+  REQUIRE(off.ok());
+  CHECK(off->max_log_bytes == 0);
+  for (const char* bad : {"0.01", "-1", "lots", "nan"}) {
+    absl::StatusOr<AgentFlags> refused = ParseAgentFlags(With({"--max-log-mb", bad}));
+    CHECK(absl::IsInvalidArgument(refused.status()));
+    CHECK_THAT(std::string(refused.status().message()),
+               Catch::StartsWith(
+                   "--max-log-mb: expected 0 (no cap) or a number of MiB of at least 0.0625"));
+  }
+}
+
 TEST_CASE("the usage lists every flag", "[agent_flags]") {
   for (const char* flag : {"--scheduler",
                            "--node",
@@ -363,6 +385,8 @@ TEST_CASE("the usage lists every flag", "[agent_flags]") {
                            "--pids-max",
                            "--cpu-policy",
                            "--log-level",
+                           "--log-format",
+                           "--max-log-mb",
                            "--help",
                            "--stop-replicas",
                            "--stop-grace",

@@ -1,10 +1,13 @@
 // Agent against an in-process fake scheduler: registration, reports, acks, reconnects.
 #include "agents/agent.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <thread>
@@ -23,6 +26,7 @@ using ::trainctl::agent::testing::IsRegister;
 using ::trainctl::agent::testing::IsStarted;
 using ::trainctl::agent::testing::kWorkload;
 using ::trainctl::agent::testing::Launch;
+using ::trainctl::agent::testing::WaitUntil;
 using ::trainctl::v1::AgentMessage;
 using ::trainctl::v1::SchedulerMessage;
 
@@ -253,6 +257,43 @@ TEST_CASE("the exit report delay hook holds back the exits of one status", "[age
   CHECK(absl::Now() - launched >= absl::Seconds(2));
   CHECK(held->replica_exited().signal() == SIGABRT);
   CHECK(held->replica_exited().checks().phase() == "exit");  // then checked like any crash
+}
+
+TEST_CASE("deleted jobs' logs leave the node: named at once, past the retention at registration",
+          "[agent]") {
+  AgentFixture f;
+  REQUIRE(f.scheduler().Next(IsRegister));
+  const std::string logs = f.work_dir() + "/logs/";
+  auto write_log = [&](const std::string& job, absl::Time when) {
+    const std::string dir = logs + job + "/attempt-1";
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/w.restart-0.log") << "out\n";
+    const struct timespec at = absl::ToTimespec(when);
+    const struct timespec times[2] = {at, at};
+    for (const std::string& path : {dir + "/w.restart-0.log", dir, logs + job}) {
+      REQUIRE(utimensat(AT_FDCWD, path.c_str(), times, 0) == 0);
+    }
+  };
+  write_log("j-deleted", absl::Now());
+  write_log("j-old", absl::Now() - absl::Hours(24 * 10));
+  write_log("j-recent", absl::Now() - absl::Hours(24));
+  f.scheduler().Send(Launch("worker-0", {kWorkload, "--sleep", "60"}));  // job j-agent
+  REQUIRE(f.scheduler().Next(IsStarted));
+
+  // Named: gone, unless a run of the job still runs here.
+  SchedulerMessage forget;
+  forget.mutable_forget_jobs()->add_job_ids("j-deleted");
+  forget.mutable_forget_jobs()->add_job_ids("j-agent");
+  f.scheduler().Send(forget);
+  CHECK(WaitUntil([&] { return !std::filesystem::exists(logs + "j-deleted"); }));
+  CHECK(std::filesystem::exists(logs + "j-agent"));
+  // A registration with a retention of 5 days: the logs last written before it go.
+  SchedulerMessage ack;
+  ack.mutable_register_ack()->set_job_retention_ms(5 * 86'400'000LL);
+  f.scheduler().Send(ack);
+  CHECK(WaitUntil([&] { return !std::filesystem::exists(logs + "j-old"); }));
+  CHECK(std::filesystem::exists(logs + "j-recent"));
+  CHECK(std::filesystem::exists(logs + "j-agent"));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <string>
 
+#include "agents/log_read.h"
 #include "tests/agents/test_util.h"
 
 namespace trainctl::agent {
@@ -87,6 +88,7 @@ TEST_CASE("log chunks are read by offset", "[run_files]") {
   REQUIRE(chunk.ok());
   CHECK(chunk->data == "3456");
   CHECK(chunk->file_size == 10);
+  CHECK(chunk->next_offset == 7);
   CHECK(ReadLogChunk(path, 8, 100)->data == "89");
   CHECK(ReadLogChunk(path, 20, 100)->data.empty());
   CHECK(absl::IsInvalidArgument(ReadLogChunk(path, -1, 10).status()));

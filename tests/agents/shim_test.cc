@@ -26,6 +26,7 @@
 #include "absl/strings/strip.h"
 #include "agents/proc_stats.h"
 #include "agents/run_cgroup.h"
+#include "agents/shim/log_cap.h"
 #include "agents/shim/shim_protocol.h"
 #include "agents/shim_status.h"
 #include "tests/agents/cgroup_fixture.h"
@@ -42,6 +43,8 @@ using ::trainctl::agent::testing::WaitUntil;
 // Where the shim finds its ready pipe and lock file: far above the fds a test has open.
 constexpr int kReadyFd = 100;
 constexpr int kLockFd = 101;
+// A flag value the fixture replaces with the path of the shim's log.
+constexpr char kLogPathFlag[] = "<log path>";
 // An fd the shim inherits without being told of it.
 constexpr int kStrayFd = 102;
 
@@ -109,7 +112,9 @@ class Shim {
     REQUIRE(log_fd >= 0);
     std::vector<std::string> argv = {TRAINCTL_SHIM_PATH, "--run-dir", run_dir_, "--exec",
                                      launch.exec};
-    argv.insert(argv.end(), launch.flags.begin(), launch.flags.end());
+    for (const std::string& flag : launch.flags) {
+      argv.push_back(flag == kLogPathFlag ? log_path() : flag);
+    }
     // By default the replica works in the test's directory, where its core dumps go too.
     if (std::find(launch.flags.begin(), launch.flags.end(), "--cwd") == launch.flags.end()) {
       argv.insert(argv.end(), {"--cwd", dir_.path()});
@@ -544,6 +549,29 @@ TEST_CASE("shim: a shim stays within a few hundred KiB of memory", "[shim]") {
   REQUIRE(anon <= 256);
   REQUIRE(sigqueue(shim.pid(), shim::ShimForwardSignal(), sigval{.sival_int = SIGKILL}) == 0);
   shim.Final();
+}
+
+TEST_CASE("shim: --max-log-bytes caps the log of a replica while it runs", "[shim]") {
+  ShimLaunch launch = Sh("seq -f 'line %06g' 1 40000; exec sleep 60");  // 480000 bytes
+  launch.flags = {"--max-log-bytes", "65536", "--log-file", kLogPathFlag};
+  Shim shim(launch);
+  shim.Started();
+  // Cut at line ends ("line 000001\n" is 12 bytes): the head at half the limit, the tail 3/8 of
+  // it, within the shim's check interval and with the replica still running.
+  constexpr int64_t kSize = 480000;
+  constexpr int64_t kHeadEnd = 32768 - 32768 % 12;
+  constexpr int64_t kTailStart = kSize - 24576;  // a line start: 24576 is a multiple of 12
+  shim::DroppedRange dropped;
+  CHECK(WaitUntil([&] {
+    return shim::ParseDroppedRange(ReadFile(shim.log_path() + ".dropped").c_str(), &dropped) &&
+           dropped.tail_start == kTailStart;
+  }));
+  CHECK(dropped.head_end == kHeadEnd);
+  CHECK(dropped.limit_bytes == 65536);
+  struct stat st;
+  REQUIRE(stat(shim.log_path().c_str(), &st) == 0);
+  CHECK(st.st_size == kSize);
+  CHECK(st.st_blocks * 512 <= 65536 + 8192);
 }
 
 }  // namespace

@@ -39,6 +39,7 @@ TEST_CASE("trainctld flags have their defaults", "[daemon_flags]") {
     CHECK(flags->flap_threshold == 3);
     CHECK(flags->flap_window_ms == 3'600'000);
     CHECK(flags->log_level == "info");
+    CHECK(flags->log_format == "text");
     CHECK(flags->port_range == sched::PortRange{20000, 32767});
     CHECK(flags->max_request_bytes == 4 << 20);
     CHECK(flags->max_agent_streams_per_peer == 64);
@@ -69,6 +70,8 @@ TEST_CASE("every trainctld flag sets its field", "[daemon_flags]") {
                                                         "168h",
                                                         "--log-level",
                                                         "debug",
+                                                        "--log-format",
+                                                        "json",
                                                         "--port-range",
                                                         "40000-40999",
                                                         "--default-quota-gpus",
@@ -88,6 +91,7 @@ TEST_CASE("every trainctld flag sets its field", "[daemon_flags]") {
   CHECK(flags->flap_threshold == 0);
   CHECK(flags->flap_window_ms == 168 * 3'600'000LL);
   CHECK(flags->log_level == "debug");
+  CHECK(flags->log_format == "json");
   CHECK(flags->port_range == sched::PortRange{40000, 40999});
   CHECK(flags->default_quota.gpus() == 8);
   CHECK(flags->default_quota.cpu() == 0.5);
@@ -332,6 +336,7 @@ TEST_CASE("trainctld's usage lists every flag with its default", "[daemon_flags]
                            "--flap-window D",
                            "--port-range LO-HI",
                            "--log-level LEVEL",
+                           "--log-format FORMAT",
                            "--max-request-bytes N",
                            "--secret-env-pattern GLOB,...",
                            "--max-agent-streams-per-peer N",
