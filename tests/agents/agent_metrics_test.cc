@@ -9,8 +9,9 @@
 namespace trainctl::agent {
 namespace {
 
-testing::Exposition ParsedAgentMetrics(const AgentMetrics& m) {
-  absl::StatusOr<testing::Exposition> parsed = testing::ParseExposition(m.Expose());
+::trainctl::testing::Exposition ParsedAgentMetrics(const AgentMetrics& m) {
+  absl::StatusOr<::trainctl::testing::Exposition> parsed =
+      ::trainctl::testing::ParseExposition(m.Expose());
   INFO(parsed.status().ToString());
   REQUIRE(parsed.ok());
   return *std::move(parsed);
@@ -54,7 +55,7 @@ TEST_CASE("launches and exits are counted by how they ended", "[agent_metrics]")
   rows[8].exited.set_signal(15);
   rows[8].exited.set_stopped_by_request(true);
   for (const Row& row : rows) m.OnExited(row.exited);
-  const testing::Exposition e = ParsedAgentMetrics(m);
+  const ::trainctl::testing::Exposition e = ParsedAgentMetrics(m);
   for (const Row& row : rows) {
     INFO(row.what);
     CHECK(e.Value(row.family, {{row.label, row.value}}) == 1);
@@ -78,7 +79,7 @@ TEST_CASE("check results are counted by phase, item and result; gauges read the 
   bad->set_item("gpu-check");
   m.OnCheckRun(run);
   m.OnCheckRun(run);
-  testing::Exposition e = ParsedAgentMetrics(m);
+  ::trainctl::testing::Exposition e = ParsedAgentMetrics(m);
   CHECK(e.Value("trainctl_agent_check_results_total",
                 {{"phase", "periodic"}, {"item", "disk-size root"}, {"result", "passed"}}) == 2);
   CHECK(e.Value("trainctl_agent_check_results_total",

@@ -73,7 +73,7 @@ TEST_CASE("a bad trainctld config file stops it with the file, line, key and rea
              Catch::Contains("cannot read config file /nonexistent/trainctld.yaml"));
 }
 
-TEST_CASE("--print-config prints every setting, and reads back as the same", "[config]") {
+TEST_CASE("trainctld --print-config prints every setting, and reads back as the same", "[config]") {
   absl::StatusOr<DaemonFlags> flags = ParseDaemonFlags(
       {"--data-dir", "/d", "--print-config", "--flap-window", "90m", "--default-quota-cpu", "2.5",
        "--secret-env-pattern", "*_PASS*", "--job-retention", "0", "--settle-window", "1500ms"});

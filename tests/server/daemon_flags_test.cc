@@ -261,7 +261,7 @@ TEST_CASE("a bad trainctld command line is an error that says what to give", "[d
   }
 }
 
-TEST_CASE("--help and --version win over what follows them", "[daemon_flags]") {
+TEST_CASE("trainctld's --help and --version win over what follows them", "[daemon_flags]") {
   for (const Args& args : {Args{"--help"}, Args{"-h"}, Args{"--help", "--bogus"},
                            Args{"--data-dir", "/d", "--help", "--flap-threshold"}}) {
     INFO(args[0]);
