@@ -107,14 +107,19 @@ std::set<std::string> NodesToAvoid(const std::vector<NodeWindow>& windows, absl:
 
 std::string MaintenanceReason(const std::vector<NodeWindow>& windows,
                               const std::set<std::string>& avoided, absl::Time end) {
+  // The words stay the same from pass to pass (no times relative to now), so a waiting job's
+  // reason changes only when the windows do.
   std::vector<std::string> parts;
   for (const NodeWindow& w : windows) {
-    if (avoided.count(w.node) > 0) parts.push_back(absl::StrCat(w.node, " from ", w.text));
+    if (avoided.count(w.node) > 0 && w.start < end) {
+      parts.push_back(absl::StrCat(w.node, " from ", w.text));
+    }
   }
   return absl::StrCat(
-      "MAINTENANCE: only nodes whose maintenance window starts before the job's expected end (",
-      FormatRfc3339(absl::ToUnixMillis(end)),
-      "; set scheduling.expectedDuration) have room for it: ", absl::StrJoin(parts, "; "));
+      "MAINTENANCE: only nodes whose maintenance window starts before the job's expected end "
+      "(scheduling.expectedDuration, else scheduling.timeout, else 24h from its start) have room "
+      "for it: ",
+      absl::StrJoin(parts, "; "));
 }
 
 }  // namespace trainctl::sched
