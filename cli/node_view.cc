@@ -58,11 +58,11 @@ std::string MaintenanceText(const v1::Node& node, int64_t now_ms) {
   const v1::MaintenanceWindow& w = node.maintenance();
   const int64_t start = TimestampToMs(w.start_time());
   const int64_t end = start + DurationToMs(w.duration());
-  std::string text =
-      start <= now_ms
-          ? absl::StrCat("now, until ", FormatRfc3339(end), " (", w.reason(), ")")
-          : absl::StrCat(FormatRfc3339(start), " for ", FormatDuration(DurationToMs(w.duration())),
-                         ", in ", FormatAge(start - now_ms), " (", w.reason(), ")");
+  std::string text = start <= now_ms
+                         ? absl::StrCat("now, until ", FormatRfc3339(end), " (", w.reason(), ")")
+                         : absl::StrCat(FormatRfc3339(start), " for ",
+                                        FormatDurationExact(DurationToMs(w.duration())), ", in ",
+                                        FormatAge(start - now_ms), " (", w.reason(), ")");
   if (w.source() == "agent") absl::StrAppend(&text, " [agent]");
   return text;
 }
@@ -261,7 +261,7 @@ std::string NodeActionLine(NodeAction action, const v1::Node& node) {
     if (!node.has_maintenance()) return absl::StrCat(line, "; no maintenance window");
     const v1::MaintenanceWindow& w = node.maintenance();
     absl::StrAppend(&line, "; maintenance ", FormatRfc3339(TimestampToMs(w.start_time())), " for ",
-                    FormatDuration(DurationToMs(w.duration())), " (", w.reason(), ")");
+                    FormatDurationExact(DurationToMs(w.duration())), " (", w.reason(), ")");
   }
   return line;
 }

@@ -69,7 +69,8 @@ absl::Time WindowEnd(const v1::MaintenanceWindow& window) {
 
 std::string DescribeWindow(const v1::MaintenanceWindow& window) {
   return absl::StrCat(FormatRfc3339(TimestampToMs(window.start_time())), " for ",
-                      FormatDuration(DurationToMs(window.duration())), " (", window.reason(), ")");
+                      FormatDurationExact(DurationToMs(window.duration())), " (", window.reason(),
+                      ")");
 }
 
 absl::Duration ExpectedDuration(const v1::JobSpec& spec) {
