@@ -342,6 +342,7 @@ trainctl::v1::AgentMessage Agent::StartStream() {
   absl::MutexLock lock(&mu_);
   reg.mutable_config()->insert(check_config_.begin(), check_config_.end());
   if (startup_run_) *reg.mutable_startup() = *startup_run_;
+  if (maintenance_) *reg.mutable_maintenance() = maintenance_->Current();
   reports_.RestartStream();
   outbox_.clear();
   stream_broken_ = false;
@@ -425,6 +426,7 @@ void Agent::WriteLoop(Stream* stream) {
       // A due heartbeat goes first, so a flood of log data cannot make the node look dead.
       if (absl::Now() >= next_heartbeat_) {
         message.mutable_heartbeat()->set_running_replicas(launcher_.ActiveCount());
+        if (maintenance_) maintenance_->PollInto(message.mutable_heartbeat());
         message.set_seq(++seq_);
         fence_.Sent(message.seq(), MonotonicNow());
         next_heartbeat_ = absl::Now() + heartbeat_interval_;

@@ -1,6 +1,7 @@
 #include "scheduler/admission_queue.h"
 
 #include "absl/strings/str_cat.h"
+#include "scheduler/maintenance.h"
 #include "scheduler/node_registry.h"
 
 namespace trainctl::sched {
@@ -144,6 +145,7 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, const NodeRegistry& nod
   pass_needed_ = false;
   std::map<std::string, ProjectUsage> usage = usage_;
   FreeIndex free(nodes.FreeNodes());
+  const std::vector<NodeWindow> windows = WindowsOf(nodes);  // maintenance.h
   std::set<std::string> started;
   // A project's first queued job that this pass has not started: what it needs back from its
   // cohort.
@@ -201,7 +203,9 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, const NodeRegistry& nod
     if (qe.fits_now) {
       std::vector<ReplicaDemand> demands;
       for (const Replica& r : job.replicas) demands.push_back(ReplicaDemandOf(r));
-      absl::StatusOr<std::vector<std::string>> placed = free.PlaceGang(demands);
+      const absl::Time expected_end = ExpectedEnd(job.spec, now);
+      const std::set<std::string> avoid = NodesToAvoid(windows, expected_end);
+      absl::StatusOr<std::vector<std::string>> placed = free.PlaceGang(demands, avoid);
       if (placed.ok()) {  // its places are taken in `free`
         stockout_since_.erase(job.id);
         plan.starts.push_back({job.id, *placed});
@@ -212,6 +216,12 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, const NodeRegistry& nod
         continue;
       }
       const std::string missing(placed.status().message());
+      if (!avoid.empty() && PlaceGang(demands, free.nodes()).ok()) {
+        // Only hosts with a maintenance window before its expected end have room: it waits.
+        set_reason(job, MaintenanceReason(windows, avoid, expected_end));
+        advance(project, key);
+        continue;
+      }
       if (IsStockout(job, demands, missing, nodes, now, timers, &plan)) {
         // Too large for the healthy cluster even when idle: waiting for other jobs would not
         // help, so it holds back nobody.
@@ -280,6 +290,7 @@ std::vector<std::string> AdmissionQueue::ExpiredDeadlines(absl::Time now) const 
 std::shared_ptr<const QueueState> AdmissionQueue::State(const JobTable& jobs,
                                                         const NodeRegistry& nodes) const {
   auto state = std::make_shared<QueueState>();
+  state->windows = WindowsOf(nodes);
   state->default_quota = default_quota_;
   state->quotas = quotas_;
   state->usage = usage_;

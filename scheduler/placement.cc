@@ -128,20 +128,22 @@ void FreeIndex::Erase(int index) {
   ports_.erase(ports_.find(n.free_ports));
 }
 
-int FreeIndex::Choose(const ReplicaDemand& demand, const std::string& exclude) const {
+int FreeIndex::Choose(const ReplicaDemand& demand, const std::string& exclude,
+                      const std::set<std::string>& avoid) const {
   if (nodes_.empty()) return -1;
   // No node has more of any resource than the largest free amount of it.
   const Res most{*cpu_.rbegin(), *memory_.rbegin(), -std::get<0>(*order_.begin())};
   if (!most.Fits(demand.need) || *ports_.rbegin() < demand.ports) return -1;
   for (const Key& key : order_) {
     const int i = std::get<3>(key);
-    if (nodes_[i].name != exclude && Fits(nodes_[i], demand)) return i;
+    if (nodes_[i].name == exclude || avoid.count(nodes_[i].name) > 0) continue;
+    if (Fits(nodes_[i], demand)) return i;
   }
   return -1;
 }
 
 absl::StatusOr<std::vector<std::string>> FreeIndex::PlaceGang(
-    const std::vector<ReplicaDemand>& demands) {
+    const std::vector<ReplicaDemand>& demands, const std::set<std::string>& avoid) {
   // Place the largest demands first so that a big replica is not crowded out by small ones.
   std::vector<size_t> order(demands.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -152,7 +154,7 @@ absl::StatusOr<std::vector<std::string>> FreeIndex::PlaceGang(
   std::vector<std::pair<int, NodeFree>> taken;  // each node as it was before, to undo
   for (size_t i : order) {
     const ReplicaDemand& d = demands[i];
-    const int best = Choose(d);
+    const int best = Choose(d, "", avoid);
     if (best < 0) {
       absl::Status missing = absl::ResourceExhaustedError(DescribeShortfall(d, nodes_));
       for (auto it = taken.rbegin(); it != taken.rend(); ++it) {

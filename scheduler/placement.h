@@ -70,10 +70,12 @@ class FreeIndex {
   bool empty() const { return nodes_.empty(); }
 
   // ChooseNode(demand, nodes(), exclude).
-  int Choose(const ReplicaDemand& demand, const std::string& exclude = "") const;
+  int Choose(const ReplicaDemand& demand, const std::string& exclude = "",
+             const std::set<std::string>& avoid = {}) const;
   // PlaceGang(demands, nodes()), and on success what it placed is taken (TakeFrom) here; on
-  // failure nothing changed.
-  absl::StatusOr<std::vector<std::string>> PlaceGang(const std::vector<ReplicaDemand>& demands);
+  // failure nothing changed. The nodes named in `avoid` are never chosen.
+  absl::StatusOr<std::vector<std::string>> PlaceGang(const std::vector<ReplicaDemand>& demands,
+                                                     const std::set<std::string>& avoid = {});
 
  private:
   // ChooseNode's order: most free (gpus, memory, cpu) first, then by name (the index).

@@ -14,6 +14,7 @@ QueuedJob QueuedJobOf(const Job& job) {
   q.project = job.project;
   q.attempts = static_cast<int32_t>(job.attempts.size());
   q.next_attempt_time = job.next_attempt_time;
+  q.expected_duration = ExpectedDuration(job.spec);
   for (const Replica& r : job.replicas) {
     q.stopping |= HoldsResources(r.state);
     q.demands.push_back(ReplicaDemandOf(r));
@@ -27,6 +28,7 @@ QueuedJob QueuedJobOf(const v1::Job& job) {
   q.project = job.project();
   q.attempts = job.attempts_size();
   if (job.has_next_attempt_time()) q.next_attempt_time = FromProtoTime(job.next_attempt_time());
+  q.expected_duration = ExpectedDuration(job.spec());
   std::map<std::string, Res> needs;
   for (const v1::WorkerPool& p : job.spec().worker_pools()) {
     needs[p.name()] = Res::FromProto(p.resources());
@@ -120,8 +122,17 @@ std::vector<v1::Blocker> BlockersOf(const QueueState& state, const QueuedJob& jo
   if (state.free.empty()) {
     add("NO_NODES", "NO_NODES: no node is connected and READY");
   } else {
+    const absl::Time end = now + job.expected_duration;
+    const std::set<std::string> avoid = NodesToAvoid(state.windows, end);
     absl::StatusOr<std::vector<std::string>> placed = PlaceGang(job.demands, state.free);
-    if (!placed.ok()) add("CAPACITY", absl::StrCat("CAPACITY: ", placed.status().message()));
+    if (!placed.ok()) {
+      add("CAPACITY", absl::StrCat("CAPACITY: ", placed.status().message()));
+    } else if (!avoid.empty()) {
+      FreeIndex free(state.free);
+      if (!free.PlaceGang(job.demands, avoid).ok()) {
+        add("MAINTENANCE", MaintenanceReason(state.windows, avoid, end));
+      }
+    }
   }
   return out;
 }
