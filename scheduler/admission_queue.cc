@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "scheduler/node_registry.h"
+#include "scheduler/topology.h"
 
 namespace trainctl::sched {
 namespace {
@@ -144,6 +145,7 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, const NodeRegistry& nod
   pass_needed_ = false;
   std::map<std::string, ProjectUsage> usage = usage_;
   FreeIndex free(nodes.FreeNodes());
+  NodeMasks masks(&free.nodes());
   std::set<std::string> started;
   // A project's first queued job that this pass has not started: what it needs back from its
   // cohort.
@@ -201,27 +203,27 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, const NodeRegistry& nod
     if (qe.fits_now) {
       std::vector<ReplicaDemand> demands;
       for (const Replica& r : job.replicas) demands.push_back(ReplicaDemandOf(r));
-      absl::StatusOr<std::vector<std::string>> placed = free.PlaceGang(demands);
+      JobPlacement placed = PlaceOn(job, demands, &free, &masks);
       if (placed.ok()) {  // its places are taken in `free`
         stockout_since_.erase(job.id);
-        plan.starts.push_back({job.id, *placed});
+        plan.starts.push_back({job.id, std::move(placed.nodes)});
         started.insert(job.id);
         usage[project].used += demand;
         usage[project].running_jobs++;
         advance(project, key);
         continue;
       }
-      const std::string missing(placed.status().message());
+      const std::string& missing = placed.missing;
       if (IsStockout(job, demands, missing, nodes, now, timers, &plan)) {
         // Too large for the healthy cluster even when idle: waiting for other jobs would not
         // help, so it holds back nobody.
         set_reason(job, free.empty()
                             ? kNoNodes
-                            : absl::StrCat("CAPACITY: ", missing, " (even with the cluster idle)"));
+                            : absl::StrCat(placed.Reason(), " (even with the cluster idle)"));
         advance(project, key);
         continue;
       }
-      reason = free.empty() ? kNoNodes : absl::StrCat("CAPACITY: ", missing);
+      reason = free.empty() ? kNoNodes : placed.Reason();
     } else {
       reason = qe.blockers[0].message();
     }
@@ -248,7 +250,9 @@ bool AdmissionQueue::IsStockout(const Job& job, const std::vector<ReplicaDemand>
   // Whether the idle cluster holds the job changes only with the nodes themselves.
   auto [fit, unknown] = fits_idle_.try_emplace(job.id);
   if (unknown || fit->second.first != nodes.shape_version()) {
-    fit->second = {nodes.shape_version(), PlaceGang(demands, nodes.IdleNodes()).ok()};
+    FreeIndex idle(nodes.IdleNodes());
+    NodeMasks masks(&idle.nodes());
+    fit->second = {nodes.shape_version(), PlaceOn(job, demands, &idle, &masks).ok()};
   }
   if (fit->second.second) {
     stockout_since_.erase(job.id);
@@ -264,6 +268,22 @@ bool AdmissionQueue::IsStockout(const Job& job, const std::vector<ReplicaDemand>
   plan->stockouts.push_back(
       {job.id, nodes.IdleNodes().empty() ? "no node is connected and READY" : missing});
   return true;
+}
+
+JobPlacement AdmissionQueue::PlaceOn(const Job& job, const std::vector<ReplicaDemand>& demands,
+                                     FreeIndex* free, NodeMasks* masks) {
+  JobPlacement out;
+  if (!HasPlacementConstraints(job.spec)) {  // the common case: any node, spread
+    absl::StatusOr<std::vector<std::string>> placed = free->PlaceGang(demands);
+    if (placed.ok()) {
+      out.nodes = *std::move(placed);
+    } else {
+      out.kind = "CAPACITY";
+      out.missing = std::string(placed.status().message());
+    }
+    return out;
+  }
+  return PlaceJob(job.spec, demands, PoolIndexOf(job.spec, demands), free, masks);
 }
 
 std::vector<std::string> AdmissionQueue::ExpiredDeadlines(absl::Time now) const {

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/time_util.h"
 #include "scheduler/model_proto.h"
+#include "scheduler/topology.h"
 
 namespace trainctl::sched {
 
@@ -18,6 +19,7 @@ QueuedJob QueuedJobOf(const Job& job) {
     q.stopping |= HoldsResources(r.state);
     q.demands.push_back(ReplicaDemandOf(r));
   }
+  q.placement_spec = PlacementSpecOf(job.spec);
   return q;
 }
 
@@ -35,6 +37,7 @@ QueuedJob QueuedJobOf(const v1::Job& job) {
     q.stopping |= HoldsResources(r.state());
     q.demands.push_back({r.name(), needs[r.pool()], PortsNeeded(r.rank())});
   }
+  q.placement_spec = PlacementSpecOf(job.spec());
   return q;
 }
 
@@ -120,8 +123,16 @@ std::vector<v1::Blocker> BlockersOf(const QueueState& state, const QueuedJob& jo
   if (state.free.empty()) {
     add("NO_NODES", "NO_NODES: no node is connected and READY");
   } else {
-    absl::StatusOr<std::vector<std::string>> placed = PlaceGang(job.demands, state.free);
-    if (!placed.ok()) add("CAPACITY", absl::StrCat("CAPACITY: ", placed.status().message()));
+    if (job.placement_spec != nullptr) {
+      FreeIndex free(state.free);
+      NodeMasks masks(&free.nodes());
+      JobPlacement placed = PlaceJob(*job.placement_spec, job.demands,
+                                     PoolIndexOf(*job.placement_spec, job.demands), &free, &masks);
+      if (!placed.ok()) add(placed.kind, placed.Reason());
+    } else {
+      absl::StatusOr<std::vector<std::string>> placed = PlaceGang(job.demands, state.free);
+      if (!placed.ok()) add("CAPACITY", absl::StrCat("CAPACITY: ", placed.status().message()));
+    }
   }
   return out;
 }

@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +36,9 @@ struct QueuedJob {
   // Some replica of the last attempt still holds resources.
   bool stopping = false;
   std::vector<ReplicaDemand> demands;
+  // What its spec asks of nodes beyond resources (node selections, scheduling.placement), or
+  // nullptr when nothing (PlacementSpecOf).
+  std::shared_ptr<const v1::JobSpec> placement_spec = nullptr;
 };
 
 QueuedJob QueuedJobOf(const Job& job);
