@@ -14,6 +14,7 @@
 #include "scheduler/admission_queue.h"
 #include "scheduler/node_registry.h"
 #include "scheduler/node_selection.h"
+#include "scheduler/queue_state.h"
 #include "tests/scheduler/test_util.h"
 
 namespace trainctl::sched {
@@ -275,6 +276,28 @@ TEST_CASE("NodesForMove keeps a moving replica on selected nodes of its gang's d
   packed.mutable_scheduling()->mutable_placement()->set_pack_within("topology.rack");
   CHECK(names(NodesForMove(packed, nullptr, &from, nodes)) == std::vector<std::string>{"n1", "n2"});
   CHECK(names(NodesForMove(packed, &a100, &from, nodes)) == std::vector<std::string>{"n1"});
+}
+
+TEST_CASE("BlockersOf names the TOPOLOGY a packed gang waits for") {
+  QueueState state;
+  state.free = {LabelledNode("n1", 3, {{"topology.rack", "r1"}}),
+                LabelledNode("n2", 2, {{"topology.rack", "r2"}})};
+  Gang g = GangOf(4, 1);
+  g.spec.mutable_scheduling()->mutable_placement()->set_pack_within("topology.rack");
+  QueuedJob job;
+  job.id = "j-1";
+  job.project = "p";
+  job.demands = g.demands;
+  job.placement_spec = PlacementSpecOf(g.spec);
+  REQUIRE(job.placement_spec != nullptr);
+  bool named = false;
+  for (const v1::Blocker& b : BlockersOf(state, job, kT0)) {
+    named |=
+        b.kind() == "TOPOLOGY" &&
+        b.message() == "TOPOLOGY: no topology.rack has 4 free cpu for 4 replicas (best: r1 with 3)";
+  }
+  CHECK(named);
+  CHECK(PlacementSpecOf(GangOf(1, 1).spec) == nullptr);  // asks nothing of nodes
 }
 
 TEST_CASE("AdmissionQueue: a selector no node satisfies keeps the job queued with its blocker") {
