@@ -342,6 +342,7 @@ trainctl::v1::AgentMessage Agent::StartStream() {
   absl::MutexLock lock(&mu_);
   reg.mutable_config()->insert(check_config_.begin(), check_config_.end());
   if (startup_run_) *reg.mutable_startup() = *startup_run_;
+  if (maintenance_) *reg.mutable_maintenance() = maintenance_->Current();
   reports_.RestartStream();
   outbox_.clear();
   stream_broken_ = false;
@@ -425,6 +426,7 @@ void Agent::WriteLoop(Stream* stream) {
       // A due heartbeat goes first, so a flood of log data cannot make the node look dead.
       if (absl::Now() >= next_heartbeat_) {
         message.mutable_heartbeat()->set_running_replicas(launcher_.ActiveCount());
+        if (maintenance_) maintenance_->PollInto(message.mutable_heartbeat());
         message.set_seq(++seq_);
         fence_.Sent(message.seq(), MonotonicNow());
         next_heartbeat_ = absl::Now() + heartbeat_interval_;
@@ -572,36 +574,6 @@ void Agent::WorkerLoop() {
     }
     absl::MutexLock lock(&mu_);
     command_running_ = false;
-  }
-}
-
-void Agent::Shutdown(absl::Duration ack_wait) {
-  spdlog::info("shutting down; replicas keep running, and the next agent takes them over");
-  launcher_.RejectNewLaunches("the agent is shutting down");
-  absl::MutexLock lock(&mu_);
-  // Launches already received still start (or fail) before the agent goes: none is half done.
-  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return commands_.empty() && !command_running_;
-  };
-  mu_.AwaitWithTimeout(absl::Condition(&idle), ack_wait);
-  // Everything is journaled; waiting a little for the acks only saves the next agent a resend.
-  auto all_acked = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return reports_.empty() && pending_exits_.empty() && delayed_exits_.empty();
-  };
-  if (!mu_.AwaitWithTimeout(absl::Condition(&all_acked), ack_wait)) {
-    spdlog::info("{} reports not acknowledged yet; the next agent sends them again",
-                 reports_.size() + pending_exits_.size() + delayed_exits_.size());
-  }
-  stopped_ = true;
-  if (context_ != nullptr) context_->TryCancel();
-}
-
-void Agent::StopReplicas(absl::Duration grace) {
-  spdlog::info("stopping every replica (grace {})", absl::FormatDuration(grace));
-  launcher_.RejectNewLaunches("the agent is stopping its replicas");
-  launcher_.StopAll(absl::ToInt64Milliseconds(grace), "the agent is stopping its replicas");
-  if (!launcher_.WaitUntilIdle(absl::Now() + grace + absl::Seconds(5))) {
-    spdlog::warn("some replicas were still running after the grace period");
   }
 }
 

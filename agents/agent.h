@@ -86,6 +86,7 @@
 #include "agents/fence_timer.h"
 #include "agents/host_checks.h"
 #include "agents/launcher.h"
+#include "agents/maintenance_file.h"
 #include "agents/node_checks.h"
 #include "agents/report_buffer.h"
 #include "agents/report_journal.h"
@@ -132,6 +133,8 @@ class Agent {
     // progress files are looked at.
     std::string shim_path;
     absl::Duration progress_interval = absl::Seconds(1);
+    // --maintenance-file (maintenance_file.h); empty: none.
+    std::string maintenance_file;
     int inject_launch_failures = 0;
     // Per-run cgroups (launcher.h): pids.max of each run (0: none), the CPU policy, and how many
     // CPUs always stay shared under CpuPolicy::kStatic.
@@ -307,6 +310,11 @@ class Agent {
   bool checks_requested_ ABSL_GUARDED_BY(mu_) = false;
   // The startup script's latest run; unset when no script is configured.
   std::optional<trainctl::v1::CheckRun> startup_run_ ABSL_GUARDED_BY(mu_);
+  // --maintenance-file: read for each Register and each heartbeat (sent when it changed).
+  std::optional<MaintenanceFile> maintenance_ ABSL_GUARDED_BY(mu_) =
+      options_.maintenance_file.empty()
+          ? std::nullopt
+          : std::make_optional<MaintenanceFile>(options_.maintenance_file);
   // Abnormal exits waiting for their exit checks, oldest first; the exit-check thread removes
   // them only when it adds their reports.
   std::deque<trainctl::v1::ReplicaExited> pending_exits_ ABSL_GUARDED_BY(mu_);

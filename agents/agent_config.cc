@@ -63,6 +63,7 @@ std::vector<std::pair<std::string, std::string>> AgentConfigEntries(const AgentF
                                : absl::StrCat(f.delay_exit_status, ":", Ms(f.exit_report_delay))},
       {"shim", f.shim},
       {"state-dir", f.state_dir},
+      {"maintenance-file", f.maintenance_file},
       {"check-disk-root-path", host.root.path},
       {"check-disk-root-gb", absl::StrCat(host.root.min_free_gb)},
       {"check-disk-shm-path", host.shm.path},

@@ -200,7 +200,12 @@ std::vector<FlagGroup> AgentFlagGroups() {
          "where the replicas' run directories and the agent's report journal live: state that "
          "must outlive the agent, not the host, so a tmpfs such as /run/trainctl-agent suits it "
          "best (creating and removing files there costs far less); created if missing; the next "
-         "agent must get the same one (default: --work-dir)"}}},
+         "agent must get the same one (default: --work-dir)"},
+        {"maintenance-file", 0, Kind::kValue, "FILE", "",
+         "a JSON file the host's tooling writes when maintenance is announced, "
+         "{\"start\": \"2026-12-01T02:00:00Z\", \"duration\": \"2h\", \"reason\": \"BIOS "
+         "update\"}: reported to the scheduler as the node's maintenance window, and again at "
+         "each heartbeat after it changed (absent or empty: no window)"}}},
       {"Host checks (thresholds are this host's; each passes when strictly above):",
        {{"check", 0, Kind::kBool, "", "",
          "run the host check items once, print one \"item ...\" line each and exit 0 if all "
@@ -413,6 +418,7 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
        [&](auto& f, auto& v) { return ParseDurationFlag(f, v, true, &flags.stop_grace); }},
       {"--shim", text(&flags.shim)},
       {"--state-dir", text(&flags.state_dir)},
+      {"--maintenance-file", text(&flags.maintenance_file)},
       {"--cpus", [&](auto& f, auto& v) { return ParseCpu(f, v, false, &flags.cpus.emplace()); }},
       {"--memory-mb",
        [&](auto& f, auto& v) { return ParseInt<int64_t>(f, v, 1, &flags.memory_mb.emplace()); }},

@@ -82,6 +82,9 @@ struct AgentFlags {
   std::string shim;
   // Where run directories and the report journal live; empty: --work-dir.
   std::string state_dir;
+  // --maintenance-file: the JSON file the host's tooling writes a maintenance window to
+  // (maintenance_file.h); empty: none.
+  std::string maintenance_file;
   // --check: run the host check items once and exit; --scheduler and --node are then optional.
   bool check = false;
   // What --check checks for; only valid with --check.

@@ -71,6 +71,7 @@ absl::StatusOr<Agent::Options> MakeOptions(const AgentFlags& flags) {
   options.min_shared_cpus = std::max(1, static_cast<int>(std::ceil(flags.reserve_cpu)));
   options.delay_exit_status = flags.delay_exit_status;
   options.shim_path = flags.shim.empty() ? DefaultShimPath() : flags.shim;
+  options.maintenance_file = flags.maintenance_file;
   if (access(options.shim_path.c_str(), X_OK) != 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot run the replicas' supervisor ", options.shim_path,

@@ -1,9 +1,11 @@
 #include "cli/cluster_view.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "cli/node_view.h"
 #include "cli/states.h"
 #include "common/time_util.h"
 #include "google/protobuf/util/time_util.h"
@@ -70,8 +72,16 @@ std::string RenderNodeList(const google::protobuf::RepeatedPtrField<v1::Node>& n
     header.push_back("AGENT");
     header.push_back("REASON");
   }
+  // A MAINTENANCE column while some node has a window.
+  const bool windows = std::any_of(nodes.begin(), nodes.end(),
+                                   [](const v1::Node& n) { return n.has_maintenance(); });
+  if (windows) header.push_back("MAINTENANCE");
   Table table(std::move(header));
-  for (const v1::Node& node : nodes) table.AddRow(NodeRow(node, wide, now_ms));
+  for (const v1::Node& node : nodes) {
+    std::vector<std::string> row = NodeRow(node, wide, now_ms);
+    if (windows) row.push_back(node.has_maintenance() ? MaintenanceText(node, now_ms) : "-");
+    table.AddRow(std::move(row));
+  }
   return table.Render();
 }
 

@@ -101,7 +101,8 @@ Command EventsCommand() {
       "             lost or unhealthy node, to another one)\n"
       "  nodes:     NodeRegistered, NodeReconnected, NodeDisconnected, NodeLost, NodeReturned,\n"
       "             NodeIsolated, NodeFlapping, NodeHealthy, NodeCordoned, NodeUncordoned,\n"
-      "             NodeDrainStarted, NodeDrained, NodeShutdown",
+      "             NodeDrainStarted, NodeDrained, NodeShutdown, NodeMaintenanceScheduled,\n"
+      "             NodeMaintenanceCleared, NodeMaintenanceEnded",
       {{"node", 0, FlagSpec::Kind::kValue, "NODE", "", "Only events of this node"},
        {"type", 0, FlagSpec::Kind::kValue, "TYPE", "",
         "Only events of this exact type, e.g. ReplicaExited"},

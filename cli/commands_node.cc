@@ -62,6 +62,10 @@ absl::StatusOr<v1::Node> Change(NodeAction action, const ParsedArgs& args, Clien
     case NodeAction::kDelete:
       status = client.cluster().DeleteNode(&context, DeleteRequestFromArgs(args), &node);
       break;
+    case NodeAction::kMaintenance:
+      status =
+          client.cluster().SetNodeMaintenance(&context, MaintenanceRequestFromArgs(args), &node);
+      break;
     case NodeAction::kDescribe:
       return absl::InternalError("node describe changes nothing");
   }
@@ -97,8 +101,8 @@ absl::StatusOr<int> RunNode(const ParsedArgs& args, Client& client) {
 Command NodeCommand() {
   CommandSpec spec{
       "node",
-      "describe|cordon|uncordon|drain|revoke|delete NODE",
-      "Show one node in detail, or cordon, uncordon, drain, revoke or delete it",
+      "describe|cordon|uncordon|drain|revoke|delete|maintenance NODE",
+      "Show one node in detail, or cordon, uncordon, drain, revoke, delete or schedule it",
       absl::StrCat(
           "Subcommands:\n", NodeSubcommandList(),
           "\n"
@@ -117,6 +121,12 @@ Command NodeCommand() {
           "replica of a live job: a host gone for good, or a name registered by mistake. Its\n"
           "events stay, and so does the revocation of its certificates. A host that registers\n"
           "again afterwards is a new node.\n"
+          "\n"
+          "maintenance records the node's upcoming maintenance window (one per node; a new one\n"
+          "replaces it, --clear removes it). Jobs expected to run past the window's start\n"
+          "(scheduling.expectedDuration, else scheduling.timeout, else 24h) are kept off the\n"
+          "node; at the start it is drained like `node drain`, and after the window it is\n"
+          "uncordoned and takes work again once its checks pass.\n"
           "\n"
           "cordon, uncordon, drain and revoke print the node's state afterwards, e.g.\n"
           "  node node-1 DRAINING: kernel upgrade (2 replicas moving)\n"

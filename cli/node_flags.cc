@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/output.h"
 #include "common/time_util.h"
+#include "google/protobuf/util/time_util.h"
 
 namespace trainctl::cli {
 namespace {
@@ -26,6 +27,8 @@ constexpr Subcommand kSubcommands[] = {
      "Lift the hold (ISOLATED waits for its checks)"},
     {NodeAction::kDrain, "drain", "drain NODE --reason TEXT [--deadline DURATION]",
      "Cordon it and move its replicas to other nodes"},
+    {NodeAction::kMaintenance, "maintenance", "maintenance NODE (--at ... | --clear)",
+     "Plan a maintenance window: drained at its start"},
     {NodeAction::kRevoke, "revoke", "revoke NODE [--reason TEXT]",
      "Refuse its agent's certificate from now on"},
     {NodeAction::kDelete, "delete", "delete NODE [--reason TEXT]",
@@ -48,11 +51,18 @@ absl::Status RejectFlags(const ParsedArgs& args, NodeAction action) {
     return absl::InvalidArgumentError(
         absl::StrCat("node ", name, " takes no --deadline; it is for node drain"));
   }
+  for (const char* flag : {"at", "duration", "clear"}) {
+    if (args.IsSet(flag) && action != NodeAction::kMaintenance) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("node ", name, " takes no --", flag, "; it is for node maintenance"));
+    }
+  }
   if (args.IsSet("reason") &&
       (action == NodeAction::kDescribe || action == NodeAction::kUncordon)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "node ", name,
-        " takes no --reason; it is for node cordon, node drain, node revoke and node delete"));
+        " takes no --reason; it is for node cordon, node drain, node revoke, node delete and node "
+        "maintenance"));
   }
   return absl::OkStatus();
 }
@@ -77,6 +87,42 @@ absl::Status CheckReason(const ParsedArgs& args, NodeAction action) {
   if (chars > kMaxNodeReasonChars) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--reason is ", chars, " characters long; at most ", kMaxNodeReasonChars, " are allowed"));
+  }
+  return absl::OkStatus();
+}
+
+// RFC 3339 ("2026-12-01T02:00:00Z") to Unix ms.
+absl::StatusOr<int64_t> ParseAt(const std::string& text) {
+  google::protobuf::Timestamp ts;
+  if (!google::protobuf::util::TimeUtil::FromString(text, &ts) || TimestampToMs(ts) <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid --at \"", text,
+                     "\": use an RFC3339 time such as 2026-12-01T02:00:00Z or "
+                     "2026-12-01T03:00:00+01:00"));
+  }
+  return TimestampToMs(ts);
+}
+
+absl::Status CheckMaintenance(const ParsedArgs& args, NodeAction action) {
+  if (action != NodeAction::kMaintenance) return absl::OkStatus();
+  if (args.IsSet("clear") && args.GetBool("clear")) {
+    if (args.IsSet("at") || args.IsSet("duration") || args.IsSet("reason")) {
+      return absl::InvalidArgumentError(
+          "--clear removes the node's window: give no --at, --duration or --reason with it");
+    }
+    return absl::OkStatus();
+  }
+  if (!args.IsSet("at") || !args.IsSet("duration") || Reason(args).empty()) {
+    return absl::InvalidArgumentError(
+        "node maintenance needs --at, --duration and --reason, e.g. --at 2026-12-01T02:00:00Z "
+        "--duration 2h --reason \"BIOS update\", or --clear to remove the node's window");
+  }
+  if (absl::StatusOr<int64_t> at = ParseAt(args.Get("at")); !at.ok()) return at.status();
+  absl::StatusOr<int64_t> ms = ParseDurationMs(args.Get("duration"));
+  if (!ms.ok() || *ms < 60'000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid --duration \"", args.Get("duration"),
+                     "\": use how long the host is down, 1m..720h, e.g. 2h or 90m"));
   }
   return absl::OkStatus();
 }
@@ -108,6 +154,11 @@ std::vector<FlagSpec> NodeFlags() {
       {"deadline", 0, Kind::kValue, "DURATION", "",
        "drain: each replica's time from SIGTERM to SIGKILL, e.g. 30s, 5m, 1h (default: its "
        "job's stopGracePeriod)"},
+      {"at", 0, Kind::kValue, "TIME", "",
+       "maintenance: when the window starts, RFC3339 (2026-12-01T02:00:00Z)"},
+      {"duration", 0, Kind::kValue, "DURATION", "",
+       "maintenance: how long the host is down, e.g. 2h (1m..720h)"},
+      {"clear", 0, Kind::kBool, "", "", "maintenance: remove the node's window"},
       {"output", 'o', Kind::kValue, "FORMAT", "table",
        "Output format: table, json or yaml (json: the proto's JSON mapping)"},
   };
@@ -145,6 +196,7 @@ absl::StatusOr<NodeAction> CheckNodeArgs(const ParsedArgs& args) {
   if (absl::Status s = RejectFlags(args, *action); !s.ok()) return s;
   if (absl::Status s = CheckReason(args, *action); !s.ok()) return s;
   if (absl::Status s = CheckDeadline(args); !s.ok()) return s;
+  if (absl::Status s = CheckMaintenance(args, *action); !s.ok()) return s;
   if (absl::StatusOr<OutputFormat> format = ParseOutputFormat(args.Get("output")); !format.ok()) {
     return format.status();
   }
@@ -186,6 +238,23 @@ v1::DeleteNodeRequest DeleteRequestFromArgs(const ParsedArgs& args) {
   v1::DeleteNodeRequest request;
   request.set_name(args.args()[1]);
   request.set_reason(Reason(args));
+  return request;
+}
+
+v1::SetNodeMaintenanceRequest MaintenanceRequestFromArgs(const ParsedArgs& args) {
+  v1::SetNodeMaintenanceRequest request;
+  request.set_name(args.args()[1]);
+  if (args.IsSet("clear") && args.GetBool("clear")) {
+    request.set_clear(true);
+    return request;
+  }
+  request.set_reason(Reason(args));
+  if (absl::StatusOr<int64_t> at = ParseAt(args.Get("at")); at.ok()) {
+    *request.mutable_start_time() = MsToTimestamp(*at);
+  }
+  if (absl::StatusOr<int64_t> ms = ParseDurationMs(args.Get("duration")); ms.ok()) {
+    *request.mutable_duration() = MsToDuration(*ms);
+  }
   return request;
 }
 

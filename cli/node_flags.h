@@ -6,6 +6,7 @@
 //   trainctl node drain NODE --reason TEXT [--deadline DURATION]
 //   trainctl node revoke NODE [--reason TEXT]
 //   trainctl node delete NODE [--reason TEXT]
+//   trainctl node maintenance NODE --at RFC3339 --duration DURATION --reason TEXT | --clear
 //
 // Everything here is checked before any RPC, so that a mistyped command line never reaches the
 // server half-right:
@@ -26,12 +27,13 @@
 
 namespace trainctl::cli {
 
-enum class NodeAction { kDescribe, kCordon, kUncordon, kDrain, kRevoke, kDelete };
+enum class NodeAction { kDescribe, kCordon, kUncordon, kDrain, kRevoke, kDelete, kMaintenance };
 
 // DrainNodeRequest.reason and CordonNodeRequest.reason allow at most this many characters.
 inline constexpr size_t kMaxNodeReasonChars = 1024;
 
-// --reason, --deadline and -o, for every subcommand (CheckNodeArgs says which takes which).
+// --reason, --deadline, --at, --duration, --clear and -o, for every subcommand (CheckNodeArgs says
+// which takes which).
 std::vector<FlagSpec> NodeFlags();
 
 // "describe", "cordon", "uncordon", "drain", "revoke" or "delete"; INVALID_ARGUMENT with
@@ -55,5 +57,6 @@ v1::UncordonNodeRequest UncordonRequestFromArgs(const ParsedArgs& args);
 v1::DrainNodeRequest DrainRequestFromArgs(const ParsedArgs& args);
 v1::RevokeNodeRequest RevokeRequestFromArgs(const ParsedArgs& args);
 v1::DeleteNodeRequest DeleteRequestFromArgs(const ParsedArgs& args);
+v1::SetNodeMaintenanceRequest MaintenanceRequestFromArgs(const ParsedArgs& args);
 
 }  // namespace trainctl::cli

@@ -51,6 +51,24 @@ std::string DrainDeadlineText(const v1::Node& node) {
   return FormatDuration(DurationToMs(node.drain_deadline()));
 }
 
+}  // namespace
+
+std::string MaintenanceText(const v1::Node& node, int64_t now_ms) {
+  if (!node.has_maintenance()) return "";
+  const v1::MaintenanceWindow& w = node.maintenance();
+  const int64_t start = TimestampToMs(w.start_time());
+  const int64_t end = start + DurationToMs(w.duration());
+  std::string text = start <= now_ms
+                         ? absl::StrCat("now, until ", FormatRfc3339(end), " (", w.reason(), ")")
+                         : absl::StrCat(FormatRfc3339(start), " for ",
+                                        FormatDurationExact(DurationToMs(w.duration())), ", in ",
+                                        FormatAge(start - now_ms), " (", w.reason(), ")");
+  if (w.source() == "agent") absl::StrAppend(&text, " [agent]");
+  return text;
+}
+
+namespace {
+
 // "k=v, k2=v2", sorted by key.
 std::string LabelsText(const google::protobuf::Map<std::string, std::string>& labels) {
   const std::map<std::string, std::string> sorted(labels.begin(), labels.end());
@@ -192,6 +210,7 @@ std::string RenderNodeDescription(const v1::Node& node,
       {"Flapping", FlappingText(node)},
       {"Isolations", IsolationsText(node)},
       {"Drain deadline", DrainDeadlineText(node)},
+      {"Maintenance", MaintenanceText(node, now_ms)},
       {"Labels", LabelsText(node.labels())},
       {"Certificate", CertificateText(node)},
       {"Revoked certs", node.revoked_certificates().empty()
@@ -237,6 +256,12 @@ std::string NodeActionLine(NodeAction action, const v1::Node& node) {
   if (node.cordoned() && action != NodeAction::kUncordon &&
       node.state() != v1::NODE_STATE_CORDONED && node.state() != v1::NODE_STATE_DRAINING) {
     absl::StrAppend(&line, " (cordoned)");
+  }
+  if (action == NodeAction::kMaintenance) {
+    if (!node.has_maintenance()) return absl::StrCat(line, "; no maintenance window");
+    const v1::MaintenanceWindow& w = node.maintenance();
+    absl::StrAppend(&line, "; maintenance ", FormatRfc3339(TimestampToMs(w.start_time())), " for ",
+                    FormatDurationExact(DurationToMs(w.duration())), " (", w.reason(), ")");
   }
   return line;
 }

@@ -29,6 +29,11 @@
 
 namespace trainctl::cli {
 
+// The node's maintenance window: "2026-12-01T02:00:00Z for 2h, in 3h (BIOS update)", "now, until
+// 2026-12-01T04:00:00Z (BIOS update)" once it began, or "" when it has none. From an agent's
+// --maintenance-file: " [agent]" at the end.
+std::string MaintenanceText(const v1::Node& node, int64_t now_ms);
+
 // One check item on one line, in the words of `trainctl-agent --check`:
 // "item disk-size root  passed  measured 120.4 GB free  threshold > 32 GB". A failed item adds
 // "  message <its message>". Parts the item leaves empty are left out.

@@ -1,6 +1,7 @@
 #include "scheduler/admission_queue.h"
 
 #include "absl/strings/str_cat.h"
+#include "scheduler/maintenance.h"
 #include "scheduler/node_registry.h"
 #include "scheduler/topology.h"
 
@@ -145,6 +146,7 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, const NodeRegistry& nod
   pass_needed_ = false;
   std::map<std::string, ProjectUsage> usage = usage_;
   FreeIndex free(nodes.FreeNodes());
+  const std::vector<NodeWindow> windows = WindowsOf(nodes);  // maintenance.h
   NodeMasks masks(&free.nodes());
   std::set<std::string> started;
   // A project's first queued job that this pass has not started: what it needs back from its
@@ -203,7 +205,9 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, const NodeRegistry& nod
     if (qe.fits_now) {
       std::vector<ReplicaDemand> demands;
       for (const Replica& r : job.replicas) demands.push_back(ReplicaDemandOf(r));
-      JobPlacement placed = PlaceOn(job, demands, &free, &masks);
+      const absl::Time expected_end = ExpectedEnd(job.spec, now);
+      const std::set<std::string> avoid = NodesToAvoid(windows, expected_end);
+      JobPlacement placed = PlaceOn(job, demands, &free, &masks, &avoid);
       if (placed.ok()) {  // its places are taken in `free`
         stockout_since_.erase(job.id);
         plan.starts.push_back({job.id, std::move(placed.nodes)});
@@ -212,6 +216,17 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, const NodeRegistry& nod
         usage[project].running_jobs++;
         advance(project, key);
         continue;
+      }
+      if (!avoid.empty()) {
+        // Would it fit without the hosts it avoids? Then only hosts with a maintenance window
+        // before its expected end have room: it waits.
+        FreeIndex all(free.nodes());
+        NodeMasks all_masks(&all.nodes());
+        if (PlaceOn(job, demands, &all, &all_masks, nullptr).ok()) {
+          set_reason(job, MaintenanceReason(windows, avoid, expected_end));
+          advance(project, key);
+          continue;
+        }
       }
       const std::string& missing = placed.missing;
       if (IsStockout(job, demands, missing, nodes, now, timers, &plan)) {
@@ -271,10 +286,13 @@ bool AdmissionQueue::IsStockout(const Job& job, const std::vector<ReplicaDemand>
 }
 
 JobPlacement AdmissionQueue::PlaceOn(const Job& job, const std::vector<ReplicaDemand>& demands,
-                                     FreeIndex* free, NodeMasks* masks) {
+                                     FreeIndex* free, NodeMasks* masks,
+                                     const std::set<std::string>* avoid) {
   JobPlacement out;
   if (!HasPlacementConstraints(job.spec)) {  // the common case: any node, spread
-    absl::StatusOr<std::vector<std::string>> placed = free->PlaceGang(demands);
+    GangOptions options;
+    options.avoid = avoid;
+    absl::StatusOr<std::vector<std::string>> placed = free->PlaceGang(demands, options);
     if (placed.ok()) {
       out.nodes = *std::move(placed);
     } else {
@@ -283,7 +301,7 @@ JobPlacement AdmissionQueue::PlaceOn(const Job& job, const std::vector<ReplicaDe
     }
     return out;
   }
-  return PlaceJob(job.spec, demands, PoolIndexOf(job.spec, demands), free, masks);
+  return PlaceJob(job.spec, demands, PoolIndexOf(job.spec, demands), free, masks, avoid);
 }
 
 std::vector<std::string> AdmissionQueue::ExpiredDeadlines(absl::Time now) const {
@@ -300,6 +318,7 @@ std::vector<std::string> AdmissionQueue::ExpiredDeadlines(absl::Time now) const 
 std::shared_ptr<const QueueState> AdmissionQueue::State(const JobTable& jobs,
                                                         const NodeRegistry& nodes) const {
   auto state = std::make_shared<QueueState>();
+  state->windows = WindowsOf(nodes);
   state->default_quota = default_quota_;
   state->quotas = quotas_;
   state->usage = usage_;

@@ -140,10 +140,12 @@ class AdmissionQueue {
                   const std::string& missing, const NodeRegistry& nodes, absl::Time now,
                   Timers* timers, AdmissionPlan* plan);
 
-  // Places the job's gang on `free`: its pools' node selections and scheduling.placement
-  // (topology.h), or plain PlaceGang when it asks for neither.
+  // Places the job's gang on `free`, never on the nodes in `avoid` (nullptr: none; maintenance
+  // windows): its pools' node selections and scheduling.placement (topology.h), or plain
+  // PlaceGang when it asks for neither.
   static JobPlacement PlaceOn(const Job& job, const std::vector<ReplicaDemand>& demands,
-                              FreeIndex* free, NodeMasks* masks);
+                              FreeIndex* free, NodeMasks* masks,
+                              const std::set<std::string>* avoid = nullptr);
 
   v1::Quota default_quota_;
 

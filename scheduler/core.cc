@@ -8,6 +8,7 @@
 #include "common/names.h"
 #include "common/time_util.h"
 #include "scheduler/job_validation.h"
+#include "scheduler/maintenance.h"
 #include "scheduler/model_proto.h"
 #include "scheduler/placement.h"
 #include "scheduler/retry_engine.h"
@@ -195,6 +196,16 @@ absl::StatusOr<v1::Node> Core::DrainNode(const std::string& name, const std::str
   return GetNode(name);
 }
 
+absl::StatusOr<v1::Node> Core::SetNodeMaintenance(const v1::SetNodeMaintenanceRequest& req,
+                                                  int64_t now, Effects* fx) {
+  absl::StatusOr<std::optional<v1::MaintenanceWindow>> window = WindowFromRequest(req);
+  if (!window.ok()) return window.status();
+  absl::Status done = nodes_.SetMaintenance(req.name(), *window, FromMs(now), fx);
+  if (!done.ok()) return done;
+  CheckNodes(FromMs(now), fx);  // a window that already began drains the node at once
+  return GetNode(req.name());
+}
+
 absl::StatusOr<v1::Node> Core::RevokeNode(const std::string& name, const std::string& reason,
                                           int64_t now, Effects* fx) {
   absl::StatusOr<std::string> why = nodes_.Revoke(name, reason, FromMs(now), fx);
@@ -226,6 +237,7 @@ void Core::AgentRefused(const std::string& node, const std::string& why, int64_t
 v1::RegisterAck Core::AgentRegistered(const v1::Register& reg, int64_t now, Effects* fx) {
   nodes_.Register(reg, FromMs(now), fx);
   lifecycle_.Reconcile(reg, FromMs(now), fx);
+  if (reg.has_maintenance()) MaintenanceReported(reg.node(), reg.maintenance(), now, fx);
   v1::RegisterAck ack;
   ack.set_heartbeat_interval_ms(options_.heartbeat_interval_ms);
   ack.set_lost_timeout_ms(options_.nodes.lost_timeout_ms);
@@ -240,6 +252,12 @@ void Core::AgentDisconnected(const std::string& node, int64_t now, Effects* fx) 
 
 void Core::Heartbeat(const std::string& node, int64_t now, Effects* fx) {
   nodes_.Heartbeat(node, FromMs(now), fx);
+}
+
+void Core::MaintenanceReported(const std::string& node, const v1::MaintenanceReport& report,
+                               int64_t now, Effects* fx) {
+  nodes_.MaintenanceReported(node, report, FromMs(now), fx);
+  CheckNodes(FromMs(now), fx);  // a window that already began drains the node at once
 }
 
 void Core::CheckReported(const std::string& node, const v1::CheckRun& run, int64_t now,
@@ -308,7 +326,18 @@ void Core::CheckNodes(absl::Time now, Effects* fx) {
     lifecycle_.MoveReplicasOff(lost.node, MoveCause::kLost, lost.why, -1, /*node_gone=*/true, now,
                                fx);
   }
+  CheckMaintenance(now, fx);
   nodes_.FinishDrains(now, fx);
+}
+
+void Core::CheckMaintenance(absl::Time now, Effects* fx) {
+  nodes_.EndMaintenance(now, fx);
+  for (const NodeRegistry::Lost& drained : nodes_.StartMaintenance(now, fx)) {
+    lifecycle_.MoveReplicasOff(drained.node, MoveCause::kDrain, drained.why, -1,
+                               /*node_gone=*/false, now, fx);
+  }
+  const absl::Time next = nodes_.NextMaintenanceChange(now);
+  if (next != absl::InfiniteFuture()) timers_.WakeAt(next);
 }
 
 void Core::Tick(int64_t now_ms, Effects* fx) {

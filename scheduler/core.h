@@ -133,6 +133,11 @@ class Core {
   absl::StatusOr<v1::Node> DrainNode(const std::string& name, const std::string& reason,
                                      int64_t deadline_ms, int64_t now, Effects* fx);
 
+  // Records or clears (req.clear) the node's maintenance window (maintenance.h). A window that
+  // already began drains the node at once. NOT_FOUND, INVALID_ARGUMENT naming the field.
+  absl::StatusOr<v1::Node> SetNodeMaintenance(const v1::SetNodeMaintenanceRequest& req, int64_t now,
+                                              Effects* fx);
+
   // Revokes the node's agent certificate (see NodeRegistry::Revoke) and moves its replicas as
   // from a lost node. NOT_FOUND, FAILED_PRECONDITION without a certificate.
   absl::StatusOr<v1::Node> RevokeNode(const std::string& name, const std::string& reason,
@@ -158,6 +163,9 @@ class Core {
   void Heartbeat(const std::string& node, int64_t now, Effects* fx);
   // A check run not tied to an exit: periodic, or a preflight that passed. A failed periodic run
   // isolates the node and moves its replicas off it.
+  // What the agent's --maintenance-file says now (NodeRegistry::MaintenanceReported).
+  void MaintenanceReported(const std::string& node, const v1::MaintenanceReport& report,
+                           int64_t now, Effects* fx);
   void CheckReported(const std::string& node, const v1::CheckRun& run, int64_t now, Effects* fx);
   void ReplicaStarted(const std::string& node, const v1::ReplicaStarted& started, int64_t now,
                       Effects* fx);
@@ -232,6 +240,8 @@ class Core {
   // Marks lost nodes LOST and moves the replicas of those whose fence wait is over; finishes
   // drains of empty nodes.
   void CheckNodes(absl::Time now, Effects* fx);
+  // Drains the nodes whose maintenance window began and uncordons those whose window ended.
+  void CheckMaintenance(absl::Time now, Effects* fx);
   // OK when job `id` may be deleted or forgotten: it ended and none of its replicas holds a node.
   absl::Status CheckEnded(const std::string& id) const;
 

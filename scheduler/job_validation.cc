@@ -161,6 +161,8 @@ absl::Status ValidateScheduling(const v1::JobSpec& spec) {
   const v1::Scheduling& s = spec.scheduling();
   TC_RETURN_IF_ERROR(ValidateDuration("scheduling.stopGracePeriod", s.stop_grace_period(), 3600));
   TC_RETURN_IF_ERROR(ValidateDuration("scheduling.timeout", s.timeout(), 366LL * 86400));
+  TC_RETURN_IF_ERROR(
+      ValidateDuration("scheduling.expectedDuration", s.expected_duration(), 366LL * 86400));
   TC_RETURN_IF_ERROR(ValidateCount("scheduling.maxReplicaRestarts", s.has_max_replica_restarts(),
                                    s.max_replica_restarts()));
   TC_RETURN_IF_ERROR(

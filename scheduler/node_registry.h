@@ -103,13 +103,35 @@ class NodeRegistry {
   // certificate): the event row. The node need not exist.
   void Refused(const std::string& name, const std::string& why, absl::Time now, Effects* fx);
 
-  // --- Time ----------------------------------------------------------------------------------
-
   struct Lost {
     std::string node;
     // "node-a was lost: no heartbeat for 20s (lost timeout 15s)"
     std::string why;
   };
+
+  // --- Maintenance windows (node_maintenance.cc; rules in maintenance.h) ---------------------
+
+  // Records the node's window (v1::Node.maintenance), replacing any, or clears it (nullopt),
+  // uncordoning a node drained for it. NOT_FOUND for an unknown node. `window` is valid
+  // (ValidateWindow).
+  absl::Status SetMaintenance(const std::string& name,
+                              const std::optional<v1::MaintenanceWindow>& window, absl::Time now,
+                              Effects* fx);
+  // An agent's --maintenance-file: sets or clears the node's window unless an operator set it.
+  // Unknown nodes and invalid windows (logged) are ignored.
+  void MaintenanceReported(const std::string& name, const v1::MaintenanceReport& report,
+                           absl::Time now, Effects* fx);
+  // The nodes whose window began by `now` and that were not drained for it yet: each is drained
+  // (cordon + DRAINING) now. Returns each with the reason its replicas move with.
+  std::vector<Lost> StartMaintenance(absl::Time now, Effects* fx);
+  // Windows that ended by `now` are removed; the nodes drained for them are uncordoned (and take
+  // work once their checks pass).
+  void EndMaintenance(absl::Time now, Effects* fx);
+  // The next start or end of a window after `now`; InfiniteFuture when none.
+  absl::Time NextMaintenanceChange(absl::Time now) const;
+
+  // --- Time ----------------------------------------------------------------------------------
+
   // Marks the nodes not heard from within the lost timeout LOST, with their events. Their
   // replicas stay where they are for FenceMarginMs more (node_health.h): DueMoves says when.
   std::vector<Lost> DetectLost(absl::Time now, Effects* fx);

@@ -128,28 +128,33 @@ void FreeIndex::Erase(int index) {
   ports_.erase(ports_.find(n.free_ports));
 }
 
-int FreeIndex::Choose(const ReplicaDemand& demand, const std::string& exclude) const {
+int FreeIndex::Choose(const ReplicaDemand& demand, const std::string& exclude,
+                      const std::set<std::string>& avoid) const {
   if (nodes_.empty()) return -1;
   // No node has more of any resource than the largest free amount of it.
   const Res most{*cpu_.rbegin(), *memory_.rbegin(), -std::get<0>(*order_.begin())};
   if (!most.Fits(demand.need) || *ports_.rbegin() < demand.ports) return -1;
   for (const Key& key : order_) {
     const int i = std::get<3>(key);
-    if (nodes_[i].name != exclude && Fits(nodes_[i], demand)) return i;
+    if (nodes_[i].name == exclude || avoid.count(nodes_[i].name) > 0) continue;
+    if (Fits(nodes_[i], demand)) return i;
   }
   return -1;
 }
 
 int FreeIndex::ChooseAmong(const ReplicaDemand& demand, const std::vector<char>* eligible,
-                           const std::vector<char>* within, bool binpack) const {
-  if (eligible == nullptr && within == nullptr && !binpack) return Choose(demand);
+                           const std::vector<char>* within, bool binpack,
+                           const std::set<std::string>* avoid) const {
+  if (eligible == nullptr && within == nullptr && !binpack) {
+    return avoid == nullptr ? Choose(demand) : Choose(demand, "", *avoid);
+  }
   if (nodes_.empty()) return -1;
   const Res most{*cpu_.rbegin(), *memory_.rbegin(), -std::get<0>(*order_.begin())};
   if (!most.Fits(demand.need) || *ports_.rbegin() < demand.ports) return -1;
   auto allowed = [&](int i) {
     return (eligible == nullptr || (i < static_cast<int>(eligible->size()) && (*eligible)[i])) &&
            (within == nullptr || (i < static_cast<int>(within->size()) && (*within)[i])) &&
-           Fits(nodes_[i], demand);
+           (avoid == nullptr || avoid->count(nodes_[i].name) == 0) && Fits(nodes_[i], demand);
   };
   if (!binpack) {
     for (const Key& key : order_) {
@@ -180,12 +185,13 @@ absl::StatusOr<std::vector<std::string>> FreeIndex::PlaceGang(
   for (size_t i : order) {
     const ReplicaDemand& d = demands[i];
     const std::vector<char>* eligible = i < options.eligible.size() ? options.eligible[i] : nullptr;
-    const int best = ChooseAmong(d, eligible, options.within, options.binpack);
+    const int best = ChooseAmong(d, eligible, options.within, options.binpack, options.avoid);
     if (best < 0) {
       std::vector<NodeFree> usable;
       for (int n = 0; n < static_cast<int>(nodes_.size()); ++n) {
         if ((eligible == nullptr || (*eligible)[n]) &&
-            (options.within == nullptr || (*options.within)[n])) {
+            (options.within == nullptr || (*options.within)[n]) &&
+            (options.avoid == nullptr || options.avoid->count(nodes_[n].name) == 0)) {
           usable.push_back(nodes_[n]);
         }
       }

@@ -46,6 +46,8 @@ struct GangOptions {
   const std::vector<char>* within = nullptr;
   // Fill the least free fitting node first (BINPACK) instead of the most free (SPREAD).
   bool binpack = false;
+  // Never these nodes (maintenance windows); nullptr: none.
+  const std::set<std::string>* avoid = nullptr;
 };
 
 struct ReplicaDemand {
@@ -85,11 +87,13 @@ class FreeIndex {
   bool empty() const { return nodes_.empty(); }
 
   // ChooseNode(demand, nodes(), exclude).
-  int Choose(const ReplicaDemand& demand, const std::string& exclude = "") const;
-  // Like Choose, among the nodes that `eligible` and `within` allow (nullptr: all), the least
-  // free fitting node first when `binpack`.
+  int Choose(const ReplicaDemand& demand, const std::string& exclude = "",
+             const std::set<std::string>& avoid = {}) const;
+  // Like Choose, among the nodes that `eligible` and `within` allow (nullptr: all) and not in
+  // `avoid` (nullptr: none), the least free fitting node first when `binpack`.
   int ChooseAmong(const ReplicaDemand& demand, const std::vector<char>* eligible,
-                  const std::vector<char>* within, bool binpack) const;
+                  const std::vector<char>* within, bool binpack,
+                  const std::set<std::string>* avoid = nullptr) const;
   // PlaceGang(demands, nodes()), and on success what it placed is taken (TakeFrom) here; on
   // failure nothing changed. `options` restrict the nodes and choose the policy; a shortfall
   // then names only the nodes the demand could use.

@@ -15,6 +15,7 @@ QueuedJob QueuedJobOf(const Job& job) {
   q.project = job.project;
   q.attempts = static_cast<int32_t>(job.attempts.size());
   q.next_attempt_time = job.next_attempt_time;
+  q.expected_duration = ExpectedDuration(job.spec);
   for (const Replica& r : job.replicas) {
     q.stopping |= HoldsResources(r.state);
     q.demands.push_back(ReplicaDemandOf(r));
@@ -29,6 +30,7 @@ QueuedJob QueuedJobOf(const v1::Job& job) {
   q.project = job.project();
   q.attempts = job.attempts_size();
   if (job.has_next_attempt_time()) q.next_attempt_time = FromProtoTime(job.next_attempt_time());
+  q.expected_duration = ExpectedDuration(job.spec());
   std::map<std::string, Res> needs;
   for (const v1::WorkerPool& p : job.spec().worker_pools()) {
     needs[p.name()] = Res::FromProto(p.resources());
@@ -123,15 +125,24 @@ std::vector<v1::Blocker> BlockersOf(const QueueState& state, const QueuedJob& jo
   if (state.free.empty()) {
     add("NO_NODES", "NO_NODES: no node is connected and READY");
   } else {
-    if (job.placement_spec != nullptr) {
-      FreeIndex free(state.free);
-      NodeMasks masks(&free.nodes());
-      JobPlacement placed = PlaceJob(*job.placement_spec, job.demands,
-                                     PoolIndexOf(*job.placement_spec, job.demands), &free, &masks);
-      if (!placed.ok()) add(placed.kind, placed.Reason());
-    } else {
-      absl::StatusOr<std::vector<std::string>> placed = PlaceGang(job.demands, state.free);
-      if (!placed.ok()) add("CAPACITY", absl::StrCat("CAPACITY: ", placed.status().message()));
+    const absl::Time end = now + job.expected_duration;
+    const std::set<std::string> avoid = NodesToAvoid(state.windows, end);
+    FreeIndex free(state.free);
+    NodeMasks masks(&free.nodes());
+    const std::vector<int> pools = job.placement_spec != nullptr
+                                       ? PoolIndexOf(*job.placement_spec, job.demands)
+                                       : std::vector<int>();
+    const v1::JobSpec no_constraints;
+    const v1::JobSpec& spec = job.placement_spec != nullptr ? *job.placement_spec : no_constraints;
+    JobPlacement placed = PlaceJob(spec, job.demands, pools, &free, &masks);
+    if (!placed.ok()) {
+      add(placed.kind, placed.Reason());
+    } else if (!avoid.empty()) {
+      FreeIndex fresh(state.free);
+      NodeMasks fresh_masks(&fresh.nodes());
+      if (!PlaceJob(spec, job.demands, pools, &fresh, &fresh_masks, &avoid).ok()) {
+        add("MAINTENANCE", MaintenanceReason(state.windows, avoid, end));
+      }
     }
   }
   return out;

@@ -21,6 +21,7 @@
 
 #include "absl/time/time.h"
 #include "scheduler/admission.h"
+#include "scheduler/maintenance.h"
 #include "scheduler/model.h"
 #include "scheduler/placement.h"
 
@@ -36,6 +37,8 @@ struct QueuedJob {
   // Some replica of the last attempt still holds resources.
   bool stopping = false;
   std::vector<ReplicaDemand> demands;
+  // How long it is expected to run (maintenance.h, ExpectedDuration).
+  absl::Duration expected_duration = absl::ZeroDuration();
   // What its spec asks of nodes beyond resources (node selections, scheduling.placement), or
   // nullptr when nothing (PlacementSpecOf).
   std::shared_ptr<const v1::JobSpec> placement_spec = nullptr;
@@ -56,6 +59,8 @@ struct QueueState {
   std::map<std::string, Res> head_demand;
   // Schedulable nodes and what is free on each.
   std::vector<NodeFree> free;
+  // Nodes with a maintenance window (maintenance.h).
+  std::vector<NodeWindow> windows;
 
   // The effective quota of a project (its own, or the default).
   v1::Quota QuotaOf(const std::string& project) const;

@@ -162,9 +162,11 @@ std::vector<int> PoolIndexOf(const v1::JobSpec& spec, const std::vector<ReplicaD
 }
 
 JobPlacement PlaceJob(const v1::JobSpec& spec, const std::vector<ReplicaDemand>& demands,
-                      const std::vector<int>& pool_of, FreeIndex* free, NodeMasks* masks) {
+                      const std::vector<int>& pool_of, FreeIndex* free, NodeMasks* masks,
+                      const std::set<std::string>* avoid) {
   JobPlacement out;
   GangOptions options;
+  options.avoid = avoid;
   options.binpack = spec.scheduling().placement().policy() == v1::PLACEMENT_POLICY_BINPACK;
   for (size_t i = 0; i < demands.size(); ++i) {
     const int p = i < pool_of.size() ? pool_of[i] : -1;

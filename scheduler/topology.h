@@ -40,10 +40,11 @@ struct JobPlacement {
 
 // Places the gang `demands` (demand i of the pool spec.workerPools[pool_of[i]]) on `free`,
 // following the spec's node selections and scheduling.placement; on success what it placed is
-// taken in `free`, on failure nothing changed. `masks` caches the node sets of selections over
-// free->nodes().
+// taken in `free`, on failure nothing changed; never on the nodes in `avoid` (nullptr: none).
+// `masks` caches the node sets of selections over free->nodes().
 JobPlacement PlaceJob(const v1::JobSpec& spec, const std::vector<ReplicaDemand>& demands,
-                      const std::vector<int>& pool_of, FreeIndex* free, NodeMasks* masks);
+                      const std::vector<int>& pool_of, FreeIndex* free, NodeMasks* masks,
+                      const std::set<std::string>* avoid = nullptr);
 
 // The nodes of `free` a replica of `pool` (nullptr: none known) may move to from the node with
 // `from_labels`: those its pool's node selection allows and, with packWithin, those of the

@@ -280,8 +280,12 @@ class AgentSession : public Reactor {
           ch->Send(ack);
         };
         loop_->Post(
-            [node, answer](Turn& t) {
+            [node, answer,
+             maintenance = m.heartbeat().has_maintenance()
+                               ? std::optional(m.heartbeat().maintenance())
+                               : std::nullopt](Turn& t) {
               t.core.Heartbeat(node, t.now, t.fx);
+              if (maintenance) t.core.MaintenanceReported(node, *maintenance, t.now, t.fx);
               answer();
             },
             [answer](const absl::Status&) { answer(); });

@@ -121,6 +121,8 @@ class Api {
   void UncordonNode(const CallContext& call, const v1::UncordonNodeRequest& req,
                     Reply<v1::Node> done);
   void DrainNode(const CallContext& call, const v1::DrainNodeRequest& req, Reply<v1::Node> done);
+  void SetNodeMaintenance(const CallContext& call, const v1::SetNodeMaintenanceRequest& req,
+                          Reply<v1::Node> done);
   void RevokeNode(const CallContext& call, const v1::RevokeNodeRequest& req, Reply<v1::Node> done);
   void DeleteNode(const CallContext& call, const v1::DeleteNodeRequest& req, Reply<v1::Node> done);
 

@@ -161,6 +161,17 @@ void Api::DrainNode(const CallContext& call, const v1::DrainNodeRequest& req,
       std::move(done));
 }
 
+void Api::SetNodeMaintenance(const CallContext& call, const v1::SetNodeMaintenanceRequest& req,
+                             Reply<v1::Node> done) {
+  NodeCall(
+      call, Route::kSetNodeMaintenance,
+      [r = req](Turn& t) -> absl::StatusOr<v1::Node> {
+        TC_RETURN_IF_ERROR(CheckNodeName(r.name()));
+        return t.core.SetNodeMaintenance(r, t.now, t.fx);
+      },
+      std::move(done));
+}
+
 void Api::ListEvents(const CallContext& call, const v1::ListEventsRequest& req,
                      Reply<v1::ListEventsResponse> done) {
   if (absl::StatusOr<Caller> caller = Authorize(call, Route::kListEvents); !caller.ok()) {

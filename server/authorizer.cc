@@ -79,6 +79,8 @@ const std::vector<RouteInfo>& Routes() {
       {Route::kDrainNode, "trainctl.v1.ClusterService/DrainNode", Permission::kOperateNodes},
       {Route::kRevokeNode, "trainctl.v1.ClusterService/RevokeNode", Permission::kOperateNodes},
       {Route::kDeleteNode, "trainctl.v1.ClusterService/DeleteNode", Permission::kDeleteNodes},
+      {Route::kSetNodeMaintenance, "trainctl.v1.ClusterService/SetNodeMaintenance",
+       Permission::kOperateNodes},
       {Route::kCreateToken, "trainctl.v1.AuthService/CreateToken", Permission::kManageTokens},
       {Route::kListTokens, "trainctl.v1.AuthService/ListTokens", Permission::kManageTokens},
       {Route::kRevokeToken, "trainctl.v1.AuthService/RevokeToken", Permission::kManageTokens},

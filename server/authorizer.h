@@ -74,6 +74,7 @@ enum class Route {
   kDrainNode,
   kRevokeNode,
   kDeleteNode,
+  kSetNodeMaintenance,
   kCreateToken,
   kListTokens,
   kRevokeToken,

@@ -40,6 +40,11 @@ grpc::ServerUnaryReactor* ClusterServiceImpl::DrainNode(grpc::CallbackServerCont
   return Unary(api_, &Api::DrainNode, ctx, req, resp);
 }
 
+grpc::ServerUnaryReactor* ClusterServiceImpl::SetNodeMaintenance(
+    grpc::CallbackServerContext* ctx, const v1::SetNodeMaintenanceRequest* req, v1::Node* resp) {
+  return Unary(api_, &Api::SetNodeMaintenance, ctx, req, resp);
+}
+
 grpc::ServerUnaryReactor* ClusterServiceImpl::RevokeNode(grpc::CallbackServerContext* ctx,
                                                          const v1::RevokeNodeRequest* req,
                                                          v1::Node* resp) {

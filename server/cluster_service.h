@@ -19,6 +19,7 @@ class ClusterServiceImpl final : public DiagnosingService<v1::ClusterService> {
     Diagnose("DrainNode", &ClusterServiceImpl::DrainNode);
     Diagnose("RevokeNode", &ClusterServiceImpl::RevokeNode);
     Diagnose("DeleteNode", &ClusterServiceImpl::DeleteNode);
+    Diagnose("SetNodeMaintenance", &ClusterServiceImpl::SetNodeMaintenance);
   }
 
   grpc::ServerUnaryReactor* ListNodes(grpc::CallbackServerContext* ctx,
@@ -40,6 +41,9 @@ class ClusterServiceImpl final : public DiagnosingService<v1::ClusterService> {
                                        const v1::RevokeNodeRequest* req, v1::Node* resp) override;
   grpc::ServerUnaryReactor* DeleteNode(grpc::CallbackServerContext* ctx,
                                        const v1::DeleteNodeRequest* req, v1::Node* resp) override;
+  grpc::ServerUnaryReactor* SetNodeMaintenance(grpc::CallbackServerContext* ctx,
+                                               const v1::SetNodeMaintenanceRequest* req,
+                                               v1::Node* resp) override;
 
  private:
   Api* const api_;

@@ -149,7 +149,10 @@
               h('td', null, badge(st, 'node-' + st, 'node-state-' + n.name),
                 n.flapping ? badge('FLAPPING', 'failed') : null,
                 n.stateReason ? h('div', {className: 'note', testid: 'node-reason-' + n.name}, n.stateReason) : null,
-                n.stateTime ? h('div', {className: 'note'}, 'since ', age(n.stateTime)) : null),
+                n.stateTime ? h('div', {className: 'note'}, 'since ', age(n.stateTime)) : null,
+                n.maintenance ? h('div', {className: 'note', testid: 'node-maintenance-' + n.name},
+                  'maintenance ' + n.maintenance.startTime + ' for ' + n.maintenance.duration +
+                  ' (' + n.maintenance.reason + ')') : null),
               h('td', null, badge(health, 'health-' + health, 'node-health-' + n.name),
                 n.healthDescription ? h('div', {className: 'note'}, n.healthDescription) : null),
               h('td', null, usage(n, 'cpu', fmtNumber)),

@@ -276,6 +276,10 @@ TEST_CASE("the replica stop mode needs only the work dir, and the shim and state
   CHECK(flags->shim == "/opt/shim");
   CHECK(flags->state_dir == "/run/trainctl-agent");
   CHECK(ParseAgentFlags(Required())->state_dir.empty());
+  flags = ParseAgentFlags(With({"--maintenance-file", "/run/maintenance.json"}));
+  REQUIRE(flags.ok());
+  CHECK(flags->maintenance_file == "/run/maintenance.json");
+  CHECK(ParseAgentFlags(Required())->maintenance_file.empty());
 }
 
 TEST_CASE("health check flags (R14, R15)", "[agent_flags]") {
@@ -392,6 +396,7 @@ TEST_CASE("the usage lists every flag", "[agent_flags]") {
                            "--stop-grace",
                            "--shim",
                            "--state-dir",
+                           "--maintenance-file",
                            "--check",
                            "--gpus-needed",
                            "--hostnames",

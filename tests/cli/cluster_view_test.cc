@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "cli/node_view.h"
 #include "common/spec_parse.h"
 #include "common/time_util.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -64,6 +65,30 @@ TEST_CASE("NodeRow shows state, health, free/allocatable resources and the heart
   v1::Node old = MakeNode("node-c", v1::NODE_STATE_UNSPECIFIED, v1::NODE_HEALTH_UNSPECIFIED, 0);
   CHECK(NodeRow(old, false, kNowMs)[1] == "-");
   CHECK(NodeRow(old, false, kNowMs)[2] == "-");
+}
+
+TEST_CASE("RenderNodeList adds a MAINTENANCE column while some node has a window",
+          "[cluster_view]") {
+  v1::ListNodesResponse response;
+  *response.add_nodes() = MakeNode("node-a", v1::NODE_STATE_READY, v1::NODE_HEALTH_HEALTHY, 3000);
+  CHECK(RenderNodeList(response.nodes(), false, kNowMs).find("MAINTENANCE") == std::string::npos);
+  v1::Node* planned = response.add_nodes();
+  *planned = MakeNode("node-b", v1::NODE_STATE_READY, v1::NODE_HEALTH_HEALTHY, 3000);
+  v1::MaintenanceWindow* w = planned->mutable_maintenance();
+  *w->mutable_start_time() = MsToTimestamp(kNowMs + 3 * 3'600'000);
+  *w->mutable_duration() = MsToDuration(2 * 3'600'000);
+  w->set_reason("BIOS update");
+  w->set_source("agent");
+  const std::string table = RenderNodeList(response.nodes(), false, kNowMs);
+  CHECK_THAT(table, Catch::Contains("MAINTENANCE"));
+  CHECK_THAT(table, Catch::Contains(FormatRfc3339(kNowMs + 3 * 3'600'000) +
+                                    " for 2h, in 3h (BIOS update) [agent]"));
+  // Once it began: until when.
+  *w->mutable_start_time() = MsToTimestamp(kNowMs - 60'000);
+  w->set_source("operator");
+  CHECK(MaintenanceText(*planned, kNowMs) ==
+        "now, until " + FormatRfc3339(kNowMs - 60'000 + 2 * 3'600'000) + " (BIOS update)");
+  CHECK(MaintenanceText(response.nodes(0), kNowMs).empty());
 }
 
 TEST_CASE("RenderNodeList renders a header and one row per node", "[cluster_view]") {

@@ -145,7 +145,8 @@ TEST_CASE("the bash script offers commands, subcommands, flags and flag values",
   CHECK(complete("trainctl get j-1 -o \"\"") == "json table yaml ");
   CHECK(complete("trainctl nodes --output \"\"") == "json table wide yaml ");
   CHECK(complete("trainctl list --state=ru") == "--state=running ");
-  CHECK(complete("trainctl node \"\"") == "cordon delete describe drain revoke uncordon ");
+  CHECK(complete("trainctl node \"\"") ==
+        "cordon delete describe drain maintenance revoke uncordon ");
   CHECK(complete("trainctl admin token \"\"") == "create list revoke ");
   CHECK(complete("trainctl completion \"\"") == "bash zsh ");
   CHECK(complete("trainctl help no") == "node nodes ");

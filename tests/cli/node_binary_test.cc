@@ -241,7 +241,7 @@ TEST_CASE("node checks its command line before any request", "[binary][node]") {
             "error: INVALID_ARGUMENT: node cordon takes no --deadline; it is for node drain\n"},
            {"node uncordon node-a --reason x",
             "error: INVALID_ARGUMENT: node uncordon takes no --reason; it is for node cordon, "
-            "node drain, node revoke and node delete\n"},
+            "node drain, node revoke, node delete and node maintenance\n"},
            {"node describe node-a -o xml",
             "error: INVALID_ARGUMENT: unknown output format \"xml\"; use table, json or yaml\n"},
        }) {
@@ -272,6 +272,8 @@ TEST_CASE("node without a known subcommand lists the subcommands", "[binary][nod
       "checks)\n"
       "  drain NODE --reason TEXT [--deadline DURATION]   Cordon it and move its replicas to "
       "other nodes\n"
+      "  maintenance NODE (--at ... | --clear)            Plan a maintenance window: drained at "
+      "its start\n"
       "  revoke NODE [--reason TEXT]                      Refuse its agent's certificate from now "
       "on\n"
       "  delete NODE [--reason TEXT]                      Forget a node whose agent is gone "
@@ -292,7 +294,8 @@ TEST_CASE("node without a known subcommand lists the subcommands", "[binary][nod
   CHECK(help.exit_status == 0);
   CHECK_THAT(help.out,
              Catch::StartsWith("Usage:\n  trainctl node "
-                               "describe|cordon|uncordon|drain|revoke|delete NODE [flags]\n"));
+                               "describe|cordon|uncordon|drain|revoke|delete|maintenance NODE "
+                               "[flags]\n"));
   CHECK_THAT(help.out, Catch::Contains("Subcommands:\n" + list));
   for (const char* flag : {"--reason TEXT", "--deadline DURATION", "-o, --output FORMAT"}) {
     CHECK_THAT(help.out, Catch::Contains(flag));
@@ -302,7 +305,7 @@ TEST_CASE("node without a known subcommand lists the subcommands", "[binary][nod
   CHECK_THAT(
       Fixture::RunBinary("--help").out,
       Catch::Contains("\n  node         Show one node in detail, or cordon, uncordon, drain, "
-                      "revoke or delete it\n"));
+                      "revoke, delete or schedule it\n"));
 }
 
 TEST_CASE("node prints the server's errors", "[binary][node]") {

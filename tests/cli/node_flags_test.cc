@@ -43,6 +43,10 @@ TEST_CASE("CheckNodeArgs accepts each subcommand with the flags it takes", "[nod
            {{"drain", "node-1", "--reason", std::string(1024, 'x')}, NodeAction::kDrain},
            // The limit counts characters, not bytes.
            {{"drain", "node-1", "--reason", TwoByteChars(1024)}, NodeAction::kDrain},
+           {{"maintenance", "node-1", "--at", "2026-12-01T02:00:00Z", "--duration", "2h",
+             "--reason", "BIOS update"},
+            NodeAction::kMaintenance},
+           {{"maintenance", "node-1", "--clear"}, NodeAction::kMaintenance},
        }) {
     INFO(absl::StrJoin(row.argv, " "));
     absl::StatusOr<NodeAction> action = CheckNodeArgs(ParseNode(row.argv));
@@ -82,8 +86,20 @@ TEST_CASE("CheckNodeArgs says what to type instead", "[node_flags]") {
            {{"cordon", "node-1", "--deadline", "5m"},
             "node cordon takes no --deadline; it is for node drain"},
            {{"uncordon", "node-1", "--reason", "x"},
-            "node uncordon takes no --reason; it is for node cordon, node drain, node revoke and "
-            "node delete"},
+            "node uncordon takes no --reason; it is for node cordon, node drain, node revoke, node "
+            "delete and node maintenance"},
+           {{"maintenance", "node-1", "--at", "2026-12-01T02:00:00Z", "--duration", "2h"},
+            "node maintenance needs --at, --duration and --reason, e.g. ..."},
+           {{"maintenance", "node-1", "--at", "tomorrow", "--duration", "2h", "--reason", "x"},
+            "invalid --at \"tomorrow\": use an RFC3339 time such as 2026-12-01T02:00:00Z or "
+            "2026-12-01T03:00:00+01:00"},
+           {{"maintenance", "node-1", "--at", "2026-12-01T02:00:00Z", "--duration", "10s",
+             "--reason", "x"},
+            "invalid --duration \"10s\": use how long the host is down, 1m..720h, e.g. 2h or 90m"},
+           {{"maintenance", "node-1", "--clear", "--reason", "x"},
+            "--clear removes the node's window: give no --at, --duration or --reason with it"},
+           {{"drain", "node-1", "--reason", "x", "--clear"},
+            "node drain takes no --clear; it is for node maintenance"},
            {{"describe", "node-1", "--reason", "x"}, "node describe takes no --reason; ..."},
            {{"describe", "node-1", "-o", "xml"}, "unknown output format \"xml\"; ..."},
            {{"restart", "node-1"},
@@ -117,6 +133,8 @@ TEST_CASE("ParseNodeAction lists the subcommands", "[node_flags]") {
       "checks)\n"
       "  drain NODE --reason TEXT [--deadline DURATION]   Cordon it and move its replicas to "
       "other nodes\n"
+      "  maintenance NODE (--at ... | --clear)            Plan a maintenance window: drained at "
+      "its start\n"
       "  revoke NODE [--reason TEXT]                      Refuse its agent's certificate from now "
       "on\n"
       "  delete NODE [--reason TEXT]                      Forget a node whose agent is gone "
@@ -143,6 +161,21 @@ TEST_CASE("The requests carry the node, the reason and the deadline", "[node_fla
   CHECK(cordon.reason() == "bad fan");
   CHECK(CordonRequestFromArgs(ParseNode({"cordon", "node-2"})).reason().empty());
   CHECK(UncordonRequestFromArgs(ParseNode({"uncordon", "node-3"})).name() == "node-3");
+}
+
+TEST_CASE("The maintenance request carries the window, or clear", "[node_flags]") {
+  const v1::SetNodeMaintenanceRequest set = MaintenanceRequestFromArgs(
+      ParseNode({"maintenance", "node-1", "--at", "2026-12-01T03:00:00+01:00", "--duration", "90m",
+                 "--reason", " BIOS update "}));
+  CHECK(set.name() == "node-1");
+  CHECK(FormatRfc3339(TimestampToMs(set.start_time())) == "2026-12-01T02:00:00Z");
+  CHECK(DurationToMs(set.duration()) == 90 * 60'000);
+  CHECK(set.reason() == "BIOS update");
+  CHECK_FALSE(set.clear());
+  const v1::SetNodeMaintenanceRequest clear =
+      MaintenanceRequestFromArgs(ParseNode({"maintenance", "node-1", "--clear"}));
+  CHECK(clear.clear());
+  CHECK_FALSE(clear.has_start_time());
 }
 
 }  // namespace

@@ -69,6 +69,11 @@ TEST_CASE("ValidateJobSpec names the field and the rule") {
       {"negative timeout",
        [](v1::JobSpec* s) { s->mutable_scheduling()->mutable_timeout()->set_seconds(-1); },
        "scheduling.timeout must be between 0s and 31622400s, got -1s and 0ns"},
+      {"expected duration past a year",
+       [](v1::JobSpec* s) {
+         s->mutable_scheduling()->mutable_expected_duration()->set_seconds(400LL * 86400);
+       },
+       "scheduling.expectedDuration must be between 0s and 31622400s, got 34560000s and 0ns"},
       {"nanos out of range",
        [](v1::JobSpec* s) { s->mutable_scheduling()->mutable_hang_timeout()->set_nanos(2e9); },
        "scheduling.hangTimeout must be between 0s and 31622400s, got 0s and 2000000000ns"},

@@ -1,0 +1,134 @@
+// Maintenance windows end to end, with real agents: a job kept off a host with an upcoming
+// window, the host drained at the window's start (its replica moved, uncharged), and a window
+// that an agent's --maintenance-file reports, changes and clears.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "common/time_util.h"
+#include "tests/integration/mini_cluster.h"
+
+namespace trainctl::testing {
+namespace {
+
+// A directory of the test's own, for a file an agent flag names before the cluster starts.
+std::string MaintenanceTempDir() {
+  char dir[] = "/tmp/trainctl-maint.XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  return dir;
+}
+
+void WriteMaintenanceFile(const std::string& path, const std::string& text) {
+  {
+    std::ofstream out(path + ".tmp", std::ios::trunc);
+    out << text;
+    REQUIRE(out.good());
+  }
+  REQUIRE(std::rename((path + ".tmp").c_str(), path.c_str()) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("a job is kept off a host with a window, and the host is drained at the window's start",
+          "[integration][maintenance]") {
+  MiniCluster c(2);
+  // node-0's window starts in 8s: long enough to place both jobs before it.
+  const std::string at = FormatRfc3339(WallNowMs() + 8'000);
+  CliResult set = c.Cli(
+      {"node", "maintenance", "node-0", "--at", at, "--duration", "1m", "--reason", "BIOS update"});
+  INFO(set.err);
+  REQUIRE(set.exit_code == 0);
+  CHECK(Contains(set.out, "maintenance " + at));
+
+  // No expected duration nor timeout: the job avoids windows within 24 h, so node-0 (first by
+  // name, with both nodes free) is not chosen.
+  const std::string long_job = c.Submit(c.Spec(R"(
+displayName: long
+workerPools:
+- name: chief
+  replicaCount: 1
+  command: [WORKLOAD, --trap-term, --print, started, --wait-file, DIR/finish]
+  resources: {cpu: 3, memoryMb: 64}
+)"));
+  v1::Job long_running = c.WaitForState(long_job, v1::JOB_STATE_RUNNING);
+  CHECK(long_running.replicas(0).node() == "node-1");
+
+  // Expected to end in 1s, before the window: it may use node-0 (the most free node).
+  const std::string short_job = c.Submit(c.Spec(R"(
+displayName: short
+workerPools:
+- name: chief
+  replicaCount: 1
+  command: [WORKLOAD, --trap-term, --print, started, --wait-file, DIR/finish]
+  resources: {cpu: 1, memoryMb: 64}
+scheduling: {expectedDuration: 1s}
+)"));
+  v1::Job short_running = c.WaitForState(short_job, v1::JOB_STATE_RUNNING);
+  REQUIRE(short_running.replicas(0).node() == "node-0");
+
+  CliResult nodes = c.Cli({"nodes"});
+  CHECK(Contains(nodes.out, "MAINTENANCE"));
+  CHECK(Contains(nodes.out, "BIOS update"));
+
+  // It outlives its expectation: at the window's start node-0 is drained and the replica moves
+  // to node-1, not charged to its restart budget.
+  v1::Job moved = c.WaitForJob(short_job, [](const v1::Job& j) {
+    return j.replicas(0).moves() == 1 && j.replicas(0).state() == v1::REPLICA_STATE_RUNNING;
+  });
+  CHECK(moved.replicas(0).node() == "node-1");
+  CHECK(moved.replicas(0).charged_restarts() == 0);
+  v1::Node drained = c.WaitForNodeState("node-0", v1::NODE_STATE_CORDONED);
+  CHECK(drained.maintenance().drained());
+  std::vector<v1::Event> drain = c.ListEvents("", "node-0", "NodeDrainStarted");
+  REQUIRE(drain.size() == 1);
+  CHECK(Contains(drain[0].reason(), "BIOS update"));
+
+  // --clear ends the hold at once.
+  CliResult clear = c.Cli({"node", "maintenance", "node-0", "--clear"});
+  INFO(clear.err);
+  REQUIRE(clear.exit_code == 0);
+  v1::Node back = c.WaitForNodeState("node-0", v1::NODE_STATE_READY);
+  CHECK_FALSE(back.has_maintenance());
+  c.WriteFile("finish", "");
+}
+
+TEST_CASE("an agent's --maintenance-file sets, changes and clears the node's window",
+          "[integration][maintenance]") {
+  const std::string dir = MaintenanceTempDir();
+  const std::string file = dir + "/maintenance.json";
+  const std::string at = FormatRfc3339(WallNowMs() + 3'600'000);
+  WriteMaintenanceFile(file, absl::StrCat("{\"start\": \"", at,
+                                          "\", \"duration\": \"2h\", \"reason\": \"vendor notice "
+                                          "17\"}"));
+  ClusterOptions o;
+  o.agents = 1;
+  o.agent_args[0] = {"--maintenance-file", file};
+  MiniCluster c(o);
+  v1::Node node = c.WaitForNode("node-0", [](const v1::Node& n) { return n.has_maintenance(); });
+  CHECK(node.maintenance().source() == "agent");
+  CHECK(node.maintenance().reason() == "vendor notice 17");
+  CHECK(FormatRfc3339(TimestampToMs(node.maintenance().start_time())) == at);
+  CHECK(DurationToMs(node.maintenance().duration()) == 2 * 3'600'000);
+
+  // A change reaches the scheduler with a heartbeat.
+  WriteMaintenanceFile(
+      file, absl::StrCat("{\"start\": \"", at, "\", \"duration\": 600, \"reason\": \"moved\"}"));
+  node = c.WaitForNode("node-0",
+                       [](const v1::Node& n) { return n.maintenance().reason() == "moved"; });
+  CHECK(DurationToMs(node.maintenance().duration()) == 600'000);
+  CliResult describe = c.Cli({"node", "describe", "node-0"});
+  CHECK(Contains(describe.out, "Maintenance:"));
+  CHECK(Contains(describe.out, "[agent]"));
+
+  // Emptied: no window.
+  WriteMaintenanceFile(file, "");
+  c.WaitForNode("node-0", [](const v1::Node& n) { return !n.has_maintenance(); });
+  std::remove(file.c_str());
+  rmdir(dir.c_str());
+}
+
+}  // namespace trainctl::testing
