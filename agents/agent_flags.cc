@@ -135,7 +135,8 @@ std::vector<FlagGroup> AgentFlagGroups() {
         {"reserve-cpu", 0, Kind::kValue, "N", "", "CPU cores kept back from trainctl (default: 0)"},
         {"reserve-memory-mb", 0, Kind::kValue, "N", "",
          "memory kept back from trainctl, in MiB (default: 0)"},
-        {"labels", 0, Kind::kValue, "k=v,k=v", "", "node labels (default: none)"},
+        {"labels", 0, Kind::kValue, "k=v,k=v", "",
+         "node labels for nodeSelector and topology, e.g. topology.rack=r1 (default: none)"},
         {"pass-env", 0, Kind::kValue, "NAME,...", "",
          "the variables of the agent's own environment that replicas inherit; nothing else of it "
          "reaches a job; \"\" for none (a replica without PATH gets a standard one) "

@@ -21,6 +21,7 @@
 //
 //   build/bin/bench_scale
 //   TRAINCTL_BENCH_AGENTS=200 TRAINCTL_BENCH_JOBS=20000 build/bin/bench_scale   # a short run
+//   TRAINCTL_BENCH_TOPOLOGY=1 build/bin/bench_scale   # with topology labels and placement
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -66,6 +67,10 @@ int EnvInt(const char* name, int fallback) {
 constexpr int kProjects = 50;
 constexpr int kQueued = 10'000;
 constexpr int kNodeCpus = 32;
+// TRAINCTL_BENCH_TOPOLOGY=1: hosts carry 3 levels of topology labels (a block of 100 hosts, a
+// rack of 20, the host), gangs of 8 or more replicas ask placement.packWithin: topology.rack and
+// smaller jobs preferWithin: topology.block.
+bool Topology() { return getenv("TRAINCTL_BENCH_TOPOLOGY") != nullptr; }
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -148,7 +153,7 @@ struct Counts {
 class SimAgent : public grpc::ClientBidiReactor<v1::AgentMessage, v1::SchedulerMessage> {
  public:
   SimAgent(int index, Timers* timers, Counts* counts)
-      : name_(absl::StrCat("sim-", index)), timers_(timers), counts_(counts) {}
+      : index_(index), name_(absl::StrCat("sim-", index)), timers_(timers), counts_(counts) {}
 
   void Start(v1::AgentService::Stub* stub) {
     stub->async()->Connect(&ctx_, this);
@@ -161,6 +166,11 @@ class SimAgent : public grpc::ClientBidiReactor<v1::AgentMessage, v1::SchedulerM
     *r->mutable_allocatable() = r->capacity();
     r->set_agent_instance(absl::StrCat(name_, "-", getpid()));
     r->set_agent_version("bench");
+    if (Topology()) {
+      (*r->mutable_labels())["topology.block"] = absl::StrCat("b", index_ / 100);
+      (*r->mutable_labels())["topology.rack"] = absl::StrCat("r", index_ / 20);
+      (*r->mutable_labels())["topology.host"] = name_;
+    }
     AddHold();  // until Close: writes come from the timer thread too
     Send(std::move(reg));
     StartRead(&in_);
@@ -279,6 +289,7 @@ class SimAgent : public grpc::ClientBidiReactor<v1::AgentMessage, v1::SchedulerM
     }
   }
 
+  const int index_;
   const std::string name_;
   Timers* const timers_;
   Counts* const counts_;
@@ -338,6 +349,14 @@ v1::JobSpec Spec(int i, std::mt19937& rng) {
     (*pool->mutable_env())["SIM_MS"] = ms;
     pool->mutable_resources()->set_cpu(1);
     pool->mutable_resources()->set_memory_mb(1024);
+  }
+  if (Topology()) {
+    v1::Placement* placement = spec.mutable_scheduling()->mutable_placement();
+    if (replicas >= 8) {
+      placement->set_pack_within("topology.rack");
+    } else {
+      placement->set_prefer_within("topology.block");
+    }
   }
   return spec;
 }

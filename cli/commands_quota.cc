@@ -119,8 +119,9 @@ Command QueueCommand() {
       "",
       "List queued jobs in admission order, with why each one waits",
       "POSITION is the job's place in its project's queue; WAITING how long it has been queued;\n"
-      "REASON the first thing keeping it from running (QUOTA, CAPACITY, PRIORITY, BACKOFF,\n"
-      "STOPPING, NO_NODES, MAINTENANCE). 'trainctl get ID' lists every reason.",
+      "REASON the first thing keeping it from running (QUOTA, CAPACITY, NODE_SELECTOR,\n"
+      "TOPOLOGY, PRIORITY, BACKOFF, STOPPING, NO_NODES, MAINTENANCE). 'trainctl get ID' lists\n"
+      "every reason.",
       {{"project", 0, FlagSpec::Kind::kValue, "PROJECT", "", "Only jobs of this project"},
        {"limit", 0, FlagSpec::Kind::kValue, "N", "",
         "Show the first N jobs, 1..10000 (default: the server's, 1000)"},

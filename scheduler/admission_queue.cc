@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "scheduler/maintenance.h"
 #include "scheduler/node_registry.h"
+#include "scheduler/topology.h"
 
 namespace trainctl::sched {
 namespace {
@@ -146,6 +147,7 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, const NodeRegistry& nod
   std::map<std::string, ProjectUsage> usage = usage_;
   FreeIndex free(nodes.FreeNodes());
   const std::vector<NodeWindow> windows = WindowsOf(nodes);  // maintenance.h
+  NodeMasks masks(&free.nodes());
   std::set<std::string> started;
   // A project's first queued job that this pass has not started: what it needs back from its
   // cohort.
@@ -205,33 +207,38 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, const NodeRegistry& nod
       for (const Replica& r : job.replicas) demands.push_back(ReplicaDemandOf(r));
       const absl::Time expected_end = ExpectedEnd(job.spec, now);
       const std::set<std::string> avoid = NodesToAvoid(windows, expected_end);
-      absl::StatusOr<std::vector<std::string>> placed = free.PlaceGang(demands, avoid);
+      JobPlacement placed = PlaceOn(job, demands, &free, &masks, &avoid);
       if (placed.ok()) {  // its places are taken in `free`
         stockout_since_.erase(job.id);
-        plan.starts.push_back({job.id, *placed});
+        plan.starts.push_back({job.id, std::move(placed.nodes)});
         started.insert(job.id);
         usage[project].used += demand;
         usage[project].running_jobs++;
         advance(project, key);
         continue;
       }
-      const std::string missing(placed.status().message());
-      if (!avoid.empty() && PlaceGang(demands, free.nodes()).ok()) {
-        // Only hosts with a maintenance window before its expected end have room: it waits.
-        set_reason(job, MaintenanceReason(windows, avoid, expected_end));
-        advance(project, key);
-        continue;
+      if (!avoid.empty()) {
+        // Would it fit without the hosts it avoids? Then only hosts with a maintenance window
+        // before its expected end have room: it waits.
+        FreeIndex all(free.nodes());
+        NodeMasks all_masks(&all.nodes());
+        if (PlaceOn(job, demands, &all, &all_masks, nullptr).ok()) {
+          set_reason(job, MaintenanceReason(windows, avoid, expected_end));
+          advance(project, key);
+          continue;
+        }
       }
+      const std::string& missing = placed.missing;
       if (IsStockout(job, demands, missing, nodes, now, timers, &plan)) {
         // Too large for the healthy cluster even when idle: waiting for other jobs would not
         // help, so it holds back nobody.
         set_reason(job, free.empty()
                             ? kNoNodes
-                            : absl::StrCat("CAPACITY: ", missing, " (even with the cluster idle)"));
+                            : absl::StrCat(placed.Reason(), " (even with the cluster idle)"));
         advance(project, key);
         continue;
       }
-      reason = free.empty() ? kNoNodes : absl::StrCat("CAPACITY: ", missing);
+      reason = free.empty() ? kNoNodes : placed.Reason();
     } else {
       reason = qe.blockers[0].message();
     }
@@ -258,7 +265,9 @@ bool AdmissionQueue::IsStockout(const Job& job, const std::vector<ReplicaDemand>
   // Whether the idle cluster holds the job changes only with the nodes themselves.
   auto [fit, unknown] = fits_idle_.try_emplace(job.id);
   if (unknown || fit->second.first != nodes.shape_version()) {
-    fit->second = {nodes.shape_version(), PlaceGang(demands, nodes.IdleNodes()).ok()};
+    FreeIndex idle(nodes.IdleNodes());
+    NodeMasks masks(&idle.nodes());
+    fit->second = {nodes.shape_version(), PlaceOn(job, demands, &idle, &masks).ok()};
   }
   if (fit->second.second) {
     stockout_since_.erase(job.id);
@@ -274,6 +283,25 @@ bool AdmissionQueue::IsStockout(const Job& job, const std::vector<ReplicaDemand>
   plan->stockouts.push_back(
       {job.id, nodes.IdleNodes().empty() ? "no node is connected and READY" : missing});
   return true;
+}
+
+JobPlacement AdmissionQueue::PlaceOn(const Job& job, const std::vector<ReplicaDemand>& demands,
+                                     FreeIndex* free, NodeMasks* masks,
+                                     const std::set<std::string>* avoid) {
+  JobPlacement out;
+  if (!HasPlacementConstraints(job.spec)) {  // the common case: any node, spread
+    GangOptions options;
+    options.avoid = avoid;
+    absl::StatusOr<std::vector<std::string>> placed = free->PlaceGang(demands, options);
+    if (placed.ok()) {
+      out.nodes = *std::move(placed);
+    } else {
+      out.kind = "CAPACITY";
+      out.missing = std::string(placed.status().message());
+    }
+    return out;
+  }
+  return PlaceJob(job.spec, demands, PoolIndexOf(job.spec, demands), free, masks, avoid);
 }
 
 std::vector<std::string> AdmissionQueue::ExpiredDeadlines(absl::Time now) const {

@@ -27,9 +27,11 @@
 #include "absl/time/time.h"
 #include "scheduler/admission.h"
 #include "scheduler/job_table.h"
+#include "scheduler/node_selection.h"
 #include "scheduler/placement.h"
 #include "scheduler/queue_state.h"
 #include "scheduler/timers.h"
+#include "scheduler/topology.h"
 
 namespace trainctl::sched {
 
@@ -137,6 +139,13 @@ class AdmissionQueue {
   bool IsStockout(const Job& job, const std::vector<ReplicaDemand>& demands,
                   const std::string& missing, const NodeRegistry& nodes, absl::Time now,
                   Timers* timers, AdmissionPlan* plan);
+
+  // Places the job's gang on `free`, never on the nodes in `avoid` (nullptr: none; maintenance
+  // windows): its pools' node selections and scheduling.placement (topology.h), or plain
+  // PlaceGang when it asks for neither.
+  static JobPlacement PlaceOn(const Job& job, const std::vector<ReplicaDemand>& demands,
+                              FreeIndex* free, NodeMasks* masks,
+                              const std::set<std::string>* avoid = nullptr);
 
   v1::Quota default_quota_;
 

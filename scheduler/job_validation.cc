@@ -14,7 +14,9 @@
 #include "common/time_util.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
+#include "scheduler/node_selection.h"
 #include "scheduler/retry_engine.h"
+#include "scheduler/topology.h"
 
 namespace trainctl::sched {
 namespace {
@@ -107,6 +109,7 @@ absl::Status ValidatePool(const std::string& path, int index, const v1::WorkerPo
                      absl::StrCat("\"", pool.secret_env(i), "\" is not a key of ", path, ".env"));
     }
   }
+  TC_RETURN_IF_ERROR(ValidateNodeSelection(path, pool));
   return ValidateResources(path + ".resources", pool.resources());
 }
 
@@ -168,6 +171,7 @@ absl::Status ValidateScheduling(const v1::JobSpec& spec) {
                                    s.max_internal_retries()));
   TC_RETURN_IF_ERROR(ValidateCount("scheduling.maxCapacityRetries", s.has_max_capacity_retries(),
                                    s.max_capacity_retries()));
+  TC_RETURN_IF_ERROR(ValidatePlacement(s.placement()));
   const v1::FaultTolerance& ft = spec.fault_tolerance();
   if (ft.has_job_retry_num() && (ft.job_retry_num() < 0 || ft.job_retry_num() > 3)) {
     return Invalid(

@@ -452,12 +452,22 @@ NodeRegistry::NodeUsage NodeRegistry::UsageOf(const std::string& name) const {
   return it == usage_.end() ? NodeUsage{} : it->second;
 }
 
+namespace {
+
+// A node's labels for placement (node selection, topology); nullptr when it has none.
+std::shared_ptr<const std::map<std::string, std::string>> LabelsOf(const Node& node) {
+  if (node.labels.empty()) return nullptr;
+  return std::make_shared<const std::map<std::string, std::string>>(node.labels);
+}
+
+}  // namespace
+
 NodeFree NodeRegistry::FreeOf(const Node& node) const {
   Res f = node.allocatable;
   f -= UsageOf(node.name).used;
   const DevicePool* devices = DevicesOf(node.name);
   return {node.name, f, FreePorts(node.name),
-          devices == nullptr ? std::vector<int32_t>() : devices->FreeIndices()};
+          devices == nullptr ? std::vector<int32_t>() : devices->FreeIndices(), LabelsOf(node)};
 }
 
 std::vector<NodeFree> NodeRegistry::FreeNodes() const {
@@ -490,7 +500,9 @@ bool NodeRegistry::HasRoom(const std::string& name, const ReplicaDemand& demand)
 std::vector<NodeFree> NodeRegistry::IdleNodes() const {
   std::vector<NodeFree> idle;
   for (const auto& [name, node] : nodes_) {
-    if (Schedulable(node)) idle.push_back({name, node.allocatable, policy_.ports.size()});
+    if (Schedulable(node)) {
+      idle.push_back({name, node.allocatable, policy_.ports.size(), {}, LabelsOf(node)});
+    }
   }
   return idle;
 }

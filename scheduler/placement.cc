@@ -142,8 +142,38 @@ int FreeIndex::Choose(const ReplicaDemand& demand, const std::string& exclude,
   return -1;
 }
 
+int FreeIndex::ChooseAmong(const ReplicaDemand& demand, const std::vector<char>* eligible,
+                           const std::vector<char>* within, bool binpack,
+                           const std::set<std::string>* avoid) const {
+  if (eligible == nullptr && within == nullptr && !binpack) {
+    return avoid == nullptr ? Choose(demand) : Choose(demand, "", *avoid);
+  }
+  if (nodes_.empty()) return -1;
+  const Res most{*cpu_.rbegin(), *memory_.rbegin(), -std::get<0>(*order_.begin())};
+  if (!most.Fits(demand.need) || *ports_.rbegin() < demand.ports) return -1;
+  auto allowed = [&](int i) {
+    return (eligible == nullptr || (i < static_cast<int>(eligible->size()) && (*eligible)[i])) &&
+           (within == nullptr || (i < static_cast<int>(within->size()) && (*within)[i])) &&
+           (avoid == nullptr || avoid->count(nodes_[i].name) == 0) && Fits(nodes_[i], demand);
+  };
+  if (!binpack) {
+    for (const Key& key : order_) {
+      if (allowed(std::get<3>(key))) return std::get<3>(key);
+    }
+    return -1;
+  }
+  // Least free first; among equally free nodes, the first by name.
+  int best = -1;
+  for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
+    const int i = std::get<3>(*it);
+    if (best >= 0 && FreeKey(nodes_[i].free) != FreeKey(nodes_[best].free)) break;
+    if (allowed(i)) best = i;
+  }
+  return best;
+}
+
 absl::StatusOr<std::vector<std::string>> FreeIndex::PlaceGang(
-    const std::vector<ReplicaDemand>& demands, const std::set<std::string>& avoid) {
+    const std::vector<ReplicaDemand>& demands, const GangOptions& options) {
   // Place the largest demands first so that a big replica is not crowded out by small ones.
   std::vector<size_t> order(demands.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -154,9 +184,18 @@ absl::StatusOr<std::vector<std::string>> FreeIndex::PlaceGang(
   std::vector<std::pair<int, NodeFree>> taken;  // each node as it was before, to undo
   for (size_t i : order) {
     const ReplicaDemand& d = demands[i];
-    const int best = Choose(d, "", avoid);
+    const std::vector<char>* eligible = i < options.eligible.size() ? options.eligible[i] : nullptr;
+    const int best = ChooseAmong(d, eligible, options.within, options.binpack, options.avoid);
     if (best < 0) {
-      absl::Status missing = absl::ResourceExhaustedError(DescribeShortfall(d, nodes_));
+      std::vector<NodeFree> usable;
+      for (int n = 0; n < static_cast<int>(nodes_.size()); ++n) {
+        if ((eligible == nullptr || (*eligible)[n]) &&
+            (options.within == nullptr || (*options.within)[n]) &&
+            (options.avoid == nullptr || options.avoid->count(nodes_[n].name) == 0)) {
+          usable.push_back(nodes_[n]);
+        }
+      }
+      absl::Status missing = absl::ResourceExhaustedError(DescribeShortfall(d, usable));
       for (auto it = taken.rbegin(); it != taken.rend(); ++it) {
         Erase(it->first);
         nodes_[it->first] = std::move(it->second);

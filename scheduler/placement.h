@@ -12,6 +12,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <tuple>
@@ -31,6 +32,22 @@ struct NodeFree {
   // The indices of its free GPUs, for messages: "most free: 3 on node-a (GPUs 1,5,7)". Left out
   // (empty) once a placement in progress took GPUs of the node.
   std::vector<int32_t> free_gpu_indices = {};
+  // Its labels (agent --labels, gpu.model), for node selection and topology; nullptr: none.
+  std::shared_ptr<const std::map<std::string, std::string>> labels = nullptr;
+};
+
+// Which nodes a gang may use and how it fills them (node_selection.h, topology.h). A mask holds
+// one entry per node of the FreeIndex, by its index (by name), nonzero where the node may be used.
+struct GangOptions {
+  // Per demand, in the order of the demands: the nodes it may go to; nullptr (or a short
+  // vector): any node.
+  std::vector<const std::vector<char>*> eligible = {};
+  // Only these nodes, for every demand; nullptr: any node.
+  const std::vector<char>* within = nullptr;
+  // Fill the least free fitting node first (BINPACK) instead of the most free (SPREAD).
+  bool binpack = false;
+  // Never these nodes (maintenance windows); nullptr: none.
+  const std::set<std::string>* avoid = nullptr;
 };
 
 struct ReplicaDemand {
@@ -72,10 +89,16 @@ class FreeIndex {
   // ChooseNode(demand, nodes(), exclude).
   int Choose(const ReplicaDemand& demand, const std::string& exclude = "",
              const std::set<std::string>& avoid = {}) const;
+  // Like Choose, among the nodes that `eligible` and `within` allow (nullptr: all) and not in
+  // `avoid` (nullptr: none), the least free fitting node first when `binpack`.
+  int ChooseAmong(const ReplicaDemand& demand, const std::vector<char>* eligible,
+                  const std::vector<char>* within, bool binpack,
+                  const std::set<std::string>* avoid = nullptr) const;
   // PlaceGang(demands, nodes()), and on success what it placed is taken (TakeFrom) here; on
-  // failure nothing changed. The nodes named in `avoid` are never chosen.
+  // failure nothing changed. `options` restrict the nodes and choose the policy; a shortfall
+  // then names only the nodes the demand could use.
   absl::StatusOr<std::vector<std::string>> PlaceGang(const std::vector<ReplicaDemand>& demands,
-                                                     const std::set<std::string>& avoid = {});
+                                                     const GangOptions& options = {});
 
  private:
   // ChooseNode's order: most free (gpus, memory, cpu) first, then by name (the index).

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/time_util.h"
 #include "scheduler/model_proto.h"
+#include "scheduler/topology.h"
 
 namespace trainctl::sched {
 
@@ -19,6 +20,7 @@ QueuedJob QueuedJobOf(const Job& job) {
     q.stopping |= HoldsResources(r.state);
     q.demands.push_back(ReplicaDemandOf(r));
   }
+  q.placement_spec = PlacementSpecOf(job.spec);
   return q;
 }
 
@@ -37,6 +39,7 @@ QueuedJob QueuedJobOf(const v1::Job& job) {
     q.stopping |= HoldsResources(r.state());
     q.demands.push_back({r.name(), needs[r.pool()], PortsNeeded(r.rank())});
   }
+  q.placement_spec = PlacementSpecOf(job.spec());
   return q;
 }
 
@@ -124,12 +127,20 @@ std::vector<v1::Blocker> BlockersOf(const QueueState& state, const QueuedJob& jo
   } else {
     const absl::Time end = now + job.expected_duration;
     const std::set<std::string> avoid = NodesToAvoid(state.windows, end);
-    absl::StatusOr<std::vector<std::string>> placed = PlaceGang(job.demands, state.free);
+    FreeIndex free(state.free);
+    NodeMasks masks(&free.nodes());
+    const std::vector<int> pools = job.placement_spec != nullptr
+                                       ? PoolIndexOf(*job.placement_spec, job.demands)
+                                       : std::vector<int>();
+    const v1::JobSpec no_constraints;
+    const v1::JobSpec& spec = job.placement_spec != nullptr ? *job.placement_spec : no_constraints;
+    JobPlacement placed = PlaceJob(spec, job.demands, pools, &free, &masks);
     if (!placed.ok()) {
-      add("CAPACITY", absl::StrCat("CAPACITY: ", placed.status().message()));
+      add(placed.kind, placed.Reason());
     } else if (!avoid.empty()) {
-      FreeIndex free(state.free);
-      if (!free.PlaceGang(job.demands, avoid).ok()) {
+      FreeIndex fresh(state.free);
+      NodeMasks fresh_masks(&fresh.nodes());
+      if (!PlaceJob(spec, job.demands, pools, &fresh, &fresh_masks, &avoid).ok()) {
         add("MAINTENANCE", MaintenanceReason(state.windows, avoid, end));
       }
     }

@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,9 @@ struct QueuedJob {
   std::vector<ReplicaDemand> demands;
   // How long it is expected to run (maintenance.h, ExpectedDuration).
   absl::Duration expected_duration = absl::ZeroDuration();
+  // What its spec asks of nodes beyond resources (node selections, scheduling.placement), or
+  // nullptr when nothing (PlacementSpecOf).
+  std::shared_ptr<const v1::JobSpec> placement_spec = nullptr;
 };
 
 QueuedJob QueuedJobOf(const Job& job);

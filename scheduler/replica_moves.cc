@@ -9,6 +9,7 @@
 #include "scheduler/node_health.h"
 #include "scheduler/node_registry.h"
 #include "scheduler/placement.h"
+#include "scheduler/topology.h"
 
 namespace trainctl::sched {
 namespace {
@@ -141,7 +142,10 @@ void JobLifecycle::Move(Job* job, Replica* r, MoveCause cause, const std::string
 void JobLifecycle::PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx, bool new_run) {
   const std::string from = r->node;
   const std::string why = r->move_reason;
-  const std::vector<NodeFree> free = nodes_->FreeNodes();
+  const Node* from_node = nodes_->Find(from);
+  const std::vector<NodeFree> free =
+      NodesForMove(job->spec, PoolOf(*job, *r), from_node == nullptr ? nullptr : &from_node->labels,
+                   nodes_->FreeNodes());
   const int to_index = ChooseNode(ReplicaDemandOf(*r), free, from);
   if (to_index < 0) {
     const RetryDecision d =
