@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "trainctl/v1/job.pb.h"
 #include "scheduler/placement.h"
+#include "trainctl/v1/job.pb.h"
 
 namespace trainctl::sched {
 
