@@ -35,6 +35,7 @@ Command SubmitCommand();
 Command GetCommand();
 Command ListCommand();
 Command CancelCommand();
+Command ResizeCommand();
 Command DeleteCommand();
 // commands_wait.cc
 Command WaitCommand();

@@ -137,6 +137,19 @@ absl::StatusOr<int> RunCancel(const ParsedArgs& args, Client& client) {
   return kExitOk;
 }
 
+absl::StatusOr<int> RunResize(const ParsedArgs& args, Client& client) {
+  v1::ResizeJobRequest request;
+  request.set_id(args.args()[0]);
+  grpc::ClientContext context;
+  Client::PrepareUnary(&context);
+  v1::Job job;
+  grpc::Status status = client.stub().ResizeJob(&context, request, &job);
+  if (!status.ok()) return client.ToStatus(status);
+  std::cout << job.id() << " restarting its gang to grow; removed replicas with room come back"
+            << std::endl;
+  return kExitOk;
+}
+
 absl::StatusOr<int> RunDelete(const ParsedArgs& args, Client& client) {
   v1::DeleteJobRequest request;
   request.set_id(args.args()[0]);
@@ -208,6 +221,22 @@ Command CancelCommand() {
                    1,
                    1};
   return {std::move(spec), &RunCancel};
+}
+
+Command ResizeCommand() {
+  CommandSpec spec{
+      "resize",
+      "ID",
+      "Grow a shrunk elastic job back toward its spec's size now",
+      "A job with an elastic pool (workerPools[].elastic) shrinks when a host under it is lost\n"
+      "and no other node has room within scheduling.elasticWait; it grows back by itself at\n"
+      "its next gang restart that finds room. resize restarts its gang now (charged to no\n"
+      "budget) with every removed replica there is room for. It fails, saying why, when the\n"
+      "job is not RUNNING, runs every replica, is restarting already, or nothing has room.",
+      {},
+      1,
+      1};
+  return {std::move(spec), &RunResize};
 }
 
 Command DeleteCommand() {

@@ -30,9 +30,13 @@ std::string RenderJobDescription(const v1::Job& job, int64_t now_ms) {
     fields.emplace_back("Restart scope", scope);
   }
   if (job.gang_restarting() && job.has_root_cause()) {
+    const v1::RootCause& cause = job.root_cause();
     fields.emplace_back("Gang restart",
-                        absl::StrCat("in progress after ", job.root_cause().replica(), " ",
-                                     job.root_cause().summary()));
+                        absl::StrCat("in progress after ", cause.replica(),
+                                     cause.replica().empty() ? "" : " ", cause.summary()));
+  }
+  if (const std::string elastic = ElasticText(job); !elastic.empty()) {
+    fields.emplace_back("Elastic", elastic);
   }
   if (job.error().consequences_size() > 0) {
     fields.emplace_back("Consequences", absl::StrJoin(job.error().consequences(), "; "));
@@ -44,7 +48,8 @@ std::string RenderJobDescription(const v1::Job& job, int64_t now_ms) {
     Table replicas(
         {"NAME", "RANK", "NODE", "PORT", "GPUS", "STATE", "RESTARTS", "MOVES", "EXIT", "MESSAGE"});
     for (const v1::Replica& r : job.replicas()) {
-      replicas.AddRow({r.name(), absl::StrCat(r.rank()), OrDash(r.node()), ReplicaPortText(r),
+      replicas.AddRow({r.name(), r.rank() < 0 ? "-" : absl::StrCat(r.rank()), OrDash(r.node()),
+                       ReplicaPortText(r),
                        FormatIndexList({r.gpu_devices().begin(), r.gpu_devices().end()}),
                        ReplicaStateName(r.state()), ReplicaRestartsText(r),
                        r.moves() > 0 ? absl::StrCat(r.moves()) : "", ReplicaExitText(r),
@@ -58,6 +63,8 @@ std::string RenderJobDescription(const v1::Job& job, int64_t now_ms) {
                     "DECISION", "BUDGETS-LEFT", "CONSEQUENCES", "REASON"});
     Table gang(
         {"ATTEMPT", "GENERATION", "TIME", "CAUSE", "CLASS", "RULE", "CHARGED", "CONSEQUENCES"});
+    Table resizes(
+        {"ATTEMPT", "GENERATION", "TIME", "POOL", "REPLICAS", "WORLD", "CHANGED", "REASON"});
     for (const v1::Attempt& a : job.attempts()) {
       attempts.AddRow({absl::StrCat(a.number()), JobStateName(a.state()),
                        FormatTimestamp(a.start_time()), FormatTimestamp(a.end_time()),
@@ -70,6 +77,12 @@ std::string RenderJobDescription(const v1::Job& job, int64_t now_ms) {
                      g.cause().failure_class(), g.matched_rule(), g.charged() ? "yes" : "no",
                      absl::StrJoin(g.cause().consequences(), "; ")});
       }
+      for (const v1::Resize& z : a.resizes()) {
+        resizes.AddRow(
+            {absl::StrCat(a.number()), absl::StrCat(z.generation()), FormatTimestamp(z.time()),
+             z.pool(), absl::StrCat(z.from_replicas(), " -> ", z.to_replicas()),
+             absl::StrCat(z.world_size()), absl::StrJoin(z.replicas(), ", "), z.reason()});
+      }
     }
     attempts.DropEmptyColumns(
         {"CLASS", "RULE", "REPLICA", "NODE", "DECISION", "BUDGETS-LEFT", "CONSEQUENCES"});
@@ -78,8 +91,26 @@ std::string RenderJobDescription(const v1::Job& job, int64_t now_ms) {
       gang.DropEmptyColumns({"CLASS", "CONSEQUENCES"});
       absl::StrAppend(&out, Section("Gang restarts", gang));
     }
+    if (resizes.row_count() > 0) absl::StrAppend(&out, Section("Resizes", resizes));
   }
   return out;
+}
+
+std::string ElasticText(const v1::Job& job) {
+  std::vector<std::string> pools;
+  for (const v1::WorkerPool& p : job.spec().worker_pools()) {
+    if (!p.has_elastic()) continue;
+    int running = 0;
+    for (const v1::Replica& r : job.replicas()) {
+      running += r.pool() == p.name() && r.state() != v1::REPLICA_STATE_REMOVED;
+    }
+    pools.push_back(absl::StrCat(p.name(), " ", running, " of ", p.replica_count(),
+                                 " replicas (min ", p.elastic().min_replicas(), ")"));
+  }
+  if (pools.empty()) return "";
+  return absl::StrCat(absl::StrJoin(pools, ", "), "; waits ",
+                      FormatDuration(DurationToMs(job.spec().scheduling().elastic_wait())),
+                      " for room before shrinking");
 }
 
 std::string RestartScopeText(const v1::Job& job) {

@@ -35,6 +35,9 @@ std::string RetryBudgetsText(const v1::Job& job);
 
 // "GANG: a restartable failure restarts every replica together (generation 2 now)", or REPLICA;
 // "" when the spec does not say (the server always fills it in).
+// "worker 3 of 4 replicas (min 2); waits 1m0s for room before shrinking"; "" without elastic
+// pools.
+std::string ElasticText(const v1::Job& job);
 std::string RestartScopeText(const v1::Job& job);
 
 // faultTolerance.jobRetryNum when unset in the spec.

@@ -11,10 +11,10 @@ inline bool IsTerminal(v1::JobState state) {
          state == v1::JOB_STATE_CANCELLED;
 }
 
-// SUCCEEDED, FAILED and STOPPED: the replica's run is over.
+// SUCCEEDED, FAILED, STOPPED and REMOVED: the replica's run is over.
 inline bool IsTerminal(v1::ReplicaState state) {
   return state == v1::REPLICA_STATE_SUCCEEDED || state == v1::REPLICA_STATE_FAILED ||
-         state == v1::REPLICA_STATE_STOPPED;
+         state == v1::REPLICA_STATE_STOPPED || state == v1::REPLICA_STATE_REMOVED;
 }
 
 }  // namespace trainctl

@@ -84,6 +84,14 @@ absl::StatusOr<const Job*> Core::CancelJob(const std::string& id, int64_t now, E
   return job;
 }
 
+absl::StatusOr<const Job*> Core::ResizeJob(const std::string& id, const std::string& actor,
+                                           int64_t now, Effects* fx) {
+  Job* job = jobs_.Find(id);
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+  TC_RETURN_IF_ERROR(lifecycle_.RequestGrow(job, actor, FromMs(now), fx));
+  return job;
+}
+
 absl::Status Core::CheckEnded(const std::string& id) const {
   const Job* job = jobs_.Find(id);
   if (job == nullptr) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));

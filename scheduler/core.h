@@ -94,6 +94,11 @@ class Core {
   // Starts cancelling a job: QUEUED jobs end at once, others stop their replicas first
   // (CANCELLING, then CANCELLED when every replica is gone). Terminal jobs are returned as is.
   absl::StatusOr<const Job*> CancelJob(const std::string& id, int64_t now, Effects* fx);
+  // Grows a RUNNING job whose elastic pools shrank back toward its spec's size: its gang restarts
+  // with every removed replica there is room for (JobLifecycle::RequestGrow). NOT_FOUND for an
+  // unknown job; FAILED_PRECONDITION saying why it cannot grow now. `actor` names who asked.
+  absl::StatusOr<const Job*> ResizeJob(const std::string& id, const std::string& actor, int64_t now,
+                                       Effects* fx);
   // Forgets a terminal job whose replicas have all ended; its rows (attempts, runs, events) go
   // with it (Effects::deleted_jobs). NOT_FOUND for an unknown job, FAILED_PRECONDITION while it
   // is not terminal or a replica of it still holds its node. `why` non-empty: a JobDeleted event

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/time_util.h"
+#include "scheduler/elastic.h"
 #include "scheduler/job_lifecycle.h"
 #include "scheduler/model_proto.h"
 #include "scheduler/node_registry.h"
@@ -144,9 +145,29 @@ void JobLifecycle::RestartGang(Job* job, Replica* cause, const RetryDecision& d,
     cause->next_start_time = due;
   }
   const std::string why = absl::StrCat("restarting the gang: ", cause->name, " ", rc.summary);
+  const std::vector<Replica*> placed_elsewhere = StopGang(job, cause, why, due, now, fx);
+  AddEvent(
+      fx, now, job, cause->name, cause->node, "GangRestarting",
+      absl::StrCat("restarting all ", WorldSize(*job), " replicas together as gang ", "generation ",
+                   job->gang_generation + 1, " after ", cause->name, " ", rc.summary,
+                   failed ? absl::StrCat(" (", FailureClassName(d.failure_class), "; ", d.rule, ")")
+                          : std::string(" (a move: not charged)"),
+                   "; the others are stopped first, then every replica starts at once"));
+  Touch(job, now, fx);
+  timers_->WakeAt(due);
+  for (Replica* o : placed_elsewhere) {
+    // A move that finds no room re-dispatches the job or fails it: the others stay as they are.
+    if (!IsLive(job->state)) return;
+    PlaceMoved(job, o, now, fx, /*new_run=*/false);
+  }
+  MaybeRelaunchGang(job, now, fx);
+}
+
+std::vector<Replica*> JobLifecycle::StopGang(Job* job, const Replica* skip, const std::string& why,
+                                             absl::Time due, absl::Time now, Effects* fx) {
   std::vector<Replica*> placed_elsewhere;
   for (Replica& o : job->replicas) {
-    if (&o == cause || o.moving()) continue;
+    if (&o == skip || o.moving() || o.state == v1::REPLICA_STATE_REMOVED) continue;
     if (IsLive(o.state)) {
       SetReplicaState(job, &o, v1::REPLICA_STATE_STOPPING);
       o.message = why;
@@ -173,21 +194,7 @@ void JobLifecycle::RestartGang(Job* job, Replica* cause, const RetryDecision& d,
       o.next_start_time = due;
     }
   }
-  AddEvent(
-      fx, now, job, cause->name, cause->node, "GangRestarting",
-      absl::StrCat("restarting all ", job->replicas.size(), " replicas together as gang ",
-                   "generation ", job->gang_generation + 1, " after ", cause->name, " ", rc.summary,
-                   failed ? absl::StrCat(" (", FailureClassName(d.failure_class), "; ", d.rule, ")")
-                          : std::string(" (a move: not charged)"),
-                   "; the others are stopped first, then every replica starts at once"));
-  Touch(job, now, fx);
-  timers_->WakeAt(due);
-  for (Replica* o : placed_elsewhere) {
-    // A move that finds no room re-dispatches the job or fails it: the others stay as they are.
-    if (!IsLive(job->state)) return;
-    PlaceMoved(job, o, now, fx, /*new_run=*/false);
-  }
-  MaybeRelaunchGang(job, now, fx);
+  return placed_elsewhere;
 }
 
 void JobLifecycle::ConfirmGangStop(Job* job, Replica* r, const v1::ReplicaExited& exited,
@@ -209,24 +216,29 @@ void JobLifecycle::MaybeRelaunchGang(Job* job, absl::Time now, Effects* fx) {
   if (!job->gang_restarting || !IsLive(job->state)) return;
   absl::Time due = absl::InfinitePast();
   for (const Replica& r : job->replicas) {
-    if (r.state != v1::REPLICA_STATE_RESTARTING) return;  // some are still stopping
+    if (r.state == v1::REPLICA_STATE_REMOVED) continue;
+    if (r.state != v1::REPLICA_STATE_RESTARTING) return;  // some are still stopping or waiting
     if (r.next_start_time) due = std::max(due, *r.next_start_time);
   }
   if (now < due) {
     timers_->WakeAt(due);
     return;
   }
+  // A restart point: removed replicas of elastic pools come back where there is room.
+  GrowBack(job, now, fx);
   job->gang_restarting = false;
   job->gang_generation++;
-  const std::string cause =
-      job->root_cause ? absl::StrCat(" after ", job->root_cause->replica) : std::string();
+  const std::string cause = job->root_cause && !job->root_cause->replica.empty()
+                                ? absl::StrCat(" after ", job->root_cause->replica)
+                                : std::string();
   job->root_cause.reset();
   // Fresh ports for the new generation: a dying process may still hold the old rendezvous port.
   RenewPorts(job);
   AddEvent(fx, now, job, "", "", "GangStarting",
-           absl::StrCat("every replica stopped", cause, ": starting all ", job->replicas.size(),
+           absl::StrCat("every replica stopped", cause, ": starting all ", WorldSize(*job),
                         " together as gang generation ", job->gang_generation));
   for (Replica& r : job->replicas) {
+    if (r.state == v1::REPLICA_STATE_REMOVED) continue;
     // A replica whose node no longer keeps replicas moves as it launches; finding no room, it
     // re-dispatches the job or fails it, and the replicas after it must not launch.
     if (!IsLive(job->state)) break;

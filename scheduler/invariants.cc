@@ -22,9 +22,16 @@ absl::Status CheckJob(const Core& core, const Job& job, std::map<std::string, Re
     return Broken(absl::StrCat("job ", job.id, " is ", name, " without an end time"));
   }
   std::set<std::string> names;
+  int32_t rank = 0;
   for (const Replica& r : job.replicas) {
     if (!names.insert(r.name).second) {
       return Broken(absl::StrCat("job ", job.id, " has two replicas named ", r.name));
+    }
+    // Ranks are dense over the replicas not REMOVED by an elastic shrink, in replica order.
+    const int32_t want = r.state == v1::REPLICA_STATE_REMOVED ? -1 : rank++;
+    if (r.rank != want) {
+      return Broken(
+          absl::StrCat("replica ", job.id, "/", r.name, " has rank ", r.rank, ", not ", want));
     }
     if (r.state == v1::REPLICA_STATE_PENDING && !r.gpu_devices.empty()) {
       return Broken(absl::StrCat("replica ", job.id, "/", r.name, " is PENDING and holds GPUs"));

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/time_util.h"
+#include "scheduler/elastic.h"
 #include "scheduler/job_validation.h"
 #include "scheduler/launch_env.h"
 #include "scheduler/model_proto.h"
@@ -207,7 +208,11 @@ void JobLifecycle::MaybeFinishCancel(Job* job, absl::Time now, Effects* fx) {
 void JobLifecycle::MaybeMarkRunning(Job* job, absl::Time now, Effects* fx) {
   if (job->state != v1::JOB_STATE_PENDING) return;
   for (const Replica& r : job->replicas) {
-    if (r.state != v1::REPLICA_STATE_RUNNING && r.state != v1::REPLICA_STATE_SUCCEEDED) return;
+    const v1::ReplicaState s = r.state;
+    if (s != v1::REPLICA_STATE_RUNNING && s != v1::REPLICA_STATE_SUCCEEDED &&
+        s != v1::REPLICA_STATE_REMOVED) {
+      return;
+    }
   }
   if (!job->start_time) fx->tally.first_runs.push_back({job->project, now - job->create_time});
   if (!job->start_time) job->start_time = now;
@@ -216,7 +221,7 @@ void JobLifecycle::MaybeMarkRunning(Job* job, absl::Time now, Effects* fx) {
     fx->attempts.insert({job->id, attempt->number});
   }
   SetJobState(job, v1::JOB_STATE_RUNNING,
-              absl::StrCat("all ", job->replicas.size(), " replicas started"), now, fx);
+              absl::StrCat("all ", WorldSize(*job), " replicas started"), now, fx);
 }
 
 void JobLifecycle::StartAttempt(Job* job, const std::vector<std::string>& placed, absl::Time now,
@@ -491,6 +496,7 @@ void JobLifecycle::Retry(Job* job, const RetryDecision& d, absl::Time now, Effec
   job->budgets_used = d.budgets_used;
   job->gang_restarting = false;
   StopLiveReplicas(job, "job retrying", now, fx);
+  RestoreWorld(job);
   const absl::Time next = now + absl::Milliseconds(d.delay_ms);
   job->next_attempt_time = next;
   job->queue_time = now;
@@ -531,70 +537,6 @@ void JobLifecycle::SendLaunch(const Job& job, const Replica& r, const GangView& 
 void JobLifecycle::SendStop(const Job& job, const Replica& r, int64_t grace_ms,
                             const std::string& reason, Effects* fx) {
   fx->commands.push_back({r.node, StopMessage(job.RunIdOf(r), grace_ms, reason)});
-}
-
-// --- Agents ------------------------------------------------------------------------------------
-
-void JobLifecycle::Reconcile(const v1::Register& reg, absl::Time now, Effects* fx) {
-  const std::string& node = reg.node();
-  // Runs the agent knows: adopt the wanted ones, stop the rest.
-  std::set<std::string> known_runs;
-  for (const v1::KnownRun& run : reg.runs()) {
-    known_runs.insert(run.run_id());
-    auto [job, r] = jobs_->CurrentRun(run.run_id());
-    if (job == nullptr || r->node != node || IsTerminal(r->state)) {
-      if (run.running()) {
-        fx->commands.push_back({node, StopMessage(run.run_id(), kDefaultStopGraceMs,
-                                                  "the scheduler no longer wants this run")});
-        AddEvent(fx, now, nullptr, "", node, "OrphanStopped",
-                 absl::StrCat("run ", run.run_id(), " is not wanted any more; stopping it"));
-      }
-      continue;
-    }
-    if (r->state == v1::REPLICA_STATE_STARTING && run.running()) {
-      SetReplicaState(job, r, v1::REPLICA_STATE_RUNNING);
-      r->pid = run.pid();
-      r->message = absl::StrCat("re-adopted on ", node);
-      Touch(job, now, fx);
-      RecordRun(*job, *r, fx);
-      MaybeMarkRunning(job, now, fx);
-    } else if (r->state == v1::REPLICA_STATE_STOPPING && run.running()) {
-      SendStop(*job, *r, job->policy.stop_grace_ms, r->message, fx);
-    }
-  }
-
-  // Runs the scheduler placed here that the agent does not know.
-  for (const std::string& id : jobs_->ActiveIds()) {
-    Job* job = jobs_->Find(id);
-    for (Replica& r : job->replicas) {
-      if (r.node != node || !HoldsResources(r.state)) continue;
-      if (known_runs.count(job->RunIdOf(r)) > 0) continue;
-      if (r.state == v1::REPLICA_STATE_STARTING) {
-        SendLaunch(*job, r, fx);  // the launch never reached the agent
-      } else if (r.state == v1::REPLICA_STATE_STOPPING) {
-        // The restarted agent no longer has it: the stop is over, whatever it was for.
-        r.end_time = now;
-        r.pid = 0;
-        v1::ReplicaExited gone;
-        gone.set_run_id(job->RunIdOf(r));
-        gone.set_stopped_by_request(true);
-        if (!FinishStop(job, &r, gone, now, fx)) {
-          // The hang detector's stop: the replica is gone, as if it had been stopped.
-          Failure hung;
-          hung.kind = Failure::Kind::kHung;
-          hung.report = gone;
-          EndRun(job, &r, hung, now, fx);
-        }
-      } else if (r.state == v1::REPLICA_STATE_RUNNING) {
-        r.pid = 0;
-        r.end_time = now;
-        Failure lost;
-        lost.kind = Failure::Kind::kLost;
-        EndRun(job, &r, lost, now, fx);
-      }
-    }
-  }
-  queue_->Wake();
 }
 
 }  // namespace trainctl::sched

@@ -25,6 +25,7 @@
 // Thread-safety: none; owned by the core.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,10 @@ namespace trainctl::sched {
 
 // `t` as RFC 3339 text, for event reasons.
 std::string When(absl::Time t);
+
+// What replica `r` needs and why each node but `from` cannot take it, for errors about a move or
+// a grow that found no room: "needs 4 cpu, 100 MiB, 0 gpus, 1 ports; node-b: 1 cpu, ...".
+std::string DescribeNoRoom(const Replica& r, const std::string& from, const NodeRegistry& nodes);
 
 class JobLifecycle {
  public:
@@ -114,8 +119,16 @@ class JobLifecycle {
   // resends launches it never received, and ends as lost the runs it no longer has.
   void Reconcile(const v1::Register& reg, absl::Time now, Effects* fx);
 
-  // Time limits: scheduling.timeout, due restarts, launchTimeout, hangTimeout.
+  // Time limits: scheduling.timeout, due restarts, launchTimeout, hangTimeout, elastic waits.
   void Tick(absl::Time now, Effects* fx);
+
+  // --- Elastic pools (elastic_resizes.cc) ----------------------------------------------------
+
+  // ResizeJob: restarts the gang of a RUNNING job whose elastic pools shrank, so that it grows
+  // back with every removed replica there is room for (charged to nothing). FAILED_PRECONDITION,
+  // saying why, when the job has no elastic pool, is not RUNNING, is restarting already, runs
+  // every replica, or no node has room for any removed replica. `actor` names who asked.
+  absl::Status RequestGrow(Job* job, const std::string& actor, absl::Time now, Effects* fx);
 
   // --- Moves (replica_moves.cc) --------------------------------------------------------------
 
@@ -202,6 +215,37 @@ class JobLifecycle {
   // launched yet (an in-place restart whose node cannot take it).
   void PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx, bool new_run = true);
 
+  // The node `r` would move to now (the best schedulable node with room, never `from`, within
+  // the topology domain of node `domain_of` when the job packs), or "" when none has room.
+  std::string MoveTarget(const Job& job, const Replica& r, const std::string& from,
+                         const std::string& domain_of) const;
+  // Puts a moving replica on `to` and starts it there (or, in a gang restart, readies it to start
+  // with the others). `new_run` as for PlaceMoved.
+  void MoveTo(Job* job, Replica* r, const std::string& to, absl::Time now, Effects* fx,
+              bool new_run);
+  // Adds `node` to the current attempt's nodes.
+  void NoteAttemptNode(Job* job, const std::string& node, Effects* fx);
+
+  // --- Elastic pools (elastic_resizes.cc) ----------------------------------------------------
+
+  // A moving replica of an elastic pool found no room (`room` says why) while its gang restarts:
+  // when the pool may go on without it and every replica waiting already, it waits PENDING until
+  // elasticWait has passed (true). False: the pool cannot shrink; the caller re-dispatches.
+  bool WaitForRoom(Job* job, Replica* r, const std::string& room, bool new_run, absl::Time now,
+                   Effects* fx);
+  // On each tick of a restarting gang: places waiting replicas that have room now, and shrinks
+  // the pools of those whose wait is over.
+  void ElasticStep(Job* job, absl::Time now, Effects* fx);
+  // As a gang starts again: adds back every REMOVED replica there is room for.
+  void GrowBack(Job* job, absl::Time now, Effects* fx);
+  // A new attempt runs every replica of the spec: REMOVED ones are PENDING again.
+  void RestoreWorld(Job* job);
+  // Records one Resize per pool of `changed` (the replicas removed or added, by pool) against
+  // the pools' sizes `before`, with a JobResized event.
+  void RecordResizes(Job* job, const std::map<std::string, int32_t>& before,
+                     const std::map<std::string, std::vector<std::string>>& changed,
+                     const std::string& why, absl::Time now, Effects* fx);
+
   // --- Gangs (gang_restarts.cc) --------------------------------------------------------------
 
   static bool IsGang(const Job& job);
@@ -214,6 +258,11 @@ class JobLifecycle {
   // Restarts the whole gang for `cause`: its failure (d.action kRestartGang, charged as d says)
   // or its move (kMoveReplica, not charged; the cause moves on its own path).
   void RestartGang(Job* job, Replica* cause, const RetryDecision& d, absl::Time now, Effects* fx);
+  // The part of a gang restart every cause shares: stops the live replicas but `skip` (may be
+  // null) and readies the rest to start again at `due`. Returns the ended replicas whose place is
+  // gone, to be placed elsewhere by the caller once the others are set.
+  std::vector<Replica*> StopGang(Job* job, const Replica* skip, const std::string& why,
+                                 absl::Time due, absl::Time now, Effects* fx);
   // Starts every replica again once all are stopped and the restart is due.
   void MaybeRelaunchGang(Job* job, absl::Time now, Effects* fx);
   // Records `r`'s failure (`summary`) as a consequence of the job's root cause, after the cause

@@ -82,6 +82,7 @@ RetryPolicy RetryPolicy::FromSpec(const v1::Scheduling& s) {
   p.queue_timeout_ms = DurationToMs(s.queue_timeout());
   p.gang = s.restart_scope() == v1::RESTART_SCOPE_GANG;
   p.settle_window_ms = DurationToMs(s.settle_window());
+  p.elastic_wait_ms = DurationToMs(s.elastic_wait());
   return p;
 }
 

@@ -57,6 +57,9 @@ struct RetryPolicy {
   bool gang = false;
   // GANG: how long a non-transient exit waits for an earlier failure of a peer.
   int64_t settle_window_ms = 0;
+  // Elastic pools: how long a replica that had to leave its node waits for room before its pool
+  // shrinks without it (scheduling.elasticWait).
+  int64_t elastic_wait_ms = 0;
 
   // REQUIRES: `s` passed ValidateJobSpec and ApplyDefaults.
   static RetryPolicy FromSpec(const v1::Scheduling& s);

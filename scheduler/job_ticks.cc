@@ -1,6 +1,7 @@
 // JobLifecycle: the clock. Each tick ends jobs past their timeout, decides gang failures whose
 // settle window has passed, starts replicas whose restart backoff is over, and fails launches and
-// runs past launchTimeout and hangTimeout. Progress reports feed the hang check.
+// runs past launchTimeout and hangTimeout, and moves on the elastic waits of restarting gangs.
+// Progress reports feed the hang check.
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -43,6 +44,7 @@ void JobLifecycle::Tick(absl::Time now, Effects* fx) {
         }
       }
       if (settled) DecideGangRoot(job, nullptr, Failure(), now, fx);
+      ElasticStep(job, now, fx);
       MaybeRelaunchGang(job, now, fx);
     }
     for (Replica& r : job->replicas) {

@@ -14,6 +14,7 @@
 #include "common/time_util.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
+#include "scheduler/elastic.h"
 #include "scheduler/node_selection.h"
 #include "scheduler/retry_engine.h"
 #include "scheduler/topology.h"
@@ -110,6 +111,7 @@ absl::Status ValidatePool(const std::string& path, int index, const v1::WorkerPo
     }
   }
   TC_RETURN_IF_ERROR(ValidateNodeSelection(path, pool));
+  TC_RETURN_IF_ERROR(ValidateElastic(path, index, pool));
   return ValidateResources(path + ".resources", pool.resources());
 }
 
@@ -218,7 +220,7 @@ absl::Status ValidateScheduling(const v1::JobSpec& spec) {
   }
   TC_RETURN_IF_ERROR(ValidateDuration("scheduling.settleWindow", s.settle_window(), 60));
   TC_RETURN_IF_ERROR(ValidateDuration("scheduling.queueTimeout", s.queue_timeout(), 366LL * 86400));
-  return absl::OkStatus();
+  return ValidateElasticJob(spec);
 }
 
 void DefaultBackoff(v1::Backoff* b, int64_t initial_ms, int64_t max_ms) {
@@ -371,6 +373,9 @@ void ApplyDefaults(v1::JobSpec* spec) {
     int replicas = 0;
     for (const v1::WorkerPool& p : spec->worker_pools()) replicas += p.replica_count();
     s->set_restart_scope(replicas > 1 ? v1::RESTART_SCOPE_GANG : v1::RESTART_SCOPE_REPLICA);
+  }
+  if (IsElastic(*spec) && !s->has_elastic_wait()) {
+    *s->mutable_elastic_wait() = MsToDuration(kDefaultElasticWaitMs);
   }
   v1::FaultTolerance* ft = spec->mutable_fault_tolerance();
   if (!ft->has_job_retry_num()) ft->set_job_retry_num(kDefaultJobRetryNum);

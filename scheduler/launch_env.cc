@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/time_util.h"
+#include "scheduler/elastic.h"
 
 namespace trainctl::sched {
 namespace {
@@ -59,6 +60,7 @@ std::vector<LocalRanks> AllLocalRanks(const Job& job) {
   };
   std::map<std::string, OnNode> by_node;
   for (const Replica& r : job.replicas) {
+    if (r.state == v1::REPLICA_STATE_REMOVED) continue;
     auto [it, added] = by_node.try_emplace(r.node);
     if (added) it->second.node_rank = static_cast<int32_t>(by_node.size()) - 1;
     it->second.ranks.push_back(r.rank);
@@ -67,6 +69,10 @@ std::vector<LocalRanks> AllLocalRanks(const Job& job) {
   std::vector<LocalRanks> out;
   out.reserve(job.replicas.size());
   for (const Replica& r : job.replicas) {
+    if (r.state == v1::REPLICA_STATE_REMOVED) {
+      out.emplace_back();
+      continue;
+    }
     const OnNode& on = by_node.at(r.node);
     LocalRanks l;
     l.local_rank = static_cast<int32_t>(std::lower_bound(on.ranks.begin(), on.ranks.end(), r.rank) -
@@ -94,7 +100,7 @@ std::string ClusterSpecJson(const Job& job, int replica_index, const GangView& v
   const Replica& self = job.replicas[replica_index];
   std::string json = absl::StrCat("{\"cluster\":{", vertex ? view.vertex_cluster : view.cluster,
                                   "},\"task\":{\"type\":", JsonString(TaskType(job, self, vertex)),
-                                  ",\"index\":", self.index, "}");
+                                  ",\"index\":", view.task_index[replica_index], "}");
   if (vertex) {
     absl::StrAppend(&json, ",\"environment\":\"cloud\",\"job\":{\"id\":", JsonString(job.id), "}}");
   } else {
@@ -114,7 +120,8 @@ std::string TfConfigJson(const Job& job, int replica_index, const GangView& view
     }
   }
   return absl::StrCat("{\"cluster\":{", view.tf_cluster,
-                      "},\"task\":{\"type\":", JsonString(task_type), ",\"index\":", self.index,
+                      "},\"task\":{\"type\":", JsonString(task_type),
+                      ",\"index\":", view.task_index[replica_index],
                       "},\"environment\":\"cloud\",\"job\":{\"id\":", JsonString(job.id), "}}");
 }
 
@@ -130,9 +137,16 @@ GangView GangViewOf(const Job& job, const std::map<std::string, Node>& nodes) {
   // Each pool's addresses, in replica order.
   std::map<std::string, std::vector<std::string>> addrs;
   std::set<std::string> hosts;
+  view.task_index.reserve(job.replicas.size());
   for (const Replica& r : job.replicas) {
+    if (r.state == v1::REPLICA_STATE_REMOVED) {
+      view.task_index.push_back(-1);
+      continue;
+    }
     const std::string host = HostOf(r.node, nodes);
-    addrs[r.pool].push_back(JsonString(absl::StrCat(host, ":", r.port)));
+    std::vector<std::string>& pool = addrs[r.pool];
+    view.task_index.push_back(static_cast<int32_t>(pool.size()));
+    pool.push_back(JsonString(absl::StrCat(host, ":", r.port)));
     if (!host.empty() && hosts.insert(host).second) view.hosts.push_back(host);
   }
   std::vector<std::string> plain, vertex, tf;
@@ -205,7 +219,7 @@ v1::LaunchReplica BuildReplicaLaunch(const Job& job, int replica_index, const Ga
   env["TRAINCTL_GANG_GENERATION"] = absl::StrCat(job.gang_generation);
   env["TRAINCTL_NODE"] = r.node;
   env["RANK"] = absl::StrCat(r.rank);
-  env["WORLD_SIZE"] = absl::StrCat(job.replicas.size());
+  env["WORLD_SIZE"] = absl::StrCat(WorldSize(job));
   env["MASTER_ADDR"] = view.master_addr;
   env["MASTER_PORT"] = absl::StrCat(job.replicas[0].rendezvous_port);
   env["TRAINCTL_CLUSTER_SPEC"] = ClusterSpecJson(job, replica_index, view, /*vertex=*/false);

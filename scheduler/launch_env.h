@@ -46,8 +46,11 @@ struct GangView {
   // The same for CLUSTER_SPEC (pools named workerpool0..N) and TF_CONFIG (chief, worker, ps).
   std::string vertex_cluster;
   std::string tf_cluster;
-  // By replica index.
+  // By replica index (a REMOVED replica's are zeros).
   std::vector<LocalRanks> local_ranks;
+  // By replica index: its place in its pool's list of the cluster specs (task.index). The
+  // replica's index while its pool runs every replica; dense when an elastic pool shrank.
+  std::vector<int32_t> task_index;
   // Every host of the job once, in the order of the replicas: for the preflight `dns` item.
   std::vector<std::string> hosts;
   // The primary's host.

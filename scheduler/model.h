@@ -132,7 +132,8 @@ struct RootCause {
   std::vector<std::string> consequences;
 };
 
-// One replica of the job's current attempt. Name, pool, index and rank never change (R3).
+// One replica of the job's current attempt. Name, pool and index never change (R3); nor does the
+// rank, except when an elastic pool shrinks or grows (elastic.h).
 struct Replica {
   std::string name;  // "<pool>-<index>"
   std::string pool;
@@ -169,6 +170,9 @@ struct Replica {
   // While it moves: why (cause != kNone), and the reason in words.
   MoveCause move_cause = MoveCause::kNone;
   std::string move_reason;
+  // Elastic pools: while PENDING for want of a node with room after it had to leave its node,
+  // when its pool shrinks without it.
+  std::optional<absl::Time> elastic_wait_until;
 
   bool moving() const { return move_cause != MoveCause::kNone; }
 };
@@ -180,6 +184,18 @@ struct GangRestart {
   RootCause cause;
   std::string matched_rule;
   bool charged = false;
+};
+
+// One change of an elastic pool's size (see v1::Resize).
+struct Resize {
+  absl::Time time;
+  int32_t generation = 0;
+  std::string pool;
+  int32_t from_replicas = 0;
+  int32_t to_replicas = 0;
+  std::vector<std::string> replicas;
+  std::string reason;
+  int32_t world_size = 0;
 };
 
 // One try of the whole job.
@@ -201,6 +217,8 @@ struct Attempt {
   std::vector<std::string> consequences;
   // GANG jobs: every restart of the whole gang in this attempt.
   std::vector<GangRestart> gang_restarts;
+  // Elastic pools: every change of a pool's size in this attempt.
+  std::vector<Resize> resizes;
 };
 
 struct Job {

@@ -105,6 +105,7 @@ Replica ReplicaFromProto(const v1::Replica& p) {
   r.moves = p.moves();
   r.move_reason = p.move_reason();
   r.move_cause = MoveCauseFromProto(p.move_cause(), p.move_reason());
+  r.elastic_wait_until = OptionalTime(p.has_elastic_wait_until(), p.elastic_wait_until());
   return r;
 }
 
@@ -220,6 +221,7 @@ v1::Replica ToProto(const Replica& r) {
   out.set_moves(r.moves);
   out.set_move_reason(r.move_reason);
   out.set_move_cause(ToProto(r.move_cause));
+  if (r.elastic_wait_until) *out.mutable_elastic_wait_until() = ToProtoTime(*r.elastic_wait_until);
   return out;
 }
 
@@ -268,6 +270,17 @@ v1::Attempt ToProto(const Attempt& a) {
     p->set_matched_rule(g.matched_rule);
     p->set_charged(g.charged);
   }
+  for (const Resize& z : a.resizes) {
+    v1::Resize* p = out.add_resizes();
+    *p->mutable_time() = ToProtoTime(z.time);
+    p->set_generation(z.generation);
+    p->set_pool(z.pool);
+    p->set_from_replicas(z.from_replicas);
+    p->set_to_replicas(z.to_replicas);
+    for (const std::string& name : z.replicas) p->add_replicas(name);
+    p->set_reason(z.reason);
+    p->set_world_size(z.world_size);
+  }
   return out;
 }
 
@@ -294,6 +307,16 @@ absl::StatusOr<Attempt> AttemptFromProto(const v1::Attempt& p) {
     restart.matched_rule = g.matched_rule();
     restart.charged = g.charged();
     a.gang_restarts.push_back(std::move(restart));
+  }
+  for (const v1::Resize& z : p.resizes()) {
+    a.resizes.push_back({FromProtoTime(z.time()),
+                         z.generation(),
+                         z.pool(),
+                         z.from_replicas(),
+                         z.to_replicas(),
+                         {z.replicas().begin(), z.replicas().end()},
+                         z.reason(),
+                         z.world_size()});
   }
   return a;
 }

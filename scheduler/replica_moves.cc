@@ -12,7 +12,6 @@
 #include "scheduler/topology.h"
 
 namespace trainctl::sched {
-namespace {
 
 // What the replica needs and why each other node cannot take it, for the error of a move that
 // found no room: "needs 4 cpu, 100 MiB, 0 gpus, 2 ports; node-b: 1 cpu, 900 MiB, 0 gpus, 12766
@@ -51,8 +50,6 @@ std::string DescribeNoRoom(const Replica& r, const std::string& from, const Node
   if (named == 0) absl::StrAppend(&out, "; no other node is registered");
   return out;
 }
-
-}  // namespace
 
 void JobLifecycle::MoveReplicasOff(const std::string& node, MoveCause cause, const std::string& why,
                                    int64_t grace_ms, bool node_gone, absl::Time now, Effects* fx) {
@@ -139,17 +136,32 @@ void JobLifecycle::Move(Job* job, Replica* r, MoveCause cause, const std::string
   PlaceMoved(job, r, now, fx, /*new_run=*/launched);
 }
 
+std::string JobLifecycle::MoveTarget(const Job& job, const Replica& r, const std::string& from,
+                                     const std::string& domain_of) const {
+  const Node* domain_node = nodes_->Find(domain_of);
+  const std::vector<NodeFree> free =
+      NodesForMove(job.spec, PoolOf(job, r),
+                   domain_node == nullptr ? nullptr : &domain_node->labels, nodes_->FreeNodes());
+  const int to_index = ChooseNode(ReplicaDemandOf(r), free, from);
+  return to_index < 0 ? std::string() : free[to_index].name;
+}
+
+void JobLifecycle::NoteAttemptNode(Job* job, const std::string& node, Effects* fx) {
+  Attempt* a = job->current();
+  if (a == nullptr || std::find(a->nodes.begin(), a->nodes.end(), node) != a->nodes.end()) return;
+  a->nodes.push_back(node);
+  fx->attempts.insert({job->id, a->number});
+}
+
 void JobLifecycle::PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx, bool new_run) {
   const std::string from = r->node;
-  const std::string why = r->move_reason;
-  const Node* from_node = nodes_->Find(from);
-  const std::vector<NodeFree> free =
-      NodesForMove(job->spec, PoolOf(*job, *r), from_node == nullptr ? nullptr : &from_node->labels,
-                   nodes_->FreeNodes());
-  const int to_index = ChooseNode(ReplicaDemandOf(*r), free, from);
-  if (to_index < 0) {
+  const std::string to = MoveTarget(*job, *r, from, from);
+  if (to.empty()) {
+    const std::string room = DescribeNoRoom(*r, from, *nodes_);
+    // An elastic pool may go on without it, after a wait for room.
+    if (WaitForRoom(job, r, room, new_run, now, fx)) return;
     const RetryDecision d =
-        DecideNoRoomForMove(*job, *r, from, r->move_cause, why, DescribeNoRoom(*r, from, *nodes_));
+        DecideNoRoomForMove(*job, *r, from, r->move_cause, r->move_reason, room);
     r->move_cause = MoveCause::kNone;
     r->move_reason.clear();
     fx->tally.failures.push_back({d.failure_class, d.action});
@@ -160,7 +172,13 @@ void JobLifecycle::PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx,
     }
     return;
   }
-  const std::string to = free[to_index].name;
+  MoveTo(job, r, to, now, fx, new_run);
+}
+
+void JobLifecycle::MoveTo(Job* job, Replica* r, const std::string& to, absl::Time now, Effects* fx,
+                          bool new_run) {
+  const std::string from = r->node;
+  const std::string why = r->move_reason;
   SetNode(*job, r, to);
   if (new_run) r->restart_count++;
   r->moves++;
@@ -171,12 +189,8 @@ void JobLifecycle::PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx,
   r->oom_killed = false;
   r->end_time.reset();
   r->last_progress_time.reset();
-  if (Attempt* a = job->current()) {
-    if (std::find(a->nodes.begin(), a->nodes.end(), to) == a->nodes.end()) {
-      a->nodes.push_back(to);
-      fx->attempts.insert({job->id, a->number});
-    }
-  }
+  r->elastic_wait_until.reset();
+  NoteAttemptNode(job, to, fx);
   AddEvent(fx, now, job, r->name, to, "ReplicaMoved",
            absl::StrCat("moved from ", from, " to ", to, " (", why, "); same name and rank ",
                         r->rank, ", not charged to its restart budget"));

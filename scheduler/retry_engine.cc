@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/time_util.h"
+#include "scheduler/elastic.h"
 #include "scheduler/model_proto.h"
 
 namespace trainctl::sched {
@@ -59,7 +60,7 @@ RetryDecision RestartOrRetry(const RetryPolicy& p, const Job& job, const Replica
     d.delay_ms = nth <= 1 ? 0 : BackoffDelayMs(p.restart_backoff, nth - 1);
     absl::StrAppend(
         &d.explanation,
-        gang ? absl::StrCat("; restarting the whole gang of ", job.replicas.size(),
+        gang ? absl::StrCat("; restarting the whole gang of ", WorldSize(job),
                             " replicas in place (restartScope GANG, ")
              : absl::StrCat("; restarting it in place on ", r.node, " ("),
         charge ? absl::StrCat("restart ", d.charged_restarts, " of ", p.max_replica_restarts,

@@ -90,6 +90,7 @@ class Api {
   void ListJobs(const CallContext& call, const v1::ListJobsRequest& req,
                 Reply<v1::ListJobsResponse> done);
   void CancelJob(const CallContext& call, const v1::CancelJobRequest& req, Reply<v1::Job> done);
+  void ResizeJob(const CallContext& call, const v1::ResizeJobRequest& req, Reply<v1::Job> done);
   void DeleteJob(const CallContext& call, const v1::DeleteJobRequest& req,
                  Reply<v1::DeleteJobResponse> done);
   // Subscribes `watcher` to the job: it gets the job's state now and after every change. The

@@ -161,6 +161,30 @@ void Api::CancelJob(const CallContext& call, const v1::CancelJobRequest& req, Re
       done);
 }
 
+void Api::ResizeJob(const CallContext& call, const v1::ResizeJobRequest& req, Reply<v1::Job> done) {
+  absl::StatusOr<Caller> caller = Authorize(call, Route::kResizeJob);
+  if (!caller.ok()) return done(caller.status());
+  parts_.loop->Post(
+      [this, id = req.id(), caller = *caller, done](Turn& t) {
+        absl::StatusOr<v1::Job> reply = absl::InternalError("no reply");
+        if (absl::Status allowed = CheckJobProject(t, caller, Permission::kSubmit, id);
+            !allowed.ok()) {
+          reply = allowed;
+        } else {
+          const size_t first = t.fx->events.size();
+          absl::StatusOr<const sched::Job*> job = t.core.ResizeJob(id, caller.name, t.now, t.fx);
+          StampActor(t.fx, first, caller.name);
+          reply = JobReply(job, parts_.loop->redactor());
+          if (absl::IsNotFound(reply.status()) && Stored(t, id).ok()) {
+            reply = absl::FailedPreconditionError(
+                absl::StrCat("job ", id, " has ended: only a RUNNING job can be resized"));
+          }
+        }
+        t.after_commit->push_back([reply = std::move(reply), done] { done(reply); });
+      },
+      done);
+}
+
 void Api::DeleteJob(const CallContext& call, const v1::DeleteJobRequest& req,
                     Reply<v1::DeleteJobResponse> done) {
   absl::StatusOr<Caller> caller = Authorize(call, Route::kDeleteJob);

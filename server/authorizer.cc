@@ -62,6 +62,7 @@ const std::vector<RouteInfo>& Routes() {
       {Route::kGetJob, "trainctl.v1.JobService/GetJob", Permission::kRead},
       {Route::kListJobs, "trainctl.v1.JobService/ListJobs", Permission::kRead},
       {Route::kCancelJob, "trainctl.v1.JobService/CancelJob", Permission::kCancel},
+      {Route::kResizeJob, "trainctl.v1.JobService/ResizeJob", Permission::kSubmit},
       {Route::kDeleteJob, "trainctl.v1.JobService/DeleteJob", Permission::kDeleteJobs},
       {Route::kWatchJob, "trainctl.v1.JobService/WatchJob", Permission::kRead},
       {Route::kReadLogs, "trainctl.v1.JobService/ReadLogs", Permission::kReadLogs},

@@ -58,6 +58,7 @@ enum class Route {
   kGetJob,
   kListJobs,
   kCancelJob,
+  kResizeJob,
   kDeleteJob,
   kWatchJob,
   kReadLogs,

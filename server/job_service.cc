@@ -133,6 +133,12 @@ grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext*
   return Unary(api_, &Api::CancelJob, ctx, req, resp);
 }
 
+grpc::ServerUnaryReactor* JobServiceImpl::ResizeJob(grpc::CallbackServerContext* ctx,
+                                                    const v1::ResizeJobRequest* req,
+                                                    v1::Job* resp) {
+  return Unary(api_, &Api::ResizeJob, ctx, req, resp);
+}
+
 grpc::ServerUnaryReactor* JobServiceImpl::DeleteJob(grpc::CallbackServerContext* ctx,
                                                     const v1::DeleteJobRequest* req,
                                                     v1::DeleteJobResponse* resp) {

@@ -18,6 +18,7 @@ class JobServiceImpl final : public DiagnosingService<v1::JobService> {
     Diagnose("GetJob", &JobServiceImpl::GetJob);
     Diagnose("ListJobs", &JobServiceImpl::ListJobs);
     Diagnose("CancelJob", &JobServiceImpl::CancelJob);
+    Diagnose("ResizeJob", &JobServiceImpl::ResizeJob);
     Diagnose("DeleteJob", &JobServiceImpl::DeleteJob);
     Diagnose("WatchJob", &JobServiceImpl::WatchJob);
     Diagnose("ReadLogs", &JobServiceImpl::ReadLogs);
@@ -32,6 +33,8 @@ class JobServiceImpl final : public DiagnosingService<v1::JobService> {
                                      v1::ListJobsResponse* resp) override;
   grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* ctx,
                                       const v1::CancelJobRequest* req, v1::Job* resp) override;
+  grpc::ServerUnaryReactor* ResizeJob(grpc::CallbackServerContext* ctx,
+                                      const v1::ResizeJobRequest* req, v1::Job* resp) override;
   grpc::ServerUnaryReactor* DeleteJob(grpc::CallbackServerContext* ctx,
                                       const v1::DeleteJobRequest* req,
                                       v1::DeleteJobResponse* resp) override;

@@ -222,7 +222,10 @@
               (a.consequences || []).length ? h('div', {className: 'muted'}, 'then: ' + a.consequences.join('; ')) : null,
               (a.gangRestarts || []).length ? h('div', {className: 'muted'}, 'gang restarts: ' + a.gangRestarts.map(
                 (g) => 'gen ' + (g.generation || 0) + (g.cause && g.cause.replica ? ' by ' + g.cause.replica : '') +
-                       (g.matchedRule ? ' [' + g.matchedRule + ']' : '')).join('; ')) : null]));
+                       (g.matchedRule ? ' [' + g.matchedRule + ']' : '')).join('; ')) : null,
+              (a.resizes || []).length ? h('div', {className: 'muted'}, 'resizes: ' + a.resizes.map(
+                (z) => 'gen ' + (z.generation || 0) + ' ' + z.pool + ' ' + (z.fromReplicas || 0) + ' → ' +
+                       (z.toReplicas || 0) + ' (' + (z.replicas || []).join(', ') + ')').join('; ')) : null]));
         }))));
     }
 

@@ -235,6 +235,8 @@ std::vector<Route> MakeRoutes() {
             "Jobs, newest first, by pages.", &Api::ListJobs),
       Unary("POST", "/v1/jobs/{id}:cancel", "trainctl.v1.JobService/CancelJob", "*",
             "Cancel a job.", &Api::CancelJob),
+      Unary("POST", "/v1/jobs/{id}:resize", "trainctl.v1.JobService/ResizeJob", "*",
+            "Grow a shrunk elastic job back toward its spec's size.", &Api::ResizeJob),
       Unary("DELETE", "/v1/jobs/{id}", "trainctl.v1.JobService/DeleteJob", "",
             "Delete a job that ended, with its attempts, runs and events.", &Api::DeleteJob),
       Custom("GET", "/v1/jobs/{id}:watch", "trainctl.v1.JobService/WatchJob",

@@ -1,11 +1,11 @@
 // libFuzzer target: a fresh scheduler core, then a fuzzed sequence of what agents say to it
 // (registrations, heartbeats, disconnects, replica starts, exits, check reports, progress) mixed
-// with the few other inputs that give the reports something to be about (submits, cancels, drains,
-// the clock moving on). The input is read as a list of steps; a report names a run the core
-// launched (or a made-up one), from the node it was launched on or another. After every step the
-// core must hold its invariants (scheduler/invariants.h), and no node may hold more than its
-// agent registered: each node keeps one size for the whole input. A broken invariant aborts with
-// its message, as a crash does.
+// with the few other inputs that give the reports something to be about (submits, elastic jobs
+// among them, cancels, drains, resizes, the clock moving on). The input is read as a list of
+// steps; a report names a run the core launched (or a made-up one), from the node it was launched
+// on or another. After every step the core must hold its invariants (scheduler/invariants.h), and
+// no node may hold more than its agent registered: each node keeps one size for the whole input.
+// A broken invariant aborts with its message, as a crash does.
 //
 // Reports reach the core the way server/agent_service.cc passes them: only from a node whose
 // agent is connected, and a registration only once sched::ValidateRegister accepts it.
@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "scheduler/agent_validation.h"
 #include "scheduler/core.h"
+#include "scheduler/elastic.h"
 #include "scheduler/invariants.h"
 
 namespace trainctl::sched {
@@ -271,6 +272,10 @@ class World {
       pool->mutable_resources()->set_cpu(in_->ConsumeIntegralInRange<int>(1, 4) * 0.5);
       pool->mutable_resources()->set_memory_mb(in_->ConsumeIntegralInRange<int64_t>(1, 4) * 128);
       pool->mutable_resources()->set_gpus(in_->ConsumeIntegralInRange<int>(0, 2));
+      if (p == 1 && in_->ConsumeBool()) {
+        pool->mutable_elastic()->set_min_replicas(
+            in_->ConsumeIntegralInRange<int>(1, pool->replica_count()));
+      }
     }
     v1::Scheduling* s = spec.mutable_scheduling();
     s->set_restart_scope(in_->ConsumeBool() ? v1::RESTART_SCOPE_GANG : v1::RESTART_SCOPE_REPLICA);
@@ -280,15 +285,16 @@ class World {
     s->add_transient_exit_codes(3);
     if (in_->ConsumeBool()) s->mutable_hang_timeout()->set_seconds(60);
     if (in_->ConsumeBool()) s->mutable_launch_timeout()->set_seconds(30);
+    if (IsElastic(spec)) s->mutable_elastic_wait()->set_seconds(in_->ConsumeIntegralInRange(0, 2));
     spec.mutable_fault_tolerance()->set_job_retry_num(in_->ConsumeIntegralInRange<int>(0, 2));
     absl::StatusOr<const Job*> job = core_.SubmitJob(spec, now_, fx);
     if (job.ok()) job_ids_.push_back((*job)->id);
   }
 
-  // Operator inputs that move replicas: cordon, uncordon, drain.
+  // Operator inputs that move replicas: cordon, uncordon, drain; and a resize of a job.
   void Operate(Effects* fx) {
     const std::string node = in_->ConsumeBool() ? kNodeNames[NodeIndex()] : "node-x";
-    switch (in_->ConsumeIntegralInRange<int>(0, 2)) {
+    switch (in_->ConsumeIntegralInRange<int>(0, 3)) {
       case 0:
         (void)core_.CordonNode(node, "fuzz", now_, fx);
         break;
@@ -298,6 +304,9 @@ class World {
       case 2:
         (void)core_.DrainNode(node, "fuzz", in_->ConsumeIntegralInRange<int64_t>(0, 10'000), now_,
                               fx);
+        break;
+      case 3:
+        if (!job_ids_.empty()) (void)core_.ResizeJob(PickJob(), "fuzz", now_, fx);
         break;
     }
   }

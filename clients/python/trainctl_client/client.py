@@ -190,6 +190,12 @@ class Client:
         """Cancels the job (idempotent); returns it as the cancel left it."""
         return self._unary(self._jobs.CancelJob, job_pb2.CancelJobRequest(id=job_id), retries)
 
+    def resize(self, job_id, retries=5):
+        """Grows a shrunk elastic job back toward its spec's size: its gang restarts now with
+        every removed replica there is room for. grpc.RpcError FAILED_PRECONDITION, saying why,
+        when it cannot grow now."""
+        return self._unary(self._jobs.ResizeJob, job_pb2.ResizeJobRequest(id=job_id), retries)
+
     def delete(self, job_id, retries=5):
         """Deletes a job that ended, with its attempts, runs and events.
 
