@@ -36,7 +36,7 @@ TEST_CASE("submit prints the job id alone, get shows it in every format", "[bina
 }
 
 TEST_CASE("every example spec parses", "[binary]") {
-  for (const char* name : {"hello", "fails", "long"}) {
+  for (const char* name : {"hello", "fails", "long", "elastic"}) {
     INFO(name);
     absl::StatusOr<v1::JobSpec> spec =
         ParseJobSpecFile(absl::StrCat(TRAINCTL_SOURCE_DIR, "/examples/", name, ".yaml"));

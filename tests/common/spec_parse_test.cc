@@ -120,7 +120,7 @@ TEST_CASE("ParseJobSpec names the field of every error", "[spec_parse]") {
   const Case cases[] = {
       {"workerPools:\n- name: a\n  resouces: {}\n",
        "workerPools[0].resouces: unknown field; known fields: name, replicaCount, command, args, "
-       "env, resources, secretEnv, nodeSelector, nodeAffinity"},
+       "env, resources, secretEnv, nodeSelector, nodeAffinity, elastic"},
       {"workerPools:\n- name: a\n- replicaCount: abc\n",
        "workerPools[1].replicaCount: expected an integer, got \"abc\""},
       {"workerPools:\n- replicaCount: 1.5\n",
