@@ -58,6 +58,7 @@ void JobLifecycle::RenewPorts(Job* job) {
   // replicas pick the same one.
   std::vector<std::pair<std::string, int32_t>> picked;
   for (Replica& r : job->replicas) {
+    if (r.state == v1::REPLICA_STATE_REMOVED) continue;  // out of the world: no ports
     AllocatePorts(&r);
     if (HoldsResources(r.state)) continue;
     for (int32_t port : {r.port, r.rendezvous_port}) {

@@ -142,6 +142,7 @@ TEST_CASE("elastic: a lost host shrinks the pool after elasticWait, ranks dense,
   const Effects shrink = e.Advance(1'000);
   CHECK(e.R("worker-1").state == v1::REPLICA_STATE_REMOVED);
   CHECK(e.R("worker-1").rank == -1);
+  CHECK(e.R("worker-1").port == 0);
   CHECK(
       HasEvent(shrink, "JobResized", "pool worker shrank from 3 to 2 replicas (worker-1 removed"));
   const std::vector<v1::LaunchReplica> launches = Launches(shrink);
