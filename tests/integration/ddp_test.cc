@@ -1,6 +1,8 @@
 // PyTorch DDP jobs end to end: examples/pytorch-ddp/train.py (gloo, CPU) on a real trainctld and
 // two real agents. The tests need Debian's python3-torch as /usr/bin/python3; without it they
 // pass with a warning, so a developer without torch still gets a green run. CI installs it.
+#include <signal.h>
+
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -172,6 +174,54 @@ TEST_CASE("a survivor that ignores SIGTERM is killed after the grace period and 
   CheckGangRestart(c, job);
   CliResult events = c.Cli({"events", id, "--type", "ReplicaStopping"});
   CHECK(events.out.find("restarting the gang") != std::string::npos);
+}
+
+// An elastic DDP job: 3 ranks, one per agent; the agent of worker-1 dies and nothing can take its
+// rank, so after elasticWait the gang starts again as 2 ranks, resumes from rank 0's checkpoint
+// and trains to the end at the smaller world size.
+TEST_CASE("an elastic DDP job loses a host, shrinks to 2 ranks, resumes and finishes",
+          "[integration][torch]") {
+  if (!HaveTorch()) return;
+  ClusterOptions o;
+  o.agents = 3;
+  o.agent.cpus = 1;  // one rank per host
+  o.daemon_args = {"--node-lost-timeout", "2s", "--heartbeat-interval", "200ms"};
+  MiniCluster c(o);
+  std::string spec = DdpJob(2, R"(--steps, "40", --step-seconds, "0.1", --checkpoint-every, "5")",
+                            "{stopGracePeriod: 2s, elasticWait: 1s}");
+  spec = absl::StrReplaceAll(
+      spec, {{"- name: worker\n  replicaCount: 2\n",
+              "- name: worker\n  replicaCount: 2\n  elastic: {minReplicas: 1}\n"}});
+  REQUIRE(spec.find("elastic: {minReplicas: 1}") != std::string::npos);
+  const std::string id = c.Submit(spec);
+  const v1::Job running = c.WaitForState(id, v1::JOB_STATE_RUNNING, std::chrono::seconds(60));
+  const v1::Replica lost = running.replicas(2);  // worker-1, rank 2
+  REQUIRE(lost.node().rfind("node-", 0) == 0);
+  // Once rank 0 has saved a checkpoint, worker-1's host goes away.
+  REQUIRE(Eventually(
+      [&] { return std::filesystem::exists(running.checkpoint_dir() + "/checkpoint.pt"); },
+      std::chrono::seconds(60)));
+  const pid_t orphan =
+      static_cast<pid_t>(c.WaitForJob(id, [](const v1::Job& j) { return j.replicas(2).pid() != 0; })
+                             .replicas(2)
+                             .pid());
+  c.KillAgent(std::stoi(lost.node().substr(5)), SIGKILL);
+  v1::Job job = c.WaitForEnd(id, std::chrono::seconds(180));
+  if (orphan > 0 && PidAlive(orphan)) kill(orphan, SIGKILL);  // outlived its agent
+  INFO(job.error().message() << "\n" << job.error().output_tail());
+  REQUIRE(job.state() == v1::JOB_STATE_SUCCEEDED);
+  CHECK(job.attempts_size() == 1);
+  CHECK(job.replicas(2).state() == v1::REPLICA_STATE_REMOVED);
+  REQUIRE(job.attempts(0).resizes_size() == 1);
+  CHECK(job.attempts(0).resizes(0).world_size() == 2);
+  // The second generation trained as ranks 0 and 1 of 2, from the checkpoint, to the end.
+  for (const char* name : {"chief-0", "worker-0"}) {
+    CliResult second = c.Cli({"logs", id, "--replica", name, "--restart", "1"});
+    INFO(name << ": " << second.out);
+    CHECK(second.out.find("resumed from step") != std::string::npos);
+    CHECK(second.out.find(absl::StrCat("rank ", name[0] == 'c' ? 0 : 1, " step 40 loss")) !=
+          std::string::npos);
+  }
 }
 
 }  // namespace
