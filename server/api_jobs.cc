@@ -1,10 +1,9 @@
 // Api: JobService's operations (see api.h).
-#include <openssl/sha.h>
 
 #include <algorithm>
 
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/sha256.h"
 #include "common/time_util.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -24,10 +23,7 @@ std::string SpecHash(const v1::JobSpec& spec) {
     coded.SetSerializationDeterministic(true);
     spec.SerializeToCodedStream(&coded);
   }
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), digest);
-  return absl::BytesToHexString(
-      absl::string_view(reinterpret_cast<const char*>(digest), sizeof(digest)));
+  return Sha256Hex(bytes);
 }
 
 // The API view of a job the core returned, with its secrets redacted; or the core's error.

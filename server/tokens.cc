@@ -1,12 +1,12 @@
 #include "server/tokens.h"
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <openssl/rand.h>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/sha256.h"
 #include "common/time_util.h"
 
 namespace trainctl::server {
@@ -35,12 +35,7 @@ std::string IdOf(const std::string& bearer) {
 
 }  // namespace
 
-std::string HashToken(const std::string& bearer) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_Digest(bearer.data(), bearer.size(), md, &n, EVP_sha256(), nullptr);
-  return absl::BytesToHexString(absl::string_view(reinterpret_cast<char*>(md), n));
-}
+std::string HashToken(const std::string& bearer) { return Sha256Hex(bearer); }
 
 absl::StatusOr<MintedToken> MintToken(const v1::ApiToken& fields) {
   absl::StatusOr<std::string> id = RandomHex(kIdBytes);
