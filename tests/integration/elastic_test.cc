@@ -34,6 +34,14 @@ workerPools:
 scheduling: {elasticWait: 1s}
 )";
 
+// Three agents of 4 cpu, lost after 2s without heartbeats.
+ClusterOptions ThreeHosts() {
+  ClusterOptions o;
+  o.agents = 3;
+  o.daemon_args = {"--node-lost-timeout", "2s", "--heartbeat-interval", "200ms"};
+  return o;
+}
+
 // The agent index of node-<i>.
 int AgentOfNode(const std::string& node) { return std::stoi(node.substr(node.rfind('-') + 1)); }
 
@@ -41,10 +49,7 @@ int AgentOfNode(const std::string& node) { return std::stoi(node.substr(node.rfi
 
 TEST_CASE("elastic: a job shrinks when a host is killed and finishes with the smaller world size",
           "[integration][elastic]") {
-  ClusterOptions o;
-  o.agents = 3;
-  o.daemon_args = {"--node-lost-timeout", "2s", "--heartbeat-interval", "200ms"};
-  MiniCluster c(o);
+  MiniCluster c(ThreeHosts());
   const std::string id = c.Submit(c.Spec(kElasticJob));
   const v1::Job running = c.WaitForState(id, v1::JOB_STATE_RUNNING);
   REQUIRE(running.replicas_size() == 3);
@@ -92,10 +97,7 @@ TEST_CASE("elastic: a job shrinks when a host is killed and finishes with the sm
 
 TEST_CASE("elastic: trainctl resize grows a shrunk job back once its host returns",
           "[integration][elastic]") {
-  ClusterOptions o;
-  o.agents = 3;
-  o.daemon_args = {"--node-lost-timeout", "2s", "--heartbeat-interval", "200ms"};
-  MiniCluster c(o);
+  MiniCluster c(ThreeHosts());
   const std::string id = c.Submit(c.Spec(kElasticJob));
   const v1::Job running = c.WaitForState(id, v1::JOB_STATE_RUNNING);
   const std::string lost = running.replicas(1).node();

@@ -63,18 +63,7 @@ struct Gang {
     return fx;
   }
   // The agent confirms every stop it was sent: the process died of the SIGTERM.
-  Effects ConfirmStops(const Effects& sent) {
-    Effects fx;
-    for (const v1::StopReplica& s : Stops(sent)) {
-      std::string job, replica;
-      int32_t attempt = 0, restart = 0;
-      REQUIRE(ParseRunId(s.run_id(), &job, &attempt, &replica, &restart));
-      v1::ReplicaExited e = ExitedSignal(s.run_id(), 15);
-      e.set_stopped_by_request(true);
-      core.ReplicaExited(R(replica).node, e, now, &fx);
-    }
-    return fx;
-  }
+  Effects ConfirmStops(const Effects& sent) { return testing::ConfirmStops(core, id, sent, now); }
   Effects Tick() {
     Effects fx;
     core.Tick(now, &fx);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/run_id.h"
 #include "scheduler/core.h"
 #include "scheduler/model_proto.h"
 
@@ -130,6 +131,22 @@ inline v1::ReplicaExited ExitedSignal(const std::string& run_id, int sig) {
   e.set_run_id(run_id);
   e.set_signal(sig);
   return e;
+}
+
+// The agents confirm every stop in `sent` for job `job_id`: each process died of the SIGTERM,
+// reported from its replica's node. Returns what the core did about the reports.
+inline Effects ConfirmStops(Core& core, const std::string& job_id, const Effects& sent,
+                            int64_t now) {
+  Effects fx;
+  for (const v1::StopReplica& s : Stops(sent)) {
+    std::string job, replica;
+    int32_t attempt = 0, restart = 0;
+    REQUIRE(ParseRunId(s.run_id(), &job, &attempt, &replica, &restart));
+    v1::ReplicaExited e = ExitedSignal(s.run_id(), 15);
+    e.set_stopped_by_request(true);
+    core.ReplicaExited(core.FindJob(job_id)->FindReplica(replica)->node, e, now, &fx);
+  }
+  return fx;
 }
 
 }  // namespace trainctl::sched::testing
