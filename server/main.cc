@@ -51,6 +51,10 @@
 #include "server/tokens.h"
 #include "server/transport_security.h"
 #include "server/watch_hub.h"
+#include "storage/pg_job_archive.h"
+#include "storage/pg_store.h"
+#include "storage/sqlite_job_archive.h"
+#include "storage/sqlite_store.h"
 
 namespace {
 
@@ -108,6 +112,44 @@ absl::Status WriteFirstAdminToken(const std::string& dir, trainctl::server::Reco
   return absl::OkStatus();
 }
 
+// The store trainctld keeps its state in (--store, or the SQLite file in --data-dir), and the
+// readers' archive of it.
+struct OpenedStore {
+  std::unique_ptr<trainctl::storage::Store> store;
+  // The same store when it is SQLite's (its checkpointer), else null.
+  trainctl::storage::SqliteStore* sqlite = nullptr;
+  std::unique_ptr<trainctl::storage::JobArchive> archive;
+  // What logs call it: the file, or "the PostgreSQL store" (a URI may hold a password).
+  std::string name;
+};
+
+absl::StatusOr<OpenedStore> OpenStore(const trainctl::server::DaemonFlags& flags) {
+  using namespace trainctl;
+  OpenedStore opened;
+  if (!flags.store.empty()) {
+    opened.name = "the PostgreSQL store";
+    absl::StatusOr<std::unique_ptr<storage::PgStore>> pg = storage::PgStore::Open(flags.store);
+    if (!pg.ok()) return pg.status();
+    opened.store = *std::move(pg);
+    absl::StatusOr<std::unique_ptr<storage::PgJobArchive>> archive =
+        storage::PgJobArchive::Open(flags.store);
+    if (!archive.ok()) return archive.status();
+    opened.archive = *std::move(archive);
+    return opened;
+  }
+  opened.name = flags.data_dir + "/trainctl.db";
+  absl::StatusOr<std::unique_ptr<storage::SqliteStore>> sqlite =
+      storage::SqliteStore::Open(opened.name);
+  if (!sqlite.ok()) return sqlite.status();
+  opened.sqlite = sqlite->get();
+  opened.store = *std::move(sqlite);
+  absl::StatusOr<std::unique_ptr<storage::SqliteJobArchive>> archive =
+      storage::SqliteJobArchive::Open(opened.name);
+  if (!archive.ok()) return archive.status();
+  opened.archive = *std::move(archive);
+  return opened;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -156,12 +198,13 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  const std::string db_path = flags.data_dir + "/trainctl.db";
-  absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(db_path);
-  if (!store.ok()) {
-    spdlog::critical("{}", store.status().ToString());
+  absl::StatusOr<OpenedStore> opened = OpenStore(flags);
+  if (!opened.ok()) {
+    spdlog::critical("{}", opened.status().ToString());
     return 1;
   }
+  const std::string& db_path = opened->name;
+  std::unique_ptr<storage::Store>* store = &opened->store;
   sched::CoreOptions opts;
   opts.checkpoint_root = std::filesystem::absolute(flags.checkpoint_root).string();
   opts.checkpoint_allowed_roots = flags.checkpoint_allowed_roots;
@@ -184,14 +227,14 @@ int main(int argc, char** argv) {
   spdlog::info("loaded {} live or recently ended jobs and {} nodes from {}",
                state->core->jobs().size(), state->core->nodes().size(), db_path);
   // Checkpoints of the write-ahead log run beside the loop, so its commits find little to copy.
-  if (absl::Status moved = (*store)->StartCheckpointer(absl::Milliseconds(10)); !moved.ok()) {
-    spdlog::warn("{}; commits checkpoint the write-ahead log alone", std::string(moved.message()));
+  if (opened->sqlite != nullptr) {
+    if (absl::Status moved = opened->sqlite->StartCheckpointer(absl::Milliseconds(10));
+        !moved.ok()) {
+      spdlog::warn("{}; commits checkpoint the write-ahead log alone",
+                   std::string(moved.message()));
+    }
   }
-  absl::StatusOr<std::unique_ptr<storage::JobArchive>> archive = storage::JobArchive::Open(db_path);
-  if (!archive.ok()) {
-    spdlog::critical("{}", archive.status().ToString());
-    return 1;
-  }
+  std::unique_ptr<storage::JobArchive>* archive = &opened->archive;
   server::TokenRegistry tokens;
   tokens.Load(state->tokens);
   server::CertificateRevocations revocations;
@@ -270,7 +313,8 @@ int main(int argc, char** argv) {
   server::ClusterServiceImpl cluster_service(&api);
   server::QuotaServiceImpl quota_service(&api);
   server::AuthServiceImpl auth_service(&api);
-  server::AdminServiceImpl admin_service(&api, flags.data_dir);
+  server::AdminServiceImpl admin_service(&api, flags.data_dir,
+                                         /*sqlite=*/opened->sqlite != nullptr);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
