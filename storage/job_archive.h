@@ -72,6 +72,13 @@ class JobArchive {
                                                 int32_t restart) = 0;
 };
 
+// JobArchive::Scan over `st`, a statement (a Statement or a PgStatement) whose rows are
+// (create_ms, id, state, data) newest first, at most scan.max_rows of them, after scan.after;
+// it binds (after_ms, after_id, project, max_rows) as ?1..?4 and resets `st` before it returns.
+template <typename St>
+absl::StatusOr<std::optional<JobArchive::Position>> ScanRows(St& st, const JobScan& scan,
+                                                             const JobArchive::Visit& visit);
+
 // LocateRun's answer from the job's row (nullopt: no such job) and its runs, as both archives
 // read them.
 absl::StatusOr<RunLocation> LocateRunOf(const std::string& job_id,

@@ -69,7 +69,18 @@ std::string ToPgParameters(const char* sql) {
 }
 
 absl::StatusOr<std::unique_ptr<PgConnection>> PgConnection::Connect(const std::string& uri) {
-  PGconn* conn = PQconnectdb(uri.c_str());
+  // Defaults the URI may override (its keywords are processed after these): a connection
+  // attempt, and a dead peer on an idle or busy TCP connection, cost the loop seconds, not the
+  // operating system's minutes or hours.
+  const char* keywords[] = {"connect_timeout",
+                            "keepalives_idle",
+                            "keepalives_interval",
+                            "keepalives_count",
+                            "tcp_user_timeout",
+                            "dbname",
+                            nullptr};
+  const char* values[] = {"5", "10", "5", "3", "30000", uri.c_str(), nullptr};
+  PGconn* conn = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
   if (conn == nullptr || PQstatus(conn) != CONNECTION_OK) {
     std::string msg = conn ? PQerrorMessage(conn) : "out of memory";
     const std::string where = Where(conn, uri);

@@ -53,33 +53,7 @@ absl::StatusOr<std::optional<std::pair<int64_t, std::string>>> SqliteJobArchive:
             "project = ?3 AND create_ms <= ?1 AND NOT (create_ms = ?1 AND id <= ?2) ORDER BY "
             "create_ms DESC, id LIMIT ?4";
   TC_ASSIGN_OR_RETURN(Statement * st, cache_.Get(sql));
-  const int64_t after_ms = scan.after ? scan.after->first : INT64_MAX;
-  const std::string after_id = scan.after ? scan.after->second : "";
-  TC_RETURN_IF_ERROR(st->Bind({after_ms, after_id, scan.project, int64_t{scan.max_rows}}));
-  std::optional<std::pair<int64_t, std::string>> last;
-  int32_t read = 0;
-  absl::Status status;
-  for (;;) {
-    absl::StatusOr<bool> row = st->Step();
-    if (!row.ok()) status = row.status();
-    if (!row.ok() || !*row) {
-      // The end of the rows: nothing to go on from, unless max_rows cut them short.
-      if (read < scan.max_rows) last.reset();
-      break;
-    }
-    ++read;
-    last = std::make_pair(st->Int(0), st->Text(1));
-    const int64_t state = st->Int(2);
-    const bool wanted =
-        scan.states == 0 || (state >= 0 && state < 32 && (scan.states >> state) & 1u);
-    if (wanted && !visit(last->first, last->second, st->Bytes(3))) {
-      last.reset();  // the visitor knows where it stopped
-      break;
-    }
-  }
-  st->Reset();  // ends its read
-  if (!status.ok()) return status;
-  return last;
+  return ScanRows(*st, scan, visit);
 }
 
 absl::Status SqliteJobArchive::AddAttempts(v1::Job* job) {

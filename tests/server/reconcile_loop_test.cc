@@ -22,6 +22,8 @@
 #include "server/job_snapshots.h"
 #include "server/state_load.h"
 #include "server/watch_hub.h"
+#include "storage/sqlite_job_archive.h"
+#include "storage/sqlite_store.h"
 #include "tests/storage/faulty_vfs.h"
 
 namespace trainctl::server {

@@ -5,7 +5,8 @@
 #                                 trusted on that socket
 #   pg_test_server.sh stop DIR    stop it (pg_ctl stop -m fast, by its postmaster.pid) and
 #                                 remove DIR
-# As root (CI), the server runs as the unprivileged user nobody (initdb refuses root), and DIR
+# PG_TEST_FSYNC=on makes its commits durable (for measurements; tests run without fsync). As
+# root (CI), the server runs as the unprivileged user nobody (initdb refuses root), and DIR
 # is made theirs. PG_BIN overrides /usr/lib/postgresql/15/bin. Fails loudly when PostgreSQL is not
 # installed: apt-get install postgresql (deploy/install-deps.sh does), or configure with
 # -DTRAINCTL_PG_TESTS=OFF to leave the PostgreSQL tests out locally.
@@ -33,8 +34,8 @@ case "$cmd" in
     as_user "$bin/initdb" -D "$dir/data" -U trainctl --auth=trust --no-sync -E UTF8 \
       --locale=C >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
     as_user "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-      -o "-c listen_addresses='' -c unix_socket_directories='$dir' -c fsync=off \
-          -c full_page_writes=off -c max_connections=300 -c shared_buffers=32MB" \
+      -o "-c listen_addresses='' -c unix_socket_directories='$dir' -c fsync=${PG_TEST_FSYNC:-off} \
+          -c full_page_writes=${PG_TEST_FSYNC:-off} -c max_connections=300 -c shared_buffers=32MB" \
       start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
     echo "PostgreSQL test server on $dir"
     ;;
