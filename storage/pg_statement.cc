@@ -122,6 +122,61 @@ absl::Status PgConnection::Error(const std::string& what, const pg_result* res) 
   return absl::Status(code, absl::StrCat(what, " in ", where_, ": ", msg));
 }
 
+absl::Status PgConnection::StartPipeline() {
+  if (PQenterPipelineMode(conn_) != 1) return Error("entering pipeline mode", nullptr);
+  pipelined_ = true;
+  pending_ = 0;
+  pipeline_error_ = absl::OkStatus();
+  return absl::OkStatus();
+}
+
+void PgConnection::Sent() {
+  ++pending_;
+  // Each result is a few dozen bytes: a few hundred pending fit any socket buffer.
+  if (pending_ >= 256) Drain();
+}
+
+void PgConnection::Drain() {
+  if (PQpipelineSync(conn_) != 1) {
+    if (pipeline_error_.ok()) pipeline_error_ = Error("sending a pipeline sync", nullptr);
+    pending_ = 0;
+    return;
+  }
+  // One result (then a null) per statement sent, then the sync's own.
+  for (int i = 0; i <= pending_; ++i) {
+    PGresult* res = PQgetResult(conn_);
+    if (res == nullptr) {
+      if (pipeline_error_.ok()) pipeline_error_ = Error("reading pipelined results", nullptr);
+      break;
+    }
+    const ExecStatusType st = PQresultStatus(res);
+    const bool sync = st == PGRES_PIPELINE_SYNC;
+    if (st == PGRES_FATAL_ERROR && pipeline_error_.ok()) {
+      pipeline_error_ = Error("running a statement", res);
+    }
+    PQclear(res);
+    if (sync) break;
+    PQclear(PQgetResult(conn_));  // the null that ends the statement's results
+  }
+  pending_ = 0;
+}
+
+absl::Status PgConnection::FinishPipeline() {
+  Drain();
+  pipelined_ = false;
+  if (PQstatus(conn_) == CONNECTION_OK && PQexitPipelineMode(conn_) != 1 && pipeline_error_.ok()) {
+    pipeline_error_ = Error("leaving pipeline mode", nullptr);
+  }
+  absl::Status s = pipeline_error_;
+  pipeline_error_ = absl::OkStatus();
+  return s;
+}
+
+void PgConnection::ForgetPrepared() {
+  if (PQstatus(conn_) == CONNECTION_OK) Exec("DEALLOCATE ALL").IgnoreError();
+  ++session_;
+}
+
 absl::Status PgConnection::Exec(const std::string& sql) {
   PGresult* res = PQexec(conn_, sql.c_str());
   const ExecStatusType st = PQresultStatus(res);
@@ -224,9 +279,33 @@ absl::Status PgStatement::Execute() {
 
 absl::Status PgStatement::Run(std::initializer_list<Value> values) {
   absl::Status s = Bind(values);
-  if (s.ok()) s = Execute();
+  if (s.ok()) s = conn_->pipelined() ? Send() : Execute();
   Reset();
   return s;
+}
+
+absl::Status PgStatement::Send() {
+  PGconn* conn = conn_->raw();
+  if (prepared_session_ != conn_->session()) {
+    if (PQsendPrepare(conn, name_.c_str(), sql_.c_str(), static_cast<int>(types_.size()),
+                      types_.data()) != 1) {
+      return conn_->Error("sending a statement", nullptr);
+    }
+    conn_->Sent();
+    prepared_session_ = conn_->session();
+  }
+  std::vector<const char*> values(values_.size());
+  std::vector<int> lengths(values_.size());
+  for (size_t i = 0; i < values_.size(); ++i) {
+    values[i] = nulls_[i] ? nullptr : values_[i].data();
+    lengths[i] = static_cast<int>(values_[i].size());
+  }
+  if (PQsendQueryPrepared(conn, name_.c_str(), static_cast<int>(values.size()), values.data(),
+                          lengths.data(), formats_.data(), /*resultFormat=*/1) != 1) {
+    return conn_->Error("sending a statement", nullptr);
+  }
+  conn_->Sent();
+  return absl::OkStatus();
 }
 
 absl::StatusOr<bool> PgStatement::Step() {

@@ -65,12 +65,33 @@ class PgConnection {
   // The error of `res` (may be null) as a canonical status, with `what` as its context.
   absl::Status Error(const std::string& what, const pg_result* res) const;
 
+  // Pipeline mode, for the writes of a commit: between StartPipeline and FinishPipeline,
+  // PgStatement::Run sends its statement without waiting for the server, so that a batch costs
+  // one round trip rather than one per row. FinishPipeline waits for every result and returns
+  // the first error (the statements after it were not run). REQUIRES: no statement reads rows
+  // (Step) in between.
+  absl::Status StartPipeline();
+  absl::Status FinishPipeline();
+  bool pipelined() const { return pipelined_; }
+  // Counts a statement sent in pipeline mode; waits for the results when too many are pending,
+  // so that neither side's socket buffer fills while the other waits.
+  void Sent();
+
+  // Forgets every prepared statement of this session (after an error in pipeline mode, which
+  // statement it left unprepared is not known): each prepares itself again.
+  void ForgetPrepared();
+
  private:
   PgConnection(pg_conn* conn, std::string where) : conn_(conn), where_(std::move(where)) {}
+  // Sends a sync and reads every pending result and the sync's; keeps the first error.
+  void Drain();
 
   pg_conn* const conn_;
   const std::string where_;
   uint64_t session_ = 1;
+  bool pipelined_ = false;
+  int pending_ = 0;
+  absl::Status pipeline_error_;
 };
 
 class PgStatement {
@@ -88,7 +109,8 @@ class PgStatement {
   void Reset();
   // Resets the statement and binds `values` to parameters 1..n.
   absl::Status Bind(std::initializer_list<Value> values);
-  // Binds `values` and runs a statement that returns no rows.
+  // Binds `values` and runs a statement that returns no rows; in pipeline mode only sends it
+  // (PgConnection::FinishPipeline returns its error).
   absl::Status Run(std::initializer_list<Value> values);
   // Runs the bound statement at its first call; true while a row is available.
   absl::StatusOr<bool> Step();
@@ -102,6 +124,8 @@ class PgStatement {
  private:
   // Runs the statement with the bound values, preparing it first on a new session.
   absl::Status Execute();
+  // The same in pipeline mode: sends it, and its preparation first, without waiting.
+  absl::Status Send();
 
   PgConnection* const conn_;
   const std::string name_;

@@ -155,7 +155,18 @@ absl::StatusOr<std::optional<v1::Job>> PgStore::FindJobByRequest(const std::stri
 
 absl::Status PgStore::Commit(Batch& batch) {
   if (batch.empty()) return absl::OkStatus();
-  return WriteTransaction([&] { return WriteBatch(cache_, kPgBatchSql, batch); });
+  bool pipeline_failed = false;
+  absl::Status s = WriteTransaction([&] {
+    // Every row's statement in one round trip; the first error is the batch's.
+    TC_RETURN_IF_ERROR(conn_->StartPipeline());
+    absl::Status written = WriteBatch(cache_, kPgBatchSql, batch);
+    absl::Status finished = conn_->FinishPipeline();
+    pipeline_failed = !finished.ok();
+    return finished.ok() ? written : finished;
+  });
+  // After the rollback: which of its statements a failed pipeline left unprepared is unknown.
+  if (pipeline_failed) conn_->ForgetPrepared();
+  return s;
 }
 
 absl::Status PgStore::ProbeWrite() {

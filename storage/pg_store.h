@@ -6,9 +6,10 @@
 //   absl::StatusOr<std::unique_ptr<PgStore>> store = PgStore::Open("postgres://tc@db1/trainctl");
 //
 // Every Commit is one transaction (READ COMMITTED, synchronous_commit as the server sets it,
-// durable by default): the group commit of a reconcile-loop turn. Write transactions run through
-// one place (WriteTransaction), where a later leader lease check (its epoch read inside the same
-// transaction) goes, so that a deposed leader can never commit.
+// durable by default): the group commit of a reconcile-loop turn, its rows' statements sent in
+// libpq's pipeline mode (one round trip for the batch, not one per row). Write transactions run
+// through one place (WriteTransaction), where a later leader lease check (its epoch read inside the
+// same transaction) goes, so that a deposed leader can never commit.
 //
 // A lost connection makes the call that met it UNAVAILABLE (nothing of a failed Commit is
 // written: PostgreSQL rolls back a transaction whose session ended); the next call reconnects.

@@ -1,30 +1,37 @@
 // trainctld on the PostgreSQL store (--store): a job runs to its end on a real agent, and a
-// restarted trainctld finds it there. Runs only in ctest's PostgreSQL pass (the test server of
-// tests/storage/pg_test_server.sh, TRAINCTL_TEST_PG).
+// restarted trainctld finds it there; trainctld rides out the loss of its database connections.
+// Runs only in ctest's PostgreSQL pass (the test server of tests/storage/pg_test_server.sh,
+// TRAINCTL_TEST_PG).
 #include <signal.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <filesystem>
+#include <string>
+#include <vector>
 
+#include "absl/strings/strip.h"
 #include "tests/integration/mini_cluster.h"
 #include "tests/storage/test_store.h"
 
 namespace trainctl::testing {
 namespace {
 
-TEST_CASE("trainctld keeps its jobs in PostgreSQL across a restart", "[integration][postgres]") {
-  ClusterOptions o;
-  o.agents = 1;
-  o.daemon_args = {"--store", storage::NewPgDatabase()};
-  MiniCluster c(o);
-  const std::string id = c.Submit(c.Spec(R"(
+constexpr char kQuickJob[] = R"(
 displayName: on-postgres
 workerPools:
 - name: chief
   replicaCount: 1
   command: [/bin/sh, -c, 'exit 0']
   resources: {cpu: 0.5, memoryMb: 64}
-)"));
+)";
+
+TEST_CASE("trainctld keeps its jobs in PostgreSQL across a restart", "[integration][postgres]") {
+  ClusterOptions o;
+  o.agents = 1;
+  o.daemon_args = {"--store", storage::NewPgDatabase()};
+  MiniCluster c(o);
+  const std::string id = c.Submit(c.Spec(kQuickJob));
   const v1::Job before = c.WaitForState(id, v1::JOB_STATE_SUCCEEDED);
   // The data dir holds trainctld's own files, not the database.
   CHECK_FALSE(std::filesystem::exists(c.DataDir() + "/trainctl.db"));
@@ -40,6 +47,46 @@ workerPools:
   CliResult backup = c.Cli({"admin", "backup", c.dir() + "/backup.db"});
   CHECK(backup.exit_code != 0);
   CHECK(backup.err.find("pg_dump") != std::string::npos);
+}
+
+TEST_CASE("trainctld reconnects when PostgreSQL drops its connections, and loses no job",
+          "[integration][postgres]") {
+  ClusterOptions o;
+  o.agents = 1;
+  const std::string uri = storage::NewPgDatabase();
+  o.daemon_args = {"--store", uri};
+  MiniCluster c(o);
+  const std::string before = c.Submit(c.Spec(kQuickJob));
+  c.WaitForState(before, v1::JOB_STATE_SUCCEEDED);
+  // What a restart of the server does to its sessions: every one of trainctld's ends.
+  const std::string kill_sessions =
+      "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = "
+      "current_database() AND pid <> pg_backend_pid()";
+  CHECK(storage::PgQueryInt(uri, kill_sessions) >= 2);  // the loop's and the readers'
+  // The loop's next call on the dead connection fails (a retention read: logged; a commit:
+  // UNAVAILABLE to its callers, as after a full disk, until a probe writes), and the one after it
+  // reconnects: a submit may be refused meanwhile, none acknowledged is lost.
+  std::vector<std::string> acknowledged;
+  int refused = 0;
+  const std::string spec = c.WriteFile("quick.yaml", c.Spec(kQuickJob));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (acknowledged.size() < 3 && std::chrono::steady_clock::now() < deadline) {
+    CliResult r = c.Cli({"submit", "-f", spec});
+    if (r.exit_code == 0) {
+      acknowledged.push_back(std::string(absl::StripTrailingAsciiWhitespace(r.out)));
+    } else {
+      ++refused;
+    }
+  }
+  INFO(refused << " submits refused while trainctld reconnected");
+  REQUIRE(acknowledged.size() == 3);
+  for (const std::string& id : acknowledged) c.WaitForState(id, v1::JOB_STATE_SUCCEEDED);
+  // Again, and a crash before any commit: the next start connects afresh.
+  CHECK(storage::PgQueryInt(uri, kill_sessions) >= 1);  // the readers' reconnects when it reads
+  c.KillDaemon(SIGKILL);
+  c.StartDaemon();
+  acknowledged.push_back(before);
+  for (const std::string& id : acknowledged) CHECK(c.GetJob(id).state() == v1::JOB_STATE_SUCCEEDED);
 }
 
 }  // namespace

@@ -284,6 +284,15 @@ TEST_CASE("a failing batch leaves nothing half-written", "[backend]") {
   auto snap = (*store)->Load();
   REQUIRE(snap.ok());
   CHECK(snap->jobs.empty());
+  // The store works on after a failed commit: the same statements write the next batch.
+  Batch next;
+  next.jobs.push_back(MakeJob("j-next", 2));
+  next.attempts.push_back({"j-next", next.jobs[0].attempts(0)});
+  REQUIRE((*store)->Commit(next).ok());
+  snap = (*store)->Load();
+  REQUIRE(snap.ok());
+  REQUIRE(snap->jobs.size() == 1);
+  CHECK(snap->jobs[0].attempts_size() == 1);
 }
 
 TEST_CASE("updates replace rows, events only append", "[backend]") {

@@ -31,6 +31,8 @@ std::string PgUri(const std::string& database) {
   return absl::StrCat("postgresql:///", database, "?host=", PgServerDir(), "&user=trainctl");
 }
 
+}  // namespace
+
 int64_t PgQueryInt(const std::string& uri, const std::string& sql) {
   PGconn* conn = PQconnectdb(uri.c_str());
   INFO(PQerrorMessage(conn));
@@ -47,8 +49,6 @@ int64_t PgQueryInt(const std::string& uri, const std::string& sql) {
   PQfinish(conn);
   return value;
 }
-
-}  // namespace
 
 bool UsePostgres() {
   const char* dir = std::getenv("TRAINCTL_TEST_PG");

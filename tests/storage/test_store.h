@@ -25,6 +25,10 @@ bool UsePostgres();
 // A new, empty database on the test PostgreSQL server: its URI. REQUIREs the server.
 std::string NewPgDatabase();
 
+// Runs `sql` on the PostgreSQL database at `uri` on a connection of its own; returns the first
+// column of its first row as an integer (0 when it returns none). REQUIREs the connection.
+int64_t PgQueryInt(const std::string& uri, const std::string& sql);
+
 class TestStore {
  public:
   // A fresh location: nothing is created until Open().
