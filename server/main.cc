@@ -22,6 +22,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "common/agent_protocol.h"
 #include "common/logging.h"
 #include "common/time_util.h"
@@ -260,15 +261,25 @@ int main(int argc, char** argv) {
   // restart would, and refuses changes until a write succeeds.
   // SIGHUP re-reads --config; the default quota it sets outlives a rebuild of the core.
   server::DaemonReloader config(args, flags, &loop);
-  loop.set_reloader(
-      [opts, cache_ms, &config](storage::Store& s) -> absl::StatusOr<std::unique_ptr<sched::Core>> {
-        sched::CoreOptions now = opts;
-        now.default_quota = config.default_quota();
-        absl::StatusOr<server::LoadedState> reloaded =
-            server::LoadState(s, now, WallNowMs() - cache_ms);
-        if (!reloaded.ok()) return reloaded.status();
-        return std::move(reloaded->core);
-      });
+  loop.set_reloader([opts, cache_ms,
+                     &config](storage::Store& s) -> absl::StatusOr<std::unique_ptr<sched::Core>> {
+    sched::CoreOptions now = opts;
+    now.default_quota = config.default_quota();
+    // A database server that is away (PostgreSQL restarting: UNAVAILABLE) is waited for,
+    // up to kReloadWait, rather than the daemon exiting at once; the watchdog allows 30 s.
+    constexpr absl::Duration kReloadWait = absl::Seconds(20);
+    const absl::Time give_up = absl::Now() + kReloadWait;
+    for (;;) {
+      absl::StatusOr<server::LoadedState> reloaded =
+          server::LoadState(s, now, WallNowMs() - cache_ms);
+      if (reloaded.ok()) return std::move(reloaded->core);
+      if (reloaded.status().code() != absl::StatusCode::kUnavailable || absl::Now() > give_up) {
+        return reloaded.status();
+      }
+      spdlog::warn("reloading the scheduler state: {}; trying again", reloaded.status().ToString());
+      absl::SleepFor(absl::Milliseconds(500));
+    }
+  });
   loop.set_write_state_listener([&](const absl::Status& writes) {
     absl::MutexLock lock(&health_mu);
     if (health != nullptr) health->SetServingStatus(writes.ok());

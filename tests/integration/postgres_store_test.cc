@@ -2,20 +2,45 @@
 // restarted trainctld finds it there; trainctld rides out the loss of its database connections.
 // Runs only in ctest's PostgreSQL pass (the test server of tests/storage/pg_test_server.sh,
 // TRAINCTL_TEST_PG).
+#include <grpcpp/grpcpp.h>
 #include <signal.h>
+#include <stdlib.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
 #include "tests/integration/mini_cluster.h"
 #include "tests/storage/test_store.h"
 
 namespace trainctl::testing {
 namespace {
+
+// A PostgreSQL server of the test's own (tests/storage/pg_test_server.sh), which it may restart;
+// stopped and removed at the end.
+struct PrivatePostgres {
+  PrivatePostgres() {
+    char tmpl[] = "/tmp/trainctl-pgr-XXXXXX";
+    dir = mkdtemp(tmpl);
+    started = Script("start") == 0;
+  }
+  ~PrivatePostgres() { Script("stop"); }
+  int Script(const std::string& command) const {
+    return std::system(absl::StrCat("sh ", TRAINCTL_SOURCE_DIR, "/tests/storage/pg_test_server.sh ",
+                                    command, " ", dir, " >/dev/null")
+                           .c_str());
+  }
+  std::string dir;
+  bool started = false;
+};
 
 constexpr char kQuickJob[] = R"(
 displayName: on-postgres
@@ -87,6 +112,72 @@ TEST_CASE("trainctld reconnects when PostgreSQL drops its connections, and loses
   c.StartDaemon();
   acknowledged.push_back(before);
   for (const std::string& id : acknowledged) CHECK(c.GetJob(id).state() == v1::JOB_STATE_SUCCEEDED);
+}
+
+TEST_CASE("trainctld waits for PostgreSQL to restart under load and loses no acknowledged job",
+          "[integration][postgres]") {
+  PrivatePostgres pg;
+  REQUIRE(pg.started);
+  ClusterOptions o;
+  o.agents = 1;
+  o.daemon_args = {"--store", storage::NewPgDatabase(pg.dir)};
+  MiniCluster c(o);
+  absl::Mutex mu;
+  std::vector<std::string> acknowledged;
+  int refused = 0;
+  std::atomic<bool> stop{false};
+  std::thread submitter([&] {
+    v1::CreateJobRequest req;
+    req.mutable_spec()->set_display_name("under-load");
+    v1::WorkerPool* pool = req.mutable_spec()->add_worker_pools();
+    pool->set_name("chief");
+    pool->set_replica_count(1);
+    pool->add_command("/bin/true");
+    pool->mutable_resources()->set_cpu(0.1);
+    pool->mutable_resources()->set_memory_mb(16);
+    while (!stop) {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+      v1::Job job;
+      const bool ok = c.jobs().CreateJob(&ctx, req, &job).ok();
+      absl::MutexLock lock(&mu);
+      if (ok) {
+        acknowledged.push_back(job.id());
+      } else {
+        ++refused;
+      }
+    }
+  });
+  auto acknowledged_count = [&] {
+    absl::MutexLock lock(&mu);
+    return acknowledged.size();
+  };
+  // Polls until `n` submits were acknowledged, or 60 s passed.
+  auto wait_for = [&](size_t n) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (acknowledged_count() < n && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return acknowledged_count() >= n;
+  };
+  const bool before = wait_for(5);
+  const int restarted = pg.Script("restart");
+  const bool after = wait_for(acknowledged_count() + 5);
+  stop = true;
+  submitter.join();
+  REQUIRE(before);
+  REQUIRE(restarted == 0);
+  INFO(refused << " submits refused while PostgreSQL restarted");
+  REQUIRE(after);
+  CHECK(c.daemon().Running());
+  for (const std::string& id : acknowledged) {
+    CHECK(c.WaitForEnd(id).state() == v1::JOB_STATE_SUCCEEDED);
+  }
+  c.KillDaemon(SIGKILL);
+  c.StartDaemon();
+  for (const std::string& id : acknowledged) {
+    CHECK(c.GetJob(id).state() == v1::JOB_STATE_SUCCEEDED);
+  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #   pg_test_server.sh start DIR   initdb into DIR/data and start it, listening only on a Unix
 #                                 socket in DIR (no TCP port); its superuser role is "trainctl",
 #                                 trusted on that socket
+#   pg_test_server.sh restart DIR stop it (-m fast: its sessions end) and start it again
 #   pg_test_server.sh stop DIR    stop it (pg_ctl stop -m fast, by its postmaster.pid) and
 #                                 remove DIR
 # PG_TEST_FSYNC=on makes its commits durable (for measurements; tests run without fsync). As
@@ -39,6 +40,9 @@ case "$cmd" in
       start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
     echo "PostgreSQL test server on $dir"
     ;;
+  restart)
+    as_user "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -m fast -w -t 60 restart >/dev/null
+    ;;
   stop)
     if [ -f "$dir/data/postmaster.pid" ]; then
       as_user "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
@@ -46,7 +50,7 @@ case "$cmd" in
     rm -rf "$dir"
     ;;
   *)
-    echo "usage: pg_test_server.sh start|stop DIR" >&2
+    echo "usage: pg_test_server.sh start|restart|stop DIR" >&2
     exit 2
     ;;
 esac

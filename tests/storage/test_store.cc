@@ -27,8 +27,9 @@ std::string PgServerDir() {
   return dir;
 }
 
-std::string PgUri(const std::string& database) {
-  return absl::StrCat("postgresql:///", database, "?host=", PgServerDir(), "&user=trainctl");
+std::string PgUri(const std::string& database, const std::string& server_dir = "") {
+  return absl::StrCat("postgresql:///", database,
+                      "?host=", server_dir.empty() ? PgServerDir() : server_dir, "&user=trainctl");
 }
 
 }  // namespace
@@ -55,11 +56,11 @@ bool UsePostgres() {
   return dir != nullptr && *dir != '\0';
 }
 
-std::string NewPgDatabase() {
+std::string NewPgDatabase(const std::string& server_dir) {
   static std::atomic<int> counter{0};
   const std::string name = absl::StrCat("t_", getpid(), "_", counter++);
-  PgQueryInt(PgUri("postgres"), absl::StrCat("CREATE DATABASE ", name));
-  return PgUri(name);
+  PgQueryInt(PgUri("postgres", server_dir), absl::StrCat("CREATE DATABASE ", name));
+  return PgUri(name, server_dir);
 }
 
 TestStore::TestStore() : path_(dir_.path + "/trainctl.db") {

@@ -22,8 +22,9 @@ namespace trainctl::storage {
 // Whether this run's backend is PostgreSQL.
 bool UsePostgres();
 
-// A new, empty database on the test PostgreSQL server: its URI. REQUIREs the server.
-std::string NewPgDatabase();
+// A new, empty database on the test PostgreSQL server (or the one whose directory is
+// `server_dir`): its URI. REQUIREs the server.
+std::string NewPgDatabase(const std::string& server_dir = "");
 
 // Runs `sql` on the PostgreSQL database at `uri` on a connection of its own; returns the first
 // column of its first row as an integer (0 when it returns none). REQUIREs the connection.
