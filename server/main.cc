@@ -205,7 +205,6 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::string& db_path = opened->name;
-  std::unique_ptr<storage::Store>* store = &opened->store;
   sched::CoreOptions opts;
   opts.checkpoint_root = std::filesystem::absolute(flags.checkpoint_root).string();
   opts.checkpoint_allowed_roots = flags.checkpoint_allowed_roots;
@@ -220,7 +219,7 @@ int main(int argc, char** argv) {
   // Jobs that ended longer ago than the cache stay in the database (JobArchive reads them).
   const int64_t cache_ms = flags.finished_job_cache_ms;
   absl::StatusOr<server::LoadedState> state =
-      server::LoadState(**store, opts, WallNowMs() - cache_ms);
+      server::LoadState(*opened->store, opts, WallNowMs() - cache_ms);
   if (!state.ok()) {
     spdlog::critical("loading {}: {}", db_path, state.status().ToString());
     return 1;
@@ -235,7 +234,6 @@ int main(int argc, char** argv) {
                    std::string(moved.message()));
     }
   }
-  std::unique_ptr<storage::JobArchive>* archive = &opened->archive;
   server::TokenRegistry tokens;
   tokens.Load(state->tokens);
   server::CertificateRevocations revocations;
@@ -255,8 +253,8 @@ int main(int argc, char** argv) {
   // The loop's proof of life: systemd's watchdog pings (WatchdogSec=), and a log line when it
   // stalls. It outlives the loop, which calls it.
   Watchdog watchdog(Watchdog::FromSystemd("reconcile loop", absl::Seconds(30)));
-  server::ReconcileLoop loop(std::move(state->core), std::move(*store), &registry, &snapshots,
-                             WallNowMs);
+  server::ReconcileLoop loop(std::move(state->core), std::move(opened->store), &registry,
+                             &snapshots, WallNowMs);
   // After a failed commit (a full disk) the loop rebuilds the core from the database, as a
   // restart would, and refuses changes until a write succeeds.
   // SIGHUP re-reads --config; the default quota it sets outlives a rebuild of the core.
@@ -291,7 +289,7 @@ int main(int argc, char** argv) {
   loop.set_finished_job_cache_jobs(flags.finished_job_cache_jobs);
   // Checked by the flag parser.
   loop.set_redactor(*server::SecretRedactor::Parse(flags.secret_env_patterns));
-  snapshots.set_archive(archive->get(), loop.redactor());
+  snapshots.set_archive(opened->archive.get(), loop.redactor());
   // Users are authenticated where agents are: whenever trainctld serves TLS. Replicas then get a
   // token for their own job's progress.
   std::optional<server::ReplicaTokens> replica_tokens;
@@ -315,7 +313,7 @@ int main(int argc, char** argv) {
                    &tokens,
                    &revocations,
                    {flags.max_request_bytes - (64 << 10), flags.max_watches_per_peer},
-                   archive->get(),
+                   opened->archive.get(),
                    kAgentProtocolVersion});
   server::JobServiceImpl job_service(&api);
   server::AgentServiceImpl agent_service(&loop, &registry, {flags.tls(), &revocations},
