@@ -245,6 +245,13 @@ absl::Status PgStatement::Bind(std::initializer_list<Value> values) {
     formats_.push_back(format);
     if (typed) types_.push_back(type);
   }
+  // libpq's arrays, once values_ holds every value (its strings no longer move).
+  pointers_.resize(values_.size());
+  lengths_.resize(values_.size());
+  for (size_t i = 0; i < values_.size(); ++i) {
+    pointers_[i] = nulls_[i] ? nullptr : values_[i].data();
+    lengths_[i] = static_cast<int>(values_[i].size());
+  }
   return absl::OkStatus();
 }
 
@@ -259,14 +266,8 @@ absl::Status PgStatement::Execute() {
     if (!ok) return s;
     prepared_session_ = conn_->session();
   }
-  std::vector<const char*> values(values_.size());
-  std::vector<int> lengths(values_.size());
-  for (size_t i = 0; i < values_.size(); ++i) {
-    values[i] = nulls_[i] ? nullptr : values_[i].data();
-    lengths[i] = static_cast<int>(values_[i].size());
-  }
-  result_ = PQexecPrepared(conn_->raw(), name_.c_str(), static_cast<int>(values.size()),
-                           values.data(), lengths.data(), formats_.data(), /*resultFormat=*/1);
+  result_ = PQexecPrepared(conn_->raw(), name_.c_str(), static_cast<int>(pointers_.size()),
+                           pointers_.data(), lengths_.data(), formats_.data(), /*resultFormat=*/1);
   const ExecStatusType st = PQresultStatus(result_);
   if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
     absl::Status s = conn_->Error("running a statement", result_);
@@ -294,14 +295,9 @@ absl::Status PgStatement::Send() {
     conn_->Sent();
     prepared_session_ = conn_->session();
   }
-  std::vector<const char*> values(values_.size());
-  std::vector<int> lengths(values_.size());
-  for (size_t i = 0; i < values_.size(); ++i) {
-    values[i] = nulls_[i] ? nullptr : values_[i].data();
-    lengths[i] = static_cast<int>(values_[i].size());
-  }
-  if (PQsendQueryPrepared(conn, name_.c_str(), static_cast<int>(values.size()), values.data(),
-                          lengths.data(), formats_.data(), /*resultFormat=*/1) != 1) {
+  if (PQsendQueryPrepared(conn, name_.c_str(), static_cast<int>(pointers_.size()), pointers_.data(),
+                          lengths_.data(), formats_.data(),
+                          /*resultFormat=*/1) != 1) {
     return conn_->Error("sending a statement", nullptr);
   }
   conn_->Sent();

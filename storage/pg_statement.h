@@ -137,6 +137,9 @@ class PgStatement {
   std::vector<bool> nulls_;
   std::vector<int> formats_;
   std::vector<unsigned> types_;
+  // values_ as libpq takes them (null pointers for NULLs), set by Bind.
+  std::vector<const char*> pointers_;
+  std::vector<int> lengths_;
   pg_result* result_ = nullptr;
   int row_ = -1;
 };
