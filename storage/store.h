@@ -25,16 +25,13 @@
 #pragma once
 
 #include <map>
-#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/time/time.h"
 #include "scheduler/model.h"
-#include "storage/job_rows.h"
 #include "trainctl/v1/job.pb.h"
 
 namespace trainctl::storage {
