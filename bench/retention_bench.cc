@@ -23,13 +23,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/time_util.h"
-#include "storage/store.h"
+#include "storage/sqlite_store.h"
 
 namespace {
 
 using trainctl::storage::Batch;
 using trainctl::storage::EndedJob;
-using trainctl::storage::Store;
+using trainctl::storage::SqliteStore;
 namespace v1 = trainctl::v1;
 
 // ReconcileLoop::kRetentionBatch unless TRAINCTL_BENCH_BATCH says otherwise.
@@ -89,7 +89,7 @@ int main() {
   const std::string dir = mkdtemp(tmpl);
   const int jobs = Jobs();
   {
-    auto store = Store::Open(dir + "/trainctl.db");
+    auto store = SqliteStore::Open(dir + "/trainctl.db");
     if (!store.ok()) {
       fprintf(stderr, "%s\n", store.status().ToString().c_str());
       return 1;

@@ -33,7 +33,7 @@
 #include "common/time_util.h"
 #include "scheduler/core.h"
 #include "scheduler/model_proto.h"
-#include "storage/store.h"
+#include "storage/sqlite_store.h"
 #include "tests/integration/mini_cluster.h"
 #include "trainctl/v1/job.grpc.pb.h"
 
@@ -42,7 +42,7 @@ namespace {
 namespace v1 = trainctl::v1;
 namespace sched = trainctl::sched;
 using trainctl::storage::Batch;
-using trainctl::storage::Store;
+using trainctl::storage::SqliteStore;
 using Clock = std::chrono::steady_clock;
 
 int EnvInt(const char* name, int fallback) {
@@ -190,7 +190,7 @@ void AddEnded(const Batch& tmpl, int i, int64_t now, int64_t age_ms, Batch* b) {
 
 // Fills `db`; returns the id of a live job.
 std::string Fill(const std::string& db, int jobs, int live) {
-  auto store = Store::Open(db);
+  auto store = SqliteStore::Open(db);
   if (!store.ok()) {
     fprintf(stderr, "%s\n", store.status().ToString().c_str());
     exit(1);

@@ -8,6 +8,9 @@
 //
 //   build/bin/bench_submit_throughput                       # 2000 submits per round and mode
 //   TRAINCTL_BENCH_SUBMITS=10000 build/bin/bench_submit_throughput
+//   TRAINCTL_TEST_PG=DIR build/bin/bench_submit_throughput   # each trainctld on a database of
+//       # its own (--store) on the PostgreSQL server of tests/storage/pg_test_server.sh start DIR
+//       # (PG_TEST_FSYNC=on there for durable commits)
 //
 // A benchmark, not a test: it asserts only that every call succeeded.
 #include <grpcpp/grpcpp.h>
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "tests/integration/mini_cluster.h"
+#include "tests/storage/test_store.h"
 
 namespace trainctl::testing {
 namespace {
@@ -72,6 +76,10 @@ TEST_CASE("CreateJob calls per second, plaintext and TLS with a token", "[bench]
   plain.daemon_args = {"--default-quota-max-running-jobs", "0"};
   ClusterOptions tls = plain;
   tls.tls = true;
+  if (storage::UsePostgres()) {
+    plain.daemon_args.insert(plain.daemon_args.end(), {"--store", storage::NewPgDatabase()});
+    tls.daemon_args.insert(tls.daemon_args.end(), {"--store", storage::NewPgDatabase()});
+  }
   MiniCluster plain_cluster(plain);
   MiniCluster tls_cluster(tls);
   // Warm both: connections, TLS sessions, the first SQLite pages.

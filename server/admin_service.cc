@@ -152,8 +152,8 @@ class BackupReactor final : public grpc::ServerWriteReactor<v1::BackupChunk> {
 
 }  // namespace
 
-AdminServiceImpl::AdminServiceImpl(Api* api, std::string data_dir)
-    : api_(api), data_dir_(std::move(data_dir)) {
+AdminServiceImpl::AdminServiceImpl(Api* api, std::string data_dir, bool sqlite)
+    : api_(api), data_dir_(std::move(data_dir)), sqlite_(sqlite) {
   Diagnose("GetVersion", &AdminServiceImpl::GetVersion);
   Diagnose("Backup", &AdminServiceImpl::Backup);
   // Copies a crash left behind: they hold secrets, and no one will read them.
@@ -186,6 +186,12 @@ grpc::ServerWriteReactor<v1::BackupChunk>* AdminServiceImpl::Backup(
   const CallContext call = CallContextOf(*ctx);
   absl::StatusOr<Caller> caller = api_->Authorize(call, Route::kBackup);
   if (!caller.ok()) return new RefusedBackup(caller.status());
+  if (!sqlite_) {
+    return new RefusedBackup(absl::FailedPreconditionError(
+        "trainctld keeps its state in PostgreSQL (--store): back it up with PostgreSQL's tools, "
+        "e.g. `pg_dump -Fc -f trainctl.dump DB` (trainctl admin backup copies the SQLite store "
+        "only)"));
+  }
   const std::string who = caller->name.empty() ? call.peer : caller->name + " at " + call.peer;
   std::thread previous;
   absl::ReleasableMutexLock lock(&mu_);

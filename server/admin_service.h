@@ -25,8 +25,9 @@ namespace trainctl::server {
 
 class AdminServiceImpl final : public DiagnosingService<v1::AdminService> {
  public:
-  // `api` (not owned) must outlive the service; `data_dir` holds trainctl.db.
-  AdminServiceImpl(Api* api, std::string data_dir);
+  // `api` (not owned) must outlive the service; `data_dir` holds trainctl.db. Without `sqlite`
+  // (the state is in PostgreSQL, --store) Backup is FAILED_PRECONDITION pointing at pg_dump.
+  AdminServiceImpl(Api* api, std::string data_dir, bool sqlite = true);
   // Waits for the last backup's thread. REQUIRES: the server is shut down (no backup streams).
   ~AdminServiceImpl() override;
 
@@ -42,6 +43,7 @@ class AdminServiceImpl final : public DiagnosingService<v1::AdminService> {
  private:
   Api* const api_;
   const std::string data_dir_;
+  const bool sqlite_;
 
   absl::Mutex mu_;
   // Who takes the backup under way ("" when none), for a second caller's refusal.

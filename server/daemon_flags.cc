@@ -32,7 +32,12 @@ std::vector<FlagGroup> DaemonFlagGroups() {
          "print the effective configuration (the file, the flags and the defaults) as a config "
          "file, and exit"},
         {"data-dir", 0, Kind::kValue, "DIR", "",
-         "where the database (trainctl.db) lives; created if missing (required)"},
+         "where the database (trainctl.db) lives, and trainctld's own files (its lock, address "
+         "files, the first admin token); created if missing (required)"},
+        {"store", 0, Kind::kValue, "URI", "",
+         "keep the state in a PostgreSQL database instead of DIR/trainctl.db: "
+         "postgres://USER@HOST/DB, or any libpq connection URI (postgresql:// too); the "
+         "database needs a role that may create tables in it (default: the SQLite file)"},
         {"listen", 0, Kind::kValue, "HOST:PORT", "",
          "gRPC address for the CLI, pipelines and agents (default 127.0.0.1:7070; port 0 picks a "
          "free port; the address in use is written to DIR/trainctld.addr)"},
@@ -266,6 +271,7 @@ absl::StatusOr<DaemonFlags> FromParsed(const ParsedArgs& parsed) {
     }
   }
   for (auto [name, value] : {std::pair<const char*, std::string*>{"data-dir", &f.data_dir},
+                             {"store", &f.store},
                              {"listen", &f.listen},
                              {"http-listen", &f.http_listen},
                              {"checkpoint-root", &f.checkpoint_root},
@@ -277,6 +283,17 @@ absl::StatusOr<DaemonFlags> FromParsed(const ParsedArgs& parsed) {
   TC_RETURN_IF_ERROR(CheckLogLevel(f.log_level));
   TC_RETURN_IF_ERROR(CheckLogFormat(f.log_format));
   f.check_db = parsed.GetBool("check-db");
+  if (!f.store.empty() && !absl::StartsWith(f.store, "postgres://") &&
+      !absl::StartsWith(f.store, "postgresql://")) {
+    return absl::InvalidArgumentError(
+        "--store takes a PostgreSQL connection URI, postgres://USER@HOST/DB (leave it out for "
+        "the SQLite file in --data-dir)");
+  }
+  if (f.check_db && !f.store.empty()) {
+    return absl::InvalidArgumentError(
+        "--check-db checks the SQLite file in --data-dir; with --store, use PostgreSQL's own "
+        "tools (pg_amcheck)");
+  }
   if (std::string text = parsed.Get("heartbeat-interval"); !text.empty()) {
     TC_ASSIGN_OR_RETURN(f.heartbeat_ms, ParseDuration("--heartbeat-interval", text, 100, 60'000,
                                                       "between 100ms and 60s, e.g. 2s"));
@@ -414,6 +431,7 @@ std::vector<std::pair<std::string, std::string>> DaemonConfigEntries(const Daemo
   auto opt = [](bool has, const std::string& value) { return has ? value : std::string(); };
   return {
       {"data-dir", f.data_dir},
+      {"store", f.store},
       {"listen", f.listen},
       {"http-listen", f.http_listen},
       {"http-max-streams", absl::StrCat(f.http_max_streams)},

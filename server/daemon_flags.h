@@ -40,6 +40,9 @@ struct DaemonFlags {
   bool check_db = false;
   // Required.
   std::string data_dir;
+  // --store: a PostgreSQL connection URI (postgres:// or postgresql://); "": the SQLite file
+  // DATA_DIR/trainctl.db.
+  std::string store;
   // Port 0 picks a free port.
   std::string listen = "127.0.0.1:7070";
   // The REST API and web console; port 0 picks a free port; "off": none.

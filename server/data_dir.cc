@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "server/pki.h"
-#include "storage/store.h"
+#include "storage/sqlite_store.h"
 
 namespace trainctl::server {
 namespace {
@@ -34,7 +34,7 @@ absl::Status CheckAfterUncleanStop(const std::string& data_dir) {
   const std::string db = data_dir + kDatabase;
   if (Exists(marker) && Exists(db)) {
     spdlog::warn("the last stop of trainctld was not clean: checking {} (quick_check)", db);
-    absl::StatusOr<std::string> found = storage::Store::CheckFile(db, /*full=*/false);
+    absl::StatusOr<std::string> found = storage::SqliteStore::CheckFile(db, /*full=*/false);
     if (!found.ok()) {
       return absl::FailedPreconditionError(
           absl::StrCat(db, " cannot be checked after an unclean stop: ", found.status().message(),
@@ -62,7 +62,7 @@ int RunCheckDb(const std::string& data_dir) {
     std::cerr << "trainctld: " << db << " does not exist\n";
     return 1;
   }
-  absl::StatusOr<std::string> found = storage::Store::CheckFile(db, /*full=*/true);
+  absl::StatusOr<std::string> found = storage::SqliteStore::CheckFile(db, /*full=*/true);
   if (!found.ok()) {
     std::cerr << "trainctld: " << db << ": " << found.status().message() << "\n";
     return 1;

@@ -1,6 +1,7 @@
 // trainctld's data dir: its small files and the checks of its database at start.
 //
-//   DATA_DIR/trainctl.db            the database (storage/store.h)
+//   DATA_DIR/trainctl.db            the database (storage/sqlite_store.h); none with --store
+//                                   (PostgreSQL), and then no check
 //   DATA_DIR/trainctld.running      written at start, removed by a clean stop: when a start finds
 //                                   it, the last stop was a crash, and the database is checked
 //   DATA_DIR/trainctld.addr, .http-addr, admin.token   written whole (WriteFileAtomically,

@@ -22,6 +22,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "common/agent_protocol.h"
 #include "common/logging.h"
 #include "common/time_util.h"
@@ -51,6 +52,10 @@
 #include "server/tokens.h"
 #include "server/transport_security.h"
 #include "server/watch_hub.h"
+#include "storage/pg_job_archive.h"
+#include "storage/pg_store.h"
+#include "storage/sqlite_job_archive.h"
+#include "storage/sqlite_store.h"
 
 namespace {
 
@@ -108,6 +113,44 @@ absl::Status WriteFirstAdminToken(const std::string& dir, trainctl::server::Reco
   return absl::OkStatus();
 }
 
+// The store trainctld keeps its state in (--store, or the SQLite file in --data-dir), and the
+// readers' archive of it.
+struct OpenedStore {
+  std::unique_ptr<trainctl::storage::Store> store;
+  // The same store when it is SQLite's (its checkpointer), else null.
+  trainctl::storage::SqliteStore* sqlite = nullptr;
+  std::unique_ptr<trainctl::storage::JobArchive> archive;
+  // What logs call it: the file, or "the PostgreSQL store" (a URI may hold a password).
+  std::string name;
+};
+
+absl::StatusOr<OpenedStore> OpenStore(const trainctl::server::DaemonFlags& flags) {
+  using namespace trainctl;
+  OpenedStore opened;
+  if (!flags.store.empty()) {
+    opened.name = "the PostgreSQL store";
+    absl::StatusOr<std::unique_ptr<storage::PgStore>> pg = storage::PgStore::Open(flags.store);
+    if (!pg.ok()) return pg.status();
+    opened.store = *std::move(pg);
+    absl::StatusOr<std::unique_ptr<storage::PgJobArchive>> archive =
+        storage::PgJobArchive::Open(flags.store);
+    if (!archive.ok()) return archive.status();
+    opened.archive = *std::move(archive);
+    return opened;
+  }
+  opened.name = flags.data_dir + "/trainctl.db";
+  absl::StatusOr<std::unique_ptr<storage::SqliteStore>> sqlite =
+      storage::SqliteStore::Open(opened.name);
+  if (!sqlite.ok()) return sqlite.status();
+  opened.sqlite = sqlite->get();
+  opened.store = *std::move(sqlite);
+  absl::StatusOr<std::unique_ptr<storage::SqliteJobArchive>> archive =
+      storage::SqliteJobArchive::Open(opened.name);
+  if (!archive.ok()) return archive.status();
+  opened.archive = *std::move(archive);
+  return opened;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -156,12 +199,12 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  const std::string db_path = flags.data_dir + "/trainctl.db";
-  absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(db_path);
-  if (!store.ok()) {
-    spdlog::critical("{}", store.status().ToString());
+  absl::StatusOr<OpenedStore> opened = OpenStore(flags);
+  if (!opened.ok()) {
+    spdlog::critical("{}", opened.status().ToString());
     return 1;
   }
+  const std::string& db_path = opened->name;
   sched::CoreOptions opts;
   opts.checkpoint_root = std::filesystem::absolute(flags.checkpoint_root).string();
   opts.checkpoint_allowed_roots = flags.checkpoint_allowed_roots;
@@ -176,7 +219,7 @@ int main(int argc, char** argv) {
   // Jobs that ended longer ago than the cache stay in the database (JobArchive reads them).
   const int64_t cache_ms = flags.finished_job_cache_ms;
   absl::StatusOr<server::LoadedState> state =
-      server::LoadState(**store, opts, WallNowMs() - cache_ms);
+      server::LoadState(*opened->store, opts, WallNowMs() - cache_ms);
   if (!state.ok()) {
     spdlog::critical("loading {}: {}", db_path, state.status().ToString());
     return 1;
@@ -184,13 +227,12 @@ int main(int argc, char** argv) {
   spdlog::info("loaded {} live or recently ended jobs and {} nodes from {}",
                state->core->jobs().size(), state->core->nodes().size(), db_path);
   // Checkpoints of the write-ahead log run beside the loop, so its commits find little to copy.
-  if (absl::Status moved = (*store)->StartCheckpointer(absl::Milliseconds(10)); !moved.ok()) {
-    spdlog::warn("{}; commits checkpoint the write-ahead log alone", std::string(moved.message()));
-  }
-  absl::StatusOr<std::unique_ptr<storage::JobArchive>> archive = storage::JobArchive::Open(db_path);
-  if (!archive.ok()) {
-    spdlog::critical("{}", archive.status().ToString());
-    return 1;
+  if (opened->sqlite != nullptr) {
+    if (absl::Status moved = opened->sqlite->StartCheckpointer(absl::Milliseconds(10));
+        !moved.ok()) {
+      spdlog::warn("{}; commits checkpoint the write-ahead log alone",
+                   std::string(moved.message()));
+    }
   }
   server::TokenRegistry tokens;
   tokens.Load(state->tokens);
@@ -211,21 +253,31 @@ int main(int argc, char** argv) {
   // The loop's proof of life: systemd's watchdog pings (WatchdogSec=), and a log line when it
   // stalls. It outlives the loop, which calls it.
   Watchdog watchdog(Watchdog::FromSystemd("reconcile loop", absl::Seconds(30)));
-  server::ReconcileLoop loop(std::move(state->core), std::move(*store), &registry, &snapshots,
-                             WallNowMs);
+  server::ReconcileLoop loop(std::move(state->core), std::move(opened->store), &registry,
+                             &snapshots, WallNowMs);
   // After a failed commit (a full disk) the loop rebuilds the core from the database, as a
   // restart would, and refuses changes until a write succeeds.
   // SIGHUP re-reads --config; the default quota it sets outlives a rebuild of the core.
   server::DaemonReloader config(args, flags, &loop);
-  loop.set_reloader(
-      [opts, cache_ms, &config](storage::Store& s) -> absl::StatusOr<std::unique_ptr<sched::Core>> {
-        sched::CoreOptions now = opts;
-        now.default_quota = config.default_quota();
-        absl::StatusOr<server::LoadedState> reloaded =
-            server::LoadState(s, now, WallNowMs() - cache_ms);
-        if (!reloaded.ok()) return reloaded.status();
-        return std::move(reloaded->core);
-      });
+  loop.set_reloader([opts, cache_ms,
+                     &config](storage::Store& s) -> absl::StatusOr<std::unique_ptr<sched::Core>> {
+    sched::CoreOptions now = opts;
+    now.default_quota = config.default_quota();
+    // A database server that is away (PostgreSQL restarting: UNAVAILABLE) is waited for,
+    // up to kReloadWait, rather than the daemon exiting at once; the watchdog allows 30 s.
+    constexpr absl::Duration kReloadWait = absl::Seconds(20);
+    const absl::Time give_up = absl::Now() + kReloadWait;
+    for (;;) {
+      absl::StatusOr<server::LoadedState> reloaded =
+          server::LoadState(s, now, WallNowMs() - cache_ms);
+      if (reloaded.ok()) return std::move(reloaded->core);
+      if (reloaded.status().code() != absl::StatusCode::kUnavailable || absl::Now() > give_up) {
+        return reloaded.status();
+      }
+      spdlog::warn("reloading the scheduler state: {}; trying again", reloaded.status().ToString());
+      absl::SleepFor(absl::Milliseconds(500));
+    }
+  });
   loop.set_write_state_listener([&](const absl::Status& writes) {
     absl::MutexLock lock(&health_mu);
     if (health != nullptr) health->SetServingStatus(writes.ok());
@@ -237,7 +289,7 @@ int main(int argc, char** argv) {
   loop.set_finished_job_cache_jobs(flags.finished_job_cache_jobs);
   // Checked by the flag parser.
   loop.set_redactor(*server::SecretRedactor::Parse(flags.secret_env_patterns));
-  snapshots.set_archive(archive->get(), loop.redactor());
+  snapshots.set_archive(opened->archive.get(), loop.redactor());
   // Users are authenticated where agents are: whenever trainctld serves TLS. Replicas then get a
   // token for their own job's progress.
   std::optional<server::ReplicaTokens> replica_tokens;
@@ -261,7 +313,7 @@ int main(int argc, char** argv) {
                    &tokens,
                    &revocations,
                    {flags.max_request_bytes - (64 << 10), flags.max_watches_per_peer},
-                   archive->get(),
+                   opened->archive.get(),
                    kAgentProtocolVersion});
   server::JobServiceImpl job_service(&api);
   server::AgentServiceImpl agent_service(&loop, &registry, {flags.tls(), &revocations},
@@ -270,7 +322,8 @@ int main(int argc, char** argv) {
   server::ClusterServiceImpl cluster_service(&api);
   server::QuotaServiceImpl quota_service(&api);
   server::AuthServiceImpl auth_service(&api);
-  server::AdminServiceImpl admin_service(&api, flags.data_dir);
+  server::AdminServiceImpl admin_service(&api, flags.data_dir,
+                                         /*sqlite=*/opened->sqlite != nullptr);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

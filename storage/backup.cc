@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "storage/store.h"
+#include "storage/sqlite_store.h"
 
 namespace trainctl::storage {
 namespace {
@@ -108,7 +108,7 @@ absl::StatusOr<BackupInfo> BackupDatabase(const std::string& source, const std::
       return absl::InternalError(absl::StrCat("cannot remove ", side, ": ", strerror(errno)));
     }
   }
-  TC_ASSIGN_OR_RETURN(std::string found, Store::CheckFile(dest, /*full=*/true));
+  TC_ASSIGN_OR_RETURN(std::string found, SqliteStore::CheckFile(dest, /*full=*/true));
   if (found != "ok") {
     return absl::DataLossError(
         absl::StrCat("the backup of ", source, " failed SQLite's integrity_check: ", found));

@@ -1,67 +1,26 @@
 #include "storage/job_archive.h"
 
-#include <sqlite3.h>
-
 #include <algorithm>
-#include <cstdint>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "storage/pg_statement.h"
+#include "storage/statement.h"
 
 namespace trainctl::storage {
 
-absl::StatusOr<std::unique_ptr<JobArchive>> JobArchive::Open(const std::string& path) {
-  sqlite3* db = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
-  if (rc != SQLITE_OK) {
-    std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-    sqlite3_close(db);
-    return absl::InternalError(absl::StrCat("cannot open database ", path, " to read: ", msg));
-  }
-  // A reader waits out the writer's brief exclusive moments (a WAL checkpoint's reset).
-  sqlite3_busy_timeout(db, 5000);
-  return std::unique_ptr<JobArchive>(new JobArchive(db));
-}
-
-JobArchive::JobArchive(sqlite3* db) : db_(db), cache_(db) {}
-
-JobArchive::~JobArchive() {
-  {
-    absl::MutexLock lock(&mu_);
-    cache_.Clear();  // finalized before the connection closes
-  }
-  sqlite3_close(db_);
-}
-
-absl::StatusOr<std::optional<v1::Job>> JobArchive::Get(const std::string& id) {
-  absl::MutexLock lock(&mu_);
-  return ReadJob(cache_, id);
-}
-
-absl::StatusOr<std::optional<std::pair<int64_t, std::string>>> JobArchive::Scan(
-    const JobScan& scan, const Visit& visit) {
-  absl::MutexLock lock(&mu_);
-  // Newest first through jobs_by_age or jobs_by_project; the position after a page's last job
-  // is create_ms <= ?1 less the rows of that millisecond up to its id. States are matched here,
-  // not in SQL, so that max_rows bounds the rows read, however rare the states asked for.
-  const char* sql =
-      scan.project.empty()
-          ? "SELECT create_ms, id, state, data FROM jobs INDEXED BY jobs_by_age WHERE "
-            "create_ms <= ?1 AND NOT (create_ms = ?1 AND id <= ?2) ORDER BY create_ms DESC, id "
-            "LIMIT ?4"
-          : "SELECT create_ms, id, state, data FROM jobs INDEXED BY jobs_by_project WHERE "
-            "project = ?3 AND create_ms <= ?1 AND NOT (create_ms = ?1 AND id <= ?2) ORDER BY "
-            "create_ms DESC, id LIMIT ?4";
-  TC_ASSIGN_OR_RETURN(Statement * st, cache_.Get(sql));
+template <typename St>
+absl::StatusOr<std::optional<JobArchive::Position>> ScanRows(St& st, const JobScan& scan,
+                                                             const JobArchive::Visit& visit) {
   const int64_t after_ms = scan.after ? scan.after->first : INT64_MAX;
   const std::string after_id = scan.after ? scan.after->second : "";
-  TC_RETURN_IF_ERROR(st->Bind({after_ms, after_id, scan.project, int64_t{scan.max_rows}}));
-  std::optional<std::pair<int64_t, std::string>> last;
+  TC_RETURN_IF_ERROR(st.Bind({after_ms, after_id, scan.project, int64_t{scan.max_rows}}));
+  std::optional<JobArchive::Position> last;
   int32_t read = 0;
   absl::Status status;
   for (;;) {
-    absl::StatusOr<bool> row = st->Step();
+    absl::StatusOr<bool> row = st.Step();
     if (!row.ok()) status = row.status();
     if (!row.ok() || !*row) {
       // The end of the rows: nothing to go on from, unless max_rows cut them short.
@@ -69,35 +28,30 @@ absl::StatusOr<std::optional<std::pair<int64_t, std::string>>> JobArchive::Scan(
       break;
     }
     ++read;
-    last = std::make_pair(st->Int(0), st->Text(1));
-    const int64_t state = st->Int(2);
+    last = std::make_pair(st.Int(0), st.Text(1));
+    const int64_t state = st.Int(2);
     const bool wanted =
         scan.states == 0 || (state >= 0 && state < 32 && (scan.states >> state) & 1u);
-    if (wanted && !visit(last->first, last->second, st->Bytes(3))) {
+    if (wanted && !visit(last->first, last->second, st.Bytes(3))) {
       last.reset();  // the visitor knows where it stopped
       break;
     }
   }
-  st->Reset();  // ends its read
+  st.Reset();  // ends its read
   if (!status.ok()) return status;
   return last;
 }
 
-absl::Status JobArchive::AddAttempts(v1::Job* job) {
-  absl::MutexLock lock(&mu_);
-  return ReadAttempts(cache_, job);
-}
+template absl::StatusOr<std::optional<JobArchive::Position>> ScanRows(Statement&, const JobScan&,
+                                                                      const JobArchive::Visit&);
+template absl::StatusOr<std::optional<JobArchive::Position>> ScanRows(PgStatement&, const JobScan&,
+                                                                      const JobArchive::Visit&);
 
-absl::StatusOr<std::vector<sched::Event>> JobArchive::ListEvents(const EventQuery& q) {
-  absl::MutexLock lock(&mu_);
-  return ReadEvents(cache_, q);
-}
-
-absl::StatusOr<RunLocation> JobArchive::LocateRun(const std::string& job_id,
-                                                  const std::string& replica, int32_t attempt,
-                                                  int32_t restart) {
-  absl::MutexLock lock(&mu_);
-  TC_ASSIGN_OR_RETURN(std::optional<v1::Job> job, ReadJob(cache_, job_id));
+absl::StatusOr<RunLocation> LocateRunOf(const std::string& job_id,
+                                        const std::optional<v1::Job>& job,
+                                        const std::vector<sched::ReplicaRun>& runs,
+                                        const std::string& replica, int32_t attempt,
+                                        int32_t restart) {
   if (!job.has_value()) return absl::NotFoundError(absl::StrCat("job ", job_id, " not found"));
   std::vector<std::string> names;
   for (const v1::Replica& r : job->replicas()) names.push_back(r.name());
@@ -105,7 +59,6 @@ absl::StatusOr<RunLocation> JobArchive::LocateRun(const std::string& job_id,
     return absl::NotFoundError(absl::StrCat("job ", job_id, " has no replica \"", replica,
                                             "\"; its replicas are ", absl::StrJoin(names, ", ")));
   }
-  TC_ASSIGN_OR_RETURN(std::vector<sched::ReplicaRun> runs, ReadRuns(cache_, job_id));
   int32_t a = attempt;
   if (a == 0) {
     for (const sched::ReplicaRun& r : runs) a = std::max(a, r.attempt);

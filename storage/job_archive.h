@@ -1,11 +1,10 @@
-// JobArchive: reads of jobs from trainctld's database on a read-only connection of its own, for
-// the API's readers (get, list, events, logs of jobs that left the scheduler's memory), so that
-// no read waits for, or slows, the reconcile loop that owns the writing Store.
+// JobArchive: reads of jobs from trainctld's database on a connection of its own, for the API's
+// readers (get, list, events, logs of jobs that left the scheduler's memory), so that no read
+// waits for, or slows, the reconcile loop that owns the writing Store. Each backend has its own:
+// SqliteJobArchive (storage/sqlite_job_archive.h) and PgJobArchive (storage/pg_job_archive.h).
+// Each call reads one consistent state of the database, as of the last commit before it began.
 //
-// SQLite's WAL lets this connection read while the loop writes: each call reads one consistent
-// state of the database, as of the last commit before it began.
-//
-//   absl::StatusOr<std::unique_ptr<JobArchive>> archive = JobArchive::Open(db_path);
+//   absl::StatusOr<std::unique_ptr<SqliteJobArchive>> archive = SqliteJobArchive::Open(db_path);
 //   absl::StatusOr<std::optional<v1::Job>> job = (*archive)->Get("j-1");
 //
 // Thread-safety: every method may be called from any thread; calls run one at a time.
@@ -18,15 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "scheduler/model.h"
 #include "storage/job_rows.h"
-#include "storage/statement.h"
 #include "trainctl/v1/job.pb.h"
-
-struct sqlite3;
 
 namespace trainctl::storage {
 
@@ -51,43 +45,46 @@ struct RunLocation {
 
 class JobArchive {
  public:
-  // Opens `path` read-only; the database must exist (the writing Store made it).
-  static absl::StatusOr<std::unique_ptr<JobArchive>> Open(const std::string& path);
-  ~JobArchive();
-  JobArchive(const JobArchive&) = delete;
-  JobArchive& operator=(const JobArchive&) = delete;
+  virtual ~JobArchive() = default;
 
   // The job with its attempts; nullopt when there is none.
-  absl::StatusOr<std::optional<v1::Job>> Get(const std::string& id) ABSL_LOCKS_EXCLUDED(mu_);
+  virtual absl::StatusOr<std::optional<v1::Job>> Get(const std::string& id) = 0;
 
   // Calls `visit(create_ms, id, data)` for each job `scan` matches, in its order, with the job's
   // row (ParseJobRow reads it), until `visit` returns false (it took what it wanted) or max_rows
   // rows were read. Returns where a later scan goes on when max_rows rows were read before the
   // end (the last row read, matching or not); unset when the scan reached the end or `visit`
-  // stopped it. Runs under this archive's lock: `visit` must not call it.
+  // stopped it. Runs under the archive's lock: `visit` must not call it.
   using Position = std::pair<int64_t, std::string>;
   using Visit = std::function<bool(int64_t create_ms, const std::string& id, const std::string&)>;
-  absl::StatusOr<std::optional<Position>> Scan(const JobScan& scan, const Visit& visit)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  virtual absl::StatusOr<std::optional<Position>> Scan(const JobScan& scan, const Visit& visit) = 0;
 
   // Appends `job`'s attempts to it (a job Scan returned, for the full view).
-  absl::Status AddAttempts(v1::Job* job) ABSL_LOCKS_EXCLUDED(mu_);
+  virtual absl::Status AddAttempts(v1::Job* job) = 0;
 
-  absl::StatusOr<std::vector<sched::Event>> ListEvents(const EventQuery& q)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  virtual absl::StatusOr<std::vector<sched::Event>> ListEvents(const EventQuery& q) = 0;
 
   // Where the log of (job, replica, attempt, restart) lives, like Core::LocateRun for a job the
   // core no longer holds: attempt 0 means the job's last attempt, restart < 0 the latest run of
   // that attempt. NOT_FOUND naming what is missing.
-  absl::StatusOr<RunLocation> LocateRun(const std::string& job_id, const std::string& replica,
-                                        int32_t attempt, int32_t restart) ABSL_LOCKS_EXCLUDED(mu_);
-
- private:
-  explicit JobArchive(sqlite3* db);
-
-  absl::Mutex mu_;
-  sqlite3* const db_;
-  StatementCache cache_ ABSL_GUARDED_BY(mu_);
+  virtual absl::StatusOr<RunLocation> LocateRun(const std::string& job_id,
+                                                const std::string& replica, int32_t attempt,
+                                                int32_t restart) = 0;
 };
+
+// JobArchive::Scan over `st`, a statement (a Statement or a PgStatement) whose rows are
+// (create_ms, id, state, data) newest first, at most scan.max_rows of them, after scan.after;
+// it binds (after_ms, after_id, project, max_rows) as ?1..?4 and resets `st` before it returns.
+template <typename St>
+absl::StatusOr<std::optional<JobArchive::Position>> ScanRows(St& st, const JobScan& scan,
+                                                             const JobArchive::Visit& visit);
+
+// LocateRun's answer from the job's row (nullopt: no such job) and its runs, as both archives
+// read them.
+absl::StatusOr<RunLocation> LocateRunOf(const std::string& job_id,
+                                        const std::optional<v1::Job>& job,
+                                        const std::vector<sched::ReplicaRun>& runs,
+                                        const std::string& replica, int32_t attempt,
+                                        int32_t restart);
 
 }  // namespace trainctl::storage

@@ -6,13 +6,15 @@
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
+#include "storage/pg_statement.h"
 
 namespace trainctl::storage {
 namespace {
 
 // Decodes the attempts row `st` holds (its columns: number, state, reason, start_ms, end_ms,
 // nodes, data).
-absl::Status DecodeAttempt(const Statement& st, const std::string& job_id, v1::Attempt* a) {
+template <typename St>
+absl::Status DecodeAttempt(const St& st, const std::string& job_id, v1::Attempt* a) {
   if (!st.IsNull(6)) {
     if (a->ParseFromString(st.Bytes(6))) return absl::OkStatus();
     return absl::DataLossError(
@@ -31,12 +33,13 @@ absl::Status DecodeAttempt(const Statement& st, const std::string& job_id, v1::A
 }
 
 // The job whose (id, data) row `sql` selects for `values`, with its attempts.
-absl::StatusOr<std::optional<v1::Job>> ReadOneJob(StatementCache& cache, const char* sql,
+template <typename Cache>
+absl::StatusOr<std::optional<v1::Job>> ReadOneJob(Cache& cache, const char* sql,
                                                   std::initializer_list<Value> values) {
-  TC_ASSIGN_OR_RETURN(Statement * st, cache.Get(sql));
+  TC_ASSIGN_OR_RETURN(auto* st, cache.Get(sql));
   TC_RETURN_IF_ERROR(st->Bind(values));
   std::optional<v1::Job> job;
-  TC_RETURN_IF_ERROR(ForEachRow(*st, [&](Statement& row) -> absl::Status {
+  TC_RETURN_IF_ERROR(ForEachRow(*st, [&](auto& row) -> absl::Status {
     if (job.has_value()) return absl::OkStatus();
     TC_ASSIGN_OR_RETURN(job, ParseJobRow(row.Text(0), row.Bytes(1)));
     return absl::OkStatus();
@@ -59,21 +62,23 @@ absl::StatusOr<v1::Job> ParseJobRow(const std::string& id, const std::string& by
   return job;
 }
 
-absl::Status ReadAttempts(StatementCache& cache, v1::Job* job) {
-  TC_ASSIGN_OR_RETURN(Statement * st,
+template <typename Cache>
+absl::Status ReadAttempts(Cache& cache, v1::Job* job) {
+  TC_ASSIGN_OR_RETURN(auto* st,
                       cache.Get("SELECT number, state, reason, start_ms, end_ms, nodes, data FROM "
                                 "attempts WHERE job_id = ? ORDER BY number"));
   TC_RETURN_IF_ERROR(st->Bind({job->id()}));
   return ForEachRow(
-      *st, [job](Statement& row) { return DecodeAttempt(row, job->id(), job->add_attempts()); });
+      *st, [job](auto& row) { return DecodeAttempt(row, job->id(), job->add_attempts()); });
 }
 
-absl::StatusOr<std::optional<v1::Job>> ReadJob(StatementCache& cache, const std::string& id) {
+template <typename Cache>
+absl::StatusOr<std::optional<v1::Job>> ReadJob(Cache& cache, const std::string& id) {
   return ReadOneJob(cache, "SELECT id, data FROM jobs WHERE id = ?", {id});
 }
 
-absl::StatusOr<std::optional<v1::Job>> ReadJobByRequest(StatementCache& cache,
-                                                        const std::string& creator,
+template <typename Cache>
+absl::StatusOr<std::optional<v1::Job>> ReadJobByRequest(Cache& cache, const std::string& creator,
                                                         const std::string& request_id,
                                                         int64_t since_ms) {
   return ReadOneJob(cache,
@@ -82,15 +87,15 @@ absl::StatusOr<std::optional<v1::Job>> ReadJobByRequest(StatementCache& cache,
                     {RequestKey(creator, request_id), since_ms});
 }
 
-absl::StatusOr<std::vector<sched::ReplicaRun>> ReadRuns(StatementCache& cache,
-                                                        const std::string& job_id) {
-  TC_ASSIGN_OR_RETURN(Statement * st,
+template <typename Cache>
+absl::StatusOr<std::vector<sched::ReplicaRun>> ReadRuns(Cache& cache, const std::string& job_id) {
+  TC_ASSIGN_OR_RETURN(auto* st,
                       cache.Get("SELECT run_id, attempt, replica, restart, node, state, pid, "
                                 "exit_code, signal, oom, message, start_ms, end_ms FROM "
                                 "replica_runs WHERE job_id = ?"));
   TC_RETURN_IF_ERROR(st->Bind({job_id}));
   std::vector<sched::ReplicaRun> runs;
-  TC_RETURN_IF_ERROR(ForEachRow(*st, [&](Statement& row) {
+  TC_RETURN_IF_ERROR(ForEachRow(*st, [&](auto& row) {
     sched::ReplicaRun& r = runs.emplace_back();
     r.run_id = row.Text(0);
     r.job_id = job_id;
@@ -111,7 +116,8 @@ absl::StatusOr<std::vector<sched::ReplicaRun>> ReadRuns(StatementCache& cache,
   return runs;
 }
 
-absl::StatusOr<std::vector<sched::Event>> ReadEvents(StatementCache& cache, const EventQuery& q) {
+template <typename Cache>
+absl::StatusOr<std::vector<sched::Event>> ReadEvents(Cache& cache, const EventQuery& q) {
   // One statement per index: a job's, a node's or an actor's events are found through theirs,
   // however long the log (the same terms with "?1 = '' OR" would scan it all).
 #define TC_EVENTS_WHERE(first)                                                                   \
@@ -121,12 +127,12 @@ absl::StatusOr<std::vector<sched::Event>> ReadEvents(StatementCache& cache, cons
   const char* sql = !q.job_id.empty()  ? TC_EVENTS_WHERE("job_id = ?1")
                     : !q.node.empty()  ? TC_EVENTS_WHERE("node = ?2")
                     : !q.actor.empty() ? TC_EVENTS_WHERE("actor = ?6")
-                                       : TC_EVENTS_WHERE("1");
+                                       : TC_EVENTS_WHERE("1 = 1");
 #undef TC_EVENTS_WHERE
-  TC_ASSIGN_OR_RETURN(Statement * st, cache.Get(sql));
+  TC_ASSIGN_OR_RETURN(auto* st, cache.Get(sql));
   TC_RETURN_IF_ERROR(st->Bind({q.job_id, q.node, q.type, q.since_ms, int64_t{q.limit}, q.actor}));
   std::vector<sched::Event> out;
-  TC_RETURN_IF_ERROR(ForEachRow(*st, [&](Statement& row) {
+  TC_RETURN_IF_ERROR(ForEachRow(*st, [&](auto& row) {
     sched::Event& e = out.emplace_back();
     e.time_ms = row.Int(0);
     e.job_id = row.Text(1);
@@ -141,5 +147,17 @@ absl::StatusOr<std::vector<sched::Event>> ReadEvents(StatementCache& cache, cons
   std::reverse(out.begin(), out.end());
   return out;
 }
+
+// The two connections' kinds: SQLite's and PostgreSQL's.
+#define TC_JOB_ROWS_INSTANTIATE(Cache)                                                           \
+  template absl::Status ReadAttempts(Cache&, v1::Job*);                                          \
+  template absl::StatusOr<std::optional<v1::Job>> ReadJob(Cache&, const std::string&);           \
+  template absl::StatusOr<std::optional<v1::Job>> ReadJobByRequest(Cache&, const std::string&,   \
+                                                                   const std::string&, int64_t); \
+  template absl::StatusOr<std::vector<sched::ReplicaRun>> ReadRuns(Cache&, const std::string&);  \
+  template absl::StatusOr<std::vector<sched::Event>> ReadEvents(Cache&, const EventQuery&);
+TC_JOB_ROWS_INSTANTIATE(StatementCache)
+TC_JOB_ROWS_INSTANTIATE(PgStatementCache)
+#undef TC_JOB_ROWS_INSTANTIATE
 
 }  // namespace trainctl::storage

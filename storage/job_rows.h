@@ -1,6 +1,7 @@
 // Reading jobs, their attempts, runs and events back from their rows: what the loop's Store and
-// the readers' JobArchive share. Each function runs its statements from the connection's
-// StatementCache and resets them before it returns.
+// the readers' JobArchive share, in both backends. Each function runs its statements from the
+// connection's statement cache (`Cache`: StatementCache for SQLite, PgStatementCache for
+// PostgreSQL; the SQL is the same) and resets them before it returns.
 #pragma once
 
 #include <cstdint>
@@ -34,23 +35,26 @@ std::string RequestKey(const std::string& creator, const std::string& request_id
 absl::StatusOr<v1::Job> ParseJobRow(const std::string& id, const std::string& bytes);
 
 // Appends the attempts of `job` (by its id) to it, oldest first.
-absl::Status ReadAttempts(StatementCache& cache, v1::Job* job);
+template <typename Cache>
+absl::Status ReadAttempts(Cache& cache, v1::Job* job);
 
 // The job `id` with its attempts; nullopt when there is no such row.
-absl::StatusOr<std::optional<v1::Job>> ReadJob(StatementCache& cache, const std::string& id);
+template <typename Cache>
+absl::StatusOr<std::optional<v1::Job>> ReadJob(Cache& cache, const std::string& id);
 
 // The newest job `creator` made with `request_id` since `since_ms` (with its attempts); nullopt
 // when none.
-absl::StatusOr<std::optional<v1::Job>> ReadJobByRequest(StatementCache& cache,
-                                                        const std::string& creator,
+template <typename Cache>
+absl::StatusOr<std::optional<v1::Job>> ReadJobByRequest(Cache& cache, const std::string& creator,
                                                         const std::string& request_id,
                                                         int64_t since_ms);
 
 // The runs of job `job_id`, in no particular order.
-absl::StatusOr<std::vector<sched::ReplicaRun>> ReadRuns(StatementCache& cache,
-                                                        const std::string& job_id);
+template <typename Cache>
+absl::StatusOr<std::vector<sched::ReplicaRun>> ReadRuns(Cache& cache, const std::string& job_id);
 
 // The events `q` asks for, oldest first.
-absl::StatusOr<std::vector<sched::Event>> ReadEvents(StatementCache& cache, const EventQuery& q);
+template <typename Cache>
+absl::StatusOr<std::vector<sched::Event>> ReadEvents(Cache& cache, const EventQuery& q);
 
 }  // namespace trainctl::storage

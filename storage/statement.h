@@ -110,11 +110,11 @@ class Statement {
   absl::Status status_;
 };
 
-// Steps `st` (bound already) through its rows, calling `row(st)` for each until one returns an
-// error, then resets it, so that its read ends (a reader left open would keep the WAL from being
-// checkpointed past it).
-template <typename Fn>
-absl::Status ForEachRow(Statement& st, Fn row) {
+// Steps `st` (bound already; a Statement or a PgStatement) through its rows, calling `row(st)` for
+// each until one returns an error, then resets it, so that its read ends (a reader left open would
+// keep the WAL from being checkpointed past it).
+template <typename St, typename Fn>
+absl::Status ForEachRow(St& st, Fn row) {
   absl::Status status;
   for (;;) {
     absl::StatusOr<bool> more = st.Step();
@@ -133,6 +133,8 @@ absl::Status ForEachRow(Statement& st, Fn row) {
 // site passes its own string literal. Callers reset what they run (Bind and ForEachRow do).
 class StatementCache {
  public:
+  using StatementType = Statement;
+
   explicit StatementCache(sqlite3* db) : db_(db) {}
 
   absl::StatusOr<Statement*> Get(const char* sql) {

@@ -147,6 +147,21 @@ TEST_CASE("every trainctld flag sets its field", "[daemon_flags]") {
   flags = ParseDaemonFlags(With({"--finished-job-cache-jobs", "0"}));
   REQUIRE(flags.ok());
   CHECK(flags->finished_job_cache_jobs == 0);
+  CHECK(ParseDaemonFlags(With({}))->store.empty());  // the SQLite file in --data-dir
+  for (const char* uri : {"postgres://tc@db1/trainctl", "postgresql:///trainctl?host=/run/pg"}) {
+    flags = ParseDaemonFlags(With({"--store", uri}));
+    REQUIRE(flags.ok());
+    CHECK(flags->store == uri);
+  }
+}
+
+TEST_CASE("a store is a PostgreSQL URI, and --check-db is for the SQLite file alone", "[daemon_flags]") {
+  CHECK(ParseDaemonFlags(With({"--store", "/var/lib/tc/other.db"})).status().message() ==
+        "--store takes a PostgreSQL connection URI, postgres://USER@HOST/DB (leave it out for "
+        "the SQLite file in --data-dir)");
+  CHECK(absl::StartsWith(
+      ParseDaemonFlags(With({"--store", "postgres://tc@db1/tc", "--check-db"})).status().message(),
+      "--check-db checks the SQLite file in --data-dir"));
 }
 
 TEST_CASE("a bad trainctld command line is an error that says what to give", "[daemon_flags]") {

@@ -16,7 +16,7 @@
 #include "server/job_snapshots.h"
 #include "server/reconcile_loop.h"
 #include "server/watch_hub.h"
-#include "storage/store.h"
+#include "storage/sqlite_store.h"
 
 namespace trainctl::server {
 namespace {
@@ -27,7 +27,7 @@ class Server {
   Server() {
     char tmpl[] = "/tmp/trainctl-server-XXXXXX";
     dir_ = mkdtemp(tmpl);
-    auto store = storage::Store::Open(db_path());
+    auto store = storage::SqliteStore::Open(db_path());
     REQUIRE(store.ok());
     sched::CoreOptions options;
     options.id_seed = 7;
@@ -108,7 +108,7 @@ TEST_CASE("SetQuota answers once the quota is durable") {
   CHECK(project.quota().gpus() == 8);
 
   // A second connection to the database already sees the row.
-  auto store = storage::Store::Open(s.db_path());
+  auto store = storage::SqliteStore::Open(s.db_path());
   REQUIRE(store.ok());
   auto snap = (*store)->Load();
   REQUIRE(snap.ok());

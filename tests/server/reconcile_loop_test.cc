@@ -22,6 +22,8 @@
 #include "server/job_snapshots.h"
 #include "server/state_load.h"
 #include "server/watch_hub.h"
+#include "storage/sqlite_job_archive.h"
+#include "storage/sqlite_store.h"
 #include "tests/storage/faulty_vfs.h"
 
 namespace trainctl::server {
@@ -130,9 +132,9 @@ class Fixture {
                    int64_t finished_cache_jobs = 10'000, std::function<void()> alive = nullptr) {
     char tmpl[] = "/tmp/trainctl-loop-XXXXXX";
     dir_ = mkdtemp(tmpl);
-    auto store = storage::Store::Open(db_path(), testing::FaultyVfs::Name());
+    auto store = storage::SqliteStore::Open(db_path(), testing::FaultyVfs::Name());
     REQUIRE(store.ok());
-    auto opened = storage::JobArchive::Open(db_path());
+    auto opened = storage::SqliteJobArchive::Open(db_path());
     REQUIRE(opened.ok());
     archive = *std::move(opened);
     snapshots.set_archive(archive.get(), SecretRedactor());

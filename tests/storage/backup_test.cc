@@ -15,7 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/time_util.h"
-#include "storage/store.h"
+#include "storage/sqlite_store.h"
 #include "tests/common/sqlite_column.h"
 #include "tests/storage/temp_dir.h"
 
@@ -43,7 +43,7 @@ TEST_CASE("a backup beside a writer that never pauses is sound and holds what wa
   TempDir dir;
   const std::string db = dir.path + "/trainctl.db";
   const std::string copy = dir.path + "/copy.db";
-  auto store = Store::Open(db);
+  auto store = SqliteStore::Open(db);
   REQUIRE(store.ok());
   // As trainctld runs it: checkpoints beside the commits.
   REQUIRE((*store)->StartCheckpointer(absl::Milliseconds(10)).ok());
@@ -122,7 +122,7 @@ TEST_CASE("a backup beside a writer that never pauses is sound and holds what wa
 
   // Restored (opened by a Store, as trainctld would), it loads those jobs.
   store->reset();
-  auto restored = Store::Open(copy);
+  auto restored = SqliteStore::Open(copy);
   REQUIRE(restored.ok());
   absl::StatusOr<Snapshot> snapshot = (*restored)->Load();
   REQUIRE(snapshot.ok());
@@ -133,7 +133,7 @@ TEST_CASE("a cancelled backup, and one of a database that is not there, say so")
   TempDir dir;
   const std::string db = dir.path + "/trainctl.db";
   {
-    auto store = Store::Open(db);
+    auto store = SqliteStore::Open(db);
     REQUIRE(store.ok());
     Batch b;
     for (int i = 0; i < 300; ++i) b.jobs.push_back(BackupJob(i));

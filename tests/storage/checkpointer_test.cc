@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "storage/job_archive.h"
-#include "storage/store.h"
+#include "storage/sqlite_job_archive.h"
+#include "storage/sqlite_store.h"
 #include "tests/storage/temp_dir.h"
 
 namespace trainctl::storage {
@@ -32,8 +32,8 @@ void CommitEvents(Store& store, int first, int n) {
 }
 
 // A new database at `db`.
-std::unique_ptr<Store> OpenStore(const std::string& db) {
-  auto store = Store::Open(db);
+std::unique_ptr<SqliteStore> OpenStore(const std::string& db) {
+  auto store = SqliteStore::Open(db);
   REQUIRE(store.ok());
   return *std::move(store);
 }
@@ -41,7 +41,7 @@ std::unique_ptr<Store> OpenStore(const std::string& db) {
 TEST_CASE("the checkpointer copies the write-ahead log before the commits' own checkpoint") {
   TempDir dir;
   const std::string db = dir.path + "/trainctl.db";
-  std::unique_ptr<Store> store = OpenStore(db);
+  std::unique_ptr<SqliteStore> store = OpenStore(db);
   // An interval that never comes in the test: only CheckpointNow checkpoints.
   auto checkpointer = Checkpointer::Start(db, "", absl::Hours(1));
   REQUIRE(checkpointer.ok());
@@ -57,7 +57,7 @@ TEST_CASE("the checkpointer copies the write-ahead log before the commits' own c
   store.reset();
   // A clean close leaves the database whole and no log.
   CHECK(FileSize(db + "-wal") == -1);
-  auto archive = JobArchive::Open(db);
+  auto archive = SqliteJobArchive::Open(db);
   REQUIRE(archive.ok());
   auto events = (*archive)->ListEvents({"", "node-a", "", 0, 1000, ""});
   REQUIRE(events.ok());
@@ -67,7 +67,7 @@ TEST_CASE("the checkpointer copies the write-ahead log before the commits' own c
 TEST_CASE("with a checkpointer beside a writer that never pauses, the log stays bounded") {
   TempDir dir;
   const std::string db = dir.path + "/trainctl.db";
-  std::unique_ptr<Store> store = OpenStore(db);
+  std::unique_ptr<SqliteStore> store = OpenStore(db);
   REQUIRE(store->StartCheckpointer(absl::Milliseconds(1)).ok());
   // 6,000 pages in commits back to back: the log is started over, not grown to hold them all.
   CommitEvents(*store, 0, 6000);
@@ -78,7 +78,7 @@ TEST_CASE("with a checkpointer beside a writer that never pauses, the log stays 
 TEST_CASE("the checkpointer's thread checkpoints every interval") {
   TempDir dir;
   const std::string db = dir.path + "/trainctl.db";
-  std::unique_ptr<Store> store = OpenStore(db);
+  std::unique_ptr<SqliteStore> store = OpenStore(db);
   auto checkpointer = Checkpointer::Start(db, "", absl::Milliseconds(10));
   REQUIRE(checkpointer.ok());
   const int64_t db_size = FileSize(db);

@@ -1,7 +1,7 @@
 // FaultyVfs: an SQLite VFS over the default one whose writes can be made to fail as a full disk
 // (SQLITE_FULL) or a failing device (SQLITE_IOERR_WRITE) makes them fail, for the store's and
 // the reconcile loop's tests of what a failed commit does. Open a database through it with
-// Store::Open(path, FaultyVfs::Name()).
+// SqliteStore::Open(path, FaultyVfs::Name()).
 //
 // Thread-safe: the fault is an atomic that any thread may set.
 #pragma once

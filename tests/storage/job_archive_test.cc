@@ -1,7 +1,8 @@
 // Jobs read back from the database: start-up loads only live and recently ended jobs (with
 // their attempts and runs), and JobArchive's read-only connection finds the rest — one job, a
 // newest-first scan by project and state that stops after its most rows, events through their
-// indexes, a run's node for its log — and a create's request id.
+// indexes, a run's node for its log — and a create's request id. The [backend] tests run on
+// SQLite and PostgreSQL (tests/storage/test_store.h).
 #include "storage/job_archive.h"
 
 #include <sqlite3.h>
@@ -13,8 +14,10 @@
 
 #include "common/time_util.h"
 #include "storage/schema.h"
+#include "storage/sqlite_store.h"
 #include "storage/store.h"
 #include "tests/storage/temp_dir.h"
+#include "tests/storage/test_store.h"
 
 namespace trainctl::storage {
 namespace {
@@ -44,20 +47,12 @@ void AddJob(Batch* b, const std::string& id, const std::string& project, v1::Job
   b->runs.push_back(run);
 }
 
+// A store of the backend under test, with archives of it.
 struct Db {
-  Db() {
-    auto opened = Store::Open(path());
-    REQUIRE(opened.ok());
-    store = *std::move(opened);
-  }
-  std::string path() const { return dir.path + "/trainctl.db"; }
-  std::unique_ptr<JobArchive> Archive() {
-    auto archive = JobArchive::Open(path());
-    REQUIRE(archive.ok());
-    return *std::move(archive);
-  }
+  Db() : store(location.Open()) {}
+  std::unique_ptr<JobArchive> Archive() { return location.OpenArchive(); }
 
-  TempDir dir;
+  TestStore location;
   std::unique_ptr<Store> store;
 };
 
@@ -80,7 +75,8 @@ Scanned ScanAll(JobArchive& archive, const JobScan& scan, size_t stop_after = 10
   return out;
 }
 
-TEST_CASE("start-up loads the live jobs and those that ended since the cutoff, with their rows") {
+TEST_CASE("start-up loads the live jobs and those that ended since the cutoff, with their rows",
+          "[backend]") {
   Db db;
   Batch b;
   AddJob(&b, "j-running", "a", v1::JOB_STATE_RUNNING, 100, 200);
@@ -107,7 +103,8 @@ TEST_CASE("start-up loads the live jobs and those that ended since the cutoff, w
   CHECK(db.store->Load(0)->jobs.size() == 4);
 }
 
-TEST_CASE("the archive reads a job with its attempts, and nothing for an unknown one") {
+TEST_CASE("the archive reads a job with its attempts, and nothing for an unknown one",
+          "[backend]") {
   Db db;
   Batch b;
   AddJob(&b, "j-1", "a", v1::JOB_STATE_SUCCEEDED, 10, 20);
@@ -126,7 +123,8 @@ TEST_CASE("the archive reads a job with its attempts, and nothing for an unknown
   CHECK(archive->Get("j-2")->has_value());
 }
 
-TEST_CASE("a scan walks jobs newest first, by project and state, and goes on where it stopped") {
+TEST_CASE("a scan walks jobs newest first, by project and state, and goes on where it stopped",
+          "[backend]") {
   Db db;
   Batch b;
   // Two share a create time: the id orders them.
@@ -168,7 +166,8 @@ TEST_CASE("a scan walks jobs newest first, by project and state, and goes on whe
   CHECK(!ScanAll(*archive, all, /*stop_after=*/2).resume.has_value());
 }
 
-TEST_CASE("the archive locates a run's log: the last attempt's latest restart by default") {
+TEST_CASE("the archive locates a run's log: the last attempt's latest restart by default",
+          "[backend]") {
   Db db;
   Batch b;
   AddJob(&b, "j-1", "a", v1::JOB_STATE_FAILED, 10, 20);
@@ -198,7 +197,8 @@ TEST_CASE("the archive locates a run's log: the last attempt's latest restart by
         "no run of replica worker-0 in attempt 1 restart 5 of job j-1");
 }
 
-TEST_CASE("the archive lists events of a job, a node or an actor, newest kept, oldest first") {
+TEST_CASE("the archive lists events of a job, a node or an actor, newest kept, oldest first",
+          "[backend]") {
   Db db;
   Batch b;
   for (int i = 0; i < 5; ++i) {
@@ -228,7 +228,7 @@ TEST_CASE("the archive lists events of a job, a node or an actor, newest kept, o
   CHECK(reasons(EventQuery{}).size() == 5);
 }
 
-TEST_CASE("a create's request id finds its job in the database within the window") {
+TEST_CASE("a create's request id finds its job in the database within the window", "[backend]") {
   Db db;
   Batch b;
   AddJob(&b, "j-1", "a", v1::JOB_STATE_SUCCEEDED, 10'000, 20'000);
@@ -279,7 +279,7 @@ TEST_CASE("the upgrade to schema 8 indexes the request ids of the last day's job
     sqlite3_finalize(st);
     sqlite3_close(raw);
   }
-  auto store = Store::Open(db);
+  auto store = SqliteStore::Open(db);
   REQUIRE(store.ok());
   CHECK(*(*store)->SchemaVersion() == 8);
   absl::StatusOr<std::optional<v1::Job>> recent =

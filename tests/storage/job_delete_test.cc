@@ -1,5 +1,6 @@
 // Deleting jobs from the store: a deleted job's rows go from every table, and retention finds
-// the terminal jobs that ended before a time, oldest first, a batch at a time.
+// the terminal jobs that ended before a time, oldest first, a batch at a time. The [backend]
+// tests run on SQLite and PostgreSQL (tests/storage/test_store.h).
 #include <sqlite3.h>
 
 #include <catch2/catch.hpp>
@@ -7,8 +8,10 @@
 #include <vector>
 
 #include "common/time_util.h"
+#include "storage/sqlite_store.h"
 #include "storage/store.h"
 #include "tests/storage/temp_dir.h"
+#include "tests/storage/test_store.h"
 
 namespace trainctl::storage {
 namespace {
@@ -41,19 +44,9 @@ void AddJob(Batch* b, const std::string& id, v1::JobState state, int64_t update_
 }
 
 // Rows of `table` whose `column` is `value`, read through a connection of its own.
-int64_t CountRows(const std::string& db, const std::string& table, const std::string& column,
+int64_t CountRows(const TestStore& db, const std::string& table, const std::string& column,
                   const std::string& value) {
-  sqlite3* raw = nullptr;
-  REQUIRE(sqlite3_open_v2(db.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
-  const std::string sql = "SELECT count(*) FROM " + table + " WHERE " + column + " = ?";
-  sqlite3_stmt* st = nullptr;
-  REQUIRE(sqlite3_prepare_v2(raw, sql.c_str(), -1, &st, nullptr) == SQLITE_OK);
-  sqlite3_bind_text(st, 1, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
-  REQUIRE(sqlite3_step(st) == SQLITE_ROW);
-  const int64_t n = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(raw);
-  return n;
+  return db.QueryInt("SELECT count(*) FROM " + table + " WHERE " + column + " = '" + value + "'");
 }
 
 std::vector<std::string> Ids(const std::vector<EndedJob>& jobs) {
@@ -62,10 +55,10 @@ std::vector<std::string> Ids(const std::vector<EndedJob>& jobs) {
   return ids;
 }
 
-TEST_CASE("a deleted job's row, attempts, runs and events are gone, and no other job's") {
-  TempDir dir;
-  const std::string db = dir.path + "/trainctl.db";
-  auto store = Store::Open(db);
+TEST_CASE("a deleted job's row, attempts, runs and events are gone, and no other job's",
+          "[backend]") {
+  TestStore db;
+  auto store = db.TryOpen();
   REQUIRE(store.ok());
   Batch b;
   AddJob(&b, "j-old", v1::JOB_STATE_SUCCEEDED, 1000);
@@ -94,10 +87,9 @@ TEST_CASE("a deleted job's row, attempts, runs and events are gone, and no other
   CHECK(snap->runs.size() == 1);
 }
 
-TEST_CASE("rows a turn writes for a job it also deletes are not left behind") {
-  TempDir dir;
-  const std::string db = dir.path + "/trainctl.db";
-  auto store = Store::Open(db);
+TEST_CASE("rows a turn writes for a job it also deletes are not left behind", "[backend]") {
+  TestStore db;
+  auto store = db.TryOpen();
   REQUIRE(store.ok());
   Batch b;
   AddJob(&b, "j-1", v1::JOB_STATE_CANCELLED, 1000);
@@ -108,9 +100,10 @@ TEST_CASE("rows a turn writes for a job it also deletes are not left behind") {
   CHECK(CountRows(db, "replica_runs", "job_id", "j-1") == 0);
 }
 
-TEST_CASE("retention finds terminal jobs that ended before a time, oldest first, in batches") {
-  TempDir dir;
-  auto store = Store::Open(dir.path + "/trainctl.db");
+TEST_CASE("retention finds terminal jobs that ended before a time, oldest first, in batches",
+          "[backend]") {
+  TestStore db;
+  auto store = db.TryOpen();
   REQUIRE(store.ok());
   Batch b;
   b.jobs.push_back(JobRow("j-c", v1::JOB_STATE_CANCELLED, 3000));
@@ -152,7 +145,7 @@ TEST_CASE("retention finds terminal jobs that ended before a time, oldest first,
 TEST_CASE("the retention query reads the index of terminal jobs in its order, sorting nothing") {
   TempDir dir;
   const std::string db = dir.path + "/trainctl.db";
-  REQUIRE(Store::Open(db).ok());
+  REQUIRE(SqliteStore::Open(db).ok());
   sqlite3* raw = nullptr;
   REQUIRE(sqlite3_open_v2(db.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
   sqlite3_stmt* st = nullptr;

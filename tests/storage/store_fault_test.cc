@@ -5,7 +5,7 @@
 #include <string>
 
 #include "common/time_util.h"
-#include "storage/store.h"
+#include "storage/sqlite_store.h"
 #include "tests/storage/faulty_vfs.h"
 #include "tests/storage/temp_dir.h"
 
@@ -39,7 +39,7 @@ std::vector<std::string> JobIds(Store& store) {
 TEST_CASE("a commit that finds the disk full writes nothing and names the data dir") {
   TempDir dir;
   const std::string db = dir.path + "/trainctl.db";
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(db, FaultyVfs::Name());
+  absl::StatusOr<std::unique_ptr<Store>> store = SqliteStore::Open(db, FaultyVfs::Name());
   REQUIRE(store.ok());
   REQUIRE((*store)->Commit(OneJob("j-1")).ok());
   {
@@ -57,7 +57,7 @@ TEST_CASE("a commit that finds the disk full writes nothing and names the data d
   REQUIRE((*store)->Commit(OneJob("j-3")).ok());
   CHECK(JobIds(**store) == std::vector<std::string>{"j-1", "j-3"});
   store->reset();
-  absl::StatusOr<std::unique_ptr<Store>> reopened = Store::Open(db);
+  absl::StatusOr<std::unique_ptr<Store>> reopened = SqliteStore::Open(db);
   REQUIRE(reopened.ok());
   CHECK(JobIds(**reopened) == std::vector<std::string>{"j-1", "j-3"});
 }
@@ -65,7 +65,7 @@ TEST_CASE("a commit that finds the disk full writes nothing and names the data d
 TEST_CASE("a commit that meets an I/O error is UNAVAILABLE and writes nothing") {
   TempDir dir;
   const std::string db = dir.path + "/trainctl.db";
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(db, FaultyVfs::Name());
+  absl::StatusOr<std::unique_ptr<Store>> store = SqliteStore::Open(db, FaultyVfs::Name());
   REQUIRE(store.ok());
   {
     ScopedFault eio(FaultyVfs::Fault::kIoError);

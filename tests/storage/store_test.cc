@@ -1,4 +1,5 @@
-// The SQLite store against real database files in a temporary directory.
+// The store against real databases: SQLite files in a temporary directory, and (the tests
+// tagged [backend], run again by ctest with TRAINCTL_TEST_STORE=postgres) PostgreSQL databases.
 #include "storage/store.h"
 
 #include <sqlite3.h>
@@ -9,8 +10,10 @@
 
 #include "common/time_util.h"
 #include "storage/job_archive.h"
+#include "storage/sqlite_store.h"
 #include "tests/common/proto_fill.h"
 #include "tests/storage/temp_dir.h"
+#include "tests/storage/test_store.h"
 
 namespace trainctl::storage {
 namespace {
@@ -82,10 +85,19 @@ void InsertJobRow(sqlite3* raw, v1::Job job) {
   sqlite3_finalize(st);
 }
 
+// The store of a SQLite file, or of the backend under test.
+absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& sqlite_path) {
+  auto store = SqliteStore::Open(sqlite_path);
+  if (!store.ok()) return store.status();
+  return std::unique_ptr<Store>(*std::move(store));
+}
+absl::StatusOr<std::unique_ptr<Store>> Open(const TestStore& db) { return db.TryOpen(); }
+
 // Opens the database at `db` as a starting trainctld does (migrating it to the current schema)
 // and loads it.
-Snapshot OpenAndLoad(const std::string& db) {
-  auto store = Store::Open(db);
+template <typename Db>
+Snapshot OpenAndLoad(const Db& db) {
+  auto store = Open(db);
   REQUIRE(store.ok());
   CHECK(*(*store)->SchemaVersion() == Store::kSchemaVersion);
   auto snap = (*store)->Load();
@@ -94,9 +106,10 @@ Snapshot OpenAndLoad(const std::string& db) {
 }
 
 // Commits `batch` to the database at `db`, closes it, and loads what a restarted trainctld would.
-Snapshot CommitReopenLoad(const std::string& db, Batch batch) {
+template <typename Db>
+Snapshot CommitReopenLoad(const Db& db, Batch batch) {
   {
-    auto store = Store::Open(db);
+    auto store = Open(db);
     REQUIRE(store.ok());
     REQUIRE((*store)->Commit(batch).ok());
   }
@@ -121,11 +134,10 @@ v1::Job MakeJob(const std::string& id, int64_t create_ms) {
   return job;
 }
 
-TEST_CASE("a committed batch survives closing and reopening the database") {
-  TempDir dir;
-  const std::string db = dir.path + "/trainctl.db";
+TEST_CASE("a committed batch survives closing and reopening the database", "[backend]") {
+  TestStore db;
   {
-    auto store = Store::Open(db);
+    auto store = db.TryOpen();
     REQUIRE(store.ok());
     Batch b;
     v1::Job job = MakeJob("j-1", 1000);
@@ -151,7 +163,7 @@ TEST_CASE("a committed batch survives closing and reopening the database") {
     b.events.push_back({1000, "j-1", 1, "", "", "JobQueued", "submitted", "alice"});
     REQUIRE((*store)->Commit(b).ok());
   }
-  auto store = Store::Open(db);
+  auto store = db.TryOpen();
   REQUIRE(store.ok());
   CHECK(*(*store)->SchemaVersion() == Store::kSchemaVersion);
   auto snap = (*store)->Load();
@@ -171,7 +183,7 @@ TEST_CASE("a committed batch survives closing and reopening the database") {
   CHECK(snap->nodes[0].status.checks_size() == 1);
   REQUIRE(snap->runs.size() == 1);
   CHECK(snap->runs[0].node == "node-a");
-  auto archive = JobArchive::Open(db);
+  auto archive = db.TryOpenArchive();
   REQUIRE(archive.ok());
   auto events = (*archive)->ListEvents({"j-1", "", "", 0, 10, ""});
   REQUIRE(events.ok());
@@ -182,10 +194,9 @@ TEST_CASE("a committed batch survives closing and reopening the database") {
   CHECK((*archive)->ListEvents({"", "", "", 0, 10, "bob"})->empty());
 }
 
-TEST_CASE("a load tells the latest creation time of every stored job, loaded or not") {
-  TempDir dir;
-  const std::string db = dir.path + "/trainctl.db";
-  auto store = Store::Open(db);
+TEST_CASE("a load tells the latest creation time of every stored job, loaded or not", "[backend]") {
+  TestStore db;
+  auto store = db.TryOpen();
   REQUIRE(store.ok());
   CHECK((*store)->Load()->last_create_ms == 0);  // no job yet
   Batch b;
@@ -202,11 +213,10 @@ TEST_CASE("a load tells the latest creation time of every stored job, loaded or 
   CHECK(snap->last_create_ms == 9000);
 }
 
-TEST_CASE("tokens round-trip, oldest first, and are replaced by id") {
-  TempDir dir;
-  const std::string db = dir.path + "/trainctl.db";
+TEST_CASE("tokens round-trip, oldest first, and are replaced by id", "[backend]") {
+  TestStore db;
   {
-    auto store = Store::Open(db);
+    auto store = db.TryOpen();
     REQUIRE(store.ok());
     TokenRow a;
     a.token.set_id("00000000000000aa");
@@ -226,7 +236,7 @@ TEST_CASE("tokens round-trip, oldest first, and are replaced by id") {
     second.tokens = {a};
     REQUIRE((*store)->Commit(second).ok());
   }
-  auto store = Store::Open(db);
+  auto store = db.TryOpen();
   REQUIRE(store.ok());
   auto snap = (*store)->Load();
   REQUIRE(snap.ok());
@@ -239,9 +249,9 @@ TEST_CASE("tokens round-trip, oldest first, and are replaced by id") {
   CHECK_FALSE(snap->tokens[1].token.revoked());
 }
 
-TEST_CASE("a deleted node's row goes, and the certificates revoked for it stay revoked") {
-  TempDir dir;
-  const std::string db = dir.path + "/trainctl.db";
+TEST_CASE("a deleted node's row goes, and the certificates revoked for it stay revoked",
+          "[backend]") {
+  TestStore db;
   Batch add;
   for (const char* name : {"node-a", "node-b"}) {
     sched::Node n;
@@ -260,9 +270,9 @@ TEST_CASE("a deleted node's row goes, and the certificates revoked for it stay r
   CHECK(CommitReopenLoad(db, del).revoked_certificates.size() == 2);
 }
 
-TEST_CASE("a failing batch leaves nothing half-written") {
-  TempDir dir;
-  auto store = Store::Open(dir.path + "/trainctl.db");
+TEST_CASE("a failing batch leaves nothing half-written", "[backend]") {
+  TestStore db;
+  auto store = db.TryOpen();
   REQUIRE(store.ok());
   Batch b;
   b.jobs.push_back(MakeJob("j-ok", 1));
@@ -274,13 +284,22 @@ TEST_CASE("a failing batch leaves nothing half-written") {
   auto snap = (*store)->Load();
   REQUIRE(snap.ok());
   CHECK(snap->jobs.empty());
+  // The store works on after a failed commit: the same statements write the next batch.
+  Batch next;
+  next.jobs.push_back(MakeJob("j-next", 2));
+  next.attempts.push_back({"j-next", next.jobs[0].attempts(0)});
+  REQUIRE((*store)->Commit(next).ok());
+  snap = (*store)->Load();
+  REQUIRE(snap.ok());
+  REQUIRE(snap->jobs.size() == 1);
+  CHECK(snap->jobs[0].attempts_size() == 1);
 }
 
-TEST_CASE("updates replace rows, events only append") {
-  TempDir dir;
-  auto store = Store::Open(dir.path + "/trainctl.db");
+TEST_CASE("updates replace rows, events only append", "[backend]") {
+  TestStore db;
+  auto store = db.TryOpen();
   REQUIRE(store.ok());
-  auto archive = JobArchive::Open(dir.path + "/trainctl.db");
+  auto archive = db.TryOpenArchive();
   REQUIRE(archive.ok());
   v1::Job job = MakeJob("j-1", 5);
   for (int i = 0; i < 3; ++i) {
@@ -299,11 +318,10 @@ TEST_CASE("updates replace rows, events only append") {
   CHECK((*events)[1].reason == "2");
 }
 
-TEST_CASE("quotas round-trip and are replaced by project") {
-  TempDir dir;
-  const std::string db = dir.path + "/trainctl.db";
+TEST_CASE("quotas round-trip and are replaced by project", "[backend]") {
+  TestStore db;
   {
-    auto store = Store::Open(db);
+    auto store = db.TryOpen();
     REQUIRE(store.ok());
     v1::Quota a;
     a.set_project("team-a");
@@ -327,7 +345,7 @@ TEST_CASE("quotas round-trip and are replaced by project") {
     second.quotas = {a};
     REQUIRE((*store)->Commit(second).ok());
   }
-  auto store = Store::Open(db);
+  auto store = db.TryOpen();
   REQUIRE(store.ok());
   auto snap = (*store)->Load();
   REQUIRE(snap.ok());
@@ -365,7 +383,7 @@ TEST_CASE("a database at schema version 1 migrates to the current one and keeps 
                          nullptr, nullptr, nullptr) == SQLITE_OK);
     sqlite3_close(raw);
   }
-  auto store = Store::Open(db);
+  auto store = SqliteStore::Open(db);
   REQUIRE(store.ok());
   CHECK(*(*store)->SchemaVersion() == Store::kSchemaVersion);
   auto snap = (*store)->Load();
@@ -389,7 +407,7 @@ TEST_CASE("a database at schema version 1 migrates to the current one and keeps 
   b.quotas.push_back(quota);
   REQUIRE((*store)->Commit(b).ok());
   store->reset();
-  auto again = Store::Open(db);
+  auto again = SqliteStore::Open(db);
   REQUIRE(again.ok());
   snap = (*again)->Load();
   REQUIRE(snap.ok());
@@ -453,8 +471,9 @@ TEST_CASE("a database at schema version 3 keeps its attempts, and new ones are s
   CHECK(testing::Differences(third, after.jobs[0].attempts(2)) == "");
 }
 
-TEST_CASE("every stored field of a job and its attempts survives closing and reopening") {
-  TempDir dir;
+TEST_CASE("every stored field of a job and its attempts survives closing and reopening",
+          "[backend]") {
+  TestStore db;
   v1::Job job;
   testing::FillEveryField(&job, kComputedWhenRead);
   // The store keys attempts by (job id, number) and loads them oldest first.
@@ -464,14 +483,13 @@ TEST_CASE("every stored field of a job and its attempts survives closing and reo
   Batch b;
   b.jobs.push_back(job);
   for (const v1::Attempt& a : job.attempts()) b.attempts.push_back({job.id(), a});
-  Snapshot snap = CommitReopenLoad(dir.path + "/trainctl.db", b);
+  Snapshot snap = CommitReopenLoad(db, b);
   REQUIRE(snap.jobs.size() == 1);
   CHECK(testing::Differences(job, snap.jobs[0]) == "");
 }
 
-TEST_CASE("an attempt stored whole keeps its indexed columns filled") {
-  TempDir dir;
-  const std::string db = dir.path + "/trainctl.db";
+TEST_CASE("an attempt stored whole keeps its indexed columns filled", "[backend]") {
+  TestStore db;
   v1::Job job = MakeJob("j-1", 1000);
   v1::Attempt* a = job.mutable_attempts(0);
   a->set_state(v1::JOB_STATE_FAILED);
@@ -483,26 +501,16 @@ TEST_CASE("an attempt stored whole keeps its indexed columns filled") {
   b.jobs.push_back(job);
   b.attempts.push_back({"j-1", *a});
   CommitReopenLoad(db, b);
-  sqlite3* raw = nullptr;
-  REQUIRE(sqlite3_open(db.c_str(), &raw) == SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  REQUIRE(sqlite3_prepare_v2(raw,
-                             "SELECT number, state, reason, start_ms, end_ms, nodes FROM attempts "
-                             "WHERE job_id = 'j-1'",
-                             -1, &st, nullptr) == SQLITE_OK);
-  REQUIRE(sqlite3_step(st) == SQLITE_ROW);
-  CHECK(sqlite3_column_int(st, 0) == 1);
-  CHECK(sqlite3_column_int(st, 1) == v1::JOB_STATE_FAILED);
-  CHECK(std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 2))) == "lost");
-  CHECK(sqlite3_column_int64(st, 3) == 1500);
-  CHECK(sqlite3_column_int64(st, 4) == 2500);
-  CHECK(std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 5))) == "node-a,node-b");
-  sqlite3_finalize(st);
-  sqlite3_close(raw);
+  CHECK(db.QueryInt("SELECT count(*) FROM attempts WHERE job_id = 'j-1' AND number = 1 AND "
+                    "state = " +
+                    std::to_string(v1::JOB_STATE_FAILED) +
+                    " AND reason = 'lost' AND start_ms = 1500 AND end_ms = 2500 AND "
+                    "nodes = 'node-a,node-b'") == 1);
 }
 
-TEST_CASE("every stored field of a node, its status message whole, survives a reopen") {
-  TempDir dir;
+TEST_CASE("every stored field of a node, its status message whole, survives a reopen",
+          "[backend]") {
+  TestStore db;
   sched::Node n;
   n.name = "node-a";
   n.address = "10.0.0.7";
@@ -517,7 +525,7 @@ TEST_CASE("every stored field of a node, its status message whole, survives a re
   // them again when it restores the node (Core::Restore) and when its agent registers.
   Batch b;
   b.nodes.push_back(n);
-  Snapshot snap = CommitReopenLoad(dir.path + "/trainctl.db", b);
+  Snapshot snap = CommitReopenLoad(db, b);
   REQUIRE(snap.nodes.size() == 1);
   const sched::Node& got = snap.nodes[0];
   CHECK(got.name == n.name);
@@ -535,33 +543,29 @@ TEST_CASE("every stored field of a node, its status message whole, survives a re
   CHECK(testing::Differences(n.status, got.status) == "");
 }
 
-TEST_CASE("every field of a quota survives a reopen") {
-  TempDir dir;
+TEST_CASE("every field of a quota survives a reopen", "[backend]") {
+  TestStore db;
   v1::Quota q;
   testing::FillEveryField(&q);
   Batch b;
   b.quotas.push_back(q);
-  Snapshot snap = CommitReopenLoad(dir.path + "/trainctl.db", b);
+  Snapshot snap = CommitReopenLoad(db, b);
   REQUIRE(snap.quotas.size() == 1);
   CHECK(testing::Differences(q, snap.quotas[0]) == "");
 }
 
-TEST_CASE("a database from a newer trainctld is refused") {
-  TempDir dir;
-  const std::string db = dir.path + "/trainctl.db";
-  REQUIRE(Store::Open(db).ok());
-  sqlite3* raw = nullptr;
-  sqlite3_open(db.c_str(), &raw);
-  sqlite3_exec(raw, "PRAGMA user_version=99", nullptr, nullptr, nullptr);
-  sqlite3_close(raw);
-  auto store = Store::Open(db);
+TEST_CASE("a database from a newer trainctld is refused", "[backend]") {
+  TestStore db;
+  REQUIRE(db.TryOpen().ok());
+  db.Exec(db.postgres() ? "UPDATE schema_version SET version = 99" : "PRAGMA user_version=99");
+  auto store = db.TryOpen();
   CHECK(store.status().code() == absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_CASE("the database runs in WAL mode") {
   TempDir dir;
   const std::string db = dir.path + "/trainctl.db";
-  REQUIRE(Store::Open(db).ok());
+  REQUIRE(SqliteStore::Open(db).ok());
   CHECK(std::filesystem::exists(db));
   sqlite3* raw = nullptr;
   sqlite3_open(db.c_str(), &raw);

@@ -1,0 +1,129 @@
+#include "storage/batch_writer.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "common/time_util.h"
+#include "storage/pg_statement.h"
+#include "storage/statement.h"
+
+namespace trainctl::storage {
+namespace {
+
+// Runs `run(statement, row)` for each of `rows` with the cached statement for `sql`; prepares
+// nothing when there are none.
+template <typename Cache, typename Rows, typename Fn>
+absl::Status RunEach(Cache& cache, const char* sql, Rows&& rows, Fn run) {
+  if (rows.empty()) return absl::OkStatus();
+  TC_ASSIGN_OR_RETURN(auto* st, cache.Get(sql));
+  for (auto& row : rows) TC_RETURN_IF_ERROR(run(*st, row));
+  return absl::OkStatus();
+}
+
+// A node's labels as the nodes row holds them: k=v lines.
+std::string JoinLabels(const std::map<std::string, std::string>& labels) {
+  std::vector<std::string> lines;
+  for (const auto& [k, v] : labels) lines.push_back(absl::StrCat(k, "=", v));
+  return absl::StrJoin(lines, "\n");
+}
+
+}  // namespace
+
+template <typename Cache>
+absl::Status WriteBatch(Cache& cache, const BatchSql& sql, Batch& batch) {
+  TC_RETURN_IF_ERROR(
+      RunEach(cache,
+              "INSERT INTO jobs (id, project, state, priority, create_ms, update_ms, data, "
+              "request_key) VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET "
+              "state=excluded.state, update_ms=excluded.update_ms, data=excluded.data",
+              batch.jobs, [](auto& st, v1::Job& job) {
+                // The row without the attempts, which have rows of their own; no copy.
+                google::protobuf::RepeatedPtrField<v1::Attempt> attempts;
+                attempts.Swap(job.mutable_attempts());
+                std::string data = job.SerializeAsString();
+                attempts.Swap(job.mutable_attempts());
+                return st.Run({job.id(), job.project(), int64_t{job.state()},
+                               int64_t{job.priority()}, TimestampToMs(job.create_time()),
+                               TimestampToMs(job.update_time()), Blob{std::move(data)},
+                               job.request_id().empty()
+                                   ? Value(Null{})
+                                   : Value(RequestKey(job.creator(), job.request_id()))});
+              }));
+  TC_RETURN_IF_ERROR(
+      RunEach(cache,
+              "INSERT INTO attempts (job_id, number, state, reason, start_ms, end_ms, nodes, data) "
+              "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(job_id, number) DO UPDATE SET "
+              "state=excluded.state, reason=excluded.reason, start_ms=excluded.start_ms, "
+              "end_ms=excluded.end_ms, nodes=excluded.nodes, data=excluded.data",
+              batch.attempts, [](auto& st, const std::pair<std::string, v1::Attempt>& row) {
+                const v1::Attempt& a = row.second;
+                return st.Run({row.first, int64_t{a.number()}, int64_t{a.state()}, a.reason(),
+                               TimestampToMs(a.start_time()), TimestampToMs(a.end_time()),
+                               absl::StrJoin(a.nodes(), ","), Blob{a.SerializeAsString()}});
+              }));
+  TC_RETURN_IF_ERROR(RunEach(
+      cache,
+      // An update in place (not INSERT OR REPLACE, which deletes the row and inserts it again,
+      // with its index entries): a run's row is written at its launch, start and end.
+      "INSERT INTO replica_runs (run_id, job_id, attempt, replica, restart, node, state, pid, "
+      "exit_code, signal, oom, message, start_ms, end_ms) VALUES "
+      "(?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(run_id) DO UPDATE SET node=excluded.node, "
+      "state=excluded.state, pid=excluded.pid, exit_code=excluded.exit_code, "
+      "signal=excluded.signal, oom=excluded.oom, message=excluded.message, "
+      "start_ms=excluded.start_ms, end_ms=excluded.end_ms",
+      batch.runs, [](auto& st, const sched::ReplicaRun& r) {
+        return st.Run({r.run_id, r.job_id, int64_t{r.attempt}, r.replica, int64_t{r.restart},
+                       r.node, int64_t{r.state}, r.pid,
+                       r.exit_code ? Value(int64_t{*r.exit_code}) : Value(Null{}),
+                       r.signal ? Value(int64_t{*r.signal}) : Value(Null{}), int64_t{r.oom_killed},
+                       r.message, r.start_ms, r.end_ms});
+      }));
+  TC_RETURN_IF_ERROR(
+      RunEach(cache, sql.upsert_node, batch.nodes, [](auto& st, const sched::Node& n) {
+        return st.Run({n.name, n.address, n.capacity.cpu, n.capacity.memory_mb, n.capacity.gpus,
+                       n.allocatable.cpu, n.allocatable.memory_mb, n.allocatable.gpus,
+                       JoinLabels(n.labels), n.agent_instance, n.registered_ms, n.last_heartbeat_ms,
+                       Blob{n.status.SerializeAsString()}});
+      }));
+  TC_RETURN_IF_ERROR(
+      RunEach(cache, "DELETE FROM nodes WHERE name = ?", batch.deleted_nodes,
+              [](auto& st, const auto& deleted) { return st.Run({deleted.first}); }));
+  for (const auto& [name, revoked] : batch.deleted_nodes) {
+    TC_RETURN_IF_ERROR(RunEach(cache, sql.insert_revoked, revoked,
+                               [&name = name](auto& st, const std::string& fp) {
+                                 return st.Run({fp, name});
+                               }));
+  }
+  TC_RETURN_IF_ERROR(
+      RunEach(cache,
+              "INSERT INTO events (time_ms, job_id, attempt, replica, node, type, reason, actor) "
+              "VALUES (?,?,?,?,?,?,?,?)",
+              batch.events, [](auto& st, const sched::Event& e) {
+                return st.Run({e.time_ms, e.job_id, int64_t{e.attempt}, e.replica, e.node, e.type,
+                               e.reason, e.actor});
+              }));
+  TC_RETURN_IF_ERROR(
+      RunEach(cache,
+              "INSERT INTO tokens (id, hash, data) VALUES (?,?,?) ON CONFLICT(id) DO UPDATE SET "
+              "data=excluded.data",
+              batch.tokens, [](auto& st, const TokenRow& t) {
+                return st.Run({t.token.id(), t.hash, Blob{t.token.SerializeAsString()}});
+              }));
+  TC_RETURN_IF_ERROR(
+      RunEach(cache, sql.upsert_quota, batch.quotas, [](auto& st, const v1::Quota& q) {
+        return st.Run({q.project(), Blob{q.SerializeAsString()}});
+      }));
+  // Last: rows this turn wrote for a job it then deleted go too.
+  for (const char* sql :
+       {"DELETE FROM events WHERE job_id = ?", "DELETE FROM replica_runs WHERE job_id = ?",
+        "DELETE FROM attempts WHERE job_id = ?", "DELETE FROM jobs WHERE id = ?"}) {
+    TC_RETURN_IF_ERROR(RunEach(cache, sql, batch.deleted_jobs,
+                               [](auto& st, const std::string& id) { return st.Run({id}); }));
+  }
+  return absl::OkStatus();
+}
+
+template absl::Status WriteBatch(StatementCache&, const BatchSql&, Batch&);
+template absl::Status WriteBatch(PgStatementCache&, const BatchSql&, Batch&);
+
+}  // namespace trainctl::storage

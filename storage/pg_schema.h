@@ -1,0 +1,121 @@
+// The schema of trainctld's PostgreSQL database (storage/pg_store.h), as its migrations: the
+// same tables, columns and indexes as SQLite's (storage/schema.h) at the same version numbers,
+// in PostgreSQL's dialect: BIGINT for integers and millisecond times, DOUBLE PRECISION for
+// reals, BYTEA for blobs, the "C" collation for the keys rows are ordered by (SQLite's byte
+// order), BIGSERIAL where SQLite has a rowid, and the version in the one-row
+// table schema_version (SQLite's PRAGMA user_version).
+//
+// No PostgreSQL database ever held a schema older than kPgFirstVersion, so the first migration
+// builds that version whole; each later one takes version v to v + 1, like SQLite's, and is
+// added to both files together.
+#pragma once
+
+#include "storage/store.h"
+
+namespace trainctl::storage {
+
+inline constexpr int kPgFirstVersion = 8;
+
+// Append only; never edit a shipped one. kPgMigrations[0] takes an empty database to
+// kPgFirstVersion, kPgMigrations[i] (i > 0) version kPgFirstVersion + i - 1 to the next.
+inline constexpr const char* kPgMigrations[] = {
+    // 0 -> 8: the schema of SQLite's migrations 1 to 8.
+    R"sql(
+    CREATE TABLE schema_version (
+      version INTEGER NOT NULL
+    );
+    CREATE TABLE jobs (
+      id          TEXT COLLATE "C" PRIMARY KEY,
+      project     TEXT COLLATE "C" NOT NULL,
+      state       BIGINT NOT NULL,
+      priority    BIGINT NOT NULL,
+      create_ms   BIGINT NOT NULL,
+      update_ms   BIGINT NOT NULL,
+      data        BYTEA NOT NULL,         -- trainctl.v1.Job without attempts
+      request_key TEXT                    -- creator "\n" request id; NULL without one
+    );
+    CREATE INDEX jobs_by_state ON jobs(state, priority, create_ms);
+    CREATE INDEX jobs_ended ON jobs(update_ms, id) WHERE state IN (4, 5, 7);
+    CREATE INDEX jobs_by_age ON jobs(create_ms DESC, id);
+    CREATE INDEX jobs_by_project ON jobs(project, create_ms DESC, id);
+    CREATE INDEX jobs_live ON jobs(create_ms, id) WHERE state NOT IN (4, 5, 7);
+    CREATE INDEX jobs_by_request ON jobs(request_key, create_ms) WHERE request_key IS NOT NULL;
+    CREATE TABLE attempts (
+      job_id   TEXT COLLATE "C" NOT NULL REFERENCES jobs(id),
+      number   BIGINT NOT NULL,
+      state    BIGINT NOT NULL,
+      reason   TEXT NOT NULL,
+      start_ms BIGINT NOT NULL,
+      end_ms   BIGINT NOT NULL,
+      nodes    TEXT NOT NULL,             -- comma-separated node names
+      data     BYTEA,                     -- trainctl.v1.Attempt
+      PRIMARY KEY (job_id, number)
+    );
+    CREATE TABLE replica_runs (
+      run_id    TEXT PRIMARY KEY,         -- job/attempt/replica/restart
+      job_id    TEXT COLLATE "C" NOT NULL REFERENCES jobs(id),
+      attempt   BIGINT NOT NULL,
+      replica   TEXT NOT NULL,
+      restart   BIGINT NOT NULL,
+      node      TEXT NOT NULL,
+      state     BIGINT NOT NULL,
+      pid       BIGINT NOT NULL,
+      exit_code BIGINT,
+      signal    BIGINT,
+      oom       BIGINT NOT NULL,
+      message   TEXT NOT NULL,
+      start_ms  BIGINT NOT NULL,
+      end_ms    BIGINT NOT NULL
+    );
+    CREATE INDEX runs_by_job ON replica_runs(job_id, attempt);
+    CREATE TABLE nodes (
+      name              TEXT COLLATE "C" PRIMARY KEY,
+      address           TEXT NOT NULL,
+      capacity_cpu      DOUBLE PRECISION NOT NULL,
+      capacity_mem_mb   BIGINT NOT NULL,
+      capacity_gpus     BIGINT NOT NULL,
+      alloc_cpu         DOUBLE PRECISION NOT NULL,
+      alloc_mem_mb      BIGINT NOT NULL,
+      alloc_gpus        BIGINT NOT NULL,
+      labels            TEXT NOT NULL,    -- k=v lines
+      agent_instance    TEXT NOT NULL,
+      registered_ms     BIGINT NOT NULL,
+      last_heartbeat_ms BIGINT NOT NULL,
+      status            BYTEA NOT NULL DEFAULT '\x'  -- trainctl.v1.Node, state on
+    );
+    CREATE TABLE events (
+      seq     BIGSERIAL PRIMARY KEY,
+      time_ms BIGINT NOT NULL,
+      job_id  TEXT NOT NULL,
+      attempt BIGINT NOT NULL,
+      replica TEXT NOT NULL,
+      node    TEXT NOT NULL,
+      type    TEXT NOT NULL,
+      reason  TEXT NOT NULL,
+      actor   TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX events_by_job ON events(job_id, seq);
+    CREATE INDEX events_by_node ON events(node, seq);
+    CREATE INDEX events_by_actor ON events(actor, seq);
+    CREATE TABLE quotas (
+      project TEXT COLLATE "C" PRIMARY KEY,
+      data    BYTEA NOT NULL              -- trainctl.v1.Quota
+    );
+    CREATE TABLE tokens (
+      seq  BIGSERIAL NOT NULL,            -- creation order (SQLite's rowid)
+      id   TEXT COLLATE "C" PRIMARY KEY,
+      hash TEXT NOT NULL UNIQUE,          -- SHA-256 of the whole bearer token, hex
+      data BYTEA NOT NULL                 -- trainctl.v1.ApiToken
+    );
+    CREATE TABLE revoked_certificates (
+      fingerprint TEXT COLLATE "C" PRIMARY KEY,
+      node        TEXT NOT NULL
+    );
+    )sql",
+};
+
+static_assert(kPgFirstVersion + static_cast<int>(sizeof(kPgMigrations) / sizeof(kPgMigrations[0])) -
+                  1 ==
+              Store::kSchemaVersion);
+
+}  // namespace trainctl::storage
