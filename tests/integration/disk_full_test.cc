@@ -53,15 +53,14 @@ workerPools:
   replicaCount: 1
   command: ["WORKLOAD", "--sleep", "600"]
 )"));
-  c.WaitForState(ends, v1::JOB_STATE_RUNNING);
+  const int64_t ends_pid = c.WaitForState(ends, v1::JOB_STATE_RUNNING).replicas(0).pid();
   const v1::Job running = c.WaitForState(keeps, v1::JOB_STATE_RUNNING);
   const int64_t pid = running.replicas(0).pid();
   REQUIRE(pid > 0);
 
   FillUp(c.DataDir() + "/filler");
-  // The replica exits while the disk is full: its report's commit fails, or a submit's does
-  // first. Either way submits are refused from then on, each with the reason.
-  CHECK(close(open(go.c_str(), O_WRONLY | O_CREAT, 0600)) == 0);
+  // A few commits may still get in (SQLite writes its log over space it already has); then a
+  // submit's commit fails, and submits are refused from then on, each with the reason.
   std::vector<std::string> accepted;
   const std::string more = c.WriteFile("more.yaml", c.Spec(R"(
 displayName: more
@@ -81,6 +80,9 @@ workerPools:
   CHECK_THAT(refused.err, Catch::Contains("RESOURCE_EXHAUSTED") &&
                               Catch::Contains("no space left on " + c.DataDir()));
   CHECK(Eventually([&] { return Health(c) == Serving::kNotServing; }));
+  // A replica exits now: its report cannot be committed until space returns.
+  CHECK(close(open(go.c_str(), O_WRONLY | O_CREAT, 0600)) == 0);
+  CHECK(Eventually([&] { return !PidAlive(static_cast<pid_t>(ends_pid)); }));
 
   // Reads answer; the job whose replica ended is not done yet (its exit is not durable), the
   // other replica runs on.
