@@ -1,11 +1,13 @@
 // JobLifecycle: replicas that leave their node — drained, lost or unhealthy hosts, agents that
 // shut down, in-place restarts whose node no longer keeps replicas (R4, R13, R14, R18).
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "scheduler/job_lifecycle.h"
+#include "scheduler/maintenance.h"
 #include "scheduler/node_health.h"
 #include "scheduler/node_registry.h"
 #include "scheduler/placement.h"
@@ -146,10 +148,22 @@ void JobLifecycle::PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx,
   const std::vector<NodeFree> free =
       NodesForMove(job->spec, PoolOf(*job, *r), from_node == nullptr ? nullptr : &from_node->labels,
                    nodes_->FreeNodes());
-  const int to_index = ChooseNode(ReplicaDemandOf(*r), free, from);
+  // As at admission: never a node whose maintenance window starts before the job's expected end,
+  // and the job's policy (BINPACK: the fullest node that fits).
+  const std::vector<NodeWindow> windows = WindowsOf(*nodes_);
+  const absl::Time expected_end = ExpectedEnd(job->spec, job->start_time, now);
+  const std::set<std::string> avoid = NodesToAvoid(windows, expected_end);
+  const bool binpack = job->spec.scheduling().placement().policy() == v1::PLACEMENT_POLICY_BINPACK;
+  const ReplicaDemand demand = ReplicaDemandOf(*r);
+  const int to_index = ChooseNode(demand, free, from, binpack, &avoid);
   if (to_index < 0) {
+    // Like a move that finds no room: the job is re-dispatched, and its new attempt waits in
+    // the queue (behind a MAINTENANCE blocker when only windowed nodes have room).
+    const bool only_windowed = !avoid.empty() && ChooseNode(demand, free, from) >= 0;
     const RetryDecision d =
-        DecideNoRoomForMove(*job, *r, from, r->move_cause, why, DescribeNoRoom(*r, from, *nodes_));
+        DecideNoRoomForMove(*job, *r, from, r->move_cause, why,
+                            only_windowed ? MaintenanceNoRoom(windows, avoid, expected_end)
+                                          : DescribeNoRoom(*r, from, *nodes_));
     r->move_cause = MoveCause::kNone;
     r->move_reason.clear();
     fx->tally.failures.push_back({d.failure_class, d.action});
