@@ -8,29 +8,13 @@
 #include "common/time_util.h"
 #include "scheduler/maintenance.h"
 #include "tests/scheduler/core_fixture.h"
+#include "tests/scheduler/maintenance_requests.h"
 
 namespace trainctl::sched::testing {
 namespace {
 
 constexpr int64_t kHoldsMinute = 60'000;
 constexpr int64_t kHoldsHour = 60 * kHoldsMinute;
-
-v1::SetNodeMaintenanceRequest HoldsWindow(const std::string& node, int64_t start_ms,
-                                          int64_t duration_ms, const std::string& reason) {
-  v1::SetNodeMaintenanceRequest req;
-  req.set_name(node);
-  *req.mutable_start_time() = MsToTimestamp(start_ms);
-  *req.mutable_duration() = MsToDuration(duration_ms);
-  req.set_reason(reason);
-  return req;
-}
-
-v1::SetNodeMaintenanceRequest HoldsClear(const std::string& node) {
-  v1::SetNodeMaintenanceRequest req;
-  req.set_name(node);
-  req.set_clear(true);
-  return req;
-}
 
 // A one-replica job of `cpu` cores expected to run `expected_ms`.
 v1::JobSpec Expected(double cpu, int64_t expected_ms) {
@@ -107,16 +91,16 @@ TEST_CASE(
       if (row.window_b_ms > 0) {
         REQUIRE(f.core
                     .SetNodeMaintenance(
-                        HoldsWindow("node-b", started + row.window_b_ms, kHoldsHour, "PSU swap"),
+                        WindowReq("node-b", started + row.window_b_ms, kHoldsHour, "PSU swap"),
                         f.now, &fx)
                     .ok());
       }
       if (row.window_c_ms > 0) {
-        REQUIRE(f.core
-                    .SetNodeMaintenance(
-                        HoldsWindow("node-c", started + row.window_c_ms, kHoldsHour, "BIOS"), f.now,
-                        &fx)
-                    .ok());
+        REQUIRE(
+            f.core
+                .SetNodeMaintenance(
+                    WindowReq("node-c", started + row.window_c_ms, kHoldsHour, "BIOS"), f.now, &fx)
+                .ok());
       }
       f.now = started + row.drain_at_ms;
       Effects moved;
@@ -207,7 +191,7 @@ TEST_CASE("maintenance: a window's end lifts only the cordon the window set") {
         REQUIRE(f.core.CordonNode("node-a", "ticket 4711", f.now, &fx).ok());
       }
       REQUIRE(f.core
-                  .SetNodeMaintenance(HoldsWindow("node-a", f.now + kHoldsHour, kHoldsHour, "BIOS"),
+                  .SetNodeMaintenance(WindowReq("node-a", f.now + kHoldsHour, kHoldsHour, "BIOS"),
                                       f.now, &fx)
                   .ok());
       f.now += kHoldsHour;
@@ -231,7 +215,7 @@ TEST_CASE("maintenance: a window's end lifts only the cordon the window set") {
       }
       Effects end;
       if (row.cleared) {
-        REQUIRE(f.core.SetNodeMaintenance(HoldsClear("node-a"), ++f.now, &end).ok());
+        REQUIRE(f.core.SetNodeMaintenance(ClearReq("node-a"), ++f.now, &end).ok());
       } else {
         f.now += kHoldsHour;
         f.core.Tick(f.now, &end);
@@ -256,10 +240,10 @@ TEST_CASE("maintenance: the drain at a window's start names the window, not an o
   Fixture f;
   Effects fx;
   const int64_t start = f.now + kHoldsHour;
-  REQUIRE(f.core
-              .SetNodeMaintenance(HoldsWindow("node-a", start, 2 * kHoldsHour, "BIOS update"),
-                                  f.now, &fx)
-              .ok());
+  REQUIRE(
+      f.core
+          .SetNodeMaintenance(WindowReq("node-a", start, 2 * kHoldsHour, "BIOS update"), f.now, &fx)
+          .ok());
   std::string id;
   std::vector<v1::LaunchReplica> launches = f.SubmitAndPlace(Expected(3, 30 * kHoldsMinute), &id);
   REQUIRE(f.NodeOf(launches[0]) == "node-a");
@@ -293,7 +277,7 @@ TEST_CASE(
   f.core.AgentRegistered(reg, f.now, &fx);
   REQUIRE(f.core.GetNode("node-c")->maintenance().reason() == "vendor notice 42");
   CHECK(f.core.GetNode("node-c")->agent_maintenance().reason() == "vendor notice 42");
-  REQUIRE(f.core.SetNodeMaintenance(HoldsClear("node-c"), ++f.now, &fx).ok());
+  REQUIRE(f.core.SetNodeMaintenance(ClearReq("node-c"), ++f.now, &fx).ok());
 
   struct Step {
     const char* name;
