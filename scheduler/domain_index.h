@@ -8,8 +8,11 @@
 //
 //   FreeIndex free(nodes.FreeNodes());
 //   const DomainIndex& racks = free.Domains("topology.rack");  // built on first use, O(nodes)
+//   GangOptions options;
 //   for (int d = 0; d < racks.size(); ++d) {
-//     if (racks.free(d).Fits(total)) free.PlaceGang(demands, {.within = &racks.nodes(d)});
+//     if (!racks.free(d).Fits(total)) continue;  // too small: its nodes are never looked at
+//     options.within = &racks.nodes(d);
+//     if (free.PlaceGang(demands, options).ok()) break;  // updates racks.free(d)
 //   }
 //
 // Invariants: free(d) is the sum of nodes()[i].free over nodes(d) (a float sum for cpu); a node

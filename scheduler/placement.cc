@@ -208,7 +208,7 @@ absl::StatusOr<std::vector<std::string>> FreeIndex::PlaceGang(
     if (best < 0) {
       std::vector<NodeFree> usable;
       auto consider = [&](int n) {
-        if ((eligible == nullptr || n >= static_cast<int>(eligible->size()) || (*eligible)[n]) &&
+        if ((eligible == nullptr || (n < static_cast<int>(eligible->size()) && (*eligible)[n])) &&
             (options.avoid == nullptr || options.avoid->count(nodes_[n].name) == 0)) {
           usable.push_back(nodes_[n]);
         }
