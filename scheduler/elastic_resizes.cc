@@ -55,7 +55,7 @@ void JobLifecycle::ElasticStep(Job* job, absl::Time now, Effects* fx) {
   std::vector<Replica*> leaving;
   for (Replica& r : job->replicas) {
     if (r.state != v1::REPLICA_STATE_PENDING || !r.elastic_wait_until) continue;
-    if (const std::string to = MoveTarget(*job, r, r.node, r.node); !to.empty()) {
+    if (const std::string to = MoveTarget(*job, r, r.node, r.node, now); !to.empty()) {
       MoveTo(job, &r, to, now, fx, /*new_run=*/false);
       if (!IsLive(job->state)) return;
     } else if (now >= *r.elastic_wait_until) {
@@ -97,7 +97,7 @@ void JobLifecycle::GrowBack(Job* job, absl::Time now, Effects* fx) {
   const std::string domain_of = job->replicas.front().node;
   for (Replica& r : job->replicas) {
     if (r.state != v1::REPLICA_STATE_REMOVED) continue;
-    const std::string to = MoveTarget(*job, r, "", domain_of);
+    const std::string to = MoveTarget(*job, r, "", domain_of, now);
     if (to.empty()) continue;
     SetNode(*job, &r, to);
     SetReplicaState(job, &r, v1::REPLICA_STATE_RESTARTING);
@@ -175,19 +175,20 @@ absl::Status JobLifecycle::RequestGrow(Job* job, const std::string& actor, absl:
         "job ", job->id, " already runs all ", job->replicas.size(), " replicas of its spec"));
   }
   // Some removed replica must have room, or the restart would change nothing.
-  const Replica* first_removed = nullptr;
+  std::string first_no_room;
+  bool room = false;
   for (const Replica& r : job->replicas) {
     if (r.state != v1::REPLICA_STATE_REMOVED) continue;
-    if (first_removed == nullptr) first_removed = &r;
-    if (!MoveTarget(*job, r, "", job->replicas.front().node).empty()) {
-      first_removed = nullptr;
+    std::string no_room;
+    if (!MoveTarget(*job, r, "", job->replicas.front().node, now, &no_room).empty()) {
+      room = true;
       break;
     }
+    if (first_no_room.empty()) first_no_room = absl::StrCat(r.name, " ", no_room);
   }
-  if (first_removed != nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("no node has room for a removed replica of job ", job->id, ": ",
-                     first_removed->name, " ", DescribeNoRoom(*first_removed, "", *nodes_)));
+  if (!room) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no node has room for a removed replica of job ", job->id, ": ", first_no_room));
   }
   const std::string who = actor.empty() ? std::string("a resize request")
                                         : absl::StrCat("a resize requested by ", actor);

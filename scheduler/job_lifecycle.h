@@ -215,10 +215,13 @@ class JobLifecycle {
   // launched yet (an in-place restart whose node cannot take it).
   void PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx, bool new_run = true);
 
-  // The node `r` would move to now (the best schedulable node with room, never `from`, within
-  // the topology domain of node `domain_of` when the job packs), or "" when none has room.
+  // The node `r` would move to now: the best schedulable node with room (the job's policy:
+  // SPREAD or BINPACK), never `from`, within the topology domain of node `domain_of` when the job
+  // packs, and not one whose maintenance window starts before the job's expected end. "" when
+  // none has room, and then `no_room` (may be null) says why.
   std::string MoveTarget(const Job& job, const Replica& r, const std::string& from,
-                         const std::string& domain_of) const;
+                         const std::string& domain_of, absl::Time now,
+                         std::string* no_room = nullptr) const;
   // Puts a moving replica on `to` and starts it there (or, in a gang restart, readies it to start
   // with the others). `new_run` as for PlaceMoved.
   void MoveTo(Job* job, Replica* r, const std::string& to, absl::Time now, Effects* fx,

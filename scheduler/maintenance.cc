@@ -2,6 +2,8 @@
 // (maintenance.h).
 #include "scheduler/maintenance.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/time_util.h"
@@ -73,6 +75,16 @@ std::string DescribeWindow(const v1::MaintenanceWindow& window) {
                       ")");
 }
 
+std::string DescribeWindowSpan(const v1::MaintenanceWindow& window) {
+  return absl::StrCat("from ", FormatRfc3339(absl::ToUnixMillis(WindowStart(window))), " to ",
+                      FormatRfc3339(absl::ToUnixMillis(WindowEnd(window))));
+}
+
+bool SameWindow(const v1::MaintenanceWindow& a, const v1::MaintenanceWindow& b) {
+  return TimestampToMs(a.start_time()) == TimestampToMs(b.start_time()) &&
+         DurationToMs(a.duration()) == DurationToMs(b.duration()) && a.reason() == b.reason();
+}
+
 absl::Duration ExpectedDuration(const v1::JobSpec& spec) {
   const v1::Scheduling& s = spec.scheduling();
   if (s.has_expected_duration() && DurationToMs(s.expected_duration()) > 0) {
@@ -86,6 +98,11 @@ absl::Duration ExpectedDuration(const v1::JobSpec& spec) {
 
 absl::Time ExpectedEnd(const v1::JobSpec& spec, absl::Time now) {
   return now + ExpectedDuration(spec);
+}
+
+absl::Time ExpectedEnd(const v1::JobSpec& spec, std::optional<absl::Time> started, absl::Time now) {
+  if (!started.has_value()) return ExpectedEnd(spec, now);
+  return std::max(now, *started + ExpectedDuration(spec));
 }
 
 std::vector<NodeWindow> WindowsOf(const NodeRegistry& nodes) {
@@ -106,21 +123,36 @@ std::set<std::string> NodesToAvoid(const std::vector<NodeWindow>& windows, absl:
   return out;
 }
 
-std::string MaintenanceReason(const std::vector<NodeWindow>& windows,
-                              const std::set<std::string>& avoided, absl::Time end) {
-  // The words stay the same from pass to pass (no times relative to now), so a waiting job's
-  // reason changes only when the windows do.
+namespace {
+
+constexpr char kOnlyWindowedNodes[] =
+    "only nodes whose maintenance window starts before the job's expected end "
+    "(scheduling.expectedDuration, else scheduling.timeout, else 24h from its start) have room "
+    "for it: ";
+
+std::string AvoidedWindows(const std::vector<NodeWindow>& windows,
+                           const std::set<std::string>& avoided, absl::Time end) {
   std::vector<std::string> parts;
   for (const NodeWindow& w : windows) {
     if (avoided.count(w.node) > 0 && w.start < end) {
       parts.push_back(absl::StrCat(w.node, " from ", w.text));
     }
   }
-  return absl::StrCat(
-      "MAINTENANCE: only nodes whose maintenance window starts before the job's expected end "
-      "(scheduling.expectedDuration, else scheduling.timeout, else 24h from its start) have room "
-      "for it: ",
-      absl::StrJoin(parts, "; "));
+  return absl::StrJoin(parts, "; ");
+}
+
+}  // namespace
+
+std::string MaintenanceReason(const std::vector<NodeWindow>& windows,
+                              const std::set<std::string>& avoided, absl::Time end) {
+  // The words stay the same from pass to pass (no times relative to now), so a waiting job's
+  // reason changes only when the windows do.
+  return absl::StrCat("MAINTENANCE: ", kOnlyWindowedNodes, AvoidedWindows(windows, avoided, end));
+}
+
+std::string MaintenanceNoRoom(const std::vector<NodeWindow>& windows,
+                              const std::set<std::string>& avoided, absl::Time end) {
+  return absl::StrCat(kOnlyWindowedNodes, AvoidedWindows(windows, avoided, end));
 }
 
 }  // namespace trainctl::sched

@@ -4,7 +4,8 @@
 // of a job that waits for a window.
 //
 // NodeRegistry keeps each node's window (node_maintenance.cc); the admission pass asks
-// NodesToAvoid per job and hands that set to placement.
+// NodesToAvoid per job and hands that set to placement, and so does a replica's move
+// (replica_moves.cc), with the job's expected end counted from its start.
 //
 //   std::vector<NodeWindow> windows = WindowsOf(nodes);        // once per pass
 //   std::set<std::string> avoid = NodesToAvoid(windows, ExpectedEnd(job.spec, now));
@@ -39,12 +40,19 @@ absl::Time WindowStart(const v1::MaintenanceWindow& window);
 absl::Time WindowEnd(const v1::MaintenanceWindow& window);
 // "2026-11-27T02:00:00Z for 2h (BIOS update)"
 std::string DescribeWindow(const v1::MaintenanceWindow& window);
+// "from 2026-11-27T02:00:00Z to 2026-11-27T04:00:00Z"
+std::string DescribeWindowSpan(const v1::MaintenanceWindow& window);
+// Whether two windows say the same start, duration and reason (whatever their source and state).
+bool SameWindow(const v1::MaintenanceWindow& a, const v1::MaintenanceWindow& b);
 
 // How long a job is expected to run: scheduling.expectedDuration, else scheduling.timeout, else
 // kDefaultMaintenanceHorizon.
 absl::Duration ExpectedDuration(const v1::JobSpec& spec);
 // When a job that starts at `now` is expected to end: now + ExpectedDuration.
 absl::Time ExpectedEnd(const v1::JobSpec& spec, absl::Time now);
+// When a job that started at `started` (nullopt: not yet) is expected to end, for a replica that
+// moves at `now`: started + ExpectedDuration, as scheduling.timeout counts; never before `now`.
+absl::Time ExpectedEnd(const v1::JobSpec& spec, std::optional<absl::Time> started, absl::Time now);
 
 // A node's window, for one admission pass.
 struct NodeWindow {
@@ -65,6 +73,10 @@ std::set<std::string> NodesToAvoid(const std::vector<NodeWindow>& windows, absl:
 // The queue reason of a job that only fits on nodes it avoids: "MAINTENANCE: only nodes with a
 // maintenance window before the job's expected end (...) have room: node-a from ... (...)".
 std::string MaintenanceReason(const std::vector<NodeWindow>& windows,
+                              const std::set<std::string>& avoided, absl::Time end);
+// Why a moving replica found no node: "only nodes whose maintenance window starts before the
+// job's expected end (...) have room for it: node-a from ... (...)".
+std::string MaintenanceNoRoom(const std::vector<NodeWindow>& windows,
                               const std::set<std::string>& avoided, absl::Time end);
 
 }  // namespace trainctl::sched

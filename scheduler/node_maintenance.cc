@@ -1,5 +1,6 @@
 // NodeRegistry's maintenance windows (node_registry.h, "Maintenance windows"): recording and
-// clearing a node's window, draining the node at its start and uncordoning it after its end.
+// clearing a node's window, draining the node at its start and, unless an operator holds it
+// too, uncordoning it after its end.
 #include "absl/strings/str_cat.h"
 #include "common/time_util.h"
 #include "scheduler/maintenance.h"
@@ -13,11 +14,13 @@ absl::Status NodeRegistry::SetMaintenance(const std::string& name,
   Node* node = FindMutable(name);
   if (node == nullptr) return absl::NotFoundError(absl::StrCat("node ", name, " not found"));
   const bool was_drained = node->status.has_maintenance() && node->status.maintenance().drained();
+  const bool held = node->status.has_maintenance() && node->status.maintenance().holds_cordon();
   if (window.has_value()) {
     v1::MaintenanceWindow w = *window;
     // A window replaced while the node is down for the old one keeps the node's hold: it is
     // lifted when the new window ends.
     w.set_drained(was_drained);
+    w.set_holds_cordon(held);
     *node->status.mutable_maintenance() = std::move(w);
     AddEvent(fx, now, nullptr, "", name, "NodeMaintenanceScheduled",
              absl::StrCat("maintenance window ", DescribeWindow(node->status.maintenance()),
@@ -28,9 +31,7 @@ absl::Status NodeRegistry::SetMaintenance(const std::string& name,
              absl::StrCat("maintenance window ", DescribeWindow(node->status.maintenance()),
                           " removed"));
     node->status.clear_maintenance();
-    if (was_drained) {
-      (void)Uncordon(name, now, fx);
-    }
+    if (held) LiftMaintenanceHold(node, "uncordoned: its maintenance window was cleared", now, fx);
   }
   fx->nodes.insert(name);
   Changed();
@@ -39,26 +40,40 @@ absl::Status NodeRegistry::SetMaintenance(const std::string& name,
 
 void NodeRegistry::MaintenanceReported(const std::string& name, const v1::MaintenanceReport& report,
                                        absl::Time now, Effects* fx) {
-  const Node* node = Find(name);
+  Node* node = FindMutable(name);
   if (node == nullptr) return;
+  std::optional<v1::MaintenanceWindow> reported;
+  if (report.has_window()) {
+    v1::MaintenanceWindow w = report.window();
+    w.set_source("agent");
+    w.set_drained(false);
+    w.set_holds_cordon(false);
+    // The agent validates its file and logs what is wrong; the core does no I/O.
+    if (!ValidateWindow(w, "").ok()) return;
+    // A window is applied once, when the agent first reports it: the same window again (the
+    // agent registers again, its file unchanged) leaves the node's window as an operator or the
+    // window's end left it.
+    if (node->status.has_agent_maintenance() && SameWindow(node->status.agent_maintenance(), w)) {
+      return;
+    }
+    *node->status.mutable_agent_maintenance() = w;
+    fx->nodes.insert(name);
+    reported = std::move(w);
+  } else if (node->status.has_agent_maintenance()) {
+    node->status.clear_agent_maintenance();
+    fx->nodes.insert(name);
+  }
   const bool operators =
       node->status.has_maintenance() && node->status.maintenance().source() != "agent";
   if (operators) return;  // an operator's window stands until an operator changes it
-  if (!report.has_window()) {
+  if (!reported.has_value()) {
     if (node->status.has_maintenance()) (void)SetMaintenance(name, std::nullopt, now, fx);
     return;
   }
-  v1::MaintenanceWindow w = report.window();
-  w.set_source("agent");
-  w.set_drained(false);
-  // The agent validates its file and logs what is wrong; the core does no I/O.
-  if (!ValidateWindow(w, "").ok()) return;
-  if (node->status.has_maintenance()) {
-    v1::MaintenanceWindow current = node->status.maintenance();
-    current.set_drained(false);
-    if (current.SerializeAsString() == w.SerializeAsString()) return;  // unchanged
+  if (node->status.has_maintenance() && SameWindow(node->status.maintenance(), *reported)) {
+    return;  // unchanged
   }
-  (void)SetMaintenance(name, w, now, fx);
+  (void)SetMaintenance(name, *reported, now, fx);
 }
 
 std::vector<NodeRegistry::Lost> NodeRegistry::StartMaintenance(absl::Time now, Effects* fx) {
@@ -68,10 +83,13 @@ std::vector<NodeRegistry::Lost> NodeRegistry::StartMaintenance(absl::Time now, E
     v1::MaintenanceWindow& w = *node.status.mutable_maintenance();
     if (w.drained() || WindowStart(w) > now || WindowEnd(w) <= now) continue;
     w.set_drained(true);
-    const std::string reason = absl::StrCat("maintenance window ", DescribeWindow(w));
-    absl::StatusOr<std::string> why = Drain(name, reason, 0, now, fx);
-    if (!why.ok()) continue;  // cannot happen: the window's reason is valid
-    out.push_back({name, *why});
+    // An operator's cordon (or drain) already in place stays after the window.
+    w.set_holds_cordon(!node.status.cordoned());
+    const std::string span = DescribeWindowSpan(w);
+    StartDrain(&node, absl::StrCat("drained by its maintenance window ", span, ": ", w.reason()),
+               absl::StrCat(w.reason(), " (maintenance window ", span, ")"), 0, now, fx);
+    out.push_back({name, absl::StrCat("node ", name, " is draining for its maintenance window ",
+                                      span, ": ", w.reason())});
   }
   return out;
 }
@@ -87,13 +105,44 @@ void NodeRegistry::EndMaintenance(absl::Time now, Effects* fx) {
     Node* node = FindMutable(name);
     const v1::MaintenanceWindow w = node->status.maintenance();
     node->status.clear_maintenance();
+    std::string after;
+    if (w.holds_cordon()) {
+      after = "; the node takes work again once its checks pass";
+    } else if (w.drained() && node->status.cordoned()) {
+      after = "; the node stays cordoned: an operator cordoned it (trainctl node uncordon)";
+    }
     AddEvent(fx, now, nullptr, "", name, "NodeMaintenanceEnded",
-             absl::StrCat("maintenance window ", DescribeWindow(w), " ended",
-                          w.drained() ? "; the node takes work again once its checks pass" : ""));
+             absl::StrCat("maintenance window ", DescribeWindow(w), " ended", after));
     fx->nodes.insert(name);
     Changed();
-    if (w.drained()) (void)Uncordon(name, now, fx);
+    if (w.holds_cordon()) {
+      LiftMaintenanceHold(node, "uncordoned: its maintenance window ended", now, fx);
+    }
   }
+}
+
+bool NodeRegistry::OperatorTookHold(Node* node) {
+  if (!node->status.has_maintenance() || !node->status.maintenance().holds_cordon()) return false;
+  node->status.mutable_maintenance()->set_holds_cordon(false);
+  return true;
+}
+
+void NodeRegistry::LiftMaintenanceHold(Node* node, const std::string& why_lifted, absl::Time now,
+                                       Effects* fx) {
+  node->status.set_cordoned(false);
+  node->status.clear_drain_deadline();
+  node->draining = false;
+  std::string why = why_lifted;
+  if (FailingChecks(node->status)) {
+    absl::StrAppend(&why, "; stays out until its checks pass");
+    if (node->connected) {
+      v1::SchedulerMessage msg;
+      msg.mutable_run_checks();
+      fx->commands.push_back({node->name, std::move(msg)});
+    }
+  }
+  AddEvent(fx, now, nullptr, "", node->name, "NodeUncordoned", why);
+  Refresh(node, why, now, fx);
 }
 
 absl::Time NodeRegistry::NextMaintenanceChange(absl::Time now) const {

@@ -199,6 +199,7 @@ absl::StatusOr<std::string> NodeRegistry::Revoke(const std::string& name, const 
     known = known || r == fingerprint;
   if (!known) node->status.add_revoked_certificates(fingerprint);
   node->status.set_cordoned(true);
+  OperatorTookHold(node);
   node->connected = false;
   node->lost = true;
   node->move_at_ms = 0;  // the core moves its replicas at once
@@ -251,12 +252,18 @@ absl::Status NodeRegistry::Cordon(const std::string& name, const std::string& re
   Node* node = FindMutable(name);
   if (node == nullptr) return NotFound(name);
   if (absl::Status s = CheckReasonLength(reason); !s.ok()) return s;
+  const std::string why = reason.empty() ? "cordoned by an operator"
+                                         : absl::StrCat("cordoned by an operator: ", reason);
   if (!node->status.cordoned()) {
     node->status.set_cordoned(true);
-    const std::string why = reason.empty() ? "cordoned by an operator"
-                                           : absl::StrCat("cordoned by an operator: ", reason);
+    OperatorTookHold(node);
     AddEvent(fx, now, nullptr, "", name, "NodeCordoned", why);
     Refresh(node, why, now, fx);
+  } else if (OperatorTookHold(node)) {
+    // Cordoned by its maintenance window: the cordon is the operator's now, and stays.
+    AddEvent(fx, now, nullptr, "", name, "NodeCordoned",
+             absl::StrCat(why, "; it stays cordoned after its maintenance window"));
+    fx->nodes.insert(name);
   }
   return absl::OkStatus();
 }
@@ -265,6 +272,7 @@ absl::Status NodeRegistry::Uncordon(const std::string& name, absl::Time now, Eff
   Node* node = FindMutable(name);
   if (node == nullptr) return NotFound(name);
   const bool held = node->status.cordoned() || node->draining || node->status.flapping();
+  OperatorTookHold(node);
   node->status.set_cordoned(false);
   node->status.set_flapping(false);
   node->status.clear_isolation_times();
@@ -299,6 +307,14 @@ absl::StatusOr<std::string> NodeRegistry::Drain(const std::string& name, const s
     return absl::InvalidArgumentError(
         absl::StrCat("deadline must be 0s..24h, got ", FormatDuration(deadline_ms)));
   }
+  OperatorTookHold(node);
+  const std::string why = absl::StrCat("drained by an operator: ", reason);
+  StartDrain(node, why, reason, deadline_ms, now, fx);
+  return absl::StrCat("node ", name, " is draining: ", reason);
+}
+
+void NodeRegistry::StartDrain(Node* node, const std::string& why, const std::string& what,
+                              int64_t deadline_ms, absl::Time now, Effects* fx) {
   node->status.set_cordoned(true);
   node->draining = true;
   if (deadline_ms > 0) {
@@ -307,15 +323,13 @@ absl::StatusOr<std::string> NodeRegistry::Drain(const std::string& name, const s
     node->status.clear_drain_deadline();
   }
   node->status.set_health_description(
-      absl::StrCat("The host had a maintenance event at ", FormatRfc3339(ToMs(now)), ": ", reason));
-  const std::string why = absl::StrCat("drained by an operator: ", reason);
-  AddEvent(fx, now, nullptr, "", name, "NodeDrainStarted",
+      absl::StrCat("The host had a maintenance event at ", FormatRfc3339(ToMs(now)), ": ", what));
+  AddEvent(fx, now, nullptr, "", node->name, "NodeDrainStarted",
            absl::StrCat(why, "; moving its replicas to other nodes",
                         deadline_ms > 0
                             ? absl::StrCat(" (each gets ", FormatDuration(deadline_ms), " to stop)")
                             : std::string(" (each gets its job's stopGracePeriod)")));
   Refresh(node, why, now, fx);
-  return absl::StrCat("node ", name, " is draining: ", reason);
 }
 
 // --- Time --------------------------------------------------------------------------------------

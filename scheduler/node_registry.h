@@ -112,20 +112,22 @@ class NodeRegistry {
   // --- Maintenance windows (node_maintenance.cc; rules in maintenance.h) ---------------------
 
   // Records the node's window (v1::Node.maintenance), replacing any, or clears it (nullopt),
-  // uncordoning a node drained for it. NOT_FOUND for an unknown node. `window` is valid
-  // (ValidateWindow).
+  // uncordoning a node whose cordon is the window's alone (MaintenanceWindow.holds_cordon).
+  // NOT_FOUND for an unknown node. `window` is valid (ValidateWindow).
   absl::Status SetMaintenance(const std::string& name,
                               const std::optional<v1::MaintenanceWindow>& window, absl::Time now,
                               Effects* fx);
   // An agent's --maintenance-file: sets or clears the node's window unless an operator set it.
-  // Unknown nodes and invalid windows (logged) are ignored.
+  // A window is applied only when it differs from the one the agent reported last
+  // (v1::Node.agent_maintenance, persisted), so a window an operator cleared does not come back
+  // at the agent's next registration. Unknown nodes and invalid windows (logged) are ignored.
   void MaintenanceReported(const std::string& name, const v1::MaintenanceReport& report,
                            absl::Time now, Effects* fx);
   // The nodes whose window began by `now` and that were not drained for it yet: each is drained
-  // (cordon + DRAINING) now. Returns each with the reason its replicas move with.
+  // (cordon + DRAINING) now, by its window. Returns each with the reason its replicas move with.
   std::vector<Lost> StartMaintenance(absl::Time now, Effects* fx);
-  // Windows that ended by `now` are removed; the nodes drained for them are uncordoned (and take
-  // work once their checks pass).
+  // Windows that ended by `now` are removed; the nodes whose cordon was the window's alone are
+  // uncordoned (and take work once their checks pass); an operator's cordon stays.
   void EndMaintenance(absl::Time now, Effects* fx);
   // The next start or end of a window after `now`; InfiniteFuture when none.
   absl::Time NextMaintenanceChange(absl::Time now) const;
@@ -229,6 +231,18 @@ class NodeRegistry {
   void Refresh(Node* node, const std::string& reason, absl::Time now, Effects* fx);
   // A LOST node is heard from again (`how`): back in service; stops the runs moved off it.
   void Returned(Node* node, const std::string& how, absl::Time now, Effects* fx);
+  // Cordons the node and marks it draining: `why` in its event and state reason ("drained by an
+  // operator: ..."), `what` in its health description.
+  void StartDrain(Node* node, const std::string& why, const std::string& what, int64_t deadline_ms,
+                  absl::Time now, Effects* fx);
+  // An operator cordoned, drained, uncordoned or revoked the node: the hold is the operator's,
+  // and its maintenance window's end no longer lifts it (node_maintenance.cc). Returns whether the
+  // window held the node's cordon until now.
+  static bool OperatorTookHold(Node* node);
+  // Lifts the cordon and drain the node's maintenance window set (not the flapping hold), with
+  // `why` in the NodeUncordoned event; asks a node whose checks still fail to run them at once
+  // (node_maintenance.cc).
+  void LiftMaintenanceHold(Node* node, const std::string& why, absl::Time now, Effects* fx);
   v1::Node ViewOf(const Node& node) const;
   PortPool& PortPoolOf(const std::string& node);
   // Rebuilds the node's device pool from its inventory (status.gpu_devices), keeping holds.

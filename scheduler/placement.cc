@@ -75,20 +75,20 @@ void TakeFrom(NodeFree* node, const ReplicaDemand& demand) {
 ReplicaDemand ReplicaDemandOf(const Replica& r) { return {r.name, r.need, PortsNeeded(r.rank)}; }
 
 int ChooseNode(const ReplicaDemand& demand, const std::vector<NodeFree>& nodes,
-               const std::string& exclude) {
+               const std::string& exclude, bool binpack, const std::set<std::string>* avoid) {
   int best = -1;
   for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
     const NodeFree& n = nodes[i];
     if (n.name == exclude || !Fits(n, demand)) continue;
+    if (avoid != nullptr && avoid->count(n.name) > 0) continue;
     if (best < 0) {
       best = i;
       continue;
     }
     const NodeFree& b = nodes[best];
-    if (FreeKey(n.free) > FreeKey(b.free) ||
-        (FreeKey(n.free) == FreeKey(b.free) && n.name < b.name)) {
-      best = i;
-    }
+    const bool better =
+        binpack ? FreeKey(n.free) < FreeKey(b.free) : FreeKey(n.free) > FreeKey(b.free);
+    if (better || (FreeKey(n.free) == FreeKey(b.free) && n.name < b.name)) best = i;
   }
   return best;
 }
@@ -118,6 +118,7 @@ void FreeIndex::Insert(int index) {
   cpu_.insert(n.free.cpu);
   memory_.insert(n.free.memory_mb);
   ports_.insert(n.free_ports);
+  for (auto& [key, domains] : domains_) domains->Update(index, Res{}, n.free);
 }
 
 void FreeIndex::Erase(int index) {
@@ -126,6 +127,13 @@ void FreeIndex::Erase(int index) {
   cpu_.erase(cpu_.find(n.free.cpu));
   memory_.erase(memory_.find(n.free.memory_mb));
   ports_.erase(ports_.find(n.free_ports));
+  for (auto& [key, domains] : domains_) domains->Update(index, n.free, Res{});
+}
+
+const DomainIndex& FreeIndex::Domains(const std::string& key) {
+  std::unique_ptr<DomainIndex>& domains = domains_[key];
+  if (domains == nullptr) domains = std::make_unique<DomainIndex>(key, nodes_);
+  return *domains;
 }
 
 int FreeIndex::Choose(const ReplicaDemand& demand, const std::string& exclude,
@@ -143,7 +151,7 @@ int FreeIndex::Choose(const ReplicaDemand& demand, const std::string& exclude,
 }
 
 int FreeIndex::ChooseAmong(const ReplicaDemand& demand, const std::vector<char>* eligible,
-                           const std::vector<char>* within, bool binpack,
+                           const std::vector<int>* within, bool binpack,
                            const std::set<std::string>* avoid) const {
   if (eligible == nullptr && within == nullptr && !binpack) {
     return avoid == nullptr ? Choose(demand) : Choose(demand, "", *avoid);
@@ -153,9 +161,20 @@ int FreeIndex::ChooseAmong(const ReplicaDemand& demand, const std::vector<char>*
   if (!most.Fits(demand.need) || *ports_.rbegin() < demand.ports) return -1;
   auto allowed = [&](int i) {
     return (eligible == nullptr || (i < static_cast<int>(eligible->size()) && (*eligible)[i])) &&
-           (within == nullptr || (i < static_cast<int>(within->size()) && (*within)[i])) &&
            (avoid == nullptr || avoid->count(nodes_[i].name) == 0) && Fits(nodes_[i], demand);
   };
+  if (within != nullptr) {
+    // Only the domain's nodes: the best of them by the policy, ties by index (name).
+    int best = -1;
+    for (int i : *within) {
+      if (!allowed(i)) continue;
+      if (best < 0 || (binpack ? FreeKey(nodes_[i].free) < FreeKey(nodes_[best].free)
+                               : FreeKey(nodes_[i].free) > FreeKey(nodes_[best].free))) {
+        best = i;
+      }
+    }
+    return best;
+  }
   if (!binpack) {
     for (const Key& key : order_) {
       if (allowed(std::get<3>(key))) return std::get<3>(key);
@@ -188,12 +207,16 @@ absl::StatusOr<std::vector<std::string>> FreeIndex::PlaceGang(
     const int best = ChooseAmong(d, eligible, options.within, options.binpack, options.avoid);
     if (best < 0) {
       std::vector<NodeFree> usable;
-      for (int n = 0; n < static_cast<int>(nodes_.size()); ++n) {
-        if ((eligible == nullptr || (*eligible)[n]) &&
-            (options.within == nullptr || (*options.within)[n]) &&
+      auto consider = [&](int n) {
+        if ((eligible == nullptr || (n < static_cast<int>(eligible->size()) && (*eligible)[n])) &&
             (options.avoid == nullptr || options.avoid->count(nodes_[n].name) == 0)) {
           usable.push_back(nodes_[n]);
         }
+      };
+      if (options.within != nullptr) {
+        for (int n : *options.within) consider(n);
+      } else {
+        for (int n = 0; n < static_cast<int>(nodes_.size()); ++n) consider(n);
       }
       absl::Status missing = absl::ResourceExhaustedError(DescribeShortfall(d, usable));
       for (auto it = taken.rbegin(); it != taken.rend(); ++it) {

@@ -1,11 +1,12 @@
 // PlacementPolicy: the one place that picks nodes — for a whole gang (all replicas of a job, or
 // none) and for one replica that moves off its node.
 //
-// Pure and deterministic: the same nodes and demands always give the same answer. The policy
-// spreads replicas: each replica goes to the fitting node with the most free resources left
-// (gpus first, then memory, then cpu), ties broken by node name (ChooseNode). Spreading keeps one
-// host's failure from taking a whole job's replicas with it and balances load on CPU-only hosts;
-// a packing policy for GPU fragmentation can replace ChooseNode without touching callers.
+// Pure and deterministic: the same nodes and demands always give the same answer. The default
+// policy spreads replicas: each replica goes to the fitting node with the most free resources
+// left (gpus first, then memory, then cpu), ties broken by node name (ChooseNode). Spreading keeps
+// one host's failure from taking a whole job's replicas with it and balances load on CPU-only
+// hosts. A job's scheduling.placement.policy BINPACK picks the least free fitting node instead,
+// so whole hosts stay free; topology (topology.h) restricts a gang to the nodes of a domain.
 //
 // Ports are a resource too: a node without enough free ports in its pool (NodeFree::free_ports)
 // is never chosen, though they do not count in the ranking.
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "scheduler/domain_index.h"
 #include "scheduler/model.h"
 
 namespace trainctl::sched {
@@ -42,8 +44,9 @@ struct GangOptions {
   // Per demand, in the order of the demands: the nodes it may go to; nullptr (or a short
   // vector): any node.
   std::vector<const std::vector<char>*> eligible = {};
-  // Only these nodes, for every demand; nullptr: any node.
-  const std::vector<char>* within = nullptr;
+  // Only these nodes (indexes into the FreeIndex, ascending: a DomainIndex's nodes), for every
+  // demand; nullptr: any node. A choice then looks only at these nodes.
+  const std::vector<int>* within = nullptr;
   // Fill the least free fitting node first (BINPACK) instead of the most free (SPREAD).
   bool binpack = false;
   // Never these nodes (maintenance windows); nullptr: none.
@@ -90,15 +93,22 @@ class FreeIndex {
   int Choose(const ReplicaDemand& demand, const std::string& exclude = "",
              const std::set<std::string>& avoid = {}) const;
   // Like Choose, among the nodes that `eligible` and `within` allow (nullptr: all) and not in
-  // `avoid` (nullptr: none), the least free fitting node first when `binpack`.
+  // `avoid` (nullptr: none), the least free fitting node first when `binpack`. With `within` it
+  // looks at those nodes only; else it walks the nodes in order of preference to the first one
+  // allowed that fits.
   int ChooseAmong(const ReplicaDemand& demand, const std::vector<char>* eligible,
-                  const std::vector<char>* within, bool binpack,
+                  const std::vector<int>* within, bool binpack,
                   const std::set<std::string>* avoid = nullptr) const;
   // PlaceGang(demands, nodes()), and on success what it placed is taken (TakeFrom) here; on
   // failure nothing changed. `options` restrict the nodes and choose the policy; a shortfall
   // then names only the nodes the demand could use.
   absl::StatusOr<std::vector<std::string>> PlaceGang(const std::vector<ReplicaDemand>& demands,
                                                      const GangOptions& options = {});
+
+  // The nodes grouped by their value of the label `key`, with each domain's free total kept
+  // current as PlaceGang takes and gives back room. Built on the first call for a key (O(nodes));
+  // the reference stays valid for the FreeIndex's life.
+  const DomainIndex& Domains(const std::string& key);
 
  private:
   // ChooseNode's order: most free (gpus, memory, cpu) first, then by name (the index).
@@ -112,12 +122,17 @@ class FreeIndex {
   std::multiset<double> cpu_;
   std::multiset<int64_t> memory_;
   std::multiset<int32_t> ports_;
+  // By label key; kept current by Insert and Erase.
+  std::map<std::string, std::unique_ptr<DomainIndex>> domains_;
 };
 
-// The index in `nodes` of the node `demand` goes to, or -1 when none fits. The node named
-// `exclude` (the one a moving replica leaves) is never chosen.
+// The index in `nodes` of the node `demand` goes to, or -1 when none fits: the most free fitting
+// node (SPREAD), or with `binpack` the least free one (BINPACK: the fullest node that fits), ties
+// by name. The node named `exclude` (the one a moving replica leaves) and the nodes in `avoid`
+// (nullptr: none) are never chosen.
 int ChooseNode(const ReplicaDemand& demand, const std::vector<NodeFree>& nodes,
-               const std::string& exclude = "");
+               const std::string& exclude = "", bool binpack = false,
+               const std::set<std::string>* avoid = nullptr);
 
 // Returns OK when some node of `nodes` (by name; by allocatable size, ignoring current use) could
 // ever hold a replica needing `need`; otherwise FAILED_PRECONDITION naming the shortfall.

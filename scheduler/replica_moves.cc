@@ -1,11 +1,13 @@
 // JobLifecycle: replicas that leave their node — drained, lost or unhealthy hosts, agents that
 // shut down, in-place restarts whose node no longer keeps replicas (R4, R13, R14, R18).
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "scheduler/job_lifecycle.h"
+#include "scheduler/maintenance.h"
 #include "scheduler/node_health.h"
 #include "scheduler/node_registry.h"
 #include "scheduler/placement.h"
@@ -137,13 +139,27 @@ void JobLifecycle::Move(Job* job, Replica* r, MoveCause cause, const std::string
 }
 
 std::string JobLifecycle::MoveTarget(const Job& job, const Replica& r, const std::string& from,
-                                     const std::string& domain_of) const {
+                                     const std::string& domain_of, absl::Time now,
+                                     std::string* no_room) const {
   const Node* domain_node = nodes_->Find(domain_of);
   const std::vector<NodeFree> free =
       NodesForMove(job.spec, PoolOf(job, r),
                    domain_node == nullptr ? nullptr : &domain_node->labels, nodes_->FreeNodes());
-  const int to_index = ChooseNode(ReplicaDemandOf(r), free, from);
-  return to_index < 0 ? std::string() : free[to_index].name;
+  // As at admission: never a node whose maintenance window starts before the job's expected end,
+  // and the job's policy (BINPACK: the fullest node that fits).
+  const std::vector<NodeWindow> windows = WindowsOf(*nodes_);
+  const absl::Time expected_end = ExpectedEnd(job.spec, job.start_time, now);
+  const std::set<std::string> avoid = NodesToAvoid(windows, expected_end);
+  const bool binpack = job.spec.scheduling().placement().policy() == v1::PLACEMENT_POLICY_BINPACK;
+  const ReplicaDemand demand = ReplicaDemandOf(r);
+  const int to_index = ChooseNode(demand, free, from, binpack, &avoid);
+  if (to_index >= 0) return free[to_index].name;
+  if (no_room != nullptr) {
+    const bool only_windowed = !avoid.empty() && ChooseNode(demand, free, from) >= 0;
+    *no_room = only_windowed ? MaintenanceNoRoom(windows, avoid, expected_end)
+                             : DescribeNoRoom(r, from, *nodes_);
+  }
+  return "";
 }
 
 void JobLifecycle::NoteAttemptNode(Job* job, const std::string& node, Effects* fx) {
@@ -155,11 +171,13 @@ void JobLifecycle::NoteAttemptNode(Job* job, const std::string& node, Effects* f
 
 void JobLifecycle::PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx, bool new_run) {
   const std::string from = r->node;
-  const std::string to = MoveTarget(*job, *r, from, from);
+  std::string room;
+  const std::string to = MoveTarget(*job, *r, from, from, now, &room);
   if (to.empty()) {
-    const std::string room = DescribeNoRoom(*r, from, *nodes_);
     // An elastic pool may go on without it, after a wait for room.
     if (WaitForRoom(job, r, room, new_run, now, fx)) return;
+    // Like a move that finds no room: the job is re-dispatched, and its new attempt waits in
+    // the queue (behind a MAINTENANCE blocker when only windowed nodes have room).
     const RetryDecision d =
         DecideNoRoomForMove(*job, *r, from, r->move_cause, r->move_reason, room);
     r->move_cause = MoveCause::kNone;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
@@ -12,44 +13,60 @@ namespace {
 
 constexpr size_t kMaxTopologyKeyLength = 253;
 
-// One value of the topology label: its nodes (a mask over the FreeIndex) and their free total.
+// A domain of the topology label as one job sees it: the free room of the nodes its pools may use.
 struct TopologyDomain {
-  std::string value;
-  std::vector<char> mask;
+  int id = 0;  // in the DomainIndex
   Res free;
 };
 
 auto TopologyFreeKey(const Res& r) { return std::make_tuple(r.gpus, r.memory_mb, r.cpu); }
 
-std::vector<TopologyDomain> DomainsOf(const std::string& key, const std::vector<NodeFree>& nodes,
-                                      const std::vector<const std::vector<char>*>& eligible) {
-  std::map<std::string, TopologyDomain> by_value;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (nodes[i].labels == nullptr) continue;
-    auto it = nodes[i].labels->find(key);
-    if (it == nodes[i].labels->end()) continue;
-    // A node no pool of the job may use adds nothing to a domain's room.
-    const bool usable = eligible.empty() ||
-                        std::any_of(eligible.begin(), eligible.end(),
-                                    [&](const auto* m) { return m == nullptr || (*m)[i] != 0; });
-    if (!usable) continue;
-    TopologyDomain& d = by_value[it->second];
-    if (d.mask.empty()) {
-      d.value = it->second;
-      d.mask.resize(nodes.size());
-    }
-    d.mask[i] = 1;
-    d.free += nodes[i].free;
+// Whether some pool of the job may use node `i` (no masks: every pool may use every node).
+bool UsableByJob(int i, const std::vector<const std::vector<char>*>& eligible) {
+  return eligible.empty() || std::any_of(eligible.begin(), eligible.end(), [&](const auto* m) {
+           return m == nullptr || (*m)[i] != 0;
+         });
+}
+
+bool RestrictsNodes(const std::vector<const std::vector<char>*>& eligible) {
+  return std::any_of(eligible.begin(), eligible.end(), [](const auto* m) { return m != nullptr; });
+}
+
+// Domain d as the job sees it, or nullopt when none of its nodes is usable by the job. A node no
+// pool of the job may use adds nothing to a domain's room. O(1) for a job without node
+// selections (the index keeps each domain's total), else O(the domain's nodes).
+std::optional<TopologyDomain> DomainFor(const DomainIndex& index, int d,
+                                        const std::vector<NodeFree>& nodes,
+                                        const std::vector<const std::vector<char>*>& eligible) {
+  if (!RestrictsNodes(eligible)) return TopologyDomain{d, index.free(d)};
+  TopologyDomain out{d, Res{}};
+  bool any = false;
+  for (int i : index.nodes(d)) {
+    if (!UsableByJob(i, eligible)) continue;
+    any = true;
+    out.free += nodes[i].free;
   }
+  if (!any) return std::nullopt;
+  return out;
+}
+
+// Every domain with a node the job may use, by value.
+std::vector<TopologyDomain> AllDomains(const DomainIndex& index, const std::vector<NodeFree>& nodes,
+                                       const std::vector<const std::vector<char>*>& eligible) {
   std::vector<TopologyDomain> out;
-  out.reserve(by_value.size());
-  for (auto& [value, d] : by_value) out.push_back(std::move(d));
+  out.reserve(index.size());
+  for (int d = 0; d < index.size(); ++d) {
+    if (std::optional<TopologyDomain> dom = DomainFor(index, d, nodes, eligible)) {
+      out.push_back(*dom);
+    }
+  }
   return out;
 }
 
 // Why no single domain holds the gang.
-std::string DescribeNoDomain(const std::string& key, const std::vector<TopologyDomain>& domains,
+std::string DescribeNoDomain(const DomainIndex& index, const std::vector<TopologyDomain>& domains,
                              const Res& total, size_t replicas) {
+  const std::string& key = index.key();
   if (domains.empty()) return absl::StrCat("no schedulable node has the label ", key);
   struct Dim {
     const char* unit;
@@ -68,7 +85,7 @@ std::string DescribeNoDomain(const std::string& key, const std::vector<TopologyD
     }
     if (d.get(best->free) + 1e-9 < d.need) {
       return absl::StrFormat("no %s has %g free %s for %d replicas (best: %s with %g)", key, d.need,
-                             d.unit, replicas, best->value, d.get(best->free));
+                             d.unit, replicas, index.value(best->id), d.get(best->free));
     }
   }
   return absl::StrFormat("no %s has room for the %d replicas together on its nodes", key, replicas);
@@ -184,7 +201,7 @@ JobPlacement PlaceJob(const v1::JobSpec& spec, const std::vector<ReplicaDemand>&
     }
     options.eligible.push_back(mask);
   }
-  auto place = [&](const std::vector<char>* within) {
+  auto place = [&](const std::vector<int>* within) {
     options.within = within;
     return free->PlaceGang(demands, options);
   };
@@ -197,31 +214,49 @@ JobPlacement PlaceJob(const v1::JobSpec& spec, const std::vector<ReplicaDemand>&
   } else {
     Res total;
     for (const ReplicaDemand& d : demands) total += d.need;
-    std::vector<TopologyDomain> domains = DomainsOf(key, free->nodes(), options.eligible);
+    const DomainIndex& index = free->Domains(key);
+    // The domains that can hold the gang: a domain's total is an upper bound of the room the
+    // job's pools may use there, so the others are skipped without a look at their nodes.
+    std::vector<TopologyDomain> fitting;
+    for (int d = 0; d < index.size(); ++d) {
+      if (!index.free(d).Fits(total)) continue;
+      std::optional<TopologyDomain> dom = DomainFor(index, d, free->nodes(), options.eligible);
+      if (dom && dom->free.Fits(total)) fitting.push_back(*dom);
+    }
     // The tightest fit first: the domain with the least free room that holds the gang leaves
     // the least behind, and the larger domains stay whole for larger gangs.
-    std::sort(domains.begin(), domains.end(), [](const TopologyDomain& a, const TopologyDomain& b) {
-      return std::make_tuple(TopologyFreeKey(a.free), a.value) <
-             std::make_tuple(TopologyFreeKey(b.free), b.value);
-    });
-    for (const TopologyDomain& d : domains) {
-      if (!d.free.Fits(total)) continue;
-      placed = place(&d.mask);
+    std::sort(
+        fitting.begin(), fitting.end(), [&](const TopologyDomain& a, const TopologyDomain& b) {
+          return std::make_tuple(TopologyFreeKey(a.free), a.id) <
+                 std::make_tuple(TopologyFreeKey(b.free), b.id);  // ids follow the values' order
+        });
+    for (const TopologyDomain& d : fitting) {
+      placed = place(&index.nodes(d.id));
       if (placed.ok()) break;
     }
     if (!placed.ok() && !placement.pack_within().empty()) {
       out.kind = "TOPOLOGY";
-      out.missing = DescribeNoDomain(key, domains, total, demands.size());
+      out.missing = DescribeNoDomain(index, AllDomains(index, free->nodes(), options.eligible),
+                                     total, demands.size());
       return out;
     }
     if (!placed.ok()) {
       // Best effort: as few domains as possible, the largest first, then any node at all.
-      std::vector<char> some(free->nodes().size(), 0);
+      std::vector<TopologyDomain> domains = AllDomains(index, free->nodes(), options.eligible);
+      std::sort(domains.begin(), domains.end(),
+                [&](const TopologyDomain& a, const TopologyDomain& b) {
+                  return std::make_tuple(TopologyFreeKey(a.free), a.id) >
+                         std::make_tuple(TopologyFreeKey(b.free), b.id);
+                });
+      std::vector<int> some;
       Res room;
-      for (auto d = domains.rbegin(); d != domains.rend() && !placed.ok(); ++d) {
-        for (size_t i = 0; i < some.size(); ++i) some[i] |= d->mask[i];
+      for (auto d = domains.begin(); d != domains.end() && !placed.ok(); ++d) {
+        const std::vector<int>& members = index.nodes(d->id);
+        const size_t before = some.size();
+        some.insert(some.end(), members.begin(), members.end());
+        std::inplace_merge(some.begin(), some.begin() + before, some.end());
         room += d->free;
-        if (d != domains.rbegin() && room.Fits(total)) placed = place(&some);
+        if (d != domains.begin() && room.Fits(total)) placed = place(&some);
       }
       if (!placed.ok()) placed = place(nullptr);
     }

@@ -2,6 +2,12 @@
 // packed within one domain of a node label (scheduling.placement.packWithin, required) or as few
 // domains as possible (preferWithin, best effort), the tightest fitting domain first so whole
 // domains stay free for large gangs, SPREAD or BINPACK over the nodes inside it.
+//
+// Cost: a scheduling pass groups its nodes by each topology key once (FreeIndex::Domains,
+// domain_index.h), and the FreeIndex keeps every domain's free total current as gangs are placed.
+// So a packWithin/preferWithin job looks at the domains' totals and at the nodes of the domains
+// it tries: O(domains + nodes in the candidate domains) per job, not a scan of every node. (A job
+// with node selections sums the nodes its pools may use in each candidate domain.)
 #pragma once
 
 #include <memory>

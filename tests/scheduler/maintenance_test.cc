@@ -8,29 +8,13 @@
 
 #include "common/time_util.h"
 #include "tests/scheduler/core_fixture.h"
+#include "tests/scheduler/maintenance_requests.h"
 
 namespace trainctl::sched::testing {
 namespace {
 
 constexpr int64_t kMinute = 60'000;
 constexpr int64_t kHour = 60 * kMinute;
-
-v1::SetNodeMaintenanceRequest WindowReq(const std::string& node, int64_t start_ms,
-                                        int64_t duration_ms, const std::string& reason) {
-  v1::SetNodeMaintenanceRequest req;
-  req.set_name(node);
-  *req.mutable_start_time() = MsToTimestamp(start_ms);
-  *req.mutable_duration() = MsToDuration(duration_ms);
-  req.set_reason(reason);
-  return req;
-}
-
-v1::SetNodeMaintenanceRequest ClearReq(const std::string& node) {
-  v1::SetNodeMaintenanceRequest req;
-  req.set_name(node);
-  req.set_clear(true);
-  return req;
-}
 
 // A one-replica job of 3 cpus: only one fits on a node of the fixture (4 cpus each); with both
 // nodes free it goes to node-a (ties by name).
