@@ -224,6 +224,20 @@ void JobLifecycle::MaybeRelaunchGang(Job* job, absl::Time now, Effects* fx) {
     timers_->WakeAt(due);
     return;
   }
+  // A replica whose node no longer keeps replicas (it failed a check or went away while the gang
+  // stopped) moves first, while the gang still restarts: the move starts the gang again once it
+  // is placed, an elastic pool's replica may wait for room, and a replica that finds none ends
+  // the attempt before anything launches.
+  for (Replica& r : job->replicas) {
+    std::string why_not;
+    if (r.state != v1::REPLICA_STATE_RESTARTING || nodes_->KeepsReplicas(r.node, &why_not)) {
+      continue;
+    }
+    r.move_cause = MoveCause::kNodeUnavailable;
+    r.move_reason = why_not;
+    PlaceMoved(job, &r, now, fx, /*new_run=*/false);
+    return;
+  }
   // A restart point: removed replicas of elastic pools come back where there is room.
   GrowBack(job, now, fx);
   job->gang_restarting = false;
@@ -239,8 +253,6 @@ void JobLifecycle::MaybeRelaunchGang(Job* job, absl::Time now, Effects* fx) {
                         " together as gang generation ", job->gang_generation));
   for (Replica& r : job->replicas) {
     if (r.state == v1::REPLICA_STATE_REMOVED) continue;
-    // A replica whose node no longer keeps replicas moves as it launches; finding no room, it
-    // re-dispatches the job or fails it, and the replicas after it must not launch.
     if (!IsLive(job->state)) break;
     r.last_progress_time.reset();
     LaunchOnItsNode(job, &r, now, fx);

@@ -183,6 +183,34 @@ TEST_CASE("elastic: room within elasticWait moves the replica instead of shrinki
   CHECK(HasEvent(tick, "ReplicaMoved", "to n5"));
 }
 
+TEST_CASE(
+    "elastic: a stopping replica whose node fails a check waits for room, then the pool "
+    "shrinks") {
+  Elastic e;
+  const std::string bad = e.R("worker-1").node;
+  v1::ReplicaExited crash = ExitedCode(e.Job().RunIdOf(e.R("worker-0")), 134);
+  crash.set_end_time_ms(e.now);
+  Effects fx;
+  e.core.ReplicaExited(e.R("worker-0").node, crash, e.now, &fx);
+  REQUIRE(e.R("worker-1").state == v1::REPLICA_STATE_STOPPING);
+  // worker-1's node fails a periodic check while worker-1 stops for the gang restart.
+  v1::CheckRun failed;
+  failed.set_phase("periodic");
+  failed.set_passed(false);
+  *failed.mutable_time() = MsToTimestamp(e.now);
+  Effects check;
+  e.core.CheckReported(bad, failed, e.now, &check);
+  const Effects stopped = e.ConfirmStops(fx);
+  CHECK(Launches(stopped).empty());  // nothing launches while worker-1 waits for room
+  CHECK(HasEvent(stopped, "ReplicaWaitingForRoom", "minReplicas 2"));
+  CHECK(e.R("worker-1").state == v1::REPLICA_STATE_PENDING);
+  const Effects shrink = e.Advance(kWaitMs);
+  CHECK(e.R("worker-1").state == v1::REPLICA_STATE_REMOVED);
+  const std::vector<v1::LaunchReplica> launches = Launches(shrink);
+  REQUIRE(launches.size() == 3);
+  for (auto& [name, vars] : Envs(launches)) CHECK(vars["WORLD_SIZE"] == "3");
+}
+
 TEST_CASE("elastic: a pool at its minimum does not wait; the job is re-dispatched as before") {
   Elastic e(/*min=*/3);
   const Effects lose = e.Lose("worker-1");
