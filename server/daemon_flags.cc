@@ -1,5 +1,6 @@
 #include "server/daemon_flags.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -19,6 +20,29 @@ namespace trainctl::server {
 namespace {
 
 using Kind = FlagSpec::Kind;
+
+// `uri` with the password of its user part ("postgres://u:PASS@h/db") and of a `password=`
+// parameter replaced by "<redacted>", so that --print-config and the SIGHUP log never show it.
+std::string RedactUriPassword(const std::string& uri) {
+  std::string out = uri;
+  const size_t scheme = out.find("://");
+  if (scheme != std::string::npos) {
+    const size_t start = scheme + 3;
+    const size_t end = std::min(out.find_first_of("/?", start), out.size());
+    const size_t at = out.rfind('@', end);
+    if (at != std::string::npos && at >= start) {
+      const size_t colon = out.find(':', start);
+      if (colon != std::string::npos && colon < at)
+        out.replace(colon + 1, at - colon - 1, "<redacted>");
+    }
+  }
+  for (size_t p = out.find("password="); p != std::string::npos; p = out.find("password=", p)) {
+    p += 9;
+    const size_t end = std::min(out.find('&', p), out.size());
+    out.replace(p, end - p, "<redacted>");
+  }
+  return out;
+}
 
 // Defaults live in DaemonFlags; the help states them, and an absent flag reads as "".
 std::vector<FlagGroup> DaemonFlagGroups() {
@@ -431,7 +455,7 @@ std::vector<std::pair<std::string, std::string>> DaemonConfigEntries(const Daemo
   auto opt = [](bool has, const std::string& value) { return has ? value : std::string(); };
   return {
       {"data-dir", f.data_dir},
-      {"store", f.store},
+      {"store", RedactUriPassword(f.store)},
       {"listen", f.listen},
       {"http-listen", f.http_listen},
       {"http-max-streams", absl::StrCat(f.http_max_streams)},

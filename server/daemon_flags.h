@@ -107,6 +107,7 @@ absl::StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& arg
 
 // Every setting as (config key, value): what --print-config prints, and what a reload compares.
 // An unset optional value is "".
+// A password in the store URI shows as "<redacted>".
 std::vector<std::pair<std::string, std::string>> DaemonConfigEntries(const DaemonFlags& flags);
 
 // DaemonConfigEntries as a config file trainctld accepts.

@@ -90,6 +90,27 @@ TEST_CASE("trainctld --print-config prints every setting, and reads back as the 
   CHECK(DaemonConfigEntries(*again) == DaemonConfigEntries(*flags));
 }
 
+TEST_CASE("trainctld --print-config never shows a password of the store URI", "[config]") {
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {"postgres://tc:s3cret@db.example:5432/trainctl?sslmode=require",
+       "postgres://tc:<redacted>@db.example:5432/trainctl?sslmode=require"},
+      {"postgresql://tc@db/trainctl?password=s3cret&sslmode=require",
+       "postgresql://tc@db/trainctl?password=<redacted>&sslmode=require"},
+      {"postgres://tc@db/trainctl", "postgres://tc@db/trainctl"},
+      {"postgresql:///trainctl?host=/run/postgresql",
+       "postgresql:///trainctl?host=/run/postgresql"},
+  };
+  for (const auto& [uri, shown] : rows) {
+    INFO(uri);
+    absl::StatusOr<DaemonFlags> flags = ParseDaemonFlags({"--data-dir", "/d", "--store", uri});
+    REQUIRE(flags.ok());
+    CHECK(flags->store == uri);  // the daemon itself uses the real one
+    const std::string text = DaemonConfigText(*flags);
+    CHECK_THAT(text, !Catch::Contains("s3cret"));
+    CHECK_THAT(text, Catch::Contains(shown));
+  }
+}
+
 TEST_CASE("every trainctld flag that is a setting has a config key", "[config]") {
   absl::StatusOr<DaemonFlags> flags = ParseDaemonFlags({"--data-dir", "/d"});
   REQUIRE(flags.ok());
