@@ -73,9 +73,10 @@ void Watchdog::Monitor() {
               ? "; it sends systemd no watchdog pings, and systemd restarts the daemon at "
                 "WatchdogSec"
               : "");
-      stalled_.store(true);
       spdlog::error("{}", message);
       if (options_.on_stall) options_.on_stall(message);
+      // Only now: whoever sees stalled() finds the stall reported.
+      stalled_.store(true);
     } else if (stalled_.load() && silent_ns < stall_ns) {
       stalled_.store(false);
       spdlog::warn("the {} passes again", options_.loop_name);

@@ -56,7 +56,8 @@ class Watchdog {
   std::function<void()> AliveCallback() {
     return [this] { Alive(); };
   }
-  // Stalls reported so far, and whether the loop is in one now (as the monitor last saw it).
+  // Stalls reported so far, and whether the loop is in one now (as the monitor last saw it; true
+  // only once the stall was logged and given to on_stall).
   int64_t stalls() const { return stalls_.load(); }
   bool stalled() const { return stalled_.load(); }
 
