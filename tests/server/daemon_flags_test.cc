@@ -155,7 +155,8 @@ TEST_CASE("every trainctld flag sets its field", "[daemon_flags]") {
   }
 }
 
-TEST_CASE("a store is a PostgreSQL URI, and --check-db is for the SQLite file alone", "[daemon_flags]") {
+TEST_CASE("a store is a PostgreSQL URI, and --check-db is for the SQLite file alone",
+          "[daemon_flags]") {
   CHECK(ParseDaemonFlags(With({"--store", "/var/lib/tc/other.db"})).status().message() ==
         "--store takes a PostgreSQL connection URI, postgres://USER@HOST/DB (leave it out for "
         "the SQLite file in --data-dir)");
