@@ -24,7 +24,8 @@ using Reactor = grpc::ServerBidiReactor<v1::AgentMessage, v1::SchedulerMessage>;
 // mu_ held, so none starts after the reactor is done.
 class SessionChannel : public AgentChannel {
  public:
-  explicit SessionChannel(Reactor* reactor) : reactor_(reactor) {}
+  SessionChannel(Reactor* reactor, int64_t leader_epoch)
+      : leader_epoch_(leader_epoch), reactor_(reactor) {}
 
   void Enqueue(sched::Command cmd) override ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
@@ -65,10 +66,12 @@ class SessionChannel : public AgentChannel {
   void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     current_ = std::move(outbox_.front()).Take();
     outbox_.pop_front();
+    if (leader_epoch_ != 0) current_.set_leader_epoch(leader_epoch_);
     writing_ = true;
     reactor_->StartWrite(&current_);
   }
 
+  const int64_t leader_epoch_;
   absl::Mutex mu_;
   // Null after OnDone.
   Reactor* reactor_ ABSL_GUARDED_BY(mu_);
@@ -91,7 +94,7 @@ class AgentSession : public Reactor {
  public:
   AgentSession(ReconcileLoop* loop, AgentRegistry* registry, std::string peer, AgentAuth auth,
                std::optional<CertificateInfo> certificate, RefusalEvents* refusals,
-               NewNodeLimiter* new_nodes, PeerStreamLimiter::Slot slot)
+               NewNodeLimiter* new_nodes, PeerStreamLimiter::Slot slot, int64_t leader_epoch)
       : slot_(std::move(slot)),
         loop_(loop),
         registry_(registry),
@@ -100,7 +103,7 @@ class AgentSession : public Reactor {
         peer_(std::move(peer)),
         auth_(auth),
         certificate_(std::move(certificate)),
-        channel_(std::make_shared<SessionChannel>(this)) {
+        channel_(std::make_shared<SessionChannel>(this, leader_epoch)) {
     StartRead(&in_);
   }
 
@@ -352,7 +355,7 @@ grpc::ServerBidiReactor<v1::AgentMessage, v1::SchedulerMessage>* AgentServiceImp
     return new RefusedStream(ToGrpcStatus(slot.status()));
   }
   return new AgentSession(loop_, registry_, ctx->peer(), auth_, VerifiedPeerCertificate(*ctx),
-                          &refusals_, &new_nodes_, *std::move(slot));
+                          &refusals_, &new_nodes_, *std::move(slot), leader_epoch_);
 }
 
 bool RefusalEvents::ShouldRecord(const std::string& node, const std::string& why, absl::Time now) {

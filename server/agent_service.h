@@ -46,10 +46,13 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
  public:
   // `max_streams_per_peer`: agent streams one host may hold at once
   // (--max-agent-streams-per-peer); `max_new_nodes_per_peer`: nodes of unknown names one host
-  // may register per hour (--max-new-nodes-per-peer); 0: unlimited.
+  // may register per hour (--max-new-nodes-per-peer); 0: unlimited. `leader_epoch`: this
+  // leader's lease epoch, sent with every message (0 without a lease).
   AgentServiceImpl(ReconcileLoop* loop, AgentRegistry* registry, AgentAuth auth = {},
-                   int64_t max_streams_per_peer = 0, int64_t max_new_nodes_per_peer = 0)
-      : loop_(loop),
+                   int64_t max_streams_per_peer = 0, int64_t max_new_nodes_per_peer = 0,
+                   int64_t leader_epoch = 0)
+      : leader_epoch_(leader_epoch),
+        loop_(loop),
         registry_(registry),
         auth_(auth),
         streams_("agent streams", "--max-agent-streams-per-peer", max_streams_per_peer),
@@ -59,6 +62,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
       grpc::CallbackServerContext* ctx) override;
 
  private:
+  const int64_t leader_epoch_;
   ReconcileLoop* const loop_;
   AgentRegistry* const registry_;
   const AgentAuth auth_;

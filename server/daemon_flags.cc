@@ -147,6 +147,18 @@ std::vector<FlagGroup> DaemonFlagGroups() {
         {"insecure-allow-plaintext", 0, Kind::kBool, "", "",
          "serve plaintext gRPC on a non-loopback address: anyone who reaches the port can run "
          "any command on every node. Logged as a warning at every start"}}},
+      {"High availability: several trainctld with one --store postgres://... database; one leads,\n"
+       "the others stand by and answer every call UNAVAILABLE naming it (README, \"High\n"
+       "availability\"):",
+       {{"lease-duration", 0, Kind::kValue, "D", "",
+         "the leader renews its lease in the database this often over; a standby takes over once "
+         "it lapses, and a leader that cannot renew for this long steps down (exits 75) "
+         "(default 5s; 1s..60s)"},
+        {"advertise-address", 0, Kind::kValue, "HOST:PORT", "",
+         "the gRPC address clients and agents should use for this trainctld, which standbys name "
+         "while it leads (default: --listen's, a wildcard host replaced by this host's name)"},
+        {"advertise-http-address", 0, Kind::kValue, "HOST:PORT", "",
+         "the same for the REST API (default: --http-listen's)"}}},
       {"Default quota, for every project without a quota of its own (set one with `trainctl quota "
        "set`);\neach limit a non-negative number; unset means unlimited, the default:",
        {{"default-quota-gpus", 0, Kind::kValue, "N", "", "GPUs its jobs may hold at once"},
@@ -285,6 +297,38 @@ const std::set<std::string>& NotKeys() {
   return keys;
 }
 
+// --lease-duration and the --advertise-* addresses, which only a PostgreSQL store uses.
+absl::Status ParseLeaseFlags(const ParsedArgs& parsed, DaemonFlags& f) {
+  for (auto [name, value] :
+       {std::pair<const char*, std::string*>{"advertise-address", &f.advertise_address},
+        {"advertise-http-address", &f.advertise_http_address}}) {
+    if (!parsed.IsSet(name)) continue;
+    *value = parsed.Get(name);
+    const size_t colon = value->rfind(':');
+    int port = 0;
+    if (colon == std::string::npos || colon == 0 ||
+        !absl::SimpleAtoi(value->substr(colon + 1), &port) || port < 1 || port > 65535) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, " must be HOST:PORT (port 1..65535), got \"", *value, "\""));
+    }
+  }
+  if (std::string text = parsed.Get("lease-duration"); !text.empty()) {
+    TC_ASSIGN_OR_RETURN(f.lease_duration_ms, ParseDuration("--lease-duration", text, 1000, 60'000,
+                                                           "between 1s and 60s, e.g. 5s"));
+  }
+  if (f.store.empty()) {
+    for (const char* name : {"lease-duration", "advertise-address", "advertise-http-address"}) {
+      if (parsed.IsSet(name)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--", name,
+            " needs --store postgres://...: only trainctld sharing a PostgreSQL store lead and "
+            "stand by (the SQLite store has one trainctld)"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The flags once parsed (from the command line, or the merge of a config file and it).
 absl::StatusOr<DaemonFlags> FromParsed(const ParsedArgs& parsed) {
   DaemonFlags f;
@@ -318,6 +362,7 @@ absl::StatusOr<DaemonFlags> FromParsed(const ParsedArgs& parsed) {
         "--check-db checks the SQLite file in --data-dir; with --store, use PostgreSQL's own "
         "tools (pg_amcheck)");
   }
+  TC_RETURN_IF_ERROR(ParseLeaseFlags(parsed, f));
   if (std::string text = parsed.Get("heartbeat-interval"); !text.empty()) {
     TC_ASSIGN_OR_RETURN(f.heartbeat_ms, ParseDuration("--heartbeat-interval", text, 100, 60'000,
                                                       "between 100ms and 60s, e.g. 2s"));
@@ -456,6 +501,9 @@ std::vector<std::pair<std::string, std::string>> DaemonConfigEntries(const Daemo
   return {
       {"data-dir", f.data_dir},
       {"store", RedactUriPassword(f.store)},
+      {"lease-duration", FormatDurationExact(f.lease_duration_ms)},
+      {"advertise-address", f.advertise_address},
+      {"advertise-http-address", f.advertise_http_address},
       {"listen", f.listen},
       {"http-listen", f.http_listen},
       {"http-max-streams", absl::StrCat(f.http_max_streams)},

@@ -43,6 +43,11 @@ struct DaemonFlags {
   // --store: a PostgreSQL connection URI (postgres:// or postgresql://); "": the SQLite file
   // DATA_DIR/trainctl.db.
   std::string store;
+  // With --store: the leader lease (1s..60s), and the addresses standbys name for this trainctld
+  // while it leads ("": derived from --listen and --http-listen).
+  int64_t lease_duration_ms = 5000;
+  std::string advertise_address;
+  std::string advertise_http_address;
   // Port 0 picks a free port.
   std::string listen = "127.0.0.1:7070";
   // The REST API and web console; port 0 picks a free port; "off": none.

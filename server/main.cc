@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/agent_protocol.h"
@@ -41,6 +42,7 @@
 #include "server/data_dir.h"
 #include "server/job_service.h"
 #include "server/job_snapshots.h"
+#include "server/leadership.h"
 #include "server/metrics_daemon.h"
 #include "server/pki.h"
 #include "server/pki_command.h"
@@ -119,18 +121,24 @@ struct OpenedStore {
   std::unique_ptr<trainctl::storage::Store> store;
   // The same store when it is SQLite's (its checkpointer), else null.
   trainctl::storage::SqliteStore* sqlite = nullptr;
+  // The same store when it is PostgreSQL's (its fence), else null.
+  trainctl::storage::PgStore* pg = nullptr;
   std::unique_ptr<trainctl::storage::JobArchive> archive;
   // What logs call it: the file, or "the PostgreSQL store" (a URI may hold a password).
   std::string name;
 };
 
-absl::StatusOr<OpenedStore> OpenStore(const trainctl::server::DaemonFlags& flags) {
+// `instance` names this process's database sessions (storage/pg_lease.h).
+absl::StatusOr<OpenedStore> OpenStore(const trainctl::server::DaemonFlags& flags,
+                                      const std::string& instance) {
   using namespace trainctl;
   OpenedStore opened;
   if (!flags.store.empty()) {
     opened.name = "the PostgreSQL store";
-    absl::StatusOr<std::unique_ptr<storage::PgStore>> pg = storage::PgStore::Open(flags.store);
+    absl::StatusOr<std::unique_ptr<storage::PgStore>> pg =
+        storage::PgStore::Open(flags.store, storage::LeaseApplicationName(instance));
     if (!pg.ok()) return pg.status();
+    opened.pg = pg->get();
     opened.store = *std::move(pg);
     absl::StatusOr<std::unique_ptr<storage::PgJobArchive>> archive =
         storage::PgJobArchive::Open(flags.store);
@@ -149,6 +157,34 @@ absl::StatusOr<OpenedStore> OpenStore(const trainctl::server::DaemonFlags& flags
   if (!archive.ok()) return archive.status();
   opened.archive = *std::move(archive);
   return opened;
+}
+
+// A random id of this process, for the lease and its database sessions.
+std::string NewInstanceId() {
+  std::string bytes(8, '\0');
+  std::ifstream random("/dev/urandom", std::ios::binary);
+  random.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::string hex;
+  for (unsigned char c : bytes) hex += absl::StrFormat("%02x", c);
+  return absl::StrCat(hex, "-", getpid());
+}
+
+// Opens the store, waiting while its database cannot be reached (UNAVAILABLE: PostgreSQL
+// starting or restarting) rather than exiting; a signal of `stop` ends the wait (nullopt).
+std::optional<absl::StatusOr<OpenedStore>> OpenStoreWhenReachable(
+    const trainctl::server::DaemonFlags& flags, const std::string& instance, const sigset_t& stop) {
+  std::string last;
+  for (;;) {
+    absl::StatusOr<OpenedStore> opened = OpenStore(flags, instance);
+    if (opened.ok() || opened.status().code() != absl::StatusCode::kUnavailable) return opened;
+    if (std::string(opened.status().message()) != last) {
+      last = std::string(opened.status().message());
+      spdlog::warn("{}; waiting for the database", opened.status().ToString());
+    }
+    const timespec second = {1, 0};
+    const int sig = sigtimedwait(&stop, nullptr, &second);
+    if (sig > 0 && sig != SIGHUP) return std::nullopt;
+  }
 }
 
 }  // namespace
@@ -199,12 +235,56 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  absl::StatusOr<OpenedStore> opened = OpenStore(flags);
+  const std::string instance = NewInstanceId();
+  std::optional<absl::StatusOr<OpenedStore>> reached =
+      OpenStoreWhenReachable(flags, instance, sigs);
+  if (!reached.has_value()) {
+    spdlog::info("stopped while waiting for the database");
+    return 0;
+  }
+  absl::StatusOr<OpenedStore>& opened = *reached;
   if (!opened.ok()) {
     spdlog::critical("{}", opened.status().ToString());
     return 1;
   }
   const std::string& db_path = opened->name;
+  // With PostgreSQL, trainctld leads only while it holds the lease; until then it stands by.
+  std::string listen = flags.listen;
+  std::string http_listen = flags.http_listen;
+  std::optional<server::Lead> lead;
+  std::optional<server::LeaseKeeper> keeper;
+  if (opened->pg != nullptr) {
+    int sig = 0;
+    absl::StatusOr<std::optional<server::Lead>> waited = server::WaitToLead(
+        {flags.store,
+         instance,
+         flags.advertise_address,
+         flags.advertise_http_address,
+         absl::Milliseconds(flags.lease_duration_ms),
+         {flags.listen, *credentials, flags.http_listen, flags.tls_cert, flags.tls_key},
+         flags.data_dir},
+        sigs, &sig);
+    if (!waited.ok()) {
+      spdlog::critical("{}", waited.status().ToString());
+      return 1;
+    }
+    if (!waited->has_value()) {
+      spdlog::info("received {} as a standby; stopped", strsignal(sig));
+      server::MarkCleanStop(flags.data_dir);
+      return 0;
+    }
+    lead = std::move(**waited);
+    keeper.emplace(std::move(lead->lease), lead->taken_at);
+    const int64_t epoch = lead->epoch;
+    opened->pg->SetFence(epoch, [epoch](const absl::Status& s) {
+      server::StepDown(absl::StrCat("a commit of epoch ", epoch, " was fenced: ", s.message()));
+    });
+    listen = absl::StrCat(flags.listen.substr(0, flags.listen.rfind(':')), ":", lead->grpc_port);
+    if (http_listen != "off") {
+      http_listen =
+          absl::StrCat(http_listen.substr(0, http_listen.rfind(':')), ":", lead->http_port);
+    }
+  }
   sched::CoreOptions opts;
   opts.checkpoint_root = std::filesystem::absolute(flags.checkpoint_root).string();
   opts.checkpoint_allowed_roots = flags.checkpoint_allowed_roots;
@@ -318,7 +398,7 @@ int main(int argc, char** argv) {
   server::JobServiceImpl job_service(&api);
   server::AgentServiceImpl agent_service(&loop, &registry, {flags.tls(), &revocations},
                                          flags.max_agent_streams_per_peer,
-                                         flags.max_new_nodes_per_peer);
+                                         flags.max_new_nodes_per_peer, lead ? lead->epoch : 0);
   server::ClusterServiceImpl cluster_service(&api);
   server::QuotaServiceImpl quota_service(&api);
   server::AuthServiceImpl auth_service(&api);
@@ -334,7 +414,7 @@ int main(int argc, char** argv) {
   grpc::ServerBuilder builder;
   builder.SetMaxReceiveMessageSize(static_cast<int>(flags.max_request_bytes));
   int port = 0;
-  builder.AddListeningPort(flags.listen, *credentials, &port);
+  builder.AddListeningPort(listen, *credentials, &port);
   // Without SO_REUSEPORT: a second trainctld on this port must fail, not share its connections.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(&job_service);
@@ -361,7 +441,7 @@ int main(int argc, char** argv) {
     spdlog::critical(
         "cannot listen on {} (--listen): another process uses the port, or the address is not "
         "this host's",
-        flags.listen);
+        listen);
     loop.Stop();
     return 1;
   }
@@ -370,18 +450,18 @@ int main(int argc, char** argv) {
     health = server->GetHealthCheckService();
     if (health != nullptr) health->SetServingStatus(loop.write_status().ok());
   }
-  std::string host = flags.listen.substr(0, flags.listen.rfind(':'));
+  std::string host = listen.substr(0, listen.rfind(':'));
   std::string addr = absl::StrCat(host, ":", port);
   // The REST API and console; its address file is written before trainctld.addr, so whoever
   // waits for that one finds both.
   std::optional<server::rest::RestServer> rest;
-  if (flags.http_listen != "off") {
+  if (http_listen != "off") {
     rest.emplace(&api,
-                 server::rest::RestOptions{flags.http_listen, flags.http_max_streams,
+                 server::rest::RestOptions{http_listen, flags.http_max_streams,
                                            flags.max_request_bytes, flags.tls_cert, flags.tls_key,
                                            server::MetricsEndpoint(&authorizer, &metrics)});
     absl::StatusOr<int> http_port = rest->Start();
-    const std::string http_host = flags.http_listen.substr(0, flags.http_listen.rfind(':'));
+    const std::string http_host = http_listen.substr(0, http_listen.rfind(':'));
     const std::string http_addr = absl::StrCat(http_host, ":", http_port.ok() ? *http_port : 0);
     absl::Status written = http_port.status();
     if (written.ok()) {
@@ -406,6 +486,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   spdlog::info("trainctld listening on {} (data dir {})", addr, flags.data_dir);
+  if (lead) {
+    spdlog::warn("leading as {} (epoch {}); standbys name this address", lead->address,
+                 lead->epoch);
+  }
   if (flags.tls()) {
     spdlog::info(
         "TLS on; agents must present a certificate for their node signed by {}; every API call "
@@ -427,7 +511,11 @@ int main(int argc, char** argv) {
 
   int sig = 0;
   for (;;) {
-    sigwait(&sigs, &sig);
+    // A leader checks often that its lease still runs (a renewal that blocks cannot delay it).
+    const timespec tick = {0, 100'000'000};
+    sig = sigtimedwait(&sigs, nullptr, &tick);
+    if (keeper) keeper->StepDownIfLapsed();
+    if (sig <= 0) continue;
     if (sig != SIGHUP) break;
     sd_notify(0, "RELOADING=1");
     config.Reload();

@@ -112,7 +112,33 @@ inline constexpr const char* kPgMigrations[] = {
       node        TEXT NOT NULL
     );
     )sql",
+    // 8 -> 9: the leader lease (storage/pg_lease.h): one row naming the leader, its epoch and
+    // when its lease ends (the database's clock, in Unix ms), and the fence every write
+    // transaction of a leader runs first (kFenceSqlState when its epoch has passed).
+    R"sql(
+    CREATE TABLE leader_lease (
+      id           INTEGER PRIMARY KEY CHECK (id = 1),
+      epoch        BIGINT NOT NULL,
+      holder       TEXT NOT NULL,
+      address      TEXT NOT NULL,
+      http_address TEXT NOT NULL,
+      expires_ms   BIGINT NOT NULL
+    );
+    INSERT INTO leader_lease VALUES (1, 0, '', '', '', 0);
+    CREATE FUNCTION trainctl_fence(mine BIGINT) RETURNS INTEGER LANGUAGE plpgsql AS $$
+    BEGIN
+      PERFORM 1 FROM leader_lease WHERE id = 1 AND epoch = mine FOR SHARE;
+      IF NOT FOUND THEN
+        RAISE EXCEPTION 'the leader lease of epoch % has passed to another trainctld', mine
+          USING ERRCODE = 'TCF01';
+      END IF;
+      RETURN 1;
+    END $$;
+    )sql",
 };
+
+// The SQLSTATE of trainctl_fence's error: this trainctld's lease epoch is no longer current.
+inline constexpr char kFenceSqlState[] = "TCF01";
 
 static_assert(kPgFirstVersion + static_cast<int>(sizeof(kPgMigrations) / sizeof(kPgMigrations[0])) -
                   1 ==

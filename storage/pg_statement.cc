@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "storage/pg_schema.h"
 
 namespace trainctl::storage {
 namespace {
@@ -68,18 +69,17 @@ std::string ToPgParameters(const char* sql) {
   return out;
 }
 
-absl::StatusOr<std::unique_ptr<PgConnection>> PgConnection::Connect(const std::string& uri) {
+absl::StatusOr<std::unique_ptr<PgConnection>> PgConnection::Connect(
+    const std::string& uri, const std::string& application_name) {
   // Defaults the URI may override (its keywords are processed after these): a connection
   // attempt, and a dead peer on an idle or busy TCP connection, cost the loop seconds, not the
-  // operating system's minutes or hours.
-  const char* keywords[] = {"connect_timeout",
-                            "keepalives_idle",
-                            "keepalives_interval",
-                            "keepalives_count",
-                            "tcp_user_timeout",
-                            "dbname",
-                            nullptr};
-  const char* values[] = {"5", "10", "5", "3", "30000", uri.c_str(), nullptr};
+  // operating system's minutes or hours. The application name comes after the URI, which cannot
+  // change it: a new leader finds a stuck one's sessions by it (storage/pg_lease.h).
+  const char* keywords[] = {
+      "connect_timeout",  "keepalives_idle", "keepalives_interval", "keepalives_count",
+      "tcp_user_timeout", "dbname",          "application_name",    nullptr};
+  const char* values[] = {"5",    "10", "5", "3", "30000", uri.c_str(), application_name.c_str(),
+                          nullptr};
   PGconn* conn = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
   if (conn == nullptr || PQstatus(conn) != CONNECTION_OK) {
     std::string msg = conn ? PQerrorMessage(conn) : "out of memory";
@@ -113,7 +113,14 @@ absl::Status PgConnection::Error(const std::string& what, const pg_result* res) 
   std::string msg = res ? PQresultErrorMessage(res) : "";
   if (msg.empty()) msg = PQerrorMessage(conn_);
   while (!msg.empty() && msg.back() == '\n') msg.pop_back();
-  absl::StatusCode code = CodeOf(res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr);
+  const char* sqlstate = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
+  if (sqlstate != nullptr && std::strcmp(sqlstate, kFenceSqlState) == 0) {
+    absl::Status fenced = absl::FailedPreconditionError(
+        absl::StrCat("fenced: ", msg, "; this trainctld no longer leads and writes nothing"));
+    fenced.SetPayload(kFencedPayload, absl::Cord(""));
+    return fenced;
+  }
+  absl::StatusCode code = CodeOf(sqlstate);
   if (PQstatus(conn_) != CONNECTION_OK) code = absl::StatusCode::kUnavailable;
   if (code == absl::StatusCode::kUnavailable) {
     return absl::UnavailableError(absl::StrCat("lost the connection to ", where_, " (", what,

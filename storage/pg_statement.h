@@ -19,6 +19,9 @@
 // INTERNAL otherwise. A lost connection is re-established by the next EnsureConnected();
 // statements prepare themselves again on the new session.
 //
+// The fence of a leader's write transactions (trainctl_fence, storage/pg_schema.h) fails with
+// FAILED_PRECONDITION carrying the kFencedPayload payload (IsFenced): its epoch has passed.
+//
 // Thread-safety: none; a connection and its statements are used by one thread at a time.
 #pragma once
 
@@ -38,12 +41,18 @@ struct pg_result;
 
 namespace trainctl::storage {
 
+inline constexpr char kFencedPayload[] = "trainctl/fenced";
+// Whether `s` is the fence's error: another trainctld leads since this one's epoch.
+inline bool IsFenced(const absl::Status& s) { return s.GetPayload(kFencedPayload).has_value(); }
+
 class PgConnection {
  public:
   // Connects to `uri` (a libpq connection URI, postgres:// or postgresql://). UNAVAILABLE when
   // the server cannot be reached or refuses the connection, naming the server (not the
   // password).
-  static absl::StatusOr<std::unique_ptr<PgConnection>> Connect(const std::string& uri);
+  // `application_name` names the session in pg_stat_activity.
+  static absl::StatusOr<std::unique_ptr<PgConnection>> Connect(
+      const std::string& uri, const std::string& application_name = "trainctld");
   ~PgConnection();
   PgConnection(const PgConnection&) = delete;
   PgConnection& operator=(const PgConnection&) = delete;

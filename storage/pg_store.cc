@@ -45,8 +45,10 @@ bool IsPostgresUri(const std::string& location) {
   return absl::StartsWith(location, "postgres://") || absl::StartsWith(location, "postgresql://");
 }
 
-absl::StatusOr<std::unique_ptr<PgStore>> PgStore::Open(const std::string& uri) {
-  TC_ASSIGN_OR_RETURN(std::unique_ptr<PgConnection> conn, PgConnection::Connect(uri));
+absl::StatusOr<std::unique_ptr<PgStore>> PgStore::Open(const std::string& uri,
+                                                       const std::string& application_name) {
+  TC_ASSIGN_OR_RETURN(std::unique_ptr<PgConnection> conn,
+                      PgConnection::Connect(uri, application_name));
   std::unique_ptr<PgStore> store(new PgStore(std::move(conn)));
   TC_RETURN_IF_ERROR(store->Migrate());
   return store;
@@ -61,7 +63,15 @@ template <typename Fn>
 absl::Status PgStore::WriteTransaction(Fn body) {
   TC_RETURN_IF_ERROR(conn_->EnsureConnected());
   absl::Status s = conn_->Exec("BEGIN");
-  // The place for a leader's lease check: its epoch, read here, in the same transaction.
+  // A leader's fence: its epoch checked, and the lease row share-locked, in this transaction, so
+  // that a new leader's takeover waits for it and every later one of ours fails.
+  if (s.ok() && fence_epoch_ > 0) {
+    absl::StatusOr<PgStatement*> fence = cache_.Get("SELECT trainctl_fence(?)");
+    s = fence.status();
+    if (s.ok()) s = (*fence)->Bind({fence_epoch_});
+    if (s.ok()) s = (*fence)->Step().status();
+    cache_.ResetAll();
+  }
   if (s.ok()) s = body();
   if (s.ok()) s = conn_->Exec("COMMIT");
   if (s.ok()) return s;
@@ -70,7 +80,13 @@ absl::Status PgStore::WriteTransaction(Fn body) {
       PQtransactionStatus(conn_->raw()) != PQTRANS_IDLE) {
     conn_->Exec("ROLLBACK").IgnoreError();
   }
+  if (IsFenced(s) && on_fenced_) on_fenced_(s);
   return s;
+}
+
+void PgStore::SetFence(int64_t epoch, std::function<void(const absl::Status&)> on_fenced) {
+  fence_epoch_ = epoch;
+  on_fenced_ = std::move(on_fenced);
 }
 
 absl::StatusOr<int> PgStore::SchemaVersion() {

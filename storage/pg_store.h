@@ -8,8 +8,8 @@
 // Every Commit is one transaction (READ COMMITTED, synchronous_commit as the server sets it,
 // durable by default): the group commit of a reconcile-loop turn, its rows' statements sent in
 // libpq's pipeline mode (one round trip for the batch, not one per row). Write transactions run
-// through one place (WriteTransaction), where a later leader lease check (its epoch read inside the
-// same transaction) goes, so that a deposed leader can never commit.
+// through one place (WriteTransaction), which runs a leader's fence first (SetFence: its lease
+// epoch checked inside the same transaction), so that a deposed leader can never commit.
 //
 // A lost connection makes the call that met it UNAVAILABLE (nothing of a failed Commit is
 // written: PostgreSQL rolls back a transaction whose session ended); the next call reconnects.
@@ -17,6 +17,7 @@
 // Thread-safety: a PgStore is used by one thread at a time (the reconcile loop owns it).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,7 +36,16 @@ class PgStore final : public Store {
   // (two trainctld starting at once migrate once). An empty database is a new cluster. A
   // database with tables but without trainctl's schema_version, or of a newer schema, is
   // FAILED_PRECONDITION naming it; UNAVAILABLE when the server cannot be reached.
-  static absl::StatusOr<std::unique_ptr<PgStore>> Open(const std::string& uri);
+  // `application_name` names its session in pg_stat_activity (storage/pg_lease.h).
+  static absl::StatusOr<std::unique_ptr<PgStore>> Open(
+      const std::string& uri, const std::string& application_name = "trainctld");
+
+  // Fencing, for the leader of trainctld sharing the database: from now on every write
+  // transaction first checks, inside itself, that `epoch` is still the lease's (trainctl_fence,
+  // storage/pg_schema.h). When another trainctld has taken the lease since, the write fails with
+  // FAILED_PRECONDITION (IsFenced) and nothing of it is written, and `on_fenced` is called with
+  // that error (it steps down). 0: no fence (the default).
+  void SetFence(int64_t epoch, std::function<void(const absl::Status&)> on_fenced);
 
   ~PgStore() override;
   PgStore(const PgStore&) = delete;
@@ -64,6 +74,8 @@ class PgStore final : public Store {
 
   const std::unique_ptr<PgConnection> conn_;
   PgStatementCache cache_;
+  int64_t fence_epoch_ = 0;
+  std::function<void(const absl::Status&)> on_fenced_;
 };
 
 // Whether `location` (a --store value) names a PostgreSQL database: postgres:// or

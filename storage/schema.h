@@ -120,6 +120,20 @@ inline constexpr const char* kMigrations[] = {
     CREATE INDEX jobs_live ON jobs(create_ms, id) WHERE state NOT IN (4, 5, 7);
     CREATE INDEX jobs_by_request ON jobs(request_key, create_ms) WHERE request_key IS NOT NULL;
     )sql",
+    // 8 -> 9: the leader lease of trainctld sharing a PostgreSQL store (storage/pg_lease.h). An
+    // SQLite store has one trainctld, which never leases: the table stays as created, so that
+    // both dialects keep one schema at each version.
+    R"sql(
+    CREATE TABLE leader_lease (
+      id           INTEGER PRIMARY KEY CHECK (id = 1),
+      epoch        INTEGER NOT NULL,
+      holder       TEXT NOT NULL,
+      address      TEXT NOT NULL,
+      http_address TEXT NOT NULL,
+      expires_ms   INTEGER NOT NULL
+    );
+    INSERT INTO leader_lease VALUES (1, 0, '', '', '', 0);
+    )sql",
 };
 
 }  // namespace trainctl::storage

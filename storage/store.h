@@ -7,7 +7,8 @@
 // schema 4 has only the columns, and loads without its failure class, rule, replica, node,
 // decision and budgets), replica_runs (every launched process), nodes, quotas (one Quota message
 // per project that has its own), tokens (API tokens: the hash of each secret and its ApiToken
-// message), revoked_certificates (those of deleted nodes), and the append-only events table.
+// message), revoked_certificates (those of deleted nodes), the append-only events table, and
+// leader_lease (one row: who leads trainctld sharing a PostgreSQL store, storage/pg_lease.h).
 // The schema is versioned (kSchemaVersion, the same numbers in both dialects); opening a store
 // applies every pending migration in order, each in its own transaction, and refuses a database
 // written by a newer trainctld.
@@ -92,7 +93,7 @@ struct EndedJob {
 class Store {
  public:
   // The schema version this build writes.
-  static constexpr int kSchemaVersion = 8;
+  static constexpr int kSchemaVersion = 9;
 
   virtual ~Store() = default;
 
