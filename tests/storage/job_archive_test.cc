@@ -281,7 +281,7 @@ TEST_CASE("the upgrade to schema 8 indexes the request ids of the last day's job
   }
   auto store = SqliteStore::Open(db);
   REQUIRE(store.ok());
-  CHECK(*(*store)->SchemaVersion() == 8);
+  CHECK(*(*store)->SchemaVersion() == Store::kSchemaVersion);
   absl::StatusOr<std::optional<v1::Job>> recent =
       (*store)->FindJobByRequest("alice", "req-j-recent", 0);
   REQUIRE(recent.ok());
