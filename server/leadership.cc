@@ -42,9 +42,10 @@ std::string AdvertisedAddress(const std::string& listen, int port) {
 absl::StatusOr<std::optional<Lead>> WaitToLead(const LeadershipOptions& options,
                                                const sigset_t& stop, int* signal_out) {
   *signal_out = 0;
-  StandbyServer standby(options.standby);
-  if (absl::Status s = standby.Start(); !s.ok()) return s;
   Lead lead;
+  lead.standby = std::make_unique<StandbyServer>(options.standby);
+  StandbyServer& standby = *lead.standby;
+  if (absl::Status s = standby.Start(); !s.ok()) return s;
   lead.grpc_port = standby.grpc_port();
   lead.http_port = standby.http_port();
   lead.address = options.advertise_address.empty()
@@ -103,7 +104,7 @@ absl::StatusOr<std::optional<Lead>> WaitToLead(const LeadershipOptions& options,
       if (epoch.ok() && epoch->has_value()) {
         lead.epoch = **epoch;
         lead.taken_at = try_at;
-        standby.Stop();
+        standby.set_leader(leader);
         spdlog::warn("took the leader lease: epoch {}, after the leader {}", lead.epoch,
                      last_leader);
         return lead;

@@ -3,7 +3,8 @@
 //
 //   WaitToLead serves as a standby (server/standby_server.h: every call answered UNAVAILABLE
 //   naming the leader) and tries for the lease (storage/pg_lease.h) every lease / 10, until this
-//   trainctld holds it or a stop signal comes. It then frees the ports for the real servers.
+//   trainctld holds it or a stop signal comes; its servers hold the ports until the real ones
+//   are about to bind them.
 //   LeaseKeeper renews the lease on a thread of its own every lease / 4 while trainctld leads.
 //   The leader steps down (StepDown: it exits with kExitDeposed, and systemd's Restart= brings
 //   it back as a standby) when the lease has passed to another trainctld, when a commit is
@@ -54,7 +55,11 @@ struct LeadershipOptions {
 struct Lead {
   std::unique_ptr<storage::PgLeaderLease> lease;
   int64_t epoch = 0;
-  // The ports the standby held, for the real servers to bind.
+  // The standby's servers, still serving (naming this trainctld as the leader) while it loads its
+  // state: Stop them right before the real servers bind the same ports, so that the ports are
+  // closed for as short a time as can be (a client that finds one closed backs off).
+  std::unique_ptr<StandbyServer> standby;
+  // The ports the standby holds, for the real servers to bind.
   int grpc_port = 0;
   int http_port = 0;
   // The addresses the lease row records.

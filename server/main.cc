@@ -436,6 +436,8 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  // The standby's servers give the ports up only now that the real ones are ready to take them.
+  if (lead) lead->standby->Stop();
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     spdlog::critical(
