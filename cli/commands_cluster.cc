@@ -102,7 +102,9 @@ Command EventsCommand() {
       "  nodes:     NodeRegistered, NodeReconnected, NodeDisconnected, NodeLost, NodeReturned,\n"
       "             NodeIsolated, NodeFlapping, NodeHealthy, NodeCordoned, NodeUncordoned,\n"
       "             NodeDrainStarted, NodeDrained, NodeShutdown, NodeMaintenanceScheduled,\n"
-      "             NodeMaintenanceCleared, NodeMaintenanceEnded",
+      "             NodeMaintenanceCleared, NodeMaintenanceEnded\n"
+      "  scheduler: LeaderElected (a trainctld took the leader lease of a shared PostgreSQL\n"
+      "             store)",
       {{"node", 0, FlagSpec::Kind::kValue, "NODE", "", "Only events of this node"},
        {"type", 0, FlagSpec::Kind::kValue, "TYPE", "",
         "Only events of this exact type, e.g. ReplicaExited"},

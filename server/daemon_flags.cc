@@ -316,9 +316,10 @@ absl::Status ParseLeaseFlags(const ParsedArgs& parsed, DaemonFlags& f) {
     TC_ASSIGN_OR_RETURN(f.lease_duration_ms, ParseDuration("--lease-duration", text, 1000, 60'000,
                                                            "between 1s and 60s, e.g. 5s"));
   }
+  // --lease-duration has a default that --print-config writes out; an SQLite store ignores it.
   if (f.store.empty()) {
-    for (const char* name : {"lease-duration", "advertise-address", "advertise-http-address"}) {
-      if (parsed.IsSet(name)) {
+    for (const char* name : {"advertise-address", "advertise-http-address"}) {
+      if (!parsed.Get(name).empty()) {
         return absl::InvalidArgumentError(absl::StrCat(
             "--", name,
             " needs --store postgres://...: only trainctld sharing a PostgreSQL store lead and "

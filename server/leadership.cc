@@ -83,6 +83,8 @@ absl::StatusOr<std::optional<Lead>> WaitToLead(const LeadershipOptions& options,
   const absl::Duration poll =
       std::clamp(options.lease / 10, absl::Milliseconds(100), absl::Seconds(1));
   std::string last_leader = "?";
+  // The last leader seen by address (a lapsed lease names none).
+  v1::LeaderInfo previous;
   std::string last_error;
   for (;;) {
     // The watchdog of systemd watches a standby too.
@@ -104,6 +106,12 @@ absl::StatusOr<std::optional<Lead>> WaitToLead(const LeadershipOptions& options,
       if (epoch.ok() && epoch->has_value()) {
         lead.epoch = **epoch;
         lead.taken_at = try_at;
+        lead.reason = absl::StrCat("trainctld at ", lead.address, " leads (epoch ", lead.epoch, ")");
+        if (!previous.address().empty()) {
+          absl::StrAppend(&lead.reason, ": the lease of the leader at ", previous.address(),
+                          " (epoch ", previous.epoch(),
+                          ") lapsed; nodes have a full lost timeout to reconnect");
+        }
         standby.set_leader(leader);
         spdlog::warn("took the leader lease: epoch {}, after the leader {}", lead.epoch,
                      last_leader);
@@ -111,6 +119,7 @@ absl::StatusOr<std::optional<Lead>> WaitToLead(const LeadershipOptions& options,
       }
       if (epoch.ok()) {
         standby.set_leader(leader);
+        if (!leader.address().empty()) previous = leader;
         if (const std::string now = LeaderText(leader); now != last_leader) {
           spdlog::info("standby: the leader is {}", now);
           last_leader = now;

@@ -67,6 +67,8 @@ struct Lead {
   std::string http_address;
   // When the try that took the lease began: the lease runs from then, as this process counts.
   absl::Time taken_at;
+  // What the LeaderElected event says: who leads now, and who led before as this standby saw it.
+  std::string reason;
 };
 
 // Serves as a standby until this trainctld leads. nullopt when a signal of `stop` came first

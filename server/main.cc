@@ -429,6 +429,11 @@ int main(int argc, char** argv) {
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   loop.Start();
+  if (lead) {
+    loop.Post([reason = lead->reason](server::Turn& t) {
+      t.fx->events.push_back({t.now, "", 0, "", "", "LeaderElected", reason, ""});
+    });
+  }
   if (authorizer.enabled() && tokens.size() == 0) {
     if (absl::Status s = WriteFirstAdminToken(flags.data_dir, &loop, &tokens); !s.ok()) {
       spdlog::critical("{}", s.ToString());

@@ -79,6 +79,21 @@ TEST_CASE(
   REQUIRE(next >= 0);
   CHECK(took <= 2 + 2);
   CHECK(Contains(c.DaemonLog(next), "took the leader lease: epoch 2"));
+  // The event log says who leads and why.
+  const std::string elected = absl::StrCat("trainctld at ", c.address(next),
+                                           " leads (epoch 2): the lease of the leader at ",
+                                           c.address(leader), " (epoch 1) lapsed");
+  REQUIRE(Eventually([&] {
+    grpc::ClientContext ctx;
+    v1::ListEventsRequest req;
+    req.set_type("LeaderElected");
+    v1::ListEventsResponse resp;
+    if (!c.cluster(next).ListEvents(&ctx, req, &resp).ok()) return false;
+    for (const v1::Event& e : resp.events()) {
+      if (Contains(e.reason(), elected)) return true;
+    }
+    return false;
+  }));
 
   // The agents find the new leader, which adopts the replicas where they run.
   c.WaitForConnectedNodes(2);

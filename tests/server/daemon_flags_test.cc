@@ -153,6 +153,15 @@ TEST_CASE("every trainctld flag sets its field", "[daemon_flags]") {
     REQUIRE(flags.ok());
     CHECK(flags->store == uri);
   }
+  CHECK(flags->lease_duration_ms == 5000);
+  CHECK(flags->advertise_address.empty());
+  flags = ParseDaemonFlags(
+      With({"--store", "postgres://tc@db/tc", "--lease-duration", "2s", "--advertise-address",
+            "sched-a.example:7070", "--advertise-http-address", "[::1]:7080"}));
+  REQUIRE(flags.ok());
+  CHECK(flags->lease_duration_ms == 2000);
+  CHECK(flags->advertise_address == "sched-a.example:7070");
+  CHECK(flags->advertise_http_address == "[::1]:7080");
 }
 
 TEST_CASE("a store is a PostgreSQL URI, and --check-db is for the SQLite file alone",
@@ -200,6 +209,15 @@ TEST_CASE("a bad trainctld command line is an error that says what to give", "[d
        "anyone who reaches it run any command on every node: serve HTTPS with "
        "--tls-cert/--tls-key/--agent-ca, or accept the risk with --insecure-allow-plaintext"},
       {With({"--http-max-streams", "0"}), "--http-max-streams must be 1..4096, got 0"},
+      {With({"--store", "postgres://tc@db/tc", "--lease-duration", "500ms"}),
+       "--lease-duration must be a duration between 1s and 60s, e.g. 5s, got \"500ms\""},
+      {With({"--store", "postgres://tc@db/tc", "--advertise-address", "sched-a"}),
+       "--advertise-address must be HOST:PORT (port 1..65535), got \"sched-a\""},
+      {With({"--store", "postgres://tc@db/tc", "--advertise-http-address", "a:0"}),
+       "--advertise-http-address must be HOST:PORT (port 1..65535), got \"a:0\""},
+      {With({"--advertise-address", "sched-a:7070"}),
+       "--advertise-address needs --store postgres://...: only trainctld sharing a PostgreSQL "
+       "store lead and stand by (the SQLite store has one trainctld)"},
       {With({"--http-max-streams", "5000"}),
        "--http-max-streams must be a whole number from 0 to 4096, got \"5000\""},
       {{"--data-dir"}, "--data-dir needs a value"},
@@ -358,6 +376,9 @@ TEST_CASE("trainctld's usage lists every flag with its default", "[daemon_flags]
                            "--max-agent-streams-per-peer N",
                            "--max-watches-per-peer N",
                            "--job-retention D",
+                           "--lease-duration D",
+                           "--advertise-address HOST:PORT",
+                           "--advertise-http-address HOST:PORT",
                            "-h, --help",
                            "--version",
                            "--default-quota-gpus N",
