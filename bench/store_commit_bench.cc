@@ -3,6 +3,8 @@
 // (the job's row and its JobQueued event), for N = 1, 16, 64 and 256 (a loop turn takes every
 // submit that arrived during the previous commit); prints jobs committed per second and the
 // commit's median, with fsync (SQLite: synchronous=FULL; PostgreSQL: as its server commits).
+// PostgreSQL runs twice: as one trainctld commits, and as the leader of several does, each
+// transaction checking its lease's epoch first (storage/pg_lease.h).
 //
 //   build/bin/bench_store_commit                                  # SQLite in a temporary dir
 //   TRAINCTL_BENCH_PG=postgresql:///bench?host=/tmp/pg build/bin/bench_store_commit
@@ -22,6 +24,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/time_util.h"
+#include "storage/pg_lease.h"
 #include "storage/pg_store.h"
 #include "storage/sqlite_store.h"
 
@@ -105,6 +108,20 @@ int main() {
       return 1;
     }
     MeasureAll("PostgreSQL", **pg);
+    // As a leader of several trainctld commits: each transaction checks its lease's epoch first.
+    auto lease = trainctl::storage::PgLeaderLease::Open(
+        uri, {"bench.lease", "bench:7070", "bench:7080", absl::Seconds(60)});
+    absl::StatusOr<std::optional<int64_t>> epoch =
+        lease.ok() ? (*lease)->TryAcquire(nullptr) : lease.status();
+    if (!epoch.ok() || !epoch->has_value()) {
+      fprintf(stderr, "cannot take the leader lease: %s\n", epoch.status().ToString().c_str());
+      return 1;
+    }
+    (*pg)->SetFence(**epoch, [](const absl::Status& s) {
+      fprintf(stderr, "fenced: %s\n", s.ToString().c_str());
+      exit(1);
+    });
+    MeasureAll("PostgreSQL, leader with the lease's fence", **pg);
   }
   return 0;
 }

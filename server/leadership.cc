@@ -57,23 +57,6 @@ absl::StatusOr<std::optional<Lead>> WaitToLead(const LeadershipOptions& options,
                             : options.advertise_http_address;
   }
   standby.set_self(lead.address);
-  // The address files name the ports a standby holds, as a leader's do.
-  absl::Status written = absl::OkStatus();
-  if (options.standby.http_listen != "off") {
-    written = WriteFileAtomically(
-        options.data_dir + "/trainctld.http-addr",
-        absl::StrCat(options.standby.http_listen.substr(0, options.standby.http_listen.rfind(':')),
-                     ":", lead.http_port, "\n"),
-        0644);
-  }
-  if (written.ok()) {
-    written = WriteFileAtomically(
-        options.data_dir + "/trainctld.addr",
-        absl::StrCat(options.standby.listen.substr(0, options.standby.listen.rfind(':')), ":",
-                     lead.grpc_port, "\n"),
-        0644);
-  }
-  if (!written.ok()) return written;
   sd_notify(0, "READY=1\nSTATUS=standby: waiting for the leader lease");
   spdlog::info("standby on {} (advertised as {}): trying for the leader lease every {}",
                lead.grpc_port, lead.address, absl::FormatDuration(options.lease / 10));
@@ -106,7 +89,8 @@ absl::StatusOr<std::optional<Lead>> WaitToLead(const LeadershipOptions& options,
       if (epoch.ok() && epoch->has_value()) {
         lead.epoch = **epoch;
         lead.taken_at = try_at;
-        lead.reason = absl::StrCat("trainctld at ", lead.address, " leads (epoch ", lead.epoch, ")");
+        lead.reason =
+            absl::StrCat("trainctld at ", lead.address, " leads (epoch ", lead.epoch, ")");
         if (!previous.address().empty()) {
           absl::StrAppend(&lead.reason, ": the lease of the leader at ", previous.address(),
                           " (epoch ", previous.epoch(),
@@ -166,8 +150,19 @@ LeaseKeeper::LeaseKeeper(std::unique_ptr<storage::PgLeaderLease> lease, absl::Ti
 }
 
 LeaseKeeper::~LeaseKeeper() {
-  stop_.Notify();
+  if (!stop_.HasBeenNotified()) stop_.Notify();
   if (thread_.joinable()) thread_.join();
+}
+
+void LeaseKeeper::Release() {
+  if (!stop_.HasBeenNotified()) stop_.Notify();
+  if (thread_.joinable()) thread_.join();
+  if (absl::Status s = lease_->Release(); !s.ok()) {
+    spdlog::warn("cannot release the leader lease: {}; a standby takes over once it lapses",
+                 s.ToString());
+    return;
+  }
+  spdlog::info("released the leader lease (epoch {})", lease_->epoch());
 }
 
 void LeaseKeeper::StepDownIfLapsed() {

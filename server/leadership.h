@@ -45,11 +45,9 @@ struct LeadershipOptions {
   std::string advertise_address;
   std::string advertise_http_address;
   absl::Duration lease = absl::Seconds(5);
-  // The ports to serve; their `self` is filled in here.
+  // The ports to serve. A standby writes no address files (DATA_DIR/trainctld.addr): they say
+  // that trainctld serves.
   StandbyOptions standby;
-  // Where the address files go (DATA_DIR/trainctld.addr and .http-addr), as the leader writes
-  // them, so that a standby can be found too.
-  std::string data_dir;
 };
 
 struct Lead {
@@ -90,6 +88,9 @@ class LeaseKeeper {
   LeaseKeeper(std::unique_ptr<storage::PgLeaderLease> lease, absl::Time taken_at);
   // Stops renewing (the lease then lapses, and a standby takes over after it).
   ~LeaseKeeper();
+  // Stops renewing and releases the lease, for a standby to take at once: a clean stop, once
+  // nothing more is committed.
+  void Release();
   LeaseKeeper(const LeaseKeeper&) = delete;
   LeaseKeeper& operator=(const LeaseKeeper&) = delete;
 

@@ -159,14 +159,30 @@ absl::StatusOr<OpenedStore> OpenStore(const trainctl::server::DaemonFlags& flags
   return opened;
 }
 
-// A random id of this process, for the lease and its database sessions.
-std::string NewInstanceId() {
+std::string RandomHex() {
   std::string bytes(8, '\0');
   std::ifstream random("/dev/urandom", std::ios::binary);
   random.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   std::string hex;
   for (unsigned char c : bytes) hex += absl::StrFormat("%02x", c);
-  return absl::StrCat(hex, "-", getpid());
+  return hex;
+}
+
+// This process's id, for the lease and its database sessions: "<data dir id>.<random>", the
+// data dir's id kept in DATA_DIR/trainctld.id (storage/pg_lease.h: a lease held by an earlier
+// process of the same data dir is taken at once).
+std::string NewInstanceId(const std::string& data_dir) {
+  const std::string path = data_dir + "/trainctld.id";
+  std::string id;
+  std::getline(std::ifstream(path), id);
+  if (id.size() != 16 || id.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    id = RandomHex();
+    if (absl::Status s = trainctl::server::WriteFileAtomically(path, id + "\n", 0644); !s.ok()) {
+      spdlog::warn("{}; this trainctld's lease is not known as its data dir's after a crash",
+                   s.ToString());
+    }
+  }
+  return absl::StrCat(id, ".", RandomHex());
 }
 
 // Opens the store, waiting while its database cannot be reached (UNAVAILABLE: PostgreSQL
@@ -235,7 +251,7 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  const std::string instance = NewInstanceId();
+  const std::string instance = NewInstanceId(flags.data_dir);
   std::optional<absl::StatusOr<OpenedStore>> reached =
       OpenStoreWhenReachable(flags, instance, sigs);
   if (!reached.has_value()) {
@@ -261,8 +277,7 @@ int main(int argc, char** argv) {
          flags.advertise_address,
          flags.advertise_http_address,
          absl::Milliseconds(flags.lease_duration_ms),
-         {flags.listen, *credentials, flags.http_listen, flags.tls_cert, flags.tls_key},
-         flags.data_dir},
+         {flags.listen, *credentials, flags.http_listen, flags.tls_cert, flags.tls_key}},
         sigs, &sig);
     if (!waited.ok()) {
       spdlog::critical("{}", waited.status().ToString());
@@ -536,6 +551,8 @@ int main(int argc, char** argv) {
   if (rest) rest->Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
   loop.Stop();
+  // Nothing more is committed: a standby may lead at once.
+  if (keeper) keeper->Release();
   server::MarkCleanStop(flags.data_dir);
   spdlog::info("stopped");
   return 0;

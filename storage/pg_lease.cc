@@ -22,6 +22,8 @@ constexpr char kTakeOver[] =
     "expires_ms = " TC_NOW_MS " + ? WHERE id = 1 AND epoch = ? RETURNING epoch";
 constexpr char kRenew[] = "UPDATE leader_lease SET expires_ms = " TC_NOW_MS
                           " + ? WHERE id = 1 AND epoch = ? AND holder = ? RETURNING epoch";
+constexpr char kRelease[] =
+    "UPDATE leader_lease SET expires_ms = 0 WHERE id = 1 AND epoch = ? AND holder = ?";
 constexpr char kEndSessions[] =
     "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = ? "
     "AND pid <> pg_backend_pid()";
@@ -110,7 +112,12 @@ absl::StatusOr<std::optional<int64_t>> PgLeaderLease::TryAcquire(v1::LeaderInfo*
     }
   }
   if (leader != nullptr) *leader = row.leader;
-  const bool mine = row.holder == options_.instance;
+  // The holder is this process, or an earlier one of its data dir (gone: this one holds the
+  // data dir's lock).
+  const size_t dot = options_.instance.find('.');
+  const bool mine = row.holder == options_.instance ||
+                    (dot != std::string::npos &&
+                     row.holder.compare(0, dot + 1, options_.instance, 0, dot + 1) == 0);
   if (!locked) {
     // Another session holds the lock. When the row lapsed, its holder is connected but not
     // renewing (stopped, wedged): its sessions end, which frees the lock for the next try.
@@ -138,6 +145,14 @@ absl::StatusOr<std::optional<int64_t>> PgLeaderLease::TryAcquire(v1::LeaderInfo*
     leader->set_http_address(options_.http_address);
   }
   return epoch_;
+}
+
+absl::Status PgLeaderLease::Release() {
+  if (epoch_ == 0) return absl::OkStatus();
+  TC_RETURN_IF_ERROR(conn_->EnsureConnected());
+  TC_ASSIGN_OR_RETURN(PgStatement * st, cache_.Get(kRelease));
+  TC_RETURN_IF_ERROR(st->Run({epoch_, options_.instance}));
+  return conn_->QueryValue(kUnlock).status();
 }
 
 absl::Status PgLeaderLease::Renew() {

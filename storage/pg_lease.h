@@ -12,8 +12,10 @@
 //
 // The rules, which never let two trainctld lead in the same epoch:
 //   - Taking the lease needs the advisory lock and a lapsed row (or no holder yet, or this
-//     process as the holder). The lock alone is not enough: after a restart of PostgreSQL it is
-//     free, and the leader that is reconnecting keeps its lease until it lapses.
+//     process, or an earlier trainctld of its data dir, as the holder). A leader that stops
+//     cleanly releases the lease (Release), which a standby then takes at once. The lock alone is
+//     not enough: after a restart of PostgreSQL it is free, and the leader that is reconnecting
+//     keeps its lease until it lapses.
 //   - A takeover ends the old holder's database sessions first (pg_terminate_backend, found by
 //     their application_name "trainctld <instance>", which every connection of a trainctld
 //     carries): a stopped leader's open transaction cannot hold the row, and its commits would
@@ -43,7 +45,10 @@
 namespace trainctl::storage {
 
 struct LeaseOptions {
-  // This process's id, unique among the trainctld sharing the database (a random one per start).
+  // This process's id, unique among the trainctld sharing the database (a random one per start),
+  // "<data dir id>.<random>": a lease whose holder has this process's data dir id was held by an
+  // earlier trainctld of the same data dir, which is gone (trainctld holds its data dir's lock),
+  // so it is taken at once rather than after it lapses.
   std::string instance;
   // What the row records for standbys to name: the gRPC and REST addresses clients should use.
   std::string address;
@@ -74,6 +79,10 @@ class PgLeaderLease {
 
   // The row's leader.
   absl::StatusOr<v1::LeaderInfo> Current();
+
+  // A leader that stops: ends its lease now (when it still holds it), so that a standby takes
+  // over at its next try rather than once the lease lapses.
+  absl::Status Release();
 
   int64_t epoch() const { return epoch_; }
   const LeaseOptions& options() const { return options_; }

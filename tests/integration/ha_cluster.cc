@@ -16,6 +16,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/leader_hint.h"
 
 namespace trainctl::testing {
 namespace {
@@ -98,7 +99,6 @@ void HaCluster::StartDaemon(int k) {
   REQUIRE((daemons_[k] == nullptr || !daemons_[k]->Running()));
   const std::string data = DataDir(k);
   std::filesystem::create_directories(data);
-  std::filesystem::remove(data + "/trainctld.addr");
   std::vector<std::string> argv = {BinDir() + "/trainctld",
                                    "--data-dir",
                                    data,
@@ -118,9 +118,20 @@ void HaCluster::StartDaemon(int k) {
                                    port_range_};
   argv.insert(argv.end(), options_.daemon_args.begin(), options_.daemon_args.end());
   daemons_[k] = std::make_unique<Process>(argv, absl::StrCat(dir_, "/trainctld-", k, ".log"));
-  // A standby writes its address file once it serves its ports, as a leader does.
+  // Up once it answers: as the leader, or as a standby naming one (a standby writes no address
+  // file).
   INFO(DaemonLog(k));
-  REQUIRE(Eventually([&] { return std::filesystem::exists(data + "/trainctld.addr"); }));
+  REQUIRE(Eventually([&] {
+    auto stub = v1::JobService::NewStub(
+        grpc::CreateChannel(addresses_[k], grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+    v1::ListJobsRequest req;
+    req.set_page_size(1);
+    v1::ListJobsResponse resp;
+    const grpc::Status s = stub->ListJobs(&ctx, req, &resp);
+    return s.ok() || LeaderHint(s, &ctx).has_value();
+  }));
 }
 
 int HaCluster::WaitForLeader(std::chrono::milliseconds timeout, int not_this) {
