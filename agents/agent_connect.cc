@@ -153,10 +153,20 @@ Agent::StreamOutcome Agent::RunStream() {
                  address, options_.node, runs);
     reader = std::thread([this, &stream] { ReadLoop(stream.get()); });
     WriteLoop(stream.get());
+  } else {
+    // The call ended before the Register went out (a write fails only then): drain it as the
+    // reader would and leave it uncancelled, so that Finish() returns why it ended, e.g. a
+    // standby naming the leader.
+    trainctl::v1::SchedulerMessage unread;
+    while (stream->Read(&unread)) {
+    }
+    absl::MutexLock lock(&mu_);
+    reader_done_ = true;
   }
   {
     // A stream the scheduler ended is left alone, so Finish() returns its status; otherwise
-    // (write failure, shutdown, a stream the agent leaves) the reader must be woken.
+    // (shutdown, a write failure mid-stream, a stream the agent leaves) the reader must be
+    // woken.
     absl::MutexLock lock(&mu_);
     if (!reader_done_) context.TryCancel();
   }

@@ -213,7 +213,10 @@ void Client::PrepareUnary(grpc::ClientContext* context) {
 
 absl::Status Client::ToStatus(const grpc::Status& status) const {
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE && !Connected()) {
-    return absl::UnavailableError(UnavailableMessage(server(), status.error_message(), tls_));
+    // With several servers the call may have gone to another one than server() is now.
+    return absl::UnavailableError(
+        UnavailableMessage(follow_.several() ? absl::StrJoin(servers(), ",") : server(),
+                           status.error_message(), tls_));
   }
   return FromGrpcStatus(status);
 }

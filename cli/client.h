@@ -129,7 +129,7 @@ class Client {
   bool Connected() const;
 
   // The gRPC status as an absl::Status with the same code. When the server could not be reached,
-  // the message is UnavailableMessage.
+  // the message is UnavailableMessage (naming every server, with several).
   absl::Status ToStatus(const grpc::Status& status) const;
 
  private:
