@@ -68,9 +68,10 @@
 // launched while the agent stays out of touch are fenced too; launches are not refused.
 //
 // Threads: Run()'s caller connects, runs the startup script and is the only writer; one reader
-// thread per stream handles SchedulerMessages (acks, log reads, check requests); one worker
-// thread runs launches (with their preflight) and stops in arrival order; one thread runs the
-// periodic checks, one the exit checks and one the fence; the launcher's threads add reports.
+// thread per stream handles SchedulerMessages (acks, log reads, check requests), and one more
+// watches its ack deadline (AckWatch); one worker thread runs launches (with their preflight)
+// and stops in arrival order; one thread runs the periodic checks, one the exit checks and one
+// the fence; the launcher's threads add reports.
 // Thread-safety: call Run() once, and Shutdown() once, from another thread; every other method from
 // any thread.
 #pragma once
@@ -240,6 +241,9 @@ class Agent {
   void ReadLoop(grpc::ClientReaderWriterInterface<trainctl::v1::AgentMessage,
                                                   trainctl::v1::SchedulerMessage>* stream)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Cancels the stream of `context` once a message waits for its ack past ack_'s deadline;
+  // returns then, or when the stream ends (stream_broken_). One per stream (agent_connect.cc).
+  void AckWatch(grpc::ClientContext* context) ABSL_LOCKS_EXCLUDED(mu_);
   void Handle(const trainctl::v1::SchedulerMessage& message) ABSL_LOCKS_EXCLUDED(mu_);
   void WorkerLoop() ABSL_LOCKS_EXCLUDED(mu_);
   // Options::checks.preflight: the launch's preflight, from the cache or run now.

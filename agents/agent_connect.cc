@@ -1,7 +1,7 @@
 // Agent: the connection to the scheduler (agent.h). Run() dials the address the SchedulerLink
 // picks (scheduler_link.h: one of --scheduler's, or the leader a standby named), runs one stream
 // from Register to its end (RunStream), and dials again: at once after a standby named the
-// leader, else after a backoff.
+// leader, else after a backoff. AckWatch leaves a stream whose acks are overdue.
 #include <grpcpp/grpcpp.h>
 
 #include <memory>
@@ -152,7 +152,15 @@ Agent::StreamOutcome Agent::RunStream() {
     spdlog::info("connected to the scheduler at {}; registering node {} with {} known runs",
                  address, options_.node, runs);
     reader = std::thread([this, &stream] { ReadLoop(stream.get()); });
+    // Leaves the stream when an ack is overdue, even while a Write waits on a scheduler that
+    // stopped reading.
+    std::thread ack_watch([this, &context] { AckWatch(&context); });
     WriteLoop(stream.get());
+    {
+      absl::MutexLock lock(&mu_);
+      stream_broken_ = true;  // ends the watch
+    }
+    ack_watch.join();
   } else {
     // The call ended before the Register went out (a write fails only then): drain it as the
     // reader would and leave it uncancelled, so that Finish() returns why it ended, e.g. a
@@ -180,6 +188,28 @@ Agent::StreamOutcome Agent::RunStream() {
   outcome.registered = registered_;
   outcome.left = left_;
   return outcome;
+}
+
+void Agent::AckWatch(grpc::ClientContext* context) {
+  absl::MutexLock lock(&mu_);
+  while (!stream_broken_ && !stopped_) {
+    const absl::Time deadline = ack_.Deadline();
+    const absl::Time now = MonotonicNow();
+    if (now < deadline) {
+      // Wakes when the stream ends, and when an ack (or a heartbeat sent) moves the deadline.
+      auto changed = [this, deadline]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stream_broken_ || stopped_ || ack_.Deadline() != deadline;
+      };
+      mu_.AwaitWithTimeout(absl::Condition(&changed), deadline - now);
+      continue;
+    }
+    left_ = absl::StrCat("no heartbeat ack from the scheduler at ", stream_address_, " for ",
+                         absl::FormatDuration(absl::Trunc(ack_.Waited(now), absl::Seconds(1))));
+    spdlog::warn("{}; reconnecting", left_);
+    stream_broken_ = true;
+    context->TryCancel();
+    return;
+  }
 }
 
 }  // namespace trainctl::agent
