@@ -32,31 +32,6 @@ std::string RandomInstanceId() {
   return absl::StrFormat("%016x", rng());
 }
 
-// A channel of its own (a private subchannel pool, so no connection or backoff state is shared
-// with earlier channels), whose reconnect backoff matches the agent's.
-std::shared_ptr<grpc::Channel> MakeChannel(const Agent::Options& options) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
-              static_cast<int>(absl::ToInt64Milliseconds(options.initial_backoff)));
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
-              static_cast<int>(absl::ToInt64Milliseconds(options.initial_backoff)));
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
-              static_cast<int>(absl::ToInt64Milliseconds(options.max_backoff)));
-  // Finds a vanished scheduler host in ~15s rather than at TCP's retransmission timeout. trainctld
-  // accepts pings every 5s or more (GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS).
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
-  if (options.tls_ca_pem.empty()) {
-    return grpc::CreateCustomChannel(options.scheduler, grpc::InsecureChannelCredentials(), args);
-  }
-  grpc::SslCredentialsOptions tls;
-  tls.pem_root_certs = options.tls_ca_pem;
-  tls.pem_cert_chain = options.tls_cert_pem;
-  tls.pem_private_key = options.tls_key_pem;
-  return grpc::CreateCustomChannel(options.scheduler, grpc::SslCredentials(tls), args);
-}
-
 // The name of the agent's cgroup directories: its node and a hash (FNV-1a) of its work dir, so
 // that two agents on one host (a test cluster, or agents of two clusters) never share the
 // cgroups of runs with the same id, while an agent that restarts finds its own again.
@@ -258,71 +233,6 @@ void Agent::AddReport(trainctl::v1::AgentMessage report) {
   AddReportLocked(std::move(report));
 }
 
-void Agent::Run() {
-  absl::Duration backoff = options_.initial_backoff;
-  std::mt19937_64 rng(std::random_device{}());
-  std::uniform_real_distribution<double> jitter(0.8, 1.2);
-  int failed_connects = 0;
-  // The startup script runs when the agent starts, and again once a registered stream is lost
-  // (the host may have been away), but not before every dial while the scheduler is down.
-  bool startup_due = true;
-  while (true) {
-    if (startup_due) {
-      RunStartupScript();
-      startup_due = false;
-      // Periodic checks start once the startup script has prepared the host (it may mount what
-      // they look at).
-      if (!health_checker_.joinable()) {
-        health_checker_ = std::thread([this] { HealthCheckLoop(); });
-      }
-    }
-    StreamOutcome outcome = RunStream();
-    {
-      absl::MutexLock lock(&mu_);
-      if (stopped_) break;
-    }
-    if (outcome.registered) {
-      backoff = options_.initial_backoff;
-      startup_due = true;
-    }
-    if (!outcome.connected) stub_.reset();  // The stream, which uses it, is gone.
-    // Refused for who it is (a certificate for another node, a revoked one): retrying soon
-    // changes nothing until an operator acts, so wait the longest backoff.
-    const grpc::StatusCode code = outcome.status.error_code();
-    // So is one for the protocol it speaks (an agent newer or older than trainctld accepts).
-    if (code == grpc::StatusCode::PERMISSION_DENIED || code == grpc::StatusCode::UNAUTHENTICATED ||
-        (code == grpc::StatusCode::FAILED_PRECONDITION && !outcome.registered)) {
-      backoff = options_.max_backoff;
-      spdlog::error("the scheduler at {} refused this agent: {}", options_.scheduler,
-                    outcome.status.error_message());
-    }
-    absl::Duration delay = absl::Trunc(backoff * jitter(rng), absl::Milliseconds(1));
-    std::string why =
-        outcome.status.error_message().empty() ? "stream closed" : outcome.status.error_message();
-    failed_connects = outcome.connected ? 0 : failed_connects + 1;
-    if (outcome.connected) {
-      spdlog::warn("lost the stream to the scheduler at {}: {} (code {}); reconnecting in {}",
-                   options_.scheduler, why, static_cast<int>(outcome.status.error_code()),
-                   absl::FormatDuration(delay));
-    } else if (failed_connects == 1 || failed_connects % 20 == 0) {
-      spdlog::warn("cannot reach the scheduler at {} ({} attempts): {}; retrying in {}",
-                   options_.scheduler, failed_connects, why, absl::FormatDuration(delay));
-    } else {
-      spdlog::info("cannot reach the scheduler at {}; retrying in {}", options_.scheduler,
-                   absl::FormatDuration(delay));
-    }
-    SleepUnlessStopped(delay);
-    backoff = std::min(backoff * 2, options_.max_backoff);
-  }
-  spdlog::info("agent stopped");
-}
-
-void Agent::SleepUnlessStopped(absl::Duration d) {
-  absl::MutexLock lock(&mu_);
-  auto stopped = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopped_; };
-  mu_.AwaitWithTimeout(absl::Condition(&stopped), d);
-}
-
 trainctl::v1::AgentMessage Agent::StartStream() {
   // Running processes first, taken before mu_: a run whose exit is being reported shows here
   // as running, and its exit report (added before the launcher forgets the process) overrides.
@@ -348,7 +258,9 @@ trainctl::v1::AgentMessage Agent::StartStream() {
   stream_broken_ = false;
   reader_done_ = false;
   registered_ = false;
+  left_.clear();
   heartbeat_interval_ = kDefaultHeartbeat;
+  ack_.Restart(heartbeat_interval_);
   next_heartbeat_ = absl::Now() + heartbeat_interval_;
   std::map<std::string, trainctl::v1::KnownRun> runs;
   for (trainctl::v1::KnownRun& run : running) runs[run.run_id()] = std::move(run);
@@ -370,44 +282,8 @@ trainctl::v1::AgentMessage Agent::StartStream() {
   message.set_seq(++seq_);
   register_seq_ = message.seq();
   fence_.Sent(message.seq(), MonotonicNow());
+  ack_.Sent(message.seq(), MonotonicNow());
   return message;
-}
-
-Agent::StreamOutcome Agent::RunStream() {
-  grpc::ClientContext context;
-  {
-    absl::MutexLock lock(&mu_);
-    if (stopped_) return {};
-    context_ = &context;
-  }
-  // After a failed connect, a fresh channel tries at once instead of waiting out the old
-  // channel's own backoff, which would add up to max_backoff to ours.
-  if (stub_ == nullptr) stub_ = trainctl::v1::AgentService::NewStub(MakeChannel(options_));
-  std::unique_ptr<Stream> stream = stub_->Connect(&context);
-  trainctl::v1::AgentMessage reg = StartStream();
-  size_t runs = reg.register_().runs_size();
-  bool wrote = stream->Write(reg);
-  std::thread reader;
-  if (wrote) {
-    spdlog::info("connected to the scheduler at {}; registered node {} with {} known runs",
-                 options_.scheduler, options_.node, runs);
-    reader = std::thread([this, &stream] { ReadLoop(stream.get()); });
-    WriteLoop(stream.get());
-  }
-  {
-    // A stream the scheduler ended is left alone, so Finish() returns its status; otherwise
-    // (write failure, shutdown) the reader must be woken.
-    absl::MutexLock lock(&mu_);
-    if (!reader_done_) context.TryCancel();
-  }
-  if (reader.joinable()) reader.join();
-  StreamOutcome outcome;
-  outcome.connected = wrote;
-  outcome.status = stream->Finish();
-  absl::MutexLock lock(&mu_);
-  context_ = nullptr;
-  outcome.registered = registered_;
-  return outcome;
 }
 
 void Agent::WriteLoop(Stream* stream) {
@@ -429,6 +305,7 @@ void Agent::WriteLoop(Stream* stream) {
         if (maintenance_) maintenance_->PollInto(message.mutable_heartbeat());
         message.set_seq(++seq_);
         fence_.Sent(message.seq(), MonotonicNow());
+        ack_.Sent(message.seq(), MonotonicNow());
         next_heartbeat_ = absl::Now() + heartbeat_interval_;
       } else if (const trainctl::v1::AgentMessage* report = reports_.NextUnsent()) {
         message = *report;
@@ -452,10 +329,30 @@ void Agent::WriteLoop(Stream* stream) {
 
 void Agent::ReadLoop(Stream* stream) {
   trainctl::v1::SchedulerMessage message;
-  while (stream->Read(&message)) Handle(message);
+  bool ended = true;
+  while (stream->Read(&message)) {
+    {
+      absl::MutexLock lock(&mu_);
+      const int64_t highest = epochs_.highest();
+      if (!epochs_.Accept(message.leader_epoch())) {
+        // A deposed leader that has not noticed yet: nothing it says is applied.
+        left_ = absl::StrCat("ignoring a message from a deposed leader (epoch ",
+                             message.leader_epoch(), " < ", highest, ")");
+        spdlog::warn("{} at {}; reconnecting", left_, stream_address_);
+        ended = false;
+        break;
+      }
+      if (message.leader_epoch() > highest && highest > 0) {
+        spdlog::info("the scheduler at {} leads now (epoch {})", stream_address_,
+                     message.leader_epoch());
+      }
+    }
+    Handle(message);
+  }
   absl::MutexLock lock(&mu_);
   stream_broken_ = true;
-  reader_done_ = true;
+  // Left early: RunStream cancels the stream, which the scheduler has not ended.
+  reader_done_ = ended;
 }
 
 void Agent::Handle(const trainctl::v1::SchedulerMessage& message) {
@@ -466,6 +363,8 @@ void Agent::Handle(const trainctl::v1::SchedulerMessage& message) {
       registered_ = true;
       heartbeat_interval_ = ms > 0 ? absl::Milliseconds(ms) : kDefaultHeartbeat;
       next_heartbeat_ = std::min(next_heartbeat_, absl::Now() + heartbeat_interval_);
+      ack_.SetInterval(heartbeat_interval_);
+      ack_.Answered(register_seq_);
       const trainctl::v1::RegisterAck& ack = message.register_ack();
       fence_.Configure(absl::Milliseconds(ack.fence_after_ms()),
                        absl::Milliseconds(ack.fence_grace_ms()));
@@ -474,15 +373,24 @@ void Agent::Handle(const trainctl::v1::SchedulerMessage& message) {
       if (ack.job_retention_ms() > 0) commands_.push_back(message);
       spdlog::info(
           "registration acknowledged; heartbeat every {}; lost timeout {}; fence after {} "
-          "without an answer",
+          "without an answer; reconnect after {} without an ack",
           absl::FormatDuration(heartbeat_interval_),
           absl::FormatDuration(absl::Milliseconds(ack.lost_timeout_ms())),
-          fence_.armed() ? absl::FormatDuration(fence_.fence_after()) : std::string("never"));
+          fence_.armed() ? absl::FormatDuration(fence_.fence_after()) : std::string("never"),
+          ack_.timeout() > absl::ZeroDuration() ? absl::FormatDuration(ack_.timeout())
+                                                : std::string("never"));
+      if (ack_.timeout() > absl::ZeroDuration() && ack_.timeout() < 2 * heartbeat_interval_) {
+        spdlog::warn(
+            "--heartbeat-ack-timeout {} is under two heartbeat intervals ({} each): a late ack "
+            "makes the agent reconnect",
+            absl::FormatDuration(ack_.timeout()), absl::FormatDuration(heartbeat_interval_));
+      }
       break;
     }
     case trainctl::v1::SchedulerMessage::kHeartbeatAck: {
       absl::MutexLock lock(&mu_);
       Answered(message.heartbeat_ack().seq());
+      ack_.Answered(message.heartbeat_ack().seq());
       break;
     }
     case trainctl::v1::SchedulerMessage::kLaunch: {

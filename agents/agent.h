@@ -12,7 +12,16 @@
 // value of one per-process counter as its seq.
 //
 // When the stream breaks or the scheduler cannot be reached, the agent reconnects with
-// exponential backoff (200ms doubling to 5s, with jitter). Replicas keep running meanwhile, and
+// exponential backoff (200ms doubling to 5s, with jitter). With several --scheduler addresses
+// (trainctld replicas, one leading; scheduler_link.h) it dials the next one at once until each
+// failed in a row, and the leader a standby names at once.
+//
+// Leaving a stream early (leader_guard.h): when a message answered by an ack (Register,
+// Heartbeat) waits longer than --heartbeat-ack-timeout (default: 3 heartbeat intervals, at least
+// 3s) the agent cancels the stream and dials again, logging "no heartbeat ack from the scheduler
+// at X for 6s; reconnecting" (the fence below is a longer, separate clock). A SchedulerMessage
+// whose leader_epoch is lower than the highest this process has seen comes from a deposed leader:
+// it is not applied, and the agent leaves that stream too. Replicas keep running meanwhile, and
 // also when the agent ends (Shutdown) or dies: each has a trainctl-shim of its own (launcher.h),
 // and the next agent on the work dir takes them over. Only the scheduler (StopReplica) or
 // StopReplicas() stops them.
@@ -59,9 +68,10 @@
 // launched while the agent stays out of touch are fenced too; launches are not refused.
 //
 // Threads: Run()'s caller connects, runs the startup script and is the only writer; one reader
-// thread per stream handles SchedulerMessages (acks, log reads, check requests); one worker
-// thread runs launches (with their preflight) and stops in arrival order; one thread runs the
-// periodic checks, one the exit checks and one the fence; the launcher's threads add reports.
+// thread per stream handles SchedulerMessages (acks, log reads, check requests), and one more
+// watches its ack deadline (AckWatch); one worker thread runs launches (with their preflight)
+// and stops in arrival order; one thread runs the periodic checks, one the exit checks and one
+// the fence; the launcher's threads add reports.
 // Thread-safety: call Run() once, and Shutdown() once, from another thread; every other method from
 // any thread.
 #pragma once
@@ -86,10 +96,12 @@
 #include "agents/fence_timer.h"
 #include "agents/host_checks.h"
 #include "agents/launcher.h"
+#include "agents/leader_guard.h"
 #include "agents/maintenance_file.h"
 #include "agents/node_checks.h"
 #include "agents/report_buffer.h"
 #include "agents/report_journal.h"
+#include "agents/scheduler_link.h"
 #include "common/version.h"
 #include "trainctl/v1/agent.grpc.pb.h"
 
@@ -98,8 +110,11 @@ namespace trainctl::agent {
 class Agent {
  public:
   struct Options {
-    // The scheduler's agent endpoint, a gRPC target ("host:port").
+    // The scheduler's agent endpoint, a gRPC target ("host:port"), or several, comma-separated
+    // (trainctld replicas; scheduler_link.h). Replicas get it as TRAINCTL_SERVER.
     std::string scheduler;
+    // --heartbeat-ack-timeout (leader_guard.h): nullopt: the default; zero: off.
+    std::optional<absl::Duration> heartbeat_ack_timeout;
     std::string node;
     std::string address;
     // Absolute; must exist.
@@ -210,7 +225,13 @@ class Agent {
     // A RegisterAck arrived.
     bool registered = false;
     grpc::Status status;
+    // The leader its status names: a standby ended it.
+    std::optional<trainctl::v1::LeaderInfo> leader;
+    // Why the agent left it (no ack in time, a deposed leader); "" when it did not.
+    std::string left;
   };
+  // The link to options.scheduler, on channels MakeChannel makes (agent_connect.cc).
+  static SchedulerLink MakeLink(const Options& options);
   // Runs one stream from Register to its end.
   StreamOutcome RunStream() ABSL_LOCKS_EXCLUDED(mu_);
   // Writes queued messages and heartbeats until the stream breaks or the agent stops.
@@ -220,6 +241,9 @@ class Agent {
   void ReadLoop(grpc::ClientReaderWriterInterface<trainctl::v1::AgentMessage,
                                                   trainctl::v1::SchedulerMessage>* stream)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Cancels the stream of `context` once a message waits for its ack past ack_'s deadline;
+  // returns then, or when the stream ends (stream_broken_). One per stream (agent_connect.cc).
+  void AckWatch(grpc::ClientContext* context) ABSL_LOCKS_EXCLUDED(mu_);
   void Handle(const trainctl::v1::SchedulerMessage& message) ABSL_LOCKS_EXCLUDED(mu_);
   void WorkerLoop() ABSL_LOCKS_EXCLUDED(mu_);
   // Options::checks.preflight: the launch's preflight, from the cache or run now.
@@ -271,8 +295,8 @@ class Agent {
   // Used by the worker thread's preflights; thread-safe itself.
   PreflightCache preflight_cache_;
 
-  // No lock: used by the Run() thread only; replaced after a failed connect.
-  std::unique_ptr<trainctl::v1::AgentService::Stub> stub_;
+  // No lock: used by the Run() thread only.
+  SchedulerLink link_ = MakeLink(options_);
 
   // One mutex for every concern, on purpose: the writer waits on one condition over the
   // reports, the outbox, the heartbeat and the stop; an exit moves from pending_exits_ to
@@ -320,6 +344,14 @@ class Agent {
   std::deque<trainctl::v1::ReplicaExited> pending_exits_ ABSL_GUARDED_BY(mu_);
   // When to fence, from the scheduler's answers (fence_timer.h).
   FenceTimer fence_ ABSL_GUARDED_BY(mu_);
+  // When to leave the current stream for want of answers, and the highest leader epoch seen
+  // (leader_guard.h).
+  AckDeadline ack_ ABSL_GUARDED_BY(mu_){options_.heartbeat_ack_timeout};
+  EpochFilter epochs_ ABSL_GUARDED_BY(mu_);
+  // Why the agent leaves the current stream; "" while it does not.
+  std::string left_ ABSL_GUARDED_BY(mu_);
+  // The address of the current stream, for the log.
+  std::string stream_address_ ABSL_GUARDED_BY(mu_);
   // The seq of the current stream's Register, which its RegisterAck answers.
   uint64_t register_seq_ ABSL_GUARDED_BY(mu_) = 0;
   // Options::delay_exit_status: exits held back, each with the time it is due, oldest first.

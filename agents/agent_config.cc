@@ -62,6 +62,7 @@ std::vector<std::pair<std::string, std::string>> AgentConfigEntries(const AgentF
        f.delay_exit_status < 0 ? ""
                                : absl::StrCat(f.delay_exit_status, ":", Ms(f.exit_report_delay))},
       {"shim", f.shim},
+      {"heartbeat-ack-timeout", f.heartbeat_ack_timeout ? Ms(*f.heartbeat_ack_timeout) : ""},
       {"state-dir", f.state_dir},
       {"maintenance-file", f.maintenance_file},
       {"check-disk-root-path", host.root.path},

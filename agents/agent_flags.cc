@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/config_file.h"
 #include "common/flags.h"
 #include "common/logging.h"
@@ -105,8 +106,9 @@ std::vector<FlagGroup> AgentFlagGroups() {
          "print the effective configuration (the file, the flags and the defaults) as a config "
          "file, and exit"}}},
       {"Required:",
-       {{"scheduler", 0, Kind::kValue, "HOST:PORT", "",
-         "address of the scheduler's agent endpoint"},
+       {{"scheduler", 0, Kind::kValue, "HOST:PORT[,HOST:PORT...]", "",
+         "address of the scheduler's agent endpoint; several, comma-separated, for trainctld "
+         "replicas: the agent tries them in turn and follows the leader a standby names"},
         {"node", 0, Kind::kValue, "NAME", "",
          "unique node name: lowercase letters, digits and '-', at most 63"},
         {"work-dir", 0, Kind::kValue, "DIR", "",
@@ -135,6 +137,9 @@ std::vector<FlagGroup> AgentFlagGroups() {
         {"reserve-cpu", 0, Kind::kValue, "N", "", "CPU cores kept back from trainctl (default: 0)"},
         {"reserve-memory-mb", 0, Kind::kValue, "N", "",
          "memory kept back from trainctl, in MiB (default: 0)"},
+        {"heartbeat-ack-timeout", 0, Kind::kValue, "DURATION", "",
+         "leave the stream and dial again (the next --scheduler address) when the scheduler "
+         "answers no heartbeat for this long; 0: never (default: 3 heartbeat intervals, >= 3s)"},
         {"labels", 0, Kind::kValue, "k=v,k=v", "",
          "node labels for nodeSelector and topology, e.g. topology.rack=r1 (default: none)"},
         {"pass-env", 0, Kind::kValue, "NAME,...", "",
@@ -273,31 +278,6 @@ absl::Status Reword(const ArgsError& error) {
 
 }  // namespace
 
-absl::Status ValidateNodeName(absl::string_view name) {
-  if (IsDnsLabel(name, 63)) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--node: \"", name,
-      "\" is not a valid node name: use at most 63 lowercase letters, digits and '-', starting "
-      "and ending with a letter or digit"));
-}
-
-absl::StatusOr<std::map<std::string, std::string>> ParseLabels(absl::string_view text) {
-  std::map<std::string, std::string> labels;
-  if (text.empty()) return labels;
-  for (absl::string_view item : absl::StrSplit(text, ',')) {
-    std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
-    if (kv.first.empty() || item.find('=') == absl::string_view::npos) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--labels: expected key=value pairs separated by commas, got \"", item, "\""));
-    }
-    if (!labels.emplace(kv.first, kv.second).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--labels: label \"", kv.first, "\" is given twice"));
-    }
-  }
-  return labels;
-}
-
 absl::Status ParseExitReportDelay(absl::string_view text, int* status, absl::Duration* delay) {
   constexpr char kFlag[] = "--inject-exit-report-delay";
   constexpr char kWant[] = "CODE:DURATION with CODE 0..255, such as 134:2s";
@@ -369,7 +349,11 @@ absl::Status CheckTransportSecurity(const AgentFlags& flags) {
   if (given == 3 && flags.insecure_allow_plaintext) {
     return absl::InvalidArgumentError("--insecure-allow-plaintext contradicts --tls-cert");
   }
-  if (given == 0 && !flags.insecure_allow_plaintext && !IsLoopbackAddress(flags.scheduler)) {
+  bool loopback = true;  // every address of --scheduler
+  for (absl::string_view a : absl::StrSplit(flags.scheduler, ',')) {
+    loopback = loopback && IsLoopbackAddress(std::string(absl::StripAsciiWhitespace(a)));
+  }
+  if (given == 0 && !flags.insecure_allow_plaintext && !loopback) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--scheduler ", flags.scheduler,
         " is another host: talk TLS with --tls-ca, --tls-cert and --tls-key (`trainctld pki "
@@ -417,6 +401,16 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
       {"--stop-grace",
        [&](auto& f, auto& v) { return ParseDurationFlag(f, v, true, &flags.stop_grace); }},
       {"--shim", text(&flags.shim)},
+      {"--heartbeat-ack-timeout",
+       [&](auto& f, auto& v) -> absl::Status {
+         absl::Duration d;
+         if (!ParseDurationFlag(f, v, true, &d).ok() ||
+             (d > absl::ZeroDuration() && d < absl::Seconds(1))) {
+           return BadValue(f, "a duration of at least 1s such as 10s, or 0 for never", v);
+         }
+         flags.heartbeat_ack_timeout = d;
+         return absl::OkStatus();
+       }},
       {"--state-dir", text(&flags.state_dir)},
       {"--maintenance-file", text(&flags.maintenance_file)},
       {"--cpus", [&](auto& f, auto& v) { return ParseCpu(f, v, false, &flags.cpus.emplace()); }},

@@ -78,6 +78,9 @@ struct AgentFlags {
   // for them and exit; only --work-dir is needed.
   bool stop_replicas = false;
   absl::Duration stop_grace = absl::Seconds(10);
+  // --heartbeat-ack-timeout (leader_guard.h): unset: 3 heartbeat intervals, at least 3s; zero:
+  // never; else at least 1s.
+  std::optional<absl::Duration> heartbeat_ack_timeout;
   // The trainctl-shim binary; empty: next to the agent.
   std::string shim;
   // Where run directories and the report journal live; empty: --work-dir.
@@ -114,6 +117,7 @@ absl::Status ParseExitReportDelay(absl::string_view text, int* status, absl::Dur
 // The --help text: every flag with its default.
 std::string AgentUsage();
 
+// agent_flag_values.cc:
 // OK when `name` is DNS-label-like: [a-z0-9]([-a-z0-9]*[a-z0-9])?, at most 63 characters.
 absl::Status ValidateNodeName(absl::string_view name);
 

@@ -31,6 +31,7 @@
 #include "agents/host_resources.h"
 #include "agents/run_files.h"
 #include "agents/shim_spawn.h"
+#include "common/leader_hint.h"
 #include "common/log_context.h"
 #include "common/logging.h"
 #include "common/metrics_http.h"
@@ -53,7 +54,12 @@ int Fail(int code, const std::string& message) {
 // for flags that contradict the host (reserves larger than capacity).
 absl::StatusOr<Agent::Options> MakeOptions(const AgentFlags& flags) {
   Agent::Options options;
+  // Several addresses (trainctld replicas): each HOST:PORT, none twice. One is a gRPC target.
+  if (flags.scheduler.find(',') != std::string::npos) {
+    TC_RETURN_IF_ERROR(ParseAddressList(flags.scheduler, "--scheduler").status());
+  }
   options.scheduler = flags.scheduler;
+  options.heartbeat_ack_timeout = flags.heartbeat_ack_timeout;
   options.node = flags.node;
   options.labels = flags.labels;
   options.pass_env = flags.pass_env;

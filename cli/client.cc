@@ -1,12 +1,18 @@
 #include "cli/client.h"
 
+#include <grpcpp/impl/codegen/client_unary_call.h>
+
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "absl/time/time.h"
 #include "common/grpc_status.h"
+#include "common/leader_hint.h"
 
 namespace trainctl::cli {
 
@@ -75,17 +81,104 @@ std::shared_ptr<grpc::Channel> NewChannel(const std::string& server, const std::
   return grpc::CreateCustomChannel(server, creds, args);
 }
 
+// gRPC's health check (grpc.health.v1.Health/Check, service "") on `channel`. Every trainctld
+// serves it without a token; a standby answers it UNAVAILABLE naming the leader. The request
+// (an empty HealthCheckRequest) and the response are raw bytes: no generated health stub.
+grpc::Status CheckHealth(grpc::Channel* channel, grpc::ClientContext* context) {
+  grpc::internal::RpcMethod method("/grpc.health.v1.Health/Check",
+                                   grpc::internal::RpcMethod::NORMAL_RPC);
+  grpc::Slice empty("", 0);
+  grpc::ByteBuffer request(&empty, 1);
+  grpc::ByteBuffer response;
+  return grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
+      channel, method, context, request, &response);
+}
+
 }  // namespace
 
 Client::Client(std::string server, const std::string& ca_pem, const std::string& token)
-    : server_(std::move(server)),
-      tls_(!ca_pem.empty()),
-      channel_(NewChannel(server_, ca_pem, token)),
-      stub_(v1::JobService::NewStub(channel_)),
-      cluster_(v1::ClusterService::NewStub(channel_)),
-      quota_(v1::QuotaService::NewStub(channel_)),
-      auth_(v1::AuthService::NewStub(channel_)),
-      admin_(v1::AdminService::NewStub(channel_)) {}
+    : Client(std::vector<std::string>{std::move(server)}, ca_pem, token) {}
+
+Client::Client(std::vector<std::string> servers, const std::string& ca_pem,
+               const std::string& token)
+    : ca_pem_(ca_pem), token_(token), tls_(!ca_pem.empty()), follow_(std::move(servers)) {
+  UseCurrent();
+}
+
+void Client::UseCurrent() {
+  std::shared_ptr<grpc::Channel>& channel = channels_[server()];
+  if (channel == nullptr) channel = NewChannel(server(), ca_pem_, token_);
+  if (channel == channel_) return;
+  channel_ = channel;
+  stub_ = v1::JobService::NewStub(channel_);
+  cluster_ = v1::ClusterService::NewStub(channel_);
+  quota_ = v1::QuotaService::NewStub(channel_);
+  auth_ = v1::AuthService::NewStub(channel_);
+  admin_ = v1::AdminService::NewStub(channel_);
+}
+
+absl::Status Client::FindLeader(std::chrono::milliseconds within) {
+  if (!follow_.several()) return absl::OkStatus();
+  const auto give_up = std::chrono::system_clock::now() + within;
+  // What each address said last, in the order first tried.
+  std::vector<std::string> tried;
+  std::map<std::string, std::string> said;
+  int64_t backoff_ms = 0;
+  while (true) {
+    grpc::ClientContext context;
+    context.set_deadline(std::min(give_up, std::chrono::system_clock::now() + kProbeTimeout));
+    const grpc::Status status = CheckHealth(channel_.get(), &context);
+    // Anything but UNAVAILABLE (or no answer in time) is an answer of a server that serves:
+    // standbys answer every call UNAVAILABLE.
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE &&
+        status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+      follow_.Served();
+      return absl::OkStatus();
+    }
+    const std::optional<v1::LeaderInfo> leader = LeaderHint(status, &context);
+    if (said.count(server()) == 0) tried.push_back(server());
+    said[server()] = leader
+                         ? status.error_message()
+                         : absl::StrCat("cannot be reached (",
+                                        grpc::StatusCode::DEADLINE_EXCEEDED == status.error_code()
+                                            ? "no answer within the deadline"
+                                            : status.error_message(),
+                                        ")");
+    const LeaderFollow::Next next =
+        leader ? follow_.Redirected(leader->address()) : follow_.Failed();
+    UseCurrent();
+    auto pause = std::chrono::milliseconds(0);
+    if (next == LeaderFollow::Next::kBackoff) {
+      backoff_ms = NextBackoffMs(backoff_ms);
+      pause = std::chrono::milliseconds(backoff_ms);
+    }
+    if (std::chrono::system_clock::now() + pause >= give_up) break;
+    std::this_thread::sleep_for(pause);
+  }
+  std::vector<std::string> lines;
+  for (const std::string& address : tried)
+    lines.push_back(absl::StrCat(address, ": ", said[address]));
+  return absl::UnavailableError(absl::StrCat(
+      "no trainctld among ", absl::StrJoin(servers(), ","), " leads (asked for ",
+      absl::FormatDuration(absl::FromChrono(within)), "): ", absl::StrJoin(lines, "; "),
+      ". Is a trainctld running, does --server (or TRAINCTL_SERVER) list its address, and can "
+      "the standbys reach the database to elect a leader?"));
+}
+
+Client::Retry Client::Retarget(const grpc::Status& status, const grpc::ClientContext* context) {
+  if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return Retry::kNo;
+  const std::optional<v1::LeaderInfo> leader = LeaderHint(status, context);
+  LeaderFollow::Next next;
+  if (leader && !leader->address().empty() && leader->address() != server()) {
+    next = follow_.Redirected(leader->address());
+  } else if (follow_.several() && (leader || !Connected())) {
+    next = follow_.Failed();
+  } else {
+    return Retry::kNo;
+  }
+  UseCurrent();
+  return next == LeaderFollow::Next::kNow ? Retry::kNow : Retry::kAfterBackoff;
+}
 
 absl::StatusOr<std::string> ResolveToken(const std::string& flag_value, const std::string& file,
                                          const char* env) {
@@ -120,7 +213,10 @@ void Client::PrepareUnary(grpc::ClientContext* context) {
 
 absl::Status Client::ToStatus(const grpc::Status& status) const {
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE && !Connected()) {
-    return absl::UnavailableError(UnavailableMessage(server_, status.error_message(), tls_));
+    // With several servers the call may have gone to another one than server() is now.
+    return absl::UnavailableError(
+        UnavailableMessage(follow_.several() ? absl::StrJoin(servers(), ",") : server(),
+                           status.error_message(), tls_));
   }
   return FromGrpcStatus(status);
 }

@@ -7,6 +7,18 @@
 //   grpc::Status s = client.stub().GetJob(&ctx, request, &job);
 //   if (!s.ok()) return client.ToStatus(s);
 //
+// Several servers (trainctl --server a:7070,b:7070: trainctld replicas sharing one PostgreSQL
+// store, one leading and the others standbys that answer every call UNAVAILABLE naming the
+// leader, common/leader_hint.h): FindLeader() asks each in turn, following the leader a standby
+// names, until one serves; the stubs then talk to it. A read that a standby answers during the
+// command (a failover) goes again to the new leader through Unary():
+//
+//   Client client(addresses, ca_pem, token);
+//   TC_RETURN_IF_ERROR(client.FindLeader());
+//   grpc::Status s = client.Unary([&](grpc::ClientContext* ctx) {
+//     return client.stub().GetJob(ctx, request, &job);
+//   });
+//
 // Thread-compatible: one command uses one Client from one thread.
 #pragma once
 
@@ -14,11 +26,15 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/leader_follow.h"
 #include "trainctl/v1/admin.grpc.pb.h"
 #include "trainctl/v1/job.grpc.pb.h"
 
@@ -27,8 +43,11 @@ namespace trainctl::cli {
 // Where the server listens when neither --server nor TRAINCTL_SERVER says otherwise.
 inline constexpr char kDefaultServer[] = "127.0.0.1:7070";
 
-// Unary RPCs give up after this long; streams (WatchJob) have no per-RPC deadline.
+// Unary RPCs give up after this long; streams (WatchJob) have no per-RPC deadline. FindLeader
+// and Unary's retries keep to it too, all of their attempts together.
 inline constexpr std::chrono::seconds kRpcTimeout{30};
+// FindLeader gives one server this long to answer its health check.
+inline constexpr std::chrono::seconds kProbeTimeout{5};
 
 // Reconnect backoff for broken streams and polls: 200ms, doubling, at most 2s.
 inline constexpr int64_t kInitialBackoffMs = 200;
@@ -37,8 +56,8 @@ inline constexpr int64_t kMaxBackoffMs = 2000;
 // The backoff after one of `current_ms`.
 int64_t NextBackoffMs(int64_t current_ms);
 
-// The server address: the --server flag if given, else `env` (TRAINCTL_SERVER; may be null),
-// else kDefaultServer. Empty values count as unset.
+// The server address (or comma-separated addresses): the --server flag if given, else `env`
+// (TRAINCTL_SERVER; may be null), else kDefaultServer. Empty values count as unset.
 std::string ResolveServer(const std::string& flag_value, const char* env);
 
 // The message for an UNAVAILABLE error: which address could not be reached, gRPC's reason, how
@@ -60,11 +79,38 @@ class Client {
   // plaintext), and a plaintext server on loopback needs none.
   explicit Client(std::string server, const std::string& ca_pem = "",
                   const std::string& token = "");
+  // Several servers (ParseAddressList's result), in the order to try them. REQUIRES: not empty.
+  Client(std::vector<std::string> servers, const std::string& ca_pem, const std::string& token);
 
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
-  const std::string& server() const { return server_; }
+  // The server the stubs talk to now.
+  const std::string& server() const { return follow_.current(); }
+  // Every address given, in order.
+  const std::vector<std::string>& servers() const { return follow_.addresses(); }
+
+  // With several servers: asks each, in order, with gRPC's health check (which a standby answers
+  // UNAVAILABLE naming the leader, like every call), follows the leader a standby names (also one
+  // not in the list), skips those that are down, and backs off after every round, until one
+  // serves; the stubs then talk to it. UNAVAILABLE when none does `within`, naming every
+  // address tried and what each said. With one server: OK at once, no call made.
+  absl::Status FindLeader(std::chrono::milliseconds within = kRpcTimeout);
+
+  // What to do after a call to server() failed with `status` (`context`: the call's, finished).
+  enum class Retry {
+    kNo,            // report the error
+    kNow,           // a standby named the leader: server() is that leader now
+    kAfterBackoff,  // several servers, and server() names no leader (a failover under way) or
+                    // cannot be reached: server() is the next one to ask, after a backoff
+  };
+  Retry Retarget(const grpc::Status& status, const grpc::ClientContext* context);
+
+  // Calls `call(context)` (an idempotent unary call on one of the stubs) and, while Retarget
+  // says so, calls it again, within kRpcTimeout in all (the deadline of every attempt's
+  // context). Returns the last attempt's status.
+  template <typename Call>
+  grpc::Status Unary(const Call& call);
   v1::JobService::Stub& stub() { return *stub_; }
   // ClusterService (nodes and events), on the same channel.
   v1::ClusterService::Stub& cluster() { return *cluster_; }
@@ -78,18 +124,25 @@ class Client {
   // Sets the per-RPC deadline (kRpcTimeout) on a context for a unary call.
   static void PrepareUnary(grpc::ClientContext* context);
 
-  // Whether the channel is connected to the server now. After an UNAVAILABLE error, false means
+  // Whether the channel to server() is connected now. After an UNAVAILABLE error, false means
   // the server itself could not be reached (rather than the server answering UNAVAILABLE).
   bool Connected() const;
 
   // The gRPC status as an absl::Status with the same code. When the server could not be reached,
-  // the message is UnavailableMessage.
+  // the message is UnavailableMessage (naming every server, with several).
   absl::Status ToStatus(const grpc::Status& status) const;
 
  private:
-  // Constant after construction.
-  const std::string server_;
+  // Points the stubs at server(), on its channel (made at its first use and kept).
+  void UseCurrent();
+
+  const std::string ca_pem_;
+  const std::string token_;
   const bool tls_;
+  LeaderFollow follow_;
+  // Every server's channel made so far, by address.
+  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;
+  // server()'s, and the stubs on it.
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::JobService::Stub> stub_;
   std::unique_ptr<v1::ClusterService::Stub> cluster_;
@@ -103,5 +156,25 @@ class Client {
 // --token-file are given or the file cannot be read.
 absl::StatusOr<std::string> ResolveToken(const std::string& flag_value, const std::string& file,
                                          const char* env);
+
+template <typename Call>
+grpc::Status Client::Unary(const Call& call) {
+  const auto give_up = std::chrono::system_clock::now() + kRpcTimeout;
+  int64_t backoff_ms = 0;
+  while (true) {
+    grpc::ClientContext context;
+    context.set_deadline(give_up);
+    grpc::Status status = call(&context);
+    if (status.ok()) return status;
+    const Retry retry = Retarget(status, &context);
+    if (retry == Retry::kNo) return status;
+    if (retry == Retry::kAfterBackoff) {
+      backoff_ms = NextBackoffMs(backoff_ms);
+      const auto pause = std::chrono::milliseconds(backoff_ms);
+      if (std::chrono::system_clock::now() + pause >= give_up) return status;
+      std::this_thread::sleep_for(pause);
+    }
+  }
+}
 
 }  // namespace trainctl::cli

@@ -35,10 +35,10 @@ absl::StatusOr<int> RunCreate(const ParsedArgs& args, OutputFormat format, Clien
 }
 
 absl::StatusOr<int> RunList(OutputFormat format, Client& client) {
-  grpc::ClientContext context;
-  Client::PrepareUnary(&context);
   v1::ListTokensResponse response;
-  grpc::Status status = client.auth().ListTokens(&context, v1::ListTokensRequest(), &response);
+  grpc::Status status = client.Unary([&](grpc::ClientContext* context) {
+    return client.auth().ListTokens(context, v1::ListTokensRequest(), &response);
+  });
   if (!status.ok()) return client.ToStatus(status);
   if (format != OutputFormat::kTable) return PrintMessage(response, format);
   std::cout << RenderTokenList(response.tokens(), WallNowMs()) << std::flush;
@@ -81,10 +81,10 @@ absl::StatusOr<int> RunAdmin(const ParsedArgs& args, Client& client) {
 
 absl::StatusOr<int> RunWhoAmI(const ParsedArgs& args, Client& client) {
   TC_ASSIGN_OR_RETURN(OutputFormat format, ParseOutputFormat(args.Get("output")));
-  grpc::ClientContext context;
-  Client::PrepareUnary(&context);
   v1::ApiToken token;
-  grpc::Status status = client.auth().WhoAmI(&context, v1::WhoAmIRequest(), &token);
+  grpc::Status status = client.Unary([&](grpc::ClientContext* context) {
+    return client.auth().WhoAmI(context, v1::WhoAmIRequest(), &token);
+  });
   if (!status.ok()) return client.ToStatus(status);
   if (format != OutputFormat::kTable) return PrintMessage(token, format);
   std::vector<std::pair<std::string, std::string>> fields = {

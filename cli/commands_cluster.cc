@@ -17,10 +17,10 @@ constexpr int kMaxEvents = 10000;
 
 absl::StatusOr<int> RunNodes(const ParsedArgs& args, Client& client) {
   TC_ASSIGN_OR_RETURN(NodesOutput output, ParseNodesOutput(args.Get("output")));
-  grpc::ClientContext context;
-  Client::PrepareUnary(&context);
   v1::ListNodesResponse response;
-  grpc::Status status = client.cluster().ListNodes(&context, v1::ListNodesRequest(), &response);
+  grpc::Status status = client.Unary([&](grpc::ClientContext* context) {
+    return client.cluster().ListNodes(context, v1::ListNodesRequest(), &response);
+  });
   if (!status.ok()) return client.ToStatus(status);
   if (response.nodes().empty() && output.format == OutputFormat::kTable) {
     std::cerr << "No nodes found." << std::endl;
@@ -50,10 +50,10 @@ absl::StatusOr<int> RunEvents(const ParsedArgs& args, Client& client) {
     }
     request.set_limit(limit);
   }
-  grpc::ClientContext context;
-  Client::PrepareUnary(&context);
   v1::ListEventsResponse response;
-  grpc::Status status = client.cluster().ListEvents(&context, request, &response);
+  grpc::Status status = client.Unary([&](grpc::ClientContext* context) {
+    return client.cluster().ListEvents(context, request, &response);
+  });
   if (!status.ok()) return client.ToStatus(status);
   if (response.events().empty() && format == OutputFormat::kTable) {
     std::cerr << "No events found." << std::endl;

@@ -16,9 +16,8 @@ absl::StatusOr<int> RunDescribe(const ParsedArgs& args, Client& client) {
   {
     v1::GetJobRequest request;
     request.set_id(args.args()[0]);
-    grpc::ClientContext context;
-    Client::PrepareUnary(&context);
-    grpc::Status status = client.stub().GetJob(&context, request, &job);
+    grpc::Status status = client.Unary(
+        [&](grpc::ClientContext* context) { return client.stub().GetJob(context, request, &job); });
     if (!status.ok()) return client.ToStatus(status);
   }
   // The job is worth showing even when its events cannot be read: print it first.
@@ -26,10 +25,10 @@ absl::StatusOr<int> RunDescribe(const ParsedArgs& args, Client& client) {
   v1::ListEventsRequest request;
   request.set_job_id(job.id());
   request.set_limit(kDescribeEvents);
-  grpc::ClientContext context;
-  Client::PrepareUnary(&context);
   v1::ListEventsResponse response;
-  grpc::Status status = client.cluster().ListEvents(&context, request, &response);
+  grpc::Status status = client.Unary([&](grpc::ClientContext* context) {
+    return client.cluster().ListEvents(context, request, &response);
+  });
   if (!status.ok()) return client.ToStatus(status);
   std::cout << RenderEventsSection(response.events(), WallNowMs()) << std::flush;
   return kExitOk;

@@ -52,10 +52,19 @@ absl::StatusOr<int> RunSubmit(const ParsedArgs& args, Client& client) {
     grpc::ClientContext context;
     Client::PrepareUnary(&context);
     v1::Job job;
+    const std::string server = client.server();
     grpc::Status status = client.stub().CreateJob(&context, request, &job);
     if (status.ok()) {
       std::cout << job.id() << std::endl;
       return kExitOk;
+    }
+    // A standby answered (a failover): the create did not happen there; send it to the leader
+    // it names at once, with the same request id.
+    const Client::Retry retarget = client.Retarget(status, &context);
+    if (retarget == Client::Retry::kNow) {
+      std::cerr << "trainctl: " << status.error_message() << "; sending the job to "
+                << client.server() << " with request id " << request.request_id() << std::endl;
+      continue;
     }
     const bool retry = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
                        status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
@@ -64,9 +73,9 @@ absl::StatusOr<int> RunSubmit(const ParsedArgs& args, Client& client) {
         std::chrono::steady_clock::now() + std::chrono::milliseconds(backoff_ms) > give_up) {
       return client.ToStatus(status);
     }
-    std::cerr << "trainctl: " << client.server() << " did not take the job ("
-              << status.error_message() << "); retrying in " << backoff_ms << " ms with request id "
-              << request.request_id() << std::endl;
+    std::cerr << "trainctl: " << server << " did not take the job (" << status.error_message()
+              << "); retrying in " << backoff_ms << " ms with request id " << request.request_id()
+              << std::endl;
     std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
   }
 }
@@ -75,10 +84,9 @@ absl::StatusOr<int> RunGet(const ParsedArgs& args, Client& client) {
   TC_ASSIGN_OR_RETURN(OutputFormat format, ParseOutputFormat(args.Get("output")));
   v1::GetJobRequest request;
   request.set_id(args.args()[0]);
-  grpc::ClientContext context;
-  Client::PrepareUnary(&context);
   v1::Job job;
-  grpc::Status status = client.stub().GetJob(&context, request, &job);
+  grpc::Status status = client.Unary(
+      [&](grpc::ClientContext* context) { return client.stub().GetJob(context, request, &job); });
   if (!status.ok()) return client.ToStatus(status);
   TC_ASSIGN_OR_RETURN(std::string text, FormatJob(job, format, WallNowMs()));
   std::cout << text << std::flush;
@@ -103,10 +111,10 @@ absl::StatusOr<int> RunList(const ParsedArgs& args, Client& client) {
   std::vector<v1::Job> jobs;
   do {
     request.set_page_size(std::min<int>(limit - static_cast<int>(jobs.size()), kMaxPageSize));
-    grpc::ClientContext context;
-    Client::PrepareUnary(&context);
     v1::ListJobsResponse response;
-    grpc::Status status = client.stub().ListJobs(&context, request, &response);
+    grpc::Status status = client.Unary([&](grpc::ClientContext* context) {
+      return client.stub().ListJobs(context, request, &response);
+    });
     if (!status.ok()) return client.ToStatus(status);
     for (v1::Job& job : *response.mutable_jobs()) {
       if (static_cast<int>(jobs.size()) < limit) jobs.push_back(std::move(job));
@@ -128,10 +136,10 @@ absl::StatusOr<int> RunList(const ParsedArgs& args, Client& client) {
 absl::StatusOr<int> RunCancel(const ParsedArgs& args, Client& client) {
   v1::CancelJobRequest request;
   request.set_id(args.args()[0]);
-  grpc::ClientContext context;
-  Client::PrepareUnary(&context);
   v1::Job job;
-  grpc::Status status = client.stub().CancelJob(&context, request, &job);
+  grpc::Status status = client.Unary([&](grpc::ClientContext* context) {
+    return client.stub().CancelJob(context, request, &job);
+  });
   if (!status.ok()) return client.ToStatus(status);
   std::cout << job.id() << " " << JobStateName(job.state()) << std::endl;
   return kExitOk;

@@ -29,10 +29,9 @@ absl::StatusOr<int> ParseIntFlag(const ParsedArgs& args, const std::string& name
 absl::StatusOr<std::string> PrimaryReplica(Client& client, const std::string& job_id) {
   v1::GetJobRequest request;
   request.set_id(job_id);
-  grpc::ClientContext context;
-  Client::PrepareUnary(&context);
   v1::Job job;
-  grpc::Status status = client.stub().GetJob(&context, request, &job);
+  grpc::Status status = client.Unary(
+      [&](grpc::ClientContext* context) { return client.stub().GetJob(context, request, &job); });
   if (!status.ok()) return client.ToStatus(status);
   if (job.replicas_size() == 0) {
     return absl::FailedPreconditionError(
@@ -72,6 +71,8 @@ absl::StatusOr<int> RunLogs(const ParsedArgs& args, Client& client) {
     v1::ReadLogsResponse response;
     grpc::Status status = client.stub().ReadLogs(&context, request, &response);
     if (!status.ok()) {
+      // A standby answered (a failover): read at the leader it names, at once.
+      if (client.Retarget(status, &context) == Client::Retry::kNow) continue;
       const bool transient = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
                              status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
       if (!follow || !transient || (!answered && !client.Connected())) {

@@ -21,18 +21,18 @@ absl::StatusOr<int> RunDescribe(const std::string& name, OutputFormat format, Cl
   {
     v1::GetNodeRequest request;
     request.set_name(name);
-    grpc::ClientContext context;
-    Client::PrepareUnary(&context);
-    grpc::Status status = client.cluster().GetNode(&context, request, &node);
+    grpc::Status status = client.Unary([&](grpc::ClientContext* context) {
+      return client.cluster().GetNode(context, request, &node);
+    });
     if (!status.ok()) return client.ToStatus(status);
   }
   v1::ListEventsRequest request;
   request.set_node(node.name());
   request.set_limit(kNodeDescribeEvents);
-  grpc::ClientContext context;
-  Client::PrepareUnary(&context);
   v1::ListEventsResponse events;
-  grpc::Status status = client.cluster().ListEvents(&context, request, &events);
+  grpc::Status status = client.Unary([&](grpc::ClientContext* context) {
+    return client.cluster().ListEvents(context, request, &events);
+  });
   if (!status.ok()) return client.ToStatus(status);
   TC_ASSIGN_OR_RETURN(std::string text, FormatNodeDescription(node, events, format, WallNowMs()));
   std::cout << text << std::flush;

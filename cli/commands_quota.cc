@@ -28,10 +28,10 @@ absl::StatusOr<int> RunQueue(const ParsedArgs& args, Client& client) {
     }
     request.set_limit(limit);
   }
-  grpc::ClientContext context;
-  Client::PrepareUnary(&context);
   v1::ListQueueResponse response;
-  grpc::Status status = client.quota().ListQueue(&context, request, &response);
+  grpc::Status status = client.Unary([&](grpc::ClientContext* context) {
+    return client.quota().ListQueue(context, request, &response);
+  });
   if (!status.ok()) return client.ToStatus(status);
   if (response.jobs().empty() && format == OutputFormat::kTable) {
     std::cerr << "No queued jobs." << std::endl;
@@ -45,10 +45,10 @@ absl::StatusOr<int> RunQueue(const ParsedArgs& args, Client& client) {
 absl::StatusOr<v1::Project> GetProject(const std::string& name, Client& client) {
   v1::GetQuotaRequest request;
   request.set_project(name);
-  grpc::ClientContext context;
-  Client::PrepareUnary(&context);
   v1::Project project;
-  grpc::Status status = client.quota().GetQuota(&context, request, &project);
+  grpc::Status status = client.Unary([&](grpc::ClientContext* context) {
+    return client.quota().GetQuota(context, request, &project);
+  });
   if (!status.ok()) return client.ToStatus(status);
   return project;
 }
@@ -97,10 +97,10 @@ absl::StatusOr<int> RunQuota(const ParsedArgs& args, Client& client) {
 
 absl::StatusOr<int> RunProjects(const ParsedArgs& args, Client& client) {
   TC_ASSIGN_OR_RETURN(OutputFormat format, ParseOutputFormat(args.Get("output")));
-  grpc::ClientContext context;
-  Client::PrepareUnary(&context);
   v1::ListProjectsResponse response;
-  grpc::Status status = client.quota().ListProjects(&context, v1::ListProjectsRequest(), &response);
+  grpc::Status status = client.Unary([&](grpc::ClientContext* context) {
+    return client.quota().ListProjects(context, v1::ListProjectsRequest(), &response);
+  });
   if (!status.ok()) return client.ToStatus(status);
   if (response.projects().empty() && format == OutputFormat::kTable) {
     std::cerr << "No projects found." << std::endl;

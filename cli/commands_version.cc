@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/commands.h"
+#include "common/status_macros.h"
 #include "common/time_util.h"
 #include "common/version.h"
 
@@ -30,10 +31,11 @@ std::string ServerVersionLine(const v1::VersionInfo& info) {
 absl::StatusOr<int> RunVersion(const ParsedArgs& /*args*/, Client& client) {
   // The client's line first: it is known even when the server cannot be reached.
   std::cout << "trainctl " << VersionText() << std::endl;
-  grpc::ClientContext context;
-  Client::PrepareUnary(&context);
+  TC_RETURN_IF_ERROR(client.FindLeader());
   v1::VersionInfo info;
-  grpc::Status status = client.admin().GetVersion(&context, v1::GetVersionRequest(), &info);
+  grpc::Status status = client.Unary([&](grpc::ClientContext* context) {
+    return client.admin().GetVersion(context, v1::GetVersionRequest(), &info);
+  });
   if (!status.ok()) return client.ToStatus(status);
   std::cout << ServerVersionLine(info) << std::endl;
   return kExitOk;

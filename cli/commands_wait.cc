@@ -64,6 +64,12 @@ absl::StatusOr<int> RunWait(const ParsedArgs& args, Client& client) {
       if (last) absl::StrAppend(&what, " (last state ", JobStateName(last->state()), ")");
       return absl::DeadlineExceededError(what);
     }
+    // A standby answered (a failover): watch at the leader it names, at once.
+    if (client.Retarget(status, &context) == Client::Retry::kNow) {
+      std::cerr << "trainctl: " << status.error_message() << "; watching " << id << " at "
+                << client.server() << std::endl;
+      continue;
+    }
     // Rejections (NOT_FOUND...) are final; so is a server not reached within connect_deadline.
     if (!status.ok() && !IsTransient(status.error_code())) return client.ToStatus(status);
     if (!last && status.error_code() == grpc::StatusCode::UNAVAILABLE && !client.Connected() &&

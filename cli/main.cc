@@ -1,6 +1,6 @@
 // trainctl: the command-line client of the trainctl scheduler.
 //
-//   trainctl [--server HOST:PORT] COMMAND [ARGS] [FLAGS]
+//   trainctl [--server HOST:PORT[,HOST:PORT...]] COMMAND [ARGS] [FLAGS]
 //
 // Parses the command line, dispatches to one command, and maps the result to an exit status
 // (see commands.h). Errors go to stderr as "error: CODE: message".
@@ -16,6 +16,7 @@
 #include "cli/completion.h"
 #include "cli/usage.h"
 #include "cli/user_config.h"
+#include "common/leader_hint.h"
 #include "common/pem_file.h"
 #include "common/version.h"
 
@@ -29,10 +30,13 @@ std::string Header() {
 
 std::vector<FlagSpec> GlobalFlags() {
   return {
-      {"server", 0, FlagSpec::Kind::kValue, "HOST:PORT", "",
+      {"server", 0, FlagSpec::Kind::kValue, "HOST:PORT[,HOST:PORT...]", "",
        absl::StrCat("Server address (default: $TRAINCTL_SERVER, else the config file's server, "
                     "else ",
-                    kDefaultServer, ")")},
+                    kDefaultServer,
+                    "). Several, comma-separated: trainctld replicas sharing one database; "
+                    "trainctl asks them in turn for the one that leads, follows the leader a "
+                    "standby names, and runs the command there")},
       {"ca", 0, FlagSpec::Kind::kValue, "FILE", "",
        "CA certificate (PEM) the server's certificate must chain to; talks TLS to the server "
        "(default: $TRAINCTL_CA, else the config file's ca; none: plaintext, for a server on "
@@ -117,9 +121,23 @@ int Main(int argc, char** argv) {
   }
   absl::StatusOr<std::string> token = ResolveToken(settings->token, settings->token_file, nullptr);
   if (!token.ok()) return Fail(token.status(), "-");
-  Client client(ResolveServer(settings->server, nullptr), ca_pem, *token);
+  // One address is a gRPC target, taken as it is; several must each be HOST:PORT.
+  const std::string server = ResolveServer(settings->server, nullptr);
+  absl::StatusOr<std::vector<std::string>> servers = std::vector<std::string>{server};
+  if (server.find(',') != std::string::npos) {
+    servers = ParseAddressList(
+        server, settings->server_source.empty() ? "--server" : settings->server_source);
+    if (!servers.ok()) return Fail(servers.status(), "-");
+  }
+  Client client(*std::move(servers), ca_pem, *token);
   for (const Command& c : commands) {
     if (c.spec.name != parsed.command()) continue;
+    // With several servers, the command runs on the one that leads (version finds it itself,
+    // after printing its own line).
+    if (absl::Status found = c.spec.name == "version" ? absl::OkStatus() : client.FindLeader();
+        !found.ok()) {
+      return Fail(found, "-");
+    }
     absl::StatusOr<int> result = c.run(parsed, client);
     // Errors after the command line was accepted are not usage errors: no help hint.
     if (!result.ok()) return Fail(result.status(), "-");

@@ -65,6 +65,13 @@ absl::StatusOr<ConnectionSettings> ResolveConnection(const ParsedArgs& parsed,
     return it == file.end() ? std::string() : ExpandHome(it->second, env);
   };
   out.server = setting("server", "TRAINCTL_SERVER");
+  if (!parsed.Get("server").empty()) {
+    out.server_source = "--server";
+  } else if (!Env(env, "TRAINCTL_SERVER").empty()) {
+    out.server_source = "TRAINCTL_SERVER";
+  } else if (!out.server.empty()) {
+    out.server_source = absl::StrCat("server in ", path);
+  }
   out.ca = setting("ca", "TRAINCTL_CA");
   // The token and its file come from the first source that gives either.
   if (!parsed.Get("token").empty() || !parsed.Get("token-file").empty()) {

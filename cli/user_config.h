@@ -34,7 +34,11 @@ namespace trainctl::cli {
 using GetEnv = std::function<const char*(const char*)>;
 
 struct ConnectionSettings {
+  // HOST:PORT, or several (comma-separated: trainctld replicas, one leading; client.h).
   std::string server;
+  // Where `server` came from, for errors: "--server", "TRAINCTL_SERVER" or "server in FILE";
+  // "" when no source gives one.
+  std::string server_source;
   std::string ca;
   std::string token;
   std::string token_file;

@@ -8,8 +8,9 @@
 #               sqlite3.h, nothing of storage/, server/, agents/, cli/
 #   the model   scheduler/model*, job_policy* (trainctl_model): of scheduler/ only each other
 #   storage/    no gRPC; of scheduler/ only the model; nothing of server/, agents/, cli/
-#   agents/     nothing of scheduler/, storage/, server/, cli/; gRPC only in agent.h/agent.cc
-#               (the stream to the scheduler, trainctl_agent_lib)
+#   agents/     nothing of scheduler/, storage/, server/, cli/; gRPC only in agent.h/agent.cc,
+#               agent_connect.cc and scheduler_link.* (the stream to the scheduler,
+#               trainctl_agent_lib)
 #   cli/        nothing of scheduler/, storage/, server/, agents/
 #   server/     nothing of agents/ or cli/ (other programs)
 set -euo pipefail
@@ -53,7 +54,8 @@ mapfile -t storage_files < <(sources storage)
 mapfile -t model_files < <(find scheduler -type f \( -name 'model*' -o -name 'job_policy*' \) | sort)
 model='scheduler/model\.h|scheduler/model_proto\.h|scheduler/job_policy\.h'
 mapfile -t agent_files < <(sources agents)
-mapfile -t agent_host_files < <(sources agents agent.h agent.cc)
+mapfile -t agent_host_files < <(sources agents agent.h agent.cc agent_connect.cc scheduler_link.h \
+  scheduler_link.cc)
 mapfile -t cli_files < <(sources cli)
 mapfile -t server_files < <(sources server)
 
@@ -71,7 +73,7 @@ check "storage is below server, agents and cli" 'server/.*|agents/.*|cli/.*' '' 
   "${storage_files[@]}"
 check "the agent shares only proto/ and common/ with the scheduler" \
   'scheduler/.*|storage/.*|server/.*|cli/.*' '' "${agent_files[@]}"
-check "only agent.h/agent.cc (trainctl_agent_lib) use gRPC in agents/" "$grpc" '' \
+check "only agent.h/agent.cc, agent_connect.cc, scheduler_link.* (trainctl_agent_lib) use gRPC in agents/" "$grpc" '' \
   "${agent_host_files[@]}"
 check "the CLI talks to trainctld only through proto/" \
   'scheduler/.*|storage/.*|server/.*|agents/.*' '' "${cli_files[@]}"

@@ -172,7 +172,8 @@ inline std::string WriteScript(const std::string& path, const std::string& body)
 
 // A fake scheduler on a local port and an agent connected to it, running on its own thread. The
 // agent checks a fake host (FakeHostProbe, with room on the work dir) and runs no periodic
-// checks unless `customize` turns them on.
+// checks unless `customize` turns them on, and leaves no stream for want of heartbeat acks
+// (Options::heartbeat_ack_timeout) unless `customize` sets a timeout.
 class AgentFixture {
  public:
   using Customize = std::function<void(Agent::Options&)>;
@@ -200,6 +201,9 @@ class AgentFixture {
     options.probe = probe_;
     options.checks.health_check_interval = absl::ZeroDuration();
     options.run_as = RootReplicas();
+    // The fake scheduler answers no heartbeat unless a test sends the ack: no ack deadline
+    // unless a test sets one.
+    options.heartbeat_ack_timeout = absl::ZeroDuration();
     if (customize) customize(options);
     options_ = options;
     agent_ = std::make_unique<Agent>(options);

@@ -465,5 +465,36 @@ TEST_CASE("the metrics address (--metrics-listen) is HOST:PORT, and off by defau
   CHECK(absl::StrContains(AgentUsage(), "--metrics-listen HOST:PORT"));
 }
 
+TEST_CASE("several scheduler addresses, and the heartbeat ack timeout", "[agent_flags]") {
+  absl::StatusOr<AgentFlags> flags = ParseAgentFlags(With({}));
+  REQUIRE(flags.ok());
+  CHECK_FALSE(flags->heartbeat_ack_timeout.has_value());  // the default: from the interval
+
+  // Loopback addresses need no TLS; one off loopback does.
+  flags = ParseAgentFlags(With({"--scheduler", "127.0.0.1:7070,localhost:7071"}));
+  REQUIRE(flags.ok());
+  CHECK(flags->scheduler == "127.0.0.1:7070,localhost:7071");
+  flags = ParseAgentFlags(With({"--scheduler", "127.0.0.1:7070,sched-b:7070"}));
+  REQUIRE_FALSE(flags.ok());
+  CHECK(absl::StrContains(flags.status().message(), "is another host: talk TLS"));
+
+  flags = ParseAgentFlags(With({"--heartbeat-ack-timeout", "10s"}));
+  REQUIRE(flags.ok());
+  CHECK(flags->heartbeat_ack_timeout == absl::Seconds(10));
+  flags = ParseAgentFlags(With({"--heartbeat-ack-timeout", "0"}));
+  REQUIRE(flags.ok());
+  CHECK(flags->heartbeat_ack_timeout == absl::ZeroDuration());
+  for (const char* bad : {"500ms", "soon", "-1s"}) {
+    INFO(bad);
+    flags = ParseAgentFlags(With({"--heartbeat-ack-timeout", bad}));
+    REQUIRE_FALSE(flags.ok());
+    CHECK(flags.status().message() ==
+          absl::StrCat("--heartbeat-ack-timeout: expected a duration of at least 1s such as 10s, "
+                       "or 0 for never, got \"",
+                       bad, "\""));
+  }
+  CHECK(absl::StrContains(AgentUsage(), "--heartbeat-ack-timeout"));
+}
+
 }  // namespace
 }  // namespace trainctl::agent

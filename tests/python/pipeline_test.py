@@ -9,7 +9,10 @@ It starts a MiniCluster (trainctld and one trainctl-agent on loopback), then:
   2. submits one spec twice through trainctl_client with the same request id and checks that
      both answers are the same job; restarts trainctld with SIGKILL and checks that a third
      submit with that id still returns that job, that the id with another spec is refused with
-     ALREADY_EXISTS, and that the cluster holds that one job alone.
+     ALREADY_EXISTS, and that the cluster holds that one job alone;
+  3. gives trainctl_client a list of addresses: one that is down and a standby stand-in that
+     names trainctld as the leader (as a standby trainctld does), and checks that submit and
+     wait get through to trainctld.
 
 Exit status: 0 when everything passed; 1 on any failure, with the reason on stderr. $TRAINCTL_BIN_DIR, when set, wins over --bin-dir (as
 for the C++ integration tests). TRAINCTL_KEEP_TEST_DIRS=1 keeps the cluster's files and logs,
@@ -162,6 +165,51 @@ def test_idempotent_submit(cluster, grpc, tc):
     print(f"PASS: {first.id} was deleted, and its request id created {again.id}")
 
 
+class _Standby:
+    """A stand-in for a standby trainctld: answers every call UNAVAILABLE, naming `leader` in
+    the trainctl-leader trailer."""
+
+    def __init__(self, grpc, leader):
+        from concurrent import futures  # pylint: disable=import-outside-toplevel
+
+        class Handler(grpc.GenericRpcHandler):
+            def service(self, handler_call_details):
+                def refuse(_request, context):
+                    context.set_trailing_metadata((("trainctl-leader", leader),))
+                    context.abort(grpc.StatusCode.UNAVAILABLE,
+                                  f"trainctld is a standby; the leader is at {leader}")
+                if handler_call_details.method.endswith("/WatchJob"):
+                    return grpc.unary_stream_rpc_method_handler(refuse)
+                return grpc.unary_unary_rpc_method_handler(refuse)
+
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+        self.server.add_generic_rpc_handlers((Handler(),))
+        self.address = f"127.0.0.1:{self.server.add_insecure_port('127.0.0.1:0')}"
+        self.server.start()
+
+    def stop(self):
+        self.server.stop(0)
+
+
+def test_several_addresses(cluster, grpc, tc):
+    """A client given a down address and a standby reaches the leader the standby names."""
+    standby = _Standby(grpc, cluster.grpc_address)
+    try:
+        with tc.Client(f"127.0.0.1:1,{standby.address}") as client:
+            job = client.submit(echo_spec("through-a-standby", "hi"))
+            check(client.address == cluster.grpc_address,
+                  f"the client talks to {client.address}, not to the leader "
+                  f"{cluster.grpc_address} the standby named")
+            done = client.wait(job.id, timeout=60)
+            check(tc.state_name(done.state) == "SUCCEEDED",
+                  f"job {job.id} ended {tc.state_name(done.state)}")
+        with tc.Client([standby.address]) as client:
+            check(client.get(job.id).id == job.id, "get through the standby alone failed")
+    finally:
+        standby.stop()
+    print("PASS: a list with a down address and a standby reaches the leader")
+
+
 def main():
     args = parse_args()
     missing = [b for b in BINARIES if not os.access(os.path.join(args.bin_dir, b), os.X_OK)]
@@ -178,6 +226,7 @@ def main():
             print(f"cluster at {cluster.grpc_address}, files in {cluster.workdir}")
             test_pipeline(cluster, args.stubs)
             test_idempotent_submit(cluster, grpc, tc)
+            test_several_addresses(cluster, grpc, tc)
     except (Failure, RuntimeError) as e:  # RuntimeError: the cluster did not come up
         print(f"FAIL: {e}", file=sys.stderr)
         return 1

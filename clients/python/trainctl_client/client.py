@@ -1,6 +1,6 @@
 """A small Python client of the trainctl job API (trainctl.v1.JobService) over gRPC.
 
-    client = Client("127.0.0.1:7070")
+    client = Client("127.0.0.1:7070")              # or "a:7070,b:7070": trainctld replicas
     job = client.submit({"displayName": "hello", "workerPools": [...]})
     job = client.wait(job.id)                      # follows WatchJob to a terminal state
     print(client.logs(job.id, job.replicas[0].name).decode())
@@ -48,6 +48,19 @@ _RPC_TIMEOUT = 30.0
 _CONNECT_TIMEOUT = 15.0
 # ReadLogs chunk size.
 _LOG_CHUNK = 1 << 20
+# The trailer in which a standby trainctld names the leader's address.
+_LEADER_TRAILER = "trainctl-leader"
+# Redirects followed at once in a row; after that, the usual backoff.
+_MAX_REDIRECTS = 3
+
+
+def _address_list(address):
+    """"a:7070,b:7070" (or a list of addresses) as ["a:7070", "b:7070"]."""
+    items = address.split(",") if isinstance(address, str) else list(address)
+    out = [a.strip() for a in items if a.strip()]
+    if not out:
+        raise ValueError(f"no trainctld address in {address!r}: give HOST:PORT[,HOST:PORT...]")
+    return out
 
 
 def state_name(state):
@@ -117,29 +130,72 @@ def _backoff(attempt):
 class Client:
     """A connection to trainctld.
 
-    address: "HOST:PORT". ca_file: PEM CA certificates the server's certificate must chain to;
-    the connection is TLS when given, plaintext (for a server on loopback) otherwise. token: a
-    bearer token, sent as `authorization: Bearer TOKEN` with every call.
+    address: "HOST:PORT", or several ("a:7070,b:7070", or a list): trainctld replicas sharing
+    one database, one leading. A standby answers every call UNAVAILABLE naming the leader; the
+    client then sends the call there at once (also to a leader not in the list), and an address
+    that cannot be reached moves it to the next one. `address` is the one in use. ca_file: PEM
+    CA certificates the server's certificate must chain to (each server's certificate must name
+    the address it is reached by); the connection is TLS when given, plaintext (for a server on
+    loopback) otherwise. token: a bearer token, sent as `authorization: Bearer TOKEN` with
+    every call.
     """
 
     def __init__(self, address, token=None, ca_file=None):
-        self.address = address
+        self.addresses = _address_list(address)
         # gRPC's own reconnect backoff grows to minutes; keep it in step with ours, so that a
         # restarted server is seen again within seconds of coming back.
-        options = [("grpc.initial_reconnect_backoff_ms", int(_INITIAL_BACKOFF * 1000)),
-                   ("grpc.min_reconnect_backoff_ms", int(_INITIAL_BACKOFF * 1000)),
-                   ("grpc.max_reconnect_backoff_ms", int(_MAX_BACKOFF * 1000))]
+        self._options = [("grpc.initial_reconnect_backoff_ms", int(_INITIAL_BACKOFF * 1000)),
+                         ("grpc.min_reconnect_backoff_ms", int(_INITIAL_BACKOFF * 1000)),
+                         ("grpc.max_reconnect_backoff_ms", int(_MAX_BACKOFF * 1000))]
+        self._credentials = None
         if ca_file:
             with open(ca_file, "rb") as f:
-                credentials = grpc.ssl_channel_credentials(root_certificates=f.read())
-            self._channel = grpc.secure_channel(address, credentials, options=options)
-        else:
-            self._channel = grpc.insecure_channel(address, options=options)
+                self._credentials = grpc.ssl_channel_credentials(root_certificates=f.read())
         self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
-        self._jobs = job_pb2_grpc.JobServiceStub(self._channel)
+        self._channels = {}
+        self._redirects = 0
+        self._use(self.addresses[0])
+
+    def _use(self, address):
+        """Sends the next calls to `address`, on its channel (made at its first use)."""
+        channel = self._channels.get(address)
+        if channel is None:
+            if self._credentials is not None:
+                channel = grpc.secure_channel(address, self._credentials, options=self._options)
+            else:
+                channel = grpc.insecure_channel(address, options=self._options)
+            self._channels[address] = channel
+        self.address = address
+        self._jobs = job_pb2_grpc.JobServiceStub(channel)
+
+    def _follow(self, error):
+        """After `error` from a call to self.address: True to send it again at once.
+
+        A standby's UNAVAILABLE names the leader in its trailer: the client moves there (True,
+        a few times in a row at most). Otherwise, with several addresses, an UNAVAILABLE moves
+        the client to the next address (False: the caller backs off first).
+        """
+        if error.code() != grpc.StatusCode.UNAVAILABLE:
+            return False
+        leader = None
+        trailers = getattr(error, "trailing_metadata", None)
+        for key, value in (trailers() if trailers is not None else None) or ():
+            if key == _LEADER_TRAILER:
+                leader = value
+        if leader and leader != self.address:
+            self._use(leader)
+            self._redirects += 1
+            if self._redirects <= _MAX_REDIRECTS:
+                return True
+        self._redirects = 0
+        if len(self.addresses) > 1 and not leader:
+            at = self.addresses.index(self.address) if self.address in self.addresses else -1
+            self._use(self.addresses[(at + 1) % len(self.addresses)])
+        return False
 
     def close(self):
-        self._channel.close()
+        for channel in self._channels.values():
+            channel.close()
 
     def __enter__(self):
         return self
@@ -151,15 +207,22 @@ class Client:
     # --- Calls ---------------------------------------------------------------------------------
 
     def _unary(self, method, request, retries):
-        """Calls `method`, sending it again on UNAVAILABLE or DEADLINE_EXCEEDED."""
-        for attempt in range(retries + 1):
+        """Calls JobService's `method` (its name), sending it again on UNAVAILABLE or
+        DEADLINE_EXCEEDED, and at once to the leader a standby names."""
+        attempt = 0
+        while True:
             try:
-                return method(request, metadata=self._metadata, timeout=_RPC_TIMEOUT)
+                result = getattr(self._jobs, method)(request, metadata=self._metadata,
+                                                     timeout=_RPC_TIMEOUT)
+                self._redirects = 0
+                return result
             except grpc.RpcError as e:
-                if e.code() not in _RETRYABLE or attempt == retries:
+                if self._follow(e):
+                    continue
+                if e.code() not in _RETRYABLE or attempt >= retries:
                     raise
             time.sleep(_backoff(attempt))
-        raise AssertionError("unreachable")
+            attempt += 1
 
     def submit(self, spec, request_id=None, retries=5):
         """Creates a job from `spec` (a JSON-mapping dict or a JobSpec); returns the Job.
@@ -180,21 +243,21 @@ class Client:
                                             job_pb2.JobSpec())
         request = job_pb2.CreateJobRequest(spec=message,
                                            request_id=request_id or str(uuid.uuid4()))
-        return self._unary(self._jobs.CreateJob, request, retries)
+        return self._unary("CreateJob", request, retries)
 
     def get(self, job_id, retries=5):
         """The Job with this id (grpc.RpcError NOT_FOUND when there is none)."""
-        return self._unary(self._jobs.GetJob, job_pb2.GetJobRequest(id=job_id), retries)
+        return self._unary("GetJob", job_pb2.GetJobRequest(id=job_id), retries)
 
     def cancel(self, job_id, retries=5):
         """Cancels the job (idempotent); returns it as the cancel left it."""
-        return self._unary(self._jobs.CancelJob, job_pb2.CancelJobRequest(id=job_id), retries)
+        return self._unary("CancelJob", job_pb2.CancelJobRequest(id=job_id), retries)
 
     def resize(self, job_id, retries=5):
         """Grows a shrunk elastic job back toward its spec's size: its gang restarts now with
         every removed replica there is room for. grpc.RpcError FAILED_PRECONDITION, saying why,
         when it cannot grow now."""
-        return self._unary(self._jobs.ResizeJob, job_pb2.ResizeJobRequest(id=job_id), retries)
+        return self._unary("ResizeJob", job_pb2.ResizeJobRequest(id=job_id), retries)
 
     def delete(self, job_id, retries=5):
         """Deletes a job that ended, with its attempts, runs and events.
@@ -202,7 +265,7 @@ class Client:
         grpc.RpcError FAILED_PRECONDITION while the job is live (cancel it first). A retry
         after a reply that was lost may find the job gone already: NOT_FOUND.
         """
-        self._unary(self._jobs.DeleteJob, job_pb2.DeleteJobRequest(id=job_id), retries)
+        self._unary("DeleteJob", job_pb2.DeleteJobRequest(id=job_id), retries)
 
     def wait(self, job_id, timeout=None):
         """Follows WatchJob until the job is SUCCEEDED, FAILED or CANCELLED; returns that Job.
@@ -230,6 +293,8 @@ class Client:
                         stream.cancel()
                         return job
             except grpc.RpcError as e:
+                if self._follow(e):
+                    continue  # a standby named the leader: watch there at once
                 code = e.code()
                 if code == grpc.StatusCode.DEADLINE_EXCEEDED and deadline is not None and \
                         time.monotonic() >= deadline - 0.05:
@@ -268,7 +333,7 @@ class Client:
         data = bytearray()
         idle = 0
         while True:
-            response = self._unary(self._jobs.ReadLogs, request, retries)
+            response = self._unary("ReadLogs", request, retries)
             data += response.data
             request.offset = response.next_offset
             if response.complete:

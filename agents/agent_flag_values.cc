@@ -1,0 +1,34 @@
+// ValidateNodeName and ParseLabels (agent_flags.h): values of trainctl-agent flags.
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "agents/agent_flags.h"
+#include "common/names.h"
+
+namespace trainctl::agent {
+
+absl::Status ValidateNodeName(absl::string_view name) {
+  if (IsDnsLabel(name, 63)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--node: \"", name,
+      "\" is not a valid node name: use at most 63 lowercase letters, digits and '-', starting "
+      "and ending with a letter or digit"));
+}
+
+absl::StatusOr<std::map<std::string, std::string>> ParseLabels(absl::string_view text) {
+  std::map<std::string, std::string> labels;
+  if (text.empty()) return labels;
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    if (kv.first.empty() || item.find('=') == absl::string_view::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--labels: expected key=value pairs separated by commas, got \"", item, "\""));
+    }
+    if (!labels.emplace(kv.first, kv.second).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--labels: label \"", kv.first, "\" is given twice"));
+    }
+  }
+  return labels;
+}
+
+}  // namespace trainctl::agent
