@@ -10,6 +10,17 @@
 
 namespace trainctl {
 
+absl::StatusOr<std::unique_ptr<httplib::Server>> NewHttpServer(const std::string& tls_cert,
+                                                               const std::string& tls_key) {
+  if (tls_cert.empty()) return std::make_unique<httplib::Server>();
+  auto https = std::make_unique<httplib::SSLServer>(tls_cert.c_str(), tls_key.c_str());
+  if (!https->is_valid()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot serve HTTPS with ", tls_cert, " and ", tls_key));
+  }
+  return std::unique_ptr<httplib::Server>(std::move(https));
+}
+
 absl::StatusOr<int> BindHttp(httplib::Server& server, const std::string& listen,
                              const std::string& what) {
   const size_t colon = listen.rfind(':');

@@ -9,6 +9,7 @@
 // Thread-safety: call before the server listens.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -24,5 +25,10 @@ namespace trainctl {
 // HOST:PORT, UNAVAILABLE when the port is taken or the address is not this host's.
 absl::StatusOr<int> BindHttp(httplib::Server& server, const std::string& listen,
                              const std::string& what);
+
+// A new server: HTTPS with the PEM files `tls_cert` and `tls_key`, or plain HTTP when both are
+// empty. INVALID_ARGUMENT naming the files when they cannot serve.
+absl::StatusOr<std::unique_ptr<httplib::Server>> NewHttpServer(const std::string& tls_cert,
+                                                               const std::string& tls_key);
 
 }  // namespace trainctl

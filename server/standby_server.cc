@@ -80,17 +80,10 @@ absl::Status StandbyServer::Start() {
         " (--listen): another process uses the port, or the address is not this host's"));
   }
   if (options_.http_listen == "off") return absl::OkStatus();
-  if (!options_.tls_cert.empty()) {
-    auto https =
-        std::make_unique<httplib::SSLServer>(options_.tls_cert.c_str(), options_.tls_key.c_str());
-    if (!https->is_valid()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot serve HTTPS with ", options_.tls_cert, " and ", options_.tls_key));
-    }
-    http_ = std::move(https);
-  } else {
-    http_ = std::make_unique<httplib::Server>();
-  }
+  absl::StatusOr<std::unique_ptr<httplib::Server>> http =
+      NewHttpServer(options_.tls_cert, options_.tls_key);
+  if (!http.ok()) return http.status();
+  http_ = *std::move(http);
   http_->new_task_queue = [] { return new httplib::ThreadPool(2); };
   http_->set_keep_alive_timeout(2);
   auto answer = [this](const httplib::Request&, httplib::Response& res) {

@@ -101,17 +101,10 @@ RestServer::~RestServer() { Stop(); }
 int64_t RestServer::open_streams() const { return streams_->open(); }
 
 absl::StatusOr<int> RestServer::Start() {
-  if (!options_.tls_cert.empty()) {
-    auto https =
-        std::make_unique<httplib::SSLServer>(options_.tls_cert.c_str(), options_.tls_key.c_str());
-    if (!https->is_valid()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot serve HTTPS with ", options_.tls_cert, " and ", options_.tls_key));
-    }
-    http_ = std::move(https);
-  } else {
-    http_ = std::make_unique<httplib::Server>();
-  }
+  absl::StatusOr<std::unique_ptr<httplib::Server>> http =
+      NewHttpServer(options_.tls_cert, options_.tls_key);
+  if (!http.ok()) return http.status();
+  http_ = *std::move(http);
   const size_t threads = static_cast<size_t>(options_.max_streams) + kOrdinaryThreads;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(static_cast<size_t>(options_.max_body_bytes));

@@ -36,6 +36,27 @@ int FreePort() {
   return ntohs(addr.sin_port);
 }
 
+struct Probe {
+  grpc::Status status;
+  std::optional<v1::LeaderInfo> hint;
+};
+
+// One ListJobs call on a new channel, as a new client would make it (a channel that found the
+// port closed, a standby handing it over, would back off for a second or more).
+Probe ProbeDaemon(const std::string& address) {
+  auto stub =
+      v1::JobService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  v1::ListJobsRequest req;
+  req.set_page_size(1);
+  v1::ListJobsResponse resp;
+  Probe p;
+  p.status = stub->ListJobs(&ctx, req, &resp);
+  p.hint = LeaderHint(p.status, &ctx);
+  return p;
+}
+
 }  // namespace
 
 HaCluster::HaCluster(HaOptions options) : options_(std::move(options)) {
@@ -122,15 +143,8 @@ void HaCluster::StartDaemon(int k) {
   // file).
   INFO(DaemonLog(k));
   REQUIRE(Eventually([&] {
-    auto stub = v1::JobService::NewStub(
-        grpc::CreateChannel(addresses_[k], grpc::InsecureChannelCredentials()));
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
-    v1::ListJobsRequest req;
-    req.set_page_size(1);
-    v1::ListJobsResponse resp;
-    const grpc::Status s = stub->ListJobs(&ctx, req, &resp);
-    return s.ok() || LeaderHint(s, &ctx).has_value();
+    const Probe p = ProbeDaemon(addresses_[k]);
+    return p.status.ok() || p.hint.has_value();
   }));
 }
 
@@ -140,16 +154,7 @@ int HaCluster::WaitForLeader(std::chrono::milliseconds timeout, int not_this) {
       [&] {
         for (int k = 0; k < options_.daemons; ++k) {
           if (k == not_this || daemons_[k] == nullptr || !daemons_[k]->Running()) continue;
-          // A new channel each time, as a new client would have: one that found the port
-          // closed (the standby handing it over) would back off for a second or more.
-          auto stub = v1::JobService::NewStub(
-              grpc::CreateChannel(addresses_[k], grpc::InsecureChannelCredentials()));
-          grpc::ClientContext ctx;
-          ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
-          v1::ListJobsRequest req;
-          req.set_page_size(1);
-          v1::ListJobsResponse resp;
-          if (stub->ListJobs(&ctx, req, &resp).ok()) {
+          if (ProbeDaemon(addresses_[k]).status.ok()) {
             leader = k;
             return true;
           }
