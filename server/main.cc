@@ -389,8 +389,11 @@ int main(int argc, char** argv) {
   // token for their own job's progress.
   std::optional<server::ReplicaTokens> replica_tokens;
   if (flags.tls()) {
+    // With PostgreSQL the key is the cluster's, shared by every trainctld of the database.
+    const std::string key_file = flags.data_dir + "/replica-token.key";
     absl::StatusOr<server::ReplicaTokens> loaded =
-        server::ReplicaTokens::LoadOrCreate(flags.data_dir + "/replica-token.key");
+        opened->pg != nullptr ? server::ReplicaTokens::Adopt(*opened->pg, key_file)
+                              : server::ReplicaTokens::LoadOrCreate(key_file);
     if (!loaded.ok()) {
       spdlog::critical("{}", loaded.status().ToString());
       return 1;

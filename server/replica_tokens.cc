@@ -25,6 +25,27 @@ constexpr size_t kKeyBytes = 32;
 
 }  // namespace
 
+absl::StatusOr<ReplicaTokens> ReplicaTokens::Adopt(storage::Store& store, const std::string& path) {
+  std::string candidate(kKeyBytes, '\0');
+  if (std::ifstream(path).good()) {
+    absl::StatusOr<ReplicaTokens> file = LoadOrCreate(path);
+    if (!file.ok()) return file.status();
+    candidate = file->key_;
+  } else if (RAND_bytes(reinterpret_cast<unsigned char*>(candidate.data()),
+                        static_cast<int>(kKeyBytes)) != 1) {
+    return absl::InternalError("OpenSSL could not produce random bytes");
+  }
+  absl::StatusOr<std::string> key = store.AdoptSecret("replica-token-key", candidate);
+  if (!key.ok()) {
+    return absl::Status(key.status().code(),
+                        absl::StrCat("the replica token key: ", key.status().message()));
+  }
+  if (key->size() != kKeyBytes) {
+    return absl::DataLossError("the database's replica token key has the wrong size");
+  }
+  return ReplicaTokens(*std::move(key));
+}
+
 absl::StatusOr<ReplicaTokens> ReplicaTokens::LoadOrCreate(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (in) {

@@ -8,6 +8,9 @@
 // TRAINCTL_SERVER and TRAINCTL_CA, so `trainctl progress` works inside a replica. The token is
 // valid for its job only and for ReportProgress only (see Authorizer); a job that ended refuses
 // progress anyway. Deleting the key file invalidates every replica token at the next start.
+// With a PostgreSQL store the key is the cluster's, in the database (Adopt), so that every
+// trainctld sharing it checks the tokens any of them minted: the first start adopts the key file
+// when there is one (tokens of running replicas stay good), else a new key.
 //
 // Thread-safe (immutable after construction).
 #pragma once
@@ -17,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "storage/store.h"
 
 namespace trainctl::server {
 
@@ -24,6 +28,9 @@ class ReplicaTokens {
  public:
   // Reads the key at `path`, or makes one there when the file does not exist.
   static absl::StatusOr<ReplicaTokens> LoadOrCreate(const std::string& path);
+  // The cluster's key in `store` (Store::AdoptSecret "replica-token-key"); when it has none yet,
+  // the key file at `path` becomes it, or a new key when there is no file.
+  static absl::StatusOr<ReplicaTokens> Adopt(storage::Store& store, const std::string& path);
   // For tests: a key given directly.
   explicit ReplicaTokens(std::string key) : key_(std::move(key)) {}
 

@@ -135,6 +135,13 @@ inline constexpr const char* kPgMigrations[] = {
       RETURN 1;
     END $$;
     )sql",
+    // 9 -> 10: the cluster's own secrets, by name (Store::AdoptSecret).
+    R"sql(
+    CREATE TABLE cluster_secrets (
+      name  TEXT COLLATE "C" PRIMARY KEY,
+      value BYTEA NOT NULL
+    );
+    )sql",
 };
 
 // The SQLSTATE of trainctl_fence's error: this trainctld's lease epoch is no longer current.

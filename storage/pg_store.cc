@@ -190,6 +190,26 @@ absl::Status PgStore::ProbeWrite() {
       [&] { return conn_->Exec("UPDATE schema_version SET version = version"); });
 }
 
+absl::StatusOr<std::string> PgStore::AdoptSecret(const std::string& name,
+                                                 const std::string& candidate) {
+  std::string value;
+  TC_RETURN_IF_ERROR(WriteTransaction([&]() -> absl::Status {
+    TC_ASSIGN_OR_RETURN(PgStatement * insert,
+                        cache_.Get("INSERT INTO cluster_secrets (name, value) VALUES (?, ?) ON "
+                                   "CONFLICT (name) DO NOTHING"));
+    TC_RETURN_IF_ERROR(insert->Run({name, Blob{candidate}}));
+    TC_ASSIGN_OR_RETURN(PgStatement * read,
+                        cache_.Get("SELECT value FROM cluster_secrets WHERE name = ?"));
+    TC_RETURN_IF_ERROR(read->Bind({name}));
+    TC_ASSIGN_OR_RETURN(bool row, read->Step());
+    if (!row) return absl::DataLossError(absl::StrCat("the secret ", name, " vanished"));
+    value = read->Bytes(0);
+    read->Reset();
+    return absl::OkStatus();
+  }));
+  return value;
+}
+
 absl::StatusOr<std::vector<EndedJob>> PgStore::EndedBefore(int64_t before_ms, const EndedJob& after,
                                                            int32_t limit) {
   TC_RETURN_IF_ERROR(conn_->EnsureConnected());

@@ -63,6 +63,8 @@ class PgStore final : public Store {
   absl::StatusOr<std::vector<EndedJob>> EndedBefore(int64_t before_ms, const EndedJob& after,
                                                     int32_t limit) override;
   absl::StatusOr<int> SchemaVersion() override;
+  absl::StatusOr<std::string> AdoptSecret(const std::string& name,
+                                          const std::string& candidate) override;
 
  private:
   explicit PgStore(std::unique_ptr<PgConnection> conn);

@@ -134,6 +134,14 @@ inline constexpr const char* kMigrations[] = {
     );
     INSERT INTO leader_lease VALUES (1, 0, '', '', '', 0);
     )sql",
+    // 9 -> 10: the cluster's own secrets, by name (Store::AdoptSecret): the key of replicas'
+    // tokens, shared by every trainctld of a PostgreSQL store.
+    R"sql(
+    CREATE TABLE cluster_secrets (
+      name  TEXT PRIMARY KEY,
+      value BLOB NOT NULL
+    );
+    )sql",
 };
 
 }  // namespace trainctl::storage

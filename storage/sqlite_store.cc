@@ -259,6 +259,33 @@ absl::Status SqliteStore::Commit(Batch& batch) {
   return s.ok() ? s : FailWrite(s);
 }
 
+absl::StatusOr<std::string> SqliteStore::AdoptSecret(const std::string& name,
+                                                     const std::string& candidate) {
+  if (absl::Status begun = Exec("BEGIN IMMEDIATE"); !begun.ok()) return FailWrite(begun);
+  absl::Status s = absl::OkStatus();
+  std::string value;
+  {
+    absl::StatusOr<Statement*> insert =
+        cache_.Get("INSERT OR IGNORE INTO cluster_secrets (name, value) VALUES (?, ?)");
+    s = insert.ok() ? (*insert)->Run({name, Blob{candidate}}) : insert.status();
+  }
+  if (s.ok()) {
+    absl::StatusOr<Statement*> read =
+        cache_.Get("SELECT value FROM cluster_secrets WHERE name = ?");
+    s = read.ok() ? (*read)->Bind({name}) : read.status();
+    if (s.ok()) {
+      absl::StatusOr<bool> row = (*read)->Step();
+      s = row.ok() && !*row ? absl::DataLossError(absl::StrCat("the secret ", name, " vanished"))
+                            : row.status();
+      if (s.ok()) value = (*read)->Bytes(0);
+      (*read)->Reset();
+    }
+  }
+  if (s.ok()) s = Exec("COMMIT");
+  if (!s.ok()) return FailWrite(s);
+  return value;
+}
+
 absl::StatusOr<std::vector<EndedJob>> SqliteStore::EndedBefore(int64_t before_ms,
                                                                const EndedJob& after,
                                                                int32_t limit) {

@@ -61,6 +61,8 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::vector<EndedJob>> EndedBefore(int64_t before_ms, const EndedJob& after,
                                                     int32_t limit) override;
   absl::StatusOr<int> SchemaVersion() override;
+  absl::StatusOr<std::string> AdoptSecret(const std::string& name,
+                                          const std::string& candidate) override;
 
   // Moves most of the write-ahead log's checkpoint work off the commits: a Checkpointer of this
   // database copies the log every `interval` on its own thread from now until the store closes.

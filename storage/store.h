@@ -7,8 +7,9 @@
 // schema 4 has only the columns, and loads without its failure class, rule, replica, node,
 // decision and budgets), replica_runs (every launched process), nodes, quotas (one Quota message
 // per project that has its own), tokens (API tokens: the hash of each secret and its ApiToken
-// message), revoked_certificates (those of deleted nodes), the append-only events table, and
-// leader_lease (one row: who leads trainctld sharing a PostgreSQL store, storage/pg_lease.h).
+// message), revoked_certificates (those of deleted nodes), the append-only events table,
+// leader_lease (one row: who leads trainctld sharing a PostgreSQL store, storage/pg_lease.h), and
+// cluster_secrets (secrets every trainctld of the cluster shares, by name).
 // The schema is versioned (kSchemaVersion, the same numbers in both dialects); opening a store
 // applies every pending migration in order, each in its own transaction, and refuses a database
 // written by a newer trainctld.
@@ -93,7 +94,7 @@ struct EndedJob {
 class Store {
  public:
   // The schema version this build writes.
-  static constexpr int kSchemaVersion = 9;
+  static constexpr int kSchemaVersion = 10;
 
   virtual ~Store() = default;
 
@@ -132,6 +133,12 @@ class Store {
                                                             int32_t limit) = 0;
 
   virtual absl::StatusOr<int> SchemaVersion() = 0;
+
+  // The secret stored under `name`; when there is none yet, stores `candidate` and returns it,
+  // in one transaction, so that every trainctld sharing the database gets the same one whoever
+  // came first. The same errors as Commit.
+  virtual absl::StatusOr<std::string> AdoptSecret(const std::string& name,
+                                                  const std::string& candidate) = 0;
 };
 
 }  // namespace trainctl::storage

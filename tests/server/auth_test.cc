@@ -14,6 +14,7 @@
 #include "server/authorizer.h"
 #include "server/replica_tokens.h"
 #include "server/tokens.h"
+#include "storage/sqlite_store.h"
 #include "trainctl/v1/admin.pb.h"
 #include "trainctl/v1/job.pb.h"
 
@@ -170,6 +171,40 @@ TEST_CASE("a replica token names its job, and only a key's own tokens verify", "
   CHECK(auth.CheckProject(caller, Permission::kReportProgress, "team-a").ok());
   CHECK(auth.CheckProject(caller, Permission::kSubmit, "team-a").code() ==
         absl::StatusCode::kPermissionDenied);
+}
+
+TEST_CASE("trainctld sharing a database share the replica token key, the first one's file's",
+          "[auth]") {
+  char tmpl[] = "/tmp/trainctl-replica-key-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  auto store = storage::SqliteStore::Open(dir + "/trainctl.db");
+  REQUIRE(store.ok());
+  // The first start adopts the key file it had, so running replicas' tokens stay good.
+  const std::string first_file = dir + "/a.key";
+  absl::StatusOr<ReplicaTokens> from_file = ReplicaTokens::LoadOrCreate(first_file);
+  REQUIRE(from_file.ok());
+  const std::string token = from_file->Mint("j-abc");
+  absl::StatusOr<ReplicaTokens> first = ReplicaTokens::Adopt(**store, first_file);
+  INFO(first.status().ToString());
+  REQUIRE(first.ok());
+  CHECK(first->JobOf(token) == "j-abc");
+  // Another trainctld, with a key file of its own or none, checks the same tokens.
+  const std::string other_file = dir + "/b.key";
+  REQUIRE(ReplicaTokens::LoadOrCreate(other_file).ok());
+  for (const std::string& file : {other_file, dir + "/none.key"}) {
+    absl::StatusOr<ReplicaTokens> other = ReplicaTokens::Adopt(**store, file);
+    REQUIRE(other.ok());
+    CHECK(other->JobOf(token) == "j-abc");
+    CHECK(other->Mint("j-xyz") == first->Mint("j-xyz"));
+  }
+  CHECK_FALSE(std::filesystem::exists(dir + "/none.key"));
+  // A damaged key file stops the start that would adopt it.
+  std::ofstream(dir + "/bad.key") << "not hex\n";
+  auto empty = storage::SqliteStore::Open(dir + "/empty.db");
+  REQUIRE(empty.ok());
+  CHECK(ReplicaTokens::Adopt(**empty, dir + "/bad.key").status().code() ==
+        absl::StatusCode::kFailedPrecondition);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("every user-facing RPC has a route, in Route order", "[auth]") {
