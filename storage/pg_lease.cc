@@ -26,7 +26,7 @@ constexpr char kRelease[] =
     "UPDATE leader_lease SET expires_ms = 0 WHERE id = 1 AND epoch = ? AND holder = ?";
 constexpr char kEndSessions[] =
     "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = ? "
-    "AND pid <> pg_backend_pid()";
+    "AND datname = current_database() AND pid <> pg_backend_pid()";
 
 #undef TC_NOW_MS
 

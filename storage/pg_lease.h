@@ -16,8 +16,8 @@
 //     cleanly releases the lease (Release), which a standby then takes at once. The lock alone is
 //     not enough: after a restart of PostgreSQL it is free, and the leader that is reconnecting
 //     keeps its lease until it lapses.
-//   - A takeover ends the old holder's database sessions first (pg_terminate_backend, found by
-//     their application_name "trainctld <instance>", which every connection of a trainctld
+//   - A takeover ends the old holder's database sessions first (pg_terminate_backend, found in
+//     this database by the application_name "trainctld <instance>" every connection of a trainctld
 //     carries): a stopped leader's open transaction cannot hold the row, and its commits would
 //     fail anyway, since each checks its epoch (PgStore::SetFence).
 //   - A standby that finds the row lapsed while another session holds the lock ends that

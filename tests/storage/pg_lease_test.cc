@@ -130,7 +130,7 @@ TEST_CASE("a leader whose database session was lost keeps its lease when it is b
   // What a restart of PostgreSQL does to a's session: the lock is free, the row still a's.
   CHECK(PgQueryInt(uri,
                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE "
-                   "application_name = 'trainctld a'") == 1);
+                   "application_name = 'trainctld a' AND datname = current_database()") == 1);
   CHECK_FALSE(Acquire(*b).has_value());
   // The session that died makes this call fail; the next one reconnects and renews.
   if (!a->Renew().ok()) CHECK(a->Renew().ok());
