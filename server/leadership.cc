@@ -114,7 +114,9 @@ absl::StatusOr<std::optional<Lead>> WaitToLead(const LeadershipOptions& options,
       }
     }
     if (!failed.ok()) {
-      if (failed.code() != absl::StatusCode::kUnavailable) return failed;
+      // A database that is not trainctl's stops the start; anything else (the server away, a
+      // takeover that waited too long for a stuck leader's row lock) is tried again.
+      if (failed.code() == absl::StatusCode::kFailedPrecondition) return failed;
       if (std::string(failed.message()) != last_error) {
         spdlog::warn("standby: {}; trying again", failed.ToString());
         last_error = std::string(failed.message());

@@ -71,7 +71,7 @@ struct Lead {
 
 // Serves as a standby until this trainctld leads. nullopt when a signal of `stop` came first
 // (*signal_out says which); an error when the ports cannot be bound or the database is not
-// trainctl's. A database that cannot be reached is waited for.
+// trainctl's. Other errors (a database that cannot be reached) are logged and tried again.
 absl::StatusOr<std::optional<Lead>> WaitToLead(const LeadershipOptions& options,
                                                const sigset_t& stop, int* signal_out);
 
