@@ -379,6 +379,7 @@ int main(int argc, char** argv) {
   });
   loop.set_alive(watchdog.AliveCallback());
   loop.set_metrics(&metrics);
+  if (lead) metrics.SetLeaderEpoch(lead->epoch);
   loop.set_job_retention_ms(flags.job_retention_ms);
   loop.set_finished_job_cache_ms(cache_ms);
   loop.set_finished_job_cache_jobs(flags.finished_job_cache_jobs);

@@ -65,6 +65,13 @@ DaemonMetrics::DaemonMetrics()
                                     "full disk), else 0.",
                                     {})
                           .With({})),
+      leader_epoch_(registry_
+                        .AddGauge("trainctl_leader_epoch",
+                                  "The epoch of the leader lease this trainctld holds, with a "
+                                  "PostgreSQL store shared by several trainctld: one more at "
+                                  "every failover. 0 without a lease (SQLite).",
+                                  {})
+                        .With({})),
       reports_in_flight_(registry_
                              .AddGauge("trainctl_agent_reports_in_flight",
                                        "Agent reports (replica started or exited, check runs) "
@@ -189,6 +196,8 @@ void DaemonMetrics::OnNodes(const std::map<std::string, sched::Node>& nodes) {
 }
 
 void DaemonMetrics::SetWritesRefused(bool refused) { writes_refused_.Set(refused ? 1 : 0); }
+
+void DaemonMetrics::SetLeaderEpoch(int64_t epoch) { leader_epoch_.Set(static_cast<double>(epoch)); }
 
 std::shared_ptr<void> DaemonMetrics::ReportInFlight() {
   reports_in_flight_.Add(1);

@@ -57,6 +57,8 @@ class DaemonMetrics {
   void OnNodes(const std::map<std::string, sched::Node>& nodes) ABSL_LOCKS_EXCLUDED(mu_);
   // Writes are refused (a failed commit), or accepted again.
   void SetWritesRefused(bool refused);
+  // The epoch of the leader lease this trainctld holds (server/leadership.h; 0: no lease).
+  void SetLeaderEpoch(int64_t epoch);
   // An agent's report posted to the loop: counted in trainctl_agent_reports_in_flight until the
   // returned token (and every copy of it) is gone, after its ack is sent or its work dropped.
   std::shared_ptr<void> ReportInFlight();
@@ -70,6 +72,7 @@ class DaemonMetrics {
   metrics::Gauge& last_turn_;
   metrics::Histogram& commit_seconds_;
   metrics::Gauge& writes_refused_;
+  metrics::Gauge& leader_epoch_;
   metrics::Gauge& reports_in_flight_;
   metrics::CounterFamily& events_;
   metrics::CounterFamily& ended_;

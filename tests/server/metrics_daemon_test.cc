@@ -79,8 +79,10 @@ TEST_CASE("nodes are counted by state and health, reports while their tokens liv
   std::shared_ptr<void> copy = first;
   std::shared_ptr<void> second = m.ReportInFlight();
   m.SetWritesRefused(true);
+  m.SetLeaderEpoch(7);
 
   testing::Exposition e = Parsed(m);
+  CHECK(e.Value("trainctl_leader_epoch") == 7);
   CHECK(e.Value("trainctl_nodes", {{"state", "READY"}, {"health", "HEALTHY"}}) == 2);
   CHECK(e.Value("trainctl_nodes", {{"state", "LOST"}, {"health", "UNKNOWN"}}) == 1);
   CHECK(e.Value("trainctl_nodes_connected") == 2);
