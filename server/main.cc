@@ -21,7 +21,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/agent_protocol.h"
@@ -159,30 +158,25 @@ absl::StatusOr<OpenedStore> OpenStore(const trainctl::server::DaemonFlags& flags
   return opened;
 }
 
-std::string RandomHex() {
-  std::string bytes(8, '\0');
-  std::ifstream random("/dev/urandom", std::ios::binary);
-  random.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  std::string hex;
-  for (unsigned char c : bytes) hex += absl::StrFormat("%02x", c);
-  return hex;
-}
-
 // This process's id, for the lease and its database sessions: "<data dir id>.<random>", the
 // data dir's id kept in DATA_DIR/trainctld.id (storage/pg_lease.h: a lease held by an earlier
 // process of the same data dir is taken at once).
-std::string NewInstanceId(const std::string& data_dir) {
+absl::StatusOr<std::string> NewInstanceId(const std::string& data_dir) {
   const std::string path = data_dir + "/trainctld.id";
   std::string id;
   std::getline(std::ifstream(path), id);
   if (id.size() != 16 || id.find_first_not_of("0123456789abcdef") != std::string::npos) {
-    id = RandomHex();
+    absl::StatusOr<std::string> made = trainctl::server::RandomHex(8);
+    if (!made.ok()) return made.status();
+    id = *made;
     if (absl::Status s = trainctl::server::WriteFileAtomically(path, id + "\n", 0644); !s.ok()) {
       spdlog::warn("{}; this trainctld's lease is not known as its data dir's after a crash",
                    s.ToString());
     }
   }
-  return absl::StrCat(id, ".", RandomHex());
+  absl::StatusOr<std::string> process = trainctl::server::RandomHex(8);
+  if (!process.ok()) return process.status();
+  return absl::StrCat(id, ".", *process);
 }
 
 // Opens the store, waiting while its database cannot be reached (UNAVAILABLE: PostgreSQL
@@ -251,7 +245,12 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  const std::string instance = NewInstanceId(flags.data_dir);
+  absl::StatusOr<std::string> instance_id = NewInstanceId(flags.data_dir);
+  if (!instance_id.ok()) {
+    spdlog::critical("{}", instance_id.status().ToString());
+    return 1;
+  }
+  const std::string instance = *instance_id;
   std::optional<absl::StatusOr<OpenedStore>> reached =
       OpenStoreWhenReachable(flags, instance, sigs);
   if (!reached.has_value()) {

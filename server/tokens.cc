@@ -16,14 +16,6 @@ constexpr char kTokenPrefix[] = "tct_";
 constexpr size_t kIdBytes = 8;
 constexpr size_t kSecretBytes = 32;
 
-absl::StatusOr<std::string> RandomHex(size_t bytes) {
-  std::string raw(bytes, '\0');
-  if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), static_cast<int>(bytes)) != 1) {
-    return absl::InternalError("OpenSSL could not produce random bytes");
-  }
-  return absl::BytesToHexString(raw);
-}
-
 // The id of "tct_<id>_<secret>", or "" when `bearer` does not have that shape.
 std::string IdOf(const std::string& bearer) {
   if (!absl::StartsWith(bearer, kTokenPrefix)) return "";
@@ -36,6 +28,14 @@ std::string IdOf(const std::string& bearer) {
 }  // namespace
 
 std::string HashToken(const std::string& bearer) { return Sha256Hex(bearer); }
+
+absl::StatusOr<std::string> RandomHex(size_t bytes) {
+  std::string raw(bytes, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), static_cast<int>(bytes)) != 1) {
+    return absl::InternalError("OpenSSL could not produce random bytes");
+  }
+  return absl::BytesToHexString(raw);
+}
 
 absl::StatusOr<MintedToken> MintToken(const v1::ApiToken& fields) {
   absl::StatusOr<std::string> id = RandomHex(kIdBytes);

@@ -31,6 +31,9 @@ struct MintedToken {
   std::string bearer;
 };
 
+// `bytes` random bytes from OpenSSL, as hex (token ids and secrets, trainctld's instance id).
+absl::StatusOr<std::string> RandomHex(size_t bytes);
+
 // A new token with `fields` (owner, role, projects, expiry, ...); its id is set here.
 absl::StatusOr<MintedToken> MintToken(const v1::ApiToken& fields);
 

@@ -200,42 +200,47 @@ v1::Job HaCluster::WaitForJob(const std::string& id,
   std::string error;
   const bool ok = Eventually(
       [&] {
-        for (int k = 0; k < options_.daemons; ++k) {
-          if (daemons_[k] == nullptr || !daemons_[k]->Running()) continue;
-          grpc::ClientContext ctx;
-          ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+        return AskLeader([&](int k, grpc::ClientContext& ctx) -> std::optional<bool> {
           v1::GetJobRequest req;
           req.set_id(id);
           v1::Job job;
           const grpc::Status s = jobs_[k]->GetJob(&ctx, req, &job);
           if (!s.ok()) {
             error = s.error_message();
-            continue;
+            return std::nullopt;
           }
           last = job;
           return pred(job);
-        }
-        return false;
+        });
       },
       timeout);
   if (!ok) FAIL("job " << id << " never got there; last seen: " << last.DebugString() << error);
   return last;
 }
 
+bool HaCluster::AskLeader(
+    const std::function<std::optional<bool>(int k, grpc::ClientContext& ctx)>& ask) {
+  for (int k = 0; k < options_.daemons; ++k) {
+    if (daemons_[k] == nullptr || !daemons_[k]->Running()) continue;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    if (std::optional<bool> answer = ask(k, ctx)) return *answer;
+  }
+  return false;
+}
+
 void HaCluster::WaitForConnectedNodes(int n, std::chrono::milliseconds timeout) {
   const bool ok = Eventually(
       [&] {
-        for (int k = 0; k < options_.daemons; ++k) {
-          if (daemons_[k] == nullptr || !daemons_[k]->Running()) continue;
-          grpc::ClientContext ctx;
-          ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+        return AskLeader([&](int k, grpc::ClientContext& ctx) -> std::optional<bool> {
           v1::ListNodesResponse resp;
-          if (!cluster_[k]->ListNodes(&ctx, v1::ListNodesRequest(), &resp).ok()) continue;
+          if (!cluster_[k]->ListNodes(&ctx, v1::ListNodesRequest(), &resp).ok()) {
+            return std::nullopt;
+          }
           int connected = 0;
           for (const v1::Node& node : resp.nodes()) connected += node.connected() ? 1 : 0;
           return connected >= n;
-        }
-        return false;
+        });
       },
       timeout);
   REQUIRE(ok);

@@ -15,6 +15,8 @@
 // the replicas its agents started.
 #pragma once
 
+#include <grpcpp/client_context.h>
+
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -79,6 +81,10 @@ class HaCluster {
 
  private:
   void StartAgent(int i);
+  // Asks each running trainctld in turn (`ask` makes one call with `ctx`, a 2 s deadline) until
+  // one answers (`ask` returns a value, not nullopt: it served the call); that answer, else
+  // false.
+  bool AskLeader(const std::function<std::optional<bool>(int k, grpc::ClientContext& ctx)>& ask);
 
   HaOptions options_;
   std::string dir_;
