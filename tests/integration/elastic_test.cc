@@ -64,7 +64,18 @@ TEST_CASE("elastic: a job shrinks when a host is killed and finishes with the sm
   c.KillAgent(AgentOfNode(lost), SIGKILL);
   c.WaitForNodeState(lost, v1::NODE_STATE_LOST, seconds(10));
   // After the 1s wait the gang starts again without worker-0: ranks 0 and 1 of 2.
-  REQUIRE(Eventually([&] { return !ReadTextFile(world + "worker-1-1").empty(); }, seconds(30)));
+  // Each replica writes its own file as it starts: wait for every one read.
+  auto written = [&](std::initializer_list<const char*> names) {
+    return Eventually(
+        [&] {
+          for (const char* name : names) {
+            if (ReadTextFile(world + name).empty()) return false;
+          }
+          return true;
+        },
+        seconds(30));
+  };
+  REQUIRE(written({"chief-0-1", "worker-1-1"}));
   CHECK(absl::StripAsciiWhitespace(ReadTextFile(world + "chief-0-1")) == "0 2");
   CHECK(absl::StripAsciiWhitespace(ReadTextFile(world + "worker-1-1")) == "1 2");
   const v1::Job shrunk = c.WaitForJob(id, [](const v1::Job& j) {
@@ -115,7 +126,12 @@ TEST_CASE("elastic: trainctl resize grows a shrunk job back once its host return
   CliResult resize = c.Cli({"resize", id});
   INFO(resize.err);
   REQUIRE(resize.exit_code == 0);
-  REQUIRE(Eventually([&] { return !ReadTextFile(world + "worker-0-2").empty(); }, seconds(30)));
+  REQUIRE(Eventually(
+      [&] {
+        return !ReadTextFile(world + "worker-0-2").empty() &&
+               !ReadTextFile(world + "worker-1-2").empty();
+      },
+      seconds(30)));
   CHECK(absl::StripAsciiWhitespace(ReadTextFile(world + "worker-0-2")) == "1 3");
   CHECK(absl::StripAsciiWhitespace(ReadTextFile(world + "worker-1-2")) == "2 3");
   const v1::Job grown = c.WaitForJob(id, [](const v1::Job& j) {
