@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "agents/cgroup_fs.h"
 #include "agents/run_cgroup.h"
+#include "common/status_macros.h"
 
 namespace trainctl::agent {
 

@@ -35,6 +35,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/leader_follow.h"
+#include "common/status_macros.h"
 #include "trainctl/v1/admin.grpc.pb.h"
 #include "trainctl/v1/job.grpc.pb.h"
 

@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/flags.h"
+#include "common/status_macros.h"
 #include "trainctl/v1/job.pb.h"
 
 namespace trainctl::cli {

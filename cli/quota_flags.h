@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "common/flags.h"
+#include "common/status_macros.h"
 #include "trainctl/v1/job.pb.h"
 
 namespace trainctl::cli {

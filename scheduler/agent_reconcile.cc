@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "scheduler/job_lifecycle.h"
+#include "scheduler/job_validation.h"
 
 namespace trainctl::sched {
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/names.h"
+#include "common/status_macros.h"
 #include "common/time_util.h"
 #include "scheduler/job_validation.h"
 #include "scheduler/maintenance.h"

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/status_macros.h"
 #include "storage/statement.h"
 
 struct pg_conn;

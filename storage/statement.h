@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace trainctl::storage {
 
