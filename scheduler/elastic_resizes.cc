@@ -33,6 +33,9 @@ bool JobLifecycle::WaitForRoom(Job* job, Replica* r, const std::string& room, bo
   // Its restart count names the run it starts next, wherever that is.
   if (new_run) r->restart_count++;
   SetReplicaState(job, r, v1::REPLICA_STATE_PENDING);
+  // It is leaving its node: what it remembers there (ports, devices) is not its own any more.
+  LeavePorts(r);
+  r->gpu_devices.clear();
   r->pid = 0;
   r->next_start_time.reset();
   const int64_t wait_ms = job->policy.elastic_wait_ms;
@@ -72,8 +75,6 @@ void JobLifecycle::ElasticStep(Job* job, absl::Time now, Effects* fx) {
     removed[r->pool].push_back(r->name);
     why.push_back(absl::StrCat(r->name, " had to leave node ", r->node, " (", r->move_reason, ")"));
     SetReplicaState(job, r, v1::REPLICA_STATE_REMOVED);
-    LeavePorts(r);
-    r->gpu_devices.clear();
     r->elastic_wait_until.reset();
     r->move_cause = MoveCause::kNone;
     r->move_reason.clear();

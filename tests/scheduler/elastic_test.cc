@@ -12,6 +12,7 @@
 
 #include "common/time_util.h"
 #include "scheduler/core.h"
+#include "scheduler/invariants.h"
 #include "tests/scheduler/test_util.h"
 
 namespace trainctl::sched {
@@ -29,6 +30,7 @@ struct Elastic {
   int64_t now = 1'000'000;
   std::string id;
   std::vector<std::string> nodes = {"n1", "n2", "n3", "n4"};
+  const int gpus;
   ~Elastic() { CheckUsageOnExit(core); }
 
   static CoreOptions Options() {
@@ -37,11 +39,13 @@ struct Elastic {
     return o;
   }
 
-  explicit Elastic(int min = 2, const std::function<void(v1::JobSpec*)>& edit = nullptr)
-      : core(Options()) {
+  // Every node has `gpus` GPUs, and every replica needs them all.
+  explicit Elastic(int min = 2, const std::function<void(v1::JobSpec*)>& edit = nullptr,
+                   int gpus = 0)
+      : core(Options()), gpus(gpus) {
     Effects fx;
-    for (const std::string& n : nodes) core.AgentRegistered(Reg(n), now, &fx);
-    v1::JobSpec spec = Spec(3, /*cpu=*/4);
+    for (const std::string& n : nodes) core.AgentRegistered(Reg(n, 4, 4096, gpus), now, &fx);
+    v1::JobSpec spec = Spec(3, /*cpu=*/4, /*mem=*/100, gpus);
     spec.mutable_worker_pools(1)->mutable_elastic()->set_min_replicas(min);
     if (edit) edit(&spec);
     absl::StatusOr<const sched::Job*> job = core.SubmitJob(spec, now, &fx);
@@ -92,7 +96,7 @@ struct Elastic {
   Effects ConfirmStops(const Effects& sent) { return testing::ConfirmStops(core, id, sent, now); }
   void Register(const std::string& node) {
     Effects fx;
-    core.AgentRegistered(Reg(node), now, &fx);
+    core.AgentRegistered(Reg(node, 4, 4096, gpus), now, &fx);
     nodes.push_back(node);
   }
 
@@ -181,6 +185,25 @@ TEST_CASE("elastic: room within elasticWait moves the replica instead of shrinki
   CHECK(Envs(launches)["worker-1"]["RANK"] == "2");
   CHECK(e.Job().attempts.back().resizes.empty());
   CHECK(HasEvent(tick, "ReplicaMoved", "to n5"));
+}
+
+// A replica waiting for room has left its node: it holds no GPUs there (the invariant of every
+// PENDING replica), and gets new ones where it moves.
+TEST_CASE("elastic: a replica waiting for room gives up its node's GPUs and ports") {
+  Elastic e(/*min=*/2, nullptr, /*gpus=*/2);
+  REQUIRE(e.R("worker-1").gpu_devices.size() == 2);
+  const Effects lose = e.Lose("worker-1");
+  REQUIRE(e.R("worker-1").state == v1::REPLICA_STATE_PENDING);
+  CHECK(e.R("worker-1").gpu_devices.empty());
+  CHECK(e.R("worker-1").port == 0);
+  CHECK(CheckInvariants(e.core).ok());
+  e.ConfirmStops(lose);
+  e.Register("n5");
+  const Effects tick = e.Advance(5'000);
+  CHECK(e.R("worker-1").node == "n5");
+  CHECK(e.R("worker-1").gpu_devices == std::vector<int32_t>{0, 1});
+  CHECK(Launches(tick).size() == 4);
+  CHECK(CheckInvariants(e.core).ok());
 }
 
 TEST_CASE(
