@@ -9,7 +9,6 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
-#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -63,8 +62,6 @@ HaCluster::HaCluster(HaOptions options) : options_(std::move(options)) {
   REQUIRE(!options_.store.empty());
   char tmpl[] = "/tmp/trainctl-ha-XXXXXX";
   dir_ = mkdtemp(tmpl);
-  const int lo = 20000 + static_cast<int>(std::random_device{}() % 80) * 512;
-  port_range_ = absl::StrCat(lo, "-", lo + 511);
   for (int k = 0; k < options_.daemons; ++k) {
     addresses_.push_back(absl::StrCat("127.0.0.1:", FreePort()));
     http_addresses_.push_back(absl::StrCat("127.0.0.1:", FreePort()));
@@ -136,7 +133,7 @@ void HaCluster::StartDaemon(int k) {
                                    "--log-level",
                                    "debug",
                                    "--port-range",
-                                   port_range_};
+                                   ports_.range()};
   argv.insert(argv.end(), options_.daemon_args.begin(), options_.daemon_args.end());
   daemons_[k] = std::make_unique<Process>(argv, absl::StrCat(dir_, "/trainctld-", k, ".log"));
   // Up once it answers: as the leader, or as a standby naming one (a standby writes no address

@@ -88,7 +88,7 @@ class HaCluster {
 
   HaOptions options_;
   std::string dir_;
-  std::string port_range_;
+  PortBlock ports_{512};  // trainctld's --port-range
   std::vector<std::string> addresses_;
   std::vector<std::string> http_addresses_;
   std::vector<std::unique_ptr<Process>> daemons_;

@@ -14,7 +14,6 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <sstream>
 #include <thread>
 
@@ -246,11 +245,7 @@ void MiniCluster::StartDaemon() {
   std::string listen = address_.empty() ? opts_.listen_host + ":0" : address_;
   const std::string http_listen = http_address_.empty() ? "127.0.0.1:0" : http_address_;
   std::filesystem::remove(data + "/trainctld.addr");
-  if (port_range_.empty()) {
-    // 80 blocks of 512 ports in 20000..60959.
-    const int lo = 20000 + static_cast<int>(std::random_device{}() % 80) * 512;
-    port_range_ = absl::StrCat(lo, "-", lo + 511);
-  }
+  if (ports_ == nullptr) ports_ = std::make_unique<PortBlock>(512);
   std::vector<std::string> argv = {BinDir() + "/trainctld",
                                    "--data-dir",
                                    data,
@@ -263,7 +258,7 @@ void MiniCluster::StartDaemon() {
                                    "--log-level",
                                    "debug",
                                    "--port-range",
-                                   port_range_};
+                                   ports_->range()};
   if (opts_.tls) {
     argv.insert(argv.end(), {"--tls-cert", PkiDir() + "/server.crt", "--tls-key",
                              PkiDir() + "/server.key", "--agent-ca", PkiDir() + "/ca.crt"});

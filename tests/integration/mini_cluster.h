@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/integration/port_block.h"
 #include "trainctl/v1/job.grpc.pb.h"
 
 namespace trainctl::testing {
@@ -241,10 +242,8 @@ class MiniCluster {
   std::string dir_;
   std::string address_;
   std::string http_address_;
-  // trainctld's --port-range, chosen at random once per cluster: clusters of tests running at
-  // the same time on one host must not hand out the same ports (each trainctld's pools start at
-  // the bottom of its range, and every agent here is 127.0.0.1).
-  std::string port_range_;
+  // trainctld's --port-range, taken once per cluster and kept across restarts.
+  std::unique_ptr<PortBlock> ports_;
   ClusterOptions opts_;
   std::unique_ptr<Process> daemon_;
   std::vector<std::unique_ptr<Process>> agents_;

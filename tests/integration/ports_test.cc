@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tests/integration/mini_cluster.h"
+#include "tests/integration/port_block.h"
 
 namespace trainctl::testing {
 namespace {
@@ -32,11 +33,12 @@ workerPools:
 
 TEST_CASE("40 jobs running at once on two nodes never share a port", "[integration][ports]") {
   constexpr int kJobs = 40;
-  constexpr int kLo = 30000;
-  constexpr int kHi = 30127;  // 128 ports a node for about 60
+  const PortBlock block(128);  // 128 ports a node for about 60
+  const int kLo = block.lo();
+  const int kHi = block.hi();
   ClusterOptions o;
   o.agents = 2;
-  o.daemon_args = {"--port-range", absl::StrCat(kLo, "-", kHi)};
+  o.daemon_args = {"--port-range", block.range()};
   MiniCluster c(o);
   std::vector<std::string> ids;
   for (int i = 0; i < kJobs; ++i) ids.push_back(c.Submit(c.Spec(kPortsJob)));

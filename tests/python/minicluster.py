@@ -18,6 +18,7 @@ block raised.
 Only the Python standard library is needed: the cluster is driven through the CLI.
 """
 
+import fcntl
 import json
 import os
 import random
@@ -35,6 +36,54 @@ __all__ = ["MiniCluster", "eventually"]
 START_TIMEOUT = 30.0
 # How long a process gets after SIGTERM before SIGKILL.
 STOP_GRACE = 15.0
+
+
+PORT_UNIT = 128
+PORT_LOCK_DIR = "/tmp/trainctl-test-ports"
+
+
+def take_port_block(size):
+    """A block of at least `size` ports for one cluster's --port-range, as (flocked fds, "LO-HI").
+
+    The same blocks as tests/integration/port_block.h: whole units of 128 ports from 10000 up,
+    outside the host's ephemeral range (a port the kernel hands out on its own could be taken by
+    another process's connection), each held with an flock on /tmp/trainctl-test-ports/<first
+    port>, so clusters of tests running at the same time never share a port.
+    """
+    eph_lo, eph_hi = 32768, 60999
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            eph_lo, eph_hi = (int(v) for v in f.read().split())
+    except (OSError, ValueError):
+        pass
+    units = [lo for lo in range(10000, 65536 - PORT_UNIT + 1, PORT_UNIT)
+             if lo + PORT_UNIT - 1 < eph_lo or lo > eph_hi]
+    need = -(-size // PORT_UNIT)
+    os.makedirs(PORT_LOCK_DIR, exist_ok=True)
+    try:
+        os.chmod(PORT_LOCK_DIR, 0o1777)
+    except OSError:
+        pass
+    start = random.randrange(len(units))
+    for k in range(len(units)):
+        first = (start + k) % len(units)
+        run = units[first:first + need]
+        if len(run) < need or run[-1] - run[0] != (need - 1) * PORT_UNIT:
+            continue
+        fds = []
+        for lo in run:
+            fd = os.open(os.path.join(PORT_LOCK_DIR, str(lo)), os.O_RDONLY | os.O_CREAT, 0o666)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                break
+            fds.append(fd)
+        if len(fds) == need:
+            return fds, f"{run[0]}-{run[0] + need * PORT_UNIT - 1}"
+        for fd in fds:
+            os.close(fd)
+    raise RuntimeError(f"no free block of {size} ports outside the ephemeral range")
 
 
 def eventually(cond, timeout=20.0, interval=0.02):
@@ -132,10 +181,8 @@ class MiniCluster:
         self.grpc_address = None
         self.http_url = None
         self._http_address = None
-        # trainctld's --port-range: one of 80 blocks of 512 ports in 20000..60959, so that
-        # clusters running at the same time on one host do not hand out the same ports.
-        lo = 20000 + random.randrange(80) * 512
-        self._port_range = f"{lo}-{lo + 511}"
+        # trainctld's --port-range, held until stop() (see take_port_block).
+        self._port_locks, self._port_range = take_port_block(512)
         # Agents' --state-dir on a tmpfs, unique to this cluster.
         shm = "/dev/shm" if os.path.isdir("/dev/shm") else self.workdir
         self._state_prefix = os.path.join(
@@ -192,6 +239,9 @@ class MiniCluster:
         if self._daemon is not None:
             self._daemon.stop()
             self._daemon = None
+        for fd in self._port_locks:
+            os.close(fd)
+        self._port_locks = []
         if self.keep_workdir:
             print(f"cluster files kept in {self.workdir}", file=sys.stderr)
         elif self._own_workdir:
