@@ -315,7 +315,7 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
   request.log_path = log_path;
   request.max_log_bytes = options_.max_log_bytes;
   RunIsolation::Prepared isolation = isolation_.Prepare(launch);
-  request.cgroup_procs_paths = std::move(isolation.procs_paths);
+  request.cgroup_join_paths = std::move(isolation.join_paths);
   request.memory_events = std::move(isolation.memory_events);
   RunRecord record;
   record.run_id = run_id;

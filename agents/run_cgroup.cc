@@ -124,14 +124,14 @@ RunCgroups::Created RunCgroups::Create(const std::string& run_id, const RunCgrou
         hierarchy.controllers.size() == 1 && hierarchy.controllers[0] == CgroupController::kCpuset;
     if (hierarchy.version == CgroupVersion::kV1 && only_cpuset && spec.cpus.empty()) continue;
     // A hierarchy that is only there to deny GPUs has nothing to do for a run that may open
-    // every device node: a cgroup less to create, join (each join waits for the kernel's
-    // cgroup migration lock) and remove per run.
+    // every device node: a cgroup less to create, join and remove per run.
     const bool only_devices =
         hierarchy.controllers.size() == 1 && hierarchy.controllers[0] == CgroupController::kDevices;
     if (only_devices && spec.denied_gpu_minors.empty()) continue;
     const std::string dir = absl::StrCat(hierarchy.agent_dir, "/", RunDirName(run_id));
     if (CreateIn(hierarchy, dir, spec, &created.problems)) {
-      created.procs_paths.push_back(dir + "/cgroup.procs");
+      const bool v1 = hierarchy.version == CgroupVersion::kV1;
+      created.join_paths.push_back(dir + (v1 ? "/tasks" : "/cgroup.procs"));
     }
   }
   return created;

@@ -1,6 +1,6 @@
 // Per-run cgroups: where the host lets the agent use cgroup controllers, every run gets a cgroup
 // of its own in each hierarchy that has one of them, and its process joins all of them before
-// exec (SpawnRequest::cgroup_procs_paths). What the kernel then enforces (RunCgroupSpec):
+// exec (SpawnRequest::cgroup_join_paths). What the kernel then enforces (RunCgroupSpec):
 //
 //   memory   memory.max and memory.swap.max = 0 (v1: memory.limit_in_bytes and
 //            memory.memsw.limit_in_bytes) for a run with a memory limit; the kernel's OOM kills
@@ -34,7 +34,7 @@
 //                cgroups->Unavailable());
 //   RunCgroups::Created created = cgroups->Create(run_id, {.memory_limit_bytes = 64 << 20,
 //                                                          .cpu = 2, .pids_max = 32768});
-//   // The child writes "0" to each of created.procs_paths before exec.
+//   // The child writes "0" to each of created.join_paths before exec.
 //   ...  // after the run was reaped:
 //   bool oom = cgroups->SawOomKill(run_id, /*died_by_sigkill=*/true);
 //   cgroups->Remove(run_id).IgnoreError();
@@ -117,8 +117,12 @@ class RunCgroups {
   std::string RunDir(CgroupController controller, const std::string& run_id) const;
 
   struct Created {
-    // The cgroup.procs file of each directory the run is to join.
-    std::vector<std::string> procs_paths;
+    // The file of each directory the run's process writes "0" to, to join it: `tasks` on v1,
+    // where the process (single-threaded then) moves its one thread, which spares it the
+    // kernel's global threadgroup lock and the RCU grace period that lock waits for when no
+    // migration happened in the last moments (8-14 ms); `cgroup.procs` on v2, whose
+    // cgroup.threads cannot cross domains.
+    std::vector<std::string> join_paths;
     // What could not be set up, one entry each, naming the controller.
     std::vector<std::string> problems;
   };

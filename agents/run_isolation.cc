@@ -124,7 +124,7 @@ RunIsolation::Prepared RunIsolation::Prepare(const trainctl::v1::LaunchReplica& 
   for (const std::string& problem : created.problems) {
     spdlog::warn("run {}: not isolated as asked: {}", run_id, problem);
   }
-  prepared.procs_paths = std::move(created.procs_paths);
+  prepared.join_paths = std::move(created.join_paths);
   if (options_.cgroups->Has(CgroupController::kMemory)) {
     prepared.memory_events =
         options_.cgroups->RunDir(CgroupController::kMemory, run_id) +

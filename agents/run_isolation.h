@@ -23,7 +23,7 @@
 //   RunIsolation isolation({.cgroups = RunCgroups::Detect(node), .pids_max = 32768,
 //                           .cpu_policy = CpuPolicy::kStatic, .gpu_inventory = gpus});
 //   RunIsolation::Prepared prepared = isolation.Prepare(launch);
-//   request.cgroup_procs_paths = prepared.procs_paths;  // spawn.h
+//   request.cgroup_join_paths = prepared.join_paths;  // spawn.h
 //   ...  // once it ended:
 //   bool oom = isolation.SawOomKill(run_id, died_by_sigkill);
 //   isolation.Release(run_id);
@@ -83,8 +83,8 @@ class RunIsolation {
   std::string NotIsolated() const;
 
   struct Prepared {
-    // The cgroup.procs files the run's process is to join before exec (spawn.h).
-    std::vector<std::string> procs_paths;
+    // The join files of the cgroups the run's process is to join before exec (spawn.h).
+    std::vector<std::string> join_paths;
     // Its exclusive CPUs as a CPU list ("2-3"); "" when it has none. For its run record.
     std::string exclusive_cpus;
     // Where the kernel counts OOM kills in its memory cgroup (v2 memory.events, v1

@@ -55,7 +55,7 @@ std::vector<std::string> ShimArgv(const ShimRequest& request) {
       argv.insert(argv.end(), {"--groups", absl::StrJoin(request.user->groups, ",")});
     }
   }
-  for (const std::string& procs : request.cgroup_procs_paths) {
+  for (const std::string& procs : request.cgroup_join_paths) {
     argv.insert(argv.end(), {"--cgroup", procs});
   }
   if (!request.memory_events.empty()) {

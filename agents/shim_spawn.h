@@ -43,8 +43,8 @@ struct ShimRequest {
   std::string working_dir;
   // Who the replica runs as; unset: the agent's user.
   std::optional<RunUser> user;
-  // The cgroup.procs files the replica joins (run_cgroup.h).
-  std::vector<std::string> cgroup_procs_paths;
+  // The files the replica writes "0" to, to join its cgroups (RunCgroups::Created).
+  std::vector<std::string> cgroup_join_paths;
   // The run's memory.events (v2) or memory.oom_control (v1), for OOM kills; "" for none.
   std::string memory_events;
   // The run's log file and the most bytes of it the disk keeps (agents/shim/log_cap.h); 0: no

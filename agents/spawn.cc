@@ -46,11 +46,11 @@ int AboveStdio(int fd) {
   return moved;
 }
 
-// Moves the calling process into each cgroup whose cgroup.procs is listed in the
-// nullptr-terminated `procs_paths`, ignoring failures. Async-signal-safe.
-void JoinCgroups(char* const* procs_paths) {
-  for (; *procs_paths != nullptr; ++procs_paths) {
-    int fd = open(*procs_paths, O_WRONLY | O_CLOEXEC);
+// Moves the calling process into each cgroup whose join file (RunCgroups::Created) is listed
+// in the nullptr-terminated `join_paths`, ignoring failures. Async-signal-safe.
+void JoinCgroups(char* const* join_paths) {
+  for (; *join_paths != nullptr; ++join_paths) {
+    int fd = open(*join_paths, O_WRONLY | O_CLOEXEC);
     if (fd < 0) continue;
     ssize_t ignored = write(fd, "0", 1);  // "0" names the writer.
     (void)ignored;
@@ -213,7 +213,7 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
   }
   std::vector<char*> argv = CStringArray(request.argv);
   std::vector<char*> envp = CStringArray(request.env);
-  std::vector<char*> cgroup_procs = CStringArray(request.cgroup_procs_paths);
+  std::vector<char*> cgroup_procs = CStringArray(request.cgroup_join_paths);
   ChildUser user;
   if (request.user) {
     user.set = true;

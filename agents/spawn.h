@@ -41,10 +41,10 @@ struct SpawnRequest {
   std::string working_dir;
   // Becomes the child's stdout and stderr. Not owned; the caller closes it after the call.
   int output_fd = -1;
-  // The child moves itself into each of these cgroups (cgroup.procs files, one per hierarchy,
-  // see run_cgroup.h) before exec, in order. Best effort: a failed write leaves it where the
+  // The child moves itself into each of these cgroups (their join files, one per hierarchy,
+  // see RunCgroups::Created) before exec, in order. Best effort: a failed write leaves it where the
   // agent is in that hierarchy.
-  std::vector<std::string> cgroup_procs_paths;
+  std::vector<std::string> cgroup_join_paths;
   // Where set, the child becomes this user after joining its cgroups (which root owns) and
   // before chdir and exec: setgroups(user->groups), setgid(user->gid), setuid(user->uid), in that
   // order. The working directory must be usable by it. REQUIRES: the caller runs as root. Unset:

@@ -45,7 +45,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: trainctl-shim --run-dir DIR --exec PATH [--cwd DIR]\n"
-    "           [--uid N --gid N [--groups N,N,...]] [--cgroup PROCS_FILE]...\n"
+    "           [--uid N --gid N [--groups N,N,...]] [--cgroup JOIN_FILE]...\n"
     "           [--memory-events FILE] [--log-file PATH --max-log-bytes N] [--lock-fd N]\n"
     "           [--ready-fd N] -- ARGV0 [ARGS...]\n";
 

@@ -7,7 +7,7 @@
 // Command line:
 //
 //   trainctl-shim --run-dir DIR --exec PATH [--cwd DIR] [--uid N --gid N [--groups N,N,...]]
-//                 [--cgroup PROCS_FILE]... [--memory-events FILE]
+//                 [--cgroup JOIN_FILE]... [--memory-events FILE]
 //                 [--log-file PATH --max-log-bytes N] [--lock-fd N] [--ready-fd N]
 //                 -- ARGV0 [ARGS...]
 //
@@ -17,8 +17,9 @@
 //   --cwd            the replica's working directory, entered as the replica's user
 //   --uid/--gid      the user the replica becomes: setgroups(--groups, none when absent),
 //                    setgid, setuid, in that order. Absent: the shim's own user.
-//   --cgroup         a cgroup.procs file the replica joins before it changes user (best effort:
-//                    a failed write is ignored); repeatable. The shim stays where it is.
+//   --cgroup         a cgroup's join file (v1 tasks, v2 cgroup.procs) the replica writes "0" to
+//                    before it changes user (best effort: a failed write is ignored);
+//                    repeatable. The shim stays where it is.
 //   --memory-events  the replica's memory.events (cgroup v2) or memory.oom_control (v1); a line
 //                    "oom_kill N" with N > 0 there when the replica ended marks it oom_killed
 //   --log-file       the replica's log (the file behind fds 1 and 2), and the most bytes of it

@@ -336,7 +336,7 @@ TEST_CASE("shim: a replica the kernel OOM-kills in its memory cgroup is reported
                              (v2 ? "/memory.events" : "/memory.oom_control");
   ShimLaunch launch = Workload({"--alloc-mb", "256", "--print", "survived"});
   launch.flags = {"--memory-events", events};
-  for (const std::string& procs : created.procs_paths) {
+  for (const std::string& procs : created.join_paths) {
     launch.flags.insert(launch.flags.end(), {"--cgroup", procs});
   }
   Shim shim(launch);
