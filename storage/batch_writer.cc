@@ -4,6 +4,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
+#include "storage/job_rows.h"
 #include "storage/pg_statement.h"
 #include "storage/statement.h"
 
