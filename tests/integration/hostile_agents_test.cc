@@ -11,7 +11,6 @@
 #include "absl/strings/str_cat.h"
 #include "tests/integration/fake_agent.h"
 #include "tests/integration/mini_cluster.h"
-#include "tests/integration/port_block.h"
 #include "trainctl/v1/agent.grpc.pb.h"
 
 namespace trainctl::testing {
@@ -89,8 +88,7 @@ TEST_CASE("a large spec with many replicas is held once per job, not once per la
   ClusterOptions o;
   o.agents = 0;
   // Room for 1,201 ports on one node; the fake node binds none of them.
-  const PortBlock block(1280);
-  o.daemon_args = {"--port-range", block.range()};
+  o.port_range_size = 1280;
   MiniCluster c(o);
   // A node big enough for the whole job, whose stream reads the launches and confirms none.
   FakeAgent fake(c.address(), grpc::InsecureChannelCredentials(), std::chrono::seconds(120));

@@ -245,7 +245,6 @@ void MiniCluster::StartDaemon() {
   std::string listen = address_.empty() ? opts_.listen_host + ":0" : address_;
   const std::string http_listen = http_address_.empty() ? "127.0.0.1:0" : http_address_;
   std::filesystem::remove(data + "/trainctld.addr");
-  if (ports_ == nullptr) ports_ = std::make_unique<PortBlock>(512);
   std::vector<std::string> argv = {BinDir() + "/trainctld",
                                    "--data-dir",
                                    data,
@@ -258,7 +257,7 @@ void MiniCluster::StartDaemon() {
                                    "--log-level",
                                    "debug",
                                    "--port-range",
-                                   ports_->range()};
+                                   ports_.range()};
   if (opts_.tls) {
     argv.insert(argv.end(), {"--tls-cert", PkiDir() + "/server.crt", "--tls-key",
                              PkiDir() + "/server.key", "--agent-ca", PkiDir() + "/ca.crt"});

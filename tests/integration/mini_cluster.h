@@ -132,6 +132,8 @@ struct ClusterOptions {
   // Over 0: trainctld's data dir is a tmpfs of this many MiB (mounted before the daemon starts,
   // unmounted by the destructor), which a test can fill up. Needs root: see CanMountTmpfs().
   int data_dir_tmpfs_mb = 0;
+  // How many ports trainctld's --port-range holds (PortBlock rounds up to 128s).
+  int port_range_size = 512;
 };
 
 // Whether this process may mount a tmpfs (root, or CAP_SYS_ADMIN), as data_dir_tmpfs_mb needs.
@@ -150,6 +152,8 @@ class MiniCluster {
   ~MiniCluster();
 
   const std::string& dir() const { return dir_; }
+  // trainctld's --port-range.
+  const PortBlock& ports() const { return ports_; }
   // trainctld's --data-dir.
   std::string DataDir() const { return dir_ + "/scheduler"; }
   const std::string& address() const { return address_; }
@@ -242,9 +246,9 @@ class MiniCluster {
   std::string dir_;
   std::string address_;
   std::string http_address_;
-  // trainctld's --port-range, taken once per cluster and kept across restarts.
-  std::unique_ptr<PortBlock> ports_;
   ClusterOptions opts_;
+  // trainctld's --port-range, taken once per cluster and kept across restarts.
+  PortBlock ports_{opts_.port_range_size};
   std::unique_ptr<Process> daemon_;
   std::vector<std::unique_ptr<Process>> agents_;
   std::unique_ptr<v1::JobService::Stub> jobs_;

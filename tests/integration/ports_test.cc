@@ -9,7 +9,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "tests/integration/mini_cluster.h"
-#include "tests/integration/port_block.h"
 
 namespace trainctl::testing {
 namespace {
@@ -33,13 +32,13 @@ workerPools:
 
 TEST_CASE("40 jobs running at once on two nodes never share a port", "[integration][ports]") {
   constexpr int kJobs = 40;
-  const PortBlock block(128);  // 128 ports a node for about 60
-  const int kLo = block.lo();
-  const int kHi = block.hi();
   ClusterOptions o;
   o.agents = 2;
-  o.daemon_args = {"--port-range", block.range()};
+  o.port_range_size = 128;  // 128 ports a node for about 60
   MiniCluster c(o);
+  const int kLo = c.ports().lo();
+  const int kHi = c.ports().hi();
+  REQUIRE(kHi - kLo + 1 == 128);
   std::vector<std::string> ids;
   for (int i = 0; i < kJobs; ++i) ids.push_back(c.Submit(c.Spec(kPortsJob)));
   for (const std::string& id : ids)
