@@ -575,7 +575,11 @@ TEST_CASE("trainctld with a thousand simulated agents", "[bench]") {
       printf("%s\n", log.substr(at, log.find('\n', at) - at).c_str());
     }
   }
-  std::filesystem::remove_all(dir);
+  if (getenv("TRAINCTL_KEEP_TEST_DIRS") != nullptr) {
+    printf("trainctld's data directory kept in %s\n", dir.c_str());
+  } else {
+    std::filesystem::remove_all(dir);
+  }
 }
 
 }  // namespace
