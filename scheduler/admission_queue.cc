@@ -139,13 +139,14 @@ v1::Quota AdmissionQueue::QuotaOf(const std::string& project) const {
 
 // --- The pass ------------------------------------------------------------------------------------
 
-AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, const NodeRegistry& nodes, absl::Time now,
+AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry, absl::Time now,
                                    Timers* timers) {
   AdmissionPlan plan;
   if (!pass_needed_) return plan;
   pass_needed_ = false;
+  const NodeRegistry& nodes = *registry;
   std::map<std::string, ProjectUsage> usage = usage_;
-  FreeIndex free(nodes.FreeNodes());
+  FreeIndex& free = registry->PassIndex();
   const std::vector<NodeWindow> windows = WindowsOf(nodes);  // maintenance.h
   NodeMasks masks(&free.nodes());
   std::set<std::string> started;

@@ -100,8 +100,8 @@ class AdmissionQueue {
 
   // Decides which queued jobs start now and where. Cheap when nothing changed since the last
   // pass. Asks `timers` for the wakeups it needs (backoffs, placement timeouts, starvation).
-  AdmissionPlan Pass(const JobTable& jobs, const NodeRegistry& nodes, absl::Time now,
-                     Timers* timers);
+  // Places gangs on `nodes`' PassIndex.
+  AdmissionPlan Pass(const JobTable& jobs, NodeRegistry* nodes, absl::Time now, Timers* timers);
 
   // How long the job may wait in the queue: queueTimeout, or 30m for a retrying job (R17).
   static std::optional<absl::Duration> QueueTimeoutOf(const Job& job);

@@ -380,7 +380,7 @@ void Core::Tick(int64_t now_ms, Effects* fx) {
 size_t Core::Schedule(int64_t now_ms, Effects* fx) {
   const absl::Time now = FromMs(now_ms);
   if (nodes_.TakeChanged()) queue_.Wake();
-  const AdmissionPlan plan = queue_.Pass(jobs_, nodes_, now, &timers_);
+  const AdmissionPlan plan = queue_.Pass(jobs_, &nodes_, now, &timers_);
   for (const AdmissionPlan::Stockout& s : plan.stockouts) {
     Job* job = jobs_.Find(s.job_id);
     const RetryDecision d = DecideOnStockout(*job, s.missing);

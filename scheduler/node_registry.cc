@@ -503,6 +503,22 @@ std::vector<NodeFree> NodeRegistry::FreeNodes() const {
   return free_;
 }
 
+FreeIndex& NodeRegistry::PassIndex() {
+  if (index_stale_ || index_ == nullptr) {
+    index_ = std::make_unique<FreeIndex>(FreeNodes());
+    index_stale_ = false;
+  } else {
+    const std::vector<int> touched = index_->TakeTouched();
+    std::set<int> refresh(touched.begin(), touched.end());
+    for (const std::string& name : index_dirty_) {
+      if (const int i = index_->IndexOf(name); i >= 0) refresh.insert(i);
+    }
+    for (int i : refresh) index_->Reset(i, FreeOf(nodes_.at(index_->nodes()[i].name)));
+  }
+  index_dirty_.clear();
+  return *index_;
+}
+
 bool NodeRegistry::HasRoom(const std::string& name, const ReplicaDemand& demand) const {
   const Node* node = Find(name);
   if (node == nullptr) return false;

@@ -11,11 +11,13 @@
 //   nodes.Register(reg, now, &fx);                  // NodeRegistered, READY
 //   if (nodes.ApplyCheckRun("node-a", run, now, &fx).isolated) { ... move its replicas ... }
 //   std::vector<NodeFree> free = nodes.FreeNodes();  // for placement
+//   FreeIndex& index = nodes.PassIndex();            // for a scheduling pass
 //
 // Thread-safety: none; owned by the core.
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -185,6 +187,12 @@ class NodeRegistry {
   NodeUsage UsageOf(const std::string& name) const;
   // Schedulable nodes with what is free on each now, free ports included.
   std::vector<NodeFree> FreeNodes() const;
+  // The schedulable nodes with what is free on each now (FreeNodes), indexed for a scheduling
+  // pass, which may take room in it as it places gangs (FreeIndex::PlaceGang). Kept between
+  // passes: rebuilt after a node itself changed, else only the nodes whose usage changed or that
+  // the last pass took room on are brought back to what they hold, so a pass costs nothing per
+  // node that did not change.
+  FreeIndex& PassIndex();
   // Whether `name` has room now for `demand` beside what its replicas hold (resources and
   // ports), whatever its state: for a replica that held nothing there and starts again in place.
   bool HasRoom(const std::string& name, const ReplicaDemand& demand) const;
@@ -219,11 +227,13 @@ class NodeRegistry {
     ++version_;
     ++shape_version_;
     free_stale_ = true;
+    index_stale_ = true;
   }
   // Records a change of what `node`'s replicas hold (resources, ports, GPUs).
   void UsageChanged(const std::string& node) {
     ++version_;
     if (!free_stale_) free_dirty_.insert(node);
+    if (!index_stale_) index_dirty_.insert(node);
   }
   // What is free on a schedulable node.
   NodeFree FreeOf(const Node& node) const;
@@ -271,6 +281,10 @@ class NodeRegistry {
   mutable std::vector<NodeFree> free_;
   mutable std::set<std::string> free_dirty_;
   mutable bool free_stale_ = true;
+  // PassIndex's index, kept between calls like free_, with the nodes to refresh.
+  std::unique_ptr<FreeIndex> index_;
+  std::set<std::string> index_dirty_;
+  bool index_stale_ = true;
   // After Restore, the first DetectLost's time: nodes count as heard from then.
   bool restored_ = false;
   absl::Time first_check_ = absl::InfinitePast();

@@ -130,6 +130,24 @@ void FreeIndex::Erase(int index) {
   for (auto& [key, domains] : domains_) domains->Update(index, n.free, Res{});
 }
 
+int FreeIndex::IndexOf(const std::string& name) const {
+  auto it = std::lower_bound(nodes_.begin(), nodes_.end(), name,
+                             [](const NodeFree& n, const std::string& v) { return n.name < v; });
+  return it != nodes_.end() && it->name == name ? static_cast<int>(it - nodes_.begin()) : -1;
+}
+
+void FreeIndex::Reset(int index, NodeFree node) {
+  Erase(index);
+  nodes_[index] = std::move(node);
+  Insert(index);
+}
+
+std::vector<int> FreeIndex::TakeTouched() {
+  std::vector<int> touched(touched_.begin(), touched_.end());
+  touched_.clear();
+  return touched;
+}
+
 const DomainIndex& FreeIndex::Domains(const std::string& key) {
   std::unique_ptr<DomainIndex>& domains = domains_[key];
   if (domains == nullptr) domains = std::make_unique<DomainIndex>(key, nodes_);
@@ -227,6 +245,7 @@ absl::StatusOr<std::vector<std::string>> FreeIndex::PlaceGang(
       return missing;
     }
     taken.push_back({best, nodes_[best]});
+    touched_.insert(best);
     Erase(best);
     TakeFrom(&nodes_[best], d);
     Insert(best);

@@ -88,6 +88,13 @@ class FreeIndex {
   // By name.
   const std::vector<NodeFree>& nodes() const { return nodes_; }
   bool empty() const { return nodes_.empty(); }
+  // The index of the node named `name`, or -1.
+  int IndexOf(const std::string& name) const;
+  // Node `index` is `node` now (the same name, what is free on it changed), in every order the
+  // index keeps: O(log nodes).
+  void Reset(int index, NodeFree node);
+  // The nodes PlaceGang took room on since the last call, ascending; forgets them.
+  std::vector<int> TakeTouched();
 
   // ChooseNode(demand, nodes(), exclude).
   int Choose(const ReplicaDemand& demand, const std::string& exclude = "",
@@ -118,6 +125,8 @@ class FreeIndex {
   void Erase(int index);
 
   std::vector<NodeFree> nodes_;
+  // The nodes PlaceGang took room on, since TakeTouched.
+  std::set<int> touched_;
   std::set<Key> order_;
   std::multiset<double> cpu_;
   std::multiset<int64_t> memory_;

@@ -81,7 +81,7 @@ struct Queue {
   // A pass asked for (the core wakes the queue when something changed).
   AdmissionPlan Pass(absl::Time now) {
     queue.Wake();
-    return queue.Pass(jobs, nodes, now, &timers);
+    return queue.Pass(jobs, &nodes, now, &timers);
   }
   // Applies the plan's queue reasons, as the core does.
   void ApplyReasons(const AdmissionPlan& plan) {
@@ -280,18 +280,18 @@ TEST_CASE("AdmissionQueue: a busy cluster is queueing, not a stockout, and block
 TEST_CASE("AdmissionQueue: a pass is cheap when nothing woke the queue") {
   Queue q(std::vector<std::string>{});  // no node
   q.Add(MakeJob("j-a", "p", 1, {{1, 0, 0}}));
-  AdmissionPlan plan = q.queue.Pass(q.jobs, q.nodes, kT0, &q.timers);  // woken by Enqueue
+  AdmissionPlan plan = q.queue.Pass(q.jobs, &q.nodes, kT0, &q.timers);  // woken by Enqueue
   CHECK(plan.starts.empty());
   CHECK(plan.reasons.size() == 1);
 
   Effects fx;
   q.nodes.Register(testing::Reg("node-a"), kT0, &fx);  // room now, but nobody told the queue
-  plan = q.queue.Pass(q.jobs, q.nodes, kT0, &q.timers);
+  plan = q.queue.Pass(q.jobs, &q.nodes, kT0, &q.timers);
   CHECK(plan.starts.empty());
   CHECK(plan.reasons.empty());
 
   q.queue.Wake();
-  plan = q.queue.Pass(q.jobs, q.nodes, kT0, &q.timers);
+  plan = q.queue.Pass(q.jobs, &q.nodes, kT0, &q.timers);
   CHECK(StartedIds(plan) == std::vector<std::string>{"j-a"});
 }
 
@@ -385,7 +385,7 @@ TEST_CASE("AdmissionQueue: SetQuota validates, records and wakes the queue") {
   REQUIRE(q.queue.FindQuota("p") != nullptr);
   CHECK(q.queue.FindQuota("p")->cpu() == 2);
   // Raising a quota admits at once: the next pass runs without another wake.
-  CHECK(StartedIds(q.queue.Pass(q.jobs, q.nodes, kT0, &q.timers)) ==
+  CHECK(StartedIds(q.queue.Pass(q.jobs, &q.nodes, kT0, &q.timers)) ==
         std::vector<std::string>{"j-a"});
 }
 

@@ -468,5 +468,41 @@ TEST_CASE("NodeRegistry: TakeChanged reports a change of state or connection onc
   CHECK_FALSE(nodes.TakeChanged());
 }
 
+TEST_CASE(
+    "NodeRegistry: a pass's index is kept between passes and follows holds, its own takes and "
+    "node changes") {
+  Registry r;
+  FreeIndex& index = r.nodes.PassIndex();
+  REQUIRE(Names(index.nodes()) == std::vector<std::string>{"node-a", "node-b"});
+  auto memory = [&index](const std::string& name) {
+    return index.nodes()[index.IndexOf(name)].free.memory_mb;
+  };
+  // A pass takes room as it places a gang; its starts that were never held are given back.
+  const ReplicaDemand worker{"worker-0", {1, 1000, 0}, 0};
+  REQUIRE(index.PlaceGang({worker}).value() == std::vector<std::string>{"node-a"});
+  CHECK(memory("node-a") == 3096);
+  CHECK(&r.nodes.PassIndex() == &index);  // kept, not rebuilt
+  CHECK(memory("node-a") == 4096);
+  // What replicas hold is followed.
+  r.nodes.Hold("node-a", {1, 96, 0});
+  r.nodes.PassIndex();
+  CHECK(memory("node-a") == 4000);
+  CHECK(memory("node-b") == 4096);
+  CHECK(index.nodes()[index.Choose(worker)].name == "node-b");  // the most free
+  r.nodes.Release("node-a", {1, 96, 0});
+  CHECK(r.nodes.PassIndex().nodes()[0].free.memory_mb == 4096);
+  // A node joining or leaving the schedulable set rebuilds it.
+  Effects fx;
+  r.nodes.Register(Reg("node-c"), kT0, &fx);
+  CHECK(Names(r.nodes.PassIndex().nodes()) ==
+        std::vector<std::string>{"node-a", "node-b", "node-c"});
+  r.nodes.Hold("node-c", {2, 2048, 0});
+  REQUIRE(r.nodes.MarkShuttingDown("node-a", kT0, &fx));
+  FreeIndex& after = r.nodes.PassIndex();
+  CHECK(Names(after.nodes()) == std::vector<std::string>{"node-b", "node-c"});
+  CHECK(after.nodes()[after.IndexOf("node-c")].free.memory_mb == 2048);
+  CHECK(after.IndexOf("node-a") == -1);
+}
+
 }  // namespace
 }  // namespace trainctl::sched

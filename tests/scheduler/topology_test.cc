@@ -332,7 +332,7 @@ TEST_CASE("AdmissionQueue: a selector no node satisfies keeps the job queued wit
   add("j-h100", "h100");
   add("j-a100", "a100");
   queue.Wake();
-  AdmissionPlan plan = queue.Pass(jobs, registry, kT0, &timers);
+  AdmissionPlan plan = queue.Pass(jobs, &registry, kT0, &timers);
   REQUIRE(plan.starts.size() == 1);
   CHECK(plan.starts[0].job_id == "j-a100");
   CHECK(plan.starts[0].nodes == std::vector<std::string>{"node-b"});
@@ -346,7 +346,7 @@ TEST_CASE("AdmissionQueue: a selector no node satisfies keeps the job queued wit
   CHECK(timers.next() == kT0 + absl::Minutes(5));
   // Then the retry engine hears of it, as of a cluster too small.
   queue.Wake();
-  plan = queue.Pass(jobs, registry, kT0 + absl::Minutes(5), &timers);
+  plan = queue.Pass(jobs, &registry, kT0 + absl::Minutes(5), &timers);
   REQUIRE(plan.stockouts.size() == 1);
   CHECK(plan.stockouts[0].job_id == "j-h100");
   CHECK(plan.stockouts[0].missing ==
