@@ -194,9 +194,11 @@ class ReconcileLoop {
   // How long each turn took, on a steady clock.
   LatencyHistogram turns_;
   // Jobs admitted, and the time spent in the scheduling passes (Core::Schedule: the admission
-  // pass and starting what it admitted) that admitted them.
+  // pass and starting what it admitted) that admitted them: on a steady clock, and the loop
+  // thread's CPU time (the passes' own cost, without the time other threads ran meanwhile).
   uint64_t admitted_ = 0;
   double admitting_seconds_ = 0;
+  double admitting_cpu_seconds_ = 0;
 
   mutable absl::Mutex mu_;
   std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
