@@ -142,6 +142,10 @@ inline constexpr const char* kPgMigrations[] = {
       value BYTEA NOT NULL
     );
     )sql",
+    // 10 -> 11: no index of jobs by state (schema.h).
+    R"sql(
+    DROP INDEX jobs_by_state;
+    )sql",
 };
 
 // The SQLSTATE of trainctl_fence's error: this trainctld's lease epoch is no longer current.

@@ -142,6 +142,11 @@ inline constexpr const char* kMigrations[] = {
       value BLOB NOT NULL
     );
     )sql",
+    // 10 -> 11: no index of jobs by state, which no read uses (the live jobs are read through
+    // jobs_live, the ended ones through jobs_ended) and every change of a job's row rewrote.
+    R"sql(
+    DROP INDEX jobs_by_state;
+    )sql",
 };
 
 }  // namespace trainctl::storage

@@ -289,8 +289,8 @@ absl::StatusOr<std::string> SqliteStore::AdoptSecret(const std::string& name,
 absl::StatusOr<std::vector<EndedJob>> SqliteStore::EndedBefore(int64_t before_ms,
                                                                const EndedJob& after,
                                                                int32_t limit) {
-  // Through the jobs_ended index alone, in its order (the planner would rather look up each
-  // state in jobs_by_state and sort every terminal job); its terms imply the index's WHERE.
+  // Through the jobs_ended index alone, in its order (the planner might rather look up the
+  // terminal jobs another way and sort them); its terms imply the index's WHERE.
   TC_ASSIGN_OR_RETURN(
       Statement * st,
       cache_.Get("SELECT update_ms, id FROM jobs INDEXED BY jobs_ended WHERE state IN "

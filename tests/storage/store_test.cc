@@ -414,6 +414,18 @@ TEST_CASE("a database at schema version 1 migrates to the current one and keeps 
   REQUIRE(snap->quotas.size() == 1);
   CHECK(snap->quotas[0].gpus() == 2);
   CHECK(snap->jobs.size() == 1);
+  again->reset();
+
+  // Schema 11 dropped the index of jobs by state, which no read used.
+  sqlite3* raw = nullptr;
+  REQUIRE(sqlite3_open(db.c_str(), &raw) == SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  REQUIRE(sqlite3_prepare_v2(raw, "SELECT count(*) FROM sqlite_master WHERE name = 'jobs_by_state'",
+                             -1, &st, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+  CHECK(sqlite3_column_int(st, 0) == 0);
+  sqlite3_finalize(st);
+  sqlite3_close(raw);
 }
 
 TEST_CASE("a database at schema version 3 keeps its attempts, and new ones are stored whole") {
