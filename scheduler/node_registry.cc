@@ -484,28 +484,13 @@ NodeFree NodeRegistry::FreeOf(const Node& node) const {
           devices == nullptr ? std::vector<int32_t>() : devices->FreeIndices(), LabelsOf(node)};
 }
 
-std::vector<NodeFree> NodeRegistry::FreeNodes() const {
-  if (free_stale_) {
-    free_.clear();
-    for (const auto& [name, node] : nodes_) {
-      if (Schedulable(node)) free_.push_back(FreeOf(node));
-    }
-    free_stale_ = false;
-  } else {
-    for (const std::string& name : free_dirty_) {
-      auto it =
-          std::lower_bound(free_.begin(), free_.end(), name,
-                           [](const NodeFree& n, const std::string& v) { return n.name < v; });
-      if (it != free_.end() && it->name == name) *it = FreeOf(nodes_.at(name));
-    }
-  }
-  free_dirty_.clear();
-  return free_;
-}
-
-FreeIndex& NodeRegistry::PassIndex() {
+FreeIndex& NodeRegistry::CurrentIndex() const {
   if (index_stale_ || index_ == nullptr) {
-    index_ = std::make_unique<FreeIndex>(FreeNodes());
+    std::vector<NodeFree> free;
+    for (const auto& [name, node] : nodes_) {
+      if (Schedulable(node)) free.push_back(FreeOf(node));
+    }
+    index_ = std::make_unique<FreeIndex>(std::move(free));
     index_stale_ = false;
   } else {
     const std::vector<int> touched = index_->TakeTouched();

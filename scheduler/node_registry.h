@@ -185,14 +185,12 @@ class NodeRegistry {
   const Node* Find(const std::string& name) const;
   const std::map<std::string, Node>& nodes() const { return nodes_; }
   NodeUsage UsageOf(const std::string& name) const;
-  // Schedulable nodes with what is free on each now, free ports included.
-  std::vector<NodeFree> FreeNodes() const;
-  // The schedulable nodes with what is free on each now (FreeNodes), indexed for a scheduling
-  // pass, which may take room in it as it places gangs (FreeIndex::PlaceGang). Kept between
-  // passes: rebuilt after a node itself changed, else only the nodes whose usage changed or that
-  // the last pass took room on are brought back to what they hold, so a pass costs nothing per
-  // node that did not change.
-  FreeIndex& PassIndex();
+  // Schedulable nodes with what is free on each now, free ports included, by name.
+  std::vector<NodeFree> FreeNodes() const { return CurrentIndex().nodes(); }
+  // The same nodes, indexed for a scheduling pass, which may take room in it as it places gangs
+  // (FreeIndex::PlaceGang). What the pass took is given back at the next call of either method,
+  // so neither may be called while a pass uses the index.
+  FreeIndex& PassIndex() { return CurrentIndex(); }
   // Whether `name` has room now for `demand` beside what its replicas hold (resources and
   // ports), whatever its state: for a replica that held nothing there and starts again in place.
   bool HasRoom(const std::string& name, const ReplicaDemand& demand) const;
@@ -226,17 +224,19 @@ class NodeRegistry {
     changed_ = true;
     ++version_;
     ++shape_version_;
-    free_stale_ = true;
     index_stale_ = true;
   }
   // Records a change of what `node`'s replicas hold (resources, ports, GPUs).
   void UsageChanged(const std::string& node) {
     ++version_;
-    if (!free_stale_) free_dirty_.insert(node);
     if (!index_stale_) index_dirty_.insert(node);
   }
   // What is free on a schedulable node.
   NodeFree FreeOf(const Node& node) const;
+  // index_, brought back to what is free on each schedulable node now: rebuilt after a node
+  // itself changed, else only the nodes whose usage changed or that the last pass took room on
+  // are refreshed, so a pass costs nothing per node that did not change.
+  FreeIndex& CurrentIndex() const;
   // Re-derives the node's state and health; records the change (and `reason`) when they moved.
   void Refresh(Node* node, const std::string& reason, absl::Time now, Effects* fx);
   // A LOST node is heard from again (`how`): back in service; stops the runs moved off it.
@@ -276,15 +276,11 @@ class NodeRegistry {
   bool changed_ = true;
   uint64_t version_ = 0;
   uint64_t shape_version_ = 0;
-  // FreeNodes' answer, by name, kept between calls: the nodes whose usage changed since are
-  // refreshed, or all of them after a node itself changed.
-  mutable std::vector<NodeFree> free_;
-  mutable std::set<std::string> free_dirty_;
-  mutable bool free_stale_ = true;
-  // PassIndex's index, kept between calls like free_, with the nodes to refresh.
-  std::unique_ptr<FreeIndex> index_;
-  std::set<std::string> index_dirty_;
-  bool index_stale_ = true;
+  // What is free on each schedulable node, indexed (CurrentIndex), kept between calls, with
+  // the nodes whose usage changed since, or all of them after a node itself changed.
+  mutable std::unique_ptr<FreeIndex> index_;
+  mutable std::set<std::string> index_dirty_;
+  mutable bool index_stale_ = true;
   // After Restore, the first DetectLost's time: nodes count as heard from then.
   bool restored_ = false;
   absl::Time first_check_ = absl::InfinitePast();
