@@ -35,6 +35,7 @@
 #include "common/log_context.h"
 #include "common/logging.h"
 #include "common/metrics_http.h"
+#include "common/mutex_mode.h"
 #include "common/pem_file.h"
 #include "common/status_macros.h"
 #include "common/watchdog.h"
@@ -185,6 +186,7 @@ int StopReplicas(const AgentFlags& flags) {
 }
 
 int Main(int argc, char** argv) {
+  UseBuildMutexChecks();
   const std::vector<std::string> args(argv + 1, argv + argc);
   absl::StatusOr<AgentFlags> flags = ParseAgentFlags(args);
   if (!flags.ok()) return Fail(2, std::string(flags.status().message()));

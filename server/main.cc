@@ -25,6 +25,7 @@
 #include "absl/time/clock.h"
 #include "common/agent_protocol.h"
 #include "common/logging.h"
+#include "common/mutex_mode.h"
 #include "common/time_util.h"
 #include "common/version.h"
 #include "common/watchdog.h"
@@ -201,6 +202,7 @@ std::optional<absl::StatusOr<OpenedStore>> OpenStoreWhenReachable(
 
 int main(int argc, char** argv) {
   using namespace trainctl;
+  UseBuildMutexChecks();
   if (argc >= 2 && std::string(argv[1]) == "pki") {
     return server::RunPkiCommand(std::vector<std::string>(argv + 2, argv + argc));
   }
