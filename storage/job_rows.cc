@@ -116,24 +116,26 @@ absl::StatusOr<std::vector<sched::ReplicaRun>> ReadRuns(Cache& cache, const std:
   return runs;
 }
 
-template <typename Cache>
-absl::StatusOr<std::vector<sched::Event>> ReadEvents(Cache& cache, const EventQuery& q) {
-  // One statement per index: a job's, a node's or an actor's events are found through theirs,
-  // however long the log (the same terms with "?1 = '' OR" would scan it all).
+namespace {
+
+// The newest `q.limit` events that `where` selects, newest first, appended to `out`. `where`
+// binds ?1..?6 as EventQuery's fields do; `block` (when given) is ?7.
 #define TC_EVENTS_WHERE(first)                                                                   \
   "SELECT time_ms, job_id, attempt, replica, node, type, reason, actor FROM events WHERE " first \
   " AND (?1 = '' OR job_id = ?1) AND (?2 = '' OR node = ?2) AND (?3 = '' OR type = ?3) AND "     \
   "time_ms >= ?4 AND (?6 = '' OR actor = ?6) ORDER BY seq DESC LIMIT ?5"
-  const char* sql = !q.job_id.empty()  ? TC_EVENTS_WHERE("job_id = ?1")
-                    : !q.node.empty()  ? TC_EVENTS_WHERE("node = ?2")
-                    : !q.actor.empty() ? TC_EVENTS_WHERE("actor = ?6")
-                                       : TC_EVENTS_WHERE("1 = 1");
-#undef TC_EVENTS_WHERE
+template <typename Cache>
+absl::Status AppendEvents(Cache& cache, const char* sql, const EventQuery& q,
+                          std::optional<int64_t> block, std::vector<sched::Event>* out) {
   TC_ASSIGN_OR_RETURN(auto* st, cache.Get(sql));
-  TC_RETURN_IF_ERROR(st->Bind({q.job_id, q.node, q.type, q.since_ms, int64_t{q.limit}, q.actor}));
-  std::vector<sched::Event> out;
-  TC_RETURN_IF_ERROR(ForEachRow(*st, [&](auto& row) {
-    sched::Event& e = out.emplace_back();
+  const int64_t limit = int64_t{q.limit} - static_cast<int64_t>(out->size());
+  if (block) {
+    TC_RETURN_IF_ERROR(st->Bind({q.job_id, q.node, q.type, q.since_ms, limit, q.actor, *block}));
+  } else {
+    TC_RETURN_IF_ERROR(st->Bind({q.job_id, q.node, q.type, q.since_ms, limit, q.actor}));
+  }
+  return ForEachRow(*st, [&](auto& row) {
+    sched::Event& e = out->emplace_back();
     e.time_ms = row.Int(0);
     e.job_id = row.Text(1);
     e.attempt = static_cast<int32_t>(row.Int(2));
@@ -143,10 +145,65 @@ absl::StatusOr<std::vector<sched::Event>> ReadEvents(Cache& cache, const EventQu
     e.reason = row.Text(6);
     e.actor = row.Text(7);
     return absl::OkStatus();
+  });
+}
+
+// A node's events, through events_by_node_block (schema.h): block by block, newest first, until
+// `q.limit` are found, the blocks run out, or (with `q.since_ms`) the events before a block are
+// older than asked for.
+template <typename Cache>
+absl::Status AppendNodeEvents(Cache& cache, const EventQuery& q, std::vector<sched::Event>* out) {
+  int64_t first = 0;
+  int64_t last = -1;
+  TC_ASSIGN_OR_RETURN(auto* bounds, cache.Get("SELECT min(seq), max(seq) FROM events"));
+  TC_RETURN_IF_ERROR(bounds->Bind({}));
+  TC_RETURN_IF_ERROR(ForEachRow(*bounds, [&](auto& row) {
+    if (!row.IsNull(0)) {
+      first = row.Int(0) >> kEventBlockBits;
+      last = row.Int(1) >> kEventBlockBits;
+    }
+    return absl::OkStatus();
   }));
+  static_assert(kEventBlockBits == 12, "events_by_node_block and this query must agree");
+  for (int64_t block = last; block >= first && static_cast<int64_t>(out->size()) < q.limit;
+       --block) {
+    TC_RETURN_IF_ERROR(
+        AppendEvents(cache, TC_EVENTS_WHERE("(seq >> 12) = ?7 AND node = ?2"), q, block, out));
+    if (q.since_ms <= 0 || block == first) continue;
+    // Event times follow their order (a turn's time), so when the newest event before this
+    // block is older than `since_ms`, every one before it is too.
+    TC_ASSIGN_OR_RETURN(auto* before, cache.Get("SELECT time_ms FROM events WHERE seq < ?1 "
+                                                "ORDER BY seq DESC LIMIT 1"));
+    TC_RETURN_IF_ERROR(before->Bind({block << kEventBlockBits}));
+    bool older = true;
+    TC_RETURN_IF_ERROR(ForEachRow(*before, [&](auto& row) {
+      older = row.Int(0) < q.since_ms;
+      return absl::OkStatus();
+    }));
+    if (older) break;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+template <typename Cache>
+absl::StatusOr<std::vector<sched::Event>> ReadEvents(Cache& cache, const EventQuery& q) {
+  // One statement per index: a job's, a node's or an actor's events are found through theirs,
+  // however long the log (the same terms with "?1 = '' OR" would scan it all).
+  std::vector<sched::Event> out;
+  if (q.job_id.empty() && !q.node.empty()) {
+    TC_RETURN_IF_ERROR(AppendNodeEvents(cache, q, &out));
+  } else {
+    const char* sql = !q.job_id.empty()  ? TC_EVENTS_WHERE("job_id = ?1")
+                      : !q.actor.empty() ? TC_EVENTS_WHERE("actor = ?6")
+                                         : TC_EVENTS_WHERE("1 = 1");
+    TC_RETURN_IF_ERROR(AppendEvents(cache, sql, q, std::nullopt, &out));
+  }
   std::reverse(out.begin(), out.end());
   return out;
 }
+#undef TC_EVENTS_WHERE
 
 // The two connections' kinds: SQLite's and PostgreSQL's.
 #define TC_JOB_ROWS_INSTANTIATE(Cache)                                                           \

@@ -16,6 +16,11 @@
 
 namespace trainctl::storage {
 
+// Events are indexed by node within blocks of 2^kEventBlockBits consecutive ones
+// (events_by_node_block, schema 12): a turn's events then touch a few pages of that index, not
+// one page per node, and a node's events are read block by block, newest first.
+inline constexpr int kEventBlockBits = 12;
+
 struct EventQuery {
   std::string job_id;
   std::string node;

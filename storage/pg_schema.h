@@ -146,6 +146,11 @@ inline constexpr const char* kPgMigrations[] = {
     R"sql(
     DROP INDEX jobs_by_state;
     )sql",
+    // 11 -> 12: a node's events by block of 4,096, then node (schema.h).
+    R"sql(
+    DROP INDEX events_by_node;
+    CREATE INDEX events_by_node_block ON events((seq >> 12), node, seq);
+    )sql",
 };
 
 // The SQLSTATE of trainctl_fence's error: this trainctld's lease epoch is no longer current.

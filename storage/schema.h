@@ -147,6 +147,13 @@ inline constexpr const char* kMigrations[] = {
     R"sql(
     DROP INDEX jobs_by_state;
     )sql",
+    // 11 -> 12: a node's events by block of 4,096 (job_rows.h, kEventBlockBits), then node.
+    // Keyed by node first, as before, each of a turn's events went to a page of its own node's,
+    // so a commit wrote about one page per event; the blocks keep a turn's events together.
+    R"sql(
+    DROP INDEX events_by_node;
+    CREATE INDEX events_by_node_block ON events((seq >> 12), node, seq);
+    )sql",
 };
 
 }  // namespace trainctl::storage

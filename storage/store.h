@@ -94,7 +94,7 @@ struct EndedJob {
 class Store {
  public:
   // The schema version this build writes.
-  static constexpr int kSchemaVersion = 11;
+  static constexpr int kSchemaVersion = 12;
 
   virtual ~Store() = default;
 

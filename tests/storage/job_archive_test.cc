@@ -228,6 +228,36 @@ TEST_CASE("the archive lists events of a job, a node or an actor, newest kept, o
   CHECK(reasons(EventQuery{}).size() == 5);
 }
 
+TEST_CASE("a node's events are found across the blocks of its index, newest kept, oldest first",
+          "[backend]") {
+  // 10,000 events span three blocks of events_by_node_block; node-a has every 1,000th.
+  Db db;
+  Batch b;
+  for (int i = 0; i < 10'000; ++i) {
+    b.events.push_back({int64_t{i}, "j-1", 1, "worker-0", i % 1000 == 0 ? "node-a" : "node-b",
+                        "ReplicaStarted", std::to_string(i), ""});
+  }
+  REQUIRE(db.store->Commit(b).ok());
+  auto archive = db.Archive();
+  auto reasons = [&](int32_t limit, int64_t since_ms, const std::string& node = "node-a") {
+    EventQuery q;
+    q.node = node;
+    q.limit = limit;
+    q.since_ms = since_ms;
+    absl::StatusOr<std::vector<sched::Event>> events = archive->ListEvents(q);
+    REQUIRE(events.ok());
+    std::string out;
+    for (const sched::Event& e : *events) out += (out.empty() ? "" : " ") + e.reason;
+    return out;
+  };
+  CHECK(reasons(1000, 0) == "0 1000 2000 3000 4000 5000 6000 7000 8000 9000");
+  CHECK(reasons(3, 0) == "7000 8000 9000");
+  CHECK(reasons(1000, 4500) == "5000 6000 7000 8000 9000");
+  CHECK(reasons(1000, 9001).empty());
+  CHECK(reasons(1000, 0, "node-c").empty());
+  CHECK(reasons(2, 0, "node-b") == "9998 9999");
+}
+
 TEST_CASE("a create's request id finds its job in the database within the window", "[backend]") {
   Db db;
   Batch b;

@@ -416,14 +416,18 @@ TEST_CASE("a database at schema version 1 migrates to the current one and keeps 
   CHECK(snap->jobs.size() == 1);
   again->reset();
 
-  // Schema 11 dropped the index of jobs by state, which no read used.
+  // Schema 11 dropped the index of jobs by state, which no read used; 12 indexes a node's
+  // events by block.
   sqlite3* raw = nullptr;
   REQUIRE(sqlite3_open(db.c_str(), &raw) == SQLITE_OK);
   sqlite3_stmt* st = nullptr;
-  REQUIRE(sqlite3_prepare_v2(raw, "SELECT count(*) FROM sqlite_master WHERE name = 'jobs_by_state'",
+  REQUIRE(sqlite3_prepare_v2(raw,
+                             "SELECT group_concat(name) FROM sqlite_master WHERE name IN "
+                             "('jobs_by_state', 'events_by_node', 'events_by_node_block')",
                              -1, &st, nullptr) == SQLITE_OK);
   REQUIRE(sqlite3_step(st) == SQLITE_ROW);
-  CHECK(sqlite3_column_int(st, 0) == 0);
+  CHECK(std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))) ==
+        "events_by_node_block");
   sqlite3_finalize(st);
   sqlite3_close(raw);
 }
