@@ -7,12 +7,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "storage/sqlite_process.h"
 
 namespace trainctl::storage {
 
 absl::StatusOr<std::unique_ptr<SqliteJobArchive>> SqliteJobArchive::Open(const std::string& path) {
   sqlite3* db = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &db, SingleThreadOpenFlags(SQLITE_OPEN_READONLY), nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close(db);
