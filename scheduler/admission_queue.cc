@@ -44,6 +44,7 @@ void AdmissionQueue::RestoreQuotas(std::vector<v1::Quota> quotas) {
 
 void AdmissionQueue::Enqueue(const Job& job) {
   ++version_;
+  order_.reset();
   const QueueKey key = KeyOf(job);
   queue_.insert(key);
   project_queues_[job.project].insert(key);
@@ -55,6 +56,7 @@ void AdmissionQueue::Enqueue(const Job& job) {
 
 void AdmissionQueue::Dequeue(const Job& job) {
   ++version_;
+  order_.reset();
   const QueueKey key = KeyOf(job);
   queue_.erase(key);
   auto it = project_queues_.find(job.project);
@@ -323,10 +325,17 @@ std::shared_ptr<const QueueState> AdmissionQueue::State(const JobTable& jobs,
   state->default_quota = default_quota_;
   state->quotas = quotas_;
   state->usage = usage_;
-  for (const auto& [project, q] : project_queues_) {
-    std::vector<std::string>& ids = state->order[project];
-    ids.reserve(q.size());
-    for (const QueueKey& key : q) ids.push_back(std::get<3>(key));
+  if (order_ == nullptr) {
+    auto order = std::make_shared<QueueOrder>();
+    for (const auto& [project, q] : project_queues_) {
+      std::vector<std::string>& ids = (*order)[project];
+      ids.reserve(q.size());
+      for (const QueueKey& key : q) ids.push_back(std::get<3>(key));
+    }
+    order_ = std::move(order);
+  }
+  state->order = order_;
+  for (const auto& [project, ids] : *order_) {
     state->head_demand[project] = DemandOf(*jobs.Find(ids.front()));
   }
   state->free = nodes.FreeNodes();

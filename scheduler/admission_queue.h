@@ -110,7 +110,8 @@ class AdmissionQueue {
 
   // --- Reads ---------------------------------------------------------------------------------
 
-  // Everything queue statuses and projects are computed from, as of now.
+  // Everything queue statuses and projects are computed from, as of now. The queued jobs' order
+  // is built again only after the membership changed; until then, every state shares it.
   std::shared_ptr<const QueueState> State(const JobTable& jobs, const NodeRegistry& nodes) const;
   // Queued job ids in admission order, of `project` (or all), at most `limit`.
   std::vector<std::string> Queued(const std::string& project, int32_t limit) const;
@@ -168,6 +169,9 @@ class AdmissionQueue {
   std::map<std::string, std::pair<uint64_t, bool>> fits_idle_;
   bool pass_needed_ = true;
   uint64_t version_ = 0;
+  // The queue's order as State() last built it, for the next State() to share; null once the
+  // membership changed (Enqueue, Dequeue).
+  mutable std::shared_ptr<const QueueOrder> order_;
 };
 
 }  // namespace trainctl::sched

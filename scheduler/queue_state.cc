@@ -55,6 +55,12 @@ ProjectUsage QueueState::UsageOf(const std::string& project) const {
   return it == usage.end() ? ProjectUsage{} : it->second;
 }
 
+const std::vector<std::string>& QueueState::OrderOf(const std::string& project) const {
+  static const std::vector<std::string> kNone;
+  auto it = order->find(project);
+  return it == order->end() ? kNone : it->second;
+}
+
 Res Borrowable(const std::string& project, const v1::Quota& quota,
                const std::map<std::string, v1::Quota>& quotas,
                const std::map<std::string, ProjectUsage>& usage,
@@ -151,9 +157,7 @@ std::vector<v1::Blocker> BlockersOf(const QueueState& state, const QueuedJob& jo
 v1::QueueStatus QueueStatusOf(const QueueState& state, const QueuedJob& job, absl::Time now) {
   v1::QueueStatus qs;
   for (v1::Blocker& b : BlockersOf(state, job, now)) *qs.add_blockers() = std::move(b);
-  static const std::vector<std::string> kNone;
-  auto order = state.order.find(job.project);
-  const std::vector<std::string>& ids = order == state.order.end() ? kNone : order->second;
+  const std::vector<std::string>& ids = state.OrderOf(job.project);
   const int32_t ahead =
       static_cast<int32_t>(std::find(ids.begin(), ids.end(), job.id) - ids.begin());
   for (int32_t i = 0; i < ahead && i < 10; ++i) qs.add_jobs_ahead(ids[i]);
@@ -183,9 +187,8 @@ v1::Project MakeProject(const std::string& name, const v1::Quota& quota, bool de
 }
 
 v1::Project ProjectOf(const QueueState& state, const std::string& name) {
-  auto q = state.order.find(name);
   return MakeProject(name, state.QuotaOf(name), state.quotas.count(name) == 0, state.UsageOf(name),
-                     q == state.order.end() ? 0 : static_cast<int32_t>(q->second.size()));
+                     static_cast<int32_t>(state.OrderOf(name).size()));
 }
 
 }  // namespace trainctl::sched

@@ -48,13 +48,18 @@ QueuedJob QueuedJobOf(const Job& job);
 // The same from the API's message (a published snapshot). Replica needs come from the spec.
 QueuedJob QueuedJobOf(const v1::Job& job);
 
+// Queued job ids per project, in admission order.
+using QueueOrder = std::map<std::string, std::vector<std::string>>;
+
 struct QueueState {
   v1::Quota default_quota;
   // Projects' own quotas.
   std::map<std::string, v1::Quota> quotas;
   std::map<std::string, ProjectUsage> usage;
-  // Queued job ids per project, in admission order.
-  std::map<std::string, std::vector<std::string>> order;
+  // Queued job ids per project, in admission order. Every state built while the queue's
+  // membership stays the same shares one (AdmissionQueue keeps it): publishing the state after a
+  // turn that changed only usage copies no job id, however long the queue.
+  std::shared_ptr<const QueueOrder> order = std::make_shared<const QueueOrder>();
   // The whole demand of each project's first queued job.
   std::map<std::string, Res> head_demand;
   // Schedulable nodes and what is free on each.
@@ -65,6 +70,8 @@ struct QueueState {
   // The effective quota of a project (its own, or the default).
   v1::Quota QuotaOf(const std::string& project) const;
   ProjectUsage UsageOf(const std::string& project) const;
+  // The project's queued job ids, in admission order (none: empty).
+  const std::vector<std::string>& OrderOf(const std::string& project) const;
 };
 
 // The most `project` may borrow from its cohort in all, per resource, what it borrows already

@@ -110,6 +110,29 @@ TEST_CASE("AdmissionQueue: retries first, then higher priority, then earlier cre
   CHECK(q.queue.Projects() == std::set<std::string>{"p"});  // "other" has nothing left
 }
 
+TEST_CASE("AdmissionQueue: states share the queued jobs' order until the membership changes") {
+  Queue q;
+  q.Add(MakeJob("j-a", "p", 1, {{1, 0, 0}}));
+  q.Add(MakeJob("j-b", "p", 2, {{1, 0, 0}}, 5));
+  const std::shared_ptr<const QueueState> first = q.queue.State(q.jobs, q.nodes);
+  CHECK(first->OrderOf("p") == std::vector<std::string>{"j-b", "j-a"});
+  CHECK(first->OrderOf("other").empty());
+  // Usage changes (a job of another project runs): a new state, the same order object.
+  q.Running("other", 1);
+  const std::shared_ptr<const QueueState> second = q.queue.State(q.jobs, q.nodes);
+  CHECK(second->order == first->order);
+  CHECK(second->UsageOf("other").used.cpu == 1);
+  CHECK(first->UsageOf("other").used.cpu == 0);
+  // A job leaves the queue: the order is built again; the old state keeps its own.
+  q.Admit("j-b");
+  const std::shared_ptr<const QueueState> third = q.queue.State(q.jobs, q.nodes);
+  CHECK(third->order != first->order);
+  CHECK(third->OrderOf("p") == std::vector<std::string>{"j-a"});
+  CHECK(first->OrderOf("p") == std::vector<std::string>{"j-b", "j-a"});
+  q.Add(MakeJob("j-c", "q", 3, {{1, 0, 0}}));
+  CHECK(q.queue.State(q.jobs, q.nodes)->OrderOf("q") == std::vector<std::string>{"j-c"});
+}
+
 TEST_CASE("AdmissionQueue: a pass starts jobs in admission order, with a node per replica") {
   Queue q({"node-a", "node-b"});
   q.Add(MakeJob("j-a", "p", 1, {{1, 100, 0}, {1, 100, 0}}));
