@@ -81,6 +81,26 @@ absl::Status CheckInvariants(const Core& core) {
   if (absl::Status usage = core.CheckUsage(); !usage.ok()) {
     return Broken(std::string(usage.message()));
   }
+  // The admission picture's order (kept between pictures until the queue's membership changes)
+  // lists exactly the QUEUED jobs, each under its project.
+  const std::shared_ptr<const QueueState> state = core.QueueSnapshot();
+  size_t listed = 0;
+  for (const auto& [project, ids] : *state->order) {
+    for (const std::string& id : ids) {
+      const Job* job = core.FindJob(id);
+      if (job == nullptr || job->state != v1::JOB_STATE_QUEUED || job->project != project) {
+        return Broken(absl::StrCat("the admission picture lists job ", id, " under project ",
+                                   project, ", which is not a QUEUED job of it"));
+      }
+    }
+    listed += ids.size();
+  }
+  size_t queued = 0;
+  for (const auto& [id, job] : core.jobs()) queued += job.state == v1::JOB_STATE_QUEUED ? 1 : 0;
+  if (listed != queued) {
+    return Broken(absl::StrCat("the admission picture lists ", listed, " queued jobs; ", queued,
+                               " are QUEUED"));
+  }
   return absl::OkStatus();
 }
 

@@ -14,6 +14,8 @@
 //   - no node holds a negative amount of any resource;
 //   - the usage kept incrementally matches a recount (Core::CheckUsage: per node, per project,
 //     ports, GPU devices).
+//   - the admission picture readers are given (Core::QueueSnapshot) lists exactly the QUEUED
+//     jobs, each under its project.
 //
 // Thread-safety: a pure function of `core`; the caller owns the core's thread.
 #pragma once
