@@ -118,8 +118,9 @@ absl::StatusOr<std::vector<sched::ReplicaRun>> ReadRuns(Cache& cache, const std:
 
 namespace {
 
-// The newest `q.limit` events that `where` selects, newest first, appended to `out`. `where`
-// binds ?1..?6 as EventQuery's fields do; `block` (when given) is ?7.
+// Appends to `out`, newest first, the newest events that `sql` (a TC_EVENTS_WHERE) selects, up
+// to `q.limit` in `out` in all. ?1..?6 are bound to EventQuery's fields, ?7 to `block` when
+// given.
 #define TC_EVENTS_WHERE(first)                                                                   \
   "SELECT time_ms, job_id, attempt, replica, node, type, reason, actor FROM events WHERE " first \
   " AND (?1 = '' OR job_id = ?1) AND (?2 = '' OR node = ?2) AND (?3 = '' OR type = ?3) AND "     \
