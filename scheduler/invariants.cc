@@ -69,8 +69,10 @@ absl::Status CheckJob(const Core& core, const Job& job, std::map<std::string, Re
 
 absl::Status CheckInvariants(const Core& core) {
   std::map<std::string, Res> used;
+  size_t queued = 0;
   for (const auto& [id, job] : core.jobs()) {
     if (absl::Status s = CheckJob(core, job, &used); !s.ok()) return s;
+    queued += job.state == v1::JOB_STATE_QUEUED ? 1 : 0;
   }
   for (const auto& [node, res] : used) {
     if (res.cpu < -1e-6 || res.memory_mb < 0 || res.gpus < 0) {
@@ -95,8 +97,6 @@ absl::Status CheckInvariants(const Core& core) {
     }
     listed += ids.size();
   }
-  size_t queued = 0;
-  for (const auto& [id, job] : core.jobs()) queued += job.state == v1::JOB_STATE_QUEUED ? 1 : 0;
   if (listed != queued) {
     return Broken(absl::StrCat("the admission picture lists ", listed, " queued jobs; ", queued,
                                " are QUEUED"));

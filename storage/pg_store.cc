@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "spdlog/spdlog.h"
 #include "storage/batch_writer.h"
 #include "storage/job_rows.h"
 #include "storage/pg_schema.h"
@@ -134,8 +135,14 @@ absl::Status PgStore::Migrate() {
         return absl::FailedPreconditionError(absl::StrCat(
             conn_->where(), " has schema version ", version, ", which no PostgreSQL store had"));
       }
-      absl::Status m = conn_->Exec(kPgMigrations[step]);
       const int to = step == 0 ? kPgFirstVersion : version + 1;
+      if (version > 0) {
+        spdlog::info(
+            "upgrading {} from schema version {} to {}; on a large database a rebuilt index "
+            "takes a while, and trainctld serves once it is done",
+            conn_->where(), version, to);
+      }
+      absl::Status m = conn_->Exec(kPgMigrations[step]);
       if (m.ok()) {
         m = conn_->Exec(version == 0 ? absl::StrCat("INSERT INTO schema_version VALUES (", to, ")")
                                      : absl::StrCat("UPDATE schema_version SET version = ", to));

@@ -6,16 +6,12 @@
 
 namespace trainctl::storage {
 
-void ConfigureSqliteProcess() {
+int SingleThreadOpenFlags(int flags) {
   static std::once_flag once;
   std::call_once(once, [] {
-    // SQLITE_MISUSE when SQLite already initialized: the statistics then stay on.
+    // SQLITE_MISUSE when SQLite already initialized: the statistics then stay on (harmless).
     sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
   });
-}
-
-int SingleThreadOpenFlags(int flags) {
-  ConfigureSqliteProcess();
   return flags | SQLITE_OPEN_NOMUTEX;
 }
 

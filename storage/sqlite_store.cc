@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
+#include "spdlog/spdlog.h"
 #include "storage/batch_writer.h"
 #include "storage/schema.h"
 #include "storage/snapshot_reader.h"
@@ -188,6 +189,12 @@ absl::Status SqliteStore::Migrate() {
     return absl::FailedPreconditionError(absl::StrCat(
         "the database has schema version ", version, ", newer than this trainctld supports (",
         kSchemaVersion, "); run a newer trainctld or restore a backup"));
+  }
+  if (version > 0 && version < kSchemaVersion) {
+    spdlog::info(
+        "upgrading the database from schema version {} to {}; on a large database a rebuilt "
+        "index takes a while, and trainctld serves once it is done",
+        version, kSchemaVersion);
   }
   for (int v = version; v < kSchemaVersion; ++v) {
     TC_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
