@@ -378,9 +378,16 @@ void Core::Tick(int64_t now_ms, Effects* fx) {
 }
 
 size_t Core::Schedule(int64_t now_ms, Effects* fx) {
-  const absl::Time now = FromMs(now_ms);
+  return StartAdmitted(PlanAdmissions(now_ms), now_ms, fx);
+}
+
+AdmissionPlan Core::PlanAdmissions(int64_t now_ms) {
   if (nodes_.TakeChanged()) queue_.Wake();
-  const AdmissionPlan plan = queue_.Pass(jobs_, &nodes_, now, &timers_);
+  return queue_.Pass(jobs_, &nodes_, FromMs(now_ms), &timers_);
+}
+
+size_t Core::StartAdmitted(const AdmissionPlan& plan, int64_t now_ms, Effects* fx) {
+  const absl::Time now = FromMs(now_ms);
   for (const AdmissionPlan::Stockout& s : plan.stockouts) {
     Job* job = jobs_.Find(s.job_id);
     const RetryDecision d = DecideOnStockout(*job, s.missing);

@@ -190,8 +190,14 @@ class Core {
   // lost timeout LOST, moving their replicas one fence margin later (node_health.h).
   void Tick(int64_t now, Effects* fx);
   // Places QUEUED jobs in admission order. Cheap when nothing changed since the last call.
-  // Returns how many jobs it admitted (started).
+  // Returns how many jobs it admitted (started). The same as StartAdmitted(PlanAdmissions(now)).
   size_t Schedule(int64_t now, Effects* fx);
+  // Schedule's two halves, for a caller that measures them apart: the admission pass, which
+  // decides which queued jobs start and on which nodes (and which ran out of time waiting for
+  // capacity), and the start of what it decided: attempts, replicas, launches and events. Nothing
+  // may happen to the core between the two calls.
+  AdmissionPlan PlanAdmissions(int64_t now);
+  size_t StartAdmitted(const AdmissionPlan& plan, int64_t now, Effects* fx);
 
   // --- Reads -------------------------------------------------------------------------------
 

@@ -59,6 +59,13 @@ DaemonMetrics::DaemonMetrics()
                                         "How long each turn's SQLite transaction took to commit.",
                                         {}, LatencyBuckets())
                           .With({})),
+      admission_pass_seconds_(
+          registry_
+              .AddHistogram("trainctl_admission_pass_seconds",
+                            "How long each turn's admission pass took to decide which queued "
+                            "jobs start and on which nodes (starting them is not counted).",
+                            {}, LatencyBuckets())
+              .With({})),
       writes_refused_(registry_
                           .AddGauge("trainctl_writes_refused",
                                     "1 while trainctld refuses changes after a failed commit (a "
@@ -156,6 +163,8 @@ void DaemonMetrics::OnTurn(double seconds, int64_t wall_ms) {
 }
 
 void DaemonMetrics::OnCommit(double seconds) { commit_seconds_.Observe(seconds); }
+
+void DaemonMetrics::OnAdmissionPass(double seconds) { admission_pass_seconds_.Observe(seconds); }
 
 void DaemonMetrics::OnCommitted(const sched::Tally& tally,
                                 const std::vector<sched::Event>& events) {

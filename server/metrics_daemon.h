@@ -51,6 +51,8 @@ class DaemonMetrics {
   void OnTurn(double seconds, int64_t wall_ms);
   // A turn's SQLite commit took `seconds`.
   void OnCommit(double seconds);
+  // A turn's admission pass (deciding which queued jobs start, and where) took `seconds`.
+  void OnAdmissionPass(double seconds);
   // After a turn's commit: what it did. Called by one thread at a time (the loop's).
   void OnCommitted(const sched::Tally& tally, const std::vector<sched::Event>& events);
   // The nodes the core holds now (after a turn that changed any, or a reload).
@@ -71,6 +73,7 @@ class DaemonMetrics {
   metrics::Histogram& turn_seconds_;
   metrics::Gauge& last_turn_;
   metrics::Histogram& commit_seconds_;
+  metrics::Histogram& admission_pass_seconds_;
   metrics::Gauge& writes_refused_;
   metrics::Gauge& leader_epoch_;
   metrics::Gauge& reports_in_flight_;

@@ -193,11 +193,13 @@ class ReconcileLoop {
   std::unordered_map<std::string, int64_t> ended_at_;
   // How long each turn took, on a steady clock.
   LatencyHistogram turns_;
-  // Jobs admitted, and the time spent in the scheduling passes (Core::Schedule: the admission
-  // pass and starting what it admitted) that admitted them: on a steady clock, and the loop
-  // thread's CPU time (the passes' own cost, without the time other threads ran meanwhile).
+  // Jobs admitted; the time of every admission pass (Core::PlanAdmissions: deciding), and of
+  // starting what the passes admitted (Core::StartAdmitted), on a steady clock; and the loop
+  // thread's CPU time in the passes that admitted any, both halves (their own cost, without the
+  // time other threads ran meanwhile).
   uint64_t admitted_ = 0;
-  double admitting_seconds_ = 0;
+  double deciding_seconds_ = 0;
+  double starting_seconds_ = 0;
   double admitting_cpu_seconds_ = 0;
 
   mutable absl::Mutex mu_;

@@ -137,6 +137,9 @@ workerPools:
   CHECK(moved("trainctl_job_submit_to_running_seconds_count", {{"project", project}}) == 2);
   CHECK(moved("trainctl_reconcile_turn_seconds_count", {}) > 0);
   CHECK(moved("trainctl_sqlite_commit_seconds_count", {}) > 0);
+  // A pass each turn; the two jobs were admitted by some of them, which took time.
+  CHECK(moved("trainctl_admission_pass_seconds_count", {}) > 0);
+  CHECK(moved("trainctl_admission_pass_seconds_sum", {}) > 0);
   CHECK(MetricValue(after, "trainctl_jobs") == 0);  // none live
   CHECK(MetricValue(after, "trainctl_nodes", {{"state", "READY"}}) == 1);
   CHECK(MetricValue(after, "trainctl_writes_refused") == 0);
@@ -145,8 +148,8 @@ workerPools:
   CHECK(MetricValue(after, "trainctl_reconcile_last_turn_timestamp_seconds") > now_s - 10);
   for (const char* family :
        {"trainctl_jobs", "trainctl_nodes", "trainctl_reconcile_turn_seconds",
-        "trainctl_sqlite_commit_seconds", "trainctl_job_admission_wait_seconds",
-        "trainctl_agent_reports_in_flight"}) {
+        "trainctl_sqlite_commit_seconds", "trainctl_admission_pass_seconds",
+        "trainctl_job_admission_wait_seconds", "trainctl_agent_reports_in_flight"}) {
     INFO(family);
     CHECK(after.families.count(family) == 1);
   }

@@ -38,6 +38,8 @@ TEST_CASE("a turn's tally and events move the counters they name", "[metrics]") 
   events[1].type = "JobQueued";
   m.OnCommitted(tally, events);
   m.OnCommit(0.004);
+  m.OnAdmissionPass(0.0005);
+  m.OnAdmissionPass(0.0015);
   m.OnTurn(0.01, 1'700'000'000'000);
 
   const testing::Exposition e = Parsed(m);
@@ -57,6 +59,8 @@ TEST_CASE("a turn's tally and events move the counters they name", "[metrics]") 
   CHECK(e.Value("trainctl_job_admission_wait_seconds_sum", {{"project", "audio"}}) == 0.005);
   CHECK(e.Value("trainctl_job_submit_to_running_seconds_count") == 1);
   CHECK(e.Value("trainctl_sqlite_commit_seconds_count") == 1);
+  CHECK(e.Value("trainctl_admission_pass_seconds_count") == 2);
+  CHECK(e.Value("trainctl_admission_pass_seconds_sum") == Approx(0.002));
   CHECK(e.Value("trainctl_reconcile_turn_seconds_sum") == 0.01);
   CHECK(e.Value("trainctl_reconcile_last_turn_timestamp_seconds") == 1'700'000'000);
 }
