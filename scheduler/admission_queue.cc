@@ -146,6 +146,9 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
   AdmissionPlan plan;
   if (!pass_needed_) return plan;
   pass_needed_ = false;
+  // Nothing waits: no need to index the nodes (work that grows with the cluster, every turn that
+  // changed what a node holds).
+  if (queue_.empty()) return plan;
   const NodeRegistry& nodes = *registry;
   std::map<std::string, ProjectUsage> usage = usage_;
   FreeIndex& free = registry->PassIndex();
@@ -321,7 +324,6 @@ std::vector<std::string> AdmissionQueue::ExpiredDeadlines(absl::Time now) const 
 std::shared_ptr<const QueueState> AdmissionQueue::State(const JobTable& jobs,
                                                         const NodeRegistry& nodes) const {
   auto state = std::make_shared<QueueState>();
-  state->windows = WindowsOf(nodes);
   state->default_quota = default_quota_;
   state->quotas = quotas_;
   state->usage = usage_;
@@ -338,7 +340,12 @@ std::shared_ptr<const QueueState> AdmissionQueue::State(const JobTable& jobs,
   for (const auto& [project, ids] : *order_) {
     state->head_demand[project] = DemandOf(*jobs.Find(ids.front()));
   }
-  state->free = nodes.FreeNodes();
+  // The nodes explain why a queued job waits: a picture with no job queued needs none of them,
+  // and building it then costs nothing that grows with the cluster.
+  if (!queue_.empty()) {
+    state->windows = WindowsOf(nodes);
+    state->free = nodes.FreeNodes();
+  }
   return state;
 }
 

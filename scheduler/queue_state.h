@@ -63,6 +63,7 @@ struct QueueState {
   // The whole demand of each project's first queued job.
   std::map<std::string, Res> head_demand;
   // Schedulable nodes and what is free on each.
+  // Empty while no job is queued (nothing to explain).
   std::vector<NodeFree> free;
   // Nodes with a maintenance window (maintenance.h).
   std::vector<NodeWindow> windows;

@@ -133,6 +133,19 @@ TEST_CASE("AdmissionQueue: states share the queued jobs' order until the members
   CHECK(q.queue.State(q.jobs, q.nodes)->OrderOf("q") == std::vector<std::string>{"j-c"});
 }
 
+TEST_CASE("AdmissionQueue: a picture holds the free nodes only while a job waits") {
+  Queue q({"node-a", "node-b"});
+  // Nothing queued: nothing to explain, and a picture that costs nothing per node.
+  CHECK(q.queue.State(q.jobs, q.nodes)->free.empty());
+  CHECK(q.Pass(kT0).starts.empty());
+  q.Add(MakeJob("j-a", "p", 1, {{1, 0, 0}}));
+  const std::shared_ptr<const QueueState> waiting = q.queue.State(q.jobs, q.nodes);
+  REQUIRE(waiting->free.size() == 2);
+  CHECK(waiting->free[0].name == "node-a");
+  q.Admit("j-a");
+  CHECK(q.queue.State(q.jobs, q.nodes)->free.empty());
+}
+
 TEST_CASE("AdmissionQueue: a pass starts jobs in admission order, with a node per replica") {
   Queue q({"node-a", "node-b"});
   q.Add(MakeJob("j-a", "p", 1, {{1, 100, 0}, {1, 100, 0}}));
