@@ -12,10 +12,10 @@
 //               10,000 queued, and trainctld's metrics the time its admission passes took to
 //               decide them (decisions per second);
 //   placement   the other jobs (TRAINCTL_BENCH_JOBS in all, default 100,000) submitted from
-//               TRAINCTL_BENCH_SUBMITTERS threads (default 32: each waits for its answer, a turn
-//               or two, so 8 left trainctld waiting for work), of 1 to 64 replicas (mostly
-//               small), priorities 0/50/100, across the 50 projects: placed replicas per second
-//               from the first submit to the last launch;
+//               TRAINCTL_BENCH_SUBMITTERS threads (default 128: each waits for its answer, so
+//               with fewer the clients set the pace and trainctld's turns stay small), of 1 to 64
+//               replicas (mostly small), priorities 0/50/100, across the 50 projects: placed
+//               replicas per second from the first submit to the last launch;
 // each phase with the CPU time of trainctld and of this process; and trainctld's RSS at the end,
 // its reconcile loop's turn latencies and the time its scheduling passes took to admit the jobs
 // (the summaries trainctld logs when it stops).
@@ -430,7 +430,7 @@ TEST_CASE("trainctld with a thousand simulated agents", "[bench]") {
   trainctl::UseBuildMutexChecks();
   const int agents = EnvInt("TRAINCTL_BENCH_AGENTS", 1000);
   const int jobs = std::max(kQueued + 1, EnvInt("TRAINCTL_BENCH_JOBS", 100'000));
-  const int submitters = EnvInt("TRAINCTL_BENCH_SUBMITTERS", 32);
+  const int submitters = EnvInt("TRAINCTL_BENCH_SUBMITTERS", 128);
   char tmpl[] = "/tmp/trainctl-scale-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
   trainctl::testing::Process daemon(
