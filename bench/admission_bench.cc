@@ -54,7 +54,7 @@ int main() {
   options.checkpoint_root = "/tmp";
   options.id_seed = 1;
   Core core(options);
-  int64_t now = 1'000'000;
+  int64_t now = 1'795'000'000'000;  // 2026-11-18, ms
   Effects fx;
   for (int i = 0; i < kNodes; ++i) core.AgentRegistered(Node(i), now, &fx);
   for (int p = 0; p < kProjects; ++p) {

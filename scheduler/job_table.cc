@@ -23,9 +23,12 @@ std::string JobTable::NewId(absl::Time create_time) {
   uint64_t ms = static_cast<uint64_t>(std::max<int64_t>(0, ToMs(create_time) - ToMs(kEpoch)));
   std::string time(8, '0');
   for (int i = 7; i >= 0; --i, ms /= 36) time[i] = kAlphabet[ms % 36];
-  for (;;) {
+  // Create times never repeat (NextCreateTime), so the drawn characters seldom matter; but a
+  // clock before 2020 puts every id in millisecond 0, where 2 characters run out after 1,296
+  // jobs: every 64 draws that found only ids in use add a character.
+  for (int draws = 0;; ++draws) {
     std::string id = absl::StrCat("j-", time);
-    for (int i = 0; i < 2; ++i) id += kAlphabet[rng_() % 36];
+    for (int i = 0; i < 2 + draws / 64; ++i) id += kAlphabet[rng_() % 36];
     if (jobs_.find(id) == jobs_.end()) return id;
   }
 }

@@ -2,6 +2,7 @@
 // log of a run lives.
 #include "scheduler/job_table.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <set>
 #include <string>
@@ -87,6 +88,22 @@ TEST_CASE("JobTable: ids sort as their creation times do") {
     CHECK(id > last);
     last = id;
   }
+}
+
+TEST_CASE("JobTable: a clock before 2020 still gives every job an id of its own") {
+  JobTable jobs(3);
+  std::set<std::string> ids;
+  absl::Time t = absl::FromUnixSeconds(1000);  // every id falls in millisecond 0
+  for (int i = 0; i < 3000; ++i) {
+    t = jobs.NextCreateTime(t);
+    const std::string id = jobs.NewId(t);
+    CHECK(id.substr(0, 10) == "j-00000000");
+    CHECK(ids.insert(id).second);
+    jobs.Insert(MakeJob(id, 0));
+  }
+  // 2 drawn characters give 1,296 ids; at least the others drew a third.
+  CHECK(std::count_if(ids.begin(), ids.end(),
+                      [](const std::string& id) { return id.size() > 12; }) >= 3000 - 1296);
 }
 
 TEST_CASE("JobTable: creation times strictly increase, within a millisecond too") {
