@@ -26,6 +26,7 @@ struct AdmissionReading {
 
 // `http_address` is trainctld's "host:port" (its data dir's trainctld.http-addr).
 inline AdmissionReading ReadAdmission(const std::string& http_address) {
+  INFO("reading GET /metrics of trainctld at " << http_address);
   int port = 0;
   REQUIRE(absl::SimpleAtoi(http_address.substr(http_address.rfind(':') + 1), &port));
   httplib::Client client(http_address.substr(0, http_address.rfind(':')), port);
