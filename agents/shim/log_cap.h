@@ -25,7 +25,6 @@
 #pragma once
 
 #include <fcntl.h>
-#include <linux/falloc.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>

@@ -30,6 +30,7 @@
 #include <stdio.h>  // rename() only; no streams
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,6 +52,9 @@ constexpr char kUsage[] =
 
 // More than the hierarchies a host can mount.
 constexpr int kMaxCgroups = 32;
+// close_range(2)'s flag (linux/close_range.h), called through syscall(2): not every C library
+// the shim builds with wraps it.
+constexpr unsigned kCloseRangeCloexec = 1U << 2;
 
 // What the command line asks for. Strings point into argv.
 struct Config {
@@ -283,7 +287,7 @@ sigset_t HandledSignals() {
       if (config.cwd == nullptr || chdir(config.cwd) == 0) {
         // Whatever else the shim holds ends at exec; the exec pipe too, which tells the shim
         // that exec succeeded. Best effort: kernels before 5.11 lack the flag.
-        close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+        syscall(SYS_close_range, 3, ~0U, kCloseRangeCloexec);
         failure.stage = kExec;
         execve(config.exec, config.argv, environ);
       }

@@ -80,9 +80,11 @@ namespace trainctl::shim {
 inline constexpr char kShimPidFile[] = "shim.pid";
 inline constexpr char kStatusFile[] = "status";
 
-// The signal that asks the shim to send the signal in its value to the replica's group. A
-// function, since SIGRTMIN is one in glibc.
-inline int ShimForwardSignal() { return SIGRTMIN + 1; }
+// The signal that asks the shim to send the signal in its value to the replica's group: real-time
+// signal 35. A number, not SIGRTMIN + n: the agent (glibc, which keeps 32 and 33 for itself) and
+// the shim (musl where it is built with it, which keeps 32 to 34) have different SIGRTMINs. 35 is
+// glibc's SIGRTMIN + 1, what shims of earlier releases, which an upgraded agent adopts, expect.
+inline int ShimForwardSignal() { return 35; }
 
 // The shim's exit status when it failed itself.
 inline constexpr int kShimFailedExitCode = 125;

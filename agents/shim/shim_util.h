@@ -70,7 +70,11 @@ using Path = Text<PATH_MAX + 32>;
 using Message = Text<PATH_MAX + 256>;
 
 inline const char* ErrorText(int error) {
-  const char* text = strerrordesc_np(error);  // unlike strerror: no locale, no allocation
+#ifdef __GLIBC__
+  const char* text = strerrordesc_np(error);  // unlike glibc's strerror: no locale, no allocation
+#else
+  const char* text = strerror(error);  // musl's: a fixed table, no allocation
+#endif
   return text != nullptr ? text : "Unknown error";
 }
 
