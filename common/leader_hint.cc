@@ -31,6 +31,17 @@ std::string StandbyMessage(const v1::LeaderInfo& leader, const std::string& self
                       " (epoch ", leader.epoch(), ")");
 }
 
+std::string StandbyRestMessage(const v1::LeaderInfo& leader, const std::string& self_http) {
+  if (leader.address().empty() || !leader.http_address().empty()) {
+    v1::LeaderInfo rest = leader;
+    rest.set_address(leader.http_address());
+    return StandbyMessage(rest, self_http);
+  }
+  return absl::StrCat("trainctld at ", self_http, " is a standby; the leader (epoch ",
+                      leader.epoch(), ") serves no REST API; its gRPC address is ",
+                      leader.address());
+}
+
 grpc::Status StandbyStatus(const v1::LeaderInfo& leader, const std::string& self) {
   v1::RpcStatus details;
   details.set_code(grpc::StatusCode::UNAVAILABLE);

@@ -27,8 +27,11 @@ inline constexpr char kLeaderHttpHeader[] = "Trainctl-Leader";
 // A standby's answer to every call: UNAVAILABLE saying that `self` is a standby and who leads,
 // with `leader` as the status details. The caller also sends the trailer (LeaderTrailerValue).
 grpc::Status StandbyStatus(const v1::LeaderInfo& leader, const std::string& self);
-// The message of that status, for REST's body.
+// The message of that status.
 std::string StandbyMessage(const v1::LeaderInfo& leader, const std::string& self);
+// The same for REST's body: `self_http` is this trainctld's REST address, and the leader is named
+// by its REST address (or said to serve none).
+std::string StandbyRestMessage(const v1::LeaderInfo& leader, const std::string& self_http);
 
 // The leader a failed call's status names: from its details, else from the `trainctl-leader`
 // trailer of `ctx` (may be null; only after the call finished). nullopt for any other status.

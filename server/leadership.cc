@@ -56,7 +56,7 @@ absl::StatusOr<std::optional<Lead>> WaitToLead(const LeadershipOptions& options,
                             ? AdvertisedAddress(options.standby.http_listen, lead.http_port)
                             : options.advertise_http_address;
   }
-  standby.set_self(lead.address);
+  standby.set_self(lead.address, lead.http_address);
   sd_notify(0, "READY=1\nSTATUS=standby: waiting for the leader lease");
   spdlog::info("standby on {} (advertised as {}): trying for the leader lease every {}",
                lead.grpc_port, lead.address, absl::FormatDuration(options.lease / 10));

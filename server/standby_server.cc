@@ -22,10 +22,10 @@ class StandbyCall : public grpc::ServerGenericBidiReactor {
   void OnDone() override { delete this; }
 };
 
-std::string StandbyJson(const v1::LeaderInfo& leader, const std::string& self) {
+std::string StandbyJson(const v1::LeaderInfo& leader, const std::string& self_http) {
   v1::RpcStatus status;
   status.set_code(grpc::StatusCode::UNAVAILABLE);
-  status.set_message(StandbyMessage(leader, self));
+  status.set_message(StandbyRestMessage(leader, self_http));
   status.add_details()->PackFrom(leader);
   google::protobuf::util::JsonPrintOptions options;
   options.always_print_primitive_fields = true;
@@ -57,9 +57,10 @@ void StandbyServer::set_leader(const v1::LeaderInfo& leader) {
   leader_ = leader;
 }
 
-void StandbyServer::set_self(const std::string& self) {
+void StandbyServer::set_self(const std::string& self, const std::string& self_http) {
   absl::MutexLock lock(&mu_);
   self_ = self;
+  self_http_ = self_http;
 }
 
 v1::LeaderInfo StandbyServer::leader() const {
@@ -92,7 +93,7 @@ absl::Status StandbyServer::Start() {
     {
       absl::MutexLock lock(&mu_);
       leader = leader_;
-      self = self_;
+      self = self_http_;
     }
     res.status = 503;
     res.set_header("Cache-Control", "no-store");

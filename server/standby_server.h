@@ -53,8 +53,8 @@ class StandbyServer {
   void Stop();
 
   void set_leader(const v1::LeaderInfo& leader) ABSL_LOCKS_EXCLUDED(mu_);
-  // This trainctld's advertised address, for the answers' text.
-  void set_self(const std::string& self) ABSL_LOCKS_EXCLUDED(mu_);
+  // This trainctld's advertised gRPC and REST addresses, for the answers' text on each port.
+  void set_self(const std::string& self, const std::string& self_http) ABSL_LOCKS_EXCLUDED(mu_);
   v1::LeaderInfo leader() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
@@ -64,6 +64,7 @@ class StandbyServer {
   mutable absl::Mutex mu_;
   v1::LeaderInfo leader_ ABSL_GUARDED_BY(mu_);
   std::string self_ ABSL_GUARDED_BY(mu_);
+  std::string self_http_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> grpc_;
   std::unique_ptr<httplib::Server> http_;

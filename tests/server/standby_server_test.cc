@@ -30,7 +30,7 @@ v1::LeaderInfo Leader() {
 TEST_CASE("a standby answers every gRPC call UNAVAILABLE naming the leader", "[standby]") {
   StandbyServer standby({"127.0.0.1:0", grpc::InsecureServerCredentials(), "127.0.0.1:0", "", ""});
   REQUIRE(standby.Start().ok());
-  standby.set_self("sched-a:7070");
+  standby.set_self("sched-a:7070", "sched-a:7080");
   standby.set_leader(Leader());
   auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", standby.grpc_port()),
                                      grpc::InsecureChannelCredentials());
@@ -74,7 +74,7 @@ TEST_CASE("a standby answers every gRPC call UNAVAILABLE naming the leader", "[s
 TEST_CASE("a standby answers every HTTP request 503 with the leader's REST address", "[standby]") {
   StandbyServer standby({"127.0.0.1:0", grpc::InsecureServerCredentials(), "127.0.0.1:0", "", ""});
   REQUIRE(standby.Start().ok());
-  standby.set_self("sched-a:7070");
+  standby.set_self("sched-a:7070", "sched-a:7080");
   standby.set_leader(Leader());
   httplib::Client http("127.0.0.1", standby.http_port());
   for (const char* path : {"/v1/jobs", "/", "/metrics"}) {
@@ -85,10 +85,27 @@ TEST_CASE("a standby answers every HTTP request 503 with the leader's REST addre
     CHECK(res->get_header_value(kLeaderHttpHeader) == "sched-b:7080");
     CHECK_THAT(res->body, Catch::Contains("\"httpAddress\":\"sched-b:7080\""));
     CHECK_THAT(res->body, Catch::Contains("\"code\":14"));
+    CHECK_THAT(res->body, Catch::Contains("\"message\":\"trainctld at sched-a:7080 is a standby; "
+                                          "the leader is at sched-b:7080 (epoch 7)\""));
   }
   auto posted = http.Post("/v1/jobs", "{}", "application/json");
   REQUIRE(posted);
   CHECK(posted->status == 503);
+
+  // A leader with --http-listen off: its gRPC address, said to be one.
+  v1::LeaderInfo grpc_only = Leader();
+  grpc_only.clear_http_address();
+  standby.set_leader(grpc_only);
+  auto res = http.Get("/v1/jobs");
+  REQUIRE(res);
+  CHECK_THAT(res->body, Catch::Contains("the leader (epoch 7) serves no REST API; its gRPC "
+                                        "address is sched-b:7070"));
+  // Nobody leads: nobody is named.
+  standby.set_leader(v1::LeaderInfo());
+  res = http.Get("/v1/jobs");
+  REQUIRE(res);
+  CHECK_THAT(res->body, Catch::Contains("trainctld at sched-a:7080 is a standby and no trainctld "
+                                        "leads yet"));
   standby.Stop();
 }
 
