@@ -44,7 +44,7 @@ void AdmissionQueue::RestoreQuotas(std::vector<v1::Quota> quotas) {
 
 void AdmissionQueue::Enqueue(const Job& job) {
   ++version_;
-  order_.reset();
+  order_stale_.insert(job.project);
   const QueueKey key = KeyOf(job);
   queue_.insert(key);
   project_queues_[job.project].insert(key);
@@ -56,7 +56,7 @@ void AdmissionQueue::Enqueue(const Job& job) {
 
 void AdmissionQueue::Dequeue(const Job& job) {
   ++version_;
-  order_.reset();
+  order_stale_.insert(job.project);
   const QueueKey key = KeyOf(job);
   queue_.erase(key);
   auto it = project_queues_.find(job.project);
@@ -327,18 +327,29 @@ std::shared_ptr<const QueueState> AdmissionQueue::State(const JobTable& jobs,
   state->default_quota = default_quota_;
   state->quotas = quotas_;
   state->usage = usage_;
-  if (order_ == nullptr) {
+  if (order_ == nullptr || !order_stale_.empty()) {
+    // Work that grows with the projects, and with the queues of those that changed only.
     auto order = std::make_shared<QueueOrder>();
     for (const auto& [project, q] : project_queues_) {
-      std::vector<std::string>& ids = (*order)[project];
-      ids.reserve(q.size());
-      for (const QueueKey& key : q) ids.push_back(std::get<3>(key));
+      ProjectOrder& ids = (*order)[project];
+      if (order_ != nullptr && order_stale_.count(project) == 0) {
+        auto kept = order_->find(project);
+        if (kept != order_->end()) {
+          ids = kept->second;
+          continue;
+        }
+      }
+      auto fresh = std::make_shared<std::vector<std::string>>();
+      fresh->reserve(q.size());
+      for (const QueueKey& key : q) fresh->push_back(std::get<3>(key));
+      ids = std::move(fresh);
     }
     order_ = std::move(order);
+    order_stale_.clear();
   }
   state->order = order_;
   for (const auto& [project, ids] : *order_) {
-    state->head_demand[project] = DemandOf(*jobs.Find(ids.front()));
+    state->head_demand[project] = DemandOf(*jobs.Find(ids->front()));
   }
   // The nodes explain why a queued job waits: a picture with no job queued needs none of them,
   // and building it then costs nothing that grows with the cluster.

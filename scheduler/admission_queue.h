@@ -169,9 +169,11 @@ class AdmissionQueue {
   std::map<std::string, std::pair<uint64_t, bool>> fits_idle_;
   bool pass_needed_ = true;
   uint64_t version_ = 0;
-  // The queue's order as State() last built it, for the next State() to share; null once the
-  // membership changed (Enqueue, Dequeue).
+  // The queue's order as State() last built it, for the next State() to share, and the projects
+  // whose queue changed since (Enqueue, Dequeue): State() builds their lists again and shares the
+  // rest.
   mutable std::shared_ptr<const QueueOrder> order_;
+  mutable std::set<std::string> order_stale_;
 };
 
 }  // namespace trainctl::sched

@@ -88,14 +88,14 @@ absl::Status CheckInvariants(const Core& core) {
   const std::shared_ptr<const QueueState> state = core.QueueSnapshot();
   size_t listed = 0;
   for (const auto& [project, ids] : *state->order) {
-    for (const std::string& id : ids) {
+    for (const std::string& id : *ids) {
       const Job* job = core.FindJob(id);
       if (job == nullptr || job->state != v1::JOB_STATE_QUEUED || job->project != project) {
         return Broken(absl::StrCat("the admission picture lists job ", id, " under project ",
                                    project, ", which is not a QUEUED job of it"));
       }
     }
-    listed += ids.size();
+    listed += ids->size();
   }
   if (listed != queued) {
     return Broken(absl::StrCat("the admission picture lists ", listed, " queued jobs; ", queued,

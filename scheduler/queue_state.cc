@@ -55,10 +55,19 @@ ProjectUsage QueueState::UsageOf(const std::string& project) const {
   return it == usage.end() ? ProjectUsage{} : it->second;
 }
 
+std::shared_ptr<const QueueOrder> MakeQueueOrder(
+    std::map<std::string, std::vector<std::string>> lists) {
+  auto order = std::make_shared<QueueOrder>();
+  for (auto& [project, ids] : lists) {
+    (*order)[project] = std::make_shared<const std::vector<std::string>>(std::move(ids));
+  }
+  return order;
+}
+
 const std::vector<std::string>& QueueState::OrderOf(const std::string& project) const {
   static const std::vector<std::string> kNone;
   auto it = order->find(project);
-  return it == order->end() ? kNone : it->second;
+  return it == order->end() || it->second == nullptr ? kNone : *it->second;
 }
 
 Res Borrowable(const std::string& project, const v1::Quota& quota,

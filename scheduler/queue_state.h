@@ -48,8 +48,14 @@ QueuedJob QueuedJobOf(const Job& job);
 // The same from the API's message (a published snapshot). Replica needs come from the spec.
 QueuedJob QueuedJobOf(const v1::Job& job);
 
-// Queued job ids per project, in admission order.
-using QueueOrder = std::map<std::string, std::vector<std::string>>;
+// One project's queued job ids, in admission order.
+using ProjectOrder = std::shared_ptr<const std::vector<std::string>>;
+// Queued job ids per project, in admission order. A project's list is shared by every order built
+// while its own queue stays the same.
+using QueueOrder = std::map<std::string, ProjectOrder>;
+// An order made whole from plain lists.
+std::shared_ptr<const QueueOrder> MakeQueueOrder(
+    std::map<std::string, std::vector<std::string>> lists);
 
 struct QueueState {
   v1::Quota default_quota;
@@ -58,7 +64,8 @@ struct QueueState {
   std::map<std::string, ProjectUsage> usage;
   // Queued job ids per project, in admission order. Every state built while the queue's
   // membership stays the same shares one (AdmissionQueue keeps it): publishing the state after a
-  // turn that changed only usage copies no job id, however long the queue.
+  // turn that changed only usage copies no job id, however long the queue. When a job joins or
+  // leaves, only its project's list is built again; the others' lists are shared.
   std::shared_ptr<const QueueOrder> order = std::make_shared<const QueueOrder>();
   // The whole demand of each project's first queued job.
   std::map<std::string, Res> head_demand;

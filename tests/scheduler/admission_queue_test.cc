@@ -130,7 +130,16 @@ TEST_CASE("AdmissionQueue: states share the queued jobs' order until the members
   CHECK(third->OrderOf("p") == std::vector<std::string>{"j-a"});
   CHECK(first->OrderOf("p") == std::vector<std::string>{"j-b", "j-a"});
   q.Add(MakeJob("j-c", "q", 3, {{1, 0, 0}}));
-  CHECK(q.queue.State(q.jobs, q.nodes)->OrderOf("q") == std::vector<std::string>{"j-c"});
+  const std::shared_ptr<const QueueState> fourth = q.queue.State(q.jobs, q.nodes);
+  CHECK(fourth->OrderOf("q") == std::vector<std::string>{"j-c"});
+  // Only the project whose queue changed has its list built again: p's is shared, so a job that
+  // joins or leaves one project's queue copies no id of the others'.
+  CHECK(fourth->order->at("p") == third->order->at("p"));
+  q.Admit("j-c");
+  const std::shared_ptr<const QueueState> fifth = q.queue.State(q.jobs, q.nodes);
+  CHECK(fifth->order->count("q") == 0);
+  CHECK(fifth->order->at("p") == third->order->at("p"));
+  CHECK(fifth->OrderOf("p") == std::vector<std::string>{"j-a"});
 }
 
 TEST_CASE("AdmissionQueue: a picture holds the free nodes only while a job waits") {

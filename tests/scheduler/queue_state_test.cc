@@ -115,9 +115,9 @@ TEST_CASE("BlockersOf names every blocker, in a fixed order") {
 
 TEST_CASE("QueueStatusOf gives the place in line and the jobs ahead, at most 10 by name") {
   QueueState state = State();
-  auto order = std::make_shared<QueueOrder>();
-  for (int i = 0; i < 12; ++i) (*order)["p"].push_back("j-" + std::to_string(i));
-  state.order = order;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 12; ++i) ids.push_back("j-" + std::to_string(i));
+  state.order = MakeQueueOrder({{"p", ids}});
 
   const v1::QueueStatus first = QueueStatusOf(state, Waiting("j-0", 1), kT0);
   CHECK(first.position() == 1);
@@ -147,7 +147,7 @@ TEST_CASE("ProjectOf: the effective quota, usage, queued jobs and what it borrow
   state.default_quota = GpuQuota(1);
   state.quotas["p"] = GpuQuota(1, "c", 4);
   state.usage["p"].used.gpus = 3;
-  state.order = std::make_shared<QueueOrder>(QueueOrder{{"p", {"j-a", "j-b"}}});
+  state.order = MakeQueueOrder({{"p", {"j-a", "j-b"}}});
 
   const v1::Project p = ProjectOf(state, "p");
   CHECK(p.name() == "p");

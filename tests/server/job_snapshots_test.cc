@@ -200,8 +200,7 @@ TEST_CASE("a queued job's status is computed from the published queue") {
   WatchHub hub;
   JobSnapshots snapshots(&hub);
   auto queue = std::make_shared<sched::QueueState>();
-  queue->order =
-      std::make_shared<sched::QueueOrder>(sched::QueueOrder{{"default", {"j-0", "j-1"}}});
+  queue->order = sched::MakeQueueOrder({{"default", {"j-0", "j-1"}}});
   queue->free.push_back({"node-a", {8, 8192, 1}});
   snapshots.Publish(
       {MakeJob("j-0", 1000, v1::JOB_STATE_QUEUED), MakeJob("j-1", 1001, v1::JOB_STATE_QUEUED),
