@@ -38,13 +38,22 @@ bool Matches(const v1::Job& job, const Selector& selector) {
 
 void JobSnapshots::Publish(const std::vector<JobPtr>& jobs,
                            std::shared_ptr<const sched::QueueState> queue) {
+  // The snapshots replaced are freed after the lock is released: freeing a large gang's job is
+  // work the readers need not wait for.
+  std::vector<JobPtr> replaced;
+  std::shared_ptr<const sched::QueueState> old_queue;
   absl::MutexLock lock(&mu_);
-  if (queue != nullptr) queue_ = std::move(queue);
+  if (queue != nullptr) {
+    old_queue = std::move(queue_);
+    queue_ = std::move(queue);
+  }
+  replaced.reserve(jobs.size());
   for (const JobPtr& job : jobs) {
     auto [it, inserted] = jobs_.insert({job->id(), job});
     if (inserted) {
       by_age_.insert({-TimestampToMs(job->create_time()), job->id()});
     } else {
+      replaced.push_back(std::move(it->second));
       it->second = job;
     }
     // Under the lock: a watcher subscribing meanwhile sees this state either in its first
@@ -54,11 +63,13 @@ void JobSnapshots::Publish(const std::vector<JobPtr>& jobs,
 }
 
 void JobSnapshots::Remove(const std::vector<std::string>& ids) {
+  std::vector<JobPtr> removed;  // freed after the lock, as in Publish
   absl::MutexLock lock(&mu_);
   for (const std::string& id : ids) {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) continue;
     by_age_.erase({-TimestampToMs(it->second->create_time()), id});
+    removed.push_back(std::move(it->second));
     jobs_.erase(it);
   }
 }
