@@ -5,7 +5,10 @@
 // one running job (its primary exits 0), runs a scheduling pass, and confirms the launch of the
 // job that pass admitted: one admission decision, made with the whole queue waiting; and, of
 // that, the time of the admission passes alone. Also reports the cost of a scheduling pass in
-// which nothing fits, with the queue full.
+// which nothing fits, with the queue full: with every project at its quota, and then with the
+// quotas lifted, the cluster full, 980 more nodes without GPUs and a maintenance window ahead on
+// one node (every waiting job, expected to run 24 h, avoids that node, and the pass asks whether
+// only it has room).
 //
 //   build/bin/bench_admission
 #include <chrono>
@@ -14,6 +17,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/time_util.h"
 #include "scheduler/core.h"
 
 namespace {
@@ -133,5 +137,49 @@ int main() {
       "decisions/s\n",
       passes, admitted / passes);
   std::printf("a full scheduling pass that admits nothing: %.1f us\n", idle_us);
+
+  // The cluster full, the rest of the queue waiting for room, a window ahead on node-0; and 980
+  // more nodes without GPUs, which the waiting jobs cannot use but every pass looks at.
+  Effects fill;
+  constexpr int kCpuNodes = 980;
+  for (int i = 0; i < kCpuNodes; ++i) {
+    v1::Register r = Node(kNodes + i);
+    r.mutable_allocatable()->set_gpus(0);
+    *r.mutable_capacity() = r.allocatable();
+    core.AgentRegistered(r, now, &fill);
+  }
+  for (int p = 0; p < kProjects; ++p) {
+    v1::Quota q;
+    q.set_project(absl::StrCat("project-", p));
+    q.set_gpus(1'000'000);
+    (void)core.SetQuota(q, now, &fill);
+  }
+  core.Schedule(now, &fill);
+  confirm(fill);
+  v1::SetNodeMaintenanceRequest window;
+  window.set_name("node-0");
+  *window.mutable_start_time() = trainctl::MsToTimestamp(now + 3'600'000);
+  *window.mutable_duration() = trainctl::MsToDuration(3'600'000);
+  window.set_reason("bench");
+  if (!core.SetNodeMaintenance(window, now, &fill).ok()) return 1;
+  constexpr int kFullPasses = 20;
+  const auto full_start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kFullPasses; ++i) {
+    Effects e;
+    v1::Quota touch;
+    touch.set_project("project-0");
+    touch.set_gpus(1'000'000);
+    (void)core.SetQuota(touch, now, &e);
+    core.Schedule(now, &e);
+  }
+  const double full_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - full_start)
+          .count() /
+      kFullPasses;
+  std::printf(
+      "a full scheduling pass with the cluster full (%zu running on %d nodes, %d more without "
+      "GPUs), %d jobs waiting for room and a maintenance window ahead on one node: %.1f us\n",
+      running.size(), kNodes, kCpuNodes,
+      kProjects * kJobsPerProject - admitted - static_cast<int>(running.size()), full_us);
   return admitted == kDecisions ? 0 : 1;
 }

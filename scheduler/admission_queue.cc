@@ -154,6 +154,12 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
   FreeIndex& free = registry->PassIndex();
   const std::vector<NodeWindow> windows = WindowsOf(nodes);  // maintenance.h
   NodeMasks masks(&free.nodes());
+  // For jobs that avoid hosts with a maintenance window: `free` without avoiding any, to see
+  // whether only those hosts have room. Built when first needed and kept while nothing takes
+  // room in `free` or in it, so a deep queue waiting on a full cluster costs one copy of the
+  // nodes per pass, not one per waiting job.
+  std::unique_ptr<FreeIndex> unavoided;
+  std::unique_ptr<NodeMasks> unavoided_masks;
   std::set<std::string> started;
   // A project's first queued job that this pass has not started: what it needs back from its
   // cohort.
@@ -216,6 +222,7 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
       JobPlacement placed = PlaceOn(job, demands, &free, &masks, &avoid);
       if (placed.ok()) {  // its places are taken in `free`
         stockout_since_.erase(job.id);
+        unavoided.reset();  // `free` changed
         plan.starts.push_back({job.id, std::move(placed.nodes)});
         started.insert(job.id);
         usage[project].used += demand;
@@ -226,9 +233,12 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
       if (!avoid.empty()) {
         // Would it fit without the hosts it avoids? Then only hosts with a maintenance window
         // before its expected end have room: it waits.
-        FreeIndex all(free.nodes());
-        NodeMasks all_masks(&all.nodes());
-        if (PlaceOn(job, demands, &all, &all_masks, nullptr).ok()) {
+        if (unavoided == nullptr) {
+          unavoided = std::make_unique<FreeIndex>(free.nodes());
+          unavoided_masks = std::make_unique<NodeMasks>(&unavoided->nodes());
+        }
+        if (PlaceOn(job, demands, unavoided.get(), unavoided_masks.get(), nullptr).ok()) {
+          unavoided.reset();  // the probe took room in it
           set_reason(job, MaintenanceReason(windows, avoid, expected_end));
           advance(project, key);
           continue;
@@ -271,9 +281,7 @@ bool AdmissionQueue::IsStockout(const Job& job, const std::vector<ReplicaDemand>
   // Whether the idle cluster holds the job changes only with the nodes themselves.
   auto [fit, unknown] = fits_idle_.try_emplace(job.id);
   if (unknown || fit->second.first != nodes.shape_version()) {
-    FreeIndex idle(nodes.IdleNodes());
-    NodeMasks masks(&idle.nodes());
-    fit->second = {nodes.shape_version(), PlaceOn(job, demands, &idle, &masks).ok()};
+    fit->second = {nodes.shape_version(), FitsIdle(job, demands, nodes)};
   }
   if (fit->second.second) {
     stockout_since_.erase(job.id);
@@ -289,6 +297,32 @@ bool AdmissionQueue::IsStockout(const Job& job, const std::vector<ReplicaDemand>
   plan->stockouts.push_back(
       {job.id, nodes.IdleNodes().empty() ? "no node is connected and READY" : missing});
   return true;
+}
+
+bool AdmissionQueue::FitsIdle(const Job& job, const std::vector<ReplicaDemand>& demands,
+                              const NodeRegistry& nodes) {
+  // Without placement constraints, the answer follows from the demands alone: their resources
+  // and ports, exactly (the bits of the cpu count, not a rounding of it).
+  const bool plain = !HasPlacementConstraints(job.spec);
+  std::string shape;
+  if (plain) {
+    if (idle_fits_version_ != nodes.shape_version()) {
+      idle_fits_by_shape_.clear();
+      idle_fits_version_ = nodes.shape_version();
+    }
+    for (const ReplicaDemand& d : demands) {
+      const double cpu = d.need.cpu;
+      shape.append(reinterpret_cast<const char*>(&cpu), sizeof(cpu));
+      absl::StrAppend(&shape, ",", d.need.memory_mb, ",", d.need.gpus, ",", d.ports, ";");
+    }
+    auto known = idle_fits_by_shape_.find(shape);
+    if (known != idle_fits_by_shape_.end()) return known->second;
+  }
+  FreeIndex idle(nodes.IdleNodes());
+  NodeMasks masks(&idle.nodes());
+  const bool fits = PlaceOn(job, demands, &idle, &masks).ok();
+  if (plain) idle_fits_by_shape_[shape] = fits;
+  return fits;
 }
 
 JobPlacement AdmissionQueue::PlaceOn(const Job& job, const std::vector<ReplicaDemand>& demands,

@@ -140,6 +140,9 @@ class AdmissionQueue {
   bool IsStockout(const Job& job, const std::vector<ReplicaDemand>& demands,
                   const std::string& missing, const NodeRegistry& nodes, absl::Time now,
                   Timers* timers, AdmissionPlan* plan);
+  // Whether the job would fit the idle connected cluster.
+  bool FitsIdle(const Job& job, const std::vector<ReplicaDemand>& demands,
+                const NodeRegistry& nodes);
 
   // Places the job's gang on `free`, never on the nodes in `avoid` (nullptr: none; maintenance
   // windows): its pools' node selections and scheduling.placement (topology.h), or plain
@@ -167,6 +170,11 @@ class AdmissionQueue {
   // Whether each queued job that did not fit would fit the idle cluster, as of which
   // NodeRegistry::shape_version().
   std::map<std::string, std::pair<uint64_t, bool>> fits_idle_;
+  // The same by the demands of jobs without placement constraints (FitsIdle), as of
+  // idle_fits_version_: jobs of one shape share one answer, so a deep queue of a few shapes costs
+  // a few copies of the idle cluster when the nodes change, not one per job.
+  std::map<std::string, bool> idle_fits_by_shape_;
+  uint64_t idle_fits_version_ = 0;
   bool pass_needed_ = true;
   uint64_t version_ = 0;
   // The queue's order as State() last built it, for the next State() to share, and the projects

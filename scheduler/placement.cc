@@ -14,7 +14,10 @@ namespace {
 // Larger is "more free"; compared lexicographically.
 auto FreeKey(const Res& r) { return std::make_tuple(r.gpus, r.memory_mb, r.cpu); }
 
-std::string DescribeShortfall(const ReplicaDemand& demand, const std::vector<NodeFree>& nodes) {
+// What keeps `demand` off every node that `for_each` offers: for_each(visit) calls visit(const
+// NodeFree&) for each of them, in order, so that a pass's failed placements copy no node.
+template <typename ForEach>
+std::string DescribeShortfallOf(const ReplicaDemand& demand, ForEach for_each) {
   // Name the first dimension that no node can satisfy, with the best offer for it.
   struct Dim {
     const char* unit;
@@ -33,9 +36,9 @@ std::string DescribeShortfall(const ReplicaDemand& demand, const std::vector<Nod
   };
   for (const Dim& d : dims) {
     const NodeFree* best = nullptr;
-    for (const NodeFree& n : nodes) {
+    for_each([&](const NodeFree& n) {
       if (best == nullptr || d.get(n) > d.get(*best)) best = &n;
-    }
+    });
     if (best == nullptr) return "no node is registered";
     if (d.get(*best) + 1e-9 < d.need) {
       // For GPUs, which ones are free, while that is known.
@@ -49,15 +52,21 @@ std::string DescribeShortfall(const ReplicaDemand& demand, const std::vector<Nod
   }
   // Every dimension fits somewhere, but not all on one node. When some node has room for the
   // resources, ports are what it lacks.
-  for (const NodeFree& n : nodes) {
-    if (n.free.Fits(need)) {
-      return absl::StrFormat(
-          "no single node has %g cpu cores, %d MiB, %d gpus and %d ports free together for %s",
-          need.cpu, need.memory_mb, need.gpus, demand.ports, demand.replica);
-    }
+  bool room = false;
+  for_each([&](const NodeFree& n) { room |= n.free.Fits(need); });
+  if (room) {
+    return absl::StrFormat(
+        "no single node has %g cpu cores, %d MiB, %d gpus and %d ports free together for %s",
+        need.cpu, need.memory_mb, need.gpus, demand.ports, demand.replica);
   }
   return absl::StrFormat("no single node has %g cpu cores, %d MiB and %d gpus free together for %s",
                          need.cpu, need.memory_mb, need.gpus, demand.replica);
+}
+
+std::string DescribeShortfall(const ReplicaDemand& demand, const std::vector<NodeFree>& nodes) {
+  return DescribeShortfallOf(demand, [&nodes](auto visit) {
+    for (const NodeFree& n : nodes) visit(n);
+  });
 }
 
 bool Fits(const NodeFree& n, const ReplicaDemand& d) {
@@ -224,19 +233,21 @@ absl::StatusOr<std::vector<std::string>> FreeIndex::PlaceGang(
     const std::vector<char>* eligible = i < options.eligible.size() ? options.eligible[i] : nullptr;
     const int best = ChooseAmong(d, eligible, options.within, options.binpack, options.avoid);
     if (best < 0) {
-      std::vector<NodeFree> usable;
-      auto consider = [&](int n) {
-        if ((eligible == nullptr || (n < static_cast<int>(eligible->size()) && (*eligible)[n])) &&
-            (options.avoid == nullptr || options.avoid->count(nodes_[n].name) == 0)) {
-          usable.push_back(nodes_[n]);
+      // The nodes this demand could use, visited in place: no node is copied.
+      auto usable = [&](auto visit) {
+        auto consider = [&](int n) {
+          if ((eligible == nullptr || (n < static_cast<int>(eligible->size()) && (*eligible)[n])) &&
+              (options.avoid == nullptr || options.avoid->count(nodes_[n].name) == 0)) {
+            visit(nodes_[n]);
+          }
+        };
+        if (options.within != nullptr) {
+          for (int n : *options.within) consider(n);
+        } else {
+          for (int n = 0; n < static_cast<int>(nodes_.size()); ++n) consider(n);
         }
       };
-      if (options.within != nullptr) {
-        for (int n : *options.within) consider(n);
-      } else {
-        for (int n = 0; n < static_cast<int>(nodes_.size()); ++n) consider(n);
-      }
-      absl::Status missing = absl::ResourceExhaustedError(DescribeShortfall(d, usable));
+      absl::Status missing = absl::ResourceExhaustedError(DescribeShortfallOf(d, usable));
       for (auto it = taken.rbegin(); it != taken.rend(); ++it) {
         Erase(it->first);
         nodes_[it->first] = std::move(it->second);

@@ -292,6 +292,34 @@ TEST_CASE(
         "no node has 8 free cpu cores for chief-0 (most free: 4 on node-a)");
 }
 
+TEST_CASE(
+    "AdmissionQueue: jobs of one shape share the idle cluster's answer until a node changes") {
+  Queue q;
+  // In projects of their own, so that one waiting in line holds back none of the others.
+  for (const char* id : {"j-1", "j-2"}) q.Add(MakeJob(id, id, 1, {{8, 0, 0}}));
+  AdmissionPlan plan = q.Pass(kT0);
+  REQUIRE(plan.reasons.size() == 2);
+  for (const auto& [id, reason] : plan.reasons) {
+    INFO(id);
+    CHECK_THAT(reason, Catch::EndsWith("(even with the cluster idle)"));
+  }
+  q.ApplyReasons(plan);
+  // A node of 8 cpus joins, one of them in use: both would fit the idle cluster now, so they
+  // wait in line for it; a third job of the same shape is answered the same.
+  Effects fx;
+  q.nodes.Register(testing::Reg("node-b", 8), kT0, &fx);
+  q.nodes.Hold("node-b", {1, 0, 0});
+  q.Add(MakeJob("j-3", "j-3", 2, {{8, 0, 0}}));
+  plan = q.Pass(kT0 + absl::Seconds(1));
+  CHECK(plan.starts.empty());
+  q.ApplyReasons(plan);
+  for (const char* id : {"j-1", "j-2", "j-3"}) {
+    INFO(id);
+    CHECK(q.jobs.Find(id)->queue_reason ==
+          "CAPACITY: no node has 8 free cpu cores for chief-0 (most free: 7 on node-b)");
+  }
+}
+
 TEST_CASE("AdmissionQueue: with no node at all, the stockout says so") {
   Queue q(std::vector<std::string>{});  // no node
   Job job = MakeJob("j-a", "p", 1, {{1, 0, 0}});

@@ -114,6 +114,31 @@ TEST_CASE(
   CHECK(f.NodeOf(launches[0]) == "node-b");
 }
 
+TEST_CASE("maintenance: every job that only a windowed node could take waits for the window") {
+  // node-a runs a job that ends before node-b's window; two more, each too long for that window,
+  // fit only on node-b (3 of its 4 cpus each). Both wait for the window, in one pass: what the
+  // first would take on node-b does not count against the second.
+  Fixture f;
+  std::string running;
+  const std::vector<v1::LaunchReplica> placed = f.SubmitAndPlace(Big(30 * kMinute, 0), &running);
+  REQUIRE(placed.size() == 1);
+  CHECK(f.NodeOf(placed[0]) == "node-a");
+  Effects fx;
+  REQUIRE(f.core.SetNodeMaintenance(WindowReq("node-b", f.now + kHour, kHour, "BIOS"), f.now, &fx)
+              .ok());
+  std::string first, second;
+  CHECK(f.SubmitAndPlace(Big(3 * kHour, 0), &first).empty());
+  CHECK(f.SubmitAndPlace(Big(3 * kHour, 0), &second).empty());
+  Effects pass;
+  f.core.Schedule(++f.now, &pass);
+  CHECK(Launches(pass).empty());
+  for (const std::string& id : {first, second}) {
+    INFO(id);
+    CHECK_THAT(f.core.FindJob(id)->queue_reason, Catch::Contains("MAINTENANCE"));
+    CHECK_THAT(f.core.FindJob(id)->queue_reason, Catch::Contains("node-b from"));
+  }
+}
+
 TEST_CASE("maintenance: the node is drained at the window's start and takes work after its end") {
   Fixture f;
   Effects fx;
