@@ -91,21 +91,24 @@ int main() {
   std::printf("queued %d jobs in %d projects; %zu admitted at start (quota 8 gpus each)\n",
               kProjects * kJobsPerProject, kProjects, running.size());
 
+  // The mean time of `passes` full passes that admit nothing: setting project-0's quota again
+  // (to `gpus`, what it is) forces each without changing anything.
+  auto mean_pass_us = [&](int passes, int64_t gpus) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < passes; ++i) {
+      Effects e;
+      v1::Quota touch;
+      touch.set_project("project-0");
+      touch.set_gpus(gpus);
+      (void)core.SetQuota(touch, now, &e);
+      core.Schedule(now, &e);
+    }
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+               .count() /
+           passes;
+  };
   // A pass in which nothing fits: every project is at its quota.
-  auto idle_start = std::chrono::steady_clock::now();
-  constexpr int kIdlePasses = 2000;
-  for (int i = 0; i < kIdlePasses; ++i) {
-    Effects e;
-    v1::Quota touch;  // a quota change forces a full pass without admitting anything
-    touch.set_project("project-0");
-    touch.set_gpus(8);
-    (void)core.SetQuota(touch, now, &e);
-    core.Schedule(now, &e);
-  }
-  double idle_us =
-      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - idle_start)
-          .count() /
-      kIdlePasses;
+  const double idle_us = mean_pass_us(2000, 8);
 
   int admitted = 0;
   double passes = 0;  // seconds in the admission passes alone (Core::PlanAdmissions)
@@ -162,20 +165,7 @@ int main() {
   *window.mutable_duration() = trainctl::MsToDuration(3'600'000);
   window.set_reason("bench");
   if (!core.SetNodeMaintenance(window, now, &fill).ok()) return 1;
-  constexpr int kFullPasses = 20;
-  const auto full_start = std::chrono::steady_clock::now();
-  for (int i = 0; i < kFullPasses; ++i) {
-    Effects e;
-    v1::Quota touch;
-    touch.set_project("project-0");
-    touch.set_gpus(1'000'000);
-    (void)core.SetQuota(touch, now, &e);
-    core.Schedule(now, &e);
-  }
-  const double full_us =
-      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - full_start)
-          .count() /
-      kFullPasses;
+  const double full_us = mean_pass_us(20, 1'000'000);
   std::printf(
       "a full scheduling pass with the cluster full (%zu running on %d nodes, %d more without "
       "GPUs), %d jobs waiting for room and a maintenance window ahead on one node: %.1f us\n",

@@ -15,6 +15,9 @@ constexpr absl::Duration kDefaultStarvationLimit = absl::Minutes(10);
 
 constexpr char kNoNodes[] = "NO_NODES: no node is connected and READY";
 
+// The key of idle_fits_ for a job with placement constraints (shapes' keys start with "s").
+std::string IdleFitKeyOfJob(const std::string& id) { return "j" + id; }
+
 }  // namespace
 
 AdmissionQueue::QueueKey AdmissionQueue::KeyOf(const Job& job) {
@@ -67,7 +70,7 @@ void AdmissionQueue::Dequeue(const Job& job) {
   if (std::optional<absl::Time> deadline = DeadlineOf(job)) deadlines_.erase({*deadline, job.id});
   stockout_since_.erase(job.id);
   blocked_since_.erase(job.id);
-  fits_idle_.erase(job.id);
+  idle_fits_.erase(IdleFitKeyOfJob(job.id));
 }
 
 // --- Usage ---------------------------------------------------------------------------------------
@@ -279,11 +282,7 @@ bool AdmissionQueue::IsStockout(const Job& job, const std::vector<ReplicaDemand>
                                 absl::Time now, Timers* timers, AdmissionPlan* plan) {
   // Only a cluster too small even when idle is a stockout; waiting behind running jobs is not.
   // Whether the idle cluster holds the job changes only with the nodes themselves.
-  auto [fit, unknown] = fits_idle_.try_emplace(job.id);
-  if (unknown || fit->second.first != nodes.shape_version()) {
-    fit->second = {nodes.shape_version(), FitsIdle(job, demands, nodes)};
-  }
-  if (fit->second.second) {
+  if (FitsIdle(job, demands, nodes)) {
     stockout_since_.erase(job.id);
     return false;
   }
@@ -301,28 +300,30 @@ bool AdmissionQueue::IsStockout(const Job& job, const std::vector<ReplicaDemand>
 
 bool AdmissionQueue::FitsIdle(const Job& job, const std::vector<ReplicaDemand>& demands,
                               const NodeRegistry& nodes) {
+  if (idle_fits_version_ != nodes.shape_version()) {
+    idle_fits_.clear();
+    idle_fits_version_ = nodes.shape_version();
+  }
   // Without placement constraints, the answer follows from the demands alone: their resources
-  // and ports, exactly (the bits of the cpu count, not a rounding of it).
-  const bool plain = !HasPlacementConstraints(job.spec);
-  std::string shape;
-  if (plain) {
-    if (idle_fits_version_ != nodes.shape_version()) {
-      idle_fits_by_shape_.clear();
-      idle_fits_version_ = nodes.shape_version();
-    }
+  // and ports, exactly (the bits of the cpu count, not a rounding of it). Else it is the job's.
+  std::string key;
+  if (HasPlacementConstraints(job.spec)) {
+    key = IdleFitKeyOfJob(job.id);
+  } else {
+    key = "s";
     for (const ReplicaDemand& d : demands) {
       const double cpu = d.need.cpu;
-      shape.append(reinterpret_cast<const char*>(&cpu), sizeof(cpu));
-      absl::StrAppend(&shape, ",", d.need.memory_mb, ",", d.need.gpus, ",", d.ports, ";");
+      key.append(reinterpret_cast<const char*>(&cpu), sizeof(cpu));
+      absl::StrAppend(&key, ",", d.need.memory_mb, ",", d.need.gpus, ",", d.ports, ";");
     }
-    auto known = idle_fits_by_shape_.find(shape);
-    if (known != idle_fits_by_shape_.end()) return known->second;
   }
-  FreeIndex idle(nodes.IdleNodes());
-  NodeMasks masks(&idle.nodes());
-  const bool fits = PlaceOn(job, demands, &idle, &masks).ok();
-  if (plain) idle_fits_by_shape_[shape] = fits;
-  return fits;
+  auto [fit, unknown] = idle_fits_.try_emplace(std::move(key));
+  if (unknown) {
+    FreeIndex idle(nodes.IdleNodes());
+    NodeMasks masks(&idle.nodes());
+    fit->second = PlaceOn(job, demands, &idle, &masks).ok();
+  }
+  return fit->second;
 }
 
 JobPlacement AdmissionQueue::PlaceOn(const Job& job, const std::vector<ReplicaDemand>& demands,

@@ -140,7 +140,7 @@ class AdmissionQueue {
   bool IsStockout(const Job& job, const std::vector<ReplicaDemand>& demands,
                   const std::string& missing, const NodeRegistry& nodes, absl::Time now,
                   Timers* timers, AdmissionPlan* plan);
-  // Whether the job would fit the idle connected cluster.
+  // Whether the job would fit the idle connected cluster (cached in idle_fits_).
   bool FitsIdle(const Job& job, const std::vector<ReplicaDemand>& demands,
                 const NodeRegistry& nodes);
 
@@ -167,13 +167,11 @@ class AdmissionQueue {
   std::map<std::string, absl::Time> blocked_since_;
   // Since when each queued job could not fit even on the idle connected cluster (stockout).
   std::map<std::string, absl::Time> stockout_since_;
-  // Whether each queued job that did not fit would fit the idle cluster, as of which
-  // NodeRegistry::shape_version().
-  std::map<std::string, std::pair<uint64_t, bool>> fits_idle_;
-  // The same by the demands of jobs without placement constraints (FitsIdle), as of
-  // idle_fits_version_: jobs of one shape share one answer, so a deep queue of a few shapes costs
-  // a few copies of the idle cluster when the nodes change, not one per job.
-  std::map<std::string, bool> idle_fits_by_shape_;
+  // Whether queued jobs that did not fit would fit the idle cluster, as of idle_fits_version_
+  // (NodeRegistry::shape_version()); FitsIdle keys it. Jobs without placement constraints share
+  // one answer per shape of their demands, so a deep queue of a few shapes costs a few copies of
+  // the idle cluster when the nodes change, not one per job.
+  std::map<std::string, bool> idle_fits_;
   uint64_t idle_fits_version_ = 0;
   bool pass_needed_ = true;
   uint64_t version_ = 0;

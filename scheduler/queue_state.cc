@@ -67,7 +67,7 @@ std::shared_ptr<const QueueOrder> MakeQueueOrder(
 const std::vector<std::string>& QueueState::OrderOf(const std::string& project) const {
   static const std::vector<std::string> kNone;
   auto it = order->find(project);
-  return it == order->end() || it->second == nullptr ? kNone : *it->second;
+  return it == order->end() ? kNone : *it->second;
 }
 
 Res Borrowable(const std::string& project, const v1::Quota& quota,
