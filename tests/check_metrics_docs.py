@@ -2,7 +2,8 @@
 """Checks that the metrics are documented and the deploy files use only real ones.
 
 Every metric trainctld and trainctl-agent register (the "trainctl_..." names in
-server/metrics_daemon.cc and agents/agent_metrics.cc) has a row in README.md's "Metrics" tables,
+server/metrics_daemon.cc and agents/agent_metrics.cc) has a row in the tables of
+docs/operators/metrics.md,
 and every row names a registered metric; deploy/grafana-dashboard.json parses as JSON and
 deploy/prometheus-alerts.yml as YAML with rule groups, and every metric their queries name
 (less a histogram's _bucket, _sum or _count) is registered. Prints what is wrong; exits 1 if
@@ -16,6 +17,7 @@ import sys
 import yaml
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+DOCS = "docs/operators/metrics.md"
 NAME = re.compile(r"\btrainctl_[a-z0-9_]+\b")
 
 
@@ -33,13 +35,12 @@ def main():
     registered = set()
     for source in ("server/metrics_daemon.cc", "agents/agent_metrics.cc"):
         registered |= set(re.findall(r'"(trainctl_[a-z0-9_]+)"', read(source)))
-    readme = read("README.md")
-    section = readme.split("### Metrics", 1)[1].split("\n## ", 1)[0]
-    documented = set(re.findall(r"^\| `(trainctl_[a-z0-9_]+)` \|", section, re.M))
+    page = read(DOCS)
+    documented = set(re.findall(r"^\| `(trainctl_[a-z0-9_]+)` \|", page, re.M))
     for name in sorted(registered - documented):
-        problems.append(f"README.md: no row for {name} in the Metrics tables")
+        problems.append(f"{DOCS}: no row for {name} in the metrics tables")
     for name in sorted(documented - registered):
-        problems.append(f"README.md: the Metrics tables list {name}, which nothing registers")
+        problems.append(f"{DOCS}: the metrics tables list {name}, which nothing registers")
 
     used = {}
     try:
