@@ -58,8 +58,9 @@
 // the ones it keeps are reported with their true exit when they end. Replicas that ended while
 // no agent ran are reported at once, with their exit code (launcher.h).
 //
-// Fencing (fence_timer.h; README, "Network partitions"): the RegisterAck says how long the agent
-// may go without an answer from the scheduler (fence_after: its lost timeout minus a margin).
+// Fencing (fence_timer.h; docs/operators/host-health.md, "Network partitions and fencing: no
+// replica runs twice"): the RegisterAck says how long the agent may go without an answer from
+// the scheduler (fence_after: its lost timeout minus a margin).
 // Once no RegisterAck or HeartbeatAck has answered anything sent in the last fence_after, the
 // agent stops every replica itself (SIGTERM, SIGKILL after the ack's fence_grace_ms), logs
 // "fenced: no word from the scheduler for 12s; stopped 2 replicas", and reports each exit with

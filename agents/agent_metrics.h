@@ -1,5 +1,5 @@
-// AgentMetrics: trainctl-agent's Prometheus metrics (README, "Metrics", lists every one), served
-// as `GET /metrics` on --metrics-listen (common/metrics_http.h).
+// AgentMetrics: trainctl-agent's Prometheus metrics (docs/operators/metrics.md lists every one),
+// served as `GET /metrics` on --metrics-listen (common/metrics_http.h).
 //
 // The Agent counts into it where things happen (Agent::Options::metrics): each launch command
 // carried out and how long it took, each replica started or ended, each check run by item. The

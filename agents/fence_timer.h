@@ -1,5 +1,6 @@
 // FenceTimer: when an agent must fence, that is stop its replicas because the scheduler may
-// have given them up (README, "Network partitions"; scheduler/node_health.h, "Fencing").
+// have given them up (docs/operators/host-health.md, "Network partitions and fencing: no replica
+// runs twice"; scheduler/node_health.h, "Fencing").
 //
 // The scheduler answers a Register with a RegisterAck and every Heartbeat with a HeartbeatAck
 // carrying the heartbeat's seq. An answer proves the scheduler heard the agent no earlier than

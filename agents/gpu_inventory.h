@@ -8,7 +8,7 @@
 // synthetic devices 0..N-1 that have no device node (minor -1), so tests need no GPU.
 //
 // AMD GPUs (/dev/kfd and /dev/dri/renderD<N>, ROCR_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES) are
-// not detected yet; README, "GPUs".
+// not detected yet; docs/users/replica-environment.md, "GPUs a replica owns".
 //
 //   std::vector<v1::GpuDevice> gpus = DetectGpus();         // [] on a host without GPUs
 //   std::string label = GpuModelLabel(gpus);                // "NVIDIA-H100-80GB-HBM3"

@@ -1,6 +1,6 @@
 // Two guards of the agent's stream to the scheduler, for trainctld replicas that fail over
-// (README, "High availability"): pure logic on a caller's clock, so tests drive them with a fake
-// one.
+// (docs/operators/postgresql-ha.md, "High availability"): pure logic on a caller's clock, so
+// tests drive them with a fake one.
 //
 // AckDeadline: the scheduler answers the Register with a RegisterAck and every Heartbeat with a
 // HeartbeatAck. A frozen scheduler (stopped, swapping, a leader that lost its database) keeps the

@@ -1,4 +1,4 @@
-# trainctl's Debian packages, built by CPack (README, "Packages"):
+# trainctl's Debian packages, built by CPack (docs/operators/install.md):
 #
 #   cmake --build build --target package
 #

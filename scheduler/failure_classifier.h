@@ -1,4 +1,5 @@
-// FailureClassifier: how a replica's run ended, classed (DESIGN.md's table, R4-R10, R16).
+// FailureClassifier: how a replica's run ended, classed (docs/developers/architecture.md, "The
+// retry engine's decision table"; R4-R10, R16).
 //
 // A pure function of the job's policy, the replica and the report. It names the failure class,
 // the rule that classed it, the error the job would end with, and the remedy the class calls for

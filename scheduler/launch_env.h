@@ -1,9 +1,9 @@
 // The commands for agents: the LaunchReplica message for one replica (argv, and the environment
 // every replica sees), and the StopReplica message.
 //
-// Environment (DESIGN.md, R3, R10): TRAINCTL_JOB_ID, TRAINCTL_ATTEMPT, TRAINCTL_REPLICA_NAME,
-// TRAINCTL_RESTART_COUNT, TRAINCTL_NODE, RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
-// TRAINCTL_CLUSTER_SPEC, TRAINCTL_CHECKPOINT_DIR, the host-local ranks (LOCAL_RANK,
+// Environment (docs/users/replica-environment.md; R3, R10): TRAINCTL_JOB_ID, TRAINCTL_ATTEMPT,
+// TRAINCTL_REPLICA_NAME, TRAINCTL_RESTART_COUNT, TRAINCTL_NODE, RANK, WORLD_SIZE, MASTER_ADDR,
+// MASTER_PORT, TRAINCTL_CLUSTER_SPEC, TRAINCTL_CHECKPOINT_DIR, the host-local ranks (LOCAL_RANK,
 // LOCAL_WORLD_SIZE, NODE_RANK, GROUP_RANK: LocalRanksOf), its GPUs (CUDA_VISIBLE_DEVICES,
 // NVIDIA_VISIBLE_DEVICES, TRAINCTL_GPUS: the indices it owns, comma-separated; with
 // CUDA_DEVICE_ORDER=PCI_BUS_ID so that CUDA numbers devices as nvidia-smi does), and Vertex AI's

@@ -39,7 +39,8 @@ struct NodePolicy {
   PortRange ports;
 };
 
-// Fencing: no replica runs twice, even across a network partition (README, "Network partitions").
+// Fencing: no replica runs twice, even across a network partition (docs/operators/host-health.md,
+// "Network partitions and fencing: no replica runs twice").
 //
 // An agent that has had no answer from the scheduler to anything it sent in the last
 // fence_after = lost timeout - margin stops its replicas itself: SIGTERM, then SIGKILL after

@@ -1,5 +1,5 @@
-// The retry engine: the one place that decides what a failure does to a job (DESIGN.md's
-// decision table, R4-R10, R16-R19).
+// The retry engine: the one place that decides what a failure does to a job
+// (docs/developers/architecture.md, "The retry engine's decision table"; R4-R10, R16-R19).
 //
 // Pure functions of the job's policy, its budgets, the classified failure and the time. Each
 // classifies (scheduler/failure_classifier.h), charges the budget of that failure kind, and

@@ -148,8 +148,8 @@ std::vector<FlagGroup> DaemonFlagGroups() {
          "serve plaintext gRPC on a non-loopback address: anyone who reaches the port can run "
          "any command on every node. Logged as a warning at every start"}}},
       {"High availability: several trainctld with one --store postgres://... database; one leads,\n"
-       "the others stand by and answer every call UNAVAILABLE naming it (README, \"High\n"
-       "availability\"):",
+       "the others stand by and answer every call UNAVAILABLE naming it\n"
+       "(docs/operators/postgresql-ha.md):",
        {{"lease-duration", 0, Kind::kValue, "D", "",
          "the leader renews its lease in the database this often over; a standby takes over once "
          "it lapses, and a leader that cannot renew for this long steps down (exits 75) "

@@ -1,5 +1,5 @@
-// Leadership: how a trainctld on a PostgreSQL store shared with other trainctld (README, "High
-// availability") comes to lead and stops leading.
+// Leadership: how a trainctld on a PostgreSQL store shared with other trainctld
+// (docs/operators/postgresql-ha.md, "High availability") comes to lead and stops leading.
 //
 //   WaitToLead serves as a standby (server/standby_server.h: every call answered UNAVAILABLE
 //   naming the leader) and tries for the lease (storage/pg_lease.h) every lease / 10, until this

@@ -1,5 +1,5 @@
-// DaemonMetrics: trainctld's Prometheus metrics (README, "Metrics", lists every one), served as
-// `GET /metrics` on its HTTP port (MetricsEndpoint).
+// DaemonMetrics: trainctld's Prometheus metrics (docs/operators/metrics.md lists every one),
+// served as `GET /metrics` on its HTTP port (MetricsEndpoint).
 //
 // Counted where things happen: the reconcile loop reports each turn, each commit and, after a
 // commit, what the turn did (sched::Tally: failures decided, admissions, first runs, jobs ended;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Fails when a lower layer of trainctl includes a higher one: the dependency rules of the
-# README's Architecture section, checked on every #include of the source tree. Prints each
-# offending include as file:line and the rule it breaks. Run from anywhere; ctest runs it too.
+# Fails when a lower layer of trainctl includes a higher one: the dependency rules of
+# docs/developers/architecture.md, "Dependencies point one way", checked on every #include of the
+# source tree. Prints each offending include as file:line and the rule it breaks. Run from anywhere;
+# ctest runs it too.
 #
 #   common/     includes nothing of scheduler/, storage/, server/, agents/, cli/
 #   scheduler/  the core: no gRPC (grpc/, grpcpp/, *.grpc.pb.h, common/grpc_status.h), no
@@ -80,7 +81,8 @@ check "the CLI talks to trainctld only through proto/" \
 check "trainctld does not include the other programs" 'agents/.*|cli/.*' '' "${server_files[@]}"
 
 if [ "$failed" != 0 ]; then
-  echo "check_layers: some includes break the dependency rules (README, Architecture)" >&2
+  echo "check_layers: some includes break the dependency rules" \
+    "(docs/developers/architecture.md)" >&2
   exit 1
 fi
 echo "check_layers: every include follows the dependency rules"

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Builds trainctl and runs every test, installing missing Debian packages first. Each build is
 # built once, then its tests run in parallel under ctest:
-#   layers  tests/check_layers.sh: no module includes one above it (README, Architecture)
+#   layers  tests/check_layers.sh: no module includes one above it
+#           (docs/developers/architecture.md, "Dependencies point one way")
 #   main    build/: gcc, every unit and integration test
 #   package after main, in build/: the Debian packages (cmake --build build --target package),
 #           then tests/package/package_test.sh: lintian, dpkg -i, the daemons from /usr/bin with
-#           /etc/trainctl's configs running a job, dpkg --purge (README, "Packages"). Needs root
+#           /etc/trainctl's configs running a job, dpkg --purge (docs/operators/install.md).
+#           Needs root
 #           (sudo otherwise); refuses a machine where trainctl is installed
 #   asan    build-asan/: clang with AddressSanitizer + UBSan, the unit and server tests; with
 #           TRAINCTL_FUZZ its libraries also carry libFuzzer's coverage (-fsanitize=fuzzer-no-link),
@@ -26,7 +28,7 @@
 # full debug info would add a fifth to the build time. Every build is a unity build
 # (CMAKE_UNITY_BUILD: up to 8 sources of a target compiled as one), which parses the heavy gRPC,
 # Protobuf and Catch2 headers once per batch instead of once per file, and took the three builds
-# from 33 to 45 minutes (quiet and loaded machines) to 14 (README, Measured). So names in
+# from 33 to 45 minutes (quiet and loaded machines) to 14 (CHANGELOG.md). So names in
 # anonymous namespaces must be unique within a target (a clash fails here). Builds made by hand
 # are per file, which rebuilds less after an edit.
 # With arguments, runs only the named parts, in the order given: `tests/run.sh tsan`.
@@ -94,7 +96,7 @@ fuzz_targets=(spec_parse_fuzz rest_json_fuzz core_agent_fuzz)
 # the inputs in a minute, and reached more coverage in the runs measured. A fixed seed
 # (TRAINCTL_FUZZ_SEED to change it): a commit's runs try the same inputs in the same order, as far
 # as 60 s reaches on the machine, so a crash found here is found again by a rerun; long runs
-# (README, Fuzzing) draw their own seeds.
+# (docs/developers/fuzzing.md) draw their own seeds.
 fuzz_one() {
   local target=$1 dir=build-asan/fuzz rc=0
   local corpora=("$dir/corpus/$target" "tests/fuzz/corpus/${target%_fuzz}")

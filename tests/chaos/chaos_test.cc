@@ -1,9 +1,9 @@
-// The fault campaign (README, "The fault campaign"): trainctld and three agents, the third in a
-// network namespace of its own, run a mixed workload (successes, user errors, crashes, transient
+// The fault campaign (docs/developers/fault-campaign.md): trainctld and three agents, the third in
+// a network namespace of its own, run a mixed workload (successes, user errors, crashes, transient
 // crashes, OOMs, hangs, gangs; campaign.h) while faults come at moments drawn from a seed
-// (chaos_faults.h). Afterwards every acknowledged job exists and has ended as its workload did,
-// no run of a replica overlapped another, no exit code was lost, and the budgets used are
-// accounted for by the attempts.
+// (chaos_faults.h). Afterwards every acknowledged job exists and has ended as its workload did, no
+// run of a replica overlapped another, no exit code was lost, and the budgets used are accounted
+// for by the attempts.
 //
 // Settings come from the environment: TRAINCTL_CHAOS_SEED (default: drawn, and printed),
 // TRAINCTL_CHAOS_MINUTES (how long faults are injected; default 2) and TRAINCTL_CHAOS_JOBS
@@ -43,7 +43,8 @@ using std::chrono::milliseconds;
 using Outcome = Campaign::Outcome;
 
 constexpr milliseconds kLost(4000);
-// What trainctld derives from a 4 s lost timeout (README, "Network partitions").
+// What trainctld derives from a 4 s lost timeout (docs/operators/host-health.md, "Network
+// partitions and fencing: no replica runs twice").
 constexpr milliseconds kMargin(800);
 
 int64_t EnvNumber(const char* name, int64_t fallback) {

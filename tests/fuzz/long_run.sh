@@ -1,15 +1,15 @@
 #!/bin/bash
-# The long fuzz runs of README, Fuzzing: every target of tests/fuzz/ until it has run RUNS inputs
-# (10,000,000 unless told), all three at once, from the seeds and from what earlier runs of this
-# build found. Prints a row per target (executions, seconds, executions per second, crashes) and
-# exits non-zero when a target failed; its log and the input that failed it are under
+# The long fuzz runs of docs/developers/fuzzing.md: every target of tests/fuzz/ until it has run
+# RUNS inputs (10,000,000 unless told), all three at once, from the seeds and from what earlier runs
+# of this build found. Prints a row per target (executions, seconds, executions per second, crashes)
+# and exits non-zero when a target failed; its log and the input that failed it are under
 # BUILD/fuzz/long/.
 #
 #   tests/fuzz/long_run.sh [BUILD] [RUNS] [TARGET...]
 #
-# BUILD is a TRAINCTL_FUZZ build, build-fuzz by default: the one README, Fuzzing configures
-# without ASan (UBSan alone), for speed. The ASan build (build-asan) works too, at a half to a
-# sixth of the speed. TARGETs (spec_parse_fuzz, rest_json_fuzz, core_agent_fuzz) pick some of
+# BUILD is a TRAINCTL_FUZZ build, build-fuzz by default: the one docs/developers/fuzzing.md
+# configures without ASan (UBSan alone), for speed. The ASan build (build-asan) works too, at a half
+# to a sixth of the speed. TARGETs (spec_parse_fuzz, rest_json_fuzz, core_agent_fuzz) pick some of
 # them; all three by default. Each run draws its own seed (printed at the top of its log).
 set -u
 cd "$(dirname "$0")/../.."
@@ -22,7 +22,8 @@ out=$build/fuzz/long
 
 for target in "${targets[@]}"; do
   if [ ! -x "$build/bin/$target" ]; then
-    echo "long_run.sh: $build/bin/$target is missing; build it first (README, Fuzzing)" >&2
+    echo "long_run.sh: $build/bin/$target is missing; build it first" \
+      "(docs/developers/fuzzing.md)" >&2
     exit 2
   fi
 done

@@ -1,6 +1,6 @@
 // Online backups and versions against a real trainctld: `trainctl admin backup FILE` taken while
-// jobs are being created opens, passes integrity_check and holds every job whose CreateJob
-// returned before it began; one backup runs at a time; a backup restored as the README says
+// jobs are being created opens, passes integrity_check and holds every job whose CreateJob returned
+// before it began; one backup runs at a time; a backup restored as docs/operators/backups.md says
 // starts a trainctld with those jobs; `trainctl version` prints both versions (GetVersion, also
 // over REST), and the client's alone with an error when the server is down.
 #include <grpcpp/grpcpp.h>
@@ -173,8 +173,9 @@ TEST_CASE(
   REQUIRE(Eventually([&] { return c.Cli({"admin", "backup", second}).exit_code == 0; }));
   CHECK(NamesStartingWith(c.DataDir(), "trainctl.db.backup-").empty());
 
-  // Restored as the README says: stop trainctld, replace trainctl.db, remove -wal and -shm,
-  // start it. The jobs acknowledged before the backup are back; one created long after is not.
+  // Restored as docs/operators/backups.md says: stop trainctld, replace trainctl.db, remove -wal
+  // and -shm, start it. The jobs acknowledged before the backup are back; one created long after is
+  // not.
   submitter.Stop();
   REQUIRE(submitter.error().empty());
   const std::string later = submitter.Acked().back();

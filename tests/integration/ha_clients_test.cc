@@ -1,4 +1,4 @@
-// The clients' side of trainctld replicas (README, "High availability"): trainctl --server and
+// The clients' side of trainctld replicas (docs/operators/postgresql-ha.md): trainctl --server and
 // trainctl-agent --scheduler given several addresses find the leader, following the leader a
 // standby names (a standby stand-in, standby_stub.h, in front of a real trainctld); and an agent
 // leaves the stream of a trainctld that stops answering its heartbeats.

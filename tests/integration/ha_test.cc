@@ -1,4 +1,4 @@
-// High availability (README, "High availability"): two trainctld share one PostgreSQL database;
+// High availability (docs/operators/postgresql-ha.md): two trainctld share one PostgreSQL database;
 // one leads, the other stands by. A SIGKILLed leader's standby takes over within the lease plus
 // 2 s while replicas keep running with their PIDs; ten failovers by SIGKILL and SIGSTOP while a
 // client submits lose and duplicate no acknowledged job; a stopped leader that wakes up steps

@@ -1,4 +1,4 @@
-// Network partitions between the scheduler and one agent (README, "Network partitions"): the
+// Network partitions between the scheduler and one agent (docs/operators/host-health.md): the
 // agent runs in a network namespace of its own (netns_link.h), trainctld listens on the host end
 // of its veth pair, and a second agent runs on the host side. A cut shorter than the fence time
 // is invisible to the job; a longer one makes the node LOST, the agent fences its replica, and

@@ -1,5 +1,6 @@
-// A cluster secured the way the README bootstraps one: `trainctld pki init`, a certificate per
-// agent, trainctld serving TLS and authenticating agents. Real processes, real TLS over loopback.
+// A cluster secured the way docs/operators/security.md bootstraps one: `trainctld pki init`, a
+// certificate per agent, trainctld serving TLS and authenticating agents. Real processes, real TLS
+// over loopback.
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 

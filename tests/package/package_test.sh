@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The Debian packages, for real (README, "Packages"): lintian finds no error in them; `dpkg -i`
-# installs the three; their files are where they belong and the trainctl user exists; trainctld
+# The Debian packages, for real (docs/operators/install.md): lintian finds no error in them; `dpkg
+# -i` installs the three; their files are where they belong and the trainctl user exists; trainctld
 # (as that user) and an agent (as root, like their units) start from /usr/bin with the configs of
-# /etc/trainctl, without systemd (CI has none as PID 1); /usr/bin/trainctl runs a job to
-# SUCCEEDED; `dpkg --purge` removes the packages without error and leaves none of their files.
+# /etc/trainctl, without systemd (CI has none as PID 1); /usr/bin/trainctl runs a job to SUCCEEDED;
+# `dpkg --purge` removes the packages without error and leaves none of their files.
 #
 #   tests/package/package_test.sh [BUILD_DIR]      # after `cmake --build BUILD_DIR --target package`
 #

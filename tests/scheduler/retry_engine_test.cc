@@ -1,4 +1,5 @@
-// The retry engine's decision table (DESIGN.md) and R4-R10, one row per situation.
+// The retry engine's decision table (docs/developers/architecture.md) and R4-R10, one row per
+// situation.
 #include "scheduler/retry_engine.h"
 
 #include <catch2/catch.hpp>
@@ -90,7 +91,7 @@ struct Row {
   int64_t delay_ms;
 };
 
-TEST_CASE("DecideOnFailure follows DESIGN.md's decision table") {
+TEST_CASE("DecideOnFailure follows the design's decision table") {
   auto none = [](auto*) {};
   const Row rows[] = {
       {"R6: the primary exits 0 -> SUCCEED_JOB", none, [](Situation* s) { s->replica = 0; },
