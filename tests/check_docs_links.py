@@ -75,6 +75,23 @@ def markdown_lines(text):
         yield number, re.sub(r"(`+)(?:(?!\1).)+\1", lambda m: " " * len(m.group(0)), line)
 
 
+def paragraphs(lines):
+    """Joins consecutive non-blank lines, so that a link whose text wraps is read whole. Yields
+    (first line number, text); a table row stays a paragraph of its own."""
+    start, parts = 0, []
+    for number, line in lines:
+        if parts and (not line.strip() or line.lstrip().startswith("|") or number != last + 1):
+            yield start, " ".join(parts)
+            parts = []
+        if line.strip():
+            if not parts:
+                start = number
+            parts.append(line.strip())
+        last = number
+    if parts:
+        yield start, " ".join(parts)
+
+
 class Anchors:
     """The anchors of each Markdown file, computed once."""
 
@@ -111,7 +128,7 @@ def check_markdown(root, path, anchors, problems):
     rel = os.path.relpath(path, root)
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    for number, line in markdown_lines(text):
+    for number, line in paragraphs(markdown_lines(text)):
         for target in LINK.findall(line):
             if re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:", target) or target.startswith("//"):
                 continue

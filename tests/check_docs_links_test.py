@@ -48,6 +48,8 @@ BREAKS = [
      "has no heading \"Section nine\""),
     ("a missing anchor of a cited page", "tools/run.sh", "# docs/guide.md#nine",
      "has no heading #nine"),
+    ("a broken link whose text wraps", "docs/guide.md", "A [wrapped\nlink](#gone-three) here.",
+     "has no heading #gone-three"),
     ("a broken link in an indented list item", "docs/guide.md", "- a\n    [b](#gone-too)",
      "has no heading #gone-too"),
     ("a README section that moved", "src/core.cc", "// (README, \"Metrics\")",
