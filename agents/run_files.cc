@@ -32,8 +32,8 @@ absl::Status HostError(const absl::Status& status) {
   return absl::InternalError(status.message());
 }
 
-// Opens `relative` beneath the agent's work dir, creating it, every directory on the way with
-// `mode` (fchmod: whatever the umask or an older agent left).
+// Opens `relative` beneath the agent's work dir, creating what is missing with `mode`, and gives
+// the last directory `mode` through its descriptor (whatever the umask or an older agent left).
 absl::StatusOr<UniqueFd> OpenWorkDir(const std::string& work_dir, const std::string& relative,
                                      mode_t mode) {
   BeneathOptions options;
