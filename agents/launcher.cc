@@ -282,8 +282,9 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
     run.working_dir = working_dir;
     run.user_name = user->has_value() ? (*user)->name : "";
   }
-  absl::StatusOr<int> log = PrepareRunFiles(working_dir, log_path, launch.checkpoint_dir(),
-                                            user->has_value() ? &**user : nullptr);
+  absl::StatusOr<int> log =
+      PrepareRunFiles({options_.work_dir, parts, launch.checkpoint_dir(), launch.checkpoint_root()},
+                      user->has_value() ? &**user : nullptr);
   if (!log.ok()) {
     ReportLaunchFailure(run_id, log.status(), -1);
     return;

@@ -20,7 +20,9 @@ int64_t MtimeMs(const struct stat& st) {
 
 int64_t FileMtimeMs(const std::string& path) {
   struct stat st;
-  return stat(path.c_str(), &st) == 0 ? MtimeMs(st) : 0;
+  // A replica owns the file's directory: a link it put there is not followed (its own mtime
+  // counts).
+  return lstat(path.c_str(), &st) == 0 ? MtimeMs(st) : 0;
 }
 
 // Adds the entries of directory `fd` (which it closes) to `newest`, recursing `depth` levels.
@@ -37,7 +39,8 @@ void ScanDir(int fd, int depth, int* budget, int64_t* newest) {
     if (fstatat(dirfd(dir), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     *newest = std::max(*newest, MtimeMs(st));
     if (S_ISDIR(st.st_mode) && depth > 0) {
-      int child = openat(dirfd(dir), entry->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      int child =
+          openat(dirfd(dir), entry->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (child >= 0) ScanDir(child, depth - 1, budget, newest);
     }
   }
@@ -47,7 +50,8 @@ void ScanDir(int fd, int depth, int* budget, int64_t* newest) {
 }  // namespace
 
 int64_t NewestMtimeMs(const std::string& dir, int depth) {
-  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  // Replicas may write where these directories lie: a link there is not followed.
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return 0;
   struct stat st;
   int64_t newest = fstat(fd, &st) == 0 ? MtimeMs(st) : 0;

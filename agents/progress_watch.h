@@ -32,12 +32,14 @@ struct ProgressTarget {
 
 // One ReplicaProgress for each target with a sign newer than since_ms: the newest of its
 // progress file's mtime and the newest mtime in its checkpoint directory (the directory itself
-// and entries up to two levels down). Each checkpoint directory is read once per call.
+// and entries up to two levels down). Each checkpoint directory is read once per call. A
+// progress file that is a symbolic link counts with the link's own mtime.
 std::vector<trainctl::v1::ReplicaProgress> CheckProgress(
     const std::vector<ProgressTarget>& targets);
 
 // The newest mtime, Unix ms, of `dir` and its entries up to `depth` levels down (at most a few
-// thousand entries); 0 when `dir` cannot be read.
+// thousand entries); 0 when `dir` cannot be read. Follows no symbolic link: a replica may own
+// these directories (0 when `dir` itself is a link).
 int64_t NewestMtimeMs(const std::string& dir, int depth);
 
 }  // namespace trainctl::agent

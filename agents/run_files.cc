@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <system_error>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "agents/log_read.h"
+#include "agents/safe_path.h"
 #include "common/status_macros.h"
 
 namespace trainctl::agent {
@@ -24,15 +26,42 @@ bool IsSafeChar(char c) {
          c == '_' || c == '-';
 }
 
-absl::Status Chown(const std::string& path, const RunUser& owner) {
-  if (chown(path.c_str(), owner.uid, owner.gid) == 0) return absl::OkStatus();
-  return absl::InternalError(
-      absl::StrCat("cannot give ", path, " to user ", owner.name, ": ", std::strerror(errno)));
+// The status of a step on the agent's own directories: never the user's error, whatever it says.
+absl::Status HostError(const absl::Status& status) {
+  if (status.ok() || status.code() == absl::StatusCode::kInternal) return status;
+  return absl::InternalError(status.message());
 }
 
-absl::Status Chmod(const std::string& path, mode_t mode) {
-  if (chmod(path.c_str(), mode) == 0) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat("cannot chmod ", path, ": ", std::strerror(errno)));
+// Opens `relative` beneath the agent's work dir, creating what is missing with `mode`, and gives
+// the last directory `mode` through its descriptor (whatever the umask or an older agent left).
+absl::StatusOr<UniqueFd> OpenWorkDir(const std::string& work_dir, const std::string& relative,
+                                     mode_t mode) {
+  BeneathOptions options;
+  options.create_mode = mode;
+  options.root_label = "the agent's work dir";
+  absl::StatusOr<UniqueFd> dir = OpenDirBeneath(work_dir, relative, options);
+  if (!dir.ok()) return HostError(dir.status());
+  TC_RETURN_IF_ERROR(ChmodFd(dir->get(), absl::StrCat(work_dir, "/", relative), mode));
+  return dir;
+}
+
+// The checkpoint directory, created beneath its root without following a link there; the user's
+// error names the directory.
+absl::StatusOr<UniqueFd> OpenCheckpointDir(const RunFilesRequest& request) {
+  absl::StatusOr<UniqueFd> dir = absl::InternalError("unset");
+  if (request.checkpoint_root.empty()) {
+    dir = OpenOwnedByRoot(request.checkpoint_dir, BeneathOptions());
+  } else {
+    // A directory outside its root is trainctld's mistake, never the user's.
+    TC_ASSIGN_OR_RETURN(std::string beneath,
+                        PathBeneath(request.checkpoint_root, request.checkpoint_dir));
+    BeneathOptions options;
+    options.root_label = "the allowed root";
+    dir = OpenDirBeneath(request.checkpoint_root, beneath, options);
+  }
+  if (dir.ok()) return dir;
+  return absl::Status(dir.status().code(), absl::StrCat("checkpointDir ", request.checkpoint_dir,
+                                                        ": ", dir.status().message()));
 }
 
 }  // namespace
@@ -69,28 +98,44 @@ absl::Status CheckRunId(absl::string_view run_id, const RunIdParts& parts) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<int> PrepareRunFiles(const std::string& working_dir, const std::string& log_path,
-                                    const std::string& checkpoint_dir, const RunUser* owner) {
-  TC_RETURN_IF_ERROR(MakeDirs(working_dir));
-  TC_RETURN_IF_ERROR(MakeDirs(log_path.substr(0, log_path.rfind('/'))));
-  if (!checkpoint_dir.empty()) TC_RETURN_IF_ERROR(MakeDirs(checkpoint_dir));
-  if (owner != nullptr) {
-    TC_RETURN_IF_ERROR(Chmod(working_dir.substr(0, working_dir.rfind('/')), 0711));
-    TC_RETURN_IF_ERROR(Chown(working_dir, *owner));
-    TC_RETURN_IF_ERROR(Chmod(working_dir, 0700));
-    if (!checkpoint_dir.empty()) TC_RETURN_IF_ERROR(Chown(checkpoint_dir, *owner));
+absl::StatusOr<int> PrepareRunFiles(const RunFilesRequest& request, const RunUser* owner) {
+  const RunIdParts& run = request.run;
+  const std::string job_dir = absl::StrCat("jobs/", run.job_id);
+  // The job's directory only lets the owners of its replicas' directories reach them.
+  TC_ASSIGN_OR_RETURN(UniqueFd jobs, OpenWorkDir(request.work_dir, job_dir, 0711));
+  TC_ASSIGN_OR_RETURN(
+      UniqueFd working,
+      OpenWorkDir(request.work_dir, absl::StrCat(job_dir, "/", run.replica_name), 0700));
+  // Logs are the agent's to read (it serves them); no other user lists or reads them.
+  const std::string attempt_dir = absl::StrCat("logs/", run.job_id, "/attempt-", run.attempt);
+  TC_ASSIGN_OR_RETURN(UniqueFd logs, OpenWorkDir(request.work_dir, "logs", 0700));
+  TC_ASSIGN_OR_RETURN(logs, OpenWorkDir(request.work_dir, absl::StrCat("logs/", run.job_id), 0700));
+  TC_ASSIGN_OR_RETURN(logs, OpenWorkDir(request.work_dir, attempt_dir, 0700));
+  std::optional<UniqueFd> checkpoint;
+  if (!request.checkpoint_dir.empty()) {
+    TC_ASSIGN_OR_RETURN(checkpoint, OpenCheckpointDir(request));
   }
-  int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) {
+  const std::string working_dir = RunWorkingDir(request.work_dir, run);
+  if (owner != nullptr) {
+    TC_RETURN_IF_ERROR(ChownFd(working.get(), working_dir, owner->uid, owner->gid, owner->name));
+    if (checkpoint) {
+      TC_RETURN_IF_ERROR(
+          ChownFd(checkpoint->get(), request.checkpoint_dir, owner->uid, owner->gid, owner->name));
+    }
+  }
+  const std::string log_path = RunLogPath(request.work_dir, run);
+  const std::string log_name = log_path.substr(log_path.rfind('/') + 1);
+  UniqueFd log(openat(logs.get(), log_name.c_str(),
+                      O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (log.get() < 0) {
     return absl::InternalError(absl::StrCat("cannot open ", log_path, ": ", std::strerror(errno)));
   }
-  if (owner != nullptr && fchown(fd, owner->uid, owner->gid) != 0) {
-    const int error = errno;
-    close(fd);
-    return absl::InternalError(absl::StrCat("cannot give ", log_path, " to user ", owner->name,
-                                            ": ", std::strerror(error)));
+  // Readable by the replica's user and root only, whatever the umask or an older agent left.
+  TC_RETURN_IF_ERROR(ChmodFd(log.get(), log_path, 0600));
+  if (owner != nullptr) {
+    TC_RETURN_IF_ERROR(ChownFd(log.get(), log_path, owner->uid, owner->gid, owner->name));
   }
-  return fd;
+  return log.release();
 }
 
 std::string RunWorkingDir(const std::string& work_dir, const RunIdParts& run) {

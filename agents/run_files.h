@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -38,14 +39,28 @@ absl::Status CheckPathComponent(absl::string_view what, absl::string_view name);
 // OK when `parts` are safe path components (see ParseRunId) and `run_id` is made of them.
 absl::Status CheckRunId(absl::string_view run_id, const RunIdParts& parts);
 
-// Creates the run's working, log and (unless empty) checkpoint directories, and opens its log
-// for appending (O_APPEND, close-on-exec). With an `owner` (null: leave them the caller's), the
-// working directory becomes the owner's with mode 0700, its parent gets mode 0711 so the owner
-// can reach it, and the checkpoint directory and the log file become the owner's. Returns the
-// log's fd, which the caller closes. INTERNAL when a step fails.
-absl::StatusOr<int> PrepareRunFiles(const std::string& working_dir, const std::string& log_path,
-                                    const std::string& checkpoint_dir,
-                                    const RunUser* owner = nullptr);
+// What PrepareRunFiles makes for one run.
+struct RunFilesRequest {
+  std::string work_dir;  // the agent's --work-dir
+  RunIdParts run;        // checked (CheckRunId)
+  // LaunchReplica.checkpoint_dir and checkpoint_root; an empty root: a trainctld older than
+  // the agent, whose directories are walked from "/" following only root's links (safe_path.h).
+  std::string checkpoint_dir;
+  std::string checkpoint_root;
+};
+
+// Creates the run's working directory (RunWorkingDir), its log directories and (unless empty)
+// checkpoint directory, and opens its log (RunLogPath) for appending (O_APPEND, close-on-exec).
+// Nothing is created or opened through a symbolic link: the work dir and the checkpoint root are
+// opened as any path, what lies beneath them without following links (safe_path.h). Modes are
+// set through the descriptors, whatever the umask: jobs/<job> 0711, the working directory 0700,
+// logs/, logs/<job> and its attempt directory 0700, the log file 0600. With an `owner` (null:
+// leave them the caller's), the working and checkpoint directories and the log file become the
+// owner's. Returns the log's fd, which the caller closes. INVALID_ARGUMENT (the user's error)
+// when the checkpoint directory passes through a symbolic link or a non-directory beneath its
+// root ("checkpointDir /ckpt/teama/esc/sub: \"esc\" is a symbolic link; trainctl follows none
+// beneath the allowed root /ckpt/teama"); INTERNAL when another step fails.
+absl::StatusOr<int> PrepareRunFiles(const RunFilesRequest& request, const RunUser* owner = nullptr);
 
 std::string RunWorkingDir(const std::string& work_dir, const RunIdParts& run);
 std::string RunLogPath(const std::string& work_dir, const RunIdParts& run);

@@ -17,6 +17,14 @@ class UniqueFd {
   explicit UniqueFd(int fd = -1) : fd_(fd) {}
   UniqueFd(const UniqueFd&) = delete;
   UniqueFd& operator=(const UniqueFd&) = delete;
+  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    if (this != &other) {
+      reset();
+      fd_ = other.release();
+    }
+    return *this;
+  }
   ~UniqueFd() { reset(); }
 
   int get() const { return fd_; }

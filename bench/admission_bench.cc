@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/time_util.h"
 #include "scheduler/core.h"
+#include "scheduler/device_pool.h"
 
 namespace {
 
@@ -26,14 +27,18 @@ using trainctl::sched::Core;
 using trainctl::sched::Effects;
 namespace v1 = trainctl::v1;
 
-v1::Register Node(int i) {
+// A node of `gpus` synthetic GPUs (minor -1), listed as trainctl-agent --gpus N lists them.
+v1::Register Node(int i, int gpus = 32) {
   v1::Register r;
   r.set_node(absl::StrCat("node-", i));
   r.set_address("127.0.0.1");
   r.mutable_allocatable()->set_cpu(256);
   r.mutable_allocatable()->set_memory_mb(1 << 20);
-  r.mutable_allocatable()->set_gpus(32);
+  r.mutable_allocatable()->set_gpus(gpus);
   *r.mutable_capacity() = r.allocatable();
+  for (v1::GpuDevice& d : trainctl::sched::SyntheticDevices(gpus)) {
+    *r.add_gpu_devices() = std::move(d);
+  }
   r.set_agent_instance("bench");
   return r;
 }
@@ -146,10 +151,7 @@ int main() {
   Effects fill;
   constexpr int kCpuNodes = 980;
   for (int i = 0; i < kCpuNodes; ++i) {
-    v1::Register r = Node(kNodes + i);
-    r.mutable_allocatable()->set_gpus(0);
-    *r.mutable_capacity() = r.allocatable();
-    core.AgentRegistered(r, now, &fill);
+    core.AgentRegistered(Node(kNodes + i, /*gpus=*/0), now, &fill);
   }
   for (int p = 0; p < kProjects; ++p) {
     v1::Quota q;

@@ -169,6 +169,16 @@ absl::Status ValidateQuota(const v1::Quota& q) {
         "starting with '-'; got \"",
         q.run_as_user(), "\""));
   }
+  // Agents look users up by name (getpwnam), and "0" would be root without saying so.
+  if (!q.run_as_user().empty() &&
+      q.run_as_user().find_first_not_of("0123456789") == std::string::npos) {
+    const bool zero = q.run_as_user().find_first_not_of('0') == std::string::npos;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "quota.runAsUser must be a user name, not a numeric id; got \"", q.run_as_user(), "\": ",
+        zero ? "root is asked for with \"root\", and replicas run as root only on agents started "
+               "with --allow-root-replicas"
+             : "agents look users up by name"));
+  }
   return ValidateProtoDuration("quota.starvationLimit", q.starvation_limit(), 366LL * 86400);
 }
 

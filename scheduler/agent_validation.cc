@@ -40,10 +40,15 @@ absl::Status CheckResources(const std::string& path, const v1::NodeResources& r)
 }
 
 absl::Status CheckGpus(const v1::Register& reg) {
-  if (reg.gpu_devices_size() > reg.capacity().gpus()) {
-    return Invalid("gpuDevices",
-                   absl::StrCat("lists ", reg.gpu_devices_size(),
-                                " GPUs, more than capacity.gpus (", reg.capacity().gpus(), ")"));
+  // Every GPU the node offers is a device the scheduler can hand out by index; an agent given
+  // only a count (--gpus N) lists synthetic ones (minor -1).
+  if (reg.gpu_devices_size() != reg.capacity().gpus()) {
+    return Invalid(
+        "gpuDevices",
+        absl::StrCat("lists ", reg.gpu_devices_size(), " GPUs but capacity.gpus is ",
+                     reg.capacity().gpus(),
+                     "; an agent lists every GPU it offers (synthetic ones with minor -1 "
+                     "for trainctl-agent --gpus N)"));
   }
   std::set<int32_t> seen;
   for (int i = 0; i < reg.gpu_devices_size(); ++i) {

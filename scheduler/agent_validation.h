@@ -23,7 +23,7 @@ inline constexpr int kMaxKnownRuns = 100'000;
 inline constexpr size_t kMaxAgentString = 1024;
 
 // Checks every field of `reg`: the node name (DNS label), the address, capacity and allocatable
-// (finite, within the bounds above, allocatable <= capacity), the GPU inventory (at most
+// (finite, within the bounds above, allocatable <= capacity), the GPU inventory (exactly
 // capacity.gpus devices with distinct indices below kMaxNodeGpus), labels, known runs, the
 // config, version and instance strings (bounded, no NUL). INVALID_ARGUMENT naming the first
 // bad field: "register.capacity.cpu must be a finite number 0..65536, got nan".

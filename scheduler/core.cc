@@ -28,6 +28,12 @@ void Core::Restore(std::vector<Job> jobs, std::vector<Node> nodes,
                    const std::vector<ReplicaRun>& runs, std::vector<v1::Quota> quotas) {
   queue_.RestoreQuotas(std::move(quotas));
   nodes_.Restore(std::move(nodes));
+  // Jobs an older trainctld stored carry no checkpoint root: the one their directory matches now.
+  for (Job& job : jobs) {
+    if (job.checkpoint_root.empty() && !job.checkpoint_dir.empty()) {
+      job.checkpoint_root = CheckpointRootOf(job.checkpoint_dir, CheckpointRoots());
+    }
+  }
   jobs_.Restore(std::move(jobs), runs);
   for (const auto& [id, job] : jobs_.all()) requests_.Add(job);
   lifecycle_.Restore();
@@ -70,12 +76,19 @@ absl::StatusOr<const Job*> Core::SubmitJob(const v1::JobSpec& spec_in, int64_t n
   }
   const Job* job = lifecycle_.Submit(std::move(spec), options_.checkpoint_root, FromMs(now), fx);
   if (Job* mutable_job = jobs_.Find(job->id)) {
+    mutable_job->checkpoint_root = CheckpointRootOf(job->checkpoint_dir, CheckpointRoots());
     mutable_job->creator = creator;
     mutable_job->request_id = request.id;
     mutable_job->request_hash = request.spec_hash;
     requests_.Add(*mutable_job);
   }
   return job;
+}
+
+std::vector<std::string> Core::CheckpointRoots() const {
+  std::vector<std::string> roots = options_.checkpoint_allowed_roots;
+  roots.push_back(options_.checkpoint_root);
+  return roots;
 }
 
 absl::StatusOr<const Job*> Core::CancelJob(const std::string& id, int64_t now, Effects* fx) {

@@ -255,6 +255,8 @@ class Core {
   void CheckMaintenance(absl::Time now, Effects* fx);
   // OK when job `id` may be deleted or forgotten: it ended and none of its replicas holds a node.
   absl::Status CheckEnded(const std::string& id) const;
+  // Every root a checkpoint directory may lie under: the allowed roots and the default's parent.
+  std::vector<std::string> CheckpointRoots() const;
 
   // Constant after construction.
   const CoreOptions options_;

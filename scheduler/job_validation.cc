@@ -381,19 +381,34 @@ void ApplyDefaults(v1::JobSpec* spec) {
   if (!ft->has_job_retry_num()) ft->set_job_retry_num(kDefaultJobRetryNum);
 }
 
-absl::StatusOr<std::string> CheckpointDirUnder(const std::string& dir,
-                                               const std::vector<std::string>& roots) {
-  const std::filesystem::path normal = std::filesystem::path(dir).lexically_normal();
+namespace {
+
+// `path` lexically normal, without a trailing slash (but "/").
+std::string NormalPath(const std::string& path) {
+  std::string out = std::filesystem::path(path).lexically_normal().string();
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+std::string CheckpointRootOf(const std::string& dir, const std::vector<std::string>& roots) {
+  const std::filesystem::path normal(NormalPath(dir));
+  std::string best;
   for (const std::string& root : roots) {
-    const std::filesystem::path relative =
-        normal.lexically_relative(std::filesystem::path(root).lexically_normal());
+    const std::string normal_root = NormalPath(root);
+    const std::filesystem::path relative = normal.lexically_relative(normal_root);
     const std::string first = relative.empty() ? "" : relative.begin()->string();
-    if (!relative.empty() && first != ".." && first != ".") {
-      std::string out = normal.string();
-      while (out.size() > 1 && out.back() == '/') out.pop_back();
-      return out;
+    if (!relative.empty() && first != ".." && first != "." && normal_root.size() > best.size()) {
+      best = normal_root;
     }
   }
+  return best;
+}
+
+absl::StatusOr<std::string> CheckpointDirUnder(const std::string& dir,
+                                               const std::vector<std::string>& roots) {
+  if (!CheckpointRootOf(dir, roots).empty()) return NormalPath(dir);
   return Invalid(
       "checkpointDir",
       absl::StrCat("must be under one of the allowed roots (", absl::StrJoin(roots, ", "),

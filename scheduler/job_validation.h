@@ -45,6 +45,12 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec);
 absl::StatusOr<std::string> CheckpointDirUnder(const std::string& dir,
                                                const std::vector<std::string>& roots);
 
+// The longest of `roots` (made lexically normal, without a trailing slash) that the lexically
+// normal `dir` lies strictly under; "" when none. Agents open this root as any path and follow no
+// symbolic link beneath it (LaunchReplica.checkpoint_root).
+//   CheckpointRootOf("/ckpt/teama/run", {"/ckpt/", "/ckpt/teama"}) == "/ckpt/teama"
+std::string CheckpointRootOf(const std::string& dir, const std::vector<std::string>& roots);
+
 // Fills documented defaults (project, stop grace period, restart scope, ...). The settle window
 // is left to the caller, whose default is a server flag. REQUIRES: ValidateJobSpec(spec).ok().
 void ApplyDefaults(v1::JobSpec* spec);

@@ -210,6 +210,7 @@ v1::LaunchReplica BuildReplicaLaunch(const Job& job, int replica_index, const Ga
   launch.set_replica_name(r.name);
   launch.set_restart(r.restart_count);
   launch.set_checkpoint_dir(job.checkpoint_dir);
+  launch.set_checkpoint_root(job.checkpoint_root);
   if (pool != nullptr) *launch.mutable_resources() = pool->resources();
   auto& env = *launch.mutable_env();
   env["TRAINCTL_JOB_ID"] = job.id;

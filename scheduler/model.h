@@ -246,6 +246,9 @@ struct Job {
   RetryPolicy policy;
   std::string queue_reason;
   std::string checkpoint_dir;
+  // The allowed root checkpoint_dir lies strictly under (CheckpointRootOf); sent with each launch.
+  // Empty for a job stored by an older trainctld whose directory matches no root now.
+  std::string checkpoint_root;
   Budgets budgets_used;
   // While QUEUED for a retry: when the next attempt may start.
   std::optional<absl::Time> next_attempt_time;

@@ -341,6 +341,7 @@ v1::Job ToProto(const Job& job) {
   *out.mutable_spec() = job.spec;
   out.set_queue_reason(job.queue_reason);
   out.set_checkpoint_dir(job.checkpoint_dir);
+  out.set_checkpoint_root(job.checkpoint_root);
   if (job.budgets_used != Budgets{}) *out.mutable_budgets_used() = ToProto(job.budgets_used);
   if (job.next_attempt_time) *out.mutable_next_attempt_time() = ToProtoTime(*job.next_attempt_time);
   if (job.queue_time) *out.mutable_queue_time() = ToProtoTime(*job.queue_time);
@@ -380,6 +381,7 @@ absl::StatusOr<Job> JobFromProto(const v1::Job& p) {
   }
   job.queue_reason = p.queue_reason();
   job.checkpoint_dir = p.checkpoint_dir();
+  job.checkpoint_root = p.checkpoint_root();
   job.budgets_used = BudgetsFromProto(p.budgets_used());
   job.next_attempt_time = OptionalTime(p.has_next_attempt_time(), p.next_attempt_time());
   job.queue_time = OptionalTime(p.has_queue_time(), p.queue_time());

@@ -84,6 +84,9 @@ TEST_CASE("by default a replica runs as nobody, in a directory of its own", "[ag
   REQUIRE(stat((f.work_dir() + "/logs/j-agent/attempt-1/worker-0.restart-0.log").c_str(), &st) ==
           0);
   CHECK(st.st_uid == nobody);
+  CHECK((st.st_mode & 0777) == 0600);  // its user's and root's alone
+  REQUIRE(stat((f.work_dir() + "/logs/j-agent/attempt-1").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
   // Everyone may search the 0700 temp work dir now, and jobs/, but only root lists them.
   REQUIRE(stat(f.work_dir().c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0711);

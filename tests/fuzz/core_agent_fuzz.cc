@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "scheduler/agent_validation.h"
 #include "scheduler/core.h"
+#include "scheduler/device_pool.h"
 #include "scheduler/elastic.h"
 #include "scheduler/invariants.h"
 
@@ -170,6 +171,10 @@ class World {
     reg.mutable_allocatable()->set_memory_mb(sizes_[n].memory_mb);
     reg.mutable_allocatable()->set_gpus(static_cast<int32_t>(sizes_[n].gpus));
     *reg.mutable_capacity() = reg.allocatable();
+    // Synthetic devices, as trainctl-agent --gpus N lists them.
+    for (v1::GpuDevice& d : SyntheticDevices(reg.capacity().gpus())) {
+      *reg.add_gpu_devices() = std::move(d);
+    }
     reg.set_agent_instance(absl::StrCat("instance-", in_->ConsumeIntegralInRange<int>(0, 2)));
     const int known = in_->ConsumeIntegralInRange<int>(0, 3);
     for (int i = 0; i < known; ++i) {

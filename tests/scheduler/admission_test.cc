@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "common/time_util.h"
 #include "scheduler/core.h"
 #include "tests/scheduler/test_util.h"
@@ -92,6 +93,10 @@ TEST_CASE("ValidateQuota takes a portable user name as runAsUser") {
       {"a b", false},
       {"user:1", false},
       {"ü", false},
+      {"0", false},  // numeric ids: agents look users up by name
+      {"00", false},
+      {"1000", false},
+      {"u1000", true},
   };
   for (const Row& row : rows) {
     v1::Quota q;
@@ -101,6 +106,22 @@ TEST_CASE("ValidateQuota takes a portable user name as runAsUser") {
     CHECK(ValidateQuota(q).ok() == row.valid);
     if (!row.valid) CHECK(absl::StrContains(ValidateQuota(q).message(), "quota.runAsUser"));
   }
+}
+
+TEST_CASE("ValidateQuota refuses a numeric runAsUser, pointing uid 0 at \"root\"") {
+  v1::Quota q;
+  q.set_project("team-a");
+  for (const char* zero : {"0", "00"}) {
+    q.set_run_as_user(zero);
+    CHECK(ValidateQuota(q).message() ==
+          absl::StrCat("quota.runAsUser must be a user name, not a numeric id; got \"", zero,
+                       "\": root is asked for with \"root\", and replicas run as root only on "
+                       "agents started with --allow-root-replicas"));
+  }
+  q.set_run_as_user("1000");
+  CHECK(ValidateQuota(q).message() ==
+        "quota.runAsUser must be a user name, not a numeric id; got \"1000\": agents look users "
+        "up by name");
 }
 
 // Nodes with 8 gpus each (two by default). Every launch is confirmed at once, as an agent would.

@@ -37,7 +37,15 @@ TEST_CASE("a registration with bad values is refused naming the field", "[agent_
       {"NUL in the address", [](v1::Register* r) { r->set_address(std::string("a\0b", 3)); },
        "register.address must not contain NUL bytes"},
       {"more GPUs listed than offered", [](v1::Register* r) { r->add_gpu_devices()->set_index(0); },
-       "register.gpuDevices lists 1 GPUs, more than capacity.gpus (0)"},
+       "register.gpuDevices lists 1 GPUs but capacity.gpus is 0; an agent lists every GPU it "
+       "offers (synthetic ones with minor -1 for trainctl-agent --gpus N)"},
+      {"GPUs offered by count only",
+       [](v1::Register* r) {
+         r->mutable_capacity()->set_gpus(4);
+         r->mutable_allocatable()->set_gpus(4);
+       },
+       "register.gpuDevices lists 0 GPUs but capacity.gpus is 4; an agent lists every GPU it "
+       "offers (synthetic ones with minor -1 for trainctl-agent --gpus N)"},
       {"a GPU listed twice",
        [](v1::Register* r) {
          r->mutable_capacity()->set_gpus(2);

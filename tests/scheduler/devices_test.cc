@@ -302,6 +302,7 @@ TEST_CASE("an agent's inventory replaces synthetic devices when its count matche
   Core core(TestOptions(3));
   Effects fx;
   v1::Register reg = Reg("node-a", 8, 8192, 2);
+  reg.clear_gpu_devices();
   for (int i = 0; i < 2; ++i) {
     v1::GpuDevice* d = reg.add_gpu_devices();
     d->set_index(i);

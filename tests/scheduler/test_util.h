@@ -8,6 +8,7 @@
 
 #include "common/run_id.h"
 #include "scheduler/core.h"
+#include "scheduler/device_pool.h"
 #include "scheduler/model_proto.h"
 
 namespace trainctl::sched {
@@ -91,6 +92,8 @@ inline v1::Register Reg(const std::string& node, double cpu = 4, int64_t mem = 4
   r.mutable_allocatable()->set_memory_mb(mem);
   r.mutable_allocatable()->set_gpus(gpus);
   *r.mutable_capacity() = r.allocatable();
+  // Synthetic devices, as trainctl-agent --gpus N lists them.
+  for (v1::GpuDevice& d : SyntheticDevices(gpus)) *r.add_gpu_devices() = std::move(d);
   r.set_agent_instance("instance-1");
   for (auto& k : runs) *r.add_runs() = k;
   return r;
