@@ -263,13 +263,13 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
       return;
     }
   }
+  const std::string working_dir = RunWorkingDir(options_.work_dir, parts);
   absl::StatusOr<std::optional<RunUser>> user =
-      ResolveRunUser(options_.run_as, launch, switch_users_);
+      ResolveRunUser(options_.run_as, launch, switch_users_, working_dir);
   if (!user.ok()) {
     ReportLaunchFailure(run_id, user.status(), -1);
     return;
   }
-  const std::string working_dir = RunWorkingDir(options_.work_dir, parts);
   const std::string log_path = RunLogPath(options_.work_dir, parts);
   const std::string progress_file = working_dir + "/" + kProgressFileName;
   {
