@@ -280,7 +280,11 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
     run.checkpoint_dir = launch.checkpoint_dir();
     run.argv0 = launch.argv(0);
     run.working_dir = working_dir;
-    run.user_name = user->has_value() ? (*user)->name : "";
+    // A project's uid is in no user database: its number says who it is.
+    run.user_name = !user->has_value() ? ""
+                    : !(*user)->project_uid
+                        ? (*user)->name
+                        : absl::StrCat((*user)->name, " (uid ", (*user)->uid, ")");
   }
   absl::StatusOr<int> log = PrepareRunFiles(working_dir, log_path, launch.checkpoint_dir(),
                                             user->has_value() ? &**user : nullptr);

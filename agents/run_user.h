@@ -56,7 +56,7 @@ struct RunUserChoice {
   std::string source;
   // Set for the project's own uid (step 4): `name` is then "trainctl-<project>", in no user
   // database.
-  std::optional<uid_t> project_uid;
+  std::optional<uid_t> project_uid = std::nullopt;
 };
 
 // The name a project's own uid goes by (USER, LOGNAME): "trainctl-<project>".

@@ -531,7 +531,7 @@ void JobLifecycle::SendLaunch(const Job& job, const Replica& r, const GangView& 
   msg.mutable_launch()->set_run_as_user(queue_->QuotaOf(job.project).run_as_user());
   // A project's uid is given at its first submit; a job submitted before trainctl gave uids
   // gets one at its next launch, committed with it. With none left in the range, the launch
-  // carries none and the agent runs it as its --default-run-as-user, as before.
+  // carries none and the agent runs it as its --default-run-as-user, else as nobody, as before.
   if (absl::StatusOr<ProjectUids::Allocation> uid = queue_->uids().Allocate(job.project);
       uid.ok()) {
     msg.mutable_launch()->set_project_uid(uid->uid);

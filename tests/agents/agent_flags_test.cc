@@ -426,6 +426,7 @@ TEST_CASE("the usage lists every flag", "[agent_flags]") {
                            "--inject-exit-report-delay",
                            "--run-as",
                            "--default-run-as-user",
+                           "--project-uid-groups",
                            "--allow-root-replicas"}) {
     CHECK(absl::StrContains(AgentUsage(), flag));
   }
