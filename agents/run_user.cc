@@ -123,9 +123,7 @@ absl::StatusOr<std::vector<gid_t>> LookUpGroups(const std::vector<std::string>& 
     }
     if (found == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--project-uid-groups: no group "
-          ", name, "
-          " on this host",
+          "--project-uid-groups: no group \"", name, "\" on this host",
           error != 0 && error != ENOENT ? absl::StrCat(" (", std::strerror(error), ")") : ""));
     }
     gids.push_back(gr.gr_gid);

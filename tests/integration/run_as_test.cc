@@ -70,7 +70,7 @@ void SetQuota(MiniCluster& c, const std::string& project, const std::string& use
   REQUIRE(r.exit_code == 0);
 }
 
-TEST_CASE("agents run replicas as nobody, the quota's user, or root only when allowed",
+TEST_CASE("agents run replicas under the project's uid, the quota's user, or root if allowed",
           "[integration][run_as]") {
   if (geteuid() != 0) {
     WARN("not root: agents switch no users, skipped");
