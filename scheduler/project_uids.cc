@@ -10,7 +10,9 @@
 namespace trainctl::sched {
 namespace {
 
-// The largest uid a range may reach: 2^31 - 2 (-1 is "no id" to chown and setreuid).
+// The bounds of a range: above the system ids (a replica must not run as a system user such as
+// daemon or bin), and at most 2^31 - 2 (-1 is "no id" to chown and setreuid).
+constexpr uint32_t kMinRangeUid = 1000;
 constexpr uint32_t kMaxRangeUid = 2147483646;
 
 }  // namespace
@@ -21,11 +23,11 @@ absl::StatusOr<UidRange> ParseUidRange(absl::string_view what, absl::string_view
   std::vector<absl::string_view> parts = absl::StrSplit(text, absl::MaxSplits('-', 1));
   UidRange range;
   if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &range.first) ||
-      !absl::SimpleAtoi(parts[1], &range.last) || range.first < 1 || range.first > range.last ||
-      range.last > kMaxRangeUid) {
+      !absl::SimpleAtoi(parts[1], &range.last) || range.first < kMinRangeUid ||
+      range.first > range.last || range.last > kMaxRangeUid) {
     return absl::InvalidArgumentError(absl::StrCat(
-        what, ": expected FIRST-LAST, two uids with 1 <= FIRST <= LAST <= ", kMaxRangeUid,
-        " (e.g. 65536-99999), got \"", text, "\""));
+        what, ": expected FIRST-LAST, two uids with ", kMinRangeUid,
+        " <= FIRST <= LAST <= ", kMaxRangeUid, " (e.g. 65536-99999), got \"", text, "\""));
   }
   for (uint32_t reserved : {65534u, 65535u}) {
     if (range.Contains(reserved)) {

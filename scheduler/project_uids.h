@@ -37,8 +37,9 @@ struct UidRange {
 };
 
 // Parses "FIRST-LAST". INVALID_ARGUMENT naming `what` (the flag or key) unless both are numbers
-// with 1 <= FIRST <= LAST <= 2147483646 and the range holds neither 65534 (nobody) nor 65535
-// (-1 as a 16-bit id): uids past 2^31 - 1 break tools that keep ids in a signed int.
+// with 1000 <= FIRST <= LAST <= 2147483646 (no system ids; uids past 2^31 - 1 break tools that
+// keep ids in a signed int) and the range holds neither 65534 (nobody) nor 65535 (-1 as a 16-bit
+// id).
 absl::StatusOr<UidRange> ParseUidRange(absl::string_view what, absl::string_view text);
 
 class ProjectUids {

@@ -60,7 +60,7 @@ TEST_CASE("ProjectUids: a full range is an error that names it and the flag", "[
   CHECK(UidOf(uids, "team-b") == 70001);
 }
 
-TEST_CASE("ParseUidRange takes FIRST-LAST clear of nobody and of uids past 2^31 - 2",
+TEST_CASE("ParseUidRange takes FIRST-LAST clear of system ids, nobody and uids past 2^31 - 2",
           "[project_uids]") {
   absl::StatusOr<UidRange> ok = ParseUidRange("--replica-uid-range", "65536-99999");
   REQUIRE(ok.ok());
@@ -68,7 +68,8 @@ TEST_CASE("ParseUidRange takes FIRST-LAST clear of nobody and of uids past 2^31 
   CHECK(ok->last == 99999);
   CHECK(ok->ToString() == "65536-99999");
   CHECK(UidRange{}.ToString() == "65536-99999");  // the default
-  for (const char* bad : {"", "5", "9-5", "0-10", "a-b", "1-2147483647", "-5", "5-"}) {
+  for (const char* bad :
+       {"", "5", "9-5", "0-10", "1-999", "999-2000", "a-b", "1000-2147483647", "-5", "5-"}) {
     INFO(bad);
     absl::StatusOr<UidRange> r = ParseUidRange("--replica-uid-range", bad);
     REQUIRE_FALSE(r.ok());

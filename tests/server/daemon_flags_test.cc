@@ -330,7 +330,7 @@ TEST_CASE("--replica-uid-range is FIRST-LAST, 65536-99999 by default", "[daemon_
   REQUIRE(flags.ok());
   CHECK(flags->replica_uid_range.ToString() == "200000-299999");
   CHECK(ParseDaemonFlags({"--data-dir", "/d", "--replica-uid-range", "0-10"}).status().message() ==
-        "--replica-uid-range: expected FIRST-LAST, two uids with 1 <= FIRST <= LAST <= "
+        "--replica-uid-range: expected FIRST-LAST, two uids with 1000 <= FIRST <= LAST <= "
         "2147483646 (e.g. 65536-99999), got \"0-10\"");
 }
 
