@@ -50,6 +50,7 @@ std::vector<std::pair<std::string, std::string>> AgentConfigEntries(const AgentF
       {"pass-env", absl::StrJoin(f.pass_env, ",")},
       {"run-as", Pairs(f.run_as.by_project)},
       {"default-run-as-user", f.run_as.default_user},
+      {"project-uid-groups", absl::StrJoin(f.run_as.project_uid_groups, ",")},
       {"allow-root-replicas", Bool(f.run_as.allow_root)},
       {"pids-max", absl::StrCat(f.pids_max)},
       {"cpu-policy", f.cpu_policy == CpuPolicy::kStatic ? "static" : "none"},

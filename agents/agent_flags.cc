@@ -151,10 +151,14 @@ std::vector<FlagGroup> AgentFlagGroups() {
          "the runAsUser of the project's quota (default: none)"},
         {"default-run-as-user", 0, Kind::kValue, "USER", "",
          "when the agent runs as root: the user of replicas whose project has neither a --run-as "
-         "entry nor a runAsUser; HOME (if passed) becomes the user's home. The agent gives "
+         "entry nor a runAsUser, instead of the project's own uid (trainctld "
+         "--replica-uid-range); HOME (if passed) becomes the user's home. The agent gives "
          "--work-dir and its jobs/ directory search permission for all (o+x) and each run its "
          "own 0700 directory. An agent that is not root runs replicas as itself "
-         "(default: nobody)"},
+         "(default: none: each project's own uid)"},
+        {"project-uid-groups", 0, Kind::kValue, "GROUP,...", "",
+         "supplementary groups of replicas under their project's own uid, e.g. a shared "
+         "dataset directory's; each must exist on this host (default: none)"},
         {"allow-root-replicas", 0, Kind::kBool, "", "",
          "let a replica run as root (uid 0) when --run-as, the quota's runAsUser or "
          "--default-run-as-user says so; without it such a launch fails (default: false)"},
@@ -498,6 +502,17 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
            return BadValue(f, "a user name of letters, digits, '.', '_' and '-'", v);
          }
          flags.run_as.default_user = v;
+         return absl::OkStatus();
+       }},
+      {"--project-uid-groups",
+       [&](auto& f, auto& v) {
+         std::vector<std::string> names = absl::StrSplit(v, ',', absl::SkipEmpty());
+         for (const std::string& name : names) {
+           if (!IsUserName(name)) {
+             return BadValue(f, "group names of letters, digits, '.', '_' and '-'", v);
+           }
+         }
+         flags.run_as.project_uid_groups = std::move(names);
          return absl::OkStatus();
        }},
       {"--allow-root-replicas",

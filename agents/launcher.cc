@@ -263,13 +263,13 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
       return;
     }
   }
+  const std::string working_dir = RunWorkingDir(options_.work_dir, parts);
   absl::StatusOr<std::optional<RunUser>> user =
-      ResolveRunUser(options_.run_as, launch, switch_users_);
+      ResolveRunUser(options_.run_as, launch, switch_users_, working_dir);
   if (!user.ok()) {
     ReportLaunchFailure(run_id, user.status(), -1);
     return;
   }
-  const std::string working_dir = RunWorkingDir(options_.work_dir, parts);
   const std::string log_path = RunLogPath(options_.work_dir, parts);
   const std::string progress_file = working_dir + "/" + kProgressFileName;
   {
@@ -280,7 +280,11 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
     run.checkpoint_dir = launch.checkpoint_dir();
     run.argv0 = launch.argv(0);
     run.working_dir = working_dir;
-    run.user_name = user->has_value() ? (*user)->name : "";
+    // A project's uid is in no user database: its number says who it is.
+    run.user_name = !user->has_value() ? ""
+                    : !(*user)->project_uid
+                        ? (*user)->name
+                        : absl::StrCat((*user)->name, " (uid ", (*user)->uid, ")");
   }
   absl::StatusOr<int> log =
       PrepareRunFiles({options_.work_dir, parts, launch.checkpoint_dir(), launch.checkpoint_root()},

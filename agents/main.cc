@@ -71,6 +71,8 @@ absl::StatusOr<Agent::Options> MakeOptions(const AgentFlags& flags) {
     TC_ASSIGN_OR_RETURN(options.tls_key_pem, ReadPemFile("--tls-key", flags.tls_key));
   }
   options.run_as = flags.run_as;
+  TC_ASSIGN_OR_RETURN(options.run_as.project_uid_gids,
+                      LookUpGroups(flags.run_as.project_uid_groups));
   options.inject_launch_failures = flags.inject_launch_failures;
   options.pids_max = flags.pids_max;
   options.max_log_bytes = flags.max_log_bytes;

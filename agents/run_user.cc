@@ -22,8 +22,12 @@ constexpr size_t kMaxPasswdBuffer = 1 << 20;
 
 }  // namespace
 
+std::string ProjectUserName(absl::string_view project) {
+  return absl::StrCat("trainctl-", project);
+}
+
 RunUserChoice ChooseRunUser(const RunAsPolicy& policy, absl::string_view project,
-                            absl::string_view quota_user) {
+                            absl::string_view quota_user, uint32_t project_uid) {
   auto it = policy.by_project.find(std::string(project));
   if (it != policy.by_project.end()) {
     return {it->second, absl::StrCat("--run-as ", project, "=", it->second)};
@@ -32,7 +36,13 @@ RunUserChoice ChooseRunUser(const RunAsPolicy& policy, absl::string_view project
     return {std::string(quota_user),
             absl::StrCat("the runAsUser of project ", project, "'s quota")};
   }
-  return {policy.default_user, "--default-run-as-user"};
+  if (!policy.default_user.empty()) return {policy.default_user, "--default-run-as-user"};
+  if (project_uid != 0) {
+    return {ProjectUserName(project),
+            absl::StrCat("the uid of project ", project, " (trainctld --replica-uid-range)"),
+            static_cast<uid_t>(project_uid)};
+  }
+  return {"nobody", "the launch, which carries no project uid"};
 }
 
 absl::StatusOr<RunUser> LookUpRunUser(const RunUserChoice& choice) {
@@ -74,9 +84,21 @@ absl::StatusOr<RunUser> LookUpRunUser(const RunUserChoice& choice) {
 
 absl::StatusOr<std::optional<RunUser>> ResolveRunUser(const RunAsPolicy& policy,
                                                       const trainctl::v1::LaunchReplica& launch,
-                                                      bool agent_is_root) {
+                                                      bool agent_is_root,
+                                                      const std::string& run_dir) {
   if (!agent_is_root) return std::nullopt;
-  const RunUserChoice choice = ChooseRunUser(policy, launch.project(), launch.run_as_user());
+  const RunUserChoice choice =
+      ChooseRunUser(policy, launch.project(), launch.run_as_user(), launch.project_uid());
+  if (choice.project_uid) {
+    RunUser own;
+    own.name = choice.name;
+    own.uid = *choice.project_uid;
+    own.gid = static_cast<gid_t>(*choice.project_uid);
+    own.groups = policy.project_uid_gids;
+    own.home = run_dir.empty() ? "/" : run_dir;
+    own.project_uid = true;
+    return std::optional<RunUser>(std::move(own));
+  }
   absl::StatusOr<RunUser> user = LookUpRunUser(choice);
   if (!user.ok()) return user.status();
   if (user->uid == 0 && !policy.allow_root) {
@@ -85,6 +107,28 @@ absl::StatusOr<std::optional<RunUser>> ResolveRunUser(const RunAsPolicy& policy,
         "): this agent runs replicas as root only with --allow-root-replicas"));
   }
   return std::optional<RunUser>(*std::move(user));
+}
+
+absl::StatusOr<std::vector<gid_t>> LookUpGroups(const std::vector<std::string>& names) {
+  std::vector<gid_t> gids;
+  for (const std::string& name : names) {
+    std::vector<char> buffer(4096);
+    struct group gr;
+    struct group* found = nullptr;
+    int error;
+    while ((error = getgrnam_r(name.c_str(), &gr, buffer.data(), buffer.size(), &found)) ==
+               ERANGE &&
+           buffer.size() < kMaxPasswdBuffer) {
+      buffer.resize(buffer.size() * 2);
+    }
+    if (found == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--project-uid-groups: no group \"", name, "\" on this host",
+          error != 0 && error != ENOENT ? absl::StrCat(" (", std::strerror(error), ")") : ""));
+    }
+    gids.push_back(gr.gr_gid);
+  }
+  return gids;
 }
 
 absl::StatusOr<std::map<std::string, std::string>> ParseRunAs(absl::string_view text) {
@@ -106,13 +150,21 @@ absl::StatusOr<std::map<std::string, std::string>> ParseRunAs(absl::string_view 
 }
 
 std::vector<std::string> WithUserEnvironment(std::vector<std::string> env, const RunUser& user) {
+  bool home = false, user_name = false, logname = false;
   for (std::string& entry : env) {
     const absl::string_view name = absl::string_view(entry).substr(0, entry.find('='));
     if (name == "HOME") {
       entry = absl::StrCat("HOME=", user.home);
+      home = true;
     } else if (name == "USER" || name == "LOGNAME") {
+      (name == "USER" ? user_name : logname) = true;
       entry = absl::StrCat(name, "=", user.name);
     }
+  }
+  if (user.project_uid) {
+    if (!home) env.push_back(absl::StrCat("HOME=", user.home));
+    if (!user_name) env.push_back(absl::StrCat("USER=", user.name));
+    if (!logname) env.push_back(absl::StrCat("LOGNAME=", user.name));
   }
   return env;
 }

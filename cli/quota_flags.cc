@@ -115,8 +115,8 @@ std::vector<FlagSpec> QuotaSetFlags() {
        "With best-effort: how long a blocked job may be overtaken, e.g. 10m"},
       {"run-as-user", 0, Kind::kValue, "USER", "",
        "The user its replicas run as on agents running as root, unless the agent's --run-as "
-       "names the project (\"\": the agent's --default-run-as-user; root needs the agent's "
-       "--allow-root-replicas too)"},
+       "names the project (\"\": the project's own uid, or the agent's --default-run-as-user "
+       "where set; root needs the agent's --allow-root-replicas too)"},
   };
 }
 

@@ -88,8 +88,13 @@ std::string RenderProject(const v1::Project& project) {
   if (!q.cohort().empty()) {
     fields.emplace_back("May borrow", ResourcesText(q.borrowing_limit(), "nothing"));
   }
-  // The user its replicas run as on agents running as root (agents' --run-as entries win).
-  fields.emplace_back("Run as", q.run_as_user().empty() ? "agent default" : q.run_as_user());
+  // The user its replicas run as on agents running as root (agents' --run-as entries win), and
+  // the uid of its own they run under where no user is named.
+  fields.emplace_back("Run as", q.run_as_user().empty() ? "project uid" : q.run_as_user());
+  fields.emplace_back(
+      "Project uid", project.replica_uid() == 0
+                         ? "none yet (given at its first job)"
+                         : absl::StrCat(project.replica_uid(), " (trainctl-", project.name(), ")"));
   return RenderFields(fields);
 }
 

@@ -415,8 +415,11 @@ std::vector<std::string> AdmissionQueue::Queued(const std::string& project, int3
 
 v1::Project AdmissionQueue::ProjectView(const std::string& project) const {
   auto q = project_queues_.find(project);
-  return MakeProject(project, QuotaOf(project), quotas_.count(project) == 0, UsageOf(project),
-                     q == project_queues_.end() ? 0 : static_cast<int32_t>(q->second.size()));
+  v1::Project view =
+      MakeProject(project, QuotaOf(project), quotas_.count(project) == 0, UsageOf(project),
+                  q == project_queues_.end() ? 0 : static_cast<int32_t>(q->second.size()));
+  if (std::optional<uint32_t> uid = uids_.Find(project)) view.set_replica_uid(*uid);
+  return view;
 }
 
 std::set<std::string> AdmissionQueue::Projects() const {

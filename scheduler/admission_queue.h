@@ -29,6 +29,7 @@
 #include "scheduler/job_table.h"
 #include "scheduler/node_selection.h"
 #include "scheduler/placement.h"
+#include "scheduler/project_uids.h"
 #include "scheduler/queue_state.h"
 #include "scheduler/timers.h"
 #include "scheduler/topology.h"
@@ -60,8 +61,10 @@ struct AdmissionPlan {
 
 class AdmissionQueue {
  public:
-  // `default_quota` is every project's quota that has none of its own.
-  explicit AdmissionQueue(v1::Quota default_quota) : default_quota_(std::move(default_quota)) {}
+  // `default_quota` is every project's quota that has none of its own; projects' replica uids
+  // come from `uid_range`.
+  explicit AdmissionQueue(v1::Quota default_quota, UidRange uid_range = {})
+      : default_quota_(std::move(default_quota)), uids_(uid_range) {}
 
   AdmissionQueue(const AdmissionQueue&) = delete;
   AdmissionQueue& operator=(const AdmissionQueue&) = delete;
@@ -95,6 +98,9 @@ class AdmissionQueue {
   void SetDefaultQuota(const v1::Quota& quota, absl::Time now, Effects* fx);
   // The project's own quota row, or nullptr when it uses the default.
   const v1::Quota* FindQuota(const std::string& project) const;
+  // Each project's replica uid (shown in ProjectView).
+  ProjectUids& uids() { return uids_; }
+  const ProjectUids& uids() const { return uids_; }
 
   // --- The pass ------------------------------------------------------------------------------
 
@@ -154,6 +160,7 @@ class AdmissionQueue {
   v1::Quota default_quota_;
 
   std::map<std::string, v1::Quota> quotas_;
+  ProjectUids uids_;
   std::map<std::string, ProjectUsage> usage_;
   // Replicas holding resources, per project: a project with none holds exactly nothing (no
   // float residue of cpu sums), and leaves usage_ once it has no admitted job either.

@@ -20,7 +20,7 @@ Core::Core(CoreOptions options)
     : options_(std::move(options)),
       jobs_(options_.id_seed),
       nodes_(options_.nodes),
-      queue_(options_.default_quota),
+      queue_(options_.default_quota, options_.replica_uid_range),
       lifecycle_(&jobs_, &nodes_, &queue_, &timers_,
                  absl::Milliseconds(options_.skew_tolerance_ms)) {}
 
@@ -74,6 +74,9 @@ absl::StatusOr<const Job*> Core::SubmitJob(const v1::JobSpec& spec_in, int64_t n
                              Res::FromProto(spec.worker_pools(p).resources()), nodes_.nodes());
     if (!fits.ok()) return fits;
   }
+  // Last: nothing fails after it, so no uid is given to a project whose job was refused.
+  TC_ASSIGN_OR_RETURN(const ProjectUids::Allocation uid, queue_.uids().Allocate(spec.project()));
+  if (uid.fresh) fx->project_uids.insert(spec.project());
   const Job* job = lifecycle_.Submit(std::move(spec), options_.checkpoint_root, FromMs(now), fx);
   if (Job* mutable_job = jobs_.Find(job->id)) {
     mutable_job->checkpoint_root = CheckpointRootOf(job->checkpoint_dir, CheckpointRoots());

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,8 @@ struct CoreOptions {
   v1::Quota default_quota;
   // The lost timeout, the flapping rule and the port range of every node.
   NodePolicy nodes;
+  // Where projects' replica uids come from (project_uids.h; trainctld --replica-uid-range).
+  UidRange replica_uid_range;
   // scheduling.settleWindow of jobs that set none (GANG jobs: how long a non-transient exit
   // waits for an earlier failure of a peer).
   int64_t settle_window_ms = 3000;
@@ -78,12 +81,22 @@ class Core {
   // The latest creation time of any stored job, loaded or not: new jobs are created after it,
   // so their ids (which begin with the creation time) never repeat a stored job's.
   void RestoreLastCreate(int64_t ms) { jobs_.NoteCreated(FromMs(ms)); }
+  // The project's replica uid, if it has one (project_uids.h).
+  std::optional<uint32_t> ProjectUid(const std::string& project) const {
+    return queue_.uids().Find(project);
+  }
+  // The projects' stored replica uids (project_uids.h).
+  void RestoreProjectUids(std::map<std::string, uint32_t> uids) {
+    queue_.uids().Restore(std::move(uids));
+  }
 
   // --- Inputs from API callers -------------------------------------------------------------
   // Returned jobs stay valid until the next input.
 
   // Validates, fills defaults and stores a new QUEUED job. INVALID_ARGUMENT for a bad spec,
-  // FAILED_PRECONDITION when no registered node could ever hold one of its replicas.
+  // FAILED_PRECONDITION when no registered node could ever hold one of its replicas. The first
+  // job of a project gives the project its replica uid (Effects::project_uids);
+  // RESOURCE_EXHAUSTED when CoreOptions::replica_uid_range has none left.
   // `creator`: the token owner behind the call (Job.creator), also the scope of `request`.
   // With a request id, a second submit of the same creator and id within 24 hours returns the
   // job the first one created (and changes nothing), or ALREADY_EXISTS when its spec hash

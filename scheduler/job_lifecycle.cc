@@ -529,6 +529,14 @@ void JobLifecycle::SendLaunch(const Job& job, const Replica& r, const GangView& 
   *msg.mutable_launch() = BuildReplicaLaunch(job, static_cast<int>(&r - job.replicas.data()), view);
   // The user is the project quota's as of this launch (see LaunchReplica.run_as_user).
   msg.mutable_launch()->set_run_as_user(queue_->QuotaOf(job.project).run_as_user());
+  // A project's uid is given at its first submit; a job submitted before trainctl gave uids
+  // gets one at its next launch, committed with it. With none left in the range, the launch
+  // carries none and the agent runs it as its --default-run-as-user, else as nobody, as before.
+  if (absl::StatusOr<ProjectUids::Allocation> uid = queue_->uids().Allocate(job.project);
+      uid.ok()) {
+    msg.mutable_launch()->set_project_uid(uid->uid);
+    if (uid->fresh) fx->project_uids.insert(job.project);
+  }
   jobs_->NoteRun(msg.launch().run_id(), r.node);
   nodes_->SetDeviceRun(r.node, r.gpu_devices, msg.launch().run_id());
   fx->commands.push_back({r.node, std::move(msg), PoolLaunchOf(job, r.pool)});

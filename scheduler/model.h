@@ -422,6 +422,8 @@ struct Effects {
   std::vector<Command> commands;
   // Projects whose quota row changed.
   std::set<std::string> quotas;
+  // Projects given their replica uid (project_uids.h) this turn.
+  std::set<std::string> project_uids;
   // Jobs deleted, with their attempts, runs and events.
   std::vector<std::string> deleted_jobs;
   // For metrics only; not part of empty(): nothing in it is persisted or sent.
@@ -430,7 +432,7 @@ struct Effects {
   bool empty() const {
     return jobs.empty() && attempts.empty() && runs.empty() && nodes.empty() &&
            deleted_nodes.empty() && events.empty() && commands.empty() && quotas.empty() &&
-           deleted_jobs.empty();
+           project_uids.empty() && deleted_jobs.empty();
   }
 };
 

@@ -78,6 +78,9 @@ std::vector<FlagGroup> DaemonFlagGroups() {
         {"checkpoint-allowed-roots", 0, Kind::kValue, "DIR,...", "",
          "absolute directories under which a job may name its own checkpointDir (default: the "
          "checkpoint root)"},
+        {"replica-uid-range", 0, Kind::kValue, "FIRST-LAST", "",
+         "the uids projects' replicas run under where no user is named for them: each project "
+         "gets one of its own at its first job, the same on every host (default 65536-99999)"},
         {"heartbeat-interval", 0, Kind::kValue, "D", "",
          "how often agents send heartbeats (default 2s)"},
         {"node-lost-timeout", 0, Kind::kValue, "D", "",
@@ -459,6 +462,9 @@ absl::StatusOr<DaemonFlags> FromParsed(const ParsedArgs& parsed) {
   if (std::string text = parsed.Get("port-range"); !text.empty()) {
     TC_ASSIGN_OR_RETURN(f.port_range, ParsePortRange(text));
   }
+  if (std::string text = parsed.Get("replica-uid-range"); !text.empty()) {
+    TC_ASSIGN_OR_RETURN(f.replica_uid_range, sched::ParseUidRange("--replica-uid-range", text));
+  }
   if (std::string text = parsed.Get("checkpoint-allowed-roots"); !text.empty()) {
     for (absl::string_view root : absl::StrSplit(text, ',', absl::SkipEmpty())) {
       if (root.empty() || root[0] != '/') {
@@ -510,6 +516,7 @@ std::vector<std::pair<std::string, std::string>> DaemonConfigEntries(const Daemo
       {"http-max-streams", absl::StrCat(f.http_max_streams)},
       {"checkpoint-root", f.checkpoint_root},
       {"checkpoint-allowed-roots", absl::StrJoin(f.checkpoint_allowed_roots, ",")},
+      {"replica-uid-range", f.replica_uid_range.ToString()},
       {"heartbeat-interval", FormatDurationExact(f.heartbeat_ms)},
       {"node-lost-timeout", FormatDurationExact(f.node_lost_timeout_ms)},
       {"flap-threshold", absl::StrCat(f.flap_threshold)},

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "scheduler/port_pool.h"
+#include "scheduler/project_uids.h"
 #include "server/secret_env.h"
 #include "trainctl/v1/job.pb.h"
 
@@ -58,6 +59,8 @@ struct DaemonFlags {
   std::string checkpoint_root;
   // Absolute; empty: the checkpoint root alone (CoreOptions::checkpoint_allowed_roots).
   std::vector<std::string> checkpoint_allowed_roots;
+  // Where projects' replica uids come from (CoreOptions::replica_uid_range).
+  sched::UidRange replica_uid_range;
   // 100ms to 60s.
   int64_t heartbeat_ms = 2000;
   // 1s to 1h, and at least 3 heartbeat intervals.

@@ -304,6 +304,7 @@ int main(int argc, char** argv) {
   sched::CoreOptions opts;
   opts.checkpoint_root = std::filesystem::absolute(flags.checkpoint_root).string();
   opts.checkpoint_allowed_roots = flags.checkpoint_allowed_roots;
+  opts.replica_uid_range = flags.replica_uid_range;
   opts.heartbeat_interval_ms = static_cast<int32_t>(flags.heartbeat_ms);
   opts.default_quota = flags.default_quota;
   opts.nodes.lost_timeout_ms = flags.node_lost_timeout_ms;

@@ -172,6 +172,9 @@ void ReconcileLoop::RunTurn(std::vector<Item> items) {
   for (const std::string& project : fx.quotas) {
     if (const v1::Quota* quota = core_->FindQuota(project)) batch.quotas.push_back(*quota);
   }
+  for (const std::string& project : fx.project_uids) {
+    batch.project_uids.emplace_back(project, *core_->ProjectUid(project));
+  }
   batch.tokens = std::move(tokens);
   batch.deleted_jobs = std::move(fx.deleted_jobs);
   const auto commit_start = std::chrono::steady_clock::now();

@@ -114,6 +114,10 @@ absl::Status WriteBatch(Cache& cache, const BatchSql& sql, Batch& batch) {
       RunEach(cache, sql.upsert_quota, batch.quotas, [](auto& st, const v1::Quota& q) {
         return st.Run({q.project(), Blob{q.SerializeAsString()}});
       }));
+  TC_RETURN_IF_ERROR(RunEach(cache, "INSERT INTO project_uids (project, uid) VALUES (?,?)",
+                             batch.project_uids, [](auto& st, const auto& row) {
+                               return st.Run({row.first, int64_t{row.second}});
+                             }));
   // Last: rows this turn wrote for a job it then deleted go too.
   for (const char* sql :
        {"DELETE FROM events WHERE job_id = ?", "DELETE FROM replica_runs WHERE job_id = ?",

@@ -151,6 +151,13 @@ inline constexpr const char* kPgMigrations[] = {
     DROP INDEX events_by_node;
     CREATE INDEX events_by_node_block ON events((seq >> 12), node, seq);
     )sql",
+    // 12 -> 13: each project's replica uid (schema.h).
+    R"sql(
+    CREATE TABLE project_uids (
+      project TEXT COLLATE "C" PRIMARY KEY,
+      uid     BIGINT NOT NULL UNIQUE
+    );
+    )sql",
 };
 
 // The SQLSTATE of trainctl_fence's error: this trainctld's lease epoch is no longer current.

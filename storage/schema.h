@@ -154,6 +154,14 @@ inline constexpr const char* kMigrations[] = {
     DROP INDEX events_by_node;
     CREATE INDEX events_by_node_block ON events((seq >> 12), node, seq);
     )sql",
+    // 12 -> 13: each project's replica uid (scheduler/project_uids.h), given once and kept; no
+    // two projects share one.
+    R"sql(
+    CREATE TABLE project_uids (
+      project TEXT PRIMARY KEY,
+      uid     INTEGER NOT NULL UNIQUE
+    );
+    )sql",
 };
 
 }  // namespace trainctl::storage

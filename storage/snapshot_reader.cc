@@ -92,6 +92,14 @@ absl::StatusOr<Snapshot> LoadSnapshot(Cache& cache, const SnapshotSql& sql,
     }));
   }
   {
+    TC_ASSIGN_OR_RETURN(auto* st, cache.Get("SELECT project, uid FROM project_uids"));
+    TC_RETURN_IF_ERROR(st->Bind({}));
+    TC_RETURN_IF_ERROR(ForEachRow(*st, [&](auto& row) -> absl::Status {
+      snap.project_uids[row.Text(0)] = static_cast<uint32_t>(row.Int(1));
+      return absl::OkStatus();
+    }));
+  }
+  {
     TC_ASSIGN_OR_RETURN(auto* st, cache.Get(sql.tokens_oldest_first));
     TC_RETURN_IF_ERROR(st->Bind({}));
     TC_RETURN_IF_ERROR(ForEachRow(*st, [&](auto& row) -> absl::Status {

@@ -7,7 +7,8 @@
 // schema 4 has only the columns, and loads without its failure class, rule, replica, node,
 // decision and budgets), replica_runs (every launched process), nodes, quotas (one Quota message
 // per project that has its own), tokens (API tokens: the hash of each secret and its ApiToken
-// message), revoked_certificates (those of deleted nodes), the append-only events table,
+// message), revoked_certificates (those of deleted nodes), project_uids (each project's replica
+// uid, written once: scheduler/project_uids.h), the append-only events table,
 // leader_lease (one row: who leads trainctld sharing a PostgreSQL store, storage/pg_lease.h), and
 // cluster_secrets (secrets every trainctld of the cluster shares, by name).
 // The schema is versioned (kSchemaVersion, the same numbers in both dialects); opening a store
@@ -52,6 +53,8 @@ struct Snapshot {
   std::vector<sched::ReplicaRun> runs;
   // The projects' own quotas, by project name.
   std::vector<v1::Quota> quotas;
+  // Each project's replica uid.
+  std::map<std::string, uint32_t> project_uids;
   // Every API token, oldest first.
   std::vector<TokenRow> tokens;
   // Fingerprints of certificates revoked for nodes since deleted (a live node's are in its row).
@@ -73,6 +76,9 @@ struct Batch {
   std::vector<sched::Event> events;
   // Quota rows to upsert, keyed by their `project`.
   std::vector<v1::Quota> quotas;
+  // (project, uid) rows to insert: projects given their replica uid. A project's uid never
+  // changes, and no two projects share one: either is a failed commit.
+  std::vector<std::pair<std::string, uint32_t>> project_uids;
   // Token rows to upsert, keyed by their id.
   std::vector<TokenRow> tokens;
   // Jobs to delete with their attempts, runs and events (after everything above is written).
@@ -80,8 +86,8 @@ struct Batch {
 
   bool empty() const {
     return jobs.empty() && attempts.empty() && runs.empty() && nodes.empty() &&
-           deleted_nodes.empty() && events.empty() && quotas.empty() && tokens.empty() &&
-           deleted_jobs.empty();
+           deleted_nodes.empty() && events.empty() && quotas.empty() && project_uids.empty() &&
+           tokens.empty() && deleted_jobs.empty();
   }
 };
 
@@ -94,7 +100,7 @@ struct EndedJob {
 class Store {
  public:
   // The schema version this build writes.
-  static constexpr int kSchemaVersion = 12;
+  static constexpr int kSchemaVersion = 13;
 
   virtual ~Store() = default;
 

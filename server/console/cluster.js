@@ -326,7 +326,8 @@
           return [
             h('tr', {testid: 'project-row-' + p.name},
               h('td', null, h('b', null, p.name), p.defaultQuota ? h('div', {className: 'note'}, 'default quota') : null,
-                q.runAsUser ? h('div', {className: 'note'}, 'runs as ' + q.runAsUser) : null),
+                q.runAsUser ? h('div', {className: 'note'}, 'runs as ' + q.runAsUser)
+                  : p.replicaUid ? h('div', {className: 'note'}, 'uid ' + p.replicaUid) : null),
               limitCell(use.gpus, q.gpus, fmtNumber, 'project-gpus-' + p.name),
               limitCell(use.cpu, q.cpu, fmtNumber, 'project-cpu-' + p.name),
               limitCell(use.memoryMb, q.memoryMb, fmtMemory, 'project-memory-' + p.name),

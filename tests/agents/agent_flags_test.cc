@@ -141,7 +141,8 @@ TEST_CASE("run-as flags: the project map, the default user and root's permission
   absl::StatusOr<AgentFlags> flags = ParseAgentFlags(Required());
   REQUIRE(flags.ok());
   CHECK(flags->run_as.by_project.empty());
-  CHECK(flags->run_as.default_user == "nobody");
+  CHECK(flags->run_as.default_user.empty());  // each project's own uid
+  CHECK(flags->run_as.project_uid_groups.empty());
   CHECK_FALSE(flags->run_as.allow_root);
 
   flags = ParseAgentFlags(With({"--run-as", "team-a=alice,team-b=svc-b", "--default-run-as-user",
@@ -151,6 +152,11 @@ TEST_CASE("run-as flags: the project map, the default user and root's permission
         std::map<std::string, std::string>{{"team-a", "alice"}, {"team-b", "svc-b"}});
   CHECK(flags->run_as.default_user == "trainer");
   CHECK(flags->run_as.allow_root);
+  flags = ParseAgentFlags(With({"--project-uid-groups", "datasets,video"}));
+  REQUIRE(flags.ok());
+  CHECK(flags->run_as.project_uid_groups == std::vector<std::string>{"datasets", "video"});
+  CHECK(ParseAgentFlags(With({"--project-uid-groups", "data sets"})).status().code() ==
+        absl::StatusCode::kInvalidArgument);
   CHECK_FALSE(ParseAgentFlags(With({"--allow-root-replicas=false"}))->run_as.allow_root);
 
   CHECK(ParseAgentFlags(With({"--run-as", "team-a"})).status().message() ==
@@ -420,6 +426,7 @@ TEST_CASE("the usage lists every flag", "[agent_flags]") {
                            "--inject-exit-report-delay",
                            "--run-as",
                            "--default-run-as-user",
+                           "--project-uid-groups",
                            "--allow-root-replicas"}) {
     CHECK(absl::StrContains(AgentUsage(), flag));
   }

@@ -1,6 +1,7 @@
 // An agent running as root starts replicas as other users (run_user.h) with its real defaults:
-// nobody unless --run-as or the quota's runAsUser says otherwise, and root only with
-// --allow-root-replicas. Skipped when the tests do not run as root.
+// the project's own uid (nobody for a launch without one) unless --run-as, the quota's runAsUser
+// or --default-run-as-user says otherwise, and root only with --allow-root-replicas. Skipped
+// when the tests do not run as root.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -92,6 +93,47 @@ TEST_CASE("by default a replica runs as nobody, in a directory of its own", "[ag
   CHECK((st.st_mode & 0777) == 0711);
   REQUIRE(stat((f.work_dir() + "/jobs").c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0711);
+}
+
+TEST_CASE("a launch with its project's uid runs under it, its run dir as HOME", "[agent][run_as]") {
+  if (geteuid() != 0) {
+    WARN("not root: the agent switches no users, skipped");
+    return;
+  }
+  AgentFixture f([](Agent::Options& o) { o.run_as = RunAsPolicy{}; });  // the real defaults
+  REQUIRE(f.scheduler().Next(IsRegister));
+  SchedulerMessage launch = LaunchScript(
+      "worker-0", "id -u; id -g; id -G; echo $HOME $USER $LOGNAME; touch mine && echo wrote");
+  launch.mutable_launch()->set_project_uid(65999);
+  const std::string checkpoints = f.work_dir() + "/checkpoints/j-agent";
+  launch.mutable_launch()->set_checkpoint_dir(checkpoints);
+  f.scheduler().Send(launch);
+  auto [exited, output] = Finish(f, "worker-0");
+  CHECK(exited.exit_code() == 0);
+  const std::string run_dir = f.work_dir() + "/jobs/j-agent/worker-0";
+  // No supplementary groups but its own gid; no passwd entry needed.
+  CHECK(output == absl::StrCat("65999\n65999\n65999\n", run_dir,
+                               " trainctl-team-a trainctl-team-a\nwrote\n"));
+  struct stat st;
+  for (const std::string& path :
+       {run_dir, run_dir + "/mine", checkpoints,
+        f.work_dir() + "/logs/j-agent/attempt-1/worker-0.restart-0.log"}) {
+    INFO(path);
+    REQUIRE(stat(path.c_str(), &st) == 0);
+    CHECK(st.st_uid == 65999);
+    CHECK(st.st_gid == 65999);
+  }
+
+  // An explicit --default-run-as-user wins over the project's uid.
+  AgentFixture opted([](Agent::Options& o) {
+    o.run_as = RunAsPolicy{};
+    o.run_as.default_user = "daemon";
+  });
+  REQUIRE(opted.scheduler().Next(IsRegister));
+  SchedulerMessage daemon = LaunchScript("worker-1", "id -u");
+  daemon.mutable_launch()->set_project_uid(65999);
+  opted.scheduler().Send(daemon);
+  CHECK(Finish(opted, "worker-1").second == absl::StrCat(UidOf("daemon"), "\n"));
 }
 
 TEST_CASE("the agent's --run-as, then the quota's runAsUser, picks the user", "[agent][run_as]") {

@@ -11,10 +11,12 @@
 namespace trainctl::agent {
 namespace {
 
-trainctl::v1::LaunchReplica LaunchFor(const std::string& project, const std::string& quota_user) {
+trainctl::v1::LaunchReplica LaunchFor(const std::string& project, const std::string& quota_user,
+                                      uint32_t project_uid = 0) {
   trainctl::v1::LaunchReplica launch;
   launch.set_project(project);
   launch.set_run_as_user(quota_user);
+  launch.set_project_uid(project_uid);
   return launch;
 }
 
@@ -43,7 +45,52 @@ TEST_CASE("ChooseRunUser: the agent's --run-as, then the quota's user, then the 
     CHECK(choice.name == row.want_name);
     CHECK(choice.source == row.want_source);
   }
-  CHECK(ChooseRunUser(RunAsPolicy{}, "x", "").name == "nobody");  // the default default
+  CHECK(ChooseRunUser(RunAsPolicy{}, "x", "").name == "nobody");  // a launch without a uid
+  // An explicit --default-run-as-user wins over the project's uid.
+  CHECK(ChooseRunUser(policy, "team-b", "", 65536).name == "fallback");
+}
+
+TEST_CASE("ChooseRunUser: without --default-run-as-user, the project's own uid", "[run_user]") {
+  RunAsPolicy policy;
+  policy.by_project = {{"team-a", "alice"}};
+  RunUserChoice own = ChooseRunUser(policy, "team-b", "", 65537);
+  CHECK(own.name == "trainctl-team-b");
+  CHECK(own.project_uid == uid_t{65537});
+  CHECK(own.source == "the uid of project team-b (trainctld --replica-uid-range)");
+  // --run-as and the quota's user still come first.
+  CHECK(ChooseRunUser(policy, "team-a", "", 65536).name == "alice");
+  CHECK(ChooseRunUser(policy, "team-b", "bob", 65537).name == "bob");
+  CHECK_FALSE(ChooseRunUser(policy, "team-b", "bob", 65537).project_uid.has_value());
+}
+
+TEST_CASE("ResolveRunUser: a project's uid needs no passwd entry and gets the run dir as home",
+          "[run_user]") {
+  RunAsPolicy policy;
+  policy.project_uid_gids = {4242};
+  absl::StatusOr<std::optional<RunUser>> own =
+      ResolveRunUser(policy, LaunchFor("team-b", "", 65537), true, "/work/jobs/j-1/chief-0");
+  REQUIRE(own.ok());
+  REQUIRE(own->has_value());
+  const RunUser& user = **own;
+  CHECK(user.name == "trainctl-team-b");
+  CHECK(user.uid == 65537);
+  CHECK(user.gid == 65537);
+  CHECK(user.groups == std::vector<gid_t>{4242});  // --project-uid-groups only
+  CHECK(user.home == "/work/jobs/j-1/chief-0");
+  CHECK(user.project_uid);
+  // An agent that is not root switches nothing.
+  CHECK_FALSE(ResolveRunUser(policy, LaunchFor("team-b", "", 65537), false)->has_value());
+}
+
+TEST_CASE("LookUpGroups resolves --project-uid-groups and names an unknown group", "[run_user]") {
+  absl::StatusOr<std::vector<gid_t>> root = LookUpGroups({"root"});
+  REQUIRE(root.ok());
+  CHECK(*root == std::vector<gid_t>{0});
+  CHECK(LookUpGroups({}).value().empty());
+  absl::StatusOr<std::vector<gid_t>> unknown = LookUpGroups({"root", "no-such-group-tc"});
+  CHECK(unknown.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(unknown.status().message() ==
+        "--project-uid-groups: no group \"no-such-group-tc\" on this host");
 }
 
 TEST_CASE("LookUpRunUser resolves a user with its groups, and names an unknown one", "[run_user]") {
@@ -140,6 +187,17 @@ TEST_CASE("WithUserEnvironment gives the passed HOME, USER and LOGNAME the user'
         std::vector<std::string>{"PATH=/bin", "HOME=/home/alice", "USER=alice", "LANG=C"});
   // Not passed: not added.
   CHECK(WithUserEnvironment({"PATH=/bin"}, user) == std::vector<std::string>{"PATH=/bin"});
+}
+
+TEST_CASE("WithUserEnvironment gives a project's uid HOME, USER and LOGNAME, passed or not",
+          "[run_user]") {
+  RunUser user;
+  user.name = "trainctl-team-a";
+  user.home = "/work/jobs/j-1/chief-0";
+  user.project_uid = true;
+  CHECK(WithUserEnvironment({"PATH=/bin", "HOME=/root"}, user) ==
+        std::vector<std::string>{"PATH=/bin", "HOME=/work/jobs/j-1/chief-0", "USER=trainctl-team-a",
+                                 "LOGNAME=trainctl-team-a"});
 }
 
 }  // namespace

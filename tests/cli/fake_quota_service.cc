@@ -43,6 +43,7 @@ std::map<std::string, v1::Project> Projects() {
   a.mutable_in_use()->set_cpu(8);
   a.mutable_in_use()->set_memory_mb(16384);
   a.set_running_jobs(1);
+  a.set_replica_uid(65536);
   a.set_queued_jobs(2);
 
   v1::Project& s = projects["team-s"];

@@ -66,7 +66,8 @@ TEST_CASE("quota get shows each limit as used of limit", "[binary][quota]") {
         "Queued jobs:   2\n"
         "Borrowed:      nothing\n"
         "May borrow:    2 gpus\n"
-        "Run as:        agent default\n");
+        "Run as:        project uid\n"
+        "Project uid:   65536 (trainctl-team-a)\n");
 
   Result fallback = Fake().Run("quota get vision");
   CHECK(fallback.out ==
@@ -79,7 +80,8 @@ TEST_CASE("quota get shows each limit as used of limit", "[binary][quota]") {
         "Running jobs:  1 / unlimited\n"
         "Queued jobs:   1\n"
         "Borrowed:      1 gpu\n"
-        "Run as:        agent default\n");
+        "Run as:        project uid\n"
+        "Project uid:   none yet (given at its first job)\n");
 
   Result json = Fake().Run("quota get team-a -o json");
   REQUIRE(json.exit_status == 0);
@@ -120,7 +122,8 @@ TEST_CASE("quota set overlays its flags onto the quota in force", "[binary][quot
         "Queued jobs:   0\n"
         "Borrowed:      nothing\n"
         "May borrow:    2 gpus, 4 cpu\n"
-        "Run as:        agent default\n");
+        "Run as:        project uid\n"
+        "Project uid:   none yet (given at its first job)\n");
 
   Result strict = Fake().Run("quota set team-s --strategy strict --cohort= -o yaml");
   REQUIRE(strict.exit_status == 0);

@@ -101,6 +101,7 @@ TEST_CASE("RenderProject shows the quota, usage and borrowing", "[quota_view]") 
   p.mutable_borrowed()->set_gpus(2);
   p.set_running_jobs(2);
   p.set_queued_jobs(5);
+  p.set_replica_uid(65600);
   CHECK(RenderProject(p) ==
         "Project:       team-a\n"
         "Cohort:        research\n"
@@ -112,7 +113,8 @@ TEST_CASE("RenderProject shows the quota, usage and borrowing", "[quota_view]") 
         "Queued jobs:   5\n"
         "Borrowed:      2 gpus\n"
         "May borrow:    4 gpus\n"
-        "Run as:        trainer\n");
+        "Run as:        trainer\n"
+        "Project uid:   65600 (trainctl-team-a)\n");
 
   v1::Project fallback = MakeProject("default");
   fallback.set_default_quota(true);
@@ -127,7 +129,8 @@ TEST_CASE("RenderProject shows the quota, usage and borrowing", "[quota_view]") 
         "Running jobs:  0 / 1\n"
         "Queued jobs:   0\n"
         "Borrowed:      nothing\n"
-        "Run as:        agent default\n");
+        "Run as:        project uid\n"
+        "Project uid:   none yet (given at its first job)\n");
 }
 
 TEST_CASE("ProjectRow shows used/limit, a dash for no limit", "[quota_view]") {

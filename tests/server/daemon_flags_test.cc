@@ -321,6 +321,19 @@ TEST_CASE("checkpoint roots are absolute directories", "[daemon_flags]") {
             .message() == "--checkpoint-allowed-roots: \"rel\" is not an absolute directory");
 }
 
+TEST_CASE("--replica-uid-range is FIRST-LAST, 65536-99999 by default", "[daemon_flags]") {
+  absl::StatusOr<DaemonFlags> flags = ParseDaemonFlags({"--data-dir", "/d"});
+  REQUIRE(flags.ok());
+  CHECK(flags->replica_uid_range.first == 65536);
+  CHECK(flags->replica_uid_range.last == 99999);
+  flags = ParseDaemonFlags({"--data-dir", "/d", "--replica-uid-range", "200000-299999"});
+  REQUIRE(flags.ok());
+  CHECK(flags->replica_uid_range.ToString() == "200000-299999");
+  CHECK(ParseDaemonFlags({"--data-dir", "/d", "--replica-uid-range", "0-10"}).status().message() ==
+        "--replica-uid-range: expected FIRST-LAST, two uids with 1000 <= FIRST <= LAST <= "
+        "2147483646 (e.g. 65536-99999), got \"0-10\"");
+}
+
 TEST_CASE("a listen address off loopback needs TLS or the explicit escape hatch",
           "[daemon_flags]") {
   auto message = [](Args args) { return std::string(ParseDaemonFlags(args).status().message()); };

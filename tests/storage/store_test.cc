@@ -405,6 +405,7 @@ TEST_CASE("a database at schema version 1 migrates to the current one and keeps 
   quota.set_gpus(2);
   Batch b;
   b.quotas.push_back(quota);
+  b.project_uids = {{"team-a", 65536}};  // schema 13
   REQUIRE((*store)->Commit(b).ok());
   store->reset();
   auto again = SqliteStore::Open(db);
@@ -413,6 +414,7 @@ TEST_CASE("a database at schema version 1 migrates to the current one and keeps 
   REQUIRE(snap.ok());
   REQUIRE(snap->quotas.size() == 1);
   CHECK(snap->quotas[0].gpus() == 2);
+  CHECK(snap->project_uids == std::map<std::string, uint32_t>{{"team-a", 65536}});
   CHECK(snap->jobs.size() == 1);
   again->reset();
 
