@@ -72,7 +72,8 @@ std::vector<FlagGroup> DaemonFlagGroups() {
          "written to DIR/trainctld.http-addr; \"off\" serves none). HTTPS with --tls-cert"},
         {"http-allowed-hosts", 0, Kind::kValue, "NAME,...", "",
          "Host names the REST API and console answer to beside their own (loopback, IP addresses, "
-         "this host's name, the listen and advertised hosts); others are refused, so that a web "
+         "this host's name, the listen and advertised hosts, the TLS certificate's names); "
+         "others are refused, so that a web "
          "page cannot rebind its DNS name to trainctld. Needed for a DNS name of a 0.0.0.0 "
          "listener, a load balancer's or an HA pair's name; \"*\": any, only behind a load "
          "balancer that checks Host itself"},

@@ -6,7 +6,8 @@
 //      trainctld's address and be served as if it were trainctld's (DNS rebinding). Allowed:
 //      loopback (localhost, 127.0.0.0/8, [::1]), any IP address literal (a name can be rebound,
 //      an address cannot: a page at another address is another origin), this host's name, the
-//      addresses trainctld listens on and advertises, and the names of --http-allowed-hosts
+//      addresses trainctld listens on and advertises, with TLS the DNS names of its
+//      certificate, and the names of --http-allowed-hosts
 //      ("*": any Host, for a load balancer that checks Host itself). A request without Host
 //      (not a browser's) passes.
 //   2. Origin (all methods), when present: one of trainctld's own origins: the request's own
@@ -45,7 +46,7 @@ struct SiteNames {
   // The port bound.
   int port = 0;
   // Names and addresses trainctld knows as its own beside loopback: the host it listens on
-  // (unless 0.0.0.0 or ::), the one it advertises, this host's name. Lower case.
+  // (unless 0.0.0.0 or ::), the one it advertises, this host's name, its certificate's names.
   std::vector<std::string> own;
   // --http-allowed-hosts: names trainctld cannot know (behind a load balancer, a DNS name of
   // a 0.0.0.0 listener, the shared name of an HA pair); "*" admits any Host. Lower case.

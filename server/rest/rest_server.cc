@@ -4,15 +4,18 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <functional>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/http_listen.h"
 #include "common/metrics.h"
 #include "common/net_address.h"
+#include "server/pki.h"
 #include "server/rest/console_assets.h"
 #include "server/rest/openapi.h"
 #include "server/rest/request_guard.h"
@@ -109,6 +112,16 @@ SiteNames SiteOf(const RestOptions& options, int port) {
   }
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) == 0 && name[0] != '\0') site.own.emplace_back(name);
+  // With TLS, the names its certificate holds: a browser reaches it by no other without a
+  // warning.
+  if (!options.tls_cert.empty()) {
+    std::ifstream in(options.tls_cert);
+    std::stringstream pem;
+    pem << in.rdbuf();
+    if (absl::StatusOr<CertificateInfo> cert = ParseCertificate(pem.str()); cert.ok()) {
+      site.own.insert(site.own.end(), cert->dns_names.begin(), cert->dns_names.end());
+    }
+  }
   site.allowed = options.allowed_hosts;
   return site;
 }

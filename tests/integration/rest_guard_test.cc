@@ -1,8 +1,9 @@
 // The REST port's checks against a web page of another site (server/rest/request_guard.h), on a
 // real trainctld: a cross-site form or fetch (text/plain, form-encoded, a foreign Origin) creates
 // no job and drains no node; a rebound Host is refused, reads included; --http-allowed-hosts
-// admits its names; the same with TLS and a token.
+// admits its names, as do the server certificate's; the same with TLS and a token.
 #include <httplib.h>
+#include <signal.h>
 
 #include <catch2/catch.hpp>
 #include <string>
@@ -179,6 +180,22 @@ TEST_CASE("with TLS and a token the same checks hold", "[integration][rest][tls]
   REQUIRE(created);
   INFO(created->body);
   CHECK(created->status == 200);
+
+  // The names of the server certificate are trainctld's own.
+  httplib::Headers named = auth;
+  named.emplace("Host", "sched.test");
+  httplib::Result before = https->Get("/v1/jobs", named);
+  REQUIRE(before);
+  CHECK(before->status == 403);
+  REQUIRE(
+      c.Pki({"issue-server", c.PkiDir(), "--hosts", "localhost,127.0.0.1,sched.test"}).exit_code ==
+      0);
+  c.KillDaemon(SIGTERM);
+  c.StartDaemon();
+  httplib::Result after = Https(c)->Get("/v1/jobs", named);
+  REQUIRE(after);
+  INFO(after->body);
+  CHECK(after->status == 200);
 }
 
 }  // namespace
