@@ -115,9 +115,11 @@ TEST_CASE("a web page of another site creates no job and drains no node over RES
   REQUIRE(created);
   INFO(created->body);
   CHECK(created->status == 200);
-  httplib::Result drained = http->Post("/v1/nodes/node-0:drain", {{"Origin", own}}, "{}",
-                                       "application/json; charset=utf-8");
+  httplib::Result drained =
+      http->Post("/v1/nodes/node-0:drain", {{"Origin", own}}, R"({"reason": "kernel upgrade"})",
+                 "application/json; charset=utf-8");
   REQUIRE(drained);
+  INFO(drained->body);
   CHECK(drained->status == 200);
   CHECK(JobCount(*http) == 1);
 }
