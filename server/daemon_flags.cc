@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -69,6 +70,13 @@ std::vector<FlagGroup> DaemonFlagGroups() {
          "the REST API, the web console and Prometheus metrics (GET /metrics; with TLS a token "
          "of any role) (default 127.0.0.1:7080; port 0 picks a free port, "
          "written to DIR/trainctld.http-addr; \"off\" serves none). HTTPS with --tls-cert"},
+        {"http-allowed-hosts", 0, Kind::kValue, "NAME,...", "",
+         "Host names the REST API and console answer to beside their own (loopback, IP addresses, "
+         "this host's name, the listen and advertised hosts, the TLS certificate's names); "
+         "others are refused, so that a web "
+         "page cannot rebind its DNS name to trainctld. Needed for a DNS name of a 0.0.0.0 "
+         "listener, a load balancer's or an HA pair's name; \"*\": any, only behind a load "
+         "balancer that checks Host itself"},
         {"http-max-streams", 0, Kind::kValue, "N", "",
          "long-lived HTTP streams (job watches, log follows) served at once; more are refused "
          "with 429, and ordinary requests keep threads of their own (default 64; 1..4096)"},
@@ -293,6 +301,24 @@ absl::Status ParseTransportSecurity(const ParsedArgs& parsed, DaemonFlags* f) {
   return absl::OkStatus();
 }
 
+// --http-allowed-hosts: names or addresses without ports, or "*".
+absl::StatusOr<std::vector<std::string>> ParseAllowedHosts(const std::string& text) {
+  std::vector<std::string> out;
+  for (absl::string_view name : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    const std::string host = absl::AsciiStrToLower(absl::StripAsciiWhitespace(name));
+    const bool v6 = absl::StartsWith(host, "[") && absl::EndsWith(host, "]");
+    const char* allowed = v6 ? "[]0123456789abcdef:." : "abcdefghijklmnopqrstuvwxyz0123456789.-_";
+    if (host != "*" && (host.empty() || host.find_first_not_of(allowed) != std::string::npos)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--http-allowed-hosts takes host names or addresses without a port ([::1] for IPv6), "
+          "or *, separated by commas; got \"",
+          name, "\""));
+    }
+    out.push_back(host);
+  }
+  return out;
+}
+
 // Flags that are actions of one run, not settings: a config file cannot set them.
 const std::set<std::string>& NotKeys() {
   static const std::set<std::string> keys = {"config", "print-config", "check-db", "help",
@@ -442,6 +468,9 @@ absl::StatusOr<DaemonFlags> FromParsed(const ParsedArgs& parsed) {
       return absl::InvalidArgumentError("--http-max-streams must be 1..4096, got 0");
     }
   }
+  if (std::string text = parsed.Get("http-allowed-hosts"); !text.empty()) {
+    TC_ASSIGN_OR_RETURN(f.http_allowed_hosts, ParseAllowedHosts(text));
+  }
   if (f.http_listen != "off") {
     const size_t colon = f.http_listen.rfind(':');
     int port = -1;
@@ -514,6 +543,7 @@ std::vector<std::pair<std::string, std::string>> DaemonConfigEntries(const Daemo
       {"listen", f.listen},
       {"http-listen", f.http_listen},
       {"http-max-streams", absl::StrCat(f.http_max_streams)},
+      {"http-allowed-hosts", absl::StrJoin(f.http_allowed_hosts, ",")},
       {"checkpoint-root", f.checkpoint_root},
       {"checkpoint-allowed-roots", absl::StrJoin(f.checkpoint_allowed_roots, ",")},
       {"replica-uid-range", f.replica_uid_range.ToString()},

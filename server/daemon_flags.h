@@ -55,6 +55,9 @@ struct DaemonFlags {
   std::string http_listen = "127.0.0.1:7080";
   // Long-lived HTTP streams (watch, log follow) at once: 1..4096.
   int64_t http_max_streams = 64;
+  // Host names the REST port serves beside its own (server/rest/request_guard.h), lower case;
+  // "*": any.
+  std::vector<std::string> http_allowed_hosts;
   // DATA_DIR/checkpoints unless given.
   std::string checkpoint_root;
   // Absolute; empty: the checkpoint root alone (CoreOptions::checkpoint_allowed_roots).

@@ -487,7 +487,8 @@ int main(int argc, char** argv) {
     rest.emplace(&api,
                  server::rest::RestOptions{http_listen, flags.http_max_streams,
                                            flags.max_request_bytes, flags.tls_cert, flags.tls_key,
-                                           server::MetricsEndpoint(&authorizer, &metrics)});
+                                           server::MetricsEndpoint(&authorizer, &metrics),
+                                           flags.http_allowed_hosts, flags.advertise_http_address});
     absl::StatusOr<int> http_port = rest->Start();
     const std::string http_host = http_listen.substr(0, http_listen.rfind(':'));
     const std::string http_addr = absl::StrCat(http_host, ":", http_port.ok() ? *http_port : 0);

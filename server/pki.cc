@@ -352,6 +352,15 @@ absl::StatusOr<CertificateInfo> ParseCertificate(const std::string& pem) {
   if (ASN1_TIME_to_tm(X509_get0_notAfter(cert.get()), &tm) == 1) {
     info.not_after_ms = static_cast<int64_t>(timegm(&tm)) * 1000;
   }
+  auto* alt = static_cast<GENERAL_NAMES*>(
+      X509_get_ext_d2i(cert.get(), NID_subject_alt_name, nullptr, nullptr));
+  for (int i = 0; alt != nullptr && i < sk_GENERAL_NAME_num(alt); ++i) {
+    const GENERAL_NAME* g = sk_GENERAL_NAME_value(alt, i);
+    if (g->type != GEN_DNS) continue;
+    info.dns_names.emplace_back(reinterpret_cast<const char*>(ASN1_STRING_get0_data(g->d.dNSName)),
+                                static_cast<size_t>(ASN1_STRING_length(g->d.dNSName)));
+  }
+  GENERAL_NAMES_free(alt);
   return info;
 }
 

@@ -62,6 +62,8 @@ struct CertificateInfo {
   // "AB:CD:…": SHA-256 of the DER encoding, as `openssl x509 -fingerprint -sha256` prints it.
   std::string fingerprint;
   int64_t not_after_ms = 0;
+  // The DNS names of its subject alternative names, in order.
+  std::vector<std::string> dns_names;
 };
 
 // The first certificate of a PEM text. INVALID_ARGUMENT when there is none.

@@ -236,7 +236,10 @@
   }
 
   async function api(method, path, body, signal) {
-    const init = {method, headers: headers(body !== undefined ? {'Content-Type': 'application/json'} : {}),
+    // trainctld serves a POST, PUT, PATCH or DELETE only as application/json, an empty body
+    // included: a form or a fetch() of another site cannot send that type without asking first.
+    const changes = method !== 'GET' && method !== 'HEAD';
+    const init = {method, headers: headers(changes ? {'Content-Type': 'application/json'} : {}),
                   signal};
     if (body !== undefined) init.body = JSON.stringify(body);
     let resp;

@@ -1,9 +1,13 @@
 #include "server/rest/rest_json.h"
 
+#include <algorithm>
 #include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -28,7 +32,70 @@ std::string KnownNames(const pb::Descriptor* type, const std::vector<std::string
   return out;
 }
 
+// "TYPE_INT32" as "int32", "type.googleapis.com/trainctl.v1.RestartPolicy" as
+// "trainctl.v1.RestartPolicy".
+std::string TypeName(absl::string_view type) {
+  if (absl::ConsumePrefix(&type, "TYPE_")) return absl::AsciiStrToLower(type);
+  absl::ConsumePrefix(&type, "type.googleapis.com/");
+  return std::string(type);
+}
+
 }  // namespace
+
+std::string InJsonNames(const pb::Descriptor* root, const std::string& message) {
+  absl::string_view rest = message;
+  std::string loc;
+  if (absl::ConsumePrefix(&rest, "(")) {
+    const size_t close = rest.find(')');
+    if (close == absl::string_view::npos) return message;
+    loc = std::string(rest.substr(0, close));
+    rest.remove_prefix(close + 1);
+  }
+  // The path in JSON names; `type` the message at its end, `leaf` its last field.
+  std::string path;
+  const pb::Descriptor* type = root;
+  const pb::FieldDescriptor* leaf = nullptr;
+  for (absl::string_view segment : absl::StrSplit(loc, '.', absl::SkipEmpty())) {
+    const size_t bracket = std::min(segment.find('['), segment.size());
+    leaf =
+        type == nullptr ? nullptr : type->FindFieldByName(std::string(segment.substr(0, bracket)));
+    if (leaf == nullptr) return message;
+    absl::StrAppend(&path, path.empty() ? "" : ".", leaf->json_name());
+    if (leaf->is_map()) {
+      // "env[0].value": protobuf counts a map's entries; the user wrote keys. Name the map.
+      leaf = leaf->message_type()->map_value();
+      type = nullptr;
+      break;
+    }
+    absl::StrAppend(&path, segment.substr(bracket));
+    type = leaf->message_type();
+  }
+  const std::string at = path.empty() ? "" : absl::StrCat(path, ": ");
+  if (absl::ConsumeSuffix(&rest, ": Cannot find field.")) {
+    absl::ConsumePrefix(&rest, " ");
+    return absl::StrCat(at, type == nullptr ? "it" : type->name(), " has no field \"", rest, "\"");
+  }
+  constexpr absl::string_view kForType = " for type ";
+  if (absl::ConsumePrefix(&rest, ": invalid value ") && rest.rfind(kForType) != rest.npos) {
+    const size_t for_type = rest.rfind(kForType);
+    absl::string_view value = rest.substr(0, for_type);
+    const std::string type_name = TypeName(rest.substr(for_type + kForType.size()));
+    // Well-known types explain themselves: "Field 'timeout', Illegal duration format; ...".
+    if (absl::ConsumePrefix(&value, "Field '") && value.find("', ") != value.npos) {
+      return absl::StrCat(at, value.substr(value.find("', ") + 3), " (", type_name, ")");
+    }
+    std::string out = absl::StrCat(at, "invalid value ", value, " for type ", type_name);
+    if (leaf != nullptr && leaf->enum_type() != nullptr) {
+      std::vector<std::string> names;
+      for (int i = 0; i < leaf->enum_type()->value_count(); ++i) {
+        names.push_back(leaf->enum_type()->value(i)->name());
+      }
+      absl::StrAppend(&out, "; one of ", absl::StrJoin(names, ", "));
+    }
+    return out;
+  }
+  return path.empty() ? message : absl::StrCat(path, rest);
+}
 
 int HttpStatusOf(absl::StatusCode code) {
   switch (code) {
@@ -85,8 +152,9 @@ absl::Status FromJson(const std::string& json, const std::string& what, pb::Mess
   options.ignore_unknown_fields = false;
   pb::util::Status parsed = pb::util::JsonStringToMessage(json, out, options);
   if (parsed.ok()) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      what, " is not a valid ", out->GetDescriptor()->name(), ": ", std::string(parsed.message())));
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, " is not a valid ", out->GetDescriptor()->name(), ": ",
+                   InJsonNames(out->GetDescriptor(), std::string(parsed.message()))));
 }
 
 absl::Status SetFields(const Params& params, const std::vector<std::string>& skip,
@@ -143,8 +211,8 @@ absl::Status SetFields(const Params& params, const std::vector<std::string>& ski
   pb::util::JsonParseOptions options;
   pb::util::Status status = pb::util::JsonStringToMessage(json, parsed.get(), options);
   if (!status.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("bad parameter: ", std::string(status.message())));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bad parameter: ", InJsonNames(out->GetDescriptor(), std::string(status.message()))));
   }
   out->MergeFrom(*parsed);
   return absl::OkStatus();

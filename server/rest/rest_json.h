@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 
 namespace trainctl::server::rest {
@@ -28,6 +29,12 @@ std::string ToJson(const google::protobuf::Message& message);
 // with the reason, prefixed by `what` ("body").
 absl::Status FromJson(const std::string& json, const std::string& what,
                       google::protobuf::Message* out);
+
+// protobuf's JSON parse error `message`, for a message of type `root`, in the JSON names the user
+// wrote: "(spec.worker_pools[0].replica_count): invalid value "x" for type TYPE_INT32" becomes
+// "spec.workerPools[0].replicaCount: invalid value "x" for type int32", "(spec) nme: Cannot find
+// field." becomes "spec: JobSpec has no field "nme"". A message it does not recognise is kept.
+std::string InJsonNames(const google::protobuf::Descriptor* root, const std::string& message);
 
 // Parameters of one request: each name (a field's JSON name, or a dotted path of them for a
 // nested field such as "quota.project") with its values in order.

@@ -2,17 +2,23 @@
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
+#include <fstream>
 #include <functional>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/http_listen.h"
 #include "common/metrics.h"
+#include "common/net_address.h"
+#include "server/pki.h"
 #include "server/rest/console_assets.h"
 #include "server/rest/openapi.h"
+#include "server/rest/request_guard.h"
 #include "server/rest/routes.h"
 
 namespace trainctl::server::rest {
@@ -89,6 +95,37 @@ bool ServeConsole(const httplib::Request& req, httplib::Response& res) {
   return true;
 }
 
+std::optional<std::string> HeaderOf(const httplib::Request& req, const char* name) {
+  if (!req.has_header(name)) return std::nullopt;
+  return req.get_header_value(name);
+}
+
+// Whom the server bound to `port` answers to (request_guard.h).
+SiteNames SiteOf(const RestOptions& options, int port) {
+  SiteNames site;
+  site.scheme = options.tls_cert.empty() ? "http" : "https";
+  site.port = port;
+  for (const std::string& address : {options.listen, options.advertised}) {
+    if (address.empty()) continue;
+    const std::string host = HostOf(address);
+    if (!host.empty() && host != "0.0.0.0" && host != "::") site.own.push_back(host);
+  }
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) == 0 && name[0] != '\0') site.own.emplace_back(name);
+  // With TLS, the names its certificate holds: a browser reaches it by no other without a
+  // warning.
+  if (!options.tls_cert.empty()) {
+    std::ifstream in(options.tls_cert);
+    std::stringstream pem;
+    pem << in.rdbuf();
+    if (absl::StatusOr<CertificateInfo> cert = ParseCertificate(pem.str()); cert.ok()) {
+      site.own.insert(site.own.end(), cert->dns_names.begin(), cert->dns_names.end());
+    }
+  }
+  site.allowed = options.allowed_hosts;
+  return site;
+}
+
 }  // namespace
 
 RestServer::RestServer(Api* api, RestOptions options)
@@ -116,8 +153,16 @@ absl::StatusOr<int> RestServer::Start() {
   Api* api = api_;
   StreamRegistry* streams = streams_.get();
   MetricsHandler metrics = options_.metrics;
-  auto dispatch = [routes, api, streams, metrics](const httplib::Request& req,
-                                                  httplib::Response& res) {
+  // Filled once the port is bound, before the first request.
+  auto site = std::make_shared<SiteNames>();
+  auto dispatch = [routes, api, streams, metrics, site](const httplib::Request& req,
+                                                        httplib::Response& res) {
+    const RequestFacts facts{req.method, HeaderOf(req, "Host"), HeaderOf(req, "Origin"),
+                             HeaderOf(req, "Content-Type")};
+    if (std::optional<Refusal> no = CheckRequest(*site, facts)) {
+      Send(HttpReply{no->http_status, "application/json", StatusJson(no->status), nullptr}, res);
+      return;
+    }
     if (req.method == "GET" && req.path == "/v1/openapi.json") {
       res.set_content(OpenApiDocument(), "application/json");
       return;
@@ -221,6 +266,7 @@ absl::StatusOr<int> RestServer::Start() {
   // Without SO_REUSEPORT: a second trainctld on the same port fails to start.
   absl::StatusOr<int> port = BindHttp(*http_, options_.listen, "HTTP (--http-listen)");
   if (!port.ok()) return port.status();
+  *site = SiteOf(options_, *port);
   thread_ = std::thread([this] { http_->listen_after_bind(); });
   return port;
 }

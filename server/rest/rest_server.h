@@ -1,10 +1,12 @@
 // RestServer: trainctld's REST API and web console over HTTP (cpp-httplib), beside gRPC.
 //
-// Every route of routes.h calls the same Api the gRPC services call, so both transports
-// authorize, validate and decide alike; bodies are the protobuf JSON mapping, errors
-// google.rpc.Status JSON with their HTTP status. `GET /v1/openapi.json` describes every route;
-// `GET /` serves the console (console_assets.h), and `GET /metrics` trainctld's metrics
-// (RestOptions::metrics, metrics_daemon.h).
+// Every request passes request_guard.h's checks first (Host, Origin, Content-Type), so that a
+// web page of another site cannot drive the API through a browser. Every route of routes.h
+// calls the same Api the gRPC services call, so both transports authorize, validate and decide
+// alike; bodies are the protobuf JSON mapping, errors google.rpc.Status JSON with their HTTP
+// status. `GET /v1/openapi.json` describes every route; `GET /` serves the console
+// (console_assets.h), and `GET /metrics` trainctld's metrics (RestOptions::metrics,
+// metrics_daemon.h).
 //
 // Threads: cpp-httplib serves each connection on a thread of one pool. Long-lived streams (job
 // watches as server-sent events, log follows) hold their thread while they last, so the pool has
@@ -18,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "server/api.h"
@@ -43,6 +46,10 @@ struct RestOptions {
   std::string tls_key;
   // Serves `GET /metrics` (Prometheus) when set; it authenticates the caller itself.
   MetricsHandler metrics;
+  // --http-allowed-hosts: Host names served beside trainctld's own; "*" any (SiteNames::allowed).
+  std::vector<std::string> allowed_hosts;
+  // --advertise-http-address (HOST:PORT), whose host is one of trainctld's own names; "" none.
+  std::string advertised;
 };
 
 class RestServer {

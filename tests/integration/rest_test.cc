@@ -122,7 +122,7 @@ TEST_CASE("a job is created, watched, read, listed, cancelled and deleted over R
   for (const pb::Struct& e : events) CHECK(Field(e, "id") == id);
 
   // A job that ended can be deleted; then it is gone.
-  httplib::Result deleted = http->Delete(absl::StrCat("/v1/jobs/", id));
+  httplib::Result deleted = http->Delete(absl::StrCat("/v1/jobs/", id), "", "application/json");
   REQUIRE(deleted);
   CHECK(deleted->status == 200);
   httplib::Result gone = http->Get(absl::StrCat("/v1/jobs/", id));
@@ -230,8 +230,9 @@ TEST_CASE("bad input over HTTP is refused with a status that says why", "[integr
           {"{bad", "must be a JSON object"},
           {R"({"spec": {"displayName": "x", "nme": 1}})", "nme"},
           {R"({"spec": {"workerPools": [{"replicaCount": "many"}]}})",
-           "spec.worker_pools[0].replica_count"},
-          {R"({"displayName": 5, "workerPools": []})", "display_name"},
+           R"(spec.workerPools[0].replicaCount: invalid value \"many\" for type int32)"},
+          {R"({"displayName": 5, "workerPools": []})",
+           "JobSpec: displayName: invalid value 5 for type string"},
           {R"({"spec": {"displayName": "x", "workerPools": [{"name": "w", "replicaCount": 0, "command": ["x"]}]}})",
            "replicaCount"},
       }) {
@@ -245,7 +246,7 @@ TEST_CASE("bad input over HTTP is refused with a status that says why", "[integr
   httplib::Result param = http->Get("/v1/jobs?pageSize=lots");
   REQUIRE(param);
   CHECK(param->status == 400);
-  CHECK_THAT(param->body, Catch::Contains("page_size"));
+  CHECK_THAT(param->body, Catch::Contains(R"(pageSize: invalid value \"lots\" for type int32)"));
   httplib::Result selector = http->Get("/v1/jobs?labelSelector=team");
   REQUIRE(selector);
   CHECK(selector->status == 400);
@@ -265,7 +266,7 @@ TEST_CASE("bad input over HTTP is refused with a status that says why", "[integr
   REQUIRE(nowhere);
   CHECK(nowhere->status == 404);
   CHECK_THAT(nowhere->body, Catch::Contains(R"("code":5)") && Catch::Contains("openapi.json"));
-  httplib::Result method = http->Delete("/v1/jobs");
+  httplib::Result method = http->Delete("/v1/jobs", "", "application/json");
   REQUIRE(method);
   CHECK(method->status == 405);
   CHECK(method->get_header_value("Allow") == "GET, POST");

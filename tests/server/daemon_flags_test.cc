@@ -162,6 +162,15 @@ TEST_CASE("every trainctld flag sets its field", "[daemon_flags]") {
   CHECK(flags->lease_duration_ms == 2000);
   CHECK(flags->advertise_address == "sched-a.example:7070");
   CHECK(flags->advertise_http_address == "[::1]:7080");
+  CHECK(ParseDaemonFlags(With({}))->http_allowed_hosts.empty());
+  flags = ParseDaemonFlags(
+      With({"--http-allowed-hosts", "Trainctl.Example.com,10.0.0.5, [2001:db8::7],sched_b"}));
+  REQUIRE(flags.ok());
+  CHECK(flags->http_allowed_hosts ==
+        std::vector<std::string>{"trainctl.example.com", "10.0.0.5", "[2001:db8::7]", "sched_b"});
+  flags = ParseDaemonFlags(With({"--http-allowed-hosts", "*"}));
+  REQUIRE(flags.ok());
+  CHECK(flags->http_allowed_hosts == std::vector<std::string>{"*"});
 }
 
 TEST_CASE("a store is a PostgreSQL URI, and --check-db is for the SQLite file alone",
@@ -209,6 +218,12 @@ TEST_CASE("a bad trainctld command line is an error that says what to give", "[d
        "anyone who reaches it run any command on every node: serve HTTPS with "
        "--tls-cert/--tls-key/--agent-ca, or accept the risk with --insecure-allow-plaintext"},
       {With({"--http-max-streams", "0"}), "--http-max-streams must be 1..4096, got 0"},
+      {With({"--http-allowed-hosts", "trainctl.example.com:443"}),
+       "--http-allowed-hosts takes host names or addresses without a port ([::1] for IPv6), or *, "
+       "separated by commas; got \"trainctl.example.com:443\""},
+      {With({"--http-allowed-hosts", "a,http://b"}),
+       "--http-allowed-hosts takes host names or addresses without a port ([::1] for IPv6), or *, "
+       "separated by commas; got \"http://b\""},
       {With({"--store", "postgres://tc@db/tc", "--lease-duration", "500ms"}),
        "--lease-duration must be a duration between 1s and 60s, e.g. 5s, got \"500ms\""},
       {With({"--store", "postgres://tc@db/tc", "--advertise-address", "sched-a"}),
@@ -392,6 +407,7 @@ TEST_CASE("trainctld's usage lists every flag with its default", "[daemon_flags]
                            "--lease-duration D",
                            "--advertise-address HOST:PORT",
                            "--advertise-http-address HOST:PORT",
+                           "--http-allowed-hosts NAME,...",
                            "-h, --help",
                            "--version",
                            "--default-quota-gpus N",

@@ -46,6 +46,7 @@ TEST_CASE("pki init writes a CA and a server certificate, keys private", "[pki]"
   REQUIRE(server.ok());
   CHECK(server->common_name == "sched.example");
   CHECK(server->organizational_unit == "trainctld");
+  CHECK(server->dns_names == std::vector<std::string>{"sched.example"});
   CHECK(server->not_after_ms > 0);
   // "AB:CD:..." : 32 bytes.
   CHECK(server->fingerprint.size() == 32 * 3 - 1);
