@@ -73,6 +73,7 @@ absl::StatusOr<Agent::Options> MakeOptions(const AgentFlags& flags) {
   options.run_as = flags.run_as;
   options.inject_launch_failures = flags.inject_launch_failures;
   options.pids_max = flags.pids_max;
+  options.job_tmpfs_size = flags.job_tmpfs_size;
   options.max_log_bytes = flags.max_log_bytes;
   options.cpu_policy = flags.cpu_policy;
   options.min_shared_cpus = std::max(1, static_cast<int>(std::ceil(flags.reserve_cpu)));
