@@ -180,6 +180,7 @@ absl::StatusOr<std::string> JobScratch::Acquire(const std::string& job_id,
     if (status.ok()) status = MakeDirWithMode(dir + "/tmp", 01777);
     if (status.ok()) status = MakeDirWithMode(dir + "/shm", 01777);
     if (!status.ok()) {
+      UnmountAll(dir);
       if (job.runs.empty()) RemoveJobLocked(job_id);
       return absl::InternalError(
           absl::StrCat("cannot set up the job's private /tmp and /dev/shm: ", status.message()));

@@ -137,6 +137,7 @@ TEST_CASE("private tmp: --job-tmpfs-size takes 0, a percentage or a size", "[pri
   absl::StatusOr<AgentFlags> off = ParseAgentFlags(args);
   REQUIRE(off.ok());
   CHECK(off->job_tmpfs_size.empty());
+  CHECK(absl::StrContains(AgentUsage(), "--job-tmpfs-size SIZE"));
   args.back() = "lots";
   CHECK(ParseAgentFlags(args).status().message() ==
         "--job-tmpfs-size: expected 0 (the host's /tmp and /dev/shm), a percentage of the host's "
@@ -191,7 +192,7 @@ TEST_CASE("private tmp: one tmpfs per job, shared by its runs, gone with the las
   CHECK(ModeOf(*a1 + "/shm") == 01777);
   struct statvfs fs;
   REQUIRE(statvfs(a1->c_str(), &fs) == 0);
-  CHECK(fs.f_blocks * fs.f_frsize == 1 << 20);
+  CHECK(fs.f_blocks * fs.f_frsize == uint64_t{1} << 20);
   WriteFile(*a1 + "/tmp/file", "a");
 
   absl::StatusOr<std::string> a2 = scratch.Acquire("job-a", "job-a/1/w-1/0");
@@ -410,13 +411,50 @@ TEST_CASE("private tmp: what a replica writes to /dev/shm counts against its mem
   std::shared_ptr<const RunCgroups> memory = cgroups.With({CgroupController::kMemory});
   if (memory == nullptr) return;
   PrivateTmpLauncher f(dir.path(), memory);
+  const std::string shm = dir.path() + "/scratch/job-m/shm";
+  const std::string name = absl::StrCat("trainctl-private-tmp-big-", getpid());
+  // Another replica of the job keeps its tmpfs, and what the writer left there, after the
+  // writer's end.
+  const std::string holder = f.Launch("job-m", "w-1", "exec sleep 60");
   // 16 MiB of tmpfs is the whole job's; 12 MiB of it fit a limit of 8 MiB only if tmpfs pages
   // were not charged to the writer.
-  const std::string run = f.Launch("job-m", "w-0", "head -c 12582912 /dev/zero > /dev/shm/big", 8);
-  std::optional<ReplicaExited> exited = f.WaitExit(run);
+  const std::string writer =
+      f.Launch("job-m", "w-0", absl::StrCat("head -c 12582912 /dev/zero > /dev/shm/", name), 8);
+  std::optional<ReplicaExited> exited = f.WaitExit(writer);
   REQUIRE(exited);
   CHECK(exited->oom_killed());
+  std::error_code error;
+  const uintmax_t written = std::filesystem::file_size(shm + "/" + name, error);
+  CHECK_FALSE(error);
+  CHECK(written > 0);
+  CHECK(written < uintmax_t{8} << 20);
+  CHECK_FALSE(std::filesystem::exists("/dev/shm/" + name));
+  REQUIRE(f.launcher().Stop(holder, 0, "test").ok());
   CHECK(WaitUntil([&] { return !std::filesystem::exists(dir.path() + "/scratch/job-m"); }));
+}
+
+TEST_CASE("private tmp: a job whose tmpfs cannot be mounted fails to launch as the host's fault",
+          "[private_tmp]") {
+  OutsideTmpDir dir;
+  if (!CanMount(dir)) return;
+  const std::string scratch = dir.path() + "/scratch";
+  PrivateTmpLauncher f(dir.path(), nullptr);
+  const std::string holder = f.Launch("job-a", "w-0", "exec sleep 60");
+  REQUIRE(WaitUntil([&] { return IsMounted(scratch + "/job-a"); }));
+  // A file where job-x's directory goes: no tmpfs can be mounted there.
+  WriteFile(scratch + "/job-x", "");
+  const std::string blocked = f.Launch("job-x", "w-0", "echo ran");
+  std::optional<ReplicaExited> exited = f.WaitExit(blocked);
+  REQUIRE(exited);
+  CHECK(exited->launch_failed());
+  CHECK_FALSE(exited->launch_error_is_user());
+  CHECK_THAT(exited->launch_error(),
+             Catch::StartsWith("cannot set up the job's private /tmp and /dev/shm: cannot mount "
+                               "a tmpfs (mode=0700,size=16m) at " +
+                               scratch + "/job-x: "));
+  CHECK(ReadFile(dir.path() + "/logs/job-x/attempt-1/w-0.restart-0.log").find("ran") ==
+        std::string::npos);
+  REQUIRE(f.launcher().Stop(holder, 0, "test").ok());
 }
 
 }  // namespace
