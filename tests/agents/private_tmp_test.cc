@@ -313,7 +313,7 @@ TEST_CASE("private tmp: a shim that cannot mount fails the launch as the host's 
 class PrivateTmpLauncher {
  public:
   PrivateTmpLauncher(const std::string& work_dir, std::shared_ptr<const RunCgroups> cgroups) {
-    ProcessLauncher::Options options;
+    ProcessLauncher::Options& options = options_;
     options.work_dir = work_dir;
     options.job_tmpfs_size = "16m";
     options.cgroups = std::move(cgroups);
@@ -322,7 +322,7 @@ class PrivateTmpLauncher {
       absl::MutexLock lock(&mu_);
       exited_[exited.run_id()] = std::move(exited);
     };
-    launcher_ = std::make_unique<ProcessLauncher>(std::move(options));
+    launcher_ = std::make_unique<ProcessLauncher>(options);
   }
   ~PrivateTmpLauncher() {
     launcher_->StopAll(0, "test over");
@@ -330,6 +330,14 @@ class PrivateTmpLauncher {
   }
 
   ProcessLauncher& launcher() { return *launcher_; }
+
+  // What an agent restart does: a new launcher on the same work dir, which adopts the runs of the
+  // old one.
+  void Restart() {
+    launcher_.reset();
+    launcher_ = std::make_unique<ProcessLauncher>(options_);
+    launcher_->AdoptRecordedRuns();
+  }
 
   // Launches replica `replica` of job `job` running `script` with /bin/sh; its run id.
   std::string Launch(const std::string& job, const std::string& replica, const std::string& script,
@@ -346,6 +354,16 @@ class PrivateTmpLauncher {
     return launch.run_id();
   }
 
+  // Waits until the run's replica runs (its shim said so); false when not in time.
+  bool WaitStarted(const std::string& run_id) {
+    return WaitUntil([&] {
+      for (const trainctl::v1::KnownRun& known : launcher_->KnownRuns()) {
+        if (known.run_id() == run_id && known.pid() > 0) return true;
+      }
+      return false;
+    });
+  }
+
   std::optional<ReplicaExited> WaitExit(const std::string& run_id) {
     absl::MutexLock lock(&mu_);
     auto arrived = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return exited_.count(run_id) > 0; };
@@ -356,6 +374,7 @@ class PrivateTmpLauncher {
  private:
   absl::Mutex mu_;
   std::map<std::string, ReplicaExited> exited_ ABSL_GUARDED_BY(mu_);
+  ProcessLauncher::Options options_;
   std::unique_ptr<ProcessLauncher> launcher_;
 };
 
@@ -416,6 +435,7 @@ TEST_CASE("private tmp: what a replica writes to /dev/shm counts against its mem
   // Another replica of the job keeps its tmpfs, and what the writer left there, after the
   // writer's end.
   const std::string holder = f.Launch("job-m", "w-1", "exec sleep 60");
+  REQUIRE(f.WaitStarted(holder));
   // 16 MiB of tmpfs is the whole job's; 12 MiB of it fit a limit of 8 MiB only if tmpfs pages
   // were not charged to the writer.
   const std::string writer =
@@ -440,7 +460,8 @@ TEST_CASE("private tmp: a job whose tmpfs cannot be mounted fails to launch as t
   const std::string scratch = dir.path() + "/scratch";
   PrivateTmpLauncher f(dir.path(), nullptr);
   const std::string holder = f.Launch("job-a", "w-0", "exec sleep 60");
-  REQUIRE(WaitUntil([&] { return IsMounted(scratch + "/job-a"); }));
+  REQUIRE(f.WaitStarted(holder));
+  CHECK(IsMounted(scratch + "/job-a"));
   // A file where job-x's directory goes: no tmpfs can be mounted there.
   WriteFile(scratch + "/job-x", "");
   const std::string blocked = f.Launch("job-x", "w-0", "echo ran");
@@ -455,6 +476,27 @@ TEST_CASE("private tmp: a job whose tmpfs cannot be mounted fails to launch as t
   CHECK(ReadFile(dir.path() + "/logs/job-x/attempt-1/w-0.restart-0.log").find("ran") ==
         std::string::npos);
   REQUIRE(f.launcher().Stop(holder, 0, "test").ok());
+}
+
+TEST_CASE("private tmp: after an agent restart, adopted replicas keep sharing their job's tmpfs",
+          "[private_tmp]") {
+  OutsideTmpDir dir;
+  if (!CanMount(dir)) return;
+  const std::string scratch = dir.path() + "/scratch";
+  PrivateTmpLauncher f(dir.path(), nullptr);
+  f.Launch("job-a", "w-0", "echo kept > /dev/shm/segment && exec sleep 60");
+  REQUIRE(WaitUntil([&] { return ReadFile(scratch + "/job-a/shm/segment") == "kept\n"; }));
+  // What an earlier agent left of a job that no longer runs here.
+  REQUIRE(mkdir((scratch + "/job-gone").c_str(), 0700) == 0);
+  f.Restart();
+  CHECK_FALSE(std::filesystem::exists(scratch + "/job-gone"));
+  const std::string reader = f.Launch("job-a", "w-1", "cat /dev/shm/segment");
+  std::optional<ReplicaExited> read = f.WaitExit(reader);
+  REQUIRE(read);
+  CHECK(read->exit_code() == 0);
+  CHECK(read->output_tail() == "kept");
+  REQUIRE(f.launcher().Stop("job-a/1/w-0/0", 0, "test").ok());
+  CHECK(WaitUntil([&] { return !IsMounted(scratch); }));
 }
 
 }  // namespace
