@@ -102,7 +102,7 @@ mode_t ModeOf(const std::string& path) {
   return stat(path.c_str(), &st) == 0 ? st.st_mode & 07777 : 0;
 }
 
-void WriteFile(const std::string& path, const std::string& text) {
+void WriteText(const std::string& path, const std::string& text) {
   std::ofstream out(path);
   out << text;
 }
@@ -193,7 +193,7 @@ TEST_CASE("private tmp: one tmpfs per job, shared by its runs, gone with the las
   struct statvfs fs;
   REQUIRE(statvfs(a1->c_str(), &fs) == 0);
   CHECK(fs.f_blocks * fs.f_frsize == uint64_t{1} << 20);
-  WriteFile(*a1 + "/tmp/file", "a");
+  WriteText(*a1 + "/tmp/file", "a");
 
   absl::StatusOr<std::string> a2 = scratch.Acquire("job-a", "job-a/1/w-1/0");
   REQUIRE(a2.ok());
@@ -229,7 +229,7 @@ TEST_CASE("private tmp: a restarted agent keeps the tmpfs of adopted jobs and re
     JobScratch before(options);
     REQUIRE(before.Acquire("job-a", "job-a/1/w-0/0").ok());
     REQUIRE(before.Acquire("job-b", "job-b/1/w-0/0").ok());
-    WriteFile(root + "/job-a/shm/segment", "kept");
+    WriteText(root + "/job-a/shm/segment", "kept");
   }  // the agent ends; its mounts stay
   CHECK(IsMounted(root + "/job-a"));
   JobScratch after(options);
@@ -463,7 +463,7 @@ TEST_CASE("private tmp: a job whose tmpfs cannot be mounted fails to launch as t
   REQUIRE(f.WaitStarted(holder));
   CHECK(IsMounted(scratch + "/job-a"));
   // A file where job-x's directory goes: no tmpfs can be mounted there.
-  WriteFile(scratch + "/job-x", "");
+  WriteText(scratch + "/job-x", "");
   const std::string blocked = f.Launch("job-x", "w-0", "echo ran");
   std::optional<ReplicaExited> exited = f.WaitExit(blocked);
   REQUIRE(exited);
