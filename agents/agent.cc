@@ -90,6 +90,7 @@ Agent::Agent(Options options)
         launcher_options.base_environment =
             PassedEnvironment(CurrentEnvironment(), options_.pass_env);
         launcher_options.pids_max = options_.pids_max;
+        launcher_options.job_tmpfs_size = options_.job_tmpfs_size;
         launcher_options.max_log_bytes = options_.max_log_bytes;
         launcher_options.replica_env["TRAINCTL_SERVER"] = options_.scheduler;
         if (!options_.tls_ca_path.empty()) {

@@ -155,6 +155,8 @@ class Agent {
     // Per-run cgroups (launcher.h): pids.max of each run (0: none), the CPU policy, and how many
     // CPUs always stay shared under CpuPolicy::kStatic.
     int64_t pids_max = kDefaultPidsMax;
+    // Each job's private /tmp and /dev/shm (--job-tmpfs-size, job_scratch.h); "": none.
+    std::string job_tmpfs_size = kDefaultJobTmpfsSize;
     // The most bytes of each run's log kept on disk (--max-log-mb); 0: no cap.
     int64_t max_log_bytes = shim::kDefaultLogLimit;
     CpuPolicy cpu_policy = CpuPolicy::kNone;

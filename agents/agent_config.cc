@@ -53,6 +53,7 @@ std::vector<std::pair<std::string, std::string>> AgentConfigEntries(const AgentF
       {"project-uid-groups", absl::StrJoin(f.run_as.project_uid_groups, ",")},
       {"allow-root-replicas", Bool(f.run_as.allow_root)},
       {"pids-max", absl::StrCat(f.pids_max)},
+      {"job-tmpfs-size", f.job_tmpfs_size.empty() ? "0" : f.job_tmpfs_size},
       {"cpu-policy", f.cpu_policy == CpuPolicy::kStatic ? "static" : "none"},
       {"log-level", f.log_level},
       {"log-format", f.log_format},

@@ -1,4 +1,14 @@
-// ValidateNodeName and ParseLabels (agent_flags.h): values of trainctl-agent flags.
+// ValidateNodeName, ParseLabels and ResolvePrograms (agent_flags.h): values of trainctl-agent
+// flags.
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "agents/agent_flags.h"
@@ -29,6 +39,26 @@ absl::StatusOr<std::map<std::string, std::string>> ParseLabels(absl::string_view
     }
   }
   return labels;
+}
+
+absl::Status ResolvePrograms(AgentFlags* flags) {
+  for (auto [flag, path] : {std::pair<const char*, std::string*>{
+                                "--health-check-program", &flags->checks.health_check_program},
+                            {"--startup-script", &flags->checks.startup_script}}) {
+    if (path->empty()) continue;
+    char resolved[PATH_MAX];
+    struct stat st;
+    if (realpath(path->c_str(), resolved) == nullptr || stat(resolved, &st) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": cannot find \"", *path, "\": ", std::strerror(errno)));
+    }
+    if (!S_ISREG(st.st_mode) || access(resolved, X_OK) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": \"", *path, "\" is not an executable file"));
+    }
+    *path = resolved;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace trainctl::agent

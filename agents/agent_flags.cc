@@ -165,6 +165,12 @@ std::vector<FlagGroup> AgentFlagGroups() {
         {"pids-max", 0, Kind::kValue, "N", "",
          "pids.max of each replica's cgroup: its processes and threads; 0 for no limit "
          "(default: 32768)"},
+        {"job-tmpfs-size", 0, Kind::kValue, "SIZE", "",
+         "when the agent runs as root: the replicas of each job on this host share a private "
+         "/tmp and /dev/shm, one tmpfs of this size (a percentage of the host's memory, or a size "
+         "such as 64g) removed when the job's last replica here ended; its pages count against "
+         "the memory of the replica that wrote them; 0: the host's /tmp and /dev/shm "
+         "(default: 50%)"},
         {"cpu-policy", 0, Kind::kValue, "POLICY", "",
          "none: replicas share the CPUs, each held to its cpu request by a CFS quota; static: a "
          "replica asking for a whole number of CPUs gets that many to itself (cpuset), the rest "
@@ -296,26 +302,6 @@ absl::Status ParseExitReportDelay(absl::string_view text, int* status, absl::Dur
   }
   *status = code;
   *delay = duration;
-  return absl::OkStatus();
-}
-
-absl::Status ResolvePrograms(AgentFlags* flags) {
-  for (auto [flag, path] : {std::pair<const char*, std::string*>{
-                                "--health-check-program", &flags->checks.health_check_program},
-                            {"--startup-script", &flags->checks.startup_script}}) {
-    if (path->empty()) continue;
-    char resolved[PATH_MAX];
-    struct stat st;
-    if (realpath(path->c_str(), resolved) == nullptr || stat(resolved, &st) != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(flag, ": cannot find \"", *path, "\": ", std::strerror(errno)));
-    }
-    if (!S_ISREG(st.st_mode) || access(resolved, X_OK) != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(flag, ": \"", *path, "\" is not an executable file"));
-    }
-    *path = resolved;
-  }
   return absl::OkStatus();
 }
 
@@ -477,6 +463,11 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
       {"--health-check-program", text(&flags.checks.health_check_program)},
       {"--startup-script", text(&flags.checks.startup_script)},
       {"--pids-max", [&](auto& f, auto& v) { return ParseInt<int64_t>(f, v, 0, &flags.pids_max); }},
+      {"--job-tmpfs-size",
+       [&](auto& f, auto& v) -> absl::Status {
+         TC_ASSIGN_OR_RETURN(flags.job_tmpfs_size, ParseJobTmpfsSize(f, v));
+         return absl::OkStatus();
+       }},
       {"--pass-env",
        [&](auto&, auto& v) -> absl::Status {
          std::vector<std::string> names = absl::StrSplit(v, ',', absl::SkipEmpty());

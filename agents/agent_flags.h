@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "agents/cpu_manager.h"
 #include "agents/host_checks.h"
+#include "agents/job_scratch.h"
 #include "agents/node_checks.h"
 #include "agents/run_cgroup.h"
 #include "agents/run_user.h"
@@ -60,6 +61,8 @@ struct AgentFlags {
   RunAsPolicy run_as;
   // pids.max of each run's cgroup; 0: no limit.
   int64_t pids_max = kDefaultPidsMax;
+  // --job-tmpfs-size as tmpfs's size= (ParseJobTmpfsSize); "": replicas use the host's /tmp.
+  std::string job_tmpfs_size = kDefaultJobTmpfsSize;
   CpuPolicy cpu_policy = CpuPolicy::kNone;
   std::string log_level = "info";
   // --metrics-listen HOST:PORT: where GET /metrics is served; empty: nowhere.

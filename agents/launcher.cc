@@ -43,6 +43,8 @@ RunIsolation::Options IsolationOptions(const ProcessLauncher::Options& options) 
   out.cpus = options.cpus;
   out.min_shared_cpus = options.min_shared_cpus;
   out.gpu_inventory = options.gpu_inventory;
+  out.scratch = {(options.state_dir.empty() ? options.work_dir : options.state_dir) + "/scratch",
+                 options.job_tmpfs_size, options.work_dir};
   return out;
 }
 
@@ -186,6 +188,7 @@ std::vector<std::string> ProcessLauncher::AdoptRecordedRuns(const std::set<std::
     }
     run.exclusive_cpus = record.exclusive_cpus;
     isolation_.Adopt(record.run_id, record.exclusive_cpus);
+    isolation_.AdoptRunning(record.run_id);
     WatchLocked(record.run_id, run);
     spdlog::warn(
         "run {}: adopted its shim (pid {}, replica pid {}), which an earlier agent left "
@@ -193,6 +196,7 @@ std::vector<std::string> ProcessLauncher::AdoptRecordedRuns(const std::set<std::
         record.run_id, run.shim_pid, run.pid);
     adopted.push_back(record.run_id);
   }
+  isolation_.RemoveUnusedPrivateTmp();
   return adopted;
 }
 
@@ -320,6 +324,13 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
   request.log_path = log_path;
   request.max_log_bytes = options_.max_log_bytes;
   RunIsolation::Prepared isolation = isolation_.Prepare(launch);
+  if (!isolation.error.ok()) {
+    isolation_.Release(run_id);
+    ReportLaunchFailure(run_id, isolation.error, log_fd);
+    close(log_fd);
+    return;
+  }
+  request.private_tmp = std::move(isolation.private_tmp);
   request.cgroup_join_paths = std::move(isolation.join_paths);
   request.memory_events = std::move(isolation.memory_events);
   RunRecord record;

@@ -72,6 +72,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "agents/cpu_manager.h"
+#include "agents/job_scratch.h"
 #include "agents/run_cgroup.h"
 #include "agents/run_isolation.h"
 #include "agents/run_records.h"
@@ -143,6 +144,9 @@ class ProcessLauncher {
     // The most bytes of each run's log the disk keeps (--max-log-mb; agents/shim/log_cap.h): the
     // first and the last part stay. 0: no cap.
     int64_t max_log_bytes = shim::kDefaultLogLimit;
+    // tmpfs's size= of each job's private /tmp and /dev/shm (--job-tmpfs-size, job_scratch.h),
+    // mounted under <state dir>/scratch; "": replicas get the host's.
+    std::string job_tmpfs_size = kDefaultJobTmpfsSize;
   };
 
   // Starts the monitor thread.

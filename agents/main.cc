@@ -75,6 +75,7 @@ absl::StatusOr<Agent::Options> MakeOptions(const AgentFlags& flags) {
                       LookUpGroups(flags.run_as.project_uid_groups));
   options.inject_launch_failures = flags.inject_launch_failures;
   options.pids_max = flags.pids_max;
+  options.job_tmpfs_size = flags.job_tmpfs_size;
   options.max_log_bytes = flags.max_log_bytes;
   options.cpu_policy = flags.cpu_policy;
   options.min_shared_cpus = std::max(1, static_cast<int>(std::ceil(flags.reserve_cpu)));

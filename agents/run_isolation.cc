@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agents/cgroup_text.h"
+#include "common/run_id.h"
 #include "spdlog/spdlog.h"
 
 namespace trainctl::agent {
@@ -62,7 +63,8 @@ std::set<int> AffinityCpus() {
   return cpus;
 }
 
-RunIsolation::RunIsolation(Options options) : options_(std::move(options)) {
+RunIsolation::RunIsolation(Options options)
+    : options_(std::move(options)), scratch_(options_.scratch) {
   if (options_.cgroups == nullptr) {
     spdlog::debug("run isolation: off; memory limits are watched through resident memory only");
     return;
@@ -101,8 +103,16 @@ std::string RunIsolation::NotIsolated() const {
 
 RunIsolation::Prepared RunIsolation::Prepare(const trainctl::v1::LaunchReplica& launch) {
   Prepared prepared;
-  if (options_.cgroups == nullptr) return prepared;
   const std::string& run_id = launch.run_id();
+  prepared.error = scratch_.CheckCheckpointDir(launch.checkpoint_dir());
+  if (!prepared.error.ok()) return prepared;
+  absl::StatusOr<std::string> private_tmp = scratch_.Acquire(launch.job_id(), run_id);
+  if (!private_tmp.ok()) {
+    prepared.error = private_tmp.status();
+    return prepared;
+  }
+  prepared.private_tmp = *std::move(private_tmp);
+  if (options_.cgroups == nullptr) return prepared;
   RunCgroupSpec spec;
   spec.memory_limit_bytes = std::max<int64_t>(launch.resources().memory_mb(), 0) << 20;
   spec.cpu = std::max(launch.resources().cpu(), 0.0);
@@ -185,7 +195,17 @@ bool RunIsolation::SawOomKill(const std::string& run_id, bool died_by_sigkill) c
   return options_.cgroups != nullptr && options_.cgroups->SawOomKill(run_id, died_by_sigkill);
 }
 
+void RunIsolation::AdoptRunning(const std::string& run_id) {
+  if (std::optional<RunIdParts> parts = SplitRunId(run_id)) scratch_.Adopt(parts->job_id, run_id);
+}
+
 void RunIsolation::Release(const std::string& run_id) {
+  ReleaseCgroups(run_id);
+  // After the cgroups: what was left of the run went with them.
+  scratch_.Release(run_id);
+}
+
+void RunIsolation::ReleaseCgroups(const std::string& run_id) {
   if (options_.cgroups == nullptr) return;
   {
     absl::MutexLock lock(&mu_);

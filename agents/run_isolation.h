@@ -14,11 +14,15 @@
 //   - the NVIDIA device nodes (char 195:<minor>) of every GPU of Options::gpu_inventory that is
 //     not in LaunchReplica.gpu_devices are denied; GPUs with minor < 0 (synthetic) have no node.
 //     nvidiactl, nvidia-uvm and the like stay allowed.
-// Nothing here fails a launch: what cannot be set up is logged, once per agent start for what
-// the host lacks (the constructor) and per run for what failed on it (Prepare()).
+// And where Options::scratch allows it (job_scratch.h), its job's private /tmp and /dev/shm.
+// Of all this only the private /tmp fails a launch (Prepared::error), since a replica must never
+// run on the host's /tmp instead; what else cannot be set up is logged, once per agent start for
+// what the host lacks (the constructor) and per run for what failed on it (Prepare()).
 //
 // After an agent restart, Adopt() recovers each adopted run's exclusive CPUs from its run record
-// (RunRecord::exclusive_cpus); its cgroups are still in place and are removed at its end.
+// (RunRecord::exclusive_cpus); its cgroups are still in place and are removed at its end. A run
+// that still runs also holds its job's private /tmp again (AdoptRunning()), and
+// RemoveUnusedPrivateTmp() then removes those of jobs without one.
 //
 //   RunIsolation isolation({.cgroups = RunCgroups::Detect(node), .pids_max = 32768,
 //                           .cpu_policy = CpuPolicy::kStatic, .gpu_inventory = gpus});
@@ -41,6 +45,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "agents/cpu_manager.h"
+#include "agents/job_scratch.h"
 #include "agents/run_cgroup.h"
 #include "google/protobuf/repeated_field.h"
 #include "trainctl/v1/agent.pb.h"
@@ -70,6 +75,8 @@ class RunIsolation {
     int min_shared_cpus = 1;
     // The node's GPUs; empty: no device is denied.
     std::vector<trainctl::v1::GpuDevice> gpu_inventory;
+    // The jobs' private /tmp and /dev/shm; size "": none.
+    JobScratch::Options scratch;
   };
 
   // Logs what runs will be isolated by and, in one warning, what not.
@@ -90,6 +97,13 @@ class RunIsolation {
     // Where the kernel counts OOM kills in its memory cgroup (v2 memory.events, v1
     // memory.oom_control: an "oom_kill N" line in both); "" without a memory cgroup.
     std::string memory_events;
+    // Its job's directory, whose tmp/ and shm/ are to be its /tmp and /dev/shm (shim_spawn.h);
+    // "" for the host's.
+    std::string private_tmp;
+    // Why the run must not start: its job's private /tmp could not be set up (INTERNAL), or its
+    // checkpoint dir lies under /tmp or /dev/shm (INVALID_ARGUMENT). Nothing else is set then;
+    // call Release() all the same.
+    absl::Status error;
   };
   // Creates the run's cgroups for `launch` (see the file comment). Problems are logged.
   Prepared Prepare(const trainctl::v1::LaunchReplica& launch) ABSL_LOCKS_EXCLUDED(mu_);
@@ -98,13 +112,18 @@ class RunIsolation {
   // (`exclusive_cpus`, a CPU list; "" for none). CPUs that cannot be given back (no longer the
   // agent's, or taken) are logged and the run joins the shared pool.
   void Adopt(const std::string& run_id, const std::string& exclusive_cpus) ABSL_LOCKS_EXCLUDED(mu_);
+  // An adopted run that still runs holds its job's private /tmp again (JobScratch::Adopt).
+  void AdoptRunning(const std::string& run_id);
+  // Once every run was adopted: removes the private /tmp of jobs no run holds.
+  void RemoveUnusedPrivateTmp() { scratch_.RemoveUnused(); }
 
   // Whether the kernel OOM-killed a process of the run's memory cgroup (RunCgroups::SawOomKill).
   // REQUIRES: before Release(run_id).
   bool SawOomKill(const std::string& run_id, bool died_by_sigkill) const;
 
   // The run ended (or never started): removes its cgroups, frees its exclusive CPUs and gives
-  // them back to the shared runs. A run it does not know is only cleaned up after.
+  // them back to the shared runs, then lets go of its job's private /tmp. A run it does not know
+  // is only cleaned up after.
   void Release(const std::string& run_id) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
@@ -112,11 +131,15 @@ class RunIsolation {
   // manager; allocates exclusive CPUs for `cpu` when it asks for them.
   std::string PlaceCpusLocked(const std::string& run_id, double cpu, bool* exclusive)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Release()'s cgroups and CPUs.
+  void ReleaseCgroups(const std::string& run_id) ABSL_LOCKS_EXCLUDED(mu_);
   // Rewrites the cpuset of every shared run to the current pool.
   void UpdateSharedRunsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Constant after construction.
   const Options options_;
+  // Thread-safe itself.
+  JobScratch scratch_;
 
   mutable absl::Mutex mu_;
   // State below is protected by mu_.

@@ -66,6 +66,7 @@ std::vector<std::string> ShimArgv(const ShimRequest& request) {
                              std::to_string(request.max_log_bytes)});
   }
   if (request.lock_fd >= 0) argv.insert(argv.end(), {"--lock-fd", std::to_string(kLockFd)});
+  if (!request.private_tmp.empty()) argv.insert(argv.end(), {"--private-tmp", request.private_tmp});
   argv.insert(argv.end(), {"--ready-fd", std::to_string(kReadyFd), "--"});
   argv.insert(argv.end(), request.argv.begin(), request.argv.end());
   return argv;

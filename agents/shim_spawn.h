@@ -55,6 +55,10 @@ struct ShimRequest {
   int log_fd = -1;
   // The run's lock (RunRecordStore::Create). Not owned.
   int lock_fd = -1;
+  // The job's directory on this host (job_scratch.h), whose tmp/ and shm/ become the replica's
+  // /tmp and /dev/shm in a mount namespace of its own (agents/shim/private_tmp.h); "": the
+  // host's.
+  std::string private_tmp;
 };
 
 struct SpawnedShim {

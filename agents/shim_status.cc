@@ -212,6 +212,12 @@ absl::Status LaunchErrorOf(const ShimStatus& status, const std::string& argv0,
     return absl::InternalError(absl::StrCat("cannot switch to user ",
                                             user_name.empty() ? "?" : user_name, ": ", error_text));
   }
+  if (status.failed_stage == shim::kStageMount) {
+    return absl::InternalError(status.error.empty() ? absl::StrCat("cannot give the replica its "
+                                                                   "job's private /tmp: ",
+                                                                   error_text)
+                                                    : status.error);
+  }
   if (status.failed_stage == shim::kStageStdio) {
     return absl::InternalError(absl::StrCat("cannot set up stdin/stdout/stderr: ", error_text));
   }

@@ -46,8 +46,9 @@ struct ShimStatus {
   bool core_dumped = false;
   // The kernel OOM-killed a process of the replica's memory cgroup (--memory-events).
   bool oom_killed = false;
-  // kFailed: the stage (shim_protocol.h: "stdio", "user", "chdir", "exec", "shim"), the errno
-  // of the call that failed there, and the shim's description of it (empty from a ready line).
+  // kFailed: the stage (shim_protocol.h: "stdio", "mount", "user", "chdir", "exec", "shim"), the
+  // errno of the call that failed there, and the shim's description of it (empty from a ready
+  // line).
   std::string failed_stage;
   int failed_errno = 0;
   std::string error;

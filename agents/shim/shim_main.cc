@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "agents/shim/log_cap.h"
+#include "agents/shim/private_tmp.h"
 #include "agents/shim/shim_protocol.h"
 #include "agents/shim/shim_util.h"
 
@@ -48,7 +49,7 @@ constexpr char kUsage[] =
     "usage: trainctl-shim --run-dir DIR --exec PATH [--cwd DIR]\n"
     "           [--uid N --gid N [--groups N,N,...]] [--cgroup JOIN_FILE]...\n"
     "           [--memory-events FILE] [--log-file PATH --max-log-bytes N] [--lock-fd N]\n"
-    "           [--ready-fd N] -- ARGV0 [ARGS...]\n";
+    "           [--private-tmp JOB_DIR] [--ready-fd N] -- ARGV0 [ARGS...]\n";
 
 // More than the hierarchies a host can mount.
 constexpr int kMaxCgroups = 32;
@@ -74,6 +75,8 @@ struct Config {
   uint64_t max_log_bytes = 0;
   int lock_fd = -1;
   int ready_fd = -1;
+  // --private-tmp: the job's directory's paths (private_tmp.h).
+  PrivateTmp private_tmp;
   char** argv = nullptr;  // after "--", nullptr-terminated
 };
 
@@ -81,14 +84,15 @@ struct Config {
 // touches.
 gid_t g_groups[NGROUPS_MAX];
 
-// A child's report of why it could not exec, sent through the exec pipe. One write of 8 bytes,
+// A child's report of why it could not exec, sent through the exec pipe. One write of 12 bytes,
 // so it arrives whole.
 struct ChildFailure {
   int stage;  // index into kChildStages
   int error;
+  int step;  // kMount: the PrivateTmpStep that failed
 };
-enum ChildStage { kStdio, kUser, kChdir, kExec };
-const char* const kChildStages[] = {kStageStdio, kStageUser, kStageChdir, kStageExec};
+enum ChildStage { kStdio, kUser, kChdir, kExec, kMount };
+const char* const kChildStages[] = {kStageStdio, kStageUser, kStageChdir, kStageExec, kStageMount};
 
 // Writes the run dir's file `name`, saying so on stderr when that fails.
 bool WriteRunFile(const Config& config, const char* name, const char* text, size_t size) {
@@ -201,6 +205,8 @@ bool ParseArgs(int argc, char** argv, Config* config, Message* error) {
       ok = ParseNumber(value, INT64_MAX, &config->max_log_bytes);
     } else if (strcmp(flag, "--lock-fd") == 0) {
       ok = ParseFd(value, &config->lock_fd);
+    } else if (strcmp(flag, "--private-tmp") == 0) {
+      ok = config->private_tmp.Init(value);
     } else if (strcmp(flag, "--ready-fd") == 0) {
       ok = ParseFd(value, &config->ready_fd);
       if (!ok) config->ready_fd = -1;
@@ -266,7 +272,7 @@ sigset_t HandledSignals() {
   sigemptyset(&empty);
   sigprocmask(SIG_SETMASK, &empty, nullptr);
   setsid();
-  ChildFailure failure{kStdio, 0};
+  ChildFailure failure{kStdio, 0, 0};
   int null_fd = open("/dev/null", O_RDONLY);
   if (null_fd >= 0 && (null_fd == 0 || dup2(null_fd, 0) == 0)) {
     if (null_fd != 0) close(null_fd);
@@ -278,18 +284,22 @@ sigset_t HandledSignals() {
       (void)ignored;
       close(fd);
     }
-    // Groups first, then gid, then uid: after setuid the others are no longer allowed.
-    failure.stage = kUser;
-    if (!config.has_uid || (setgroups(config.group_count, g_groups) == 0 &&
-                            setgid(config.gid) == 0 && setuid(config.uid) == 0)) {
-      // As the replica's user: it must be able to enter its own directory.
-      failure.stage = kChdir;
-      if (config.cwd == nullptr || chdir(config.cwd) == 0) {
-        // Whatever else the shim holds ends at exec; the exec pipe too, which tells the shim
-        // that exec succeeded. Best effort: kernels before 5.11 lack the flag.
-        syscall(SYS_close_range, 3, ~0U, kCloseRangeCloexec);
-        failure.stage = kExec;
-        execve(config.exec, config.argv, environ);
+    // Mounts need root too (private_tmp.h).
+    failure.stage = kMount;
+    if (!config.private_tmp.set || EnterPrivateTmp(config.private_tmp, &failure.step)) {
+      // Groups first, then gid, then uid: after setuid the others are no longer allowed.
+      failure.stage = kUser;
+      if (!config.has_uid || (setgroups(config.group_count, g_groups) == 0 &&
+                              setgid(config.gid) == 0 && setuid(config.uid) == 0)) {
+        // As the replica's user: it must be able to enter its own directory.
+        failure.stage = kChdir;
+        if (config.cwd == nullptr || chdir(config.cwd) == 0) {
+          // Whatever else the shim holds ends at exec; the exec pipe too, which tells the shim
+          // that exec succeeded. Best effort: kernels before 5.11 lack the flag.
+          syscall(SYS_close_range, 3, ~0U, kCloseRangeCloexec);
+          failure.stage = kExec;
+          execve(config.exec, config.argv, environ);
+        }
       }
     }
   }
@@ -310,6 +320,9 @@ void DescribeFailure(const Config& config, const ChildFailure& failure, Message*
       break;
     case kChdir:
       text->Add("cannot enter working directory ").Add(config.cwd);
+      break;
+    case kMount:
+      DescribePrivateTmpStep(config.private_tmp, failure.step, text);
       break;
     default:
       text->Add("cannot execute ").Add(config.exec);
@@ -454,13 +467,13 @@ int Main(int argc, char** argv) {
   if (child == 0) ExecReplica(config, exec_pipe[1]);
   close(exec_pipe[1]);
 
-  ChildFailure failure{kExec, 0};
+  ChildFailure failure{kExec, 0, 0};
   const size_t got = ReadAll(exec_pipe[0], &failure, sizeof(failure));
   close(exec_pipe[0]);
   if (got != 0) {
     Message text;
     const char* stage;
-    if (got == sizeof(failure) && failure.stage >= kStdio && failure.stage <= kExec) {
+    if (got == sizeof(failure) && failure.stage >= kStdio && failure.stage <= kMount) {
       stage = kChildStages[failure.stage];
       DescribeFailure(config, failure, &text);
     } else {  // cannot happen: the report is one small write

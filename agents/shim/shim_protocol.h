@@ -9,7 +9,7 @@
 //   trainctl-shim --run-dir DIR --exec PATH [--cwd DIR] [--uid N --gid N [--groups N,N,...]]
 //                 [--cgroup JOIN_FILE]... [--memory-events FILE]
 //                 [--log-file PATH --max-log-bytes N] [--lock-fd N] [--ready-fd N]
-//                 -- ARGV0 [ARGS...]
+//                 [--private-tmp JOB_DIR] -- ARGV0 [ARGS...]
 //
 //   --run-dir        an existing directory the shim writes its files into (below)
 //   --exec           the file to execve(), used as given (the agent resolves commands); a
@@ -27,6 +27,10 @@
 //                    the dropped range to "<log file>.dropped" (log_cap.h). 0 or absent: no cap
 //   --lock-fd        an fd the agent holds an flock() on; the shim keeps it open (close-on-exec)
 //                    for as long as it lives, so the lock shows that the shim is alive
+//   --private-tmp    the job's directory on this host: the replica gets a mount namespace of its
+//                    own with JOB_DIR/tmp over /tmp and JOB_DIR/shm over /dev/shm, set up after
+//                    it joined its cgroups and before it changes user (private_tmp.h); a failure
+//                    is the launch's, at stage "mount". Absent: the host's /tmp and /dev/shm
 //   --ready-fd       the write end of a pipe; the shim writes one ready line there (below), then
 //                    closes it
 //   -- ARGV0 ...     the replica's argv
@@ -102,6 +106,7 @@ inline constexpr char kReadyFailed[] = "failed";
 // and "shim" for the shim's own failures.
 inline constexpr char kStageShim[] = "shim";    // the shim itself: arguments, run dir, fork
 inline constexpr char kStageStdio[] = "stdio";  // /dev/null onto stdin
+inline constexpr char kStageMount[] = "mount";  // --private-tmp's namespace and mounts
 inline constexpr char kStageUser[] = "user";    // setgroups, setgid, setuid
 inline constexpr char kStageChdir[] = "chdir";  // --cwd, as the replica's user
 inline constexpr char kStageExec[] = "exec";    // execve of --exec
