@@ -70,7 +70,7 @@ namespace {
 // one database.
 void LockDataDir(const std::string& dir) {
   std::string path = dir + "/LOCK";
-  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, trainctl::server::kDataFileMode);
   if (fd < 0) UsageError(absl::StrCat("cannot open ", path, ": ", strerror(errno)));
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     std::cerr << "trainctld: another trainctld is already using " << dir << "\n";
@@ -170,7 +170,9 @@ absl::StatusOr<std::string> NewInstanceId(const std::string& data_dir) {
     absl::StatusOr<std::string> made = trainctl::server::RandomHex(8);
     if (!made.ok()) return made.status();
     id = *made;
-    if (absl::Status s = trainctl::server::WriteFileAtomically(path, id + "\n", 0644); !s.ok()) {
+    if (absl::Status s =
+            trainctl::server::WriteFileAtomically(path, id + "\n", trainctl::server::kDataFileMode);
+        !s.ok()) {
       spdlog::warn("{}; this trainctld's lease is not known as its data dir's after a crash",
                    s.ToString());
     }
@@ -229,9 +231,9 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       server::ServerCredentials(flags);
   if (!credentials.ok()) UsageError(std::string(credentials.status().message()));
-  std::error_code ec;
-  std::filesystem::create_directories(flags.data_dir, ec);
-  if (ec) UsageError(absl::StrCat("cannot create --data-dir ", flags.data_dir, ": ", ec.message()));
+  if (absl::Status s = server::SecureDataDir(flags.data_dir); !s.ok()) {
+    UsageError(std::string(s.message()));
+  }
   LockDataDir(flags.data_dir);
   if (absl::Status s = server::CheckAfterUncleanStop(flags.data_dir); !s.ok()) {
     spdlog::critical("{}", std::string(s.message()));
@@ -493,7 +495,7 @@ int main(int argc, char** argv) {
     absl::Status written = http_port.status();
     if (written.ok()) {
       written = server::WriteFileAtomically(flags.data_dir + "/trainctld.http-addr",
-                                            http_addr + "\n", 0644);
+                                            http_addr + "\n", server::kDataFileMode);
     }
     if (!written.ok()) {
       spdlog::critical("{}", written.ToString());
@@ -503,8 +505,8 @@ int main(int argc, char** argv) {
     }
     spdlog::info("REST API and web console on {}://{}", flags.tls() ? "https" : "http", http_addr);
   }
-  if (absl::Status s =
-          server::WriteFileAtomically(flags.data_dir + "/trainctld.addr", addr + "\n", 0644);
+  if (absl::Status s = server::WriteFileAtomically(flags.data_dir + "/trainctld.addr", addr + "\n",
+                                                   server::kDataFileMode);
       !s.ok()) {
     spdlog::critical("{}", s.ToString());
     if (rest) rest->Stop();
