@@ -314,10 +314,12 @@ int main(int argc, char** argv) {
   opts.settle_window_ms = flags.settle_window_ms;
   opts.skew_tolerance_ms = flags.skew_tolerance_ms;
   opts.nodes.ports = flags.port_range;
-  // Jobs that ended longer ago than the cache stay in the database (JobArchive reads them).
+  // Jobs that ended longer ago than the cache, or beyond its count, stay in the database
+  // (JobArchive reads them): a burst of jobs that ended at once is not read whole.
   const int64_t cache_ms = flags.finished_job_cache_ms;
+  const int64_t cache_jobs = flags.finished_job_cache_jobs;
   absl::StatusOr<server::LoadedState> state =
-      server::LoadState(*opened->store, opts, WallNowMs() - cache_ms);
+      server::LoadState(*opened->store, opts, WallNowMs() - cache_ms, cache_jobs);
   if (!state.ok()) {
     spdlog::critical("loading {}: {}", db_path, state.status().ToString());
     return 1;
@@ -357,7 +359,7 @@ int main(int argc, char** argv) {
   // restart would, and refuses changes until a write succeeds.
   // SIGHUP re-reads --config; the default quota it sets outlives a rebuild of the core.
   server::DaemonReloader config(args, flags, &loop);
-  loop.set_reloader([opts, cache_ms,
+  loop.set_reloader([opts, cache_ms, cache_jobs,
                      &config](storage::Store& s) -> absl::StatusOr<std::unique_ptr<sched::Core>> {
     sched::CoreOptions now = opts;
     now.default_quota = config.default_quota();
@@ -367,7 +369,7 @@ int main(int argc, char** argv) {
     const absl::Time give_up = absl::Now() + kReloadWait;
     for (;;) {
       absl::StatusOr<server::LoadedState> reloaded =
-          server::LoadState(s, now, WallNowMs() - cache_ms);
+          server::LoadState(s, now, WallNowMs() - cache_ms, cache_jobs);
       if (reloaded.ok()) return std::move(reloaded->core);
       if (reloaded.status().code() != absl::StatusCode::kUnavailable || absl::Now() > give_up) {
         return reloaded.status();
@@ -385,7 +387,7 @@ int main(int argc, char** argv) {
   if (lead) metrics.SetLeaderEpoch(lead->epoch);
   loop.set_job_retention_ms(flags.job_retention_ms);
   loop.set_finished_job_cache_ms(cache_ms);
-  loop.set_finished_job_cache_jobs(flags.finished_job_cache_jobs);
+  loop.set_finished_job_cache_jobs(cache_jobs);
   // Checked by the flag parser.
   loop.set_redactor(*server::SecretRedactor::Parse(flags.secret_env_patterns));
   snapshots.set_archive(opened->archive.get(), loop.redactor());

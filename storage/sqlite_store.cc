@@ -38,7 +38,8 @@ constexpr BatchSql kSqliteBatchSql = {
 
 constexpr SnapshotSql kSqliteSnapshotSql = {
     "SELECT id, data FROM jobs INDEXED BY jobs_live WHERE state NOT IN (4, 5, 7) UNION ALL "
-    "SELECT id, data FROM jobs INDEXED BY jobs_ended WHERE state IN (4, 5, 7) AND update_ms >= ?",
+    "SELECT id, data FROM (SELECT id, data FROM jobs INDEXED BY jobs_ended WHERE state IN "
+    "(4, 5, 7) AND update_ms >= ? ORDER BY update_ms DESC, id DESC LIMIT ?)",
     "SELECT id, hash, data FROM tokens ORDER BY rowid",
 };
 
@@ -232,8 +233,8 @@ absl::Status SqliteStore::FillRequestKeys() {
   });
 }
 
-absl::StatusOr<Snapshot> SqliteStore::Load(int64_t ended_since_ms) {
-  return LoadSnapshot(cache_, kSqliteSnapshotSql, ended_since_ms);
+absl::StatusOr<Snapshot> SqliteStore::Load(int64_t ended_since_ms, int64_t max_ended) {
+  return LoadSnapshot(cache_, kSqliteSnapshotSql, ended_since_ms, max_ended);
 }
 
 absl::Status SqliteStore::FailWrite(absl::Status s) {

@@ -51,7 +51,7 @@ class SqliteStore final : public Store {
 
   // Store. Commit is durable with synchronous=FULL; its RESOURCE_EXHAUSTED says "no space left
   // on DIR (the data dir)".
-  absl::StatusOr<Snapshot> Load(int64_t ended_since_ms = 0) override;
+  absl::StatusOr<Snapshot> Load(int64_t ended_since_ms = 0, int64_t max_ended = kAllEnded) override;
   absl::StatusOr<std::optional<v1::Job>> FindJob(const std::string& id) override;
   absl::StatusOr<std::optional<v1::Job>> FindJobByRequest(const std::string& creator,
                                                           const std::string& request_id,
