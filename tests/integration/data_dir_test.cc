@@ -77,6 +77,7 @@ TEST_CASE("after a clean stop a damaged database is refused when read, naming it
   c.KillDaemon(SIGTERM);  // clean: the next start skips the check
   const std::string db = c.DataDir() + "/trainctl.db";
   DamagePages(db);
+  std::filesystem::remove(c.DataDir() + "/trainctld.addr");
   CliResult refused = StartOn(c, c.DataDir());
   CHECK(refused.exit_code == 1);
   const std::string said = refused.out + refused.err;
