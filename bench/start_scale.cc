@@ -9,9 +9,15 @@
 // from exec to the first GetJob answered (of a live job, and of an ended one, which is read from
 // the database) and trainctld's resident memory then (VmRSS) and at its peak (VmHWM).
 //
+// A second case is a burst: TRAINCTL_BENCH_BURST jobs (default 100,000) that failed within the
+// last minute, all inside --finished-job-cache, beside the live ones. A start loads only the
+// --finished-job-cache-jobs (10,000) that ended last, in the store's query; the others are read
+// from the database. It prints the same times and memory, for one start.
+//
 //   build/bin/bench_start_scale
 //   TRAINCTL_BENCH_JOBS=100000 build/bin/bench_start_scale
 //   TRAINCTL_BENCH_DIR=/var/tmp/start-scale build/bin/bench_start_scale   # keeps and reuses it
+//   build/bin/bench_start_scale "*burst*"                                # the burst alone
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -159,13 +165,14 @@ Batch LiveRows(int live, int64_t now, Batch* ended) {
   return b;
 }
 
-// Ended job `i`: the template's rows under a new id, ended `age_ms` before `now`.
-void AddEnded(const Batch& tmpl, int i, int64_t now, int64_t age_ms, Batch* b) {
+// Ended job `i`: the template's rows under a new id, ended `age_ms` before `now`; every tenth
+// FAILED, or each one with `failed`.
+void AddEnded(const Batch& tmpl, int i, int64_t now, int64_t age_ms, bool failed, Batch* b) {
   const std::string& old_id = tmpl.jobs.back().id();
   const std::string id = absl::StrCat("j-hist-", i);
   v1::Job job = tmpl.jobs.back();
   job.set_id(id);
-  job.set_state(i % 10 == 0 ? v1::JOB_STATE_FAILED : v1::JOB_STATE_SUCCEEDED);
+  job.set_state(failed || i % 10 == 0 ? v1::JOB_STATE_FAILED : v1::JOB_STATE_SUCCEEDED);
   job.set_project(absl::StrCat("team-", i % 50));
   *job.mutable_create_time() = trainctl::MsToTimestamp(now - age_ms - 3'600'000);
   *job.mutable_update_time() = trainctl::MsToTimestamp(now - age_ms);
@@ -188,8 +195,9 @@ void AddEnded(const Batch& tmpl, int i, int64_t now, int64_t age_ms, Batch* b) {
   }
 }
 
-// Fills `db`; returns the id of a live job.
-std::string Fill(const std::string& db, int jobs, int live) {
+// Fills `db`; returns the id of a live job. The ended jobs ended between 1 and 85 days ago, or
+// with `burst` all FAILED within the last minute.
+std::string Fill(const std::string& db, int jobs, int live, bool burst = false) {
   auto store = SqliteStore::Open(db);
   if (!store.ok()) {
     fprintf(stderr, "%s\n", store.status().ToString().c_str());
@@ -207,9 +215,11 @@ std::string Fill(const std::string& db, int jobs, int live) {
   const int ended = jobs - live;
   Batch b;
   for (int i = 0; i < ended; ++i) {
-    // Spread over days 1..85 before now (within the default retention), newest last.
-    const int64_t age = kDayMs + (int64_t{84} * kDayMs) * (ended - i) / std::max(1, ended);
-    AddEnded(tmpl, i, now, age, &b);
+    // Spread over days 1..85 before now (within the default retention), or over the last
+    // minute; newest last.
+    const int64_t span = burst ? 60'000 : int64_t{84} * kDayMs;
+    const int64_t age = (burst ? 0 : kDayMs) + span * (ended - i) / std::max(1, ended);
+    AddEnded(tmpl, i, now, age, burst, &b);
     if (b.jobs.size() == 5000 || i == ended - 1) {
       if (absl::Status s = (*store)->Commit(b); !s.ok()) {
         fprintf(stderr, "%s\n", s.ToString().c_str());
@@ -233,6 +243,53 @@ bool Answers(v1::JobService::Stub& stub, const std::string& id) {
   req.set_id(id);
   v1::Job job;
   return stub.GetJob(&ctx, req, &job).ok();
+}
+
+// Starts trainctld on `dir` with `flags`, waits for GetJob of `live_id` to answer, asks for
+// `ended_id` (from the database), prints the times and memory as start `n`, and stops it.
+void MeasureStart(const std::string& dir, const std::string& live_id, const std::string& ended_id,
+                  const std::vector<std::string>& flags, int n) {
+  const auto t0 = Clock::now();
+  std::vector<std::string> argv = {trainctl::testing::BinDir() + "/trainctld",
+                                   "--data-dir",
+                                   dir,
+                                   "--listen",
+                                   "127.0.0.1:0",
+                                   "--http-listen",
+                                   "off",
+                                   "--log-level",
+                                   "warn"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  trainctl::testing::Process daemon(argv, dir + "/trainctld.log");
+  std::string address;
+  std::unique_ptr<v1::JobService::Stub> stub;
+  double live_ms = -1, ended_ms = -1;
+  while (Clock::now() - t0 < std::chrono::seconds(120)) {
+    if (stub == nullptr) {
+      address = std::string(
+          absl::StripAsciiWhitespace(trainctl::testing::ReadTextFile(dir + "/trainctld.addr")));
+      if (!address.empty()) {
+        stub = v1::JobService::NewStub(
+            grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+      }
+    }
+    if (stub != nullptr && Answers(*stub, live_id)) {
+      live_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  if (live_ms >= 0 && Answers(*stub, ended_id)) {
+    ended_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  }
+  const int64_t rss = trainctl::testing::ProcessMemoryKb(daemon.pid(), "VmRSS");
+  const int64_t peak = trainctl::testing::ProcessMemoryKb(daemon.pid(), "VmHWM");
+  daemon.Stop();
+  std::filesystem::remove(dir + "/trainctld.addr");
+  printf(
+      "start %d: a live job answered after %.0f ms, an ended one (from the database) after "
+      "%.0f ms; RSS %.1f MB, peak %.1f MB\n",
+      n, live_ms, ended_ms, rss / 1024.0, peak / 1024.0);
 }
 
 TEST_CASE("trainctld starts on a database of many jobs", "[bench]") {
@@ -265,44 +322,24 @@ TEST_CASE("trainctld starts on a database of many jobs", "[bench]") {
            std::filesystem::file_size(db) / 1e6);
   }
   // The oldest ended job: the deepest in the database's indexes.
-  const std::string ended_id = "j-hist-0";
-  for (int s = 0; s < starts; ++s) {
-    const auto t0 = Clock::now();
-    trainctl::testing::Process daemon(
-        {trainctl::testing::BinDir() + "/trainctld", "--data-dir", dir, "--listen", "127.0.0.1:0",
-         "--http-listen", "off", "--log-level", "warn"},
-        dir + "/trainctld.log");
-    std::string address;
-    std::unique_ptr<v1::JobService::Stub> stub;
-    double live_ms = -1, ended_ms = -1;
-    while (Clock::now() - t0 < std::chrono::seconds(120)) {
-      if (stub == nullptr) {
-        address = std::string(
-            absl::StripAsciiWhitespace(trainctl::testing::ReadTextFile(dir + "/trainctld.addr")));
-        if (!address.empty()) {
-          stub = v1::JobService::NewStub(
-              grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
-        }
-      }
-      if (stub != nullptr && Answers(*stub, live_id)) {
-        live_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    if (live_ms >= 0 && Answers(*stub, ended_id)) {
-      ended_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    }
-    const int64_t rss = trainctl::testing::ProcessMemoryKb(daemon.pid(), "VmRSS");
-    const int64_t peak = trainctl::testing::ProcessMemoryKb(daemon.pid(), "VmHWM");
-    daemon.Stop();
-    std::filesystem::remove(dir + "/trainctld.addr");
-    printf(
-        "start %d: a live job answered after %.0f ms, an ended one (from the database) after "
-        "%.0f ms; RSS %.1f MB, peak %.1f MB\n",
-        s + 1, live_ms, ended_ms, rss / 1024.0, peak / 1024.0);
-  }
+  for (int s = 0; s < starts; ++s) MeasureStart(dir, live_id, "j-hist-0", {}, s + 1);
   if (kept == nullptr) std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("trainctld starts after a burst of failures within --finished-job-cache", "[bench]") {
+  const int burst = EnvInt("TRAINCTL_BENCH_BURST", 100'000);
+  const int live = EnvInt("TRAINCTL_BENCH_LIVE", 10'000);
+  char tmpl[] = "/tmp/trainctl-start-burst-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  printf("writing %d jobs that failed within the last minute and %d live ones ...\n", burst, live);
+  const auto t0 = Clock::now();
+  const std::string live_id = Fill(dir + "/trainctl.db", burst + live, live, /*burst=*/true);
+  printf("written in %.1f s, %.0f MB\n", std::chrono::duration<double>(Clock::now() - t0).count(),
+         std::filesystem::file_size(dir + "/trainctl.db") / 1e6);
+  // Every failure is within the cache time however long the writing took; the first one failed
+  // longest ago, so it is one a start leaves in the database.
+  MeasureStart(dir, live_id, "j-hist-0", {"--finished-job-cache", "1h"}, 1);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -16,10 +16,9 @@ absl::Status AgentRegistry::Attach(const std::string& node, std::shared_ptr<Agen
     if (it != channels_.end() && it->second.channel != channel && it->second.instance != instance &&
         now - it->second.heard < takeover_after_) {
       return absl::AlreadyExistsError(absl::StrCat(
-          "node ", node, " is connected through a live stream of another agent (instance \"",
-          it->second.instance,
-          "\"); a second stream takes a node over only from the same agent, "
-          "or once the first has been silent for ",
+          "node ", node,
+          " is connected through a live stream of another agent; a second stream takes a node "
+          "over only from the same agent, or once the first has been silent for ",
           std::chrono::duration_cast<std::chrono::milliseconds>(takeover_after_).count(), "ms"));
     }
     if (it != channels_.end() && it->second.channel != channel) old = it->second.channel;

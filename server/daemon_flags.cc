@@ -112,9 +112,9 @@ std::vector<FlagGroup> DaemonFlagGroups() {
          "the database, so memory and start-up hold the live jobs, however many are kept "
          "(default 10m; 0s..30d)"},
         {"finished-job-cache-jobs", 0, Kind::kValue, "N", "",
-         "at most this many ended jobs stay in memory: beyond it the oldest ended ones leave "
-         "sooner than --finished-job-cache, so a burst of short jobs cannot fill memory "
-         "(default 10000; 0..10000000)"},
+         "at most this many ended jobs stay in memory, and a start loads no more (the last "
+         "ended): beyond it the oldest ended ones leave sooner than --finished-job-cache, so a "
+         "burst of short jobs cannot fill memory or slow a start (default 10000; 0..10000000)"},
         {"port-range", 0, Kind::kValue, "LO-HI", "",
          "the ports of each node that replicas get: one each, and a second one, the rendezvous "
          "port (MASTER_PORT), for each job's primary (default 20000-32767; at least 64 ports "

@@ -70,7 +70,7 @@ namespace {
 // one database.
 void LockDataDir(const std::string& dir) {
   std::string path = dir + "/LOCK";
-  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, trainctl::server::kDataFileMode);
   if (fd < 0) UsageError(absl::StrCat("cannot open ", path, ": ", strerror(errno)));
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     std::cerr << "trainctld: another trainctld is already using " << dir << "\n";
@@ -170,7 +170,9 @@ absl::StatusOr<std::string> NewInstanceId(const std::string& data_dir) {
     absl::StatusOr<std::string> made = trainctl::server::RandomHex(8);
     if (!made.ok()) return made.status();
     id = *made;
-    if (absl::Status s = trainctl::server::WriteFileAtomically(path, id + "\n", 0644); !s.ok()) {
+    if (absl::Status s =
+            trainctl::server::WriteFileAtomically(path, id + "\n", trainctl::server::kDataFileMode);
+        !s.ok()) {
       spdlog::warn("{}; this trainctld's lease is not known as its data dir's after a crash",
                    s.ToString());
     }
@@ -229,9 +231,9 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       server::ServerCredentials(flags);
   if (!credentials.ok()) UsageError(std::string(credentials.status().message()));
-  std::error_code ec;
-  std::filesystem::create_directories(flags.data_dir, ec);
-  if (ec) UsageError(absl::StrCat("cannot create --data-dir ", flags.data_dir, ": ", ec.message()));
+  if (absl::Status s = server::SecureDataDir(flags.data_dir); !s.ok()) {
+    UsageError(std::string(s.message()));
+  }
   LockDataDir(flags.data_dir);
   if (absl::Status s = server::CheckAfterUncleanStop(flags.data_dir); !s.ok()) {
     spdlog::critical("{}", std::string(s.message()));
@@ -313,10 +315,12 @@ int main(int argc, char** argv) {
   opts.settle_window_ms = flags.settle_window_ms;
   opts.skew_tolerance_ms = flags.skew_tolerance_ms;
   opts.nodes.ports = flags.port_range;
-  // Jobs that ended longer ago than the cache stay in the database (JobArchive reads them).
+  // Jobs that ended longer ago than the cache, or beyond its count, stay in the database
+  // (JobArchive reads them): a burst of jobs that ended at once is not read whole.
   const int64_t cache_ms = flags.finished_job_cache_ms;
+  const int64_t cache_jobs = flags.finished_job_cache_jobs;
   absl::StatusOr<server::LoadedState> state =
-      server::LoadState(*opened->store, opts, WallNowMs() - cache_ms);
+      server::LoadState(*opened->store, opts, WallNowMs() - cache_ms, cache_jobs);
   if (!state.ok()) {
     spdlog::critical("loading {}: {}", db_path, state.status().ToString());
     return 1;
@@ -356,7 +360,7 @@ int main(int argc, char** argv) {
   // restart would, and refuses changes until a write succeeds.
   // SIGHUP re-reads --config; the default quota it sets outlives a rebuild of the core.
   server::DaemonReloader config(args, flags, &loop);
-  loop.set_reloader([opts, cache_ms,
+  loop.set_reloader([opts, cache_ms, cache_jobs,
                      &config](storage::Store& s) -> absl::StatusOr<std::unique_ptr<sched::Core>> {
     sched::CoreOptions now = opts;
     now.default_quota = config.default_quota();
@@ -366,7 +370,7 @@ int main(int argc, char** argv) {
     const absl::Time give_up = absl::Now() + kReloadWait;
     for (;;) {
       absl::StatusOr<server::LoadedState> reloaded =
-          server::LoadState(s, now, WallNowMs() - cache_ms);
+          server::LoadState(s, now, WallNowMs() - cache_ms, cache_jobs);
       if (reloaded.ok()) return std::move(reloaded->core);
       if (reloaded.status().code() != absl::StatusCode::kUnavailable || absl::Now() > give_up) {
         return reloaded.status();
@@ -384,7 +388,7 @@ int main(int argc, char** argv) {
   if (lead) metrics.SetLeaderEpoch(lead->epoch);
   loop.set_job_retention_ms(flags.job_retention_ms);
   loop.set_finished_job_cache_ms(cache_ms);
-  loop.set_finished_job_cache_jobs(flags.finished_job_cache_jobs);
+  loop.set_finished_job_cache_jobs(cache_jobs);
   // Checked by the flag parser.
   loop.set_redactor(*server::SecretRedactor::Parse(flags.secret_env_patterns));
   snapshots.set_archive(opened->archive.get(), loop.redactor());
@@ -495,7 +499,7 @@ int main(int argc, char** argv) {
     absl::Status written = http_port.status();
     if (written.ok()) {
       written = server::WriteFileAtomically(flags.data_dir + "/trainctld.http-addr",
-                                            http_addr + "\n", 0644);
+                                            http_addr + "\n", server::kDataFileMode);
     }
     if (!written.ok()) {
       spdlog::critical("{}", written.ToString());
@@ -505,8 +509,8 @@ int main(int argc, char** argv) {
     }
     spdlog::info("REST API and web console on {}://{}", flags.tls() ? "https" : "http", http_addr);
   }
-  if (absl::Status s =
-          server::WriteFileAtomically(flags.data_dir + "/trainctld.addr", addr + "\n", 0644);
+  if (absl::Status s = server::WriteFileAtomically(flags.data_dir + "/trainctld.addr", addr + "\n",
+                                                   server::kDataFileMode);
       !s.ok()) {
     spdlog::critical("{}", s.ToString());
     if (rest) rest->Stop();

@@ -6,8 +6,8 @@
 namespace trainctl::server {
 
 absl::StatusOr<LoadedState> LoadState(storage::Store& store, const sched::CoreOptions& options,
-                                      int64_t ended_since_ms) {
-  absl::StatusOr<storage::Snapshot> snap = store.Load(ended_since_ms);
+                                      int64_t ended_since_ms, int64_t max_ended) {
+  absl::StatusOr<storage::Snapshot> snap = store.Load(ended_since_ms, max_ended);
   if (!snap.ok()) return snap.status();
   LoadedState out;
   for (const sched::Node& node : snap->nodes) {

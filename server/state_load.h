@@ -24,9 +24,11 @@ struct LoadedState {
 };
 
 // Reads `store` into a new core made with `options`: the live jobs and those that ended at or
-// after `ended_since_ms` (Store::Load), every node, run of those jobs and quota. An error names
-// the job that cannot be read.
+// after `ended_since_ms`, at most `max_ended` of them, the last ended (Store::Load: trainctld
+// passes --finished-job-cache and --finished-job-cache-jobs), every node, run of those jobs and
+// quota. An error names the job that cannot be read.
 absl::StatusOr<LoadedState> LoadState(storage::Store& store, const sched::CoreOptions& options,
-                                      int64_t ended_since_ms = 0);
+                                      int64_t ended_since_ms = 0,
+                                      int64_t max_ended = storage::Store::kAllEnded);
 
 }  // namespace trainctl::server

@@ -36,7 +36,8 @@ constexpr BatchSql kPgBatchSql = {
 
 constexpr SnapshotSql kPgSnapshotSql = {
     "SELECT id, data FROM jobs WHERE state NOT IN (4, 5, 7) UNION ALL "
-    "SELECT id, data FROM jobs WHERE state IN (4, 5, 7) AND update_ms >= ?",
+    "(SELECT id, data FROM jobs WHERE state IN (4, 5, 7) AND update_ms >= ? "
+    "ORDER BY update_ms DESC, id DESC LIMIT ?)",
     "SELECT id, hash, data FROM tokens ORDER BY seq",
 };
 
@@ -159,9 +160,9 @@ absl::Status PgStore::Migrate() {
   }
 }
 
-absl::StatusOr<Snapshot> PgStore::Load(int64_t ended_since_ms) {
+absl::StatusOr<Snapshot> PgStore::Load(int64_t ended_since_ms, int64_t max_ended) {
   TC_RETURN_IF_ERROR(conn_->EnsureConnected());
-  return LoadSnapshot(cache_, kPgSnapshotSql, ended_since_ms);
+  return LoadSnapshot(cache_, kPgSnapshotSql, ended_since_ms, max_ended);
 }
 
 absl::StatusOr<std::optional<v1::Job>> PgStore::FindJob(const std::string& id) {

@@ -52,7 +52,7 @@ class PgStore final : public Store {
   PgStore& operator=(const PgStore&) = delete;
 
   // Store. ProbeWrite is a trivial write transaction (the schema_version row rewritten).
-  absl::StatusOr<Snapshot> Load(int64_t ended_since_ms = 0) override;
+  absl::StatusOr<Snapshot> Load(int64_t ended_since_ms = 0, int64_t max_ended = kAllEnded) override;
   absl::StatusOr<std::optional<v1::Job>> FindJob(const std::string& id) override;
   absl::StatusOr<std::optional<v1::Job>> FindJobByRequest(const std::string& creator,
                                                           const std::string& request_id,

@@ -26,13 +26,13 @@ std::map<std::string, std::string> SplitLabels(const std::string& text) {
 }  // namespace
 
 template <typename Cache>
-absl::StatusOr<Snapshot> LoadSnapshot(Cache& cache, const SnapshotSql& sql,
-                                      int64_t ended_since_ms) {
+absl::StatusOr<Snapshot> LoadSnapshot(Cache& cache, const SnapshotSql& sql, int64_t ended_since_ms,
+                                      int64_t max_ended) {
   Snapshot snap;
   {
-    // The live jobs through jobs_live, the recently ended ones through jobs_ended.
+    // The live jobs through jobs_live, the last ended ones through jobs_ended, newest first.
     TC_ASSIGN_OR_RETURN(auto* st, cache.Get(sql.jobs_to_load));
-    TC_RETURN_IF_ERROR(st->Bind({ended_since_ms}));
+    TC_RETURN_IF_ERROR(st->Bind({ended_since_ms, std::max<int64_t>(0, max_ended)}));
     TC_RETURN_IF_ERROR(ForEachRow(*st, [&](auto& row) -> absl::Status {
       TC_ASSIGN_OR_RETURN(v1::Job job, ParseJobRow(row.Text(0), row.Bytes(1)));
       snap.jobs.push_back(std::move(job));
@@ -124,7 +124,9 @@ absl::StatusOr<Snapshot> LoadSnapshot(Cache& cache, const SnapshotSql& sql,
   return snap;
 }
 
-template absl::StatusOr<Snapshot> LoadSnapshot(StatementCache&, const SnapshotSql&, int64_t);
-template absl::StatusOr<Snapshot> LoadSnapshot(PgStatementCache&, const SnapshotSql&, int64_t);
+template absl::StatusOr<Snapshot> LoadSnapshot(StatementCache&, const SnapshotSql&, int64_t,
+                                               int64_t);
+template absl::StatusOr<Snapshot> LoadSnapshot(PgStatementCache&, const SnapshotSql&, int64_t,
+                                               int64_t);
 
 }  // namespace trainctl::storage

@@ -1,5 +1,6 @@
 #include "storage/sqlite_store.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -18,6 +19,7 @@
 #include "storage/batch_writer.h"
 #include "storage/schema.h"
 #include "storage/snapshot_reader.h"
+#include "storage/sqlite_damage.h"
 #include "storage/sqlite_process.h"
 #include "storage/statement.h"
 
@@ -36,7 +38,8 @@ constexpr BatchSql kSqliteBatchSql = {
 
 constexpr SnapshotSql kSqliteSnapshotSql = {
     "SELECT id, data FROM jobs INDEXED BY jobs_live WHERE state NOT IN (4, 5, 7) UNION ALL "
-    "SELECT id, data FROM jobs INDEXED BY jobs_ended WHERE state IN (4, 5, 7) AND update_ms >= ?",
+    "SELECT id, data FROM (SELECT id, data FROM jobs INDEXED BY jobs_ended WHERE state IN "
+    "(4, 5, 7) AND update_ms >= ? ORDER BY update_ms DESC, id DESC LIMIT ?)",
     "SELECT id, hash, data FROM tokens ORDER BY rowid",
 };
 
@@ -85,6 +88,18 @@ absl::Status SqliteStore::CreateNew(const std::string& path, const std::string& 
           absl::StrCat("cannot remove ", fresh, suffix, ": ", strerror(errno)));
     }
   }
+  // Made 0600 before SQLite opens it, whatever the umask: SQLite would make it 0644 less the
+  // umask, and it gives the -wal and -shm it creates beside a database the database's mode.
+  const int fd = open(fresh.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return absl::InternalError(absl::StrCat("cannot create ", fresh, ": ", strerror(errno)));
+  const bool made_private = fchmod(fd, 0600) == 0;
+  const int chmod_errno = errno;
+  close(fd);
+  if (!made_private) {
+    return absl::InternalError(
+        absl::StrCat("cannot make ", fresh, " 0600: ", strerror(chmod_errno)));
+  }
   {
     TC_ASSIGN_OR_RETURN(std::unique_ptr<SqliteStore> store, Connect(fresh, /*create=*/true, vfs));
     TC_RETURN_IF_ERROR(store->Migrate());
@@ -131,10 +146,9 @@ absl::StatusOr<std::string> SqliteStore::CheckFile(const std::string& path, bool
     return absl::InternalError(absl::StrCat("cannot open database ", path, ": ", msg));
   }
   std::vector<std::string> found;
-  absl::Status status;
   {
     Statement st(db, full ? "PRAGMA integrity_check" : "PRAGMA quick_check");
-    status = st.status();
+    absl::Status status = st.status();
     while (status.ok()) {
       absl::StatusOr<bool> row = st.Step();
       if (!row.ok()) {
@@ -144,10 +158,10 @@ absl::StatusOr<std::string> SqliteStore::CheckFile(const std::string& path, bool
       if (!*row) break;
       found.push_back(st.Text(0));
     }
+    // A page so damaged that the check cannot run is a finding too: SQLite's own words.
+    if (!status.ok()) found.push_back(sqlite3_errmsg(db));
   }
   sqlite3_close(db);
-  // A page so damaged that the check cannot run is a finding too.
-  if (!status.ok()) found.push_back(std::string(status.message()));
   return absl::StrJoin(found, "\n");
 }
 
@@ -167,12 +181,7 @@ absl::Status SqliteStore::StartCheckpointer(absl::Duration interval) {
 }
 
 absl::Status SqliteStore::Exec(const char* sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string msg = err ? err : "unknown error";
-    sqlite3_free(err);
-    return absl::InternalError(absl::StrCat("sqlite: ", msg));
-  }
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, nullptr) != SQLITE_OK) return SqliteError(db_, "");
   return absl::OkStatus();
 }
 
@@ -224,8 +233,8 @@ absl::Status SqliteStore::FillRequestKeys() {
   });
 }
 
-absl::StatusOr<Snapshot> SqliteStore::Load(int64_t ended_since_ms) {
-  return LoadSnapshot(cache_, kSqliteSnapshotSql, ended_since_ms);
+absl::StatusOr<Snapshot> SqliteStore::Load(int64_t ended_since_ms, int64_t max_ended) {
+  return LoadSnapshot(cache_, kSqliteSnapshotSql, ended_since_ms, max_ended);
 }
 
 absl::Status SqliteStore::FailWrite(absl::Status s) {

@@ -1,5 +1,7 @@
 // SqliteStore: the Store (storage/store.h) in one SQLite file (WAL mode), trainctld's default,
-// in DATA_DIR/trainctl.db. Commits are durable with synchronous=FULL.
+// in DATA_DIR/trainctl.db. Commits are durable with synchronous=FULL. Wherever SQLite finds the
+// file damaged (opening it, a read, a commit), the error is DATA_LOSS naming the file and how to
+// check it and restore a backup (storage/sqlite_damage.h).
 //
 // Thread-safety: a SqliteStore is used by one thread at a time (the reconcile loop owns it).
 #pragma once
@@ -28,7 +30,8 @@ class SqliteStore final : public Store {
  public:
   // Opens the database at `path` and migrates it to kSchemaVersion. Only a missing file is a new
   // cluster: its database is made beside it (`path`.new) and renamed into place once its schema
-  // is complete, so a crash never leaves a half-made file. An existing file must be a trainctl
+  // is complete, so a crash never leaves a half-made file; it is made 0600, whatever the umask,
+  // and so are the -wal and -shm SQLite makes beside it. An existing file must be a trainctl
   // database: an empty file, a file that is no SQLite database and another program's database
   // are FAILED_PRECONDITION naming the file, as is one written by a newer version; INTERNAL on
   // I/O errors.
@@ -48,7 +51,7 @@ class SqliteStore final : public Store {
 
   // Store. Commit is durable with synchronous=FULL; its RESOURCE_EXHAUSTED says "no space left
   // on DIR (the data dir)".
-  absl::StatusOr<Snapshot> Load(int64_t ended_since_ms = 0) override;
+  absl::StatusOr<Snapshot> Load(int64_t ended_since_ms = 0, int64_t max_ended = kAllEnded) override;
   absl::StatusOr<std::optional<v1::Job>> FindJob(const std::string& id) override;
   absl::StatusOr<std::optional<v1::Job>> FindJobByRequest(const std::string& creator,
                                                           const std::string& request_id,

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "storage/sqlite_damage.h"
 
 namespace trainctl::storage {
 
@@ -31,7 +32,7 @@ class Statement {
  public:
   Statement(sqlite3* db, const char* sql) : db_(db) {
     if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) {
-      status_ = absl::InternalError(absl::StrCat("sqlite prepare: ", sqlite3_errmsg(db)));
+      status_ = SqliteError(db, "prepare");
     }
   }
   ~Statement() { sqlite3_finalize(stmt_); }
@@ -102,9 +103,8 @@ class Statement {
   }
 
  private:
-  absl::Status Error(const char* what) const {
-    return absl::InternalError(absl::StrCat("sqlite ", what, ": ", sqlite3_errmsg(db_)));
-  }
+  // A damaged file is DATA_LOSS naming it and what to do (storage/sqlite_damage.h).
+  absl::Status Error(const char* what) const { return SqliteError(db_, what); }
 
   sqlite3* const db_;
   sqlite3_stmt* stmt_ = nullptr;

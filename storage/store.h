@@ -27,6 +27,7 @@
 // Thread-safety: a Store is used by one thread at a time (the reconcile loop owns it).
 #pragma once
 
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -106,9 +107,13 @@ class Store {
 
   // The state trainctld starts from: every node, quota, token and revoked certificate, the live
   // jobs, and the terminal jobs whose row last changed at or after `ended_since_ms`, each with
-  // its attempts and runs. The other jobs stay in the database (JobArchive reads them), so a
-  // start reads what is live, however many jobs the database keeps.
-  virtual absl::StatusOr<Snapshot> Load(int64_t ended_since_ms = 0) = 0;
+  // its attempts and runs; of those terminal jobs, only the `max_ended` that changed last (by
+  // update_ms, then id), chosen by the query itself. The other jobs stay in the database
+  // (JobArchive reads them), so a start reads what is live and a bounded number of ended jobs,
+  // however many the database keeps and however many ended at once.
+  virtual absl::StatusOr<Snapshot> Load(int64_t ended_since_ms = 0,
+                                        int64_t max_ended = kAllEnded) = 0;
+  static constexpr int64_t kAllEnded = std::numeric_limits<int64_t>::max();
 
   // The job with its attempts; nullopt when there is none. For the loop's decisions about a job
   // the core no longer holds (JobArchive serves readers).

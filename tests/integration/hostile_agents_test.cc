@@ -44,6 +44,8 @@ TEST_CASE("a second stream claiming a connected node's name is refused, and its 
   CHECK(refused.error_code() == grpc::StatusCode::ALREADY_EXISTS);
   CHECK_THAT(refused.error_message(),
              Catch::Contains("node node-0 is connected through a live stream of another agent"));
+  // The refusal names nothing of the real agent's identity (its process instance).
+  CHECK_THAT(refused.error_message(), !Catch::Contains("instance"));
 
   // Nothing changed: the node is the real agent's, the replica runs as before.
   const v1::Node node = c.GetNode("node-0");

@@ -1,10 +1,13 @@
 // Jobs that ended leave trainctld's memory (--finished-job-cache) and are served from the
 // database with real processes: get, list (with filters), logs, events, watch, a retried create
 // with the same request id, cancel and delete all work on a job the scheduler no longer holds,
-// and a restarted trainctld loads only the live jobs.
+// and a restarted trainctld loads only the live jobs and, after a burst of failures, no more
+// ended ones than --finished-job-cache-jobs.
 #include <signal.h>
 
 #include <catch2/catch.hpp>
+#include <string>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -31,6 +34,43 @@ workerPools:
   command: [sh, -c, "exec sleep 300"]
   resources: {cpu: 0.1, memoryMb: 64}
 )";
+
+constexpr char kQuickFailure[] = R"(
+displayName: quick-failure
+workerPools:
+- name: main
+  replicaCount: 1
+  command: [sh, -c, "echo 'ValueError: bad learning rate' >&2; exit 3"]
+  resources: {cpu: 0.1, memoryMb: 64}
+)";
+
+TEST_CASE("after a burst of quick failures a restart loads no more than the ended jobs kept",
+          "[integration]") {
+  ClusterOptions o;
+  o.agents = 1;
+  // Every failure is within the cache time; only the count bounds what is loaded.
+  o.daemon_args = {"--finished-job-cache", "1h", "--finished-job-cache-jobs", "3"};
+  MiniCluster c(o);
+  const std::string live = c.Submit(kSleepingJob);
+  std::vector<std::string> failed;
+  for (int i = 0; i < 8; ++i) failed.push_back(c.Submit(kQuickFailure));
+  for (const std::string& id : failed) CHECK(c.WaitForEnd(id).state() == v1::JOB_STATE_FAILED);
+  c.WaitForState(live, v1::JOB_STATE_RUNNING);
+
+  c.KillDaemon(SIGTERM);
+  c.StartDaemon();
+  // The live job and the three failures that ended last.
+  CHECK_THAT(ReadTextFile(c.dir() + "/trainctld.log"),
+             Catch::Contains("loaded 4 live or recently ended jobs"));
+  // Every failure still answers, those not loaded from the database.
+  for (const std::string& id : failed) {
+    CliResult got = c.Cli({"get", id});
+    INFO(got.err);
+    CHECK(got.exit_code == 0);
+    CHECK_THAT(got.out, Catch::Contains(id) && Catch::Contains("FAILED"));
+  }
+  CHECK(c.GetJob(live).state() == v1::JOB_STATE_RUNNING);
+}
 
 TEST_CASE("a job that left memory is still served from the database, across a restart",
           "[integration]") {

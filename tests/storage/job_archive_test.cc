@@ -1,8 +1,9 @@
-// Jobs read back from the database: start-up loads only live and recently ended jobs (with
-// their attempts and runs), and JobArchive's read-only connection finds the rest — one job, a
-// newest-first scan by project and state that stops after its most rows, events through their
-// indexes, a run's node for its log — and a create's request id. The [backend] tests run on
-// SQLite and PostgreSQL (tests/storage/test_store.h).
+// Jobs read back from the database: start-up loads only live and recently ended jobs (at most
+// the last ended N, chosen by the query, with their attempts and runs), and JobArchive's
+// read-only connection finds the rest — one job, a newest-first scan by project and state that
+// stops after its most rows, events through their indexes, a run's node for its log — and a
+// create's request id. The [backend] tests run on SQLite and PostgreSQL
+// (tests/storage/test_store.h).
 #include "storage/job_archive.h"
 
 #include <sqlite3.h>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/time_util.h"
 #include "storage/schema.h"
 #include "storage/sqlite_store.h"
@@ -101,6 +103,41 @@ TEST_CASE("start-up loads the live jobs and those that ended since the cutoff, w
   CHECK(runs == std::vector<std::string>{"j-queued", "j-recent", "j-running"});
 
   CHECK(db.store->Load(0)->jobs.size() == 4);
+}
+
+TEST_CASE("a load reads only the last ended jobs when many ended since the cutoff, in its query",
+          "[backend]") {
+  Db db;
+  Batch b;
+  AddJob(&b, "j-running", "a", v1::JOB_STATE_RUNNING, 100, 200);
+  // A burst: 50 jobs that failed within one second, two of them in the same millisecond.
+  for (int i = 0; i < 50; ++i) {
+    AddJob(&b, absl::StrCat("j-burst-", 10 + i), "a", v1::JOB_STATE_FAILED, 1000 + i,
+           5000 + i - (i == 49 ? 1 : 0));
+  }
+  AddJob(&b, "j-old", "a", v1::JOB_STATE_SUCCEEDED, 10, 1000);  // before the cutoff
+  REQUIRE(db.store->Commit(b).ok());
+
+  absl::StatusOr<Snapshot> snap = db.store->Load(/*ended_since_ms=*/4000, /*max_ended=*/3);
+  REQUIRE(snap.ok());
+  std::vector<std::string> ids;
+  for (const v1::Job& job : snap->jobs) {
+    ids.push_back(job.id());
+    CHECK(job.attempts_size() == 1);
+  }
+  // The live job, and the three that ended last (j-burst-59 and j-burst-58 share a millisecond:
+  // the id breaks the tie as retention's order does), oldest first.
+  CHECK(ids == std::vector<std::string>{"j-running", "j-burst-57", "j-burst-58", "j-burst-59"});
+  CHECK(snap->runs.size() == 4);
+  CHECK(snap->last_create_ms == 1049);
+  // None ended: the live jobs alone. No bound: every one since the cutoff.
+  CHECK(db.store->Load(4000, 0)->jobs.size() == 1);
+  CHECK(db.store->Load(4000)->jobs.size() == 51);
+  // What was not loaded is still read from the database.
+  absl::StatusOr<std::optional<v1::Job>> first = db.Archive()->Get("j-burst-10");
+  REQUIRE(first.ok());
+  REQUIRE(first->has_value());
+  CHECK((*first)->state() == v1::JOB_STATE_FAILED);
 }
 
 TEST_CASE("the archive reads a job with its attempts, and nothing for an unknown one",
