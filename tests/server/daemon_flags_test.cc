@@ -336,7 +336,7 @@ TEST_CASE("checkpoint roots are absolute directories", "[daemon_flags]") {
             .message() == "--checkpoint-allowed-roots: \"rel\" is not an absolute directory");
 }
 
-TEST_CASE("--replica-uid-range is FIRST-LAST, 65536-99999 by default", "[daemon_flags]") {
+TEST_CASE("trainctld --replica-uid-range is FIRST-LAST, 65536-99999 by default", "[daemon_flags]") {
   absl::StatusOr<DaemonFlags> flags = ParseDaemonFlags({"--data-dir", "/d"});
   REQUIRE(flags.ok());
   CHECK(flags->replica_uid_range.first == 65536);

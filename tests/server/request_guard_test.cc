@@ -79,7 +79,7 @@ TEST_CASE("Host must be one of trainctld's names, for every method") {
   CHECK(Decide(Site(), {"GET", std::nullopt, std::nullopt, std::nullopt}).first == 0);
 }
 
-TEST_CASE("--http-allowed-hosts admits its names, and * any Host") {
+TEST_CASE("trainctld --http-allowed-hosts admits its names, and * any Host") {
   SiteNames site = Site();
   site.allowed = {"trainctl.example.com", "[2001:db8::7]"};
   CHECK(Decide(site, {"GET", "trainctl.example.com", std::nullopt, std::nullopt}).first == 0);
