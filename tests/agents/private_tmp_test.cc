@@ -34,6 +34,7 @@
 namespace trainctl::agent {
 namespace {
 
+using ::trainctl::agent::testing::ModeOf;
 using ::trainctl::agent::testing::ReadFile;
 using ::trainctl::agent::testing::RealCgroups;
 using ::trainctl::agent::testing::TempDir;
@@ -95,11 +96,6 @@ bool CanMount(const OutsideTmpDir& dir) {
   }
   SUCCEED("skipped");
   return false;
-}
-
-mode_t ModeOf(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 ? st.st_mode & 07777 : 0;
 }
 
 void WriteText(const std::string& path, const std::string& text) {

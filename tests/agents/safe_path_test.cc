@@ -16,6 +16,7 @@
 namespace trainctl::agent {
 namespace {
 
+using ::trainctl::agent::testing::ModeOf;
 using ::trainctl::agent::testing::TempDir;
 
 constexpr uid_t kNobody = 65534;
@@ -43,12 +44,6 @@ void CheckUntouched(const std::string& dir, const DirState& before) {
   CHECK(after.gid == before.gid);
   CHECK(after.mode == before.mode);
   CHECK(after.entries == before.entries);
-}
-
-mode_t ModeOf(const std::string& path) {
-  struct stat st {};
-  REQUIRE(lstat(path.c_str(), &st) == 0);
-  return st.st_mode & 07777;
 }
 
 uid_t OwnerOf(const std::string& path) {

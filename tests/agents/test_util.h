@@ -3,6 +3,7 @@
 #pragma once
 
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -63,6 +64,12 @@ inline bool WaitUntil(const std::function<bool()>& done,
 }
 
 // The whole file, or "" when it cannot be read.
+// The permission bits of `path` itself (not of a symlink's target); 0 when it does not exist.
+inline mode_t ModeOf(const std::string& path) {
+  struct stat st {};
+  return lstat(path.c_str(), &st) == 0 ? st.st_mode & 07777 : 0;
+}
+
 inline std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream text;

@@ -15,11 +15,11 @@ namespace {
 
 using testing::Reg;
 
-constexpr int64_t kLostMs = 15'000;
+constexpr int64_t kNodeLostMs = 15'000;
 
 NodePolicy Policy() {
   NodePolicy p;
-  p.lost_timeout_ms = kLostMs;
+  p.lost_timeout_ms = kNodeLostMs;
   p.flap_threshold = 3;
   p.flap_window_ms = 3'600'000;
   return p;
@@ -117,10 +117,10 @@ TEST_CASE("NodeRegistry: a node not heard from for the lost timeout is LOST, onc
   Registry r;
   Effects fx;
   r.nodes.Heartbeat("node-b", kT0 + absl::Seconds(10), &fx);
-  CHECK(r.nodes.DetectLost(kT0 + absl::Milliseconds(kLostMs - 1), &fx).empty());
+  CHECK(r.nodes.DetectLost(kT0 + absl::Milliseconds(kNodeLostMs - 1), &fx).empty());
 
   const std::vector<NodeRegistry::Lost> lost =
-      r.nodes.DetectLost(kT0 + absl::Milliseconds(kLostMs), &fx);
+      r.nodes.DetectLost(kT0 + absl::Milliseconds(kNodeLostMs), &fx);
   REQUIRE(lost.size() == 1);  // node-b was heard from at +10s
   CHECK(lost[0].node == "node-a");
   CHECK(lost[0].why == "node node-a was lost: no heartbeat for 15s (lost timeout 15s)");
@@ -156,9 +156,9 @@ TEST_CASE("NodeRegistry: after a restore the first check counts as a heartbeat")
   Effects fx;
   const absl::Time first = kT0 + absl::Hours(1);
   CHECK(nodes.DetectLost(first, &fx).empty());
-  CHECK(nodes.DetectLost(first + absl::Milliseconds(kLostMs - 1), &fx).empty());
+  CHECK(nodes.DetectLost(first + absl::Milliseconds(kNodeLostMs - 1), &fx).empty());
   const std::vector<NodeRegistry::Lost> lost =
-      nodes.DetectLost(first + absl::Milliseconds(kLostMs), &fx);
+      nodes.DetectLost(first + absl::Milliseconds(kNodeLostMs), &fx);
   REQUIRE(lost.size() == 2);  // node-gone was LOST already
   CHECK(lost[0].node == "node-a");
   CHECK(lost[1].node == "node-d");
