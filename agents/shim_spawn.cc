@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agents/pidfd.h"
+#include "agents/shim/shim_protocol.h"
 #include "agents/unique_fd.h"
 
 namespace trainctl::agent {
@@ -117,10 +118,13 @@ absl::StatusOr<SpawnedShim> SpawnShim(const ShimRequest& request) {
   posix_spawn_file_actions_addclosefrom_np(&actions, kFirstFreeFd);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  sigset_t empty, all;
-  sigemptyset(&empty);
+  // The shim starts with the agent's forward signal blocked: a stop sent before the shim has made
+  // its signalfd stays pending for it, instead of killing it by the signal's default action.
+  sigset_t forward, all;
+  sigemptyset(&forward);
+  sigaddset(&forward, shim::ShimForwardSignal());
   sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &empty);
+  posix_spawnattr_setsigmask(&attr, &forward);
   posix_spawnattr_setsigdefault(&attr, &all);
   posix_spawnattr_setflags(&attr,
                            POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);

@@ -167,6 +167,25 @@ TEST_CASE("Stop lets a process that traps SIGTERM exit within its grace period",
   CHECK(absl::StrContains(exit->output_tail(), "got SIGTERM"));
 }
 
+TEST_CASE("a Stop while the launch is under way reaches the replica, not the shim", "[launcher]") {
+  // The stop is sent the moment the shim exists, before it has blocked the forward signal: the
+  // shim starts with it blocked, so it is never killed by the signal's default action.
+  LauncherFixture f;
+  for (int i = 0; i < 10; ++i) {
+    const std::string replica = absl::StrCat("worker-", i);
+    f.launcher().Launch(f.Launch(replica, {kWorkload, "--sleep", "60"}));
+    REQUIRE(f.launcher().Stop(absl::StrCat("j-test/1/", replica, "/0"), 30000, "test").ok());
+  }
+  for (int i = 0; i < 10; ++i) {
+    std::optional<ReplicaExited> exit = f.WaitExit(absl::StrCat("j-test/1/worker-", i, "/0"));
+    REQUIRE(exit);
+    INFO(exit->ShortDebugString());
+    CHECK(exit->stopped_by_request());
+    CHECK_FALSE(exit->launch_failed());
+    CHECK(exit->signal() == SIGTERM);
+  }
+}
+
 TEST_CASE("Stop SIGKILLs a process that ignores SIGTERM after the grace period", "[launcher]") {
   LauncherFixture f;
   f.launcher().Launch(
