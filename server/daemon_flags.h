@@ -58,7 +58,7 @@ struct DaemonFlags {
   // Host names the REST port serves beside its own (server/rest/request_guard.h), lower case;
   // "*": any.
   std::vector<std::string> http_allowed_hosts;
-  // DATA_DIR/checkpoints unless given.
+  // DefaultCheckpointRoot(data_dir) (server/data_dir.h) unless given.
   std::string checkpoint_root;
   // Absolute; empty: the checkpoint root alone (CoreOptions::checkpoint_allowed_roots).
   std::vector<std::string> checkpoint_allowed_roots;

@@ -41,6 +41,12 @@ absl::Status TakeAwayOthers(int dir, const char* name, const std::string& path, 
 
 }  // namespace
 
+std::string DefaultCheckpointRoot(const std::string& data_dir) {
+  std::filesystem::path dir = std::filesystem::path(data_dir).lexically_normal();
+  if (!dir.has_filename()) dir = dir.parent_path();  // "/var/lib/trainctl/"
+  return dir.string() + "-checkpoints";
+}
+
 absl::Status SecureDataDir(const std::string& data_dir) {
   struct stat st;
   if (stat(data_dir.c_str(), &st) != 0) {

@@ -22,12 +22,18 @@ namespace trainctl::server {
 inline constexpr mode_t kDataDirMode = 0700;
 inline constexpr mode_t kDataFileMode = 0600;
 
+// The default --checkpoint-root: DATA_DIR-checkpoints, beside the data dir rather than in it,
+// since replicas running as their project's uid cannot enter a 0700 data dir
+// ("/var/lib/trainctl" gives "/var/lib/trainctl-checkpoints").
+std::string DefaultCheckpointRoot(const std::string& data_dir);
+
 // At start, before anything in the data dir is opened: creates it (its missing parents as the
 // umask makes them) with mode kDataDirMode. When it exists with permissions for the group or
 // others, and for each regular file directly in it that has some (the database, its -wal and
 // -shm, keys and tokens, files of an older trainctld), logs a warning naming it, its mode and
-// the new one, and takes those permissions away. Symbolic links and subdirectories (the default
-// checkpoint root, a PKI dir) are left as they are. An error names what cannot be made private.
+// the new one, and takes those permissions away. Symbolic links and subdirectories (a PKI dir, a
+// checkpoint root an operator put there) are left as they are. An error names what cannot be made
+// private.
 absl::Status SecureDataDir(const std::string& data_dir);
 
 // At start, before the database is opened: when the last stop was not clean, runs SQLite's

@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "server/data_dir.h"
 
 namespace trainctl::server {
 namespace {
@@ -33,7 +34,7 @@ TEST_CASE("trainctld flags have their defaults", "[daemon_flags]") {
     CHECK(flags->listen == "127.0.0.1:7070");
     CHECK(flags->http_listen == "127.0.0.1:7080");
     CHECK(flags->http_max_streams == 64);
-    CHECK(flags->checkpoint_root == "/d/checkpoints");
+    CHECK(flags->checkpoint_root == "/d-checkpoints");
     CHECK(flags->heartbeat_ms == 2000);
     CHECK(flags->node_lost_timeout_ms == 15000);
     CHECK(flags->flap_threshold == 3);
@@ -52,6 +53,16 @@ TEST_CASE("trainctld flags have their defaults", "[daemon_flags]") {
     CHECK_FALSE(flags->default_quota.has_memory_mb());
     CHECK_FALSE(flags->default_quota.has_max_running_jobs());
   }
+}
+
+TEST_CASE("the default checkpoint root lies beside the data dir, not in it", "[daemon_flags]") {
+  // Replicas run as their project's uid and cannot enter the 0700 data dir.
+  CHECK(DefaultCheckpointRoot("/var/lib/trainctl") == "/var/lib/trainctl-checkpoints");
+  CHECK(DefaultCheckpointRoot("/var/lib/trainctl/") == "/var/lib/trainctl-checkpoints");
+  CHECK(DefaultCheckpointRoot("/srv/./tc/../trainctl") == "/srv/trainctl-checkpoints");
+  absl::StatusOr<DaemonFlags> flags = ParseDaemonFlags({"--data-dir", "/srv/tc/"});
+  REQUIRE(flags.ok());
+  CHECK(flags->checkpoint_root == "/srv/tc-checkpoints");
 }
 
 TEST_CASE("every trainctld flag sets its field", "[daemon_flags]") {
