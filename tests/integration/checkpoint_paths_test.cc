@@ -1,9 +1,8 @@
 // A checkpoint path through a replica's symbolic link, end to end: one job plants a link to a
 // root-owned directory in its checkpoint directory; another job names a path through it. With
-// agents on their real defaults (replicas as nobody), the second job fails as the user's error
-// naming the link, and the directory behind it keeps its owner, mode and entries. Skipped when
-// the tests do not run as root (agents then switch no users and give nothing away).
-#include <pwd.h>
+// agents on their real defaults (replicas under their project's uid), the second job fails as the
+// user's error naming the link, and the directory behind it keeps its owner, mode and entries.
+// Skipped when the tests do not run as root (agents then switch no users and give nothing away).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -66,7 +65,7 @@ TEST_CASE("a checkpoint path through a replica's symbolic link is refused on the
   {
     ClusterOptions options;
     options.agents = 1;
-    options.agent.root_replicas = false;  // the agent's real defaults: replicas run as nobody
+    options.agent.root_replicas = false;  // the agent's real defaults: a project's own uid
     options.daemon_args = {"--checkpoint-allowed-roots", root};
     MiniCluster c(options);
 
@@ -83,9 +82,10 @@ TEST_CASE("a checkpoint path through a replica's symbolic link is refused on the
     struct stat st {};
     REQUIRE(stat((logs + "/attempt-1/chief-0.restart-0.log").c_str(), &st) == 0);
     CHECK((st.st_mode & 07777) == 0600);
-    const struct passwd* nobody = getpwnam("nobody");
-    REQUIRE(nobody != nullptr);
-    CHECK(st.st_uid == nobody->pw_uid);
+    // The replica's user (the project's own uid) owns both its checkpoint directory and its log.
+    const uid_t replica_uid = EntriesOf(root + "/teama").uid;
+    CHECK(replica_uid != 0);
+    CHECK(st.st_uid == replica_uid);
     const Entries before = EntriesOf(target);
 
     for (const std::string& dir : {root + "/teama/esc", root + "/teama/esc/sub"}) {

@@ -428,7 +428,7 @@ TEST_CASE("trainctld's usage lists every flag with its default", "[daemon_flags]
     CHECK_THAT(usage, Catch::Contains(flag));
   }
   for (const char* default_text :
-       {"(required)", "127.0.0.1:7070;", "(default DIR/checkpoints)", "(default 2s)",
+       {"(required)", "127.0.0.1:7070;", "(default DIR-checkpoints beside", "(default 2s)",
         "(default 15s;", "(default 3;", "(default 1h)", "20000-32767;", "(default info)",
         "unlimited", "(default 90d;"}) {
     CHECK_THAT(usage, Catch::Contains(default_text));
