@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "agents/gpu_inventory.h"
+#include "agents/launcher.h"
 #include "agents/report_journal.h"
 #include "agents/run_cgroup.h"
 #include "agents/spawn.h"
@@ -76,51 +77,53 @@ Agent::Agent(Options options)
       checker_(options_.checks, options_.node, options_.work_dir, options_.probe),
       check_config_(DescribeCheckConfig(options_.checks)),
       heartbeat_interval_(kDefaultHeartbeat),
-      launcher_([this] {
-        ProcessLauncher::Options launcher_options;
-        launcher_options.work_dir = options_.work_dir;
-        launcher_options.state_dir = options_.state_dir;
-        launcher_options.shim_path = options_.shim_path;
-        launcher_options.progress_interval = options_.progress_interval;
-        launcher_options.inject_launch_failures = options_.inject_launch_failures;
-        launcher_options.alive = options_.alive;
+      runtime_([this] {
+        ReplicaRuntime::Options runtime_options;
+        runtime_options.work_dir = options_.work_dir;
+        runtime_options.state_dir = options_.state_dir;
+        runtime_options.shim_path = options_.shim_path;
+        runtime_options.progress_interval = options_.progress_interval;
+        runtime_options.inject_launch_failures = options_.inject_launch_failures;
+        runtime_options.alive = options_.alive;
         // The launcher logs which controllers runs are isolated by, and which not.
-        launcher_options.cgroups = RunCgroups::Detect(CgroupName(options_));
-        launcher_options.gpu_inventory = options_.gpu_devices;
-        launcher_options.base_environment =
+        runtime_options.cgroups = RunCgroups::Detect(CgroupName(options_));
+        runtime_options.gpu_inventory = options_.gpu_devices;
+        runtime_options.base_environment =
             PassedEnvironment(CurrentEnvironment(), options_.pass_env);
-        launcher_options.pids_max = options_.pids_max;
-        launcher_options.job_tmpfs_size = options_.job_tmpfs_size;
-        launcher_options.max_log_bytes = options_.max_log_bytes;
-        launcher_options.replica_env["TRAINCTL_SERVER"] = options_.scheduler;
+        runtime_options.pids_max = options_.pids_max;
+        runtime_options.job_tmpfs_size = options_.job_tmpfs_size;
+        runtime_options.max_log_bytes = options_.max_log_bytes;
+        runtime_options.replica_env["TRAINCTL_SERVER"] = options_.scheduler;
         if (!options_.tls_ca_path.empty()) {
-          launcher_options.replica_env["TRAINCTL_CA"] = options_.tls_ca_path;
+          runtime_options.replica_env["TRAINCTL_CA"] = options_.tls_ca_path;
         }
-        launcher_options.run_as = options_.run_as;
-        launcher_options.cpu_policy = options_.cpu_policy;
-        launcher_options.min_shared_cpus = options_.min_shared_cpus;
-        launcher_options.on_progress = [this](trainctl::v1::ReplicaProgress progress) {
+        runtime_options.run_as = options_.run_as;
+        runtime_options.cpu_policy = options_.cpu_policy;
+        runtime_options.min_shared_cpus = options_.min_shared_cpus;
+        runtime_options.on_progress = [this](trainctl::v1::ReplicaProgress progress) {
           trainctl::v1::AgentMessage message;
           *message.mutable_replica_progress() = std::move(progress);
           absl::MutexLock lock(&mu_);
           if (context_ != nullptr) outbox_.push_back(std::move(message));
         };
-        launcher_options.on_started = [this](trainctl::v1::ReplicaStarted started) {
+        runtime_options.on_started = [this](trainctl::v1::ReplicaStarted started) {
           if (options_.metrics != nullptr) options_.metrics->OnStarted();
           trainctl::v1::AgentMessage report;
           *report.mutable_replica_started() = std::move(started);
           AddReport(std::move(report));
         };
-        launcher_options.on_exited = [this](trainctl::v1::ReplicaExited exited) {
+        runtime_options.on_exited = [this](trainctl::v1::ReplicaExited exited) {
           if (options_.metrics != nullptr) options_.metrics->OnExited(exited);
           OnExited(std::move(exited));
         };
         if (options_.checks.preflight) {
-          launcher_options.preflight = [this](const trainctl::v1::LaunchReplica& launch) {
+          runtime_options.preflight = [this](const trainctl::v1::LaunchReplica& launch) {
             return Preflight(launch);
           };
         }
-        return launcher_options;
+        if (options_.runtime) return options_.runtime(std::move(runtime_options));
+        return std::unique_ptr<ReplicaRuntime>(
+            std::make_unique<ProcessLauncher>(std::move(runtime_options)));
       }()) {
   {
     absl::MutexLock lock(&mu_);
@@ -153,7 +156,7 @@ Agent::Agent(Options options)
                    unacked.size());
     }
   }
-  std::vector<std::string> adopted = launcher_.AdoptRecordedRuns(journaled_exits);
+  std::vector<std::string> adopted = runtime_->AdoptRecordedRuns(journaled_exits);
   if (!adopted.empty()) {
     spdlog::warn(
         "adopted {} replicas an earlier agent started; they keep running, and the scheduler "
@@ -225,7 +228,7 @@ void Agent::AddReportLocked(trainctl::v1::AgentMessage report) {
   }
   // The journal knows the run's end now: its directory may go (under mu_, so that the ack that
   // empties the journal cannot come first).
-  if (report.has_replica_exited()) launcher_.ForgetRun(report.replica_exited().run_id());
+  if (report.has_replica_exited()) runtime_->ForgetRun(report.replica_exited().run_id());
   reports_.Add(std::move(report), journal_id);
 }
 
@@ -237,7 +240,7 @@ void Agent::AddReport(trainctl::v1::AgentMessage report) {
 trainctl::v1::AgentMessage Agent::StartStream() {
   // Running processes first, taken before mu_: a run whose exit is being reported shows here
   // as running, and its exit report (added before the launcher forgets the process) overrides.
-  std::vector<trainctl::v1::KnownRun> running = launcher_.KnownRuns();
+  std::vector<trainctl::v1::KnownRun> running = runtime_->KnownRuns();
   trainctl::v1::AgentMessage message;
   trainctl::v1::Register& reg = *message.mutable_register_();
   reg.set_node(options_.node);
@@ -302,7 +305,7 @@ void Agent::WriteLoop(Stream* stream) {
       if (stopped_ || stream_broken_) return;
       // A due heartbeat goes first, so a flood of log data cannot make the node look dead.
       if (absl::Now() >= next_heartbeat_) {
-        message.mutable_heartbeat()->set_running_replicas(launcher_.ActiveCount());
+        message.mutable_heartbeat()->set_running_replicas(runtime_->ActiveCount());
         if (maintenance_) maintenance_->PollInto(message.mutable_heartbeat());
         message.set_seq(++seq_);
         fence_.Sent(message.seq(), MonotonicNow());
@@ -408,7 +411,7 @@ void Agent::Handle(const trainctl::v1::SchedulerMessage& message) {
           commands_.push_back(message);
         }
       }
-      if (!fenced.empty()) launcher_.RefuseFencedLaunch(message.launch().run_id(), fenced);
+      if (!fenced.empty()) runtime_->RefuseFencedLaunch(message.launch().run_id(), fenced);
       break;
     }
     case trainctl::v1::SchedulerMessage::kStop: {
@@ -419,7 +422,7 @@ void Agent::Handle(const trainctl::v1::SchedulerMessage& message) {
     case trainctl::v1::SchedulerMessage::kReadLog: {
       const trainctl::v1::ReadLog& read = message.read_log();
       trainctl::v1::AgentMessage reply;
-      *reply.mutable_log_data() = launcher_.ReadLog(read.run_id(), read.offset(), read.max_bytes());
+      *reply.mutable_log_data() = runtime_->ReadLog(read.run_id(), read.offset(), read.max_bytes());
       reply.mutable_log_data()->set_request_id(read.request_id());
       absl::MutexLock lock(&mu_);
       outbox_.push_back(std::move(reply));
@@ -470,12 +473,12 @@ void Agent::WorkerLoop() {
       LogScope scope = LogScope::ForRun(command.launch().run_id());
       spdlog::info("run {}: launch requested", command.launch().run_id());
       const absl::Time start = absl::Now();
-      launcher_.Launch(command.launch());
+      runtime_->Launch(command.launch());
       if (options_.metrics != nullptr) options_.metrics->OnLaunchCarriedOut(absl::Now() - start);
     } else if (command.has_stop()) {
       const trainctl::v1::StopReplica& stop = command.stop();
       LogScope scope = LogScope::ForRun(stop.run_id());
-      absl::Status status = launcher_.Stop(stop.run_id(), stop.grace_period_ms(), stop.reason());
+      absl::Status status = runtime_->Stop(stop.run_id(), stop.grace_period_ms(), stop.reason());
       if (!status.ok())
         spdlog::warn("run {}: cannot stop: {}", stop.run_id(), std::string(status.message()));
     } else {

@@ -1,5 +1,6 @@
 // Agent is trainctl-agent's connection to the scheduler: it registers the node, turns the
-// scheduler's commands into ProcessLauncher calls, and delivers the launcher's reports.
+// scheduler's commands into calls of its replica runtime (replica_runtime.h; a ProcessLauncher,
+// launcher.h), and delivers the runtime's reports.
 //
 // One bidirectional AgentService.Connect stream at a time. Each stream opens with Register; then
 // the agent sends heartbeats (every RegisterAck.heartbeat_interval_ms, 2s until the ack) and
@@ -72,7 +73,7 @@
 // thread per stream handles SchedulerMessages (acks, log reads, check requests), and one more
 // watches its ack deadline (AckWatch); one worker thread runs launches (with their preflight)
 // and stops in arrival order; one thread runs the periodic checks, one the exit checks and one
-// the fence; the launcher's threads add reports.
+// the fence; the runtime's threads add reports.
 // Thread-safety: call Run() once, and Shutdown() once, from another thread; every other method from
 // any thread.
 #pragma once
@@ -96,10 +97,10 @@
 #include "agents/agent_metrics.h"
 #include "agents/fence_timer.h"
 #include "agents/host_checks.h"
-#include "agents/launcher.h"
 #include "agents/leader_guard.h"
 #include "agents/maintenance_file.h"
 #include "agents/node_checks.h"
+#include "agents/replica_runtime.h"
 #include "agents/report_buffer.h"
 #include "agents/report_journal.h"
 #include "agents/scheduler_link.h"
@@ -174,6 +175,9 @@ class Agent {
     // Called on every pass of the loop that watches the replicas (the launcher's monitor),
     // connected to the scheduler or not: the agent's watchdog. Optional.
     std::function<void()> alive;
+    // Builds the runtime that runs the node's replicas from the agent's options for it
+    // (replica_runtime.h); null: a ProcessLauncher (launcher.h), trainctl-agent's.
+    ReplicaRuntime::Factory runtime;
     // Where launches, exits and check runs are counted (--metrics-listen; not owned, must
     // outlive the agent); null: nowhere.
     AgentMetrics* metrics = nullptr;
@@ -214,7 +218,7 @@ class Agent {
   // The number of reports not acknowledged yet, exits waiting for their exit checks included.
   size_t UnackedReports() const ABSL_LOCKS_EXCLUDED(mu_);
   // Replicas supervised now (launched or adopted, not ended).
-  int ActiveRuns() const { return launcher_.ActiveCount(); }
+  int ActiveRuns() const { return runtime_->ActiveCount(); }
   // Whether the current stream got its RegisterAck.
   bool Registered() const ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
@@ -250,7 +254,7 @@ class Agent {
   void Handle(const trainctl::v1::SchedulerMessage& message) ABSL_LOCKS_EXCLUDED(mu_);
   void WorkerLoop() ABSL_LOCKS_EXCLUDED(mu_);
   // Options::checks.preflight: the launch's preflight, from the cache or run now.
-  std::optional<ProcessLauncher::PreflightFailure> Preflight(
+  std::optional<ReplicaRuntime::PreflightFailure> Preflight(
       const trainctl::v1::LaunchReplica& launch) ABSL_LOCKS_EXCLUDED(mu_);
   // Runs the exit checks for the exits in pending_exits_ and reports them.
   void ExitCheckLoop() ABSL_LOCKS_EXCLUDED(mu_);
@@ -260,7 +264,7 @@ class Agent {
   void HealthCheckLoop() ABSL_LOCKS_EXCLUDED(mu_);
   // Runs the startup script, if any, and keeps its run for Register.
   void RunStartupScript() ABSL_LOCKS_EXCLUDED(mu_);
-  // Where launcher reports arrive: an abnormal exit waits for its exit checks.
+  // Where runtime reports arrive: an abnormal exit waits for its exit checks.
   void OnExited(trainctl::v1::ReplicaExited exited) ABSL_LOCKS_EXCLUDED(mu_);
   // Reports an exit, or queues it for its exit checks when it is abnormal.
   void QueueExit(trainctl::v1::ReplicaExited exited) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -306,7 +310,7 @@ class Agent {
   // reports_ in one step, as UnackedReports(), StartStream() and Shutdown() see both; the health
   // check thread wakes on stopped_ or a request. Only the worker's queue (commands_) stands
   // apart, and a lock of its own would save nothing at a few messages a second.
-  // Lock order: mu_ before the launcher's lock (the launcher calls back with no lock held).
+  // Lock order: mu_ before the runtime's lock (the runtime calls back with no lock held).
   mutable absl::Mutex mu_;
   // State below is protected by mu_.
   // Last seq given to a message.
@@ -363,7 +367,8 @@ class Agent {
 
   // Declared last: its callbacks use the members above, and its destructor (which kills
   // leftover replicas) runs first.
-  ProcessLauncher launcher_;
+  // The replicas (replica_runtime.h): a ProcessLauncher unless Options::runtime builds another.
+  const std::unique_ptr<ReplicaRuntime> runtime_;
   // No lock: the threads are started and joined by the constructor and destructor, and
   // health_checker_ by the Run() thread, before the destructor joins it (Run() has returned).
   std::thread worker_;

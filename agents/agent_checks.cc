@@ -16,7 +16,7 @@ std::string JobOfRun(const std::string& run_id) { return run_id.substr(0, run_id
 
 }  // namespace
 
-std::optional<ProcessLauncher::PreflightFailure> Agent::Preflight(
+std::optional<ReplicaRuntime::PreflightFailure> Agent::Preflight(
     const trainctl::v1::LaunchReplica& launch) {
   std::optional<trainctl::v1::CheckRun> run =
       preflight_cache_.Find(launch.job_id(), launch.attempt());
@@ -40,7 +40,7 @@ std::optional<ProcessLauncher::PreflightFailure> Agent::Preflight(
   if (run->passed()) return std::nullopt;
   run->set_run_id(launch.run_id());
   std::string error = PreflightError(options_.node, *run);
-  return ProcessLauncher::PreflightFailure{*std::move(run), std::move(error)};
+  return ReplicaRuntime::PreflightFailure{*std::move(run), std::move(error)};
 }
 
 void Agent::ExitCheckLoop() {

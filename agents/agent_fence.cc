@@ -18,7 +18,7 @@ void Agent::Answered(uint64_t seq) {
   // Launches start again only on an answer to a message sent within the fence time: an old
   // answer delivered late proves nothing about now.
   if (fence_.Due(MonotonicNow())) return;
-  launcher_.Unfence();
+  runtime_->Unfence();
   if (was_fenced) {
     spdlog::info(
         "in touch with the scheduler again after fencing; replicas start again when it "
@@ -46,8 +46,8 @@ void Agent::FenceLoop() {
       continue;
     }
     const std::string why = FenceReason(now);
-    // Lock order: mu_ before the launcher's lock.
-    const int stopped = launcher_.Fence(absl::ToInt64Milliseconds(fence_.grace()), why);
+    // Lock order: mu_ before the runtime's lock.
+    const int stopped = runtime_->Fence(absl::ToInt64Milliseconds(fence_.grace()), why);
     if (stopped > 0 || !fence_.fenced()) {
       spdlog::warn(
           "{}; stopped {} {} (SIGTERM, SIGKILL after {}) so that none runs twice: the "

@@ -41,7 +41,7 @@ void Agent::ForgetJobLogs(const trainctl::v1::SchedulerMessage& command) {
 void Agent::RemoveLogsOf(const std::vector<std::string>& job_ids, const std::string& why) {
   if (job_ids.empty()) return;
   std::set<std::string> live;
-  for (const trainctl::v1::KnownRun& run : launcher_.KnownRuns()) {
+  for (const trainctl::v1::KnownRun& run : runtime_->KnownRuns()) {
     if (std::optional<RunIdParts> parts = SplitRunId(run.run_id())) live.insert(parts->job_id);
   }
   for (const std::string& job_id : job_ids) {

@@ -9,7 +9,7 @@ namespace trainctl::agent {
 
 void Agent::Shutdown(absl::Duration ack_wait) {
   spdlog::info("shutting down; replicas keep running, and the next agent takes them over");
-  launcher_.RejectNewLaunches("the agent is shutting down");
+  runtime_->RejectNewLaunches("the agent is shutting down");
   absl::MutexLock lock(&mu_);
   // Launches already received still start (or fail) before the agent goes: none is half done.
   auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -30,9 +30,9 @@ void Agent::Shutdown(absl::Duration ack_wait) {
 
 void Agent::StopReplicas(absl::Duration grace) {
   spdlog::info("stopping every replica (grace {})", absl::FormatDuration(grace));
-  launcher_.RejectNewLaunches("the agent is stopping its replicas");
-  launcher_.StopAll(absl::ToInt64Milliseconds(grace), "the agent is stopping its replicas");
-  if (!launcher_.WaitUntilIdle(absl::Now() + grace + absl::Seconds(5))) {
+  runtime_->RejectNewLaunches("the agent is stopping its replicas");
+  runtime_->StopAll(absl::ToInt64Milliseconds(grace), "the agent is stopping its replicas");
+  if (!runtime_->WaitUntilIdle(absl::Now() + grace + absl::Seconds(5))) {
     spdlog::warn("some replicas were still running after the grace period");
   }
 }

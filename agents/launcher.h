@@ -1,5 +1,6 @@
 // ProcessLauncher owns the replica processes of one node: it starts them, stops them, reaps
-// them and reports what happened.
+// them and reports what happened. It is the agent's ReplicaRuntime (replica_runtime.h) for plain
+// processes, and keeps that interface's contract; what follows is how.
 //
 // Every run is one process launched for a LaunchReplica and is named by its run id
 // ("<job>/<attempt>/<replica>/<restart>"). For each run id it is given, the launcher delivers
@@ -71,84 +72,15 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "agents/cpu_manager.h"
-#include "agents/job_scratch.h"
-#include "agents/run_cgroup.h"
+#include "agents/replica_runtime.h"
 #include "agents/run_isolation.h"
 #include "agents/run_records.h"
-#include "agents/run_user.h"
-#include "agents/shim/log_cap.h"
 #include "trainctl/v1/agent.pb.h"
 
 namespace trainctl::agent {
 
-class ProcessLauncher {
+class ProcessLauncher final : public ReplicaRuntime {
  public:
-  using StartedCallback = std::function<void(trainctl::v1::ReplicaStarted)>;
-  using ExitedCallback = std::function<void(trainctl::v1::ReplicaExited)>;
-  using ProgressCallback = std::function<void(trainctl::v1::ReplicaProgress)>;
-  // Why a launch must not start: the failed preflight run and the launch error to report.
-  struct PreflightFailure {
-    trainctl::v1::CheckRun run;
-    std::string error;
-  };
-  // Runs (or looks up) the launch's preflight; nullopt lets it start.
-  using PreflightCallback =
-      std::function<std::optional<PreflightFailure>(const trainctl::v1::LaunchReplica&)>;
-
-  struct Options {
-    // Root of the node's job directories and logs; should be absolute. Must exist.
-    std::string work_dir;
-    // Where the run directories live (run_records.h): state that must outlive the agent process
-    // but not the host, so best on a tmpfs such as /run; empty: work_dir.
-    std::string state_dir;
-    StartedCallback on_started;
-    ExitedCallback on_exited;
-    // Signs of progress of running runs (see progress_watch.h); optional.
-    ProgressCallback on_progress;
-    // The trainctl-shim binary; empty: DefaultShimPath() (shim_spawn.h).
-    std::string shim_path;
-    // How often resident memory is compared with memory limits.
-    absl::Duration memory_check_interval = absl::Milliseconds(250);
-    // Called by the monitor thread on every pass, which then comes at least every 500 ms, idle or
-    // not: the agent's watchdog (common/watchdog.h). Optional.
-    std::function<void()> alive;
-    // How often progress files and checkpoint directories are looked at.
-    absl::Duration progress_interval = absl::Seconds(1);
-    // Base environment of every process, "NAME=VALUE"; empty means the agent's own.
-    std::vector<std::string> base_environment;
-    // Variables every replica gets from the agent (TRAINCTL_SERVER, TRAINCTL_CA), unless its
-    // launch sets them.
-    std::map<std::string, std::string> replica_env;
-    // For tests of the scheduler's retries: the first N launches fail as the host's fault
-    // without starting anything; -1 fails every launch.
-    int inject_launch_failures = 0;
-    // Where set, every run gets cgroups of its own (run_cgroup.h, run_isolation.h); null: none,
-    // and the RSS watch alone enforces memory limits.
-    std::shared_ptr<const RunCgroups> cgroups;
-    // pids.max of every run's cgroup (--pids-max); 0: no limit.
-    int64_t pids_max = kDefaultPidsMax;
-    // --cpu-policy: kStatic gives runs that ask for whole CPUs exclusive ones (cpu_manager.h).
-    CpuPolicy cpu_policy = CpuPolicy::kNone;
-    // kStatic: how many of the lowest-numbered CPUs are never exclusive (at least 1).
-    int min_shared_cpus = 1;
-    // kStatic: the CPUs runs are placed on; empty: the agent's affinity mask.
-    std::set<int> cpus;
-    // The node's GPUs: a run may open the device nodes (/dev/nvidia<minor>) of only those its
-    // LaunchReplica.gpu_devices names. Empty: no device is denied.
-    std::vector<trainctl::v1::GpuDevice> gpu_inventory;
-    // Optional; called by Launch() on its caller's thread before anything of the run is created.
-    PreflightCallback preflight;
-    // Who replicas run as when the launcher runs as root (see the file comment).
-    RunAsPolicy run_as;
-    // The most bytes of each run's log the disk keeps (--max-log-mb; agents/shim/log_cap.h): the
-    // first and the last part stay. 0: no cap.
-    int64_t max_log_bytes = shim::kDefaultLogLimit;
-    // tmpfs's size= of each job's private /tmp and /dev/shm (--job-tmpfs-size, job_scratch.h),
-    // mounted under <state dir>/scratch; "": replicas get the host's.
-    std::string job_tmpfs_size = kDefaultJobTmpfsSize;
-  };
-
   // Starts the monitor thread.
   explicit ProcessLauncher(Options options);
   ProcessLauncher(const ProcessLauncher&) = delete;
@@ -156,13 +88,13 @@ class ProcessLauncher {
   // Stops watching. Every shim keeps running, and with it its replica: the next launcher on the
   // work dir adopts them (AdoptRecordedRuns). Call StopAll() and WaitUntilIdle() first to end
   // them.
-  ~ProcessLauncher();
+  ~ProcessLauncher() override;
 
   // Starts the run described by `launch`: returns once its shim was started, or the launch failed
   // (then reported at once). ReplicaStarted follows from the monitor thread when the replica runs.
   // A run id the launcher already knows is ignored. Creates the working directory, the
   // checkpoint directory, the log file and the run's directory.
-  void Launch(const trainctl::v1::LaunchReplica& launch) ABSL_LOCKS_EXCLUDED(mu_);
+  void Launch(const trainctl::v1::LaunchReplica& launch) override ABSL_LOCKS_EXCLUDED(mu_);
 
   // Takes over the runs an earlier launcher on this work dir left: a run whose shim still runs is
   // watched again, as a running run that reports no ReplicaStarted; a run that ended meanwhile
@@ -170,57 +102,57 @@ class ProcessLauncher {
   // shim died is stopped and reported without a status, and one that never started as a launch
   // failure. Runs in `reported` (their exit is already journaled) are only forgotten. Returns the
   // runs that still run. Call before the first Register, so that it lists them.
-  std::vector<std::string> AdoptRecordedRuns(const std::set<std::string>& reported = {})
+  std::vector<std::string> AdoptRecordedRuns(const std::set<std::string>& reported = {}) override
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // Deletes the run's directory: its exit report is safe elsewhere. Logs a failure.
-  void ForgetRun(const std::string& run_id) const;
+  void ForgetRun(const std::string& run_id) const override;
 
   // Sends SIGTERM to the run's process group, and SIGKILL if it is still alive `grace_ms` later
   // (at once when grace_ms <= 0). For StopReplica: the exit report says stopped_by_request. A
   // stop that arrives while the run is still being launched takes effect once it has started.
   // OK when the run already exited; NOT_FOUND for an unknown run id.
-  absl::Status Stop(const std::string& run_id, int64_t grace_ms, const std::string& reason)
+  absl::Status Stop(const std::string& run_id, int64_t grace_ms, const std::string& reason) override
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // Stops every run that has not exited, like Stop(), for the agent's own reasons (shutdown):
   // their exit reports do not say stopped_by_request, since the scheduler did not ask.
-  void StopAll(int64_t grace_ms, const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
+  void StopAll(int64_t grace_ms, const std::string& reason) override ABSL_LOCKS_EXCLUDED(mu_);
 
   // Stops every run that is launching or running and not being stopped yet, like StopAll(),
   // because the agent fenced (agent.h): their exit reports say fenced. Returns how many. Until
   // Unfence(), a Launch() of a new run starts nothing and reports a fenced launch failure: the
   // scheduler may have given the node's work to others, and a launch sent before it did (or
   // delivered late by a network that comes back) must not run beside its replacement.
-  int Fence(int64_t grace_ms, const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
+  int Fence(int64_t grace_ms, const std::string& reason) override ABSL_LOCKS_EXCLUDED(mu_);
   // The scheduler answered again after a Fence(): launches start again.
-  void Unfence() ABSL_LOCKS_EXCLUDED(mu_);
+  void Unfence() override ABSL_LOCKS_EXCLUDED(mu_);
   // Reports the launch of `run_id` as refused because the agent is fenced (`reason`), starting
   // nothing; a later Launch() of the run id is ignored.
-  void RefuseFencedLaunch(const std::string& run_id, const std::string& reason)
+  void RefuseFencedLaunch(const std::string& run_id, const std::string& reason) override
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // From now on, Launch() of a new run id reports a launch failure (the host's) with `reason`
   // instead of starting it. For shutdown: call before StopAll() so no run starts after it.
-  void RejectNewLaunches(const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
+  void RejectNewLaunches(const std::string& reason) override ABSL_LOCKS_EXCLUDED(mu_);
 
   // Reads the run's captured output from `offset`, at most `max_bytes` (<= 0: 1 MiB; capped
   // 64 KiB under 4 MiB, so that a LogData fits gRPC's default 4 MiB message limit). `complete` is
   // set when the run has exited and nothing is left after next_offset. A run this launcher no
   // longer remembers is still read from its log file, as exited. Problems are reported in
   // LogData.error. request_id is left for the caller to fill.
-  trainctl::v1::LogData ReadLog(const std::string& run_id, int64_t offset, int64_t max_bytes) const
-      ABSL_LOCKS_EXCLUDED(mu_);
+  trainctl::v1::LogData ReadLog(const std::string& run_id, int64_t offset,
+                                int64_t max_bytes) const override ABSL_LOCKS_EXCLUDED(mu_);
 
   // Every process that runs (pid known and exit not yet reported), with running = true.
-  std::vector<trainctl::v1::KnownRun> KnownRuns() const ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<trainctl::v1::KnownRun> KnownRuns() const override ABSL_LOCKS_EXCLUDED(mu_);
 
   // Number of runs being launched or running.
-  int ActiveCount() const ABSL_LOCKS_EXCLUDED(mu_);
+  int ActiveCount() const override ABSL_LOCKS_EXCLUDED(mu_);
 
   // Waits until no run is being launched or running and every exit was reported. Returns false
   // if `deadline` passed first.
-  bool WaitUntilIdle(absl::Time deadline) const ABSL_LOCKS_EXCLUDED(mu_);
+  bool WaitUntilIdle(absl::Time deadline) const override ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   enum class RunState { kLaunching, kRunning, kExiting, kExited };

@@ -29,6 +29,7 @@
 #include "agents/gpu_inventory.h"
 #include "agents/host_checks.h"
 #include "agents/host_resources.h"
+#include "agents/launcher.h"
 #include "agents/run_files.h"
 #include "agents/shim_spawn.h"
 #include "common/leader_hint.h"

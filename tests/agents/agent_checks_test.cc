@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agents/agent.h"
+#include "agents/launcher.h"
 #include "agents/proc_stats.h"
 #include "agents/run_records.h"
 #include "common/time_util.h"
