@@ -15,11 +15,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/os_error.h"
 
 namespace trainctl::agent {
 namespace {
-
-std::string ErrnoText(int error) { return std::strerror(error); }
 
 bool Contains(const std::vector<std::string>& names, absl::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();

@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "agents/shim_status.h"
 #include "agents/unique_fd.h"
+#include "common/os_error.h"
 
 extern char** environ;
 
@@ -28,8 +29,6 @@ struct ChildFailure {
   int stage;
   int error;
 };
-
-std::string ErrnoText(int error) { return std::strerror(error); }
 
 std::string JoinPath(const std::string& dir, const std::string& name) {
   if (dir.empty() || dir == ".") return name;

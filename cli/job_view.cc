@@ -1,11 +1,11 @@
 #include "cli/job_view.h"
 
-#include <csignal>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/states.h"
+#include "common/signals.h"
 #include "common/time_util.h"
 
 namespace trainctl::cli {
@@ -90,14 +90,11 @@ std::string ReplicaExitText(const v1::Replica& replica) {
   if (replica.oom_killed()) {
     if (replica.has_exit_code()) return absl::StrCat("OOM (", replica.exit_code(), ")");
     if (!replica.has_signal()) return "OOM";
-    const std::string name = SignalName(replica.signal());
-    return absl::StrCat("OOM (", name.empty() ? absl::StrCat("signal ", replica.signal()) : name,
-                        ")");
+    return absl::StrCat("OOM (", SignalName(replica.signal()), ")");
   }
   if (replica.has_signal()) {
-    const std::string name = SignalName(replica.signal());
-    if (name.empty()) return absl::StrCat("signal ", replica.signal());
-    return absl::StrCat("signal ", replica.signal(), " (", name, ")");
+    if (!SignalHasName(replica.signal())) return SignalName(replica.signal());
+    return absl::StrCat("signal ", replica.signal(), " (", SignalName(replica.signal()), ")");
   }
   if (replica.has_exit_code()) return absl::StrCat(replica.exit_code());
   return "-";
@@ -109,25 +106,6 @@ std::string FormatCountdown(const google::protobuf::Timestamp& ts, int64_t now_m
   if (ms <= now_ms) return "now";
   // Rounded up, so that a countdown never reads "in 0s" before it is due.
   return absl::StrCat("in ", FormatAge((ms - now_ms + 999) / 1000 * 1000));
-}
-
-std::string SignalName(int signal) {
-  // The signals a training process is likely to die of; numbers differ between architectures,
-  // so they come from <csignal> rather than a table of numbers.
-  static constexpr struct {
-    int number;
-    const char* name;
-  } kSignals[] = {
-      {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
-      {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
-      {SIGKILL, "SIGKILL"}, {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
-      {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"}, {SIGXCPU, "SIGXCPU"},
-      {SIGXFSZ, "SIGXFSZ"}, {SIGSYS, "SIGSYS"},
-  };
-  for (const auto& s : kSignals) {
-    if (s.number == signal) return s.name;
-  }
-  return "";
 }
 
 std::string FormatTimestamp(const google::protobuf::Timestamp& ts) {

@@ -48,9 +48,6 @@ std::string ReplicaExitText(const v1::Replica& replica);
 // it is due. "" when `ts` is unset.
 std::string FormatCountdown(const google::protobuf::Timestamp& ts, int64_t now_ms);
 
-// "SIGKILL" for 9; "" for a number this platform has no name for.
-std::string SignalName(int signal);
-
 // "2026-11-21T03:44:36Z", or "-" when unset.
 std::string FormatTimestamp(const google::protobuf::Timestamp& ts);
 

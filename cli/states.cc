@@ -8,38 +8,27 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/enum_names.h"
 
 namespace trainctl::cli {
 namespace {
 
 constexpr absl::string_view kJobPrefix = "JOB_STATE_";
-constexpr absl::string_view kReplicaPrefix = "REPLICA_STATE_";
-constexpr absl::string_view kNodePrefix = "NODE_STATE_";
-constexpr absl::string_view kHealthPrefix = "NODE_HEALTH_";
-
-std::string ShortName(const std::string& full, absl::string_view prefix, int number) {
-  if (full.empty()) return absl::StrCat(number);
-  return std::string(absl::StripPrefix(full, prefix));
-}
 
 }  // namespace
 
-std::string JobStateName(v1::JobState state) {
-  return ShortName(v1::JobState_Name(state), kJobPrefix, state);
-}
+std::string JobStateName(v1::JobState state) { return EnumShortName(state); }
 
-std::string ReplicaStateName(v1::ReplicaState state) {
-  return ShortName(v1::ReplicaState_Name(state), kReplicaPrefix, state);
-}
+std::string ReplicaStateName(v1::ReplicaState state) { return EnumShortName(state); }
 
 std::string NodeStateName(v1::NodeState state) {
   if (state == v1::NODE_STATE_UNSPECIFIED) return "-";
-  return ShortName(v1::NodeState_Name(state), kNodePrefix, state);
+  return EnumShortName(state);
 }
 
 std::string NodeHealthName(v1::NodeHealth health) {
   if (health == v1::NODE_HEALTH_UNSPECIFIED) return "-";
-  return ShortName(v1::NodeHealth_Name(health), kHealthPrefix, health);
+  return EnumShortName(health);
 }
 
 absl::StatusOr<v1::JobState> ParseJobState(absl::string_view text) {

@@ -5,6 +5,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "cli/output.h"
+#include "common/enum_names.h"
 #include "common/time_util.h"
 
 namespace trainctl::cli {
@@ -21,7 +22,7 @@ absl::StatusOr<v1::Role> ParseRole(const std::string& text) {
 
 std::string RoleName(v1::Role role) {
   if (role == v1::ROLE_UNSPECIFIED) return "-";
-  return absl::AsciiStrToLower(absl::StripPrefix(v1::Role_Name(role), "ROLE_"));
+  return absl::AsciiStrToLower(EnumShortName(role));
 }
 
 std::vector<FlagSpec> TokenCreateFlags() {

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/enum_names.h"
 #include "common/names.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
@@ -114,14 +115,14 @@ absl::Status Core::CheckEnded(const std::string& id) const {
   if (job == nullptr) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
   if (!IsTerminal(job->state)) {
     return absl::FailedPreconditionError(
-        absl::StrCat("job ", id, " is ", ShortName(job->state),
+        absl::StrCat("job ", id, " is ", EnumShortName(job->state),
                      "; only a job that ended can be deleted (cancel it first)"));
   }
   for (const Replica& r : job->replicas) {
     if (HoldsResources(r.state)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("job ", id, " is ", ShortName(job->state), " but its replica ", r.name,
-                       " is still ", ShortName(r.state), "; delete it once that replica ended"));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", id, " is ", EnumShortName(job->state), " but its replica ", r.name, " is still ",
+          EnumShortName(r.state), "; delete it once that replica ended"));
     }
   }
   return absl::OkStatus();
@@ -134,7 +135,7 @@ absl::Status Core::DeleteJob(const std::string& id, const std::string& why, int6
   if (!why.empty()) {
     AddEvent(fx, FromMs(now), nullptr, "", "", "JobDeleted",
              absl::StrCat("job ", id, " (project ", job->spec.project(), ", ",
-                          ShortName(job->state), ") deleted: ", why));
+                          EnumShortName(job->state), ") deleted: ", why));
   }
   // Rows of it this turn changed are not written back.
   fx->jobs.erase(id);
@@ -151,13 +152,13 @@ absl::Status Core::DeleteStoredJob(const v1::Job& stored, const std::string& why
   if (jobs_.Find(stored.id()) != nullptr) return DeleteJob(stored.id(), why, now, fx);
   if (!IsTerminal(stored.state())) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "job ", stored.id(), " is ", ShortName(stored.state()),
+        "job ", stored.id(), " is ", EnumShortName(stored.state()),
         " in the database but not held by the scheduler; restart trainctld to load it"));
   }
   if (!why.empty()) {
     AddEvent(fx, FromMs(now), nullptr, "", "", "JobDeleted",
              absl::StrCat("job ", stored.id(), " (project ", stored.project(), ", ",
-                          ShortName(stored.state()), ") deleted: ", why));
+                          EnumShortName(stored.state()), ") deleted: ", why));
   }
   fx->deleted_jobs.push_back(stored.id());
   return absl::OkStatus();
@@ -190,7 +191,7 @@ absl::Status Core::ReportProgress(const std::string& job_id, const std::string& 
   }
   if (r->state != v1::REPLICA_STATE_RUNNING) {
     return absl::FailedPreconditionError(
-        absl::StrCat("replica ", replica, " is ", ShortName(r->state), ", not RUNNING"));
+        absl::StrCat("replica ", replica, " is ", EnumShortName(r->state), ", not RUNNING"));
   }
   lifecycle_.Progress(job, r, FromMs(now), FromMs(now), fx);
   return absl::OkStatus();

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/enum_names.h"
 #include "common/time_util.h"
 #include "scheduler/elastic.h"
 #include "scheduler/job_lifecycle.h"
@@ -164,7 +165,7 @@ absl::Status JobLifecycle::RequestGrow(Job* job, const std::string& actor, absl:
   }
   if (job->state != v1::JOB_STATE_RUNNING) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "job ", job->id, " is ", ShortName(job->state), ": only a RUNNING job can be resized"));
+        "job ", job->id, " is ", EnumShortName(job->state), ": only a RUNNING job can be resized"));
   }
   if (job->gang_restarting) {
     return absl::FailedPreconditionError(absl::StrCat(

@@ -2,6 +2,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/enum_names.h"
+#include "common/signals.h"
 #include "scheduler/model_proto.h"
 #include "scheduler/node_health.h"
 
@@ -214,8 +216,7 @@ Classification Classify(const RetryPolicy& p, const Replica& r, const Failure& f
   if (rule >= 0) {
     c.rule = absl::StrCat("exitCodeRules[", rule, "]");
     const v1::FailureAction action = p.rules[rule].action;
-    absl::StrAppend(&c.explanation, " (", c.rule, ": ",
-                    absl::StripPrefix(v1::FailureAction_Name(action), "FAILURE_ACTION_"), ")");
+    absl::StrAppend(&c.explanation, " (", c.rule, ": ", EnumShortName(action), ")");
     switch (action) {
       case v1::FAILURE_ACTION_RESTART:
         c.remedy = Remedy::kRestart;

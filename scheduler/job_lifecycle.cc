@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/enum_names.h"
 #include "common/time_util.h"
 #include "scheduler/elastic.h"
 #include "scheduler/job_validation.h"
@@ -17,7 +18,7 @@ namespace {
 
 // "JobRunning" for JOB_STATE_RUNNING: the event type of entering a state.
 std::string EventTypeOf(v1::JobState state) {
-  std::string name = ShortName(state);
+  std::string name = EnumShortName(state);
   for (size_t i = 1; i < name.size(); ++i) name[i] = static_cast<char>(tolower(name[i]));
   return "Job" + name;
 }
@@ -93,7 +94,7 @@ void JobLifecycle::SetJobState(Job* job, v1::JobState state, const std::string& 
   if (!IsTerminal(from) && IsTerminal(state)) fx->tally.ends.push_back({job->project, state});
   Touch(job, now, fx);
   AddEvent(fx, now, job, "", "", EventTypeOf(state),
-           absl::StrCat(ShortName(from), " -> ", ShortName(state), ": ", reason));
+           absl::StrCat(EnumShortName(from), " -> ", EnumShortName(state), ": ", reason));
   jobs_->RefreshActive(*job);
 }
 
@@ -171,7 +172,7 @@ void JobLifecycle::End(Job* job, v1::JobState state, const JobError& error,
     fx->attempts.insert({job->id, attempt->number});
   }
   SetJobState(job, state, reason, now, fx);
-  StopLiveReplicas(job, absl::StrCat("job ", ShortName(state)), now, fx);
+  StopLiveReplicas(job, absl::StrCat("job ", EnumShortName(state)), now, fx);
   jobs_->RefreshActive(*job);
   queue_->Wake();
 }

@@ -2,13 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <csignal>
-#include <cstring>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
+#include "common/signals.h"
 #include "common/time_util.h"
 
 namespace trainctl::sched {
@@ -25,27 +20,6 @@ int64_t BackoffDelayMs(const BackoffPolicy& b, int n) {
   double d = static_cast<double>(b.initial_ms) * std::pow(std::max(1.0, b.multiplier), n - 1);
   if (b.max_ms > 0) d = std::min(d, static_cast<double>(b.max_ms));
   return static_cast<int64_t>(d);
-}
-
-std::string SignalName(int signal) {
-  const char* abbrev = sigabbrev_np(signal);
-  if (abbrev == nullptr) return absl::StrCat("signal ", signal);
-  return absl::StrCat("SIG", abbrev);
-}
-
-std::optional<int> ParseSignal(const std::string& text) {
-  int n = 0;
-  if (absl::SimpleAtoi(text, &n)) {
-    if (n >= 1 && n < NSIG) return n;
-    return std::nullopt;
-  }
-  std::string name = absl::AsciiStrToUpper(text);
-  absl::string_view bare = absl::StripPrefix(name, "SIG");
-  for (int s = 1; s < NSIG; ++s) {
-    const char* abbrev = sigabbrev_np(s);
-    if (abbrev != nullptr && bare == abbrev) return s;
-  }
-  return std::nullopt;
 }
 
 RetryPolicy RetryPolicy::FromSpec(const v1::Scheduling& s) {

@@ -67,10 +67,4 @@ struct RetryPolicy {
   static RetryPolicy ForJob(const v1::JobSpec& spec);
 };
 
-// "SIGSEGV", "SEGV" or "11" -> 11; nullopt when unknown.
-std::optional<int> ParseSignal(const std::string& text);
-
-// "SIGSEGV" for 11; "signal 42" for numbers without a name.
-std::string SignalName(int signal);
-
 }  // namespace trainctl::sched

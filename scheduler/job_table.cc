@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/enum_names.h"
 
 namespace trainctl::sched {
 
@@ -106,7 +107,7 @@ absl::Status JobTable::LocateRun(const std::string& job_id, const std::string& r
   const int32_t current = job->current_attempt();
   if (current == 0) {
     return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " has not started yet (",
-                                                      ShortName(job->state), "): no logs"));
+                                                      EnumShortName(job->state), "): no logs"));
   }
   const int32_t a = attempt == 0 ? current : attempt;
   int32_t n = restart;

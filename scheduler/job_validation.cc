@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "common/names.h"
+#include "common/signals.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
 #include "google/protobuf/descriptor.h"

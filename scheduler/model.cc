@@ -1,7 +1,5 @@
 #include "scheduler/model.h"
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "common/run_id.h"
 
 namespace trainctl::sched {
@@ -94,14 +92,6 @@ bool ParseRunId(const std::string& run_id, std::string* job_id, int32_t* attempt
   *replica = parts->replica_name;
   *restart = parts->restart;
   return true;
-}
-
-std::string ShortName(v1::JobState state) {
-  return std::string(absl::StripPrefix(v1::JobState_Name(state), "JOB_STATE_"));
-}
-
-std::string ShortName(v1::ReplicaState state) {
-  return std::string(absl::StripPrefix(v1::ReplicaState_Name(state), "REPLICA_STATE_"));
 }
 
 }  // namespace trainctl::sched

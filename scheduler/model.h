@@ -448,10 +448,6 @@ std::string MakeRunId(const std::string& job_id, int32_t attempt, const std::str
 bool ParseRunId(const std::string& run_id, std::string* job_id, int32_t* attempt,
                 std::string* replica, int32_t* restart);
 
-// "RUNNING" for JOB_STATE_RUNNING; "STOPPING" for REPLICA_STATE_STOPPING.
-std::string ShortName(v1::JobState state);
-std::string ShortName(v1::ReplicaState state);
-
 // Milliseconds since the epoch, for events, runs and messages.
 inline int64_t ToMs(absl::Time t) { return absl::ToUnixMillis(t); }
 inline int64_t ToMs(absl::Duration d) { return absl::ToInt64Milliseconds(d); }

@@ -107,14 +107,4 @@ std::string FailedItems(const v1::CheckRun& run) {
   return failed.empty() ? std::string("no item failed") : absl::StrJoin(failed, "; ");
 }
 
-std::string ShortName(v1::NodeState state) {
-  std::string name = v1::NodeState_Name(state);
-  return name.size() > 11 ? name.substr(11) : name;  // "NODE_STATE_"
-}
-
-std::string ShortName(v1::NodeHealth health) {
-  std::string name = v1::NodeHealth_Name(health);
-  return name.size() > 12 ? name.substr(12) : name;  // "NODE_HEALTH_"
-}
-
 }  // namespace trainctl::sched

@@ -94,8 +94,4 @@ const v1::CheckRun* LatestRun(const v1::Node& status, const std::string& phase);
 // failed items of a run ("no item failed" when none did).
 std::string FailedItems(const v1::CheckRun& run);
 
-// "READY", "ISOLATED", ... and "HEALTHY", "UNHEALTHY", "UNKNOWN".
-std::string ShortName(v1::NodeState state);
-std::string ShortName(v1::NodeHealth health);
-
 }  // namespace trainctl::sched

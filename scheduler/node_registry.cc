@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/enum_names.h"
 #include "common/time_util.h"
 #include "scheduler/job_validation.h"
 #include "scheduler/launch_env.h"
@@ -529,9 +530,10 @@ bool NodeRegistry::KeepsReplicas(const std::string& name, std::string* why_not) 
     *why_not = absl::StrCat("node ", name, "'s agent is shutting down");
     return false;
   }
-  *why_not = absl::StrCat("node ", name, " is ",
-                          node == nullptr ? std::string("unknown") : ShortName(DeriveState(*node)),
-                          node != nullptr && !node->connected ? " and disconnected" : "");
+  *why_not =
+      absl::StrCat("node ", name, " is ",
+                   node == nullptr ? std::string("unknown") : EnumShortName(DeriveState(*node)),
+                   node != nullptr && !node->connected ? " and disconnected" : "");
   return false;
 }
 

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/enum_names.h"
 #include "scheduler/job_lifecycle.h"
 #include "scheduler/maintenance.h"
 #include "scheduler/node_health.h"
@@ -42,7 +43,7 @@ std::string DescribeNoRoom(const Replica& r, const std::string& from, const Node
     } else if (node.shutting_down) {
       why = "its agent is shutting down";
     } else if (auto it = schedulable.find(name); it == schedulable.end()) {
-      why = ShortName(DeriveState(node));
+      why = EnumShortName(DeriveState(node));
     } else {
       why = absl::StrCat(words(it->second.free), ", ", it->second.free_ports, " ports free");
     }

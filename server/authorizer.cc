@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "common/enum_names.h"
 
 namespace trainctl::server {
 namespace {
@@ -15,9 +16,7 @@ namespace {
 constexpr char kReplicaTokenIdPrefix[] = "replica:";
 
 // "admin", "operator", ... as messages name them.
-std::string RoleName(v1::Role role) {
-  return absl::AsciiStrToLower(absl::StripPrefix(v1::Role_Name(role), "ROLE_"));
-}
+std::string RoleName(v1::Role role) { return absl::AsciiStrToLower(EnumShortName(role)); }
 
 bool ProjectScoped(Permission p) {
   return p == Permission::kSubmit || p == Permission::kCancel || p == Permission::kDeleteJobs ||

@@ -6,7 +6,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
+#include "common/enum_names.h"
 #include "scheduler/model_proto.h"
 #include "server/authorizer.h"
 #include "server/job_snapshots.h"
@@ -22,14 +22,6 @@ std::vector<double> LatencyBuckets() { return ExponentialBuckets(0.0001, 2, 18);
 // 10 ms to a day: a wait in the queue, or from a submission to running.
 std::vector<double> WaitBuckets() {
   return {0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 600, 1800, 3600, 7200, 21600, 86400};
-}
-
-// "READY" for NODE_STATE_READY, "HEALTHY" for NODE_HEALTH_HEALTHY.
-std::string NodeStateName(v1::NodeState s) {
-  return std::string(absl::StripPrefix(v1::NodeState_Name(s), "NODE_STATE_"));
-}
-std::string NodeHealthName(v1::NodeHealth h) {
-  return std::string(absl::StripPrefix(v1::NodeHealth_Name(h), "NODE_HEALTH_"));
 }
 
 bool IsReplicaRestart(sched::Decision d) {
@@ -149,7 +141,7 @@ void DaemonMetrics::WatchJobs(const JobSnapshots* snapshots) {
         for (const auto& [project, by_state] : counts) {
           for (int state = 0; state < v1::JobState_ARRAYSIZE; ++state) {
             if (by_state[state] == 0) continue;
-            out.push_back({{project, sched::ShortName(static_cast<v1::JobState>(state))},
+            out.push_back({{project, EnumShortName(static_cast<v1::JobState>(state))},
                            static_cast<double>(by_state[state])});
           }
         }
@@ -176,7 +168,7 @@ void DaemonMetrics::OnCommitted(const sched::Tally& tally,
     it->second->Increment();
   }
   for (const sched::Tally::End& end : tally.ends) {
-    ended_.With({end.project, sched::ShortName(end.state)}).Increment();
+    ended_.With({end.project, EnumShortName(end.state)}).Increment();
   }
   for (const sched::Tally::Failure& f : tally.failures) {
     const std::string failure_class = sched::FailureClassName(f.failure_class);
@@ -196,7 +188,7 @@ void DaemonMetrics::OnNodes(const std::map<std::string, sched::Node>& nodes) {
   std::map<std::pair<std::string, std::string>, int64_t> counts;
   int64_t connected = 0;
   for (const auto& [name, node] : nodes) {
-    ++counts[{NodeStateName(node.status.state()), NodeHealthName(node.status.health())}];
+    ++counts[{EnumShortName(node.status.state()), EnumShortName(node.status.health())}];
     if (node.connected) ++connected;
   }
   absl::MutexLock lock(&mu_);

@@ -282,14 +282,5 @@ TEST_CASE("BackoffDelayMs grows by the multiplier up to max") {
   CHECK(BackoffDelayMs(BackoffPolicy{0, 0, 2}, 3) == 0);
 }
 
-TEST_CASE("ParseSignal and SignalName") {
-  CHECK(ParseSignal("SIGSEGV") == 11);
-  CHECK(ParseSignal("segv") == 11);
-  CHECK(ParseSignal("9") == 9);
-  CHECK(!ParseSignal("SIGNOPE"));
-  CHECK(!ParseSignal("0"));
-  CHECK(SignalName(6) == "SIGABRT");
-}
-
 }  // namespace
 }  // namespace trainctl::sched
