@@ -52,6 +52,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "agents/cgroup_fs.h"
+#include "agents/run_cgroup_spec.h"
 
 namespace trainctl::agent {
 
@@ -59,22 +60,8 @@ namespace trainctl::agent {
 // pid_max, so that a fork bomb in one run does not take the node down.
 constexpr int64_t kDefaultPidsMax = 32768;
 
-enum class CgroupController { kMemory, kCpu, kPids, kCpuset, kDevices };
-
 // "memory", "cpu", "pids", "cpuset", "devices".
 absl::string_view ControllerName(CgroupController controller);
-
-// What one run's cgroup enforces; a zero or empty field sets nothing.
-struct RunCgroupSpec {
-  int64_t memory_limit_bytes = 0;
-  // CPU cores for the CFS quota; fractions allowed.
-  double cpu = 0;
-  int64_t pids_max = 0;
-  // cpuset.cpus, a CPU list ("0-3,8").
-  std::string cpus;
-  // Minors of the NVIDIA devices (major 195) the run may not open.
-  std::vector<int> denied_gpu_minors;
-};
 
 class RunCgroups {
  public:

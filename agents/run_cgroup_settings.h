@@ -1,6 +1,7 @@
 // What RunCgroups writes into one controller's files of one cgroup directory, shared by
 // RunCgroups::Create() and Detect()'s probes, which prove a controller usable by applying the
-// same settings to a throwaway child. Internal to run_cgroup*.cc; see run_cgroup.h.
+// same settings to a throwaway child. Internal to run_cgroup*.cc; see run_cgroup.h, which uses
+// these (the types both speak of are in run_cgroup_spec.h, so nothing here needs run_cgroup.h).
 //
 //   TC_RETURN_IF_ERROR(ApplyRunSetting(CgroupVersion::kV1, CgroupController::kCpu, agent_dir,
 //                                      run_dir, spec));
@@ -11,8 +12,9 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "agents/cgroup_fs.h"
-#include "agents/run_cgroup.h"
+#include "agents/run_cgroup_spec.h"
 #include "common/status_macros.h"
 
 namespace trainctl::agent {
