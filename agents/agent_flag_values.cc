@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "agents/agent_flags.h"
+#include "common/flag_values.h"
 #include "common/names.h"
 
 namespace trainctl::agent {
@@ -30,8 +31,7 @@ absl::StatusOr<std::map<std::string, std::string>> ParseLabels(absl::string_view
   for (absl::string_view item : absl::StrSplit(text, ',')) {
     std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
     if (kv.first.empty() || item.find('=') == absl::string_view::npos) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--labels: expected key=value pairs separated by commas, got \"", item, "\""));
+      return BadFlagValue("--labels", "key=value pairs separated by commas", item);
     }
     if (!labels.emplace(kv.first, kv.second).second) {
       return absl::InvalidArgumentError(

@@ -9,7 +9,9 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <set>
+#include <type_traits>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -17,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/config_file.h"
+#include "common/flag_values.h"
 #include "common/flags.h"
 #include "common/logging.h"
 #include "common/names.h"
@@ -27,43 +30,11 @@
 namespace trainctl::agent {
 namespace {
 
-absl::Status BadValue(absl::string_view flag, absl::string_view want, absl::string_view got) {
-  return absl::InvalidArgumentError(absl::StrCat(flag, ": expected ", want, ", got \"", got, "\""));
-}
-
-template <typename Int>
-absl::Status ParseInt(absl::string_view flag, absl::string_view text, Int min, Int* out) {
-  Int value;
-  if (!absl::SimpleAtoi(text, &value) || value < min) {
-    std::string want = min > 0    ? "a positive integer"
-                       : min == 0 ? "a non-negative integer"
-                                  : absl::StrCat("an integer >= ", min);
-    return BadValue(flag, want, text);
-  }
-  *out = value;
-  return absl::OkStatus();
-}
-
-absl::Status ParseCpu(absl::string_view flag, absl::string_view text, bool allow_zero,
-                      double* out) {
-  double value;
-  if (!absl::SimpleAtod(text, &value) || !std::isfinite(value) || value < 0 ||
-      (value == 0 && !allow_zero)) {
-    return BadValue(flag, allow_zero ? "a non-negative number" : "a positive number", text);
-  }
-  *out = value;
-  return absl::OkStatus();
-}
-
-absl::Status ParseBool(absl::string_view flag, absl::string_view text, bool* out) {
-  if (!absl::SimpleAtob(text, out)) return BadValue(flag, "true or false", text);
-  return absl::OkStatus();
-}
-
-absl::Status ParseLimit(absl::string_view flag, absl::string_view text, uint64_t* out) {
-  int64_t value;
-  if (absl::Status s = ParseInt<int64_t>(flag, text, 0, &value); !s.ok()) return s;
-  *out = static_cast<uint64_t>(value);
+// Stores a parsed flag value in `*out`, or returns why it did not parse.
+template <typename T, typename Out>
+absl::Status Store(absl::StatusOr<T> value, Out* out) {
+  if (!value.ok()) return value.status();
+  *out = static_cast<Out>(*std::move(value));
   return absl::OkStatus();
 }
 
@@ -72,7 +43,7 @@ absl::Status ParseMaxLogMb(absl::string_view flag, absl::string_view text, int64
   double mb;
   if (!absl::SimpleAtod(text, &mb) || !std::isfinite(mb) || mb < 0 || mb > (1 << 30) ||
       (mb > 0 && mb * (1 << 20) < shim::kMinLogLimit)) {
-    return BadValue(flag, "0 (no cap) or a number of MiB of at least 0.0625", text);
+    return BadFlagValue(flag, "0 (no cap) or a number of MiB of at least 0.0625", text);
   }
   *bytes = static_cast<int64_t>(mb * (1 << 20));
   return absl::OkStatus();
@@ -80,15 +51,13 @@ absl::Status ParseMaxLogMb(absl::string_view flag, absl::string_view text, int64
 
 // "500ms", "30s", "5m", "1h", "1h30m", or a bare number of seconds. `allow_zero`: "0" is
 // accepted (it turns the thing off).
-absl::Status ParseDurationFlag(absl::string_view flag, absl::string_view text, bool allow_zero,
-                               absl::Duration* out) {
-  absl::StatusOr<int64_t> ms = ParseDurationMs(std::string(text));
-  if (!ms.ok() || (*ms == 0 && !allow_zero)) {
-    return BadValue(flag, allow_zero ? "a duration like 30s, or 0 for off" : "a duration like 30s",
-                    text);
-  }
-  *out = absl::Milliseconds(*ms);
-  return absl::OkStatus();
+absl::StatusOr<absl::Duration> ParseAgentDuration(absl::string_view flag, absl::string_view text,
+                                                  bool allow_zero) {
+  TC_ASSIGN_OR_RETURN(
+      int64_t ms,
+      ParseDurationFlag(flag, text, allow_zero ? 0 : 1, std::numeric_limits<int64_t>::max(),
+                        allow_zero ? "a duration like 30s, or 0 for off" : "a duration like 30s"));
+  return absl::Milliseconds(ms);
 }
 
 using Kind = FlagSpec::Kind;
@@ -276,7 +245,7 @@ absl::Status Reword(const ArgsError& error) {
     case ArgsError::Kind::kMissingValue:
       return absl::InvalidArgumentError(absl::StrCat(flag, ": missing value"));
     case ArgsError::Kind::kBadBool:
-      return BadValue(flag, "true or false", error.value);
+      return BadFlagValue(flag, "true or false", error.value);
     case ArgsError::Kind::kUnexpectedArgument:
       return absl::InvalidArgumentError(
           absl::StrCat("unexpected argument \"", error.arg, "\" (see --help)"));
@@ -294,14 +263,12 @@ absl::Status ParseExitReportDelay(absl::string_view text, int* status, absl::Dur
   std::pair<std::string, std::string> parts = absl::StrSplit(text, absl::MaxSplits(':', 1));
   int code;
   if (!absl::SimpleAtoi(parts.first, &code) || code < 0 || code > 255) {
-    return BadValue(kFlag, kWant, text);
+    return BadFlagValue(kFlag, kWant, text);
   }
-  absl::Duration duration;
-  if (!ParseDurationFlag(kFlag, parts.second, false, &duration).ok()) {
-    return BadValue(kFlag, kWant, text);
-  }
+  absl::StatusOr<absl::Duration> duration = ParseAgentDuration(kFlag, parts.second, false);
+  if (!duration.ok()) return BadFlagValue(kFlag, kWant, text);
   *status = code;
-  *delay = duration;
+  *delay = *duration;
   return absl::OkStatus();
 }
 
@@ -363,6 +330,29 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
       return absl::OkStatus();
     };
   };
+  // Setters of the values common/flag_values.h reads.
+  auto boolean = [](bool* out) -> Setter {
+    return [out](const std::string& f, const std::string& v) {
+      return Store(ParseBoolFlag(f, v), out);
+    };
+  };
+  auto whole = [](auto* out, int64_t min) -> Setter {
+    return [out, min](const std::string& f, const std::string& v) {
+      using Out = std::remove_pointer_t<decltype(out)>;
+      using Int = std::conditional_t<std::is_unsigned_v<Out>, int64_t, Out>;
+      return Store(ParseWholeNumberFlag<Int>(f, v, min), out);
+    };
+  };
+  auto number = [](double* out, NumberSign sign) -> Setter {
+    return [out, sign](const std::string& f, const std::string& v) {
+      return Store(ParseNumberFlag(f, v, sign), out);
+    };
+  };
+  auto duration = [](absl::Duration* out, bool allow_zero) -> Setter {
+    return [out, allow_zero](const std::string& f, const std::string& v) {
+      return Store(ParseAgentDuration(f, v, allow_zero), out);
+    };
+  };
   const std::map<std::string, Setter> setters = {
       {"--scheduler", text(&flags.scheduler)},
       {"--node", text(&flags.node)},
@@ -372,7 +362,7 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
       {"--tls-cert", text(&flags.tls_cert)},
       {"--tls-key", text(&flags.tls_key)},
       {"--insecure-allow-plaintext",
-       [&](auto& f, auto& v) { return ParseBool(f, v, &flags.insecure_allow_plaintext); }},
+       boolean(&flags.insecure_allow_plaintext)},
       {"--log-level", text(&flags.log_level)},
       {"--metrics-listen",
        [&](auto& f, auto& v) {
@@ -380,50 +370,56 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
          int port = -1;
          if (colon == std::string::npos || colon == 0 ||
              !absl::SimpleAtoi(v.substr(colon + 1), &port) || port < 0 || port > 65535) {
-           return BadValue(f, "HOST:PORT, e.g. 127.0.0.1:9108", v);
+           return BadFlagValue(f, "HOST:PORT, e.g. 127.0.0.1:9108", v);
          }
          flags.metrics_listen = v;
          return absl::OkStatus();
        }},
       {"--log-format", text(&flags.log_format)},
       {"--max-log-mb", [&](auto& f, auto& v) { return ParseMaxLogMb(f, v, &flags.max_log_bytes); }},
-      {"--stop-replicas", [&](auto& f, auto& v) { return ParseBool(f, v, &flags.stop_replicas); }},
+      {"--stop-replicas",
+       boolean(&flags.stop_replicas)},
       {"--stop-grace",
-       [&](auto& f, auto& v) { return ParseDurationFlag(f, v, true, &flags.stop_grace); }},
+       duration(&flags.stop_grace, true)},
       {"--shim", text(&flags.shim)},
       {"--heartbeat-ack-timeout",
        [&](auto& f, auto& v) -> absl::Status {
-         absl::Duration d;
-         if (!ParseDurationFlag(f, v, true, &d).ok() ||
-             (d > absl::ZeroDuration() && d < absl::Seconds(1))) {
-           return BadValue(f, "a duration of at least 1s such as 10s, or 0 for never", v);
+         absl::StatusOr<absl::Duration> d = ParseAgentDuration(f, v, true);
+         if (!d.ok() || (*d > absl::ZeroDuration() && *d < absl::Seconds(1))) {
+           return BadFlagValue(f, "a duration of at least 1s such as 10s, or 0 for never", v);
          }
-         flags.heartbeat_ack_timeout = d;
+         flags.heartbeat_ack_timeout = *d;
          return absl::OkStatus();
        }},
       {"--state-dir", text(&flags.state_dir)},
       {"--maintenance-file", text(&flags.maintenance_file)},
-      {"--cpus", [&](auto& f, auto& v) { return ParseCpu(f, v, false, &flags.cpus.emplace()); }},
+      {"--cpus",
+       [&](auto& f, auto& v) {
+         return Store(ParseNumberFlag(f, v, NumberSign::kPositive), &flags.cpus.emplace());
+       }},
       {"--memory-mb",
-       [&](auto& f, auto& v) { return ParseInt<int64_t>(f, v, 1, &flags.memory_mb.emplace()); }},
+       [&](auto& f, auto& v) {
+         return Store(ParseWholeNumberFlag<int64_t>(f, v, 1), &flags.memory_mb.emplace());
+       }},
       {"--gpus",
-       [&](auto& f, auto& v) { return ParseInt<int32_t>(f, v, 0, &flags.gpus.emplace()); }},
-      {"--reserve-cpu", [&](auto& f, auto& v) { return ParseCpu(f, v, true, &flags.reserve_cpu); }},
+       [&](auto& f, auto& v) {
+         return Store(ParseWholeNumberFlag<int32_t>(f, v, 0), &flags.gpus.emplace());
+       }},
+      {"--reserve-cpu",
+       number(&flags.reserve_cpu, NumberSign::kNonNegative)},
       {"--reserve-memory-mb",
-       [&](auto& f, auto& v) { return ParseInt<int64_t>(f, v, 0, &flags.reserve_memory_mb); }},
+       whole(&flags.reserve_memory_mb, 0)},
       {"--inject-launch-failures",
-       [&](auto& f, auto& v) { return ParseInt<int>(f, v, -1, &flags.inject_launch_failures); }},
+       whole(&flags.inject_launch_failures, -1)},
       {"--inject-exit-report-delay",
        [&](auto&, auto& v) {
          return ParseExitReportDelay(v, &flags.delay_exit_status, &flags.exit_report_delay);
        }},
-      {"--check", [&](auto& f, auto& v) { return ParseBool(f, v, &flags.check); }},
+      {"--check", boolean(&flags.check)},
       {"--infiniband",
-       [&](auto& f, auto& v) { return ParseBool(f, v, &flags.checks.host.infiniband); }},
+       boolean(&flags.checks.host.infiniband)},
       {"--gpus-needed",
-       [&](auto& f, auto& v) {
-         return ParseInt<int32_t>(f, v, 0, &flags.check_request.gpus_needed);
-       }},
+       whole(&flags.check_request.gpus_needed, 0)},
       {"--hostnames",
        [&](auto&, auto& v) {
          flags.check_request.hostnames = absl::StrSplit(v, ',', absl::SkipEmpty());
@@ -432,37 +428,31 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
       {"--check-disk-root-path", text(&flags.checks.host.root.path)},
       {"--check-disk-shm-path", text(&flags.checks.host.shm.path)},
       {"--check-disk-root-gb",
-       [&](auto& f, auto& v) { return ParseCpu(f, v, true, &flags.checks.host.root.min_free_gb); }},
+       number(&flags.checks.host.root.min_free_gb, NumberSign::kNonNegative)},
       {"--check-disk-shm-gb",
-       [&](auto& f, auto& v) { return ParseCpu(f, v, true, &flags.checks.host.shm.min_free_gb); }},
+       number(&flags.checks.host.shm.min_free_gb, NumberSign::kNonNegative)},
       {"--check-disk-cache-gb",
-       [&](auto& f, auto& v) {
-         return ParseCpu(f, v, true, &flags.checks.host.cache.min_free_gb);
-       }},
+       number(&flags.checks.host.cache.min_free_gb, NumberSign::kNonNegative)},
       {"--check-memlock-kib",
-       [&](auto& f, auto& v) { return ParseLimit(f, v, &flags.checks.host.min_memlock_kib); }},
+       whole(&flags.checks.host.min_memlock_kib, 0)},
       {"--check-nofile",
-       [&](auto& f, auto& v) { return ParseLimit(f, v, &flags.checks.host.min_nofile); }},
+       whole(&flags.checks.host.min_nofile, 0)},
       {"--check-stack-kib",
-       [&](auto& f, auto& v) { return ParseLimit(f, v, &flags.checks.host.min_stack_kib); }},
+       whole(&flags.checks.host.min_stack_kib, 0)},
       {"--check-nproc",
-       [&](auto& f, auto& v) { return ParseLimit(f, v, &flags.checks.host.min_nproc); }},
-      {"--preflight", [&](auto& f, auto& v) { return ParseBool(f, v, &flags.checks.preflight); }},
+       whole(&flags.checks.host.min_nproc, 0)},
+      {"--preflight",
+       boolean(&flags.checks.preflight)},
       {"--health-check-interval",
-       [&](auto& f, auto& v) {
-         return ParseDurationFlag(f, v, true, &flags.checks.health_check_interval);
-       }},
+       duration(&flags.checks.health_check_interval, true)},
       {"--health-check-timeout",
-       [&](auto& f, auto& v) {
-         return ParseDurationFlag(f, v, false, &flags.checks.health_check_timeout);
-       }},
+       duration(&flags.checks.health_check_timeout, false)},
       {"--startup-script-timeout",
-       [&](auto& f, auto& v) {
-         return ParseDurationFlag(f, v, false, &flags.checks.startup_script_timeout);
-       }},
+       duration(&flags.checks.startup_script_timeout, false)},
       {"--health-check-program", text(&flags.checks.health_check_program)},
       {"--startup-script", text(&flags.checks.startup_script)},
-      {"--pids-max", [&](auto& f, auto& v) { return ParseInt<int64_t>(f, v, 0, &flags.pids_max); }},
+      {"--pids-max",
+       whole(&flags.pids_max, 0)},
       {"--job-tmpfs-size",
        [&](auto& f, auto& v) -> absl::Status {
          TC_ASSIGN_OR_RETURN(flags.job_tmpfs_size, ParseJobTmpfsSize(f, v));
@@ -490,7 +480,7 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
       {"--default-run-as-user",
        [&](auto& f, auto& v) {
          if (!IsUserName(v)) {
-           return BadValue(f, "a user name of letters, digits, '.', '_' and '-'", v);
+           return BadFlagValue(f, "a user name of letters, digits, '.', '_' and '-'", v);
          }
          flags.run_as.default_user = v;
          return absl::OkStatus();
@@ -500,14 +490,14 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
          std::vector<std::string> names = absl::StrSplit(v, ',', absl::SkipEmpty());
          for (const std::string& name : names) {
            if (!IsUserName(name)) {
-             return BadValue(f, "group names of letters, digits, '.', '_' and '-'", v);
+             return BadFlagValue(f, "group names of letters, digits, '.', '_' and '-'", v);
            }
          }
          flags.run_as.project_uid_groups = std::move(names);
          return absl::OkStatus();
        }},
       {"--allow-root-replicas",
-       [&](auto& f, auto& v) { return ParseBool(f, v, &flags.run_as.allow_root); }},
+       boolean(&flags.run_as.allow_root)},
       {"--cpu-policy",
        [&](auto&, auto& v) {
          absl::StatusOr<CpuPolicy> policy = ParseCpuPolicy(v);

@@ -4,15 +4,14 @@
 #include <cmath>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
+#include "common/flag_values.h"
 
 namespace trainctl::agent {
 
 absl::StatusOr<CpuPolicy> ParseCpuPolicy(absl::string_view text) {
   if (text == "none") return CpuPolicy::kNone;
   if (text == "static") return CpuPolicy::kStatic;
-  return absl::InvalidArgumentError(
-      absl::StrCat("--cpu-policy: expected none or static, got \"", text, "\""));
+  return BadFlagValue("--cpu-policy", "none or static", text);
 }
 
 int ExclusiveCpuCount(double cpu) {

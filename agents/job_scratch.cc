@@ -14,6 +14,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/flag_values.h"
 #include "spdlog/spdlog.h"
 
 namespace trainctl::agent {
@@ -74,11 +75,10 @@ absl::Status MountTmpfs(const std::string& source, const std::string& dir,
 
 absl::StatusOr<std::string> ParseJobTmpfsSize(absl::string_view flag, absl::string_view text) {
   auto bad = [&] {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag,
-                     ": expected 0 (the host's /tmp and /dev/shm), a percentage of the "
-                     "host's memory such as 50%, or a size such as 64g, got \"",
-                     text, "\""));
+    return BadFlagValue(flag,
+                        "0 (the host's /tmp and /dev/shm), a percentage of the host's memory "
+                        "such as 50%, or a size such as 64g",
+                        text);
   };
   if (text == "0") return std::string();
   if (!text.empty() && text.back() == '%') {

@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/flag_values.h"
 #include "common/names.h"
 
 namespace trainctl::agent {
@@ -136,10 +137,10 @@ absl::StatusOr<std::map<std::string, std::string>> ParseRunAs(absl::string_view 
   for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
     std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
     if (!absl::StrContains(item, '=') || !IsDnsLabel(kv.first, 63) || !IsUserName(kv.second)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--run-as: expected project=user pairs separated by commas (a project name, a user "
-          "name of letters, digits, '.', '_' and '-'), got \"",
-          item, "\""));
+      return BadFlagValue("--run-as",
+                          "project=user pairs separated by commas (a project name, a user name "
+                          "of letters, digits, '.', '_' and '-')",
+                          item);
     }
     if (!out.emplace(kv.first, kv.second).second) {
       return absl::InvalidArgumentError(

@@ -16,11 +16,6 @@
 
 namespace trainctl::cli {
 
-int64_t NextBackoffMs(int64_t current_ms) {
-  if (current_ms <= 0) return kInitialBackoffMs;
-  return std::min(current_ms * 2, kMaxBackoffMs);
-}
-
 std::string ResolveSetting(const std::string& flag_value, const char* env) {
   if (!flag_value.empty()) return flag_value;
   if (env != nullptr) return env;
@@ -123,8 +118,7 @@ absl::Status Client::FindLeader(std::chrono::milliseconds within) {
   // What each address said last, in the order first tried.
   std::vector<std::string> tried;
   std::map<std::string, std::string> said;
-  int64_t backoff_ms = 0;
-  while (true) {
+  const bool served = RetryLoop(within, RetryLoop::AtTheEnd::kGiveUp).Run([&] {
     grpc::ClientContext context;
     context.set_deadline(std::min(give_up, std::chrono::system_clock::now() + kProbeTimeout));
     const grpc::Status status = CheckHealth(channel_.get(), &context);
@@ -133,7 +127,7 @@ absl::Status Client::FindLeader(std::chrono::milliseconds within) {
     if (status.error_code() != grpc::StatusCode::UNAVAILABLE &&
         status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
       follow_.Served();
-      return absl::OkStatus();
+      return RetryLoop::kDone;
     }
     const std::optional<v1::LeaderInfo> leader = LeaderHint(status, &context);
     if (said.count(server()) == 0) tried.push_back(server());
@@ -147,14 +141,9 @@ absl::Status Client::FindLeader(std::chrono::milliseconds within) {
     const LeaderFollow::Next next =
         leader ? follow_.Redirected(leader->address()) : follow_.Failed();
     UseCurrent();
-    auto pause = std::chrono::milliseconds(0);
-    if (next == LeaderFollow::Next::kBackoff) {
-      backoff_ms = NextBackoffMs(backoff_ms);
-      pause = std::chrono::milliseconds(backoff_ms);
-    }
-    if (std::chrono::system_clock::now() + pause >= give_up) break;
-    std::this_thread::sleep_for(pause);
-  }
+    return next == LeaderFollow::Next::kBackoff ? RetryLoop::kAfterBackoff : RetryLoop::kNow;
+  });
+  if (served) return absl::OkStatus();
   std::vector<std::string> lines;
   for (const std::string& address : tried)
     lines.push_back(absl::StrCat(address, ": ", said[address]));
@@ -178,6 +167,19 @@ Client::Retry Client::Retarget(const grpc::Status& status, const grpc::ClientCon
   }
   UseCurrent();
   return next == LeaderFollow::Next::kNow ? Retry::kNow : Retry::kAfterBackoff;
+}
+
+RetryLoop::Next Client::AfterRetarget(const grpc::Status& status,
+                                      const grpc::ClientContext* context) {
+  switch (Retarget(status, context)) {
+    case Retry::kNo:
+      return RetryLoop::kDone;
+    case Retry::kNow:
+      return RetryLoop::kNow;
+    case Retry::kAfterBackoff:
+      return RetryLoop::kAfterBackoff;
+  }
+  return RetryLoop::kDone;
 }
 
 absl::StatusOr<std::string> ResolveToken(const std::string& flag_value, const std::string& file,

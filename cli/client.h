@@ -29,11 +29,11 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "cli/retry.h"
 #include "common/leader_follow.h"
 #include "common/status_macros.h"
 #include "trainctl/v1/admin.grpc.pb.h"
@@ -49,13 +49,6 @@ inline constexpr char kDefaultServer[] = "127.0.0.1:7070";
 inline constexpr std::chrono::seconds kRpcTimeout{30};
 // FindLeader gives one server this long to answer its health check.
 inline constexpr std::chrono::seconds kProbeTimeout{5};
-
-// Reconnect backoff for broken streams and polls: 200ms, doubling, at most 2s.
-inline constexpr int64_t kInitialBackoffMs = 200;
-inline constexpr int64_t kMaxBackoffMs = 2000;
-
-// The backoff after one of `current_ms`.
-int64_t NextBackoffMs(int64_t current_ms);
 
 // The server address (or comma-separated addresses): the --server flag if given, else `env`
 // (TRAINCTL_SERVER; may be null), else kDefaultServer. Empty values count as unset.
@@ -106,6 +99,8 @@ class Client {
                     // cannot be reached: server() is the next one to ask, after a backoff
   };
   Retry Retarget(const grpc::Status& status, const grpc::ClientContext* context);
+  // Retarget's answer as what a RetryLoop does next: kDone for kNo.
+  RetryLoop::Next AfterRetarget(const grpc::Status& status, const grpc::ClientContext* context);
 
   // Calls `call(context)` (an idempotent unary call on one of the stubs) and, while Retarget
   // says so, calls it again, within kRpcTimeout in all (the deadline of every attempt's
@@ -161,21 +156,14 @@ absl::StatusOr<std::string> ResolveToken(const std::string& flag_value, const st
 template <typename Call>
 grpc::Status Client::Unary(const Call& call) {
   const auto give_up = std::chrono::system_clock::now() + kRpcTimeout;
-  int64_t backoff_ms = 0;
-  while (true) {
+  grpc::Status status;
+  RetryLoop(kRpcTimeout, RetryLoop::AtTheEnd::kGiveUp).Run([&] {
     grpc::ClientContext context;
     context.set_deadline(give_up);
-    grpc::Status status = call(&context);
-    if (status.ok()) return status;
-    const Retry retry = Retarget(status, &context);
-    if (retry == Retry::kNo) return status;
-    if (retry == Retry::kAfterBackoff) {
-      backoff_ms = NextBackoffMs(backoff_ms);
-      const auto pause = std::chrono::milliseconds(backoff_ms);
-      if (std::chrono::system_clock::now() + pause >= give_up) return status;
-      std::this_thread::sleep_for(pause);
-    }
-  }
+    status = call(&context);
+    return status.ok() ? RetryLoop::kDone : AfterRetarget(status, &context);
+  });
+  return status;
 }
 
 }  // namespace trainctl::cli

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/node_view.h"
 #include "cli/states.h"
+#include "common/flag_values.h"
 #include "common/time_util.h"
 #include "google/protobuf/util/time_util.h"
 
@@ -116,10 +117,10 @@ absl::StatusOr<int64_t> ParseSince(const std::string& text, int64_t now_ms) {
   if (google::protobuf::util::TimeUtil::FromString(text, &ts) && TimestampToMs(ts) > 0) {
     return TimestampToMs(ts);
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("invalid --since \"", text,
-                   "\": use a duration back from now (30s, 10m, 1h30m) or an RFC3339 time "
-                   "(2026-01-01T00:00:00Z)"));
+  return BadFlagValue("--since",
+                      "a duration back from now (30s, 10m, 1h30m) or an RFC3339 time "
+                      "(2026-01-01T00:00:00Z)",
+                      text);
 }
 
 }  // namespace trainctl::cli

@@ -1,11 +1,11 @@
 // nodes and events: one ClusterService request each, then print.
 #include <iostream>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cli/cluster_view.h"
 #include "cli/commands.h"
 #include "cli/output.h"
+#include "common/flag_values.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
 
@@ -43,11 +43,8 @@ absl::StatusOr<int> RunEvents(const ParsedArgs& args, Client& client) {
     *request.mutable_since() = MsToTimestamp(since_ms);
   }
   if (args.IsSet("limit")) {
-    int limit = 0;
-    if (!absl::SimpleAtoi(args.Get("limit"), &limit) || limit < 1 || limit > kMaxEvents) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--limit must be a number from 1 to ", kMaxEvents, ", got \"", args.Get("limit"), "\""));
-    }
+    TC_ASSIGN_OR_RETURN(int limit,
+                        ParseWholeNumberFlag<int>("--limit", args.Get("limit"), 1, kMaxEvents));
     request.set_limit(limit);
   }
   v1::ListEventsResponse response;

@@ -3,15 +3,15 @@
 #include <chrono>
 #include <iostream>
 #include <random>
-#include <thread>
 
 #include "absl/strings/escaping.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
 #include "cli/job_view.h"
 #include "cli/output.h"
+#include "cli/retry.h"
 #include "cli/states.h"
+#include "common/flag_values.h"
 #include "common/spec_parse.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
@@ -46,38 +46,37 @@ absl::StatusOr<int> RunSubmit(const ParsedArgs& args, Client& client) {
   v1::CreateJobRequest request;
   TC_ASSIGN_OR_RETURN(*request.mutable_spec(), ParseJobSpecFile(args.Get("filename")));
   request.set_request_id(args.IsSet("request-id") ? args.Get("request-id") : NewRequestId());
-  const auto give_up = std::chrono::steady_clock::now() + kSubmitRetryFor;
-  int64_t backoff_ms = 0;
-  while (true) {
-    grpc::ClientContext context;
-    Client::PrepareUnary(&context);
-    v1::Job job;
-    const std::string server = client.server();
-    grpc::Status status = client.stub().CreateJob(&context, request, &job);
-    if (status.ok()) {
-      std::cout << job.id() << std::endl;
-      return kExitOk;
-    }
-    // A standby answered (a failover): the create did not happen there; send it to the leader
-    // it names at once, with the same request id.
-    const Client::Retry retarget = client.Retarget(status, &context);
-    if (retarget == Client::Retry::kNow) {
-      std::cerr << "trainctl: " << status.error_message() << "; sending the job to "
-                << client.server() << " with request id " << request.request_id() << std::endl;
-      continue;
-    }
-    const bool retry = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
-                       status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
-    backoff_ms = NextBackoffMs(backoff_ms);
-    if (!retry ||
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(backoff_ms) > give_up) {
-      return client.ToStatus(status);
-    }
-    std::cerr << "trainctl: " << server << " did not take the job (" << status.error_message()
-              << "); retrying in " << backoff_ms << " ms with request id " << request.request_id()
-              << std::endl;
-    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
-  }
+  v1::Job job;
+  grpc::Status status;
+  std::string server;  // where the last try went
+  RetryLoop(kSubmitRetryFor, RetryLoop::AtTheEnd::kGiveUp)
+      .Run(
+          [&] {
+            grpc::ClientContext context;
+            Client::PrepareUnary(&context);
+            server = client.server();
+            status = client.stub().CreateJob(&context, request, &job);
+            if (status.ok()) return RetryLoop::kDone;
+            // A standby answered (a failover): the create did not happen there; send it to the
+            // leader it names at once, with the same request id.
+            if (client.Retarget(status, &context) == Client::Retry::kNow) {
+              std::cerr << "trainctl: " << status.error_message() << "; sending the job to "
+                        << client.server() << " with request id " << request.request_id()
+                        << std::endl;
+              return RetryLoop::kNow;
+            }
+            const bool retry = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                               status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+            return retry ? RetryLoop::kAfterBackoff : RetryLoop::kDone;
+          },
+          [&](std::chrono::milliseconds pause) {
+            std::cerr << "trainctl: " << server << " did not take the job ("
+                      << status.error_message() << "); retrying in " << pause.count()
+                      << " ms with request id " << request.request_id() << std::endl;
+          });
+  if (!status.ok()) return client.ToStatus(status);
+  std::cout << job.id() << std::endl;
+  return kExitOk;
 }
 
 absl::StatusOr<int> RunGet(const ParsedArgs& args, Client& client) {
@@ -95,11 +94,7 @@ absl::StatusOr<int> RunGet(const ParsedArgs& args, Client& client) {
 
 absl::StatusOr<int> RunList(const ParsedArgs& args, Client& client) {
   TC_ASSIGN_OR_RETURN(OutputFormat format, ParseOutputFormat(args.Get("output")));
-  int limit = 0;
-  if (!absl::SimpleAtoi(args.Get("limit"), &limit) || limit < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--limit must be a positive number, got \"", args.Get("limit"), "\""));
-  }
+  TC_ASSIGN_OR_RETURN(int limit, ParseWholeNumberFlag<int>("--limit", args.Get("limit"), 1));
   v1::ListJobsRequest request;
   TC_ASSIGN_OR_RETURN(std::vector<v1::JobState> states, ParseJobStates(args.GetAll("state")));
   for (v1::JobState state : states) request.add_states(state);

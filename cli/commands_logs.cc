@@ -2,11 +2,11 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
-#include <thread>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
+#include "cli/retry.h"
+#include "common/flag_values.h"
 
 namespace trainctl::cli {
 namespace {
@@ -15,15 +15,6 @@ namespace {
 constexpr std::chrono::milliseconds kPollInterval{300};
 // Bytes per ReadLogs call (the server's default and a quarter of its maximum).
 constexpr int kChunkBytes = 1 << 20;
-
-absl::StatusOr<int> ParseIntFlag(const ParsedArgs& args, const std::string& name, int min) {
-  int value = 0;
-  if (!absl::SimpleAtoi(args.Get(name), &value) || value < min) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", name, " must be an integer >= ", min, ", got \"", args.Get(name), "\""));
-  }
-  return value;
-}
 
 // The primary replica (rank 0) of the job: the default for --replica.
 absl::StatusOr<std::string> PrimaryReplica(Client& client, const std::string& job_id) {
@@ -42,9 +33,9 @@ absl::StatusOr<std::string> PrimaryReplica(Client& client, const std::string& jo
 
 absl::StatusOr<int> RunLogs(const ParsedArgs& args, Client& client) {
   const std::string& job_id = args.args()[0];
-  absl::StatusOr<int> attempt = ParseIntFlag(args, "attempt", 0);
+  absl::StatusOr<int> attempt = ParseWholeNumberFlag<int>("--attempt", args.Get("attempt"), 0);
   if (!attempt.ok()) return attempt.status();
-  absl::StatusOr<int> restart = ParseIntFlag(args, "restart", -1);
+  absl::StatusOr<int> restart = ParseWholeNumberFlag<int>("--restart", args.Get("restart"), -1);
   if (!restart.ok()) return restart.status();
   const bool follow = args.GetBool("follow");
 
@@ -64,43 +55,43 @@ absl::StatusOr<int> RunLogs(const ParsedArgs& args, Client& client) {
 
   bool answered = false;  // the server has answered at least once
   bool retrying = false;
-  int64_t backoff_ms = 0;
-  while (true) {
+  grpc::Status status;
+  RetryLoop retry;
+  retry.Run([&] {
     grpc::ClientContext context;
     Client::PrepareUnary(&context);
     v1::ReadLogsResponse response;
-    grpc::Status status = client.stub().ReadLogs(&context, request, &response);
+    status = client.stub().ReadLogs(&context, request, &response);
     if (!status.ok()) {
       // A standby answered (a failover): read at the leader it names, at once.
-      if (client.Retarget(status, &context) == Client::Retry::kNow) continue;
+      if (client.Retarget(status, &context) == Client::Retry::kNow) return RetryLoop::kNow;
       const bool transient = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
                              status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
-      if (!follow || !transient || (!answered && !client.Connected())) {
-        return client.ToStatus(status);
-      }
+      if (!follow || !transient || (!answered && !client.Connected())) return RetryLoop::kDone;
       if (!retrying) {
         std::cerr << "trainctl: reading logs failed (" << status.error_message() << "); retrying..."
                   << std::endl;
         retrying = true;
       }
-      backoff_ms = NextBackoffMs(backoff_ms);
-      std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
-      continue;
+      return RetryLoop::kAfterBackoff;
     }
     answered = true;
     retrying = false;
-    backoff_ms = 0;
+    retry.Reset();
     if (!response.data().empty()) {
       std::fwrite(response.data().data(), 1, response.data().size(), stdout);
       std::fflush(stdout);
     }
     request.set_offset(response.next_offset());
-    if (response.complete()) return kExitOk;
+    if (response.complete()) return RetryLoop::kDone;
     if (response.data().empty()) {
-      if (!follow) return kExitOk;
-      std::this_thread::sleep_for(kPollInterval);
+      if (!follow) return RetryLoop::kDone;
+      retry.Sleep(kPollInterval);
     }
-  }
+    return RetryLoop::kNow;
+  });
+  if (!status.ok()) return client.ToStatus(status);
+  return kExitOk;
 }
 
 }  // namespace

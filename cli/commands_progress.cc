@@ -6,9 +6,10 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
+#include "common/flag_values.h"
+#include "common/status_macros.h"
 
 namespace trainctl::cli {
 namespace {
@@ -33,11 +34,7 @@ absl::StatusOr<v1::ReportProgressRequest> RequestFromArgs(const ParsedArgs& args
         "TRAINCTL_REPLICA_NAME give them)");
   }
   if (args.IsSet("step")) {
-    int64_t step = 0;
-    if (!absl::SimpleAtoi(args.Get("step"), &step) || step < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--step must be a whole number >= 0, got \"", args.Get("step"), "\""));
-    }
+    TC_ASSIGN_OR_RETURN(int64_t step, ParseWholeNumberFlag<int64_t>("--step", args.Get("step"), 0));
     request.set_step(step);
   }
   if (args.Get("message").size() > kMaxProgressMessage) {

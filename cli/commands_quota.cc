@@ -1,12 +1,12 @@
 // queue, quota get|set and projects: QuotaService requests, then print.
 #include <iostream>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "cli/quota_flags.h"
 #include "cli/quota_view.h"
+#include "common/flag_values.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
 
@@ -21,11 +21,8 @@ absl::StatusOr<int> RunQueue(const ParsedArgs& args, Client& client) {
   v1::ListQueueRequest request;
   request.set_project(args.Get("project"));
   if (args.IsSet("limit")) {
-    int limit = 0;
-    if (!absl::SimpleAtoi(args.Get("limit"), &limit) || limit < 1 || limit > kMaxQueue) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--limit must be a number from 1 to ", kMaxQueue, ", got \"", args.Get("limit"), "\""));
-    }
+    TC_ASSIGN_OR_RETURN(int limit,
+                        ParseWholeNumberFlag<int>("--limit", args.Get("limit"), 1, kMaxQueue));
     request.set_limit(limit);
   }
   v1::ListQueueResponse response;

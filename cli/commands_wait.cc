@@ -1,16 +1,16 @@
 // wait: follows WatchJob until the job ends, riding out server restarts.
-#include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <limits>
 #include <optional>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
 #include "cli/job_view.h"
+#include "cli/retry.h"
 #include "cli/states.h"
+#include "common/flag_values.h"
 #include "common/status_macros.h"
-#include "common/time_util.h"
 
 namespace trainctl::cli {
 namespace {
@@ -20,10 +20,15 @@ using Clock = std::chrono::system_clock;
 absl::StatusOr<int> RunWait(const ParsedArgs& args, Client& client) {
   const std::string& id = args.args()[0];
   std::optional<Clock::time_point> deadline;
+  std::optional<std::chrono::milliseconds> timeout;
   const std::string timeout_text = args.Get("timeout");
   if (!timeout_text.empty()) {
-    TC_ASSIGN_OR_RETURN(int64_t timeout_ms, ParseDurationMs(timeout_text));
-    deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    TC_ASSIGN_OR_RETURN(
+        int64_t timeout_ms,
+        ParseDurationFlag("--timeout", timeout_text, 0, std::numeric_limits<int64_t>::max(),
+                          "a duration such as 90s, 10m or 1h30m"));
+    timeout = std::chrono::milliseconds(timeout_ms);
+    deadline = Clock::now() + *timeout;
   }
   v1::WatchJobRequest request;
   request.set_id(id);
@@ -32,9 +37,11 @@ absl::StatusOr<int> RunWait(const ParsedArgs& args, Client& client) {
   // A server never reached is given this long (a restart in progress), then wait gives up:
   // with a wrong address, waiting forever would only hide the mistake.
   const Clock::time_point connect_deadline = Clock::now() + std::chrono::seconds(15);
-  int64_t backoff_ms = 0;
   bool reconnecting = false;
-  while (true) {
+  absl::StatusOr<int> result = kExitOk;
+  // The last pause before the deadline is cut short; the watch after it then times out.
+  RetryLoop retry = timeout ? RetryLoop(*timeout, RetryLoop::AtTheEnd::kCutShort) : RetryLoop();
+  retry.Run([&] {
     grpc::ClientContext context;
     if (deadline) context.set_deadline(*deadline);
     std::unique_ptr<grpc::ClientReader<v1::Job>> reader = client.stub().WatchJob(&context, request);
@@ -42,7 +49,7 @@ absl::StatusOr<int> RunWait(const ParsedArgs& args, Client& client) {
     bool ended = false;
     while (reader->Read(&job)) {
       last = job;
-      backoff_ms = 0;
+      retry.Reset();
       if (reconnecting) {
         std::cerr << "trainctl: watching " << id << " again" << std::endl;
         reconnecting = false;
@@ -56,25 +63,28 @@ absl::StatusOr<int> RunWait(const ParsedArgs& args, Client& client) {
     const grpc::Status status = reader->Finish();
     if (ended) {
       std::cout << JobStatusLine(*last) << std::endl;
-      return last->state() == v1::JOB_STATE_SUCCEEDED ? kExitOk : kExitJobFailed;
+      result = last->state() == v1::JOB_STATE_SUCCEEDED ? kExitOk : kExitJobFailed;
+      return RetryLoop::kDone;
     }
     if (deadline &&
         (Clock::now() >= *deadline || status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)) {
       std::string what = absl::StrCat("timed out after ", timeout_text, " waiting for job ", id);
       if (last) absl::StrAppend(&what, " (last state ", JobStateName(last->state()), ")");
-      return absl::DeadlineExceededError(what);
+      result = absl::DeadlineExceededError(what);
+      return RetryLoop::kDone;
     }
     // A standby answered (a failover): watch at the leader it names, at once.
     if (client.Retarget(status, &context) == Client::Retry::kNow) {
       std::cerr << "trainctl: " << status.error_message() << "; watching " << id << " at "
                 << client.server() << std::endl;
-      continue;
+      return RetryLoop::kNow;
     }
     // Rejections (NOT_FOUND...) are final; so is a server not reached within connect_deadline.
-    if (!status.ok() && !IsTransient(status.error_code())) return client.ToStatus(status);
-    if (!last && status.error_code() == grpc::StatusCode::UNAVAILABLE && !client.Connected() &&
-        Clock::now() >= connect_deadline) {
-      return client.ToStatus(status);
+    if ((!status.ok() && !IsTransient(status.error_code())) ||
+        (!last && status.error_code() == grpc::StatusCode::UNAVAILABLE && !client.Connected() &&
+         Clock::now() >= connect_deadline)) {
+      result = client.ToStatus(status);
+      return RetryLoop::kDone;
     }
     if (!reconnecting) {
       std::cerr << "trainctl: lost the watch on " << id << " ("
@@ -82,14 +92,9 @@ absl::StatusOr<int> RunWait(const ParsedArgs& args, Client& client) {
                 << "); reconnecting..." << std::endl;
       reconnecting = true;
     }
-    backoff_ms = NextBackoffMs(backoff_ms);
-    auto pause = std::chrono::milliseconds(backoff_ms);
-    if (deadline) {
-      pause = std::min(
-          pause, std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - Clock::now()));
-    }
-    if (pause.count() > 0) std::this_thread::sleep_for(pause);
-  }
+    return RetryLoop::kAfterBackoff;
+  });
+  return result;
 }
 
 }  // namespace

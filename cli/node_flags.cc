@@ -1,10 +1,12 @@
 #include "cli/node_flags.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "cli/output.h"
+#include "common/flag_values.h"
 #include "common/time_util.h"
 #include "google/protobuf/util/time_util.h"
 
@@ -95,10 +97,8 @@ absl::Status CheckReason(const ParsedArgs& args, NodeAction action) {
 absl::StatusOr<int64_t> ParseAt(const std::string& text) {
   google::protobuf::Timestamp ts;
   if (!google::protobuf::util::TimeUtil::FromString(text, &ts) || TimestampToMs(ts) <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("invalid --at \"", text,
-                     "\": use an RFC3339 time such as 2026-12-01T02:00:00Z or "
-                     "2026-12-01T03:00:00+01:00"));
+    return BadFlagValue(
+        "--at", "an RFC3339 time such as 2026-12-01T02:00:00Z or 2026-12-01T03:00:00+01:00", text);
   }
   return TimestampToMs(ts);
 }
@@ -118,24 +118,19 @@ absl::Status CheckMaintenance(const ParsedArgs& args, NodeAction action) {
         "--duration 2h --reason \"BIOS update\", or --clear to remove the node's window");
   }
   if (absl::StatusOr<int64_t> at = ParseAt(args.Get("at")); !at.ok()) return at.status();
-  absl::StatusOr<int64_t> ms = ParseDurationMs(args.Get("duration"));
-  if (!ms.ok() || *ms < 60'000) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("invalid --duration \"", args.Get("duration"),
-                     "\": use how long the host is down, 1m..720h, e.g. 2h or 90m"));
-  }
-  return absl::OkStatus();
+  return ParseDurationFlag("--duration", args.Get("duration"), 60'000,
+                           std::numeric_limits<int64_t>::max(),
+                           "how long the host is down, 1m..720h, e.g. 2h or 90m")
+      .status();
 }
 
 absl::Status CheckDeadline(const ParsedArgs& args) {
   if (!args.IsSet("deadline")) return absl::OkStatus();
-  absl::StatusOr<int64_t> ms = ParseDurationMs(args.Get("deadline"));
-  if (!ms.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "invalid --deadline \"", args.Get("deadline"),
-        "\": use a duration such as 30s, 5m or 1h; leave it out to give each replica its job's "
-        "stopGracePeriod"));
-  }
+  absl::StatusOr<int64_t> ms = ParseDurationFlag(
+      "--deadline", args.Get("deadline"), 0, std::numeric_limits<int64_t>::max(),
+      "a duration such as 30s, 5m or 1h (leave it out to give each replica its job's "
+      "stopGracePeriod)");
+  if (!ms.ok()) return ms.status();
   if (*ms <= 0) {
     return absl::InvalidArgumentError(
         "--deadline must be longer than 0s: it is how long each replica gets to stop before "

@@ -1,6 +1,7 @@
 #include "cli/quota_flags.h"
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <type_traits>
 
@@ -8,15 +9,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/flag_values.h"
 #include "common/time_util.h"
 
 namespace trainctl::cli {
 namespace {
-
-absl::Status BadValue(const std::string& flag, const std::string& value, const std::string& want) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("--", flag, " takes ", want, ", got \"", value, "\""));
-}
 
 // A whole number (or, for double, a finite number) into *out.
 template <typename T>
@@ -39,9 +36,10 @@ absl::Status OverlayLimit(const ParsedArgs& args, const std::string& flag, Set s
   }
   T n{};
   if (!ParseNumber(value, &n)) {
-    return BadValue(flag, value,
-                    std::is_floating_point_v<T> ? "a number of cores or \"unlimited\""
-                                                : "a whole number or \"unlimited\"");
+    return BadFlagValue(absl::StrCat("--", flag),
+                        std::is_floating_point_v<T> ? "a number of cores or \"unlimited\""
+                                                    : "a whole number or \"unlimited\"",
+                        value);
   }
   set(n);
   return absl::OkStatus();
@@ -53,8 +51,9 @@ absl::Status OverlayBorrow(const ParsedArgs& args, const std::string& flag, Set 
   if (!args.IsSet(flag)) return absl::OkStatus();
   T n{};
   if (!ParseNumber(args.Get(flag), &n)) {
-    return BadValue(flag, args.Get(flag),
-                    std::is_floating_point_v<T> ? "a number of cores" : "a whole number");
+    return BadFlagValue(absl::StrCat("--", flag),
+                        std::is_floating_point_v<T> ? "a number of cores" : "a whole number",
+                        args.Get(flag));
   }
   set(n);
   return absl::OkStatus();
@@ -139,14 +138,14 @@ absl::Status OverlayQuotaFlags(const ParsedArgs& args, v1::Quota* quota) {
     } else if (v == "best-effort" || v == "best-effort-fifo") {
       quota->set_queueing_strategy(v1::QUEUEING_STRATEGY_BEST_EFFORT_FIFO);
     } else {
-      return BadValue("strategy", args.Get("strategy"), "strict or best-effort");
+      return BadFlagValue("--strategy", "strict or best-effort", args.Get("strategy"));
     }
   }
   if (args.IsSet("starvation-limit")) {
-    absl::StatusOr<int64_t> ms = ParseDurationMs(args.Get("starvation-limit"));
-    if (!ms.ok()) {
-      return BadValue("starvation-limit", args.Get("starvation-limit"), "a duration such as 10m");
-    }
+    absl::StatusOr<int64_t> ms =
+        ParseDurationFlag("--starvation-limit", args.Get("starvation-limit"), 0,
+                          std::numeric_limits<int64_t>::max(), "a duration such as 10m");
+    if (!ms.ok()) return ms.status();
     *quota->mutable_starvation_limit() = MsToDuration(*ms);
   }
   return absl::OkStatus();

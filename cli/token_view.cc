@@ -1,11 +1,15 @@
 #include "cli/token_view.h"
 
+#include <limits>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "cli/output.h"
 #include "common/enum_names.h"
+#include "common/flag_values.h"
+#include "common/status_macros.h"
 #include "common/time_util.h"
 
 namespace trainctl::cli {
@@ -16,8 +20,7 @@ absl::StatusOr<v1::Role> ParseRole(const std::string& text) {
   if (lower == "operator") return v1::ROLE_OPERATOR;
   if (lower == "member") return v1::ROLE_MEMBER;
   if (lower == "viewer") return v1::ROLE_VIEWER;
-  return absl::InvalidArgumentError(
-      absl::StrCat("--role must be admin, operator, member or viewer, got \"", text, "\""));
+  return BadFlagValue("--role", "admin, operator, member or viewer", text);
 }
 
 std::string RoleName(v1::Role role) {
@@ -47,12 +50,11 @@ absl::StatusOr<v1::CreateTokenRequest> CreateTokenRequestFromArgs(const ParsedAr
   request.set_role(*role);
   for (const std::string& p : args.GetAll("project")) request.add_projects(p);
   if (args.IsSet("ttl")) {
-    absl::StatusOr<int64_t> ttl_ms = ParseDurationMs(args.Get("ttl"));
-    if (!ttl_ms.ok() || *ttl_ms <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--ttl must be a positive duration such as 720h or 90m, got \"", args.Get("ttl"), "\""));
-    }
-    *request.mutable_ttl() = MsToDuration(*ttl_ms);
+    TC_ASSIGN_OR_RETURN(
+        int64_t ttl_ms,
+        ParseDurationFlag("--ttl", args.Get("ttl"), 1, std::numeric_limits<int64_t>::max(),
+                          "a positive duration such as 720h or 90m"));
+    *request.mutable_ttl() = MsToDuration(ttl_ms);
   }
   return request;
 }

@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/flag_values.h"
 
 namespace trainctl {
 namespace {
@@ -101,8 +102,9 @@ std::string Describe(const ArgsError& error, const CommandSpec* command) {
       return absl::StrCat("flag --", error.flag.name, " needs a value (", error.flag.value_name,
                           ")");
     case Kind::kBadBool:
-      return absl::StrCat("flag --", error.flag.name, " takes true or false, got \"", error.value,
-                          "\"");
+      return std::string(
+          BadFlagValue(absl::StrCat("--", error.flag.name), "true or false", error.value)
+              .message());
     case Kind::kNone:
       break;
   }

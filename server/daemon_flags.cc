@@ -1,8 +1,6 @@
 #include "server/daemon_flags.h"
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -11,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/config_file.h"
+#include "common/flag_values.h"
 #include "common/flags.h"
 #include "common/logging.h"
 #include "common/net_address.h"
@@ -58,36 +57,13 @@ absl::Status Reword(const ArgsError& error) {
       absl::StrCat("unknown flag ", error.arg.substr(0, error.arg.find('='))));
 }
 
-// A non-negative whole number for `flag`, at most `max`.
-absl::StatusOr<int64_t> ParseCount(const std::string& flag, const std::string& text, int64_t max) {
-  int64_t n = 0;
-  if (!absl::SimpleAtoi(text, &n) || n < 0 || n > max) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, " must be a whole number from 0 to ", max, ", got \"", text, "\""));
-  }
-  return n;
-}
-
-// A duration for `flag` in ms, from `min_ms` to `max_ms`; `range` says so in words
-// ("between 1s and 1h, e.g. 15s").
-absl::StatusOr<int64_t> ParseDuration(const std::string& flag, const std::string& text,
-                                      int64_t min_ms, int64_t max_ms, absl::string_view range) {
-  absl::StatusOr<int64_t> ms = ParseDurationMs(text);
-  if (!ms.ok() || *ms < min_ms || *ms > max_ms) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, " must be a duration ", range, ", got \"", text, "\""));
-  }
-  return *ms;
-}
-
 // "LO-HI" for --port-range, checked by ValidatePortRange.
 absl::StatusOr<sched::PortRange> ParsePortRange(const std::string& text) {
   const std::vector<std::string> parts = absl::StrSplit(text, '-');
   sched::PortRange range;
   if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &range.lo) ||
       !absl::SimpleAtoi(parts[1], &range.hi)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--port-range must be two ports LO-HI, e.g. 20000-32767, got \"", text, "\""));
+    return BadFlagValue("--port-range", "two ports LO-HI, e.g. 20000-32767", text);
   }
   if (absl::Status valid = sched::ValidatePortRange(range); !valid.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--port-range ", text, ": ", valid.message()));
@@ -97,26 +73,23 @@ absl::StatusOr<sched::PortRange> ParsePortRange(const std::string& text) {
 
 // Fills the default quota from the --default-quota-* flags that were given.
 absl::Status ParseDefaultQuota(const ParsedArgs& parsed, v1::Quota* q) {
-  constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
   for (const char* name : kQuotaFlags) {
     const std::string text = parsed.Get(name);
     if (text.empty()) continue;
     const std::string flag = absl::StrCat("--", name);
     if (flag == "--default-quota-gpus") {
-      TC_ASSIGN_OR_RETURN(int64_t n, ParseCount(flag, text, kMaxInt32));
-      q->set_gpus(static_cast<int32_t>(n));
+      TC_ASSIGN_OR_RETURN(int32_t n, ParseWholeNumberFlag<int32_t>(flag, text, 0));
+      q->set_gpus(n);
     } else if (flag == "--default-quota-memory-mb") {
-      TC_ASSIGN_OR_RETURN(int64_t n, ParseCount(flag, text, std::numeric_limits<int64_t>::max()));
+      TC_ASSIGN_OR_RETURN(int64_t n, ParseWholeNumberFlag<int64_t>(flag, text, 0));
       q->set_memory_mb(n);
     } else if (flag == "--default-quota-max-running-jobs") {
-      TC_ASSIGN_OR_RETURN(int64_t n, ParseCount(flag, text, kMaxInt32));
-      q->set_max_running_jobs(static_cast<int32_t>(n));
+      TC_ASSIGN_OR_RETURN(int32_t n, ParseWholeNumberFlag<int32_t>(flag, text, 0));
+      q->set_max_running_jobs(n);
     } else {
-      double cpu = 0;
-      if (!absl::SimpleAtod(text, &cpu) || !std::isfinite(cpu) || cpu < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            flag, " must be a non-negative number of cores (e.g. 8 or 0.5), got \"", text, "\""));
-      }
+      TC_ASSIGN_OR_RETURN(double cpu,
+                          ParseNumberFlag(flag, text, NumberSign::kNonNegative,
+                                          "a non-negative number of cores (e.g. 8 or 0.5)"));
       q->set_cpu(cpu);
     }
   }
@@ -173,10 +146,10 @@ absl::StatusOr<std::vector<std::string>> ParseAllowedHosts(const std::string& te
     const bool v6 = absl::StartsWith(host, "[") && absl::EndsWith(host, "]");
     const char* allowed = v6 ? "[]0123456789abcdef:." : "abcdefghijklmnopqrstuvwxyz0123456789.-_";
     if (host != "*" && (host.empty() || host.find_first_not_of(allowed) != std::string::npos)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--http-allowed-hosts takes host names or addresses without a port ([::1] for IPv6), "
-          "or *, separated by commas; got \"",
-          name, "\""));
+      return BadFlagValue("--http-allowed-hosts",
+                          "host names or addresses without a port ([::1] for IPv6), or *, "
+                          "separated by commas",
+                          name);
     }
     out.push_back(host);
   }
@@ -201,13 +174,13 @@ absl::Status ParseLeaseFlags(const ParsedArgs& parsed, DaemonFlags& f) {
     int port = 0;
     if (colon == std::string::npos || colon == 0 ||
         !absl::SimpleAtoi(value->substr(colon + 1), &port) || port < 1 || port > 65535) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", name, " must be HOST:PORT (port 1..65535), got \"", *value, "\""));
+      return BadFlagValue(absl::StrCat("--", name), "HOST:PORT (port 1..65535)", *value);
     }
   }
   if (std::string text = parsed.Get("lease-duration"); !text.empty()) {
-    TC_ASSIGN_OR_RETURN(f.lease_duration_ms, ParseDuration("--lease-duration", text, 1000, 60'000,
-                                                           "between 1s and 60s, e.g. 5s"));
+    TC_ASSIGN_OR_RETURN(f.lease_duration_ms,
+                        ParseDurationFlag("--lease-duration", text, 1000, 60'000,
+                                          "a duration between 1s and 60s, e.g. 5s"));
   }
   // --lease-duration has a default that --print-config writes out; an SQLite store ignores it.
   if (f.store.empty()) {
@@ -258,13 +231,14 @@ absl::StatusOr<DaemonFlags> FromParsed(const ParsedArgs& parsed) {
   }
   TC_RETURN_IF_ERROR(ParseLeaseFlags(parsed, f));
   if (std::string text = parsed.Get("heartbeat-interval"); !text.empty()) {
-    TC_ASSIGN_OR_RETURN(f.heartbeat_ms, ParseDuration("--heartbeat-interval", text, 100, 60'000,
-                                                      "between 100ms and 60s, e.g. 2s"));
+    TC_ASSIGN_OR_RETURN(f.heartbeat_ms,
+                        ParseDurationFlag("--heartbeat-interval", text, 100, 60'000,
+                                          "a duration between 100ms and 60s, e.g. 2s"));
   }
   if (std::string text = parsed.Get("node-lost-timeout"); !text.empty()) {
-    TC_ASSIGN_OR_RETURN(
-        f.node_lost_timeout_ms,
-        ParseDuration("--node-lost-timeout", text, 1000, 3'600'000, "between 1s and 1h, e.g. 15s"));
+    TC_ASSIGN_OR_RETURN(f.node_lost_timeout_ms,
+                        ParseDurationFlag("--node-lost-timeout", text, 1000, 3'600'000,
+                                          "a duration between 1s and 1h, e.g. 15s"));
   }
   if (f.node_lost_timeout_ms < 3 * f.heartbeat_ms) {
     return absl::InvalidArgumentError(
@@ -273,64 +247,68 @@ absl::StatusOr<DaemonFlags> FromParsed(const ParsedArgs& parsed) {
                      f.heartbeat_ms, "ms), or healthy nodes would be declared lost"));
   }
   if (std::string text = parsed.Get("flap-threshold"); !text.empty()) {
-    TC_ASSIGN_OR_RETURN(int64_t n, ParseCount("--flap-threshold", text, 100));
-    f.flap_threshold = static_cast<int32_t>(n);
+    TC_ASSIGN_OR_RETURN(f.flap_threshold,
+                        ParseWholeNumberFlag<int32_t>("--flap-threshold", text, 0, 100));
   }
   if (std::string text = parsed.Get("flap-window"); !text.empty()) {
     TC_ASSIGN_OR_RETURN(f.flap_window_ms,
-                        ParseDuration("--flap-window", text, 1000, 7 * 86'400'000LL,
-                                      "between 1s and 168h, e.g. 1h"));
+                        ParseDurationFlag("--flap-window", text, 1000, 7 * 86'400'000LL,
+                                          "a duration between 1s and 168h, e.g. 1h"));
   }
   if (std::string text = parsed.Get("settle-window"); !text.empty()) {
-    TC_ASSIGN_OR_RETURN(f.settle_window_ms, ParseDuration("--settle-window", text, 0, 60'000,
-                                                          "between 0s and 60s, e.g. 3s"));
+    TC_ASSIGN_OR_RETURN(f.settle_window_ms,
+                        ParseDurationFlag("--settle-window", text, 0, 60'000,
+                                          "a duration between 0s and 60s, e.g. 3s"));
   }
   if (std::string text = parsed.Get("clock-skew-tolerance"); !text.empty()) {
-    TC_ASSIGN_OR_RETURN(f.skew_tolerance_ms, ParseDuration("--clock-skew-tolerance", text, 0,
-                                                           10'000, "between 0s and 10s, e.g. 1s"));
+    TC_ASSIGN_OR_RETURN(f.skew_tolerance_ms,
+                        ParseDurationFlag("--clock-skew-tolerance", text, 0, 10'000,
+                                          "a duration between 0s and 10s, e.g. 1s"));
   }
   if (std::string text = parsed.Get("job-retention"); !text.empty()) {
     TC_ASSIGN_OR_RETURN(f.job_retention_ms,
-                        ParseDuration("--job-retention", text, 0, 3650 * 86'400'000LL,
-                                      "of 0 (keep every job) or 1s to 3650d, "
-                                      "e.g. 90d"));
+                        ParseDurationFlag("--job-retention", text, 0, 3650 * 86'400'000LL,
+                                          "a duration of 0 (keep every job) or 1s to 3650d, "
+                                          "e.g. 90d"));
     if (f.job_retention_ms > 0 && f.job_retention_ms < 1000) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--job-retention must be 0 (keep every job) or at least 1s, got \"", text, "\""));
+      return BadFlagValue("--job-retention", "0 (keep every job) or at least 1s", text);
     }
   }
   if (std::string text = parsed.Get("finished-job-cache"); !text.empty()) {
     TC_ASSIGN_OR_RETURN(f.finished_job_cache_ms,
-                        ParseDuration("--finished-job-cache", text, 0, 30 * 86'400'000LL,
-                                      "between 0s and 30d, e.g. 10m"));
+                        ParseDurationFlag("--finished-job-cache", text, 0, 30 * 86'400'000LL,
+                                          "a duration between 0s and 30d, e.g. 10m"));
   }
   if (std::string text = parsed.Get("finished-job-cache-jobs"); !text.empty()) {
-    TC_ASSIGN_OR_RETURN(f.finished_job_cache_jobs,
-                        ParseCount("--finished-job-cache-jobs", text, 10'000'000));
+    TC_ASSIGN_OR_RETURN(
+        f.finished_job_cache_jobs,
+        ParseWholeNumberFlag<int64_t>("--finished-job-cache-jobs", text, 0, 10'000'000));
   }
   if (std::string text = parsed.Get("max-request-bytes"); !text.empty()) {
-    int64_t n = 0;
-    if (!absl::SimpleAtoi(text, &n) || n < kMinRequestBytes || n > kMaxRequestBytes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--max-request-bytes must be a whole number from ", kMinRequestBytes,
-                       " (2 MiB: the largest job spec must fit) to ", kMaxRequestBytes,
-                       " (64 MiB), got \"", text, "\""));
+    absl::StatusOr<int64_t> n = ParseWholeNumberFlag<int64_t>("--max-request-bytes", text,
+                                                              kMinRequestBytes, kMaxRequestBytes);
+    if (!n.ok()) {
+      return BadFlagValue("--max-request-bytes",
+                          absl::StrCat("a whole number from ", kMinRequestBytes,
+                                       " (2 MiB: the largest job spec must fit) to ",
+                                       kMaxRequestBytes, " (64 MiB)"),
+                          text);
     }
-    f.max_request_bytes = n;
+    f.max_request_bytes = *n;
   }
   if (std::string text = parsed.Get("max-agent-streams-per-peer"); !text.empty()) {
-    TC_ASSIGN_OR_RETURN(f.max_agent_streams_per_peer,
-                        ParseCount("--max-agent-streams-per-peer", text, 1'000'000));
+    TC_ASSIGN_OR_RETURN(
+        f.max_agent_streams_per_peer,
+        ParseWholeNumberFlag<int64_t>("--max-agent-streams-per-peer", text, 0, 1'000'000));
   }
   if (std::string text = parsed.Get("max-new-nodes-per-peer"); !text.empty()) {
-    TC_ASSIGN_OR_RETURN(f.max_new_nodes_per_peer,
-                        ParseCount("--max-new-nodes-per-peer", text, 1'000'000));
+    TC_ASSIGN_OR_RETURN(
+        f.max_new_nodes_per_peer,
+        ParseWholeNumberFlag<int64_t>("--max-new-nodes-per-peer", text, 0, 1'000'000));
   }
   if (std::string text = parsed.Get("http-max-streams"); !text.empty()) {
-    TC_ASSIGN_OR_RETURN(f.http_max_streams, ParseCount("--http-max-streams", text, 4096));
-    if (f.http_max_streams == 0) {
-      return absl::InvalidArgumentError("--http-max-streams must be 1..4096, got 0");
-    }
+    TC_ASSIGN_OR_RETURN(f.http_max_streams,
+                        ParseWholeNumberFlag<int64_t>("--http-max-streams", text, 1, 4096));
   }
   if (std::string text = parsed.Get("http-allowed-hosts"); !text.empty()) {
     TC_ASSIGN_OR_RETURN(f.http_allowed_hosts, ParseAllowedHosts(text));
@@ -340,13 +318,12 @@ absl::StatusOr<DaemonFlags> FromParsed(const ParsedArgs& parsed) {
     int port = -1;
     if (colon == std::string::npos || colon == 0 ||
         !absl::SimpleAtoi(f.http_listen.substr(colon + 1), &port) || port < 0 || port > 65535) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--http-listen must be HOST:PORT (port 0..65535) or off, got \"", f.http_listen, "\""));
+      return BadFlagValue("--http-listen", "HOST:PORT (port 0..65535) or off", f.http_listen);
     }
   }
   if (std::string text = parsed.Get("max-watches-per-peer"); !text.empty()) {
-    TC_ASSIGN_OR_RETURN(f.max_watches_per_peer,
-                        ParseCount("--max-watches-per-peer", text, 1'000'000));
+    TC_ASSIGN_OR_RETURN(f.max_watches_per_peer, ParseWholeNumberFlag<int64_t>(
+                                                    "--max-watches-per-peer", text, 0, 1'000'000));
   }
   if (std::string text = parsed.Get("secret-env-pattern"); !text.empty()) {
     TC_RETURN_IF_ERROR(SecretRedactor::Parse(text).status());

@@ -160,12 +160,12 @@ TEST_CASE("run-as flags: the project map, the default user and root's permission
   CHECK_FALSE(ParseAgentFlags(With({"--allow-root-replicas=false"}))->run_as.allow_root);
 
   CHECK(ParseAgentFlags(With({"--run-as", "team-a"})).status().message() ==
-        "--run-as: expected project=user pairs separated by commas (a project name, a user name "
+        "--run-as must be project=user pairs separated by commas (a project name, a user name "
         "of letters, digits, '.', '_' and '-'), got \"team-a\"");
   CHECK(ParseAgentFlags(With({"--run-as", "a=x,a=y"})).status().message() ==
         "--run-as: project \"a\" is given twice");
   CHECK(ParseAgentFlags(With({"--default-run-as-user", "bad user"})).status().message() ==
-        "--default-run-as-user: expected a user name of letters, digits, '.', '_' and '-', got "
+        "--default-run-as-user must be a user name of letters, digits, '.', '_' and '-', got "
         "\"bad user\"");
 }
 
@@ -201,7 +201,7 @@ TEST_CASE("the exit report delay hook takes an exit status and a duration", "[ag
     if (row.status < 0) {
       REQUIRE_FALSE(flags.ok());
       CHECK(flags.status().message() ==
-            absl::StrCat("--inject-exit-report-delay: expected CODE:DURATION with CODE 0..255, "
+            absl::StrCat("--inject-exit-report-delay must be CODE:DURATION with CODE 0..255, "
                          "such as 134:2s, got \"",
                          row.text, "\""));
       continue;
@@ -321,13 +321,13 @@ TEST_CASE("health check flags (R14, R15)", "[agent_flags]") {
   };
   const Row rows[] = {
       {With({"--health-check-interval", "x"}),
-       "--health-check-interval: expected a duration like 30s, or 0 for off, got \"x\""},
-      {With({"--health-check-interval", "-5s"}), "--health-check-interval: expected a duration"},
+       "--health-check-interval must be a duration like 30s, or 0 for off, got \"x\""},
+      {With({"--health-check-interval", "-5s"}), "--health-check-interval must be a duration"},
       {With({"--health-check-timeout", "0"}),
-       "--health-check-timeout: expected a duration like 30s, got \"0\""},
+       "--health-check-timeout must be a duration like 30s, got \"0\""},
       {With({"--startup-script-timeout", "soon"}),
-       "--startup-script-timeout: expected a duration like 30s, got \"soon\""},
-      {With({"--preflight=maybe"}), "--preflight: expected true or false"},
+       "--startup-script-timeout must be a duration like 30s, got \"soon\""},
+      {With({"--preflight=maybe"}), "--preflight must be true or false"},
       {With({"--startup-script"}), "--startup-script: missing value"},
   };
   for (const Row& row : rows) {
@@ -375,9 +375,9 @@ TEST_CASE("log flags: the format and the cap of replica logs", "[agent_flags]") 
   for (const char* bad : {"0.01", "-1", "lots", "nan"}) {
     absl::StatusOr<AgentFlags> refused = ParseAgentFlags(With({"--max-log-mb", bad}));
     CHECK(absl::IsInvalidArgument(refused.status()));
-    CHECK_THAT(std::string(refused.status().message()),
-               Catch::StartsWith(
-                   "--max-log-mb: expected 0 (no cap) or a number of MiB of at least 0.0625"));
+    CHECK_THAT(
+        std::string(refused.status().message()),
+        Catch::StartsWith("--max-log-mb must be 0 (no cap) or a number of MiB of at least 0.0625"));
   }
 }
 
@@ -444,7 +444,7 @@ TEST_CASE("command line errors keep the agent's words", "[agent_flags]") {
   CHECK(error_of(With({"-x"})) == "unknown flag \"-x\" (see --help)");
   CHECK(error_of(With({"stray"})) == "unexpected argument \"stray\" (see --help)");
   CHECK(error_of(With({"--gpus"})) == "--gpus: missing value");
-  CHECK(error_of(With({"--check=maybe"})) == "--check: expected true or false, got \"maybe\"");
+  CHECK(error_of(With({"--check=maybe"})) == "--check must be true or false, got \"maybe\"");
   // --help wins over what follows it, not over what came before.
   CHECK(ParseAgentFlags({"-h"})->help);
   CHECK(ParseAgentFlags({"--help", "--bogus"})->help);
@@ -465,9 +465,9 @@ TEST_CASE("the metrics address (--metrics-listen) is HOST:PORT, and off by defau
     INFO(bad);
     absl::StatusOr<AgentFlags> flags = ParseAgentFlags(With({"--metrics-listen", bad}));
     REQUIRE_FALSE(flags.ok());
-    CHECK(flags.status().message() ==
-          absl::StrCat("--metrics-listen: expected HOST:PORT, e.g. 127.0.0.1:9108, got \"", bad,
-                       "\""));
+    CHECK(
+        flags.status().message() ==
+        absl::StrCat("--metrics-listen must be HOST:PORT, e.g. 127.0.0.1:9108, got \"", bad, "\""));
   }
   CHECK(absl::StrContains(AgentUsage(), "--metrics-listen HOST:PORT"));
 }
@@ -496,7 +496,7 @@ TEST_CASE("several scheduler addresses, and the heartbeat ack timeout", "[agent_
     flags = ParseAgentFlags(With({"--heartbeat-ack-timeout", bad}));
     REQUIRE_FALSE(flags.ok());
     CHECK(flags.status().message() ==
-          absl::StrCat("--heartbeat-ack-timeout: expected a duration of at least 1s such as 10s, "
+          absl::StrCat("--heartbeat-ack-timeout must be a duration of at least 1s such as 10s, "
                        "or 0 for never, got \"",
                        bad, "\""));
   }

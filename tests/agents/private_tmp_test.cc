@@ -120,7 +120,7 @@ TEST_CASE("private tmp: --job-tmpfs-size takes 0, a percentage or a size", "[pri
     CHECK(absl::IsInvalidArgument(parsed.status()));
   }
   CHECK(ParseJobTmpfsSize("--job-tmpfs-size", "12x").status().message() ==
-        "--job-tmpfs-size: expected 0 (the host's /tmp and /dev/shm), a percentage of the host's "
+        "--job-tmpfs-size must be 0 (the host's /tmp and /dev/shm), a percentage of the host's "
         "memory such as 50%, or a size such as 64g, got \"12x\"");
 
   const std::vector<std::string> required = {
@@ -136,7 +136,7 @@ TEST_CASE("private tmp: --job-tmpfs-size takes 0, a percentage or a size", "[pri
   CHECK(absl::StrContains(AgentUsage(), "--job-tmpfs-size SIZE"));
   args.back() = "lots";
   CHECK(ParseAgentFlags(args).status().message() ==
-        "--job-tmpfs-size: expected 0 (the host's /tmp and /dev/shm), a percentage of the host's "
+        "--job-tmpfs-size must be 0 (the host's /tmp and /dev/shm), a percentage of the host's "
         "memory such as 50%, or a size such as 64g, got \"lots\"");
 }
 

@@ -174,7 +174,7 @@ TEST_CASE("ParseRunAs takes project=user pairs", "[run_user]") {
     absl::StatusOr<std::map<std::string, std::string>> got = ParseRunAs(row.text);
     CHECK(got.ok() == row.ok);
     if (got.ok()) CHECK(*got == row.want);
-    if (!got.ok()) CHECK(absl::StartsWith(got.status().message(), "--run-as: "));
+    if (!got.ok()) CHECK(absl::StartsWith(got.status().message(), "--run-as"));
   }
 }
 

@@ -12,13 +12,6 @@ TEST_CASE("ResolveServer prefers the flag, then the environment", "[client]") {
   CHECK(ResolveServer("", nullptr) == "127.0.0.1:7070");
 }
 
-TEST_CASE("NextBackoffMs doubles from 200ms up to 2s", "[client]") {
-  std::vector<int64_t> seen;
-  int64_t backoff = 0;
-  for (int i = 0; i < 7; ++i) seen.push_back(backoff = NextBackoffMs(backoff));
-  CHECK(seen == std::vector<int64_t>{200, 400, 800, 1600, 2000, 2000, 2000});
-}
-
 TEST_CASE("UnavailableMessage names the server and how to change it", "[client]") {
   std::string message = UnavailableMessage("10.0.0.1:7070", "Connection refused");
   CHECK_THAT(message, Catch::StartsWith("cannot reach the trainctl server at 10.0.0.1:7070 "

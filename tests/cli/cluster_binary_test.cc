@@ -146,8 +146,8 @@ TEST_CASE("events lists the log oldest first and filters it", "[binary][cluster]
 TEST_CASE("events rejects a bad --since or --limit", "[binary][cluster]") {
   Result since = Fake().Run("events --since yesterday");
   CHECK(since.exit_status == 2);
-  CHECK_THAT(since.err,
-             Catch::StartsWith("error: INVALID_ARGUMENT: invalid --since \"yesterday\""));
+  CHECK_THAT(since.err, Catch::StartsWith(
+                            "error: INVALID_ARGUMENT: --since must be a duration back from now"));
 
   for (const char* limit : {"0", "10001", "ten"}) {
     Result bad = Fake().Run(absl::StrCat("events --limit ", limit));

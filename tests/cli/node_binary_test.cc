@@ -231,8 +231,8 @@ TEST_CASE("node checks its command line before any request", "[binary][node]") {
             "error: INVALID_ARGUMENT: unexpected argument \"minutes\" for \"node\"\n"
             "Run 'trainctl node --help' for usage.\n"},
            {"node drain node-a --reason x --deadline soon",
-            "error: INVALID_ARGUMENT: invalid --deadline \"soon\": use a duration such as 30s, 5m "
-            "or 1h; leave it out to give each replica its job's stopGracePeriod\n"},
+            "error: INVALID_ARGUMENT: --deadline must be a duration such as 30s, 5m or 1h (leave "
+            "it out to give each replica its job's stopGracePeriod), got \"soon\"\n"},
            {"node drain node-a --reason x --deadline 0",
             "error: INVALID_ARGUMENT: --deadline must be longer than 0s: it is how long each "
             "replica gets to stop before SIGKILL; leave it out to use each job's "

@@ -77,10 +77,10 @@ TEST_CASE("CheckNodeArgs says what to type instead", "[node_flags]") {
            {{"cordon", "node-1", "--reason", TwoByteChars(1025)},
             "--reason is 1025 characters long; at most 1024 are allowed"},
            {{"drain", "node-1", "--reason", "x", "--deadline", "soon"},
-            "invalid --deadline \"soon\": use a duration such as 30s, 5m or 1h; leave it out to "
-            "give each replica its job's stopGracePeriod"},
+            "--deadline must be a duration such as 30s, 5m or 1h (leave it out to give each "
+            "replica its job's stopGracePeriod), got \"soon\""},
            {{"drain", "node-1", "--reason", "x", "--deadline", "-5m"},
-            "invalid --deadline \"-5m\": ..."},
+            "--deadline must be a duration ..."},
            {{"drain", "node-1", "--reason", "x", "--deadline", "0s"},
             "--deadline must be longer than 0s: ..."},
            {{"cordon", "node-1", "--deadline", "5m"},
@@ -91,11 +91,11 @@ TEST_CASE("CheckNodeArgs says what to type instead", "[node_flags]") {
            {{"maintenance", "node-1", "--at", "2026-12-01T02:00:00Z", "--duration", "2h"},
             "node maintenance needs --at, --duration and --reason, e.g. ..."},
            {{"maintenance", "node-1", "--at", "tomorrow", "--duration", "2h", "--reason", "x"},
-            "invalid --at \"tomorrow\": use an RFC3339 time such as 2026-12-01T02:00:00Z or "
-            "2026-12-01T03:00:00+01:00"},
+            "--at must be an RFC3339 time such as 2026-12-01T02:00:00Z or "
+            "2026-12-01T03:00:00+01:00, got \"tomorrow\""},
            {{"maintenance", "node-1", "--at", "2026-12-01T02:00:00Z", "--duration", "10s",
              "--reason", "x"},
-            "invalid --duration \"10s\": use how long the host is down, 1m..720h, e.g. 2h or 90m"},
+            "--duration must be how long the host is down, 1m..720h, e.g. 2h or 90m, got \"10s\""},
            {{"maintenance", "node-1", "--clear", "--reason", "x"},
             "--clear removes the node's window: give no --at, --duration or --reason with it"},
            {{"drain", "node-1", "--reason", "x", "--clear"},

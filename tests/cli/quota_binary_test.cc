@@ -152,15 +152,15 @@ TEST_CASE("quota rejects bad actions and values", "[binary][quota]") {
   for (const Case& c : {
            Case{"quota set team-s", "error: INVALID_ARGUMENT: quota set needs at least one flag"},
            Case{"quota set team-s --gpus lots",
-                "error: INVALID_ARGUMENT: --gpus takes a whole number or \"unlimited\", got "
+                "error: INVALID_ARGUMENT: --gpus must be a whole number or \"unlimited\", got "
                 "\"lots\""},
-           Case{"quota set team-s --cpu much", "error: INVALID_ARGUMENT: --cpu takes a number"},
+           Case{"quota set team-s --cpu much", "error: INVALID_ARGUMENT: --cpu must be a number"},
            Case{"quota set team-s --borrow-gpus unlimited",
-                "error: INVALID_ARGUMENT: --borrow-gpus takes a whole number"},
+                "error: INVALID_ARGUMENT: --borrow-gpus must be a whole number"},
            Case{"quota set team-s --strategy fair",
-                "error: INVALID_ARGUMENT: --strategy takes strict or best-effort"},
+                "error: INVALID_ARGUMENT: --strategy must be strict or best-effort"},
            Case{"quota set team-s --starvation-limit soon",
-                "error: INVALID_ARGUMENT: --starvation-limit takes a duration"},
+                "error: INVALID_ARGUMENT: --starvation-limit must be a duration"},
            Case{"quota set team-s --gpus -3",
                 "error: INVALID_ARGUMENT: quota.gpus must be >= 0, got -3"},  // the server's
            Case{"quota get team-a --gpus 3", "error: INVALID_ARGUMENT: quota get takes no quota"},

@@ -103,14 +103,15 @@ TEST_CASE("OverlayQuotaFlags names the flag whose value has the wrong form", "[q
     std::string message;
   };
   for (const Case& c : std::vector<Case>{
-           {{"--gpus", "1.5"}, "--gpus takes a whole number or \"unlimited\", got \"1.5\""},
-           {{"--cpu", "inf"}, "--cpu takes a number of cores or \"unlimited\", got \"inf\""},
-           {{"--memory-mb", "8G"}, "--memory-mb takes a whole number or \"unlimited\", got \"8G\""},
-           {{"--max-running-jobs", ""}, "--max-running-jobs takes a whole number"},
-           {{"--borrow-gpus", "unlimited"}, "--borrow-gpus takes a whole number, got"},
-           {{"--borrow-cpu", "x"}, "--borrow-cpu takes a number of cores, got \"x\""},
-           {{"--strategy", "fifo"}, "--strategy takes strict or best-effort, got \"fifo\""},
-           {{"--starvation-limit", "-5m"}, "--starvation-limit takes a duration such as 10m"},
+           {{"--gpus", "1.5"}, "--gpus must be a whole number or \"unlimited\", got \"1.5\""},
+           {{"--cpu", "inf"}, "--cpu must be a number of cores or \"unlimited\", got \"inf\""},
+           {{"--memory-mb", "8G"},
+            "--memory-mb must be a whole number or \"unlimited\", got \"8G\""},
+           {{"--max-running-jobs", ""}, "--max-running-jobs must be a whole number"},
+           {{"--borrow-gpus", "unlimited"}, "--borrow-gpus must be a whole number, got"},
+           {{"--borrow-cpu", "x"}, "--borrow-cpu must be a number of cores, got \"x\""},
+           {{"--strategy", "fifo"}, "--strategy must be strict or best-effort, got \"fifo\""},
+           {{"--starvation-limit", "-5m"}, "--starvation-limit must be a duration such as 10m"},
        }) {
     INFO(c.argv[0] << " " << c.argv[1]);
     v1::Quota q = Current();

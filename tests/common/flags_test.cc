@@ -88,7 +88,7 @@ TEST_CASE("ParseArgs reports usage errors", "[flags]") {
       {{"--bogus"}, "unknown flag \"--bogus\""},
       {{"list", "--limit"}, "flag --limit needs a value (N)"},
       {{"-o", "list"}, "flag --output needs a value (FORMAT)"},
-      {{"logs", "--follow=maybe"}, "flag --follow takes true or false, got \"maybe\""},
+      {{"logs", "--follow=maybe"}, "--follow must be true or false, got \"maybe\""},
       {{"logs", "-fx"}, "unknown flag \"-fx\" for \"logs\""},
       {{"stray", "list"}, "unknown command \"stray\""},
   };
