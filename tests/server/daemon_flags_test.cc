@@ -248,7 +248,7 @@ TEST_CASE("a bad trainctld command line is an error that says what to give", "[d
        "--advertise-address needs --store postgres://...: only trainctld sharing a PostgreSQL "
        "store lead and stand by (the SQLite store has one trainctld)"},
       {With({"--http-max-streams", "5000"}),
-       "--http-max-streams must be a whole number from 0 to 4096, got \"5000\""},
+       "--http-max-streams must be a whole number from 1 to 4096, got \"5000\""},
       {{"--data-dir"}, "--data-dir needs a value"},
       {With({"--default-quota-cpu="}), "--default-quota-cpu needs a value"},
       {With({"--heartbeat-interval", "x"}),
