@@ -17,6 +17,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "common/time_util.h"
 #include "scheduler/core.h"
 #include "scheduler/device_pool.h"
@@ -64,7 +65,7 @@ int main() {
   options.checkpoint_root = "/tmp";
   options.id_seed = 1;
   Core core(options);
-  int64_t now = 1'795'000'000'000;  // 2026-11-18, ms
+  absl::Time now = absl::FromUnixMillis(1'795'000'000'000);  // 2026-11-18
   Effects fx;
   for (int i = 0; i < kNodes; ++i) core.AgentRegistered(Node(i), now, &fx);
   for (int p = 0; p < kProjects; ++p) {
@@ -74,7 +75,10 @@ int main() {
     (void)core.SetQuota(q, now, &fx);
   }
   for (int j = 0; j < kJobsPerProject; ++j) {
-    for (int p = 0; p < kProjects; ++p) (void)core.SubmitJob(OneGpuJob(p), ++now, &fx);
+    for (int p = 0; p < kProjects; ++p) {
+      now += absl::Milliseconds(1);
+      (void)core.SubmitJob(OneGpuJob(p), now, &fx);
+    }
   }
   std::deque<std::pair<std::string, std::string>> running;  // (run id, node)
   auto confirm = [&](const Effects& e) {
@@ -125,7 +129,8 @@ int main() {
     exited.set_run_id(run);
     exited.set_exit_code(0);
     Effects e;
-    core.ReplicaExited(node, exited, ++now, &e);
+    now += absl::Milliseconds(1);
+    core.ReplicaExited(node, exited, now, &e);
     const auto pass_start = std::chrono::steady_clock::now();
     const trainctl::sched::AdmissionPlan plan = core.PlanAdmissions(now);
     passes += std::chrono::duration<double>(std::chrono::steady_clock::now() - pass_start).count();
@@ -163,7 +168,7 @@ int main() {
   confirm(fill);
   v1::SetNodeMaintenanceRequest window;
   window.set_name("node-0");
-  *window.mutable_start_time() = trainctl::MsToTimestamp(now + 3'600'000);
+  *window.mutable_start_time() = trainctl::MsToTimestamp(absl::ToUnixMillis(now + absl::Hours(1)));
   *window.mutable_duration() = trainctl::MsToDuration(3'600'000);
   window.set_reason("bench");
   if (!core.SetNodeMaintenance(window, now, &fill).ok()) return 1;

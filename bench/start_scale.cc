@@ -36,6 +36,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/time/time.h"
 #include "common/time_util.h"
 #include "scheduler/core.h"
 #include "scheduler/model_proto.h"
@@ -95,7 +96,8 @@ v1::Register Registration(int n) {
 // Starts every launch in `fx` (ReplicaStarted from its node); returns (node, run id) of each.
 std::vector<std::pair<std::string, std::string>> StartLaunches(sched::Core& core,
                                                                const sched::Effects& fx,
-                                                               int64_t now, sched::Effects* out) {
+                                                               absl::Time now,
+                                                               sched::Effects* out) {
   std::vector<std::pair<std::string, std::string>> runs;
   for (sched::Command c : fx.commands) {
     if (!c.message.has_launch()) continue;
@@ -125,7 +127,7 @@ void AddEffects(const sched::Core& core, sched::Effects& fx, Batch* b) {
 
 // The rows of the live jobs, and (`ended`) those of one job the core ran to SUCCEEDED: the
 // template of every ended job.
-Batch LiveRows(int live, int64_t now, Batch* ended) {
+Batch LiveRows(int live, absl::Time now, Batch* ended) {
   sched::CoreOptions options;
   options.id_seed = 42;
   options.checkpoint_root = "/ckpt";
@@ -143,11 +145,11 @@ Batch LiveRows(int live, int64_t now, Batch* ended) {
     const std::string id = (*core.SubmitJob(spec, now, &mine))->id;
     core.Schedule(now, &mine);
     const sched::Effects placed = mine;
-    for (const auto& [node, run] : StartLaunches(core, placed, now + 1000, &mine)) {
+    for (const auto& [node, run] : StartLaunches(core, placed, now + absl::Seconds(1), &mine)) {
       v1::ReplicaExited exited;
       exited.set_run_id(run);
       exited.set_exit_code(0);
-      core.ReplicaExited(node, exited, now + 60'000, &mine);
+      core.ReplicaExited(node, exited, now + absl::Minutes(1), &mine);
     }
     mine.jobs.insert(id);
     AddEffects(core, mine, ended);
@@ -157,7 +159,7 @@ Batch LiveRows(int live, int64_t now, Batch* ended) {
   for (int i = 0; i < live; ++i) (void)core.SubmitJob(Spec(i), now, &fx);
   core.Schedule(now, &fx);
   sched::Effects started;
-  StartLaunches(core, fx, now + 500, &started);
+  StartLaunches(core, fx, now + absl::Milliseconds(500), &started);
   AddEffects(core, fx, &b);
   AddEffects(core, started, &b);
   for (const auto& [id, job] : core.jobs()) b.jobs.push_back(sched::ToProto(job));
@@ -205,7 +207,7 @@ std::string Fill(const std::string& db, int jobs, int live, bool burst = false) 
   }
   const int64_t now = trainctl::WallNowMs();
   Batch tmpl;
-  Batch rows = LiveRows(live, now, &tmpl);
+  Batch rows = LiveRows(live, absl::FromUnixMillis(now), &tmpl);
   const std::string live_id = rows.jobs.back().id();
   if (absl::Status s = (*store)->Commit(rows); !s.ok()) {
     fprintf(stderr, "%s\n", s.ToString().c_str());

@@ -22,8 +22,7 @@ Core::Core(CoreOptions options)
       jobs_(options_.id_seed),
       nodes_(options_.nodes),
       queue_(options_.default_quota, options_.replica_uid_range),
-      lifecycle_(&jobs_, &nodes_, &queue_, &timers_,
-                 absl::Milliseconds(options_.skew_tolerance_ms)) {}
+      lifecycle_(&jobs_, &nodes_, &queue_, &timers_, options_.skew_tolerance) {}
 
 void Core::Restore(std::vector<Job> jobs, std::vector<Node> nodes,
                    const std::vector<ReplicaRun>& runs, std::vector<v1::Quota> quotas) {
@@ -42,12 +41,12 @@ void Core::Restore(std::vector<Job> jobs, std::vector<Node> nodes,
 
 // --- API callers -------------------------------------------------------------------------------
 
-absl::StatusOr<const Job*> Core::SubmitJob(const v1::JobSpec& spec_in, int64_t now, Effects* fx,
+absl::StatusOr<const Job*> Core::SubmitJob(const v1::JobSpec& spec_in, absl::Time now, Effects* fx,
                                            const std::string& creator,
                                            const CreateRequestKey& request) {
   if (absl::Status id = ValidateRequestId(request.id); !id.ok()) return id;
   if (!request.id.empty()) {
-    if (const RequestIndex::Entry* seen = requests_.Find(creator, request.id, FromMs(now))) {
+    if (const RequestIndex::Entry* seen = requests_.Find(creator, request.id, now)) {
       const Job* first = jobs_.Find(seen->job_id);
       if (first != nullptr && seen->spec_hash == request.spec_hash) return first;
       if (first != nullptr) {
@@ -67,7 +66,8 @@ absl::StatusOr<const Job*> Core::SubmitJob(const v1::JobSpec& spec_in, int64_t n
   }
   ApplyDefaults(&spec);
   if (!spec.scheduling().has_settle_window()) {
-    *spec.mutable_scheduling()->mutable_settle_window() = MsToDuration(options_.settle_window_ms);
+    *spec.mutable_scheduling()->mutable_settle_window() =
+        MsToDuration(ToMs(options_.settle_window));
   }
   for (int p = 0; p < spec.worker_pools_size(); ++p) {
     absl::Status fits =
@@ -78,7 +78,7 @@ absl::StatusOr<const Job*> Core::SubmitJob(const v1::JobSpec& spec_in, int64_t n
   // Last: nothing fails after it, so no uid is given to a project whose job was refused.
   TC_ASSIGN_OR_RETURN(const ProjectUids::Allocation uid, queue_.uids().Allocate(spec.project()));
   if (uid.fresh) fx->project_uids.insert(spec.project());
-  const Job* job = lifecycle_.Submit(std::move(spec), options_.checkpoint_root, FromMs(now), fx);
+  const Job* job = lifecycle_.Submit(std::move(spec), options_.checkpoint_root, now, fx);
   if (Job* mutable_job = jobs_.Find(job->id)) {
     mutable_job->checkpoint_root = CheckpointRootOf(job->checkpoint_dir, CheckpointRoots());
     mutable_job->creator = creator;
@@ -95,18 +95,18 @@ std::vector<std::string> Core::CheckpointRoots() const {
   return roots;
 }
 
-absl::StatusOr<const Job*> Core::CancelJob(const std::string& id, int64_t now, Effects* fx) {
+absl::StatusOr<const Job*> Core::CancelJob(const std::string& id, absl::Time now, Effects* fx) {
   Job* job = jobs_.Find(id);
   if (job == nullptr) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
-  lifecycle_.Cancel(job, FromMs(now), fx);
+  lifecycle_.Cancel(job, now, fx);
   return job;
 }
 
 absl::StatusOr<const Job*> Core::ResizeJob(const std::string& id, const std::string& actor,
-                                           int64_t now, Effects* fx) {
+                                           absl::Time now, Effects* fx) {
   Job* job = jobs_.Find(id);
   if (job == nullptr) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
-  TC_RETURN_IF_ERROR(lifecycle_.RequestGrow(job, actor, FromMs(now), fx));
+  TC_RETURN_IF_ERROR(lifecycle_.RequestGrow(job, actor, now, fx));
   return job;
 }
 
@@ -128,12 +128,12 @@ absl::Status Core::CheckEnded(const std::string& id) const {
   return absl::OkStatus();
 }
 
-absl::Status Core::DeleteJob(const std::string& id, const std::string& why, int64_t now,
+absl::Status Core::DeleteJob(const std::string& id, const std::string& why, absl::Time now,
                              Effects* fx) {
   if (absl::Status ended = CheckEnded(id); !ended.ok()) return ended;
   const Job* job = jobs_.Find(id);
   if (!why.empty()) {
-    AddEvent(fx, FromMs(now), nullptr, "", "", "JobDeleted",
+    AddEvent(fx, now, nullptr, "", "", "JobDeleted",
              absl::StrCat("job ", id, " (project ", job->spec.project(), ", ",
                           EnumShortName(job->state), ") deleted: ", why));
   }
@@ -147,7 +147,7 @@ absl::Status Core::DeleteJob(const std::string& id, const std::string& why, int6
   return ForgetJob(id);
 }
 
-absl::Status Core::DeleteStoredJob(const v1::Job& stored, const std::string& why, int64_t now,
+absl::Status Core::DeleteStoredJob(const v1::Job& stored, const std::string& why, absl::Time now,
                                    Effects* fx) {
   if (jobs_.Find(stored.id()) != nullptr) return DeleteJob(stored.id(), why, now, fx);
   if (!IsTerminal(stored.state())) {
@@ -156,7 +156,7 @@ absl::Status Core::DeleteStoredJob(const v1::Job& stored, const std::string& why
         " in the database but not held by the scheduler; restart trainctld to load it"));
   }
   if (!why.empty()) {
-    AddEvent(fx, FromMs(now), nullptr, "", "", "JobDeleted",
+    AddEvent(fx, now, nullptr, "", "", "JobDeleted",
              absl::StrCat("job ", stored.id(), " (project ", stored.project(), ", ",
                           EnumShortName(stored.state()), ") deleted: ", why));
   }
@@ -171,18 +171,18 @@ absl::Status Core::ForgetJob(const std::string& id) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::Project> Core::SetQuota(const v1::Quota& quota, int64_t now, Effects* fx) {
-  absl::Status set = queue_.SetQuota(quota, FromMs(now), fx);
+absl::StatusOr<v1::Project> Core::SetQuota(const v1::Quota& quota, absl::Time now, Effects* fx) {
+  absl::Status set = queue_.SetQuota(quota, now, fx);
   if (!set.ok()) return set;
   return queue_.ProjectView(quota.project());
 }
 
-void Core::SetDefaultQuota(const v1::Quota& quota, int64_t now, Effects* fx) {
-  queue_.SetDefaultQuota(quota, FromMs(now), fx);
+void Core::SetDefaultQuota(const v1::Quota& quota, absl::Time now, Effects* fx) {
+  queue_.SetDefaultQuota(quota, now, fx);
 }
 
 absl::Status Core::ReportProgress(const std::string& job_id, const std::string& replica,
-                                  int64_t now, Effects* fx) {
+                                  absl::Time now, Effects* fx) {
   Job* job = jobs_.Find(job_id);
   if (job == nullptr) return absl::NotFoundError(absl::StrCat("job ", job_id, " not found"));
   Replica* r = job->FindReplica(replica);
@@ -193,55 +193,57 @@ absl::Status Core::ReportProgress(const std::string& job_id, const std::string& 
     return absl::FailedPreconditionError(
         absl::StrCat("replica ", replica, " is ", EnumShortName(r->state), ", not RUNNING"));
   }
-  lifecycle_.Progress(job, r, FromMs(now), FromMs(now), fx);
+  lifecycle_.Progress(job, r, now, now, fx);
   return absl::OkStatus();
 }
 
 // --- Operators ---------------------------------------------------------------------------------
 
 absl::StatusOr<v1::Node> Core::CordonNode(const std::string& name, const std::string& reason,
-                                          int64_t now, Effects* fx) {
-  absl::Status done = nodes_.Cordon(name, reason, FromMs(now), fx);
+                                          absl::Time now, Effects* fx) {
+  absl::Status done = nodes_.Cordon(name, reason, now, fx);
   if (!done.ok()) return done;
   return GetNode(name);
 }
 
-absl::StatusOr<v1::Node> Core::UncordonNode(const std::string& name, int64_t now, Effects* fx) {
-  absl::Status done = nodes_.Uncordon(name, FromMs(now), fx);
+absl::StatusOr<v1::Node> Core::UncordonNode(const std::string& name, absl::Time now, Effects* fx) {
+  absl::Status done = nodes_.Uncordon(name, now, fx);
   if (!done.ok()) return done;
   return GetNode(name);
 }
 
 absl::StatusOr<v1::Node> Core::DrainNode(const std::string& name, const std::string& reason,
-                                         int64_t deadline_ms, int64_t now, Effects* fx) {
-  absl::StatusOr<std::string> why = nodes_.Drain(name, reason, deadline_ms, FromMs(now), fx);
+                                         absl::Duration deadline, absl::Time now, Effects* fx) {
+  // NodeRegistry and JobLifecycle still take the deadline in ms.
+  const int64_t deadline_ms = ToMs(deadline);
+  absl::StatusOr<std::string> why = nodes_.Drain(name, reason, deadline_ms, now, fx);
   if (!why.ok()) return why.status();
   lifecycle_.MoveReplicasOff(name, MoveCause::kDrain, *why, deadline_ms > 0 ? deadline_ms : -1,
-                             /*node_gone=*/false, FromMs(now), fx);
-  CheckNodes(FromMs(now), fx);  // an empty node is drained at once
+                             /*node_gone=*/false, now, fx);
+  CheckNodes(now, fx);  // an empty node is drained at once
   return GetNode(name);
 }
 
 absl::StatusOr<v1::Node> Core::SetNodeMaintenance(const v1::SetNodeMaintenanceRequest& req,
-                                                  int64_t now, Effects* fx) {
+                                                  absl::Time now, Effects* fx) {
   absl::StatusOr<std::optional<v1::MaintenanceWindow>> window = WindowFromRequest(req);
   if (!window.ok()) return window.status();
-  absl::Status done = nodes_.SetMaintenance(req.name(), *window, FromMs(now), fx);
+  absl::Status done = nodes_.SetMaintenance(req.name(), *window, now, fx);
   if (!done.ok()) return done;
-  CheckNodes(FromMs(now), fx);  // a window that already began drains the node at once
+  CheckNodes(now, fx);  // a window that already began drains the node at once
   return GetNode(req.name());
 }
 
 absl::StatusOr<v1::Node> Core::RevokeNode(const std::string& name, const std::string& reason,
-                                          int64_t now, Effects* fx) {
-  absl::StatusOr<std::string> why = nodes_.Revoke(name, reason, FromMs(now), fx);
+                                          absl::Time now, Effects* fx) {
+  absl::StatusOr<std::string> why = nodes_.Revoke(name, reason, now, fx);
   if (!why.ok()) return why.status();
-  lifecycle_.MoveReplicasOff(name, MoveCause::kLost, *why, -1, /*node_gone=*/true, FromMs(now), fx);
+  lifecycle_.MoveReplicasOff(name, MoveCause::kLost, *why, -1, /*node_gone=*/true, now, fx);
   return GetNode(name);
 }
 
 absl::StatusOr<v1::Node> Core::DeleteNode(const std::string& name, const std::string& reason,
-                                          int64_t now, Effects* fx) {
+                                          absl::Time now, Effects* fx) {
   for (const std::string& id : jobs_.ActiveIds()) {
     const Job* job = jobs_.Find(id);
     for (const Replica& r : job->replicas) {
@@ -251,64 +253,64 @@ absl::StatusOr<v1::Node> Core::DeleteNode(const std::string& name, const std::st
                        "; drain it first (trainctl node drain ", name, ")"));
     }
   }
-  return nodes_.Delete(name, reason, FromMs(now), fx);
+  return nodes_.Delete(name, reason, now, fx);
 }
 
 // --- Agents ------------------------------------------------------------------------------------
 
-void Core::AgentRefused(const std::string& node, const std::string& why, int64_t now, Effects* fx) {
-  nodes_.Refused(node, why, FromMs(now), fx);
+void Core::AgentRefused(const std::string& node, const std::string& why, absl::Time now,
+                        Effects* fx) {
+  nodes_.Refused(node, why, now, fx);
 }
 
-v1::RegisterAck Core::AgentRegistered(const v1::Register& reg, int64_t now, Effects* fx) {
-  nodes_.Register(reg, FromMs(now), fx);
-  lifecycle_.Reconcile(reg, FromMs(now), fx);
+v1::RegisterAck Core::AgentRegistered(const v1::Register& reg, absl::Time now, Effects* fx) {
+  nodes_.Register(reg, now, fx);
+  lifecycle_.Reconcile(reg, now, fx);
   if (reg.has_maintenance()) MaintenanceReported(reg.node(), reg.maintenance(), now, fx);
   v1::RegisterAck ack;
-  ack.set_heartbeat_interval_ms(options_.heartbeat_interval_ms);
+  ack.set_heartbeat_interval_ms(static_cast<int32_t>(ToMs(options_.heartbeat_interval)));
   ack.set_lost_timeout_ms(options_.nodes.lost_timeout_ms);
   ack.set_fence_after_ms(FenceAfterMs(options_.nodes.lost_timeout_ms));
   ack.set_fence_grace_ms(FenceMarginMs(options_.nodes.lost_timeout_ms));
   return ack;
 }
 
-void Core::AgentDisconnected(const std::string& node, int64_t now, Effects* fx) {
-  nodes_.Disconnect(node, FromMs(now), fx);
+void Core::AgentDisconnected(const std::string& node, absl::Time now, Effects* fx) {
+  nodes_.Disconnect(node, now, fx);
 }
 
-void Core::Heartbeat(const std::string& node, int64_t now, Effects* fx) {
-  nodes_.Heartbeat(node, FromMs(now), fx);
+void Core::Heartbeat(const std::string& node, absl::Time now, Effects* fx) {
+  nodes_.Heartbeat(node, now, fx);
 }
 
 void Core::MaintenanceReported(const std::string& node, const v1::MaintenanceReport& report,
-                               int64_t now, Effects* fx) {
-  nodes_.MaintenanceReported(node, report, FromMs(now), fx);
-  CheckNodes(FromMs(now), fx);  // a window that already began drains the node at once
+                               absl::Time now, Effects* fx) {
+  nodes_.MaintenanceReported(node, report, now, fx);
+  CheckNodes(now, fx);  // a window that already began drains the node at once
 }
 
-void Core::CheckReported(const std::string& node, const v1::CheckRun& run, int64_t now,
+void Core::CheckReported(const std::string& node, const v1::CheckRun& run, absl::Time now,
                          Effects* fx) {
-  const NodeRegistry::CheckOutcome out = nodes_.ApplyCheckRun(node, run, FromMs(now), fx);
+  const NodeRegistry::CheckOutcome out = nodes_.ApplyCheckRun(node, run, now, fx);
   if (run.passed() || run.phase() != "periodic" || !out.isolated) return;
   lifecycle_.MoveReplicasOff(
       node, MoveCause::kUnhealthy,
       absl::StrCat("node ", node, " failed its periodic check: ", FailedItems(run)), -1,
-      /*node_gone=*/false, FromMs(now), fx);
+      /*node_gone=*/false, now, fx);
 }
 
-void Core::ReplicaStarted(const std::string& node, const v1::ReplicaStarted& started, int64_t now,
-                          Effects* fx) {
+void Core::ReplicaStarted(const std::string& node, const v1::ReplicaStarted& started,
+                          absl::Time now, Effects* fx) {
   auto [job, r] = jobs_.CurrentRun(started.run_id());
   if (job == nullptr) return;  // stale or duplicate report
   if (r->node != node) {
-    return nodes_.IgnoredReport(node, started.run_id(), r->node, FromMs(now), fx);
+    return nodes_.IgnoredReport(node, started.run_id(), r->node, now, fx);
   }
-  lifecycle_.Started(job, r, started, FromMs(now), fx);
+  lifecycle_.Started(job, r, started, now, fx);
 }
 
-void Core::ReplicaExited(const std::string& node, const v1::ReplicaExited& exited, int64_t now_ms,
+void Core::ReplicaExited(const std::string& node, const v1::ReplicaExited& exited, absl::Time now,
                          Effects* fx) {
-  const absl::Time now = FromMs(now_ms);
   // The host's verdict counts even for a stale run: every host that failed is isolated (R16).
   if (exited.has_checks()) nodes_.ApplyCheckRun(node, exited.checks(), now, fx);
   auto [job, r] = jobs_.CurrentRun(exited.run_id());
@@ -333,14 +335,15 @@ void Core::ReplicaExited(const std::string& node, const v1::ReplicaExited& exite
 }
 
 void Core::ReplicaProgress(const std::string& node, const v1::ReplicaProgress& progress,
-                           int64_t now, Effects* fx) {
+                           absl::Time now, Effects* fx) {
   auto [job, r] = jobs_.CurrentRun(progress.run_id());
   if (job == nullptr) return;
   if (r->node != node) {
-    return nodes_.IgnoredReport(node, progress.run_id(), r->node, FromMs(now), fx);
+    return nodes_.IgnoredReport(node, progress.run_id(), r->node, now, fx);
   }
-  const int64_t t = progress.time_ms() > 0 ? progress.time_ms() : now;
-  lifecycle_.Progress(job, r, FromMs(t), FromMs(now), fx);
+  // The agent's report carries its time in ms since the epoch.
+  const absl::Time t = progress.time_ms() > 0 ? FromMs(progress.time_ms()) : now;
+  lifecycle_.Progress(job, r, t, now, fx);
 }
 
 // --- Time and placement ------------------------------------------------------------------------
@@ -366,8 +369,7 @@ void Core::CheckMaintenance(absl::Time now, Effects* fx) {
   if (next != absl::InfiniteFuture()) timers_.WakeAt(next);
 }
 
-void Core::Tick(int64_t now_ms, Effects* fx) {
-  const absl::Time now = FromMs(now_ms);
+void Core::Tick(absl::Time now, Effects* fx) {
   requests_.Expire(now);
   CheckNodes(now, fx);
   if (timers_.TakeDue(now)) queue_.Wake();
@@ -382,9 +384,8 @@ void Core::Tick(int64_t now_ms, Effects* fx) {
         why.push_back(b.message());
       }
       const bool retry = !job->attempts.empty();
-      const JobError error =
-          QueueTimeoutError(ToMs(now - since), ToMs(*AdmissionQueue::QueueTimeoutOf(*job)), retry,
-                            absl::StrJoin(why, "; "));
+      const JobError error = QueueTimeoutError(now - since, *AdmissionQueue::QueueTimeoutOf(*job),
+                                               retry, absl::StrJoin(why, "; "));
       if (retry) {
         AddEvent(fx, now, job, "", "", "JobQueueTimeout", "error,exiting: " + error.message);
       }
@@ -394,17 +395,16 @@ void Core::Tick(int64_t now_ms, Effects* fx) {
   lifecycle_.Tick(now, fx);
 }
 
-size_t Core::Schedule(int64_t now_ms, Effects* fx) {
-  return StartAdmitted(PlanAdmissions(now_ms), now_ms, fx);
+size_t Core::Schedule(absl::Time now, Effects* fx) {
+  return StartAdmitted(PlanAdmissions(now), now, fx);
 }
 
-AdmissionPlan Core::PlanAdmissions(int64_t now_ms) {
+AdmissionPlan Core::PlanAdmissions(absl::Time now) {
   if (nodes_.TakeChanged()) queue_.Wake();
-  return queue_.Pass(jobs_, &nodes_, FromMs(now_ms), &timers_);
+  return queue_.Pass(jobs_, &nodes_, now, &timers_);
 }
 
-size_t Core::StartAdmitted(const AdmissionPlan& plan, int64_t now_ms, Effects* fx) {
-  const absl::Time now = FromMs(now_ms);
+size_t Core::StartAdmitted(const AdmissionPlan& plan, absl::Time now, Effects* fx) {
   for (const AdmissionPlan::Stockout& s : plan.stockouts) {
     Job* job = jobs_.Find(s.job_id);
     const RetryDecision d = DecideOnStockout(*job, s.missing);
@@ -439,21 +439,22 @@ std::vector<v1::Project> Core::ListProjects() const {
   return out;
 }
 
-std::vector<v1::Job> Core::ListQueue(const std::string& project, int32_t limit, int64_t now) const {
+std::vector<v1::Job> Core::ListQueue(const std::string& project, int32_t limit,
+                                     absl::Time now) const {
   const std::shared_ptr<const QueueState> state = QueueSnapshot();
   std::vector<v1::Job> out;
   for (const std::string& id : queue_.Queued(project, limit)) {
     const Job& job = *jobs_.Find(id);
     out.push_back(ToProto(job));
-    *out.back().mutable_queue_status() = QueueStatusOf(*state, QueuedJobOf(job), FromMs(now));
+    *out.back().mutable_queue_status() = QueueStatusOf(*state, QueuedJobOf(job), now);
   }
   return out;
 }
 
-v1::Job Core::View(const Job& job, int64_t now) const {
+v1::Job Core::View(const Job& job, absl::Time now) const {
   v1::Job out = ToProto(job);
   if (job.state == v1::JOB_STATE_QUEUED) {
-    *out.mutable_queue_status() = QueueStatusOf(*QueueSnapshot(), QueuedJobOf(job), FromMs(now));
+    *out.mutable_queue_status() = QueueStatusOf(*QueueSnapshot(), QueuedJobOf(job), now);
   }
   return out;
 }

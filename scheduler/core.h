@@ -8,11 +8,11 @@
 //   JobTable         the jobs and their indexes
 //   Timers           the next wakeup
 //
-// Each input takes `now` (ms since the epoch, from an injectable clock) and appends what it
-// decided to `fx`: rows to persist, events, and commands for agents. The core performs no I/O;
-// the shell (server/reconcile_loop) commits `fx` in one transaction before any command leaves,
-// so a crash never loses an acknowledged change. Given the same state, inputs and times, the core
-// makes the same decisions, which the unit tests rely on.
+// Each input takes `now` (an absl::Time from an injectable clock; durations are absl::Duration)
+// and appends what it decided to `fx`: rows to persist, events, and commands for agents. The core
+// performs no I/O; the shell (server/reconcile_loop) commits `fx` in one transaction before any
+// command leaves, so a crash never loses an acknowledged change. Given the same state, inputs and
+// times, the core makes the same decisions, which the unit tests rely on.
 //
 // Thread-safety: none. Exactly one thread (the reconcile loop) may call a Core.
 //
@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "scheduler/admission_queue.h"
 #include "scheduler/job_lifecycle.h"
 #include "scheduler/job_table.h"
@@ -48,8 +49,8 @@ struct CoreOptions {
   // Empty: under checkpoint_root. Agents create the directory, often as root, so a job must not
   // name /etc.
   std::vector<std::string> checkpoint_allowed_roots;
-  // Told to agents in RegisterAck.
-  int32_t heartbeat_interval_ms = 2000;
+  // Told to agents in RegisterAck (in whole ms).
+  absl::Duration heartbeat_interval = absl::Seconds(2);
   // Seed for job ids; 0 picks a random seed.
   uint64_t id_seed = 0;
   // The quota of every project that has none of its own (its `project` field is ignored).
@@ -61,10 +62,10 @@ struct CoreOptions {
   UidRange replica_uid_range;
   // scheduling.settleWindow of jobs that set none (GANG jobs: how long a non-transient exit
   // waits for an earlier failure of a peer).
-  int64_t settle_window_ms = 3000;
+  absl::Duration settle_window = absl::Seconds(3);
   // Failures whose exit times are this close count as simultaneous when the root cause of a
   // gang's failure is chosen (agents' clocks and reports disagree a little).
-  int64_t skew_tolerance_ms = 1000;
+  absl::Duration skew_tolerance = absl::Seconds(1);
 };
 
 class Core {
@@ -80,7 +81,7 @@ class Core {
                std::vector<v1::Quota> quotas = {});
   // The latest creation time of any stored job, loaded or not: new jobs are created after it,
   // so their ids (which begin with the creation time) never repeat a stored job's.
-  void RestoreLastCreate(int64_t ms) { jobs_.NoteCreated(FromMs(ms)); }
+  void RestoreLastCreate(absl::Time t) { jobs_.NoteCreated(t); }
   // The project's replica uid, if it has one (project_uids.h).
   std::optional<uint32_t> ProjectUid(const std::string& project) const {
     return queue_.uids().Find(project);
@@ -101,26 +102,27 @@ class Core {
   // With a request id, a second submit of the same creator and id within 24 hours returns the
   // job the first one created (and changes nothing), or ALREADY_EXISTS when its spec hash
   // differs (see request_index.h).
-  absl::StatusOr<const Job*> SubmitJob(const v1::JobSpec& spec, int64_t now, Effects* fx,
+  absl::StatusOr<const Job*> SubmitJob(const v1::JobSpec& spec, absl::Time now, Effects* fx,
                                        const std::string& creator = "",
                                        const CreateRequestKey& request = {});
   // Starts cancelling a job: QUEUED jobs end at once, others stop their replicas first
   // (CANCELLING, then CANCELLED when every replica is gone). Terminal jobs are returned as is.
-  absl::StatusOr<const Job*> CancelJob(const std::string& id, int64_t now, Effects* fx);
+  absl::StatusOr<const Job*> CancelJob(const std::string& id, absl::Time now, Effects* fx);
   // Grows a RUNNING job whose elastic pools shrank back toward its spec's size: its gang restarts
   // with every removed replica there is room for (JobLifecycle::RequestGrow). NOT_FOUND for an
   // unknown job; FAILED_PRECONDITION saying why it cannot grow now. `actor` names who asked.
-  absl::StatusOr<const Job*> ResizeJob(const std::string& id, const std::string& actor, int64_t now,
-                                       Effects* fx);
+  absl::StatusOr<const Job*> ResizeJob(const std::string& id, const std::string& actor,
+                                       absl::Time now, Effects* fx);
   // Forgets a terminal job whose replicas have all ended; its rows (attempts, runs, events) go
   // with it (Effects::deleted_jobs). NOT_FOUND for an unknown job, FAILED_PRECONDITION while it
   // is not terminal or a replica of it still holds its node. `why` non-empty: a JobDeleted event
   // (not tied to the job, so it outlives it) records it; retention passes none.
-  absl::Status DeleteJob(const std::string& id, const std::string& why, int64_t now, Effects* fx);
+  absl::Status DeleteJob(const std::string& id, const std::string& why, absl::Time now,
+                         Effects* fx);
   // DeleteJob for a job the core no longer holds (ForgetJob), as read from the database: records
   // the deletion like DeleteJob and lists the rows to delete. DeleteJob when the core holds it
   // after all; FAILED_PRECONDITION when `stored` is not terminal.
-  absl::Status DeleteStoredJob(const v1::Job& stored, const std::string& why, int64_t now,
+  absl::Status DeleteStoredJob(const v1::Job& stored, const std::string& why, absl::Time now,
                                Effects* fx);
   // Drops a terminal job whose replicas have all ended from memory, its rows staying in the
   // database (trainctld keeps only live and recently ended jobs in the core; readers find the
@@ -129,11 +131,11 @@ class Core {
   // Replaces a project's quota; takes effect at once (raising it admits waiting jobs; lowering it
   // stops nothing). INVALID_ARGUMENT for a bad quota, with the field path.
   // The quota of every project without one of its own (CoreOptions::default_quota), replaced.
-  void SetDefaultQuota(const v1::Quota& quota, int64_t now, Effects* fx);
-  absl::StatusOr<v1::Project> SetQuota(const v1::Quota& quota, int64_t now, Effects* fx);
+  void SetDefaultQuota(const v1::Quota& quota, absl::Time now, Effects* fx);
+  absl::StatusOr<v1::Project> SetQuota(const v1::Quota& quota, absl::Time now, Effects* fx);
   // Progress reported through the API. NOT_FOUND for an unknown job or replica,
   // FAILED_PRECONDITION when the replica is not running.
-  absl::Status ReportProgress(const std::string& job_id, const std::string& replica, int64_t now,
+  absl::Status ReportProgress(const std::string& job_id, const std::string& replica, absl::Time now,
                               Effects* fx);
 
   // --- Inputs from operators ---------------------------------------------------------------
@@ -141,59 +143,59 @@ class Core {
   // No new work on the node; its replicas keep running. NOT_FOUND for an unknown node,
   // INVALID_ARGUMENT for a reason over 1024 characters.
   absl::StatusOr<v1::Node> CordonNode(const std::string& name, const std::string& reason,
-                                      int64_t now, Effects* fx);
+                                      absl::Time now, Effects* fx);
   // Lifts the cordon, a drain and the flapping hold. A node whose checks still fail stays
   // ISOLATED; its agent is asked to run its checks again at once.
-  absl::StatusOr<v1::Node> UncordonNode(const std::string& name, int64_t now, Effects* fx);
-  // Cordons the node and moves every replica on it: stopped with SIGTERM and `deadline_ms` (0:
+  absl::StatusOr<v1::Node> UncordonNode(const std::string& name, absl::Time now, Effects* fx);
+  // Cordons the node and moves every replica on it: stopped with SIGTERM and `deadline` (zero:
   // the job's stopGracePeriod) before SIGKILL, then started on another node with the same name
   // and rank, not charged to its restart budget. INVALID_ARGUMENT without a reason.
   absl::StatusOr<v1::Node> DrainNode(const std::string& name, const std::string& reason,
-                                     int64_t deadline_ms, int64_t now, Effects* fx);
+                                     absl::Duration deadline, absl::Time now, Effects* fx);
 
   // Records or clears (req.clear) the node's maintenance window (maintenance.h). A window that
   // already began drains the node at once. NOT_FOUND, INVALID_ARGUMENT naming the field.
-  absl::StatusOr<v1::Node> SetNodeMaintenance(const v1::SetNodeMaintenanceRequest& req, int64_t now,
-                                              Effects* fx);
+  absl::StatusOr<v1::Node> SetNodeMaintenance(const v1::SetNodeMaintenanceRequest& req,
+                                              absl::Time now, Effects* fx);
 
   // Revokes the node's agent certificate (see NodeRegistry::Revoke) and moves its replicas as
   // from a lost node. NOT_FOUND, FAILED_PRECONDITION without a certificate.
   absl::StatusOr<v1::Node> RevokeNode(const std::string& name, const std::string& reason,
-                                      int64_t now, Effects* fx);
+                                      absl::Time now, Effects* fx);
 
   // Forgets a node that is not connected and holds no replica of a live job (NodeRegistry::
   // Delete). FAILED_PRECONDITION naming the replica otherwise.
   absl::StatusOr<v1::Node> DeleteNode(const std::string& name, const std::string& reason,
-                                      int64_t now, Effects* fx);
+                                      absl::Time now, Effects* fx);
 
   // --- Inputs from agents ------------------------------------------------------------------
 
   // The scheduler refused an agent stream claiming `node`, for `why`: an event row.
-  void AgentRefused(const std::string& node, const std::string& why, int64_t now, Effects* fx);
+  void AgentRefused(const std::string& node, const std::string& why, absl::Time now, Effects* fx);
 
   // An agent (re)connected. Re-adopts the replicas it reports, stops runs nobody wants, resends
   // launches it never received. Returns the RegisterAck to send back, with the agent's fence
   // time (node_health.h, "Fencing").
-  v1::RegisterAck AgentRegistered(const v1::Register& reg, int64_t now, Effects* fx);
-  void AgentDisconnected(const std::string& node, int64_t now, Effects* fx);
+  v1::RegisterAck AgentRegistered(const v1::Register& reg, absl::Time now, Effects* fx);
+  void AgentDisconnected(const std::string& node, absl::Time now, Effects* fx);
   // A LOST node whose agent kept its stream and is heard from again is back: the runs moved off
   // it are stopped there.
-  void Heartbeat(const std::string& node, int64_t now, Effects* fx);
+  void Heartbeat(const std::string& node, absl::Time now, Effects* fx);
   // A check run not tied to an exit: periodic, or a preflight that passed. A failed periodic run
   // isolates the node and moves its replicas off it.
   // What the agent's --maintenance-file says now (NodeRegistry::MaintenanceReported).
   void MaintenanceReported(const std::string& node, const v1::MaintenanceReport& report,
-                           int64_t now, Effects* fx);
-  void CheckReported(const std::string& node, const v1::CheckRun& run, int64_t now, Effects* fx);
-  void ReplicaStarted(const std::string& node, const v1::ReplicaStarted& started, int64_t now,
+                           absl::Time now, Effects* fx);
+  void CheckReported(const std::string& node, const v1::CheckRun& run, absl::Time now, Effects* fx);
+  void ReplicaStarted(const std::string& node, const v1::ReplicaStarted& started, absl::Time now,
                       Effects* fx);
   // The host's check run attached to the exit counts even for a stale run; then the retry
   // engine decides what the end means, unless it confirms a stop trainctl asked for.
-  void ReplicaExited(const std::string& node, const v1::ReplicaExited& exited, int64_t now,
+  void ReplicaExited(const std::string& node, const v1::ReplicaExited& exited, absl::Time now,
                      Effects* fx);
   // A sign of progress of a run (checkpoint written, progress file touched). Stale runs are
   // ignored.
-  void ReplicaProgress(const std::string& node, const v1::ReplicaProgress& progress, int64_t now,
+  void ReplicaProgress(const std::string& node, const v1::ReplicaProgress& progress, absl::Time now,
                        Effects* fx);
 
   // --- Time and placement ------------------------------------------------------------------
@@ -201,24 +203,24 @@ class Core {
   // Enforces time limits (scheduling.timeout, hangTimeout, launchTimeout, queue timeouts),
   // starts replica restarts whose backoff has passed, and marks nodes not heard from within the
   // lost timeout LOST, moving their replicas one fence margin later (node_health.h).
-  void Tick(int64_t now, Effects* fx);
+  void Tick(absl::Time now, Effects* fx);
   // Places QUEUED jobs in admission order. Cheap when nothing changed since the last call.
   // Returns how many jobs it admitted (started). The same as StartAdmitted(PlanAdmissions(now)).
-  size_t Schedule(int64_t now, Effects* fx);
+  size_t Schedule(absl::Time now, Effects* fx);
   // Schedule's two halves, for a caller that measures them apart: the admission pass, which
   // decides which queued jobs start and on which nodes (and which ran out of time waiting for
   // capacity), and the start of what it decided: attempts, replicas, launches and events. Nothing
   // may happen to the core between the two calls.
-  AdmissionPlan PlanAdmissions(int64_t now);
-  size_t StartAdmitted(const AdmissionPlan& plan, int64_t now, Effects* fx);
+  AdmissionPlan PlanAdmissions(absl::Time now);
+  size_t StartAdmitted(const AdmissionPlan& plan, absl::Time now, Effects* fx);
 
   // --- Reads -------------------------------------------------------------------------------
 
   // The job `scope` created with `request_id` within RequestIndex::kWindow before `now`, among
   // the jobs the core holds; nullptr when none.
   const RequestIndex::Entry* FindRequest(const std::string& scope, const std::string& request_id,
-                                         int64_t now) const {
-    return requests_.Find(scope, request_id, FromMs(now));
+                                         absl::Time now) const {
+    return requests_.Find(scope, request_id, now);
   }
 
   // nullptr when unknown.
@@ -240,9 +242,9 @@ class Core {
   std::vector<v1::Project> ListProjects() const;
   // QUEUED jobs in admission order (of `project`, or all), at most `limit`, each with its
   // queue_status filled as of `now`.
-  std::vector<v1::Job> ListQueue(const std::string& project, int32_t limit, int64_t now) const;
+  std::vector<v1::Job> ListQueue(const std::string& project, int32_t limit, absl::Time now) const;
   // The API view of `job`, with queue_status filled when it is QUEUED.
-  v1::Job View(const Job& job, int64_t now) const;
+  v1::Job View(const Job& job, absl::Time now) const;
   // Changes whenever QueueSnapshot() may return something new.
   uint64_t QueueVersion() const { return queue_.version() + nodes_.version(); }
   // The picture of admission that queue statuses are computed from (see queue_state.h).

@@ -230,14 +230,14 @@ JobError DeadlineError(int64_t timeout_ms) {
   return e;
 }
 
-JobError QueueTimeoutError(int64_t waited_ms, int64_t timeout_ms, bool retry,
+JobError QueueTimeoutError(absl::Duration waited, absl::Duration timeout, bool retry,
                            const std::string& waiting_for) {
   JobError e;
   e.code = absl::StatusCode::kDeadlineExceeded;
   e.reason = FailureClass::kDeadline;
-  e.message = absl::StrCat("Job waited ", FormatDuration(waited_ms), " in the queue (queueTimeout ",
-                           FormatDuration(timeout_ms), retry ? ", for a retry" : "",
-                           ") and gave up; it was waiting for: ",
+  e.message = absl::StrCat("Job waited ", FormatDuration(ToMs(waited)),
+                           " in the queue (queueTimeout ", FormatDuration(ToMs(timeout)),
+                           retry ? ", for a retry" : "", ") and gave up; it was waiting for: ",
                            waiting_for.empty() ? std::string("its turn") : waiting_for, ".");
   return e;
 }

@@ -99,9 +99,9 @@ JobError CapacityError(const std::string& what);
 // The error of a job that ran past scheduling.timeout.
 JobError DeadlineError(int64_t timeout_ms);
 
-// The error of a job that waited `waited_ms` in the queue past its queue timeout
-// (`timeout_ms`), for a retry or not, and what it was waiting for.
-JobError QueueTimeoutError(int64_t waited_ms, int64_t timeout_ms, bool retry,
+// The error of a job that waited `waited` in the queue past its queue timeout (`timeout`), for a
+// retry or not, and what it was waiting for.
+JobError QueueTimeoutError(absl::Duration waited, absl::Duration timeout, bool retry,
                            const std::string& waiting_for);
 
 }  // namespace trainctl::sched

@@ -251,8 +251,7 @@ class AgentSession : public Reactor {
             [reg, ch, ack_seq, peer = peer_, new_nodes = new_nodes_, loop = loop_](Turn& t) {
               // A name trainctld does not know counts against the host's new nodes.
               if (t.core.FindNode(reg.node()) == nullptr) {
-                if (absl::Status admitted = new_nodes->Admit(peer, absl::FromUnixMillis(t.now));
-                    !admitted.ok()) {
+                if (absl::Status admitted = new_nodes->Admit(peer, t.now); !admitted.ok()) {
                   spdlog::warn("agent stream from {} claiming new node {} refused: {}", peer,
                                reg.node(), admitted.ToString());
                   ch->Finish(ToGrpcStatus(admitted));

@@ -156,7 +156,8 @@ void Api::DrainNode(const CallContext& call, const v1::DrainNodeRequest& req,
       [r = req](Turn& t) -> absl::StatusOr<v1::Node> {
         TC_RETURN_IF_ERROR(CheckNodeName(r.name()));
         TC_RETURN_IF_ERROR(ValidateProtoDuration("deadline", r.deadline(), 24 * 3600));
-        return t.core.DrainNode(r.name(), r.reason(), DurationToMs(r.deadline()), t.now, t.fx);
+        return t.core.DrainNode(r.name(), r.reason(),
+                                absl::Milliseconds(DurationToMs(r.deadline())), t.now, t.fx);
       },
       std::move(done));
 }

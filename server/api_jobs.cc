@@ -85,7 +85,7 @@ absl::StatusOr<std::optional<v1::Job>> Api::FindCreated(Turn& t, const std::stri
   if (key.id.empty() || t.core.FindRequest(creator, key.id, t.now) != nullptr) return std::nullopt;
   // A job the core no longer holds (it ended a while ago) may have taken the request id.
   absl::StatusOr<std::optional<v1::Job>> stored = t.store.FindJobByRequest(
-      creator, key.id, t.now - absl::ToInt64Milliseconds(sched::RequestIndex::kWindow));
+      creator, key.id, absl::ToUnixMillis(t.now - sched::RequestIndex::kWindow));
   if (!stored.ok() || !stored->has_value()) return stored;
   if ((*stored)->request_hash() != key.spec_hash) {
     return sched::RequestIdTaken(key.id, (*stored)->id());

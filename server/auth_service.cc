@@ -64,7 +64,7 @@ void StoreToken(ReconcileLoop* loop, TokenRegistry* tokens, storage::TokenRow ro
       [=](Turn& t) {
         t.tokens->push_back(row);
         const size_t first = t.fx->events.size();
-        sched::AddEvent(t.fx, sched::FromMs(t.now), nullptr, "", "", event_type, reason);
+        sched::AddEvent(t.fx, t.now, nullptr, "", "", event_type, reason);
         StampActor(t.fx, first, actor);
         t.after_commit->push_back([tokens, row, done] {
           tokens->Put(row);

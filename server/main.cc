@@ -307,13 +307,13 @@ int main(int argc, char** argv) {
   opts.checkpoint_root = std::filesystem::absolute(flags.checkpoint_root).string();
   opts.checkpoint_allowed_roots = flags.checkpoint_allowed_roots;
   opts.replica_uid_range = flags.replica_uid_range;
-  opts.heartbeat_interval_ms = static_cast<int32_t>(flags.heartbeat_ms);
+  opts.heartbeat_interval = absl::Milliseconds(flags.heartbeat_ms);
   opts.default_quota = flags.default_quota;
   opts.nodes.lost_timeout_ms = flags.node_lost_timeout_ms;
   opts.nodes.flap_threshold = flags.flap_threshold;
   opts.nodes.flap_window_ms = flags.flap_window_ms;
-  opts.settle_window_ms = flags.settle_window_ms;
-  opts.skew_tolerance_ms = flags.skew_tolerance_ms;
+  opts.settle_window = absl::Milliseconds(flags.settle_window_ms);
+  opts.skew_tolerance = absl::Milliseconds(flags.skew_tolerance_ms);
   opts.nodes.ports = flags.port_range;
   // Jobs that ended longer ago than the cache, or beyond its count, stay in the database
   // (JobArchive reads them): a burst of jobs that ended at once is not read whole.
@@ -456,7 +456,7 @@ int main(int argc, char** argv) {
   loop.Start();
   if (lead) {
     loop.Post([reason = lead->reason](server::Turn& t) {
-      t.fx->events.push_back({t.now, "", 0, "", "", "LeaderElected", reason, ""});
+      sched::AddEvent(t.fx, t.now, nullptr, "", "", "LeaderElected", reason);
     });
   }
   if (authorizer.enabled() && tokens.size() == 0) {

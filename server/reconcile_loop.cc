@@ -133,12 +133,13 @@ void ReconcileLoop::RunTurn(std::vector<Item> items) {
   sched::Effects fx;
   std::vector<std::function<void()>> after;
   std::vector<storage::TokenRow> tokens;
-  Turn turn{*core_, *store_, clock_(), &fx, &after, &tokens};
+  const int64_t now_ms = clock_();
+  Turn turn{*core_, *store_, absl::FromUnixMillis(now_ms), &fx, &after, &tokens};
   for (Item& item : items) item.work(turn);
-  if (retention_ms_ > 0 && turn.now >= next_retention_ms_) ExpireJobs(turn);
-  if (turn.now - last_tick_ms_ >= kTickIntervalMs) {
+  if (retention_ms_ > 0 && now_ms >= next_retention_ms_) ExpireJobs(turn);
+  if (now_ms - last_tick_ms_ >= kTickIntervalMs) {
     core_->Tick(turn.now, &fx);
-    last_tick_ms_ = turn.now;
+    last_tick_ms_ = now_ms;
   }
   {
     const auto start = std::chrono::steady_clock::now();
@@ -214,7 +215,7 @@ void ReconcileLoop::RunTurn(std::vector<Item> items) {
     registry_->Broadcast(forget);
   }
   registry_->ExpireLogRequests();
-  ForgetEnded(turn.now);
+  ForgetEnded(now_ms);
 }
 
 void ReconcileLoop::NoteEnded(const std::vector<v1::Job>& jobs,
@@ -263,11 +264,12 @@ void ReconcileLoop::ForgetEnded(int64_t now) {
 void ReconcileLoop::ExpireJobs(Turn& t) {
   // A pass looks again at most ten times per retention, and at least every minute.
   const int64_t interval = std::clamp<int64_t>(retention_ms_ / 10, 100, 60'000);
+  const int64_t now_ms = absl::ToUnixMillis(t.now);
   absl::StatusOr<std::vector<storage::EndedJob>> due =
-      store_->EndedBefore(t.now - retention_ms_, retention_cursor_, kRetentionBatch);
+      store_->EndedBefore(now_ms - retention_ms_, retention_cursor_, kRetentionBatch);
   if (!due.ok()) {
     spdlog::warn("retention: cannot read the jobs due for deletion: {}", due.status().ToString());
-    next_retention_ms_ = t.now + interval;
+    next_retention_ms_ = now_ms + interval;
     return;
   }
   int deleted = 0;
@@ -288,11 +290,11 @@ void ReconcileLoop::ExpireJobs(Turn& t) {
   if (static_cast<int32_t>(due->size()) == kRetentionBatch) {
     // More may be due: the next turn goes on, and one comes soon.
     retention_cursor_ = due->back();
-    next_retention_ms_ = t.now;
+    next_retention_ms_ = now_ms;
     Post([](Turn&) {});
   } else {
     retention_cursor_ = storage::EndedJob{};
-    next_retention_ms_ = t.now + interval;
+    next_retention_ms_ = now_ms + interval;
   }
 }
 
@@ -300,7 +302,7 @@ void ReconcileLoop::RunRefusingTurn(std::vector<Item> items, const absl::Status&
   sched::Effects fx;
   std::vector<std::function<void()>> after;
   std::vector<storage::TokenRow> tokens;
-  Turn turn{*core_, *store_, clock_(), &fx, &after, &tokens};
+  Turn turn{*core_, *store_, absl::FromUnixMillis(clock_()), &fx, &after, &tokens};
   for (Item& item : items) {
     if (item.read_only) {
       item.work(turn);

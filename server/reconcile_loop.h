@@ -46,6 +46,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/latency_histogram.h"
 #include "scheduler/core.h"
 #include "server/outbox.h"
@@ -63,7 +64,8 @@ class JobSnapshots;
 struct Turn {
   sched::Core& core;
   storage::Store& store;
-  int64_t now;
+  // The loop's clock when the turn began.
+  absl::Time now;
   sched::Effects* fx;
   // Run after the commit, on the Outbox's thread, in order (after the turn's commands). Must not
   // block, and must not touch the core.

@@ -29,7 +29,7 @@ absl::StatusOr<LoadedState> LoadState(storage::Store& store, const sched::CoreOp
   }
   out.core = std::make_unique<sched::Core>(options);
   out.core->Restore(std::move(jobs), std::move(snap->nodes), snap->runs, std::move(snap->quotas));
-  out.core->RestoreLastCreate(snap->last_create_ms);
+  out.core->RestoreLastCreate(absl::FromUnixMillis(snap->last_create_ms));
   out.core->RestoreProjectUids(std::move(snap->project_uids));
   out.tokens = std::move(snap->tokens);
   return out;

@@ -69,12 +69,12 @@ class World {
         break;
       case 2: {
         const int n = NodeIndex();
-        if (connected_[n]) core_.AgentDisconnected(kNodeNames[n], now_, &fx);
+        if (connected_[n]) core_.AgentDisconnected(kNodeNames[n], FromMs(now_), &fx);
         connected_[n] = false;
         break;
       }
       case 3:
-        if (const char* node = ConnectedNode()) core_.Heartbeat(node, now_, &fx);
+        if (const char* node = ConnectedNode()) core_.Heartbeat(node, FromMs(now_), &fx);
         break;
       case 4:
         Started(&fx);
@@ -91,21 +91,21 @@ class World {
         break;
       case 9:
         now_ += in_->ConsumeIntegralInRange<int64_t>(0, 120'000);
-        core_.Tick(now_, &fx);
-        core_.Schedule(now_, &fx);
+        core_.Tick(FromMs(now_), &fx);
+        core_.Schedule(FromMs(now_), &fx);
         break;
       case 10:
         Submit(&fx);
-        core_.Schedule(now_, &fx);
+        core_.Schedule(FromMs(now_), &fx);
         break;
       case 11:
-        if (!job_ids_.empty()) (void)core_.CancelJob(PickJob(), now_, &fx);
+        if (!job_ids_.empty()) (void)core_.CancelJob(PickJob(), FromMs(now_), &fx);
         break;
       case 12:
         Operate(&fx);
         break;
       case 13:
-        core_.Schedule(now_, &fx);
+        core_.Schedule(FromMs(now_), &fx);
         break;
     }
     Record(fx);
@@ -184,7 +184,7 @@ class World {
       run->set_pid(in_->ConsumeIntegralInRange<int64_t>(0, 1000));
     }
     if (!ValidateRegister(reg).ok()) return;
-    core_.AgentRegistered(reg, now_, fx);
+    core_.AgentRegistered(reg, FromMs(now_), fx);
     connected_[n] = true;
   }
 
@@ -194,7 +194,7 @@ class World {
     started.set_pid(in_->ConsumeIntegralInRange<int64_t>(-1, 1000));
     started.set_start_time_ms(now_ - in_->ConsumeIntegralInRange<int64_t>(-5'000, 60'000));
     if (const char* node = ReporterOf(started.run_id())) {
-      core_.ReplicaStarted(node, started, now_, fx);
+      core_.ReplicaStarted(node, started, FromMs(now_), fx);
     }
   }
 
@@ -244,13 +244,14 @@ class World {
     if (flags & 128) exited.set_output_tail("Traceback: CUDA error: out of memory");
     exited.set_end_time_ms(now_ - in_->ConsumeIntegralInRange<int64_t>(-5'000, 60'000));
     if (const char* node = ReporterOf(exited.run_id())) {
-      core_.ReplicaExited(node, exited, now_, fx);
+      core_.ReplicaExited(node, exited, FromMs(now_), fx);
     }
   }
 
   void Checked(Effects* fx) {
     const v1::CheckRun run = CheckRunOf(PickRun());
-    if (const char* node = ReporterOf(run.run_id())) core_.CheckReported(node, run, now_, fx);
+    if (const char* node = ReporterOf(run.run_id()))
+      core_.CheckReported(node, run, FromMs(now_), fx);
   }
 
   void Progress(Effects* fx) {
@@ -259,7 +260,7 @@ class World {
     progress.set_time_ms(now_ - in_->ConsumeIntegralInRange<int64_t>(-5'000, 60'000));
     progress.set_source("checkpoint");
     if (const char* node = ReporterOf(progress.run_id())) {
-      core_.ReplicaProgress(node, progress, now_, fx);
+      core_.ReplicaProgress(node, progress, FromMs(now_), fx);
     }
   }
 
@@ -292,7 +293,7 @@ class World {
     if (in_->ConsumeBool()) s->mutable_launch_timeout()->set_seconds(30);
     if (IsElastic(spec)) s->mutable_elastic_wait()->set_seconds(in_->ConsumeIntegralInRange(0, 2));
     spec.mutable_fault_tolerance()->set_job_retry_num(in_->ConsumeIntegralInRange<int>(0, 2));
-    absl::StatusOr<const Job*> job = core_.SubmitJob(spec, now_, fx);
+    absl::StatusOr<const Job*> job = core_.SubmitJob(spec, FromMs(now_), fx);
     if (job.ok()) job_ids_.push_back((*job)->id);
   }
 
@@ -301,17 +302,18 @@ class World {
     const std::string node = in_->ConsumeBool() ? kNodeNames[NodeIndex()] : "node-x";
     switch (in_->ConsumeIntegralInRange<int>(0, 3)) {
       case 0:
-        (void)core_.CordonNode(node, "fuzz", now_, fx);
+        (void)core_.CordonNode(node, "fuzz", FromMs(now_), fx);
         break;
       case 1:
-        (void)core_.UncordonNode(node, now_, fx);
+        (void)core_.UncordonNode(node, FromMs(now_), fx);
         break;
       case 2:
-        (void)core_.DrainNode(node, "fuzz", in_->ConsumeIntegralInRange<int64_t>(0, 10'000), now_,
-                              fx);
+        (void)core_.DrainNode(node, "fuzz",
+                              absl::Milliseconds(in_->ConsumeIntegralInRange<int64_t>(0, 10'000)),
+                              FromMs(now_), fx);
         break;
       case 3:
-        if (!job_ids_.empty()) (void)core_.ResizeJob(PickJob(), "fuzz", now_, fx);
+        if (!job_ids_.empty()) (void)core_.ResizeJob(PickJob(), "fuzz", FromMs(now_), fx);
         break;
     }
   }

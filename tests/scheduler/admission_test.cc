@@ -132,7 +132,8 @@ struct Cluster {
   explicit Cluster(int nodes = 2) {
     Effects fx;
     for (int i = 0; i < nodes; ++i) {
-      core.AgentRegistered(Reg(std::string("node-") + char('a' + i), 64, 1 << 20, 8), now, &fx);
+      core.AgentRegistered(Reg(std::string("node-") + char('a' + i), 64, 1 << 20, 8), FromMs(now),
+                           &fx);
     }
   }
   std::string Submit(const std::string& project, int gpus, int priority = 0) {
@@ -141,23 +142,23 @@ struct Cluster {
     spec.set_priority(priority);
     Effects fx;
     now += 1;
-    auto job = AsView(core.SubmitJob(spec, now, &fx));
+    auto job = AsView(core.SubmitJob(spec, FromMs(now), &fx));
     REQUIRE(job.ok());
     return job->id();
   }
   void SetQuota(const v1::Quota& q) {
     Effects fx;
-    REQUIRE(core.SetQuota(q, now, &fx).ok());
+    REQUIRE(core.SetQuota(q, FromMs(now), &fx).ok());
   }
   // Returns the launches sent.
   std::vector<v1::LaunchReplica> Schedule() {
     Effects fx;
-    core.Tick(now, &fx);
-    core.Schedule(now, &fx);
+    core.Tick(FromMs(now), &fx);
+    core.Schedule(FromMs(now), &fx);
     for (const v1::LaunchReplica& l : Launches(fx)) {
       const v1::Job& job = View(core, l.job_id());
       Effects started;
-      core.ReplicaStarted(job.replicas(0).node(), Started(l.run_id()), now, &started);
+      core.ReplicaStarted(job.replicas(0).node(), Started(l.run_id()), FromMs(now), &started);
     }
     return Launches(fx);
   }
@@ -167,7 +168,7 @@ struct Cluster {
     const v1::Job& job = View(core, id);
     Effects fx;
     std::string run = MakeRunId(id, job.attempts_size(), "chief-0", 0);
-    core.ReplicaExited(job.replicas(0).node(), ExitedCode(run, 0), now, &fx);
+    core.ReplicaExited(job.replicas(0).node(), ExitedCode(run, 0), FromMs(now), &fx);
   }
   bool Queued(const std::string& id) { return State(id) == v1::JOB_STATE_QUEUED; }
 };
@@ -180,7 +181,7 @@ TEST_CASE("a job is admitted only when its whole demand fits the quota (gang adm
   c.Schedule();
   CHECK(c.State(a) == v1::JOB_STATE_RUNNING);
   CHECK(c.Queued(b));
-  v1::Job view = c.core.View(*c.core.FindJob(b), c.now);
+  v1::Job view = c.core.View(*c.core.FindJob(b), FromMs(c.now));
   REQUIRE(view.queue_status().blockers_size() >= 1);
   CHECK(view.queue_status().blockers(0).message() ==
         "QUOTA: project team-a needs 4 gpus, 6 of 8 in use by 1 job");
@@ -241,7 +242,7 @@ TEST_CASE("order: retries first, then priority, then submission") {
   c.Schedule();
   std::string low = c.Submit("team-a", 1, 0);
   std::string high = c.Submit("team-a", 1, 5);
-  std::vector<v1::Job> queue = c.core.ListQueue("", 100, c.now);
+  std::vector<v1::Job> queue = c.core.ListQueue("", 100, FromMs(c.now));
   REQUIRE(queue.size() == 2);
   CHECK(queue[0].id() == high);
   CHECK(queue[1].id() == low);
@@ -346,7 +347,7 @@ TEST_CASE("queueTimeout fails a job that waited too long, saying for what") {
   spec.set_project("team-a");
   spec.mutable_scheduling()->mutable_queue_timeout()->set_seconds(60);
   Effects fx;
-  std::string id = AsView(c.core.SubmitJob(spec, c.now, &fx))->id();
+  std::string id = AsView(c.core.SubmitJob(spec, FromMs(c.now), &fx))->id();
   c.Schedule();
   CHECK(c.State(running) == v1::JOB_STATE_RUNNING);
   c.now += 59'000;
@@ -368,20 +369,20 @@ TEST_CASE("a retrying job gives up after 30 minutes in the queue (R17)") {
   v1::JobSpec spec = Spec(0, 1, 100, 1);
   spec.mutable_scheduling()->mutable_placement_timeout()->set_seconds(3600);  // no stockout
   Effects submit;
-  std::string id = AsView(c.core.SubmitJob(spec, c.now, &submit))->id();
+  std::string id = AsView(c.core.SubmitJob(spec, FromMs(c.now), &submit))->id();
   c.Schedule();
   const v1::Job& placed = View(c.core, id);
   std::string run = MakeRunId(id, 1, "chief-0", 0);
   std::string node = placed.replicas(0).node();
   Effects fx;
-  c.core.ReplicaStarted(node, Started(run), c.now, &fx);
-  c.core.AgentDisconnected("node-a", c.now, &fx);
-  c.core.AgentDisconnected("node-b", c.now, &fx);
+  c.core.ReplicaStarted(node, Started(run), FromMs(c.now), &fx);
+  c.core.AgentDisconnected("node-a", FromMs(c.now), &fx);
+  c.core.AgentDisconnected("node-b", FromMs(c.now), &fx);
   // The agent comes back without the run: internal error, retry; but no node is connected now.
   v1::Register reg = Reg(node, 64, 1 << 20, 8);
   reg.set_agent_instance("new");
-  c.core.AgentRegistered(reg, c.now, &fx);
-  c.core.AgentDisconnected(node, c.now, &fx);
+  c.core.AgentRegistered(reg, FromMs(c.now), &fx);
+  c.core.AgentDisconnected(node, FromMs(c.now), &fx);
   CHECK(c.Queued(id));
   c.now += 29 * 60'000;
   c.Schedule();

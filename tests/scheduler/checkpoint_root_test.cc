@@ -39,15 +39,15 @@ TEST_CASE("a launch carries the allowed root of its job's checkpoint directory")
     options.checkpoint_allowed_roots = {"/mnt/ckpt/", "/mnt/ckpt/teama"};
     Core core(options);
     Effects fx;
-    core.AgentRegistered(Reg("node-a"), 0, &fx);
+    core.AgentRegistered(Reg("node-a"), FromMs(0), &fx);
     v1::JobSpec spec = Spec(0);
     spec.set_checkpoint_dir("/mnt/ckpt/teama/run/../esc/sub/");
-    absl::StatusOr<const Job*> job = core.SubmitJob(spec, 0, &fx);
+    absl::StatusOr<const Job*> job = core.SubmitJob(spec, FromMs(0), &fx);
     REQUIRE(job.ok());
     // As a trainctld older than the root stored it (still QUEUED).
     v1::Job stored = ToProto(**job);
     stored.clear_checkpoint_root();
-    core.Schedule(0, &fx);
+    core.Schedule(FromMs(0), &fx);
     std::vector<v1::LaunchReplica> launches = Launches(fx);
     REQUIRE(launches.size() == 1);
     CHECK(launches[0].checkpoint_dir() == "/mnt/ckpt/teama/esc/sub");

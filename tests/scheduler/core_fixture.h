@@ -19,12 +19,12 @@ struct Fixture {
 
   Fixture() {
     Effects fx;
-    core.AgentRegistered(Reg("node-a"), now, &fx);
-    core.AgentRegistered(Reg("node-b"), now, &fx);
+    core.AgentRegistered(Reg("node-a"), FromMs(now), &fx);
+    core.AgentRegistered(Reg("node-b"), FromMs(now), &fx);
   }
 
   v1::Job Submit(const v1::JobSpec& spec, Effects* fx) {
-    absl::StatusOr<v1::Job> job = AsView(core.SubmitJob(spec, now, fx));
+    absl::StatusOr<v1::Job> job = AsView(core.SubmitJob(spec, FromMs(now), fx));
     REQUIRE(job.ok());
     return *job;
   }
@@ -33,7 +33,7 @@ struct Fixture {
   std::vector<v1::LaunchReplica> SubmitAndPlace(const v1::JobSpec& spec, std::string* id) {
     Effects fx;
     *id = Submit(spec, &fx).id();
-    core.Schedule(now, &fx);
+    core.Schedule(FromMs(now), &fx);
     return Launches(fx);
   }
 
@@ -42,7 +42,7 @@ struct Fixture {
   void StartAll(const std::vector<v1::LaunchReplica>& launches) {
     for (const auto& l : launches) {
       Effects fx;
-      core.ReplicaStarted(NodeOf(l), Started(l.run_id()), ++now, &fx);
+      core.ReplicaStarted(NodeOf(l), Started(l.run_id()), FromMs(++now), &fx);
     }
   }
 

@@ -95,21 +95,21 @@ struct GpuCluster {
   explicit GpuCluster(int gpus, int nodes = 1) {
     Effects fx;
     for (int i = 0; i < nodes; ++i) {
-      core.AgentRegistered(Reg(i == 0 ? "node-a" : "node-b", 32, 65536, gpus), now, &fx);
+      core.AgentRegistered(Reg(i == 0 ? "node-a" : "node-b", 32, 65536, gpus), FromMs(now), &fx);
     }
   }
   // Submits a job and runs the scheduler; returns its id and the launches sent.
   std::string Submit(const v1::JobSpec& spec, std::vector<v1::LaunchReplica>* launches) {
     Effects fx;
-    absl::StatusOr<const Job*> job = core.SubmitJob(spec, now, &fx);
+    absl::StatusOr<const Job*> job = core.SubmitJob(spec, FromMs(now), &fx);
     REQUIRE(job.ok());
     const std::string id = (*job)->id;
-    core.Schedule(now, &fx);
+    core.Schedule(FromMs(now), &fx);
     *launches = Launches(fx);
     for (const v1::LaunchReplica& l : *launches) {
       Effects started;
       core.ReplicaStarted(core.FindJob(id)->FindReplica(l.replica_name())->node,
-                          Started(l.run_id()), now, &started);
+                          Started(l.run_id()), FromMs(now), &started);
     }
     return id;
   }
@@ -157,9 +157,9 @@ TEST_CASE("an in-place restart keeps the replica's devices", "[devices]") {
   REQUIRE(Indices(first[0]) == std::vector<int32_t>{2, 3, 4, 5});
   Effects fx;
   v1::ReplicaExited crash = ExitedSignal(first[0].run_id(), 6);  // SIGABRT: transient
-  c.core.ReplicaExited("node-a", crash, c.now, &fx);
+  c.core.ReplicaExited("node-a", crash, FromMs(c.now), &fx);
   c.now += 60'000;  // past any backoff
-  c.core.Tick(c.now, &fx);
+  c.core.Tick(FromMs(c.now), &fx);
   std::vector<v1::LaunchReplica> again = Launches(fx);
   REQUIRE(again.size() == 1);
   CHECK(again[0].restart() == 1);
@@ -179,14 +179,14 @@ TEST_CASE("devices are released when a job ends and a waiting job gets them", "[
   CHECK(job->state == v1::JOB_STATE_QUEUED);
   CHECK(job->queue_reason ==
         "CAPACITY: no node has 4 free gpus for chief-0 (most free: 1 on node-a, GPUs 7)");
-  const std::vector<v1::Job> queue = c.core.ListQueue("", 10, c.now);
+  const std::vector<v1::Job> queue = c.core.ListQueue("", 10, FromMs(c.now));
   REQUIRE(queue.size() == 1);
   CHECK(queue[0].queue_status().blockers(0).message() == job->queue_reason);
 
   Effects fx;
-  c.core.ReplicaExited("node-a", ExitedCode(big[0].run_id(), 0), c.now, &fx);
+  c.core.ReplicaExited("node-a", ExitedCode(big[0].run_id(), 0), FromMs(c.now), &fx);
   REQUIRE(c.core.FindJob(big_id)->state == v1::JOB_STATE_SUCCEEDED);
-  c.core.Schedule(c.now, &fx);
+  c.core.Schedule(FromMs(c.now), &fx);
   std::vector<v1::LaunchReplica> now_running = Launches(fx);
   REQUIRE(now_running.size() == 1);
   CHECK(now_running[0].job_id() == id);
@@ -215,10 +215,10 @@ TEST_CASE("a scheduler restart keeps who holds which GPU", "[devices]") {
   v1::KnownRun run;
   run.set_run_id(a[0].run_id());
   run.set_running(true);
-  restored.AgentRegistered(Reg("node-a", 32, 65536, 8, {run}), c.now, &fx);
-  absl::StatusOr<const Job*> next = restored.SubmitJob(Spec(0, 1, 100, 4), c.now, &fx);
+  restored.AgentRegistered(Reg("node-a", 32, 65536, 8, {run}), FromMs(c.now), &fx);
+  absl::StatusOr<const Job*> next = restored.SubmitJob(Spec(0, 1, 100, 4), FromMs(c.now), &fx);
   REQUIRE(next.ok());
-  restored.Schedule(c.now, &fx);
+  restored.Schedule(FromMs(c.now), &fx);
   std::vector<v1::LaunchReplica> launched = Launches(fx);
   REQUIRE(launched.size() == 1);
   CHECK(Indices(launched[0]) == std::vector<int32_t>{3, 4, 5, 6});
@@ -289,7 +289,7 @@ TEST_CASE("a job may not set the device and local-rank variables", "[devices]") 
     v1::JobSpec spec = Spec(0, 1, 100, 1);
     (*spec.mutable_worker_pools(0)->mutable_env())[name] = "0";
     Effects fx;
-    absl::StatusOr<const Job*> job = c.core.SubmitJob(spec, c.now, &fx);
+    absl::StatusOr<const Job*> job = c.core.SubmitJob(spec, FromMs(c.now), &fx);
     REQUIRE_FALSE(job.ok());
     CHECK(job.status().code() == absl::StatusCode::kInvalidArgument);
     CHECK(std::string(job.status().message()) ==
@@ -310,7 +310,7 @@ TEST_CASE("an agent's inventory replaces synthetic devices when its count matche
     d->set_model("NVIDIA H100 80GB HBM3");
     d->set_holder("stale");  // an agent's holder is ignored
   }
-  core.AgentRegistered(reg, 0, &fx);
+  core.AgentRegistered(reg, FromMs(0), &fx);
   absl::StatusOr<v1::Node> node = core.GetNode("node-a");
   REQUIRE(node.ok());
   REQUIRE(node->gpu_devices_size() == 2);
@@ -318,7 +318,7 @@ TEST_CASE("an agent's inventory replaces synthetic devices when its count matche
   CHECK(node->gpu_devices(1).holder().empty());
 
   reg.mutable_allocatable()->set_gpus(3);  // does not match: three synthetic devices
-  core.AgentRegistered(reg, 0, &fx);
+  core.AgentRegistered(reg, FromMs(0), &fx);
   node = core.GetNode("node-a");
   REQUIRE(node->gpu_devices_size() == 3);
   CHECK(node->gpu_devices(0).uuid().empty());

@@ -44,14 +44,15 @@ struct Elastic {
                    int gpus = 0)
       : core(Options()), gpus(gpus) {
     Effects fx;
-    for (const std::string& n : nodes) core.AgentRegistered(Reg(n, 4, 4096, gpus), now, &fx);
+    for (const std::string& n : nodes)
+      core.AgentRegistered(Reg(n, 4, 4096, gpus), FromMs(now), &fx);
     v1::JobSpec spec = Spec(3, /*cpu=*/4, /*mem=*/100, gpus);
     spec.mutable_worker_pools(1)->mutable_elastic()->set_min_replicas(min);
     if (edit) edit(&spec);
-    absl::StatusOr<const sched::Job*> job = core.SubmitJob(spec, now, &fx);
+    absl::StatusOr<const sched::Job*> job = core.SubmitJob(spec, FromMs(now), &fx);
     REQUIRE(job.ok());
     id = (*job)->id;
-    core.Schedule(now, &fx);
+    core.Schedule(FromMs(now), &fx);
     StartAll(Launches(fx));
     REQUIRE(Job().state == v1::JOB_STATE_RUNNING);
   }
@@ -62,20 +63,20 @@ struct Elastic {
   void StartAll(const std::vector<v1::LaunchReplica>& launches) {
     for (const v1::LaunchReplica& l : launches) {
       Effects fx;
-      core.ReplicaStarted(R(l.replica_name()).node, Started(l.run_id()), now, &fx);
+      core.ReplicaStarted(R(l.replica_name()).node, Started(l.run_id()), FromMs(now), &fx);
     }
   }
   // Every node but `silent` sends a heartbeat now.
   void Heartbeats(const std::set<std::string>& silent) {
     Effects fx;
     for (const std::string& n : nodes) {
-      if (silent.count(n) == 0) core.Heartbeat(n, now, &fx);
+      if (silent.count(n) == 0) core.Heartbeat(n, FromMs(now), &fx);
     }
   }
   Effects Tick() {
     Effects fx;
-    core.Tick(now, &fx);
-    core.Schedule(now, &fx);
+    core.Tick(FromMs(now), &fx);
+    core.Schedule(FromMs(now), &fx);
     return fx;
   }
   // The node of `replica` goes silent past the lost timeout: its replicas move.
@@ -96,7 +97,7 @@ struct Elastic {
   Effects ConfirmStops(const Effects& sent) { return testing::ConfirmStops(core, id, sent, now); }
   void Register(const std::string& node) {
     Effects fx;
-    core.AgentRegistered(Reg(node, 4, 4096, gpus), now, &fx);
+    core.AgentRegistered(Reg(node, 4, 4096, gpus), FromMs(now), &fx);
     nodes.push_back(node);
   }
 
@@ -214,7 +215,7 @@ TEST_CASE(
   v1::ReplicaExited crash = ExitedCode(e.Job().RunIdOf(e.R("worker-0")), 134);
   crash.set_end_time_ms(e.now);
   Effects fx;
-  e.core.ReplicaExited(e.R("worker-0").node, crash, e.now, &fx);
+  e.core.ReplicaExited(e.R("worker-0").node, crash, FromMs(e.now), &fx);
   REQUIRE(e.R("worker-1").state == v1::REPLICA_STATE_STOPPING);
   // worker-1's node fails a periodic check while worker-1 stops for the gang restart.
   v1::CheckRun failed;
@@ -222,7 +223,7 @@ TEST_CASE(
   failed.set_passed(false);
   *failed.mutable_time() = MsToTimestamp(e.now);
   Effects check;
-  e.core.CheckReported(bad, failed, e.now, &check);
+  e.core.CheckReported(bad, failed, FromMs(e.now), &check);
   const Effects stopped = e.ConfirmStops(fx);
   CHECK(Launches(stopped).empty());  // nothing launches while worker-1 waits for room
   CHECK(HasEvent(stopped, "ReplicaWaitingForRoom", "minReplicas 2"));
@@ -280,7 +281,7 @@ TEST_CASE("elastic: removed replicas come back at the next gang restart that has
   v1::ReplicaExited crash = ExitedCode(e.Job().RunIdOf(e.R("worker-0")), 134);
   crash.set_end_time_ms(e.now);
   Effects fx;
-  e.core.ReplicaExited(e.R("worker-0").node, crash, e.now, &fx);
+  e.core.ReplicaExited(e.R("worker-0").node, crash, FromMs(e.now), &fx);
   CHECK(Launches(e.ConfirmStops(fx)).empty());
   // worker-0's second restart in the attempt waits its backoff (1s); the gang grows as it starts.
   const Effects grow = e.Advance(1'000);
@@ -298,17 +299,17 @@ TEST_CASE("elastic: ResizeJob restarts the gang to grow it, and says why when it
   Elastic e;
   // Full size: nothing to grow.
   Effects fx;
-  CHECK(e.core.ResizeJob(e.id, "alice", e.now, &fx).status().message() ==
+  CHECK(e.core.ResizeJob(e.id, "alice", FromMs(e.now), &fx).status().message() ==
         absl::StrCat("job ", e.id, " already runs all 4 replicas of its spec"));
-  CHECK(absl::IsNotFound(e.core.ResizeJob("j-nope", "alice", e.now, &fx).status()));
+  CHECK(absl::IsNotFound(e.core.ResizeJob("j-nope", "alice", FromMs(e.now), &fx).status()));
 
   e.ConfirmStops(e.Lose("worker-1"));
   // While the gang restarts, a resize waits for it.
-  CHECK_THAT(std::string(e.core.ResizeJob(e.id, "alice", e.now, &fx).status().message()),
+  CHECK_THAT(std::string(e.core.ResizeJob(e.id, "alice", FromMs(e.now), &fx).status().message()),
              Catch::Contains("restarting already"));
   e.StartAll(Launches(e.Advance(kWaitMs)));
   // No room anywhere: the error names what worker-1 needs.
-  absl::StatusOr<const sched::Job*> no_room = e.core.ResizeJob(e.id, "alice", e.now, &fx);
+  absl::StatusOr<const sched::Job*> no_room = e.core.ResizeJob(e.id, "alice", FromMs(e.now), &fx);
   CHECK(absl::IsFailedPrecondition(no_room.status()));
   CHECK_THAT(std::string(no_room.status().message()),
              Catch::StartsWith(absl::StrCat("no node has room for a removed replica of job ", e.id,
@@ -316,7 +317,7 @@ TEST_CASE("elastic: ResizeJob restarts the gang to grow it, and says why when it
 
   e.Register("n5");
   Effects resize;
-  REQUIRE(e.core.ResizeJob(e.id, "alice", e.now, &resize).ok());
+  REQUIRE(e.core.ResizeJob(e.id, "alice", FromMs(e.now), &resize).ok());
   CHECK(HasEvent(resize, "GangRestarting", "a resize requested by alice"));
   CHECK(Stops(resize).size() == 3);
   const Effects grow = e.ConfirmStops(resize);
@@ -330,8 +331,8 @@ TEST_CASE("elastic: ResizeJob restarts the gang to grow it, and says why when it
 
   // A job without an elastic pool.
   Effects other;
-  const sched::Job* plain = *e.core.SubmitJob(Spec(1), e.now, &other);
-  CHECK_THAT(std::string(e.core.ResizeJob(plain->id, "", e.now, &other).status().message()),
+  const sched::Job* plain = *e.core.SubmitJob(Spec(1), FromMs(e.now), &other);
+  CHECK_THAT(std::string(e.core.ResizeJob(plain->id, "", FromMs(e.now), &other).status().message()),
              Catch::Contains("has no elastic pool"));
 }
 
@@ -347,7 +348,7 @@ TEST_CASE("elastic: a new attempt runs every replica of the spec again") {
   v1::ReplicaExited exit7 = ExitedCode(e.Job().RunIdOf(e.R("chief-0")), 7);
   exit7.set_end_time_ms(e.now);
   Effects fx;
-  e.core.ReplicaExited(e.R("chief-0").node, exit7, e.now, &fx);
+  e.core.ReplicaExited(e.R("chief-0").node, exit7, FromMs(e.now), &fx);
   // A user's exit of a GANG job waits the settle window (3s), then the job retries.
   e.ConfirmStops(e.Advance(3'000));
   REQUIRE(e.Job().state == v1::JOB_STATE_QUEUED);
@@ -405,7 +406,7 @@ TEST_CASE("elastic: specs are validated with the field and the reason") {
       v1::JobSpec spec = Spec(3);
       row.edit(&spec);
       Effects fx;
-      absl::StatusOr<const sched::Job*> job = core.SubmitJob(spec, 1, &fx);
+      absl::StatusOr<const sched::Job*> job = core.SubmitJob(spec, FromMs(1), &fx);
       if (std::string(row.error).empty()) {
         REQUIRE(job.ok());
         // The default wait is filled in, as every default is.

@@ -35,17 +35,18 @@ struct Partition {
 
   Partition() {
     Effects fx;
-    for (const char* n : {"node-a", "node-b", "node-c"}) core.AgentRegistered(Reg(n), now, &fx);
-    absl::StatusOr<v1::Job> job = AsView(core.SubmitJob(Spec(0), now, &fx));
+    for (const char* n : {"node-a", "node-b", "node-c"})
+      core.AgentRegistered(Reg(n), FromMs(now), &fx);
+    absl::StatusOr<v1::Job> job = AsView(core.SubmitJob(Spec(0), FromMs(now), &fx));
     REQUIRE(job.ok());
     id = job->id();
-    core.Schedule(now, &fx);
+    core.Schedule(FromMs(now), &fx);
     const std::vector<v1::LaunchReplica> launches = Launches(fx);
     REQUIRE(launches.size() == 1);
     run = launches[0].run_id();
     victim = core.FindJob(id)->replicas[0].node;
     Effects started;
-    core.ReplicaStarted(victim, Started(run), now, &started);
+    core.ReplicaStarted(victim, Started(run), FromMs(now), &started);
   }
 
   // `ms` pass; every node but the victim is heard from; one tick.
@@ -53,9 +54,9 @@ struct Partition {
     now += ms;
     Effects fx;
     for (const char* n : {"node-a", "node-b", "node-c"}) {
-      if (n != victim) core.Heartbeat(n, now, &fx);
+      if (n != victim) core.Heartbeat(n, FromMs(now), &fx);
     }
-    core.Tick(now, &fx);
+    core.Tick(FromMs(now), &fx);
     return fx;
   }
 
@@ -83,7 +84,7 @@ TEST_CASE("the fence margin is a fifth of the lost timeout, at least 500ms, at m
 TEST_CASE("the RegisterAck tells the agent the lost timeout, when to fence and the grace") {
   Core core(Partition::Options());
   Effects fx;
-  const v1::RegisterAck ack = core.AgentRegistered(Reg("node-a"), 1'000, &fx);
+  const v1::RegisterAck ack = core.AgentRegistered(Reg("node-a"), FromMs(1'000), &fx);
   CHECK(ack.lost_timeout_ms() == kLostMs);
   CHECK(ack.fence_after_ms() == kLostMs - kMarginMs);
   CHECK(ack.fence_grace_ms() == kMarginMs);
@@ -131,7 +132,7 @@ TEST_CASE(
   // The agent's heartbeats get through again before the move.
   p.now += 1'000;
   Effects back;
-  p.core.Heartbeat(p.victim, p.now, &back);
+  p.core.Heartbeat(p.victim, FromMs(p.now), &back);
   CHECK(p.State() == v1::NODE_STATE_READY);
   CHECK(HasEvent(back, "NodeReturned", "before its replicas moved: they stay"));
   CHECK(Stops(back).empty());
@@ -146,7 +147,7 @@ TEST_CASE(
   v1::ReplicaExited fenced = ExitedSignal(p.run, 15);
   fenced.set_fenced(true);
   Effects exit;
-  p.core.ReplicaExited(p.victim, fenced, ++p.now, &exit);
+  p.core.ReplicaExited(p.victim, fenced, FromMs(++p.now), &exit);
   REQUIRE(Launches(exit).size() == 1);
   CHECK(p.R().node != p.victim);
   CHECK(p.R().moves == 1);
@@ -163,7 +164,7 @@ TEST_CASE("a node that registers again between LOST and the move keeps its repli
   known.set_running(true);
   known.set_pid(100);
   Effects back;
-  p.core.AgentRegistered(Reg(p.victim, 4, 4096, 0, {known}), p.now + 500, &back);
+  p.core.AgentRegistered(Reg(p.victim, 4, 4096, 0, {known}), FromMs(p.now + 500), &back);
   CHECK(p.State() == v1::NODE_STATE_READY);
   CHECK(Stops(back).empty());
   CHECK(Launches(p.After(kMarginMs)).empty());
@@ -185,16 +186,16 @@ TEST_CASE("a scheduler restarted between LOST and the move moves one margin afte
   restored.Restore({*job}, nodes, {});
   Effects fx;
   for (const char* n : {"node-a", "node-b", "node-c"}) {
-    if (n != p.victim) restored.AgentRegistered(Reg(n), p.now, &fx);
+    if (n != p.victim) restored.AgentRegistered(Reg(n), FromMs(p.now), &fx);
   }
   const int64_t first = p.now + 60'000;
-  restored.Tick(first, &fx);
+  restored.Tick(FromMs(first), &fx);
   CHECK(Launches(fx).empty());
   Effects moved;
   for (const char* n : {"node-a", "node-b", "node-c"}) {
-    if (n != p.victim) restored.Heartbeat(n, first + kMarginMs, &moved);
+    if (n != p.victim) restored.Heartbeat(n, FromMs(first + kMarginMs), &moved);
   }
-  restored.Tick(first + kMarginMs, &moved);
+  restored.Tick(FromMs(first + kMarginMs), &moved);
   CHECK(HasEvent(moved, "NodeFenced"));
   REQUIRE(Launches(moved).size() == 1);
   CHECK(restored.FindJob(p.id)->replicas[0].node != p.victim);

@@ -31,13 +31,13 @@ struct Gang {
                 int64_t lost_timeout_ms = 0)
       : core(Options(lost_timeout_ms)) {
     Effects fx;
-    core.AgentRegistered(Reg("node-a"), now, &fx);
-    core.AgentRegistered(Reg("node-b"), now, &fx);
-    core.AgentRegistered(Reg("node-c"), now, &fx);
+    core.AgentRegistered(Reg("node-a"), FromMs(now), &fx);
+    core.AgentRegistered(Reg("node-b"), FromMs(now), &fx);
+    core.AgentRegistered(Reg("node-c"), FromMs(now), &fx);
     v1::JobSpec spec = Spec(workers);
     if (edit) edit(&spec);
-    id = (*core.SubmitJob(spec, now, &fx))->id;
-    core.Schedule(now, &fx);
+    id = (*core.SubmitJob(spec, FromMs(now), &fx))->id;
+    core.Schedule(FromMs(now), &fx);
     first_launches = Launches(fx);
     StartAll(first_launches);
     REQUIRE(Job().state == v1::JOB_STATE_RUNNING);
@@ -51,7 +51,7 @@ struct Gang {
   void StartAll(const std::vector<v1::LaunchReplica>& launches) {
     for (const v1::LaunchReplica& l : launches) {
       Effects fx;
-      core.ReplicaStarted(R(l.replica_name()).node, Started(l.run_id()), now, &fx);
+      core.ReplicaStarted(R(l.replica_name()).node, Started(l.run_id()), FromMs(now), &fx);
     }
   }
   // `name` exits with `code` at `exit_ms` (its agent's clock); reported now.
@@ -59,15 +59,15 @@ struct Gang {
     v1::ReplicaExited e = ExitedCode(Run(name), code);
     e.set_end_time_ms(exit_ms > 0 ? exit_ms : now);
     Effects fx;
-    core.ReplicaExited(R(name).node, e, now, &fx);
+    core.ReplicaExited(R(name).node, e, FromMs(now), &fx);
     return fx;
   }
   // The agent confirms every stop it was sent: the process died of the SIGTERM.
   Effects ConfirmStops(const Effects& sent) { return testing::ConfirmStops(core, id, sent, now); }
   Effects Tick() {
     Effects fx;
-    core.Tick(now, &fx);
-    core.Schedule(now, &fx);
+    core.Tick(FromMs(now), &fx);
+    core.Schedule(FromMs(now), &fx);
     return fx;
   }
 };
@@ -84,15 +84,15 @@ v1::CheckRun FailedCheck(int64_t now_ms) {
 TEST_CASE("GANG is the default for more than one replica, REPLICA for one") {
   Core core{TestOptions(1)};
   Effects fx;
-  const sched::Job* two = *core.SubmitJob(Spec(1), 1, &fx);
-  const sched::Job* one = *core.SubmitJob(Spec(0), 1, &fx);
+  const sched::Job* two = *core.SubmitJob(Spec(1), FromMs(1), &fx);
+  const sched::Job* one = *core.SubmitJob(Spec(0), FromMs(1), &fx);
   CHECK(two->spec.scheduling().restart_scope() == v1::RESTART_SCOPE_GANG);
   CHECK(two->policy.gang);
   CHECK(one->spec.scheduling().restart_scope() == v1::RESTART_SCOPE_REPLICA);
   CHECK(two->spec.scheduling().settle_window().seconds() == 3);  // the server's default
   v1::JobSpec bad = Spec(1);
   bad.mutable_scheduling()->mutable_settle_window()->set_seconds(61);
-  CHECK(core.SubmitJob(bad, 1, &fx).status().message() ==
+  CHECK(core.SubmitJob(bad, FromMs(1), &fx).status().message() ==
         "scheduling.settleWindow must be between 0s and 60s, got 61s and 0ns");
 }
 
@@ -242,7 +242,8 @@ TEST_CASE("draining a node restarts the whole gang, uncharged, the moved replica
   Gang g(1);
   const std::string moving_from = g.R("worker-0").node;
   Effects fx;
-  REQUIRE(g.core.DrainNode(moving_from, "kernel upgrade", 0, g.now, &fx).ok());
+  REQUIRE(g.core.DrainNode(moving_from, "kernel upgrade", absl::Milliseconds(0), FromMs(g.now), &fx)
+              .ok());
   CHECK(Stops(fx).size() == 2);  // the moving replica and its peer
   CHECK(g.Job().gang_restarting);
   Effects stopped = g.ConfirmStops(fx);
@@ -263,7 +264,7 @@ TEST_CASE("a lost node restarts the whole gang with its replica on another node"
   Effects fx;
   g.now += 12'000;  // the lost timeout and its fence margin; only the other nodes were heard from
   for (const std::string n : {"node-a", "node-b", "node-c"}) {
-    if (n != lost) g.core.Heartbeat(n, g.now, &fx);
+    if (n != lost) g.core.Heartbeat(n, FromMs(g.now), &fx);
   }
   Effects tick = g.Tick();
   CHECK(g.Job().gang_restarting);
@@ -289,9 +290,9 @@ TEST_CASE("a gang whose replica finds no room as the gang starts again launches 
   Effects fx;
   // The chief's node fails a check (no new work there), and the third node goes away: the only
   // other node holds the worker, without room for a 4-cpu chief.
-  g.core.CheckReported(chief_node, FailedCheck(g.now), g.now, &fx);
+  g.core.CheckReported(chief_node, FailedCheck(g.now), FromMs(g.now), &fx);
   for (const std::string n : {"node-a", "node-b", "node-c"}) {
-    if (n != chief_node && n != worker_node) g.core.AgentDisconnected(n, g.now, &fx);
+    if (n != chief_node && n != worker_node) g.core.AgentDisconnected(n, FromMs(g.now), &fx);
   }
   Effects stopped = g.ConfirmStops(crash);
   CHECK(g.Job().state == v1::JOB_STATE_FAILED);
@@ -310,8 +311,8 @@ TEST_CASE("a replica that ended and lost its place starts elsewhere when its gan
   REQUIRE(g.R("worker-1").state == v1::REPLICA_STATE_SUCCEEDED);
   Effects fx;
   // A whole node's worth: only worker-1's old node has 4 cpu free.
-  const std::string other = (*g.core.SubmitJob(Spec(0, /*cpu=*/4), g.now, &fx))->id;
-  g.core.Schedule(g.now, &fx);
+  const std::string other = (*g.core.SubmitJob(Spec(0, /*cpu=*/4), FromMs(g.now), &fx))->id;
+  g.core.Schedule(FromMs(g.now), &fx);
   REQUIRE(g.core.FindJob(other)->replicas[0].node == done_node);
   const Effects crash = g.Exit("worker-0", 134);  // the gang restarts
   CHECK(g.R("worker-1").node != done_node);
@@ -340,11 +341,11 @@ TEST_CASE("a move that restarts the gang stops there when the restart ends the j
   g.Exit("worker-0", 0);  // the job goes on; the worker's node is free again
   Effects fx;
   for (int i = 0; i < 2; ++i) {  // both nodes without the chief, taken whole
-    (void)g.core.SubmitJob(Spec(0, /*cpu=*/4), g.now, &fx);
+    (void)g.core.SubmitJob(Spec(0, /*cpu=*/4), FromMs(g.now), &fx);
   }
-  g.core.Schedule(g.now, &fx);
+  g.core.Schedule(FromMs(g.now), &fx);
   Effects isolated;
-  g.core.CheckReported(chief_node, FailedCheck(g.now), g.now, &isolated);
+  g.core.CheckReported(chief_node, FailedCheck(g.now), FromMs(g.now), &isolated);
   CHECK(g.Job().state == v1::JOB_STATE_FAILED);
   CHECK_THAT(g.Job().error.message, Catch::Contains("Replica worker-0 had to leave"));
   for (const v1::LaunchReplica& l : Launches(isolated)) CHECK(l.job_id() != g.id);
@@ -358,7 +359,7 @@ TEST_CASE("a survivor its restarted agent no longer runs counts as stopped for t
   v1::Register again = Reg(g.R("chief-0").node);
   again.set_agent_instance("instance-2");  // it runs nothing any more
   Effects fx;
-  g.core.AgentRegistered(again, g.now, &fx);
+  g.core.AgentRegistered(again, FromMs(g.now), &fx);
   CHECK(Launches(fx).size() == 2);  // the whole gang starts again
   CHECK(g.Job().gang_generation == 1);
 }

@@ -29,7 +29,7 @@ TEST_CASE("CheckInvariants holds through a job's life", "[invariants]") {
   CheckHolds(f.core);
   for (const v1::LaunchReplica& l : launches) {
     Effects fx;
-    f.core.ReplicaExited(f.NodeOf(l), ExitedCode(l.run_id(), 0), ++f.now, &fx);
+    f.core.ReplicaExited(f.NodeOf(l), ExitedCode(l.run_id(), 0), FromMs(++f.now), &fx);
     CheckHolds(f.core);
   }
   CHECK(f.Job(id).state() == v1::JOB_STATE_SUCCEEDED);

@@ -25,7 +25,8 @@ v1::JobSpec Expected(double cpu, int64_t expected_ms) {
 
 // Drains `node` and confirms every stop it sent: the moved replicas' launches.
 std::vector<v1::LaunchReplica> DrainAndStop(Fixture* f, const std::string& node, Effects* fx) {
-  REQUIRE(f->core.DrainNode(node, "kernel upgrade", 0, f->now, fx).ok());
+  REQUIRE(
+      f->core.DrainNode(node, "kernel upgrade", absl::Milliseconds(0), FromMs(f->now), fx).ok());
   std::vector<v1::LaunchReplica> launches;
   for (const v1::StopReplica& stop : Stops(*fx)) {
     v1::ReplicaExited exited;
@@ -33,7 +34,7 @@ std::vector<v1::LaunchReplica> DrainAndStop(Fixture* f, const std::string& node,
     exited.set_exit_code(0);
     exited.set_stopped_by_request(true);
     Effects moved;
-    f->core.ReplicaExited(node, exited, ++f->now, &moved);
+    f->core.ReplicaExited(node, exited, FromMs(++f->now), &moved);
     for (v1::LaunchReplica& l : Launches(moved)) launches.push_back(std::move(l));
     for (Event& e : moved.events) fx->events.push_back(std::move(e));
   }
@@ -80,7 +81,7 @@ TEST_CASE(
     SECTION(row.name) {
       Fixture f;
       Effects fx;
-      f.core.AgentRegistered(Reg("node-c"), f.now, &fx);
+      f.core.AgentRegistered(Reg("node-c"), FromMs(f.now), &fx);
       // node-b and node-c get their windows once the job runs on node-a.
       std::string id;
       std::vector<v1::LaunchReplica> launches = f.SubmitAndPlace(Expected(3, 2 * kHoldsHour), &id);
@@ -92,15 +93,15 @@ TEST_CASE(
         REQUIRE(f.core
                     .SetNodeMaintenance(
                         WindowReq("node-b", started + row.window_b_ms, kHoldsHour, "PSU swap"),
-                        f.now, &fx)
+                        FromMs(f.now), &fx)
                     .ok());
       }
       if (row.window_c_ms > 0) {
-        REQUIRE(
-            f.core
-                .SetNodeMaintenance(
-                    WindowReq("node-c", started + row.window_c_ms, kHoldsHour, "BIOS"), f.now, &fx)
-                .ok());
+        REQUIRE(f.core
+                    .SetNodeMaintenance(
+                        WindowReq("node-c", started + row.window_c_ms, kHoldsHour, "BIOS"),
+                        FromMs(f.now), &fx)
+                    .ok());
       }
       f.now = started + row.drain_at_ms;
       Effects moved;
@@ -113,7 +114,7 @@ TEST_CASE(
         CHECK(HasEvent(moved, "JobRedispatched", "node-b from"));
         // Its new attempt waits for a node without a window, with the MAINTENANCE blocker.
         Effects pass;
-        f.core.Schedule(f.now, &pass);
+        f.core.Schedule(FromMs(f.now), &pass);
         CHECK(Launches(pass).empty());
         CHECK_THAT(f.Job(id).queue_reason(), Catch::StartsWith("MAINTENANCE"));
       } else {
@@ -140,9 +141,9 @@ TEST_CASE("maintenance: a moving replica of a BINPACK job goes to the fullest no
     SECTION(row.name) {
       Fixture f;
       Effects fx;
-      f.core.AgentRegistered(Reg("node-c", 8), f.now, &fx);
-      REQUIRE(f.core.CordonNode("node-b", "", f.now, &fx).ok());
-      REQUIRE(f.core.CordonNode("node-c", "", f.now, &fx).ok());
+      f.core.AgentRegistered(Reg("node-c", 8), FromMs(f.now), &fx);
+      REQUIRE(f.core.CordonNode("node-b", "", FromMs(f.now), &fx).ok());
+      REQUIRE(f.core.CordonNode("node-c", "", FromMs(f.now), &fx).ok());
       v1::JobSpec spec = Spec(0, 2);
       spec.mutable_scheduling()->mutable_placement()->set_policy(row.policy);
       std::string id;
@@ -150,8 +151,8 @@ TEST_CASE("maintenance: a moving replica of a BINPACK job goes to the fullest no
       REQUIRE(launches.size() == 1);
       REQUIRE(f.NodeOf(launches[0]) == "node-a");
       f.StartAll(launches);
-      REQUIRE(f.core.UncordonNode("node-b", ++f.now, &fx).ok());
-      REQUIRE(f.core.UncordonNode("node-c", ++f.now, &fx).ok());
+      REQUIRE(f.core.UncordonNode("node-b", FromMs(++f.now), &fx).ok());
+      REQUIRE(f.core.UncordonNode("node-c", FromMs(++f.now), &fx).ok());
       Effects moved;
       std::vector<v1::LaunchReplica> relaunched = DrainAndStop(&f, "node-a", &moved);
       REQUIRE(relaunched.size() == 1);
@@ -188,37 +189,38 @@ TEST_CASE("maintenance: a window's end lifts only the cordon the window set") {
       Fixture f;
       Effects fx;
       if (row.op == Operator::kCordonBefore) {
-        REQUIRE(f.core.CordonNode("node-a", "ticket 4711", f.now, &fx).ok());
+        REQUIRE(f.core.CordonNode("node-a", "ticket 4711", FromMs(f.now), &fx).ok());
       }
       REQUIRE(f.core
                   .SetNodeMaintenance(WindowReq("node-a", f.now + kHoldsHour, kHoldsHour, "BIOS"),
-                                      f.now, &fx)
+                                      FromMs(f.now), &fx)
                   .ok());
       f.now += kHoldsHour;
       Effects start;
-      f.core.Tick(f.now, &start);
+      f.core.Tick(FromMs(f.now), &start);
       v1::Node during = *f.core.GetNode("node-a");
       REQUIRE(during.maintenance().drained());
       CHECK(during.maintenance().holds_cordon() == (row.op != Operator::kCordonBefore));
       CHECK(during.cordoned());
       Effects op;
       if (row.op == Operator::kCordonDuring) {
-        REQUIRE(f.core.CordonNode("node-a", "ticket 4711", ++f.now, &op).ok());
+        REQUIRE(f.core.CordonNode("node-a", "ticket 4711", FromMs(++f.now), &op).ok());
         CHECK(HasEvent(op, "NodeCordoned", "stays cordoned after its maintenance window"));
       } else if (row.op == Operator::kDrainDuring) {
-        REQUIRE(f.core.DrainNode("node-a", "disk swap", 0, ++f.now, &op).ok());
+        REQUIRE(f.core.DrainNode("node-a", "disk swap", absl::Milliseconds(0), FromMs(++f.now), &op)
+                    .ok());
       } else if (row.op == Operator::kUncordonDuring) {
-        REQUIRE(f.core.UncordonNode("node-a", ++f.now, &op).ok());
+        REQUIRE(f.core.UncordonNode("node-a", FromMs(++f.now), &op).ok());
       }
       if (row.op != Operator::kNone) {
         CHECK_FALSE(f.core.GetNode("node-a")->maintenance().holds_cordon());
       }
       Effects end;
       if (row.cleared) {
-        REQUIRE(f.core.SetNodeMaintenance(ClearReq("node-a"), ++f.now, &end).ok());
+        REQUIRE(f.core.SetNodeMaintenance(ClearReq("node-a"), FromMs(++f.now), &end).ok());
       } else {
         f.now += kHoldsHour;
-        f.core.Tick(f.now, &end);
+        f.core.Tick(FromMs(f.now), &end);
         CHECK(HasEvent(end, "NodeMaintenanceEnded"));
       }
       const v1::Node after = *f.core.GetNode("node-a");
@@ -240,17 +242,17 @@ TEST_CASE("maintenance: the drain at a window's start names the window, not an o
   Fixture f;
   Effects fx;
   const int64_t start = f.now + kHoldsHour;
-  REQUIRE(
-      f.core
-          .SetNodeMaintenance(WindowReq("node-a", start, 2 * kHoldsHour, "BIOS update"), f.now, &fx)
-          .ok());
+  REQUIRE(f.core
+              .SetNodeMaintenance(WindowReq("node-a", start, 2 * kHoldsHour, "BIOS update"),
+                                  FromMs(f.now), &fx)
+              .ok());
   std::string id;
   std::vector<v1::LaunchReplica> launches = f.SubmitAndPlace(Expected(3, 30 * kHoldsMinute), &id);
   REQUIRE(f.NodeOf(launches[0]) == "node-a");
   f.StartAll(launches);
   f.now = start;
   Effects drain;
-  f.core.Tick(f.now, &drain);
+  f.core.Tick(FromMs(f.now), &drain);
   const std::string span =
       absl::StrCat("from ", FormatRfc3339(start), " to ", FormatRfc3339(start + 2 * kHoldsHour));
   CHECK(HasEvent(drain, "NodeDrainStarted",
@@ -262,7 +264,8 @@ TEST_CASE("maintenance: the drain at a window's start names the window, not an o
   CHECK_THAT(node.health_description(), Catch::Contains("BIOS update (maintenance window from"));
   // An operator's drain still says so.
   Effects op;
-  REQUIRE(f.core.DrainNode("node-b", "kernel upgrade", 0, f.now, &op).ok());
+  REQUIRE(
+      f.core.DrainNode("node-b", "kernel upgrade", absl::Milliseconds(0), FromMs(f.now), &op).ok());
   CHECK(HasEvent(op, "NodeDrainStarted", "drained by an operator: kernel upgrade"));
 }
 
@@ -274,10 +277,10 @@ TEST_CASE(
   v1::Register reg = Reg("node-c");
   *reg.mutable_maintenance() = w1;
   Effects fx;
-  f.core.AgentRegistered(reg, f.now, &fx);
+  f.core.AgentRegistered(reg, FromMs(f.now), &fx);
   REQUIRE(f.core.GetNode("node-c")->maintenance().reason() == "vendor notice 42");
   CHECK(f.core.GetNode("node-c")->agent_maintenance().reason() == "vendor notice 42");
-  REQUIRE(f.core.SetNodeMaintenance(ClearReq("node-c"), ++f.now, &fx).ok());
+  REQUIRE(f.core.SetNodeMaintenance(ClearReq("node-c"), FromMs(++f.now), &fx).ok());
 
   struct Step {
     const char* name;
@@ -302,9 +305,9 @@ TEST_CASE(
       v1::Register again = Reg("node-c");
       again.set_agent_instance("instance-2");
       *again.mutable_maintenance() = *step.report;
-      f.core.AgentRegistered(again, ++f.now, &step_fx);
+      f.core.AgentRegistered(again, FromMs(++f.now), &step_fx);
     } else {
-      f.core.MaintenanceReported("node-c", *step.report, ++f.now, &step_fx);
+      f.core.MaintenanceReported("node-c", *step.report, FromMs(++f.now), &step_fx);
     }
     const v1::Node node = *f.core.GetNode("node-c");
     CHECK(node.maintenance().reason() == step.window);
@@ -315,13 +318,13 @@ TEST_CASE(
   // A window that ended does not come back when the agent registers with it again.
   f.now += 3 * kHoldsHour;
   Effects ended;
-  f.core.Tick(f.now, &ended);
+  f.core.Tick(FromMs(f.now), &ended);
   CHECK(HasEvent(ended, "NodeMaintenanceEnded"));
   v1::Register later = Reg("node-c");
   later.set_agent_instance("instance-3");
   *later.mutable_maintenance() = w1;
   Effects again;
-  f.core.AgentRegistered(later, ++f.now, &again);
+  f.core.AgentRegistered(later, FromMs(++f.now), &again);
   CHECK_FALSE(f.core.GetNode("node-c")->has_maintenance());
 }
 

@@ -59,7 +59,7 @@ TEST_CASE("maintenance: a job avoids a node whose window starts before its expec
       Effects fx;
       REQUIRE(f.core
                   .SetNodeMaintenance(WindowReq("node-a", f.now + row.window_in_ms, kHour, "BIOS"),
-                                      f.now, &fx)
+                                      FromMs(f.now), &fx)
                   .ok());
       std::string id;
       std::vector<v1::LaunchReplica> launches =
@@ -80,17 +80,17 @@ TEST_CASE(
     "maintenance: when only windowed nodes fit, the job waits and its reason names the window") {
   Fixture f;
   Effects fx;
-  REQUIRE(
-      f.core
-          .SetNodeMaintenance(WindowReq("node-a", f.now + kHour, kHour, "BIOS update"), f.now, &fx)
-          .ok());
-  REQUIRE(
-      f.core
-          .SetNodeMaintenance(WindowReq("node-b", f.now + 2 * kHour, kHour, "PSU swap"), f.now, &fx)
-          .ok());
+  REQUIRE(f.core
+              .SetNodeMaintenance(WindowReq("node-a", f.now + kHour, kHour, "BIOS update"),
+                                  FromMs(f.now), &fx)
+              .ok());
+  REQUIRE(f.core
+              .SetNodeMaintenance(WindowReq("node-b", f.now + 2 * kHour, kHour, "PSU swap"),
+                                  FromMs(f.now), &fx)
+              .ok());
   std::string id;
   CHECK(f.SubmitAndPlace(Big(3 * kHour, 0), &id).empty());
-  const v1::Job job = f.core.View(*f.core.FindJob(id), f.now);
+  const v1::Job job = f.core.View(*f.core.FindJob(id), FromMs(f.now));
   CHECK(job.state() == v1::JOB_STATE_QUEUED);
   CHECK_THAT(job.queue_reason(), Catch::Contains("MAINTENANCE"));
   CHECK_THAT(job.queue_reason(), Catch::Contains("node-a from"));
@@ -104,11 +104,12 @@ TEST_CASE(
 
   // Clearing a window lets it start there.
   Effects fx2;
-  absl::StatusOr<v1::Node> cleared = f.core.SetNodeMaintenance(ClearReq("node-b"), ++f.now, &fx2);
+  absl::StatusOr<v1::Node> cleared =
+      f.core.SetNodeMaintenance(ClearReq("node-b"), FromMs(++f.now), &fx2);
   REQUIRE(cleared.ok());
   CHECK_FALSE(cleared->has_maintenance());
   CHECK(HasEventType(fx2, "NodeMaintenanceCleared", "node-b"));
-  f.core.Schedule(f.now, &fx2);
+  f.core.Schedule(FromMs(f.now), &fx2);
   std::vector<v1::LaunchReplica> launches = Launches(fx2);
   REQUIRE(launches.size() == 1);
   CHECK(f.NodeOf(launches[0]) == "node-b");
@@ -124,13 +125,15 @@ TEST_CASE("maintenance: every job that only a windowed node could take waits for
   REQUIRE(placed.size() == 1);
   CHECK(f.NodeOf(placed[0]) == "node-a");
   Effects fx;
-  REQUIRE(f.core.SetNodeMaintenance(WindowReq("node-b", f.now + kHour, kHour, "BIOS"), f.now, &fx)
-              .ok());
+  REQUIRE(
+      f.core
+          .SetNodeMaintenance(WindowReq("node-b", f.now + kHour, kHour, "BIOS"), FromMs(f.now), &fx)
+          .ok());
   std::string first, second;
   CHECK(f.SubmitAndPlace(Big(3 * kHour, 0), &first).empty());
   CHECK(f.SubmitAndPlace(Big(3 * kHour, 0), &second).empty());
   Effects pass;
-  f.core.Schedule(++f.now, &pass);
+  f.core.Schedule(FromMs(++f.now), &pass);
   CHECK(Launches(pass).empty());
   for (const std::string& id : {first, second}) {
     INFO(id);
@@ -143,7 +146,7 @@ TEST_CASE("maintenance: the node is drained at the window's start and takes work
   Fixture f;
   Effects fx;
   absl::StatusOr<v1::Node> set = f.core.SetNodeMaintenance(
-      WindowReq("node-a", f.now + kHour, 2 * kHour, "BIOS update"), f.now, &fx);
+      WindowReq("node-a", f.now + kHour, 2 * kHour, "BIOS update"), FromMs(f.now), &fx);
   REQUIRE(set.ok());
   CHECK(set->maintenance().source() == "operator");
   CHECK(set->state() == v1::NODE_STATE_READY);
@@ -158,7 +161,7 @@ TEST_CASE("maintenance: the node is drained at the window's start and takes work
   // Still running at the window's start: the node drains and the replica is stopped.
   f.now += kHour;
   Effects fx2;
-  f.core.Tick(f.now, &fx2);
+  f.core.Tick(FromMs(f.now), &fx2);
   CHECK(f.core.GetNode("node-a")->state() == v1::NODE_STATE_DRAINING);
   CHECK(f.core.GetNode("node-a")->maintenance().drained());
   CHECK(HasEventType(fx2, "NodeDrainStarted", "node-a"));
@@ -169,7 +172,7 @@ TEST_CASE("maintenance: the node is drained at the window's start and takes work
   stopped.set_exit_code(0);
   stopped.set_stopped_by_request(true);
   Effects fx3;
-  f.core.ReplicaExited("node-a", stopped, ++f.now, &fx3);
+  f.core.ReplicaExited("node-a", stopped, FromMs(++f.now), &fx3);
   REQUIRE(Launches(fx3).size() == 1);
   const v1::Replica r = f.Job(id).replicas(0);
   CHECK(r.node() == "node-b");
@@ -179,7 +182,7 @@ TEST_CASE("maintenance: the node is drained at the window's start and takes work
   // After the window: uncordoned, READY, the window gone.
   f.now += 2 * kHour;
   Effects fx4;
-  f.core.Tick(f.now, &fx4);
+  f.core.Tick(FromMs(f.now), &fx4);
   absl::StatusOr<v1::Node> after = f.core.GetNode("node-a");
   CHECK(after->state() == v1::NODE_STATE_READY);
   CHECK_FALSE(after->cordoned());
@@ -190,12 +193,13 @@ TEST_CASE("maintenance: the node is drained at the window's start and takes work
 TEST_CASE("maintenance: clearing a window that began uncordons the node") {
   Fixture f;
   Effects fx;
-  REQUIRE(
-      f.core.SetNodeMaintenance(WindowReq("node-a", f.now - kMinute, kHour, "firmware"), f.now, &fx)
-          .ok());
+  REQUIRE(f.core
+              .SetNodeMaintenance(WindowReq("node-a", f.now - kMinute, kHour, "firmware"),
+                                  FromMs(f.now), &fx)
+              .ok());
   CHECK(f.core.GetNode("node-a")->cordoned());
   Effects fx2;
-  REQUIRE(f.core.SetNodeMaintenance(ClearReq("node-a"), ++f.now, &fx2).ok());
+  REQUIRE(f.core.SetNodeMaintenance(ClearReq("node-a"), FromMs(++f.now), &fx2).ok());
   CHECK_FALSE(f.core.GetNode("node-a")->cordoned());
   CHECK(f.core.GetNode("node-a")->state() == v1::NODE_STATE_READY);
 }
@@ -203,11 +207,11 @@ TEST_CASE("maintenance: clearing a window that began uncordons the node") {
 TEST_CASE("maintenance: bad windows are refused with the field, and change nothing") {
   Fixture f;
   Effects fx;
-  CHECK(f.core.SetNodeMaintenance(WindowReq("node-x", f.now, kHour, "r"), f.now, &fx)
+  CHECK(f.core.SetNodeMaintenance(WindowReq("node-x", f.now, kHour, "r"), FromMs(f.now), &fx)
             .status()
             .code() == absl::StatusCode::kNotFound);
   auto message = [&](const v1::SetNodeMaintenanceRequest& req) {
-    absl::Status s = f.core.SetNodeMaintenance(req, f.now, &fx).status();
+    absl::Status s = f.core.SetNodeMaintenance(req, FromMs(f.now), &fx).status();
     CHECK(s.code() == absl::StatusCode::kInvalidArgument);
     return std::string(s.message());
   };
@@ -231,26 +235,28 @@ TEST_CASE("maintenance: an agent's file sets and clears its window, never an ope
   *w.mutable_duration() = MsToDuration(kHour);
   w.set_reason("vendor notice 42");
   Effects fx;
-  f.core.MaintenanceReported("node-a", report, f.now, &fx);
+  f.core.MaintenanceReported("node-a", report, FromMs(f.now), &fx);
   CHECK(f.core.GetNode("node-a")->maintenance().source() == "agent");
   CHECK(f.core.GetNode("node-a")->maintenance().reason() == "vendor notice 42");
   Effects fx2;
-  f.core.MaintenanceReported("node-a", v1::MaintenanceReport(), ++f.now, &fx2);
+  f.core.MaintenanceReported("node-a", v1::MaintenanceReport(), FromMs(++f.now), &fx2);
   CHECK_FALSE(f.core.GetNode("node-a")->has_maintenance());
 
   // Register carries the file's window too.
   v1::Register reg = Reg("node-c");
   *reg.mutable_maintenance() = report;
   Effects fx3;
-  f.core.AgentRegistered(reg, ++f.now, &fx3);
+  f.core.AgentRegistered(reg, FromMs(++f.now), &fx3);
   CHECK(f.core.GetNode("node-c")->maintenance().reason() == "vendor notice 42");
 
   // An operator's window stands until an operator changes it.
   Effects fx4;
-  REQUIRE(f.core.SetNodeMaintenance(WindowReq("node-b", f.now + kHour, kHour, "ops"), f.now, &fx4)
-              .ok());
-  f.core.MaintenanceReported("node-b", report, ++f.now, &fx4);
-  f.core.MaintenanceReported("node-b", v1::MaintenanceReport(), ++f.now, &fx4);
+  REQUIRE(
+      f.core
+          .SetNodeMaintenance(WindowReq("node-b", f.now + kHour, kHour, "ops"), FromMs(f.now), &fx4)
+          .ok());
+  f.core.MaintenanceReported("node-b", report, FromMs(++f.now), &fx4);
+  f.core.MaintenanceReported("node-b", v1::MaintenanceReport(), FromMs(++f.now), &fx4);
   CHECK(f.core.GetNode("node-b")->maintenance().reason() == "ops");
 }
 

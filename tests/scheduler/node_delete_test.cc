@@ -24,24 +24,25 @@ TEST_CASE_METHOD(Fixture,
   const std::string idle = busy == "node-a" ? "node-b" : "node-a";
   Effects fx;
   // Connected: refused, whatever it runs.
-  absl::StatusOr<v1::Node> refused = core.DeleteNode(idle, "", ++now, &fx);
+  absl::StatusOr<v1::Node> refused = core.DeleteNode(idle, "", FromMs(++now), &fx);
   CHECK(refused.status().code() == absl::StatusCode::kFailedPrecondition);
   CHECK(absl::StrContains(refused.status().message(), "agent is connected"));
   // Gone, but a replica of a live job is still on it.
-  core.AgentDisconnected(busy, ++now, &fx);
-  refused = core.DeleteNode(busy, "", ++now, &fx);
+  core.AgentDisconnected(busy, FromMs(++now), &fx);
+  refused = core.DeleteNode(busy, "", FromMs(++now), &fx);
   CHECK(refused.status().code() == absl::StatusCode::kFailedPrecondition);
   CHECK(absl::StrContains(refused.status().message(), "still has replica chief-0 of job " + id));
-  CHECK(core.DeleteNode("node-z", "", ++now, &fx).status().code() == absl::StatusCode::kNotFound);
+  CHECK(core.DeleteNode("node-z", "", FromMs(++now), &fx).status().code() ==
+        absl::StatusCode::kNotFound);
   CHECK(fx.deleted_nodes.empty());
 
   // A node whose certificate was revoked: deleted, the fingerprint kept for the store.
   v1::Register reg = Reg("node-c");
   reg.set_certificate_fingerprint("fp-node-c");
-  core.AgentRegistered(reg, ++now, &fx);
-  REQUIRE(core.RevokeNode("node-c", "stolen disk", ++now, &fx).ok());
+  core.AgentRegistered(reg, FromMs(++now), &fx);
+  REQUIRE(core.RevokeNode("node-c", "stolen disk", FromMs(++now), &fx).ok());
   Effects del;
-  absl::StatusOr<v1::Node> was = core.DeleteNode("node-c", "host scrapped", ++now, &del);
+  absl::StatusOr<v1::Node> was = core.DeleteNode("node-c", "host scrapped", FromMs(++now), &del);
   REQUIRE(was.ok());
   CHECK(was->name() == "node-c");
   CHECK(core.FindNode("node-c") == nullptr);
@@ -52,7 +53,7 @@ TEST_CASE_METHOD(Fixture,
   CHECK(del.events[0].type == "NodeDeleted");
   CHECK(del.events[0].reason == "node node-c was deleted by an operator: host scrapped");
   // The name is free: an agent registering it again is a new node.
-  core.AgentRegistered(Reg("node-c"), ++now, &fx);
+  core.AgentRegistered(Reg("node-c"), FromMs(++now), &fx);
   CHECK(core.FindNode("node-c") != nullptr);
 }
 

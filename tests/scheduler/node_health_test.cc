@@ -44,7 +44,8 @@ struct Cluster {
   explicit Cluster(int64_t lost_ms = 365LL * 86'400'000, int flap_threshold = 3)
       : core(Options(lost_ms, flap_threshold)) {
     Effects fx;
-    for (const char* n : {"node-a", "node-b", "node-c"}) core.AgentRegistered(Reg(n), now, &fx);
+    for (const char* n : {"node-a", "node-b", "node-c"})
+      core.AgentRegistered(Reg(n), FromMs(now), &fx);
   }
 
   static CoreOptions Options(int64_t lost_ms, int flap_threshold) {
@@ -58,12 +59,13 @@ struct Cluster {
   // Submits, places and starts a job; returns its id.
   std::string Run(const v1::JobSpec& spec) {
     Effects fx;
-    absl::StatusOr<v1::Job> job = AsView(core.SubmitJob(spec, now, &fx));
+    absl::StatusOr<v1::Job> job = AsView(core.SubmitJob(spec, FromMs(now), &fx));
     REQUIRE(job.ok());
-    core.Schedule(now, &fx);
+    core.Schedule(FromMs(now), &fx);
     for (const v1::LaunchReplica& l : Launches(fx)) {
       Effects fx2;
-      core.ReplicaStarted(NodeOf(job->id(), l.replica_name()), Started(l.run_id()), ++now, &fx2);
+      core.ReplicaStarted(NodeOf(job->id(), l.replica_name()), Started(l.run_id()), FromMs(++now),
+                          &fx2);
     }
     REQUIRE(Job(job->id()).state() == v1::JOB_STATE_RUNNING);
     return job->id();
@@ -87,11 +89,11 @@ struct Cluster {
   // The agent of `node` reports a periodic check run.
   void Report(const std::string& node, bool passed, Effects* fx) {
     ++now;
-    core.CheckReported(node, Checks("periodic", passed, now), now, fx);
+    core.CheckReported(node, Checks("periodic", passed, now), FromMs(now), fx);
   }
   void Heartbeats() {
     Effects fx;
-    for (const char* n : {"node-a", "node-b", "node-c"}) core.Heartbeat(n, now, &fx);
+    for (const char* n : {"node-a", "node-b", "node-c"}) core.Heartbeat(n, FromMs(now), &fx);
   }
 };
 
@@ -166,10 +168,10 @@ TEST_CASE(
     "line") {
   Cluster c;
   Effects fx;
-  absl::StatusOr<v1::Job> submitted = AsView(c.core.SubmitJob(Spec(2), c.now, &fx));
+  absl::StatusOr<v1::Job> submitted = AsView(c.core.SubmitJob(Spec(2), FromMs(c.now), &fx));
   REQUIRE(submitted.ok());
   const std::string id = submitted->id();
-  c.core.Schedule(c.now, &fx);
+  c.core.Schedule(FromMs(c.now), &fx);
   std::vector<v1::LaunchReplica> launches = Launches(fx);
   REQUIRE(launches.size() == 3);
   // Every host of the job is told, for the dns item.
@@ -182,7 +184,7 @@ TEST_CASE(
   exited.set_preflight_failed(true);
   *exited.mutable_checks() = Checks("preflight", false, c.now);
   Effects fx2;
-  c.core.ReplicaExited(bad, exited, ++c.now, &fx2);
+  c.core.ReplicaExited(bad, exited, FromMs(++c.now), &fx2);
 
   CHECK(HasEventOn(fx2, "NodeIsolated", bad));
   CHECK(HasEvent(fx2, "JobRedispatched"));
@@ -207,10 +209,10 @@ TEST_CASE(
     stopped.set_signal(15);
     stopped.set_stopped_by_request(true);
     Effects fx3;
-    c.core.ReplicaExited(c.NodeOf(id, launches[i].replica_name()), stopped, ++c.now, &fx3);
+    c.core.ReplicaExited(c.NodeOf(id, launches[i].replica_name()), stopped, FromMs(++c.now), &fx3);
   }
   Effects fx4;
-  c.core.Schedule(c.now, &fx4);
+  c.core.Schedule(FromMs(c.now), &fx4);
   REQUIRE(c.Job(id).state() == v1::JOB_STATE_PENDING);
   const v1::Job moved = c.Job(id);
   for (const v1::Replica& r : moved.replicas()) CHECK(r.node() != bad);
@@ -221,9 +223,9 @@ TEST_CASE("re-dispatch exhausted, or off with jobRetryNum 0, fails the job with 
   v1::JobSpec spec = Spec(0);
   spec.mutable_fault_tolerance()->set_job_retry_num(0);
   Effects fx;
-  absl::StatusOr<v1::Job> job = AsView(c.core.SubmitJob(spec, c.now, &fx));
+  absl::StatusOr<v1::Job> job = AsView(c.core.SubmitJob(spec, FromMs(c.now), &fx));
   REQUIRE(job.ok());
-  c.core.Schedule(c.now, &fx);
+  c.core.Schedule(FromMs(c.now), &fx);
   v1::LaunchReplica l = Launches(fx).at(0);
   v1::ReplicaExited exited;
   exited.set_run_id(l.run_id());
@@ -231,7 +233,7 @@ TEST_CASE("re-dispatch exhausted, or off with jobRetryNum 0, fails the job with 
   exited.set_preflight_failed(true);
   *exited.mutable_checks() = Checks("preflight", false, c.now, "dns", "node-x does not resolve");
   Effects fx2;
-  c.core.ReplicaExited(c.NodeOf(job->id(), "chief-0"), exited, ++c.now, &fx2);
+  c.core.ReplicaExited(c.NodeOf(job->id(), "chief-0"), exited, FromMs(++c.now), &fx2);
   const v1::Job& ended = c.Job(job->id());
   CHECK(ended.state() == v1::JOB_STATE_FAILED);
   CHECK(ended.error().message().rfind("error,exiting: ", 0) == 0);
@@ -257,7 +259,7 @@ TEST_CASE("scenario 3: an abnormal exit on a host failing its checks isolates an
   const std::string id = c.Run(Spec(1));
   const std::string node = c.NodeOf(id, "chief-0");
   Effects fx;
-  c.core.ReplicaExited(node, AbnormalExit(c.RunId(id, 0), false), ++c.now, &fx);
+  c.core.ReplicaExited(node, AbnormalExit(c.RunId(id, 0), false), FromMs(++c.now), &fx);
   CHECK(c.Node(node).state() == v1::NODE_STATE_ISOLATED);
   CHECK(c.Node(node).state_reason().find("ECC errors on GPU 0") != std::string::npos);
   CHECK(c.Job(id).state() == v1::JOB_STATE_QUEUED);
@@ -272,7 +274,7 @@ TEST_CASE(
   const std::string id = c.Run(ReplicaScope(Spec(1)));
   const std::string node = c.NodeOf(id, "chief-0");
   Effects fx;
-  c.core.ReplicaExited(node, AbnormalExit(c.RunId(id, 0), true), ++c.now, &fx);
+  c.core.ReplicaExited(node, AbnormalExit(c.RunId(id, 0), true), FromMs(++c.now), &fx);
   CHECK(c.Job(id).state() == v1::JOB_STATE_FAILED);
   CHECK(c.Job(id).error().reason() == "USER_ERROR");
   CHECK(c.Node(node).state() == v1::NODE_STATE_READY);
@@ -294,15 +296,15 @@ TEST_CASE(
   c.Heartbeats();
   Effects fx;
   c.now += 10'000;
-  c.core.Tick(c.now, &fx);
+  c.core.Tick(FromMs(c.now), &fx);
   CHECK(c.Node(victim).state() == v1::NODE_STATE_READY);
 
   for (const char* n : {"node-a", "node-b", "node-c"}) {
-    if (n != victim) c.core.Heartbeat(n, c.now, &fx);
+    if (n != victim) c.core.Heartbeat(n, FromMs(c.now), &fx);
   }
   c.now += 8'000;  // the lost timeout (15s) and the fence margin (3s)
   Effects fx2;
-  c.core.Tick(c.now, &fx2);
+  c.core.Tick(FromMs(c.now), &fx2);
   CHECK(c.Node(victim).state() == v1::NODE_STATE_LOST);
   CHECK(c.Node(victim).health() == v1::NODE_HEALTH_UNKNOWN);
   CHECK(HasEventOn(fx2, "NodeLost", victim));
@@ -328,7 +330,7 @@ TEST_CASE(
   known.set_running(true);
   known.set_pid(4242);
   Effects fx3;
-  c.core.AgentRegistered(Reg(victim, 4, 4096, 0, {known}), ++c.now, &fx3);
+  c.core.AgentRegistered(Reg(victim, 4, 4096, 0, {known}), FromMs(++c.now), &fx3);
   std::vector<v1::StopReplica> stops = Stops(fx3);
   REQUIRE(stops.size() == 1);
   CHECK(stops[0].run_id() == old_run);
@@ -346,14 +348,14 @@ TEST_CASE(
   c.now += 18'000;  // the lost timeout (15s) and the fence margin (3s)
   Effects fx;
   for (const char* n : {"node-a", "node-b", "node-c"}) {
-    if (n != victim) c.core.Heartbeat(n, c.now, &fx);
+    if (n != victim) c.core.Heartbeat(n, FromMs(c.now), &fx);
   }
-  c.core.Tick(c.now, &fx);
+  c.core.Tick(FromMs(c.now), &fx);
   REQUIRE(c.Node(victim).state() == v1::NODE_STATE_LOST);
   CHECK(c.Replica(id, 1).node() != victim);
 
   Effects fx2;
-  c.core.Heartbeat(victim, ++c.now, &fx2);
+  c.core.Heartbeat(victim, FromMs(++c.now), &fx2);
   CHECK(c.Node(victim).state() == v1::NODE_STATE_READY);
   CHECK(HasEventOn(fx2, "NodeReturned", victim));
   std::vector<v1::StopReplica> stops = Stops(fx2);
@@ -370,9 +372,9 @@ TEST_CASE("after a scheduler restart every node gets a full lost timeout to reco
   n.last_heartbeat_ms = 1000;  // long ago
   core.Restore({}, {n}, {});
   Effects fx;
-  core.Tick(10'000'000, &fx);
+  core.Tick(FromMs(10'000'000), &fx);
   CHECK(core.GetNode("node-a")->state() != v1::NODE_STATE_LOST);
-  core.Tick(10'015'000, &fx);
+  core.Tick(FromMs(10'015'000), &fx);
   CHECK(core.GetNode("node-a")->state() == v1::NODE_STATE_LOST);
 }
 
@@ -387,7 +389,8 @@ TEST_CASE(
   const std::string run = c.RunId(id, 1);
 
   Effects fx;
-  absl::StatusOr<v1::Node> drained = c.core.DrainNode(node, "kernel upgrade", 30'000, ++c.now, &fx);
+  absl::StatusOr<v1::Node> drained =
+      c.core.DrainNode(node, "kernel upgrade", absl::Milliseconds(30'000), FromMs(++c.now), &fx);
   REQUIRE(drained.ok());
   CHECK(drained->state() == v1::NODE_STATE_DRAINING);
   CHECK(drained->health_description().find("maintenance event") != std::string::npos);
@@ -403,7 +406,7 @@ TEST_CASE(
   stopped.set_exit_code(0);
   stopped.set_stopped_by_request(true);
   Effects fx2;
-  c.core.ReplicaExited(node, stopped, ++c.now, &fx2);
+  c.core.ReplicaExited(node, stopped, FromMs(++c.now), &fx2);
   const v1::Replica& r = c.Replica(id, 1);
   CHECK(r.name() == "worker-0");
   CHECK(r.node() != node);
@@ -412,12 +415,12 @@ TEST_CASE(
   REQUIRE(Launches(fx2).size() == 1);
 
   Effects fx3;
-  c.core.Tick(++c.now, &fx3);
+  c.core.Tick(FromMs(++c.now), &fx3);
   CHECK(HasEventOn(fx3, "NodeDrained", node));
   CHECK(c.Node(node).state() == v1::NODE_STATE_CORDONED);
 
   Effects fx4;
-  absl::StatusOr<v1::Node> back = c.core.UncordonNode(node, ++c.now, &fx4);
+  absl::StatusOr<v1::Node> back = c.core.UncordonNode(node, FromMs(++c.now), &fx4);
   REQUIRE(back.ok());
   CHECK(back->state() == v1::NODE_STATE_READY);
 }
@@ -425,12 +428,14 @@ TEST_CASE(
 TEST_CASE("bad operator input is refused with a message, and changes nothing") {
   Cluster c;
   Effects fx;
-  CHECK(c.core.DrainNode("node-x", "r", 0, c.now, &fx).status().code() ==
-        absl::StatusCode::kNotFound);
-  absl::Status s = c.core.DrainNode("node-a", "", 0, c.now, &fx).status();
+  CHECK(
+      c.core.DrainNode("node-x", "r", absl::Milliseconds(0), FromMs(c.now), &fx).status().code() ==
+      absl::StatusCode::kNotFound);
+  absl::Status s =
+      c.core.DrainNode("node-a", "", absl::Milliseconds(0), FromMs(c.now), &fx).status();
   CHECK(s.code() == absl::StatusCode::kInvalidArgument);
   CHECK(std::string(s.message()).find("reason is required") != std::string::npos);
-  CHECK(c.core.CordonNode("node-a", std::string(2000, 'x'), c.now, &fx).status().code() ==
+  CHECK(c.core.CordonNode("node-a", std::string(2000, 'x'), FromMs(c.now), &fx).status().code() ==
         absl::StatusCode::kInvalidArgument);
   CHECK(c.Node("node-a").state() == v1::NODE_STATE_READY);
   CHECK(fx.events.empty());
@@ -441,20 +446,20 @@ TEST_CASE("a cordoned node takes no new work but keeps what runs, restarts inclu
   const std::string id = c.Run(Spec(2));
   const std::string node = c.NodeOf(id, "chief-0");
   Effects fx;
-  REQUIRE(c.core.CordonNode(node, "hardware ticket 12", c.now, &fx).ok());
+  REQUIRE(c.core.CordonNode(node, "hardware ticket 12", FromMs(c.now), &fx).ok());
   CHECK(c.Node(node).state() == v1::NODE_STATE_CORDONED);
   CHECK(c.Node(node).state_reason().find("hardware ticket 12") != std::string::npos);
   // A transient crash restarts in place.
   v1::ReplicaExited crash = ExitedCode(c.RunId(id, 0), 134);
   Effects fx2;
-  c.core.ReplicaExited(node, crash, ++c.now, &fx2);
+  c.core.ReplicaExited(node, crash, FromMs(++c.now), &fx2);
   CHECK(c.Replica(id, 0).node() == node);
   CHECK(c.Replica(id, 0).moves() == 0);
   // A new job goes elsewhere.
   Effects fx3;
-  absl::StatusOr<v1::Job> other = AsView(c.core.SubmitJob(Spec(1), c.now, &fx3));
+  absl::StatusOr<v1::Job> other = AsView(c.core.SubmitJob(Spec(1), FromMs(c.now), &fx3));
   REQUIRE(other.ok());
-  c.core.Schedule(c.now, &fx3);
+  c.core.Schedule(FromMs(c.now), &fx3);
   const v1::Job placed = c.Job(other->id());
   for (const v1::Replica& r : placed.replicas()) CHECK(r.node() != node);
 }
@@ -493,7 +498,7 @@ TEST_CASE("a flapping node stays out after its checks pass, until an operator un
   CHECK(c.Node("node-a").state_reason().find("uncordon") != std::string::npos);
 
   Effects fx2;
-  REQUIRE(c.core.UncordonNode("node-a", ++c.now, &fx2).ok());
+  REQUIRE(c.core.UncordonNode("node-a", FromMs(++c.now), &fx2).ok());
   CHECK(c.Node("node-a").state() == v1::NODE_STATE_READY);
   CHECK_FALSE(c.Node("node-a").flapping());
 }
@@ -503,7 +508,7 @@ TEST_CASE("uncordoning a node whose checks still fail keeps it ISOLATED and asks
   Effects fx;
   c.Report("node-a", false, &fx);
   Effects fx2;
-  absl::StatusOr<v1::Node> n = c.core.UncordonNode("node-a", ++c.now, &fx2);
+  absl::StatusOr<v1::Node> n = c.core.UncordonNode("node-a", FromMs(++c.now), &fx2);
   REQUIRE(n.ok());
   CHECK(n->state() == v1::NODE_STATE_ISOLATED);
   REQUIRE(fx2.commands.size() == 1);
@@ -517,14 +522,14 @@ TEST_CASE("a failed startup script keeps the host out with the script's reason (
   *reg.mutable_startup() =
       Checks("startup", false, c.now, "startup-script", "exited with status 3: no GPU driver");
   Effects fx;
-  c.core.AgentRegistered(reg, ++c.now, &fx);
+  c.core.AgentRegistered(reg, FromMs(++c.now), &fx);
   CHECK(c.Node("node-d").state() == v1::NODE_STATE_ISOLATED);
   CHECK(c.Node("node-d").state_reason().find("no GPU driver") != std::string::npos);
   // Periodic checks passing do not clear it; a passing script run does.
   c.Report("node-d", true, &fx);
   CHECK(c.Node("node-d").state() == v1::NODE_STATE_ISOLATED);
   *reg.mutable_startup() = Checks("startup", true, c.now, "startup-script", "");
-  c.core.AgentRegistered(reg, ++c.now, &fx);
+  c.core.AgentRegistered(reg, FromMs(++c.now), &fx);
   CHECK(c.Node("node-d").state() == v1::NODE_STATE_READY);
 }
 
@@ -537,7 +542,7 @@ TEST_CASE("an agent shutting down moves its replicas at once, not charged") {
   exited.set_signal(15);
   exited.set_node_shutdown(true);
   Effects fx;
-  c.core.ReplicaExited(node, exited, ++c.now, &fx);
+  c.core.ReplicaExited(node, exited, FromMs(++c.now), &fx);
   CHECK(HasEventOn(fx, "NodeShutdown", node));
   const v1::Replica& r = c.Replica(id, 1);
   CHECK(r.node() != node);
@@ -547,9 +552,9 @@ TEST_CASE("an agent shutting down moves its replicas at once, not charged") {
   CHECK(c.Job(id).attempts_size() == 1);
   // Nothing new lands on it until it registers again.
   Effects fx2;
-  absl::StatusOr<v1::Job> other = AsView(c.core.SubmitJob(Spec(2), c.now, &fx2));
+  absl::StatusOr<v1::Job> other = AsView(c.core.SubmitJob(Spec(2), FromMs(c.now), &fx2));
   REQUIRE(other.ok());
-  c.core.Schedule(c.now, &fx2);
+  c.core.Schedule(FromMs(c.now), &fx2);
   const v1::Job placed = c.Job(other->id());
   for (const v1::Replica& o : placed.replicas()) CHECK(o.node() != node);
 }
@@ -566,7 +571,7 @@ TEST_CASE("a move with no room anywhere re-dispatches the job") {
   stopped.set_signal(15);
   stopped.set_stopped_by_request(true);
   Effects fx2;
-  c.core.ReplicaExited(node, stopped, ++c.now, &fx2);
+  c.core.ReplicaExited(node, stopped, FromMs(++c.now), &fx2);
   CHECK(c.Job(id).state() == v1::JOB_STATE_QUEUED);
   CHECK(c.Job(id).budgets_used().redispatches() == 1);
   CHECK(c.Job(id).attempts(0).reason().find("no other healthy node has room") != std::string::npos);

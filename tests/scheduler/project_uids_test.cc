@@ -104,7 +104,7 @@ TEST_CASE("a project's first submit gives it a uid, which each launch of its job
   CHECK(f.core.ProjectUid("team-b") == 65537u);
 
   Effects placed;
-  f.core.Schedule(f.now, &placed);
+  f.core.Schedule(FromMs(f.now), &placed);
   std::vector<v1::LaunchReplica> launches = Launches(placed);
   REQUIRE(launches.size() == 3);
   for (const v1::LaunchReplica& l : launches) {
@@ -120,15 +120,15 @@ TEST_CASE("a job refused at submit gives its project no uid; a full range refuse
   options.replica_uid_range = UidRange{70000, 70000};
   Core core(options);
   Effects fx;
-  core.AgentRegistered(Reg("node-a"), 1000, &fx);
+  core.AgentRegistered(Reg("node-a"), FromMs(1000), &fx);
 
   v1::JobSpec bad = SpecOf("team-x");
   bad.mutable_worker_pools(0)->set_replica_count(0);
-  CHECK_FALSE(core.SubmitJob(bad, 1000, &fx).ok());
+  CHECK_FALSE(core.SubmitJob(bad, FromMs(1000), &fx).ok());
   CHECK_FALSE(core.ProjectUid("team-x").has_value());
 
-  REQUIRE(core.SubmitJob(SpecOf("team-a"), 1000, &fx).ok());
-  absl::StatusOr<const Job*> full = core.SubmitJob(SpecOf("team-b"), 1000, &fx);
+  REQUIRE(core.SubmitJob(SpecOf("team-a"), FromMs(1000), &fx).ok());
+  absl::StatusOr<const Job*> full = core.SubmitJob(SpecOf("team-b"), FromMs(1000), &fx);
   REQUIRE_FALSE(full.ok());
   CHECK(full.status().code() == absl::StatusCode::kResourceExhausted);
   CHECK(absl::StrContains(full.status().message(), "no replica uid left for project team-b"));
@@ -143,7 +143,7 @@ TEST_CASE("a job of a project without a uid (submitted before uids) gets one at 
   // As after an upgrade: the job is stored, its project has no uid yet.
   f.core.RestoreProjectUids({});
   Effects placed;
-  f.core.Schedule(f.now, &placed);
+  f.core.Schedule(FromMs(f.now), &placed);
   std::vector<v1::LaunchReplica> launches = Launches(placed);
   REQUIRE(!launches.empty());
   CHECK(launches[0].project_uid() == 65536u);

@@ -17,7 +17,7 @@ constexpr int64_t kDayMs = 24 * 3600 * 1000;
 
 absl::StatusOr<v1::Job> SubmitWith(Fixture& f, const v1::JobSpec& spec, const std::string& creator,
                                    const CreateRequestKey& key, Effects* fx) {
-  return AsView(f.core.SubmitJob(spec, f.now, fx, creator, key));
+  return AsView(f.core.SubmitJob(spec, FromMs(f.now), fx, creator, key));
 }
 
 TEST_CASE("a create retried with its request id returns the first job and changes nothing") {
@@ -72,7 +72,7 @@ TEST_CASE("request ids are scoped to their caller and last 24 hours") {
   CHECK(later->id() != alice->id());
   // Tick forgets expired ids.
   f.now += kDayMs;
-  f.core.Tick(f.now, &fx);
+  f.core.Tick(FromMs(f.now), &fx);
   absl::StatusOr<v1::Job> fresh = SubmitWith(f, Spec(2), "bob", {"req-1", "other"}, &fx);
   CHECK(fresh.ok());
 }
@@ -86,12 +86,12 @@ TEST_CASE("request ids survive a restart of the core") {
   restored.Restore({*JobFromProto(f.Job(first->id()))}, {*f.core.FindNode("node-a")}, {});
   Effects again;
   absl::StatusOr<v1::Job> retried =
-      AsView(restored.SubmitJob(Spec(1), f.now + 5000, &again, "", {"req-1", "hash-a"}));
+      AsView(restored.SubmitJob(Spec(1), FromMs(f.now + 5000), &again, "", {"req-1", "hash-a"}));
   REQUIRE(retried.ok());
   CHECK(retried->id() == first->id());
-  CHECK(
-      AsView(restored.SubmitJob(Spec(1), f.now, &again, "", {"req-1", "hash-b"})).status().code() ==
-      absl::StatusCode::kAlreadyExists);
+  CHECK(AsView(restored.SubmitJob(Spec(1), FromMs(f.now), &again, "", {"req-1", "hash-b"}))
+            .status()
+            .code() == absl::StatusCode::kAlreadyExists);
 }
 
 TEST_CASE("a request id is at most 64 letters, digits, dots, underscores, colons and dashes") {
@@ -105,7 +105,7 @@ TEST_CASE("a request id is at most 64 letters, digits, dots, underscores, colons
   CHECK(ValidateRequestId("a/b").code() == absl::StatusCode::kInvalidArgument);
   Fixture f;
   Effects fx;
-  CHECK(f.core.SubmitJob(Spec(1), f.now, &fx, "", {"bad id", "h"}).status().code() ==
+  CHECK(f.core.SubmitJob(Spec(1), FromMs(f.now), &fx, "", {"bad id", "h"}).status().code() ==
         absl::StatusCode::kInvalidArgument);
   CHECK(f.core.jobs().empty());
 }

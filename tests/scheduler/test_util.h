@@ -34,7 +34,7 @@ inline bool HasEvent(const Effects& fx, const std::string& type, const std::stri
 inline CoreOptions TestOptions(uint64_t seed) {
   CoreOptions o;
   o.checkpoint_root = "/ckpt";
-  o.heartbeat_interval_ms = 2000;
+  o.heartbeat_interval = absl::Seconds(2);
   o.id_seed = seed;
   o.nodes.lost_timeout_ms = 365LL * 86'400'000;
   return o;
@@ -147,7 +147,7 @@ inline Effects ConfirmStops(Core& core, const std::string& job_id, const Effects
     REQUIRE(ParseRunId(s.run_id(), &job, &attempt, &replica, &restart));
     v1::ReplicaExited e = ExitedSignal(s.run_id(), 15);
     e.set_stopped_by_request(true);
-    core.ReplicaExited(core.FindJob(job_id)->FindReplica(replica)->node, e, now, &fx);
+    core.ReplicaExited(core.FindJob(job_id)->FindReplica(replica)->node, e, FromMs(now), &fx);
   }
   return fx;
 }

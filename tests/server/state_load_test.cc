@@ -43,10 +43,10 @@ TEST_CASE("a load after a burst of ended jobs holds no more of them than the cou
     // few seconds, each a millisecond after the one before.
     sched::Core core(options);
     sched::Effects fx;
-    live = (*core.SubmitJob(QuickJob(), kNow, &fx))->id;
+    live = (*core.SubmitJob(QuickJob(), sched::FromMs(kNow), &fx))->id;
     for (int i = 0; i < kBurst; ++i) {
-      ended.push_back((*core.SubmitJob(QuickJob(), kNow + i, &fx))->id);
-      REQUIRE(core.CancelJob(ended.back(), kNow + i, &fx).ok());
+      ended.push_back((*core.SubmitJob(QuickJob(), sched::FromMs(kNow + i), &fx))->id);
+      REQUIRE(core.CancelJob(ended.back(), sched::FromMs(kNow + i), &fx).ok());
     }
     storage::Batch b;
     for (const auto& [id, job] : core.jobs()) b.jobs.push_back(sched::ToProto(job));
