@@ -41,7 +41,7 @@ class FakeOps : public LifecycleOps {
   int grow_backs = 0;
 };
 
-struct Gang {
+struct Episode {
   NodeRegistry nodes{NodePolicy{}};
   ReplicaBinding binding{&nodes.book()};
   Timers timers;
@@ -52,7 +52,7 @@ struct Gang {
 
   // chief-0 on node-a, worker-0 and worker-1 on node-b, all RUNNING in attempt 1; a GANG job
   // with a 3s settle window.
-  Gang() {
+  Episode() {
     Effects fx;
     for (const char* n : {"node-a", "node-b"}) nodes.Register(testing::Reg(n), now, &fx);
     v1::JobSpec spec = testing::Spec(2);
@@ -92,7 +92,7 @@ struct Gang {
 };
 
 TEST_CASE("GangEpisodes: a gang is a GANG job of more than one replica") {
-  Gang g;
+  Episode g;
   CHECK(GangEpisodes::IsGang(g.job));
   g.job.replicas.resize(1);
   CHECK_FALSE(GangEpisodes::IsGang(g.job));
@@ -102,7 +102,7 @@ TEST_CASE("GangEpisodes: a gang is a GANG job of more than one replica") {
 }
 
 TEST_CASE("GangEpisodes: a user error settles first, and is decided once the window passes") {
-  Gang g;
+  Episode g;
   Effects fx;
   g.gang.RunEnd(&g.job, g.R("worker-0"), g.Exit("worker-0", 1, g.now), g.now, &fx);
   CHECK(g.R("worker-0")->state == v1::REPLICA_STATE_SETTLING);
@@ -119,7 +119,7 @@ TEST_CASE("GangEpisodes: a user error settles first, and is decided once the win
 }
 
 TEST_CASE("GangEpisodes: an earlier peer failure reported later is the root cause") {
-  Gang g;
+  Episode g;
   Effects fx;
   // worker-0 exits 1 (a user error: a broken collective); chief-0's crash 500ms before it comes
   // in afterwards, within the settle window.
@@ -138,7 +138,7 @@ TEST_CASE("GangEpisodes: an earlier peer failure reported later is the root caus
 }
 
 TEST_CASE("GangEpisodes: a restart stops the others, then relaunches all once due") {
-  Gang g;
+  Episode g;
   Effects fx;
   g.gang.RunEnd(&g.job, g.R("chief-0"), g.Exit("chief-0", 134, g.now), g.now, &fx);
   REQUIRE(g.ops.applied.size() == 1);
@@ -177,7 +177,7 @@ TEST_CASE("GangEpisodes: a restart stops the others, then relaunches all once du
 }
 
 TEST_CASE("GangEpisodes: a replica whose node no longer keeps replicas moves before the relaunch") {
-  Gang g;
+  Episode g;
   Effects fx;
   for (Replica& r : g.job.replicas) r.state = v1::REPLICA_STATE_RESTARTING;
   g.job.gang_restarting = true;
