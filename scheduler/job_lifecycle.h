@@ -1,7 +1,7 @@
 // JobLifecycle: the job and replica state machines. It applies what the retry engine and the
 // admission queue decided — start an attempt, restart a replica, move it, retry or re-dispatch the
 // job, end it — and keeps every derived fact in step: the resources each replica holds on its
-// node and in its project (NodeRegistry::Hold, AdmissionQueue::Hold), the admitted jobs per
+// node and in its project (ReplicaBinding, AdmissionQueue::Hold), the admitted jobs per
 // project, the active set, the queue, the commands for agents, the rows and events in `fx`.
 //
 // It decides nothing about failures: every replica end goes to the retry engine, and the lifecycle
