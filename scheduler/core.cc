@@ -486,8 +486,9 @@ absl::Status Core::CheckUsage() const {
                                               " by the jobs"));
     }
   }
-  if (absl::Status ports = lifecycle_.CheckPorts(); !ports.ok()) return ports;
-  if (absl::Status devices = lifecycle_.CheckDevices(); !devices.ok()) return devices;
+  if (absl::Status ports = lifecycle_.binding().CheckPorts(jobs_); !ports.ok()) return ports;
+  if (absl::Status devices = lifecycle_.binding().CheckDevices(jobs_); !devices.ok())
+    return devices;
   std::set<std::string> projects = queue_.Projects();
   for (const auto& [name, u] : by_project) projects.insert(name);
   for (const std::string& name : projects) {

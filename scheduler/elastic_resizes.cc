@@ -20,7 +20,7 @@ namespace trainctl::sched {
 
 bool JobLifecycle::WaitForRoom(Job* job, Replica* r, const std::string& room, bool new_run,
                                absl::Time now, Effects* fx) {
-  if (!IsGang(*job) || !job->gang_restarting || !IsLive(job->state)) return false;
+  if (!GangEpisodes::IsGang(*job) || !job->gang_restarting || !IsLive(job->state)) return false;
   const v1::WorkerPool* pool = PoolOf(*job, *r);
   if (pool == nullptr || !pool->has_elastic()) return false;
   // The pool must keep its minimum without this replica and every one waiting already.
@@ -35,8 +35,7 @@ bool JobLifecycle::WaitForRoom(Job* job, Replica* r, const std::string& room, bo
   if (new_run) r->restart_count++;
   SetReplicaState(job, r, v1::REPLICA_STATE_PENDING);
   // It is leaving its node: what it remembers there (ports, devices) is not its own any more.
-  LeavePorts(r);
-  r->gpu_devices.clear();
+  binding_.Leave(r);
   r->pid = 0;
   r->next_start_time.reset();
   const int64_t wait_ms = job->policy.elastic_wait_ms;
@@ -87,7 +86,7 @@ void JobLifecycle::ElasticStep(Job* job, absl::Time now, Effects* fx) {
                 absl::StrCat(absl::StrJoin(why, "; "), ", and no node had room within ",
                              FormatDuration(job->policy.elastic_wait_ms)),
                 now, fx);
-  MaybeRelaunchGang(job, now, fx);
+  gang_.MaybeRelaunch(job, now, fx);
 }
 
 void JobLifecycle::GrowBack(Job* job, absl::Time now, Effects* fx) {
@@ -204,7 +203,7 @@ absl::Status JobLifecycle::RequestGrow(Job* job, const std::string& actor, absl:
     fx->attempts.insert({job->id, a->number});
   }
   const std::vector<Replica*> placed_elsewhere =
-      StopGang(job, nullptr, absl::StrCat("restarting the gang to grow it: ", who), now, now, fx);
+      gang_.Stop(job, nullptr, absl::StrCat("restarting the gang to grow it: ", who), now, now, fx);
   AddEvent(fx, now, job, "", "", "GangRestarting",
            absl::StrCat("restarting all ", WorldSize(*job), " replicas together as gang ",
                         "generation ", job->gang_generation + 1, " to grow the job (", who,
@@ -215,7 +214,7 @@ absl::Status JobLifecycle::RequestGrow(Job* job, const std::string& actor, absl:
     if (!IsLive(job->state)) return absl::OkStatus();
     PlaceMoved(job, o, now, fx, /*new_run=*/false);
   }
-  MaybeRelaunchGang(job, now, fx);
+  gang_.MaybeRelaunch(job, now, fx);
   return absl::OkStatus();
 }
 

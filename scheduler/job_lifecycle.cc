@@ -31,13 +31,8 @@ void JobLifecycle::Restore() {
   for (const auto& [id, job] : jobs_->all()) {
     for (const Replica& r : job.replicas) {
       if (!HoldsResources(r.state)) continue;
-      nodes_->Hold(r.node, r.need);
+      binding_.Restore(job, r);
       queue_->Hold(job.project, r.need);
-      for (int32_t port : {r.port, r.rendezvous_port}) {
-        if (port != 0) nodes_->RestorePort(r.node, port);
-      }
-      // Its processes use these devices now; a node whose inventory lost one keeps the rest.
-      nodes_->ReserveDevices(r.node, r.gpu_devices, absl::StrCat(id, "/", r.name));
     }
     if (IsAdmitted(job.state)) queue_->Admitted(job.project);
     if (job.state == v1::JOB_STATE_QUEUED) queue_->Enqueue(job);
@@ -55,34 +50,18 @@ void JobLifecycle::SetReplicaState(Job* job, Replica* r, v1::ReplicaState state)
   const bool holds = HoldsResources(state);
   r->state = state;
   if (held && !holds) {
-    nodes_->Release(r->node, r->need);
+    binding_.Unbind(*r);
     queue_->Release(job->project, r->need);
-    ReleasePorts(*r);
-    ReleaseDevices(*r);
   } else if (!held && holds) {
-    nodes_->Hold(r->node, r->need);
+    binding_.Bind(*job, r);
     queue_->Hold(job->project, r->need);
-    TakeBackPorts(r);
-    HoldDevices(*job, r);
     jobs_->MarkActive(job->id);
   }
 }
 
 void JobLifecycle::SetNode(const Job& job, Replica* r, const std::string& node) {
-  if (node == r->node) return;
   // The project holds the same either way; only the node changes.
-  const bool holds = HoldsResources(r->state);
-  if (holds) {
-    nodes_->Release(r->node, r->need);
-    nodes_->Hold(node, r->need);
-    ReleaseDevices(*r);
-  }
-  // Ports and devices belong to a node: given back here; new ports come with the launch on the
-  // new node, new devices as the replica starts holding resources there.
-  LeavePorts(r);
-  r->gpu_devices.clear();
-  r->node = node;
-  if (holds) HoldDevices(job, r);
+  binding_.Rebind(job, r, node);
 }
 
 void JobLifecycle::SetJobState(Job* job, v1::JobState state, const std::string& reason,
@@ -256,7 +235,7 @@ void JobLifecycle::StartAttempt(Job* job, const std::vector<std::string>& placed
     r->message = absl::StrCat("launching on ", r->node);
   }
   // Fresh ports for the attempt, every replica's before any launch: each cluster spec lists all.
-  RenewPorts(job);
+  binding_.RenewPorts(job);
   job->queue_reason.clear();
   job->next_attempt_time.reset();
   job->queue_time.reset();
@@ -344,7 +323,7 @@ bool JobLifecycle::FinishStop(Job* job, Replica* r, const v1::ReplicaExited& exi
       ContinueMove(job, r, now, fx);
       return true;
     case StopKind::kForGang:
-      ConfirmGangStop(job, r, exited, now, fx);
+      gang_.ConfirmStop(job, r, exited, now, fx);
       return true;
     case StopKind::kStopped:
       ConfirmStop(job, r, exited, now, fx);
@@ -361,7 +340,7 @@ void JobLifecycle::ConfirmStop(Job* job, Replica* r, const v1::ReplicaExited& ex
   // trainctl asked for this stop (cancel, job end, retry): not a failure of the replica. One that
   // failed on its own before the stop reached it followed the failure being handled.
   if (job->root_cause && !IsCleanExit(exited) && !exited.stopped_by_request()) {
-    AddConsequence(job, *r, DescribeExit(exited), now, fx);
+    gang_.AddConsequence(job, *r, DescribeExit(exited), now, fx);
   }
   SetReplicaState(job, r, v1::REPLICA_STATE_STOPPED);
   r->message = absl::StrCat("stopped (", r->message, ")");
@@ -378,13 +357,13 @@ void JobLifecycle::ContinueMove(Job* job, Replica* r, absl::Time now, Effects* f
   AddEvent(fx, now, job, r->name, r->node, "ReplicaStopped",
            absl::StrCat("process stopped to move (", r->move_reason, ")"));
   RecordRun(*job, *r, fx);
-  PlaceMoved(job, r, now, fx);
+  PlaceMoved(job, r, now, fx, /*new_run=*/true);
 }
 
 void JobLifecycle::EndRun(Job* job, Replica* r, const Failure& failure, absl::Time now,
                           Effects* fx) {
-  if (IsGang(*job)) {
-    GangRunEnd(job, r, failure, now, fx);
+  if (GangEpisodes::IsGang(*job)) {
+    gang_.RunEnd(job, r, failure, now, fx);
     return;
   }
   Apply(job, r, DecideOnFailure(job->policy, *job, *r, failure, now), now, fx);
@@ -416,12 +395,12 @@ void JobLifecycle::Apply(Job* job, Replica* r, const RetryDecision& d, absl::Tim
       Restart(job, r, d, now, fx);
       break;
     case Decision::kRestartGang:
-      RestartGang(job, r, d, now, fx);
+      gang_.Restart(job, r, d, now, fx);
       break;
     case Decision::kMoveReplica:
-      if (IsGang(*job) && !job->gang_restarting) RestartGang(job, r, d, now, fx);
+      if (GangEpisodes::IsGang(*job) && !job->gang_restarting) gang_.Restart(job, r, d, now, fx);
       // The restart may have ended the attempt: a peer that had to move found no room.
-      if (IsLive(job->state)) PlaceMoved(job, r, now, fx);
+      if (IsLive(job->state)) PlaceMoved(job, r, now, fx, /*new_run=*/true);
       break;
     case Decision::kRetryJob:
     case Decision::kRedispatch:
@@ -457,7 +436,7 @@ void JobLifecycle::LaunchOnItsNode(Job* job, Replica* r, absl::Time now, Effects
     return;
   }
   SetReplicaState(job, r, v1::REPLICA_STATE_STARTING);
-  if (r->port == 0) AllocatePorts(r);  // moved here, or its old ports were taken meanwhile
+  if (r->port == 0) binding_.AllocatePorts(r);  // moved here, or its old ports were taken meanwhile
   r->next_start_time.reset();
   // Until the agent confirms, start_time is when the launch was sent (see launchTimeout).
   r->start_time = now;
@@ -539,7 +518,7 @@ void JobLifecycle::SendLaunch(const Job& job, const Replica& r, const GangView& 
     if (uid->fresh) fx->project_uids.insert(job.project);
   }
   jobs_->NoteRun(msg.launch().run_id(), r.node);
-  nodes_->SetDeviceRun(r.node, r.gpu_devices, msg.launch().run_id());
+  binding_.NoteRun(r, msg.launch().run_id());
   fx->commands.push_back({r.node, std::move(msg), PoolLaunchOf(job, r.pool)});
 }
 

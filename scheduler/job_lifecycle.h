@@ -1,26 +1,24 @@
 // JobLifecycle: the job and replica state machines. It applies what the retry engine and the
 // admission queue decided — start an attempt, restart a replica, move it, retry or re-dispatch the
 // job, end it — and keeps every derived fact in step: the resources each replica holds on its
-// node and in its project (NodeRegistry::Hold, AdmissionQueue::Hold), the admitted jobs per
+// node and in its project (ReplicaBinding, AdmissionQueue::Hold), the admitted jobs per
 // project, the active set, the queue, the commands for agents, the rows and events in `fx`.
 //
 // It decides nothing about failures: every replica end goes to the retry engine, and the lifecycle
-// carries out its decision. The only choices it makes are bookkeeping (which stop a report
-// confirms; for a GANG job, which failures are one episode's root cause and which its
-// consequences, by the engine's ChooseRootCause) and the node a moving replica goes to, which it
-// asks of the placement policy.
-//
-// GANG jobs (restartScope GANG, gang_restarts.cc): a restart or a move of one replica restarts
-// every replica together. The survivors are stopped (SIGTERM, the grace period, SIGKILL), wait
-// as RESTARTING on their nodes, and all start again in parallel as a new gang generation once
-// every one is stopped and the cause's backoff has passed. A USER_ERROR first waits as SETTLING
-// for the settle window, so that an earlier failure of a peer reported later is still its root
-// cause.
+// carries out its decision. It keeps the state machine and routes to its parts, each of which
+// owns one kind of state and its decisions:
+//   ReplicaBinding  what each replica holds on its node: resources, ports, GPUs (replica_binding.h)
+//   GangEpisodes    GANG jobs' failure episodes: settle, root cause, stop, restart together
+//                   (gang_episodes.h)
+// The parts ask the lifecycle for state changes and launches through LifecycleOps
+// (lifecycle_ops.h). Moves (replica_moves.cc, which asks the placement policy for the target) and
+// elastic pools (elastic_resizes.cc) are still the lifecycle's own methods. Its own files:
+// job_lifecycle_timeouts.cc (Tick: time limits) and job_lifecycle_adopt_runs.cc (Reconcile: an
+// agent's runs after it registers).
 //
 // Replica state and node change only through SetReplicaState and SetNode, job state only through
-// SetJobState: that is what keeps the incremental usage exact. The same two keep each replica's
-// ports (replica_ports.cc): held in its node's pool while it holds resources, taken back when it
-// restarts on the same node, given back when it stops holding or leaves the node.
+// SetJobState: that is what keeps the incremental usage exact. The same two keep what each replica
+// holds on its node (resources, ports, GPUs) in step, through its ReplicaBinding.
 //
 // Thread-safety: none; owned by the core.
 #pragma once
@@ -31,9 +29,12 @@
 
 #include "absl/time/time.h"
 #include "scheduler/admission_queue.h"
+#include "scheduler/gang_episodes.h"
 #include "scheduler/job_table.h"
 #include "scheduler/launch_env.h"
+#include "scheduler/lifecycle_ops.h"
 #include "scheduler/node_registry.h"
+#include "scheduler/replica_binding.h"
 #include "scheduler/retry_engine.h"
 #include "scheduler/timers.h"
 
@@ -46,13 +47,18 @@ std::string When(absl::Time t);
 // a grow that found no room: "needs 4 cpu, 100 MiB, 0 gpus, 1 ports; node-b: 1 cpu, ...".
 std::string DescribeNoRoom(const Replica& r, const std::string& from, const NodeRegistry& nodes);
 
-class JobLifecycle {
+class JobLifecycle : private LifecycleOps {
  public:
   // The parts it keeps in step; they must outlive it.
   // `skew` is how far apart two failures' exit times may be and still count as simultaneous.
   JobLifecycle(JobTable* jobs, NodeRegistry* nodes, AdmissionQueue* queue, Timers* timers,
                absl::Duration skew = absl::Seconds(1))
-      : jobs_(jobs), nodes_(nodes), queue_(queue), timers_(timers), skew_(skew) {}
+      : jobs_(jobs),
+        nodes_(nodes),
+        queue_(queue),
+        timers_(timers),
+        binding_(&nodes->book()),
+        gang_(this, nodes, &binding_, timers, skew) {}
 
   JobLifecycle(const JobLifecycle&) = delete;
   JobLifecycle& operator=(const JobLifecycle&) = delete;
@@ -105,8 +111,6 @@ class JobLifecycle {
   // as a consequence of the failure being handled.
   void ConfirmStop(Job* job, Replica* r, const v1::ReplicaExited& exited, absl::Time now,
                    Effects* fx);
-  void ConfirmGangStop(Job* job, Replica* r, const v1::ReplicaExited& exited, absl::Time now,
-                       Effects* fx);
   void ContinueMove(Job* job, Replica* r, absl::Time now, Effects* fx);
 
   // Asks the retry engine what the end of `r`'s run means, and carries out its decision.
@@ -137,54 +141,21 @@ class JobLifecycle {
   void MoveReplicasOff(const std::string& node, MoveCause cause, const std::string& why,
                        int64_t grace_ms, bool node_gone, absl::Time now, Effects* fx);
 
-  // --- Ports (replica_ports.cc) --------------------------------------------------------------
+  // --- Parts ---------------------------------------------------------------------------------
 
-  // Gives back every replica's ports and gives each placed replica new ones on its current node,
-  // different from the old ones while its pool has other free ports (the cursor hands the old
-  // ones out last). Call it before relaunching a whole gang, so that no run of the new launches
-  // binds a port an old process may still hold; every launch built afterwards lists the new
-  // ports. A replica that holds resources holds its new ports at once; one that does not has
-  // them picked but not held, and takes them when it launches (as after an in-place restart).
-  // Changes no row: the caller marks the job changed.
-  void RenewPorts(Job* job);
-
-  // Recounts the ports of every replica that holds resources and compares with each node's pool:
-  // each such port (within the range) held there, by one replica, and no other port held. For
-  // tests (Core::CheckUsage); INTERNAL naming the first difference.
-  absl::Status CheckPorts() const;
-
-  // --- Devices (replica_devices.cc) ----------------------------------------------------------
-
-  // Like CheckPorts, for GPUs: every replica holding resources holds need.gpus devices in its
-  // node's pool, each for it alone, and the pool holds no others. INTERNAL naming the first
-  // difference.
-  absl::Status CheckDevices() const;
+  // What each replica holds on its node (resources, ports, GPUs); see replica_binding.h.
+  ReplicaBinding& binding() { return binding_; }
+  const ReplicaBinding& binding() const { return binding_; }
+  // The failure episodes of GANG jobs; see gang_episodes.h.
+  GangEpisodes& gang() { return gang_; }
 
  private:
   // The only writers of replica state and node, and of job state.
-  void SetReplicaState(Job* job, Replica* r, v1::ReplicaState state);
+  void SetReplicaState(Job* job, Replica* r, v1::ReplicaState state) override;
   // Carries out the retry engine's decision about the end of `r`'s run.
-  void Apply(Job* job, Replica* r, const RetryDecision& d, absl::Time now, Effects* fx);
+  void Apply(Job* job, Replica* r, const RetryDecision& d, absl::Time now, Effects* fx) override;
   void SetNode(const Job& job, Replica* r, const std::string& node);
 
-  // A replica's ports (replica_ports.cc), used by the writers above, StartAttempt, LaunchOnItsNode
-  // and RenewPorts. A replica holding resources holds all of its ports or none (port 0).
-  // Takes back the ports it had on its node, as it starts holding resources again: all of them
-  // while they are still free, else none (it forgets them and gets new ones at launch).
-  void TakeBackPorts(Replica* r);
-  // Gives it new ports on its node (PortsNeeded), held in the pool. A port the pool cannot give
-  // stays 0 (placement checks free ports first). REQUIRES: it holds none.
-  void AllocatePorts(Replica* r);
-  // Gives its ports back to its node's pool; the replica remembers them. REQUIRES: it holds them.
-  void ReleasePorts(const Replica& r);
-  // Gives back what it holds on its node, and forgets its ports: before it changes node.
-  void LeavePorts(Replica* r);
-  // A replica's GPUs (replica_devices.cc), used by SetReplicaState and SetNode. As it starts
-  // holding resources on its node: the devices it had there, while all are still free, else new
-  // ones. REQUIRES: it holds none.
-  void HoldDevices(const Job& job, Replica* r);
-  // Gives its devices back to its node's pool; the replica remembers them.
-  void ReleaseDevices(const Replica& r);
   void SetJobState(Job* job, v1::JobState state, const std::string& reason, absl::Time now,
                    Effects* fx);
 
@@ -194,7 +165,7 @@ class JobLifecycle {
   void Restart(Job* job, Replica* r, const RetryDecision& d, absl::Time now, Effects* fx);
   // Marks the replica STARTING on its node and sends the launch; moves it when its node no
   // longer keeps replicas.
-  void LaunchOnItsNode(Job* job, Replica* r, absl::Time now, Effects* fx);
+  void LaunchOnItsNode(Job* job, Replica* r, absl::Time now, Effects* fx) override;
   void RecordAttemptEnd(Job* job, const RetryDecision& d, absl::Time now, Effects* fx);
   // A new attempt after `d` (kRetryJob or kRedispatch): stops the replicas and queues the job
   // first in line.
@@ -204,7 +175,7 @@ class JobLifecycle {
   // The same with `view` (GangViewOf the job now), for launching many replicas of one job.
   void SendLaunch(const Job& job, const Replica& r, const GangView& view, Effects* fx);
   void SendStop(const Job& job, const Replica& r, int64_t grace_ms, const std::string& reason,
-                Effects* fx);
+                Effects* fx) override;
 
   // Moves the replica off its node for `cause`: a graceful stop first when its process can be
   // reached (grace_ms < 0: the job's stopGracePeriod), else at once.
@@ -213,7 +184,7 @@ class JobLifecycle {
   // Starts a replica whose move is due on the best other schedulable node, or re-dispatches the
   // job when none has room. `new_run` false: the replica's restart count already names a run not
   // launched yet (an in-place restart whose node cannot take it).
-  void PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx, bool new_run = true);
+  void PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx, bool new_run) override;
 
   // The node `r` would move to now: the best schedulable node with room (the job's policy:
   // SPREAD or BINPACK), never `from`, within the topology domain of node `domain_of` when the job
@@ -240,7 +211,7 @@ class JobLifecycle {
   // the pools of those whose wait is over.
   void ElasticStep(Job* job, absl::Time now, Effects* fx);
   // As a gang starts again: adds back every REMOVED replica there is room for.
-  void GrowBack(Job* job, absl::Time now, Effects* fx);
+  void GrowBack(Job* job, absl::Time now, Effects* fx) override;
   // A new attempt runs every replica of the spec: REMOVED ones are PENDING again.
   void RestoreWorld(Job* job);
   // Records one Resize per pool of `changed` (the replicas removed or added, by pool) against
@@ -249,37 +220,12 @@ class JobLifecycle {
                      const std::map<std::string, std::vector<std::string>>& changed,
                      const std::string& why, absl::Time now, Effects* fx);
 
-  // --- Gangs (gang_restarts.cc) --------------------------------------------------------------
-
-  static bool IsGang(const Job& job);
-  // The end of a run of a GANG job: a USER_ERROR settles first; else the root cause is chosen
-  // among it and the settling peers, decided by the retry engine, and the rest are its
-  // consequences.
-  void GangRunEnd(Job* job, Replica* r, const Failure& failure, absl::Time now, Effects* fx);
-  // Decides a GANG job's failure episode: `r` (may be null) and every SETTLING replica.
-  void DecideGangRoot(Job* job, Replica* r, const Failure& failure, absl::Time now, Effects* fx);
-  // Restarts the whole gang for `cause`: its failure (d.action kRestartGang, charged as d says)
-  // or its move (kMoveReplica, not charged; the cause moves on its own path).
-  void RestartGang(Job* job, Replica* cause, const RetryDecision& d, absl::Time now, Effects* fx);
-  // The part of a gang restart every cause shares: stops the live replicas but `skip` (may be
-  // null) and readies the rest to start again at `due`. Returns the ended replicas whose place is
-  // gone, to be placed elsewhere by the caller once the others are set.
-  std::vector<Replica*> StopGang(Job* job, const Replica* skip, const std::string& why,
-                                 absl::Time due, absl::Time now, Effects* fx);
-  // Starts every replica again once all are stopped and the restart is due.
-  void MaybeRelaunchGang(Job* job, absl::Time now, Effects* fx);
-  // Records `r`'s failure (`summary`) as a consequence of the job's root cause, after the cause
-  // was decided.
-  void AddConsequence(Job* job, const Replica& r, const std::string& summary, absl::Time now,
-                      Effects* fx);
-  void ConsequenceEvent(const Job& job, const Replica& r, const std::string& summary,
-                        const RootCause& root, absl::Time now, Effects* fx);
-
   JobTable* const jobs_;
   NodeRegistry* const nodes_;
   AdmissionQueue* const queue_;
   Timers* const timers_;
-  const absl::Duration skew_;
+  ReplicaBinding binding_;
+  GangEpisodes gang_;
 };
 
 }  // namespace trainctl::sched

@@ -146,11 +146,11 @@ struct Replica {
   // Its own port on its node (its host:port in the cluster spec) and, for the primary, the
   // rendezvous port (MASTER_PORT); 0 when it has none. Held in the node's port pool while the
   // replica holds resources; a replica that restarts on the same node takes the same ports back;
-  // forgotten when it changes node (see scheduler/replica_ports.cc).
+  // forgotten when it changes node (see scheduler/replica_binding.h).
   int32_t port = 0;
   int32_t rendezvous_port = 0;
   // The GPUs it owns on its node, by index, need.gpus of them (CUDA_VISIBLE_DEVICES). Held in the
-  // node's device pool while it holds resources, kept like its ports (replica_devices.cc).
+  // node's device pool while it holds resources, kept like its ports (replica_binding.h).
   std::vector<int32_t> gpu_devices;
   v1::ReplicaState state = v1::REPLICA_STATE_PENDING;
   // Restarts within the attempt (moves included), and those charged to maxReplicaRestarts.

@@ -32,7 +32,7 @@ void NodeRegistry::Restore(std::vector<Node> nodes) {
     n.lost = n.status.state() == v1::NODE_STATE_LOST;
     n.move_at_ms = n.lost ? kMoveAfterFirstCheck : 0;
     n.draining = n.status.state() == v1::NODE_STATE_DRAINING;
-    LoadDevices(n);
+    book_.LoadDevices(n);
     nodes_[n.name] = std::move(n);
   }
   restored_ = true;
@@ -81,7 +81,7 @@ void NodeRegistry::Register(const v1::Register& reg, absl::Time now, Effects* fx
     d.clear_holder();
     d.clear_run_id();
   }
-  LoadDevices(node);
+  book_.LoadDevices(node);
   node.status.set_certificate_fingerprint(reg.certificate_fingerprint());
   if (reg.certificate_expire_ms() > 0) {
     *node.status.mutable_certificate_expire_time() = MsToTimestamp(reg.certificate_expire_ms());
@@ -233,9 +233,7 @@ absl::StatusOr<v1::Node> NodeRegistry::Delete(const std::string& name, const std
                              node->status.revoked_certificates().end()};
   fx->nodes.erase(name);
   nodes_.erase(name);
-  usage_.erase(name);
-  ports_.erase(name);
-  devices_.erase(name);
+  book_.Forget(name);
   Changed();
   AddEvent(fx, now, nullptr, "", name, "NodeDeleted",
            absl::StrCat("node ", name, " was deleted by an operator", reason.empty() ? "" : ": ",
@@ -361,167 +359,11 @@ void NodeRegistry::Refresh(Node* node, const std::string& reason, absl::Time now
 
 // --- What replicas hold ------------------------------------------------------------------------
 
-void NodeRegistry::Hold(const std::string& node, const Res& need) {
-  UsageChanged(node);
-  NodeUsage& u = usage_[node];
-  u.used += need;
-  u.replicas++;
-}
-
-void NodeRegistry::Release(const std::string& node, const Res& need) {
-  auto it = usage_.find(node);
-  if (it == usage_.end()) return;
-  UsageChanged(node);
-  it->second.used -= need;
-  if (--it->second.replicas <= 0) usage_.erase(it);
-}
-
 void NodeRegistry::AddStaleRun(const std::string& node, const std::string& run_id) {
   if (Node* n = FindMutable(node)) n->stale_runs.insert(run_id);
 }
 
-// --- Ports -------------------------------------------------------------------------------------
-
-PortPool& NodeRegistry::PortPoolOf(const std::string& node) {
-  return ports_.try_emplace(node, policy_.ports).first->second;
-}
-
-std::optional<int32_t> NodeRegistry::AllocatePort(const std::string& node) {
-  UsageChanged(node);
-  return PortPoolOf(node).Allocate();
-}
-
-bool NodeRegistry::ReservePort(const std::string& node, int32_t port) {
-  UsageChanged(node);
-  return PortPoolOf(node).Reserve(port);
-}
-
-bool NodeRegistry::RestorePort(const std::string& node, int32_t port) {
-  UsageChanged(node);
-  return PortPoolOf(node).Restore(port);
-}
-
-void NodeRegistry::ReleasePort(const std::string& node, int32_t port) {
-  auto it = ports_.find(node);
-  if (it == ports_.end()) return;
-  UsageChanged(node);
-  it->second.Release(port);
-}
-
-const PortPool* NodeRegistry::PortsOf(const std::string& node) const {
-  auto it = ports_.find(node);
-  return it == ports_.end() ? nullptr : &it->second;
-}
-
-int32_t NodeRegistry::FreePorts(const std::string& node) const {
-  const PortPool* pool = PortsOf(node);
-  return pool == nullptr ? policy_.ports.size() : pool->free();
-}
-
-// --- Devices -----------------------------------------------------------------------------------
-
-void NodeRegistry::LoadDevices(const Node& node) {
-  devices_[node.name].SetDevices(
-      {node.status.gpu_devices().begin(), node.status.gpu_devices().end()});
-}
-
-std::optional<std::vector<int32_t>> NodeRegistry::AllocateDevices(const std::string& node,
-                                                                  int32_t count,
-                                                                  const std::string& holder) {
-  auto it = devices_.find(node);
-  if (it == devices_.end()) return std::nullopt;
-  UsageChanged(node);
-  return it->second.Allocate(count, holder);
-}
-
-bool NodeRegistry::ReserveDevices(const std::string& node, const std::vector<int32_t>& indices,
-                                  const std::string& holder) {
-  auto it = devices_.find(node);
-  if (it == devices_.end()) return false;
-  UsageChanged(node);
-  return it->second.Reserve(indices, holder);
-}
-
-void NodeRegistry::ReleaseDevices(const std::string& node, const std::vector<int32_t>& indices) {
-  auto it = devices_.find(node);
-  if (it == devices_.end()) return;
-  UsageChanged(node);
-  it->second.Release(indices);
-}
-
-void NodeRegistry::SetDeviceRun(const std::string& node, const std::vector<int32_t>& indices,
-                                const std::string& run_id) {
-  auto it = devices_.find(node);
-  if (it != devices_.end()) it->second.SetRun(indices, run_id);
-}
-
-const DevicePool* NodeRegistry::DevicesOf(const std::string& node) const {
-  auto it = devices_.find(node);
-  return it == devices_.end() ? nullptr : &it->second;
-}
-
 // --- Reads -------------------------------------------------------------------------------------
-
-NodeRegistry::NodeUsage NodeRegistry::UsageOf(const std::string& name) const {
-  auto it = usage_.find(name);
-  return it == usage_.end() ? NodeUsage{} : it->second;
-}
-
-namespace {
-
-// A node's labels for placement (node selection, topology); nullptr when it has none.
-std::shared_ptr<const std::map<std::string, std::string>> LabelsOf(const Node& node) {
-  if (node.labels.empty()) return nullptr;
-  return std::make_shared<const std::map<std::string, std::string>>(node.labels);
-}
-
-}  // namespace
-
-NodeFree NodeRegistry::FreeOf(const Node& node) const {
-  Res f = node.allocatable;
-  f -= UsageOf(node.name).used;
-  const DevicePool* devices = DevicesOf(node.name);
-  return {node.name, f, FreePorts(node.name),
-          devices == nullptr ? std::vector<int32_t>() : devices->FreeIndices(), LabelsOf(node)};
-}
-
-FreeIndex& NodeRegistry::CurrentIndex() const {
-  if (index_stale_ || index_ == nullptr) {
-    std::vector<NodeFree> free;
-    for (const auto& [name, node] : nodes_) {
-      if (Schedulable(node)) free.push_back(FreeOf(node));
-    }
-    index_ = std::make_unique<FreeIndex>(std::move(free));
-    index_stale_ = false;
-  } else {
-    const std::vector<int> touched = index_->TakeTouched();
-    std::set<int> refresh(touched.begin(), touched.end());
-    for (const std::string& name : index_dirty_) {
-      if (const int i = index_->IndexOf(name); i >= 0) refresh.insert(i);
-    }
-    for (int i : refresh) index_->Reset(i, FreeOf(nodes_.at(index_->nodes()[i].name)));
-  }
-  index_dirty_.clear();
-  return *index_;
-}
-
-bool NodeRegistry::HasRoom(const std::string& name, const ReplicaDemand& demand) const {
-  const Node* node = Find(name);
-  if (node == nullptr) return false;
-  Res free = node->allocatable;
-  free -= UsageOf(name).used;
-  return free.Fits(demand.need) && FreePorts(name) >= demand.ports;
-}
-
-std::vector<NodeFree> NodeRegistry::IdleNodes() const {
-  std::vector<NodeFree> idle;
-  for (const auto& [name, node] : nodes_) {
-    if (Schedulable(node)) {
-      idle.push_back({name, node.allocatable, policy_.ports.size(), {}, LabelsOf(node)});
-    }
-  }
-  return idle;
-}
 
 bool NodeRegistry::KeepsReplicas(const std::string& name, std::string* why_not) const {
   const Node* node = Find(name);
@@ -552,7 +394,7 @@ v1::Node NodeRegistry::ViewOf(const Node& n) const {
   out.mutable_labels()->insert(n.labels.begin(), n.labels.end());
   *out.mutable_last_heartbeat_time() = MsToTimestamp(n.last_heartbeat_ms);
   *out.mutable_register_time() = MsToTimestamp(n.registered_ms);
-  if (const DevicePool* devices = DevicesOf(n.name)) {
+  if (const DevicePool* devices = book_.DevicesOf(n.name)) {
     out.mutable_gpu_devices()->Assign(devices->devices().begin(), devices->devices().end());
   }
   return out;

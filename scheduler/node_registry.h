@@ -4,14 +4,14 @@
 // It decides node state from reports and time (R11-R18): registration, heartbeats and the lost
 // timeout, check runs (isolation, flapping, recovery), cordon, drain and uncordon. Each change
 // appends its event and the node's row to `fx`. It knows nothing of jobs: what replicas hold is
-// told to it (Hold/Release, and the ports of each node's PortPool) by the job lifecycle, and
-// moving replicas off a node is the core's answer to what these methods report.
+// kept in its book (NodeBook, node_book.h: usage, ports, GPUs, the free index), told to it by the
+// job lifecycle's ReplicaBinding, and moving replicas off a node is the core's answer to what
+// these methods report.
 //
 //   NodeRegistry nodes(policy);
 //   nodes.Register(reg, now, &fx);                  // NodeRegistered, READY
 //   if (nodes.ApplyCheckRun("node-a", run, now, &fx).isolated) { ... move its replicas ... }
-//   std::vector<NodeFree> free = nodes.FreeNodes();  // for placement
-//   FreeIndex& index = nodes.PassIndex();            // for a scheduling pass
+//   std::vector<NodeFree> free = nodes.book().FreeNodes();  // for placement
 //
 // Thread-safety: none; owned by the core.
 #pragma once
@@ -25,8 +25,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "scheduler/device_pool.h"
 #include "scheduler/model.h"
+#include "scheduler/node_book.h"
 #include "scheduler/node_health.h"
 #include "scheduler/placement.h"
 #include "scheduler/port_pool.h"
@@ -35,13 +35,9 @@ namespace trainctl::sched {
 
 class NodeRegistry {
  public:
-  // What placed replicas hold on a node, and how many replicas that is.
-  struct NodeUsage {
-    Res used;
-    int32_t replicas = 0;
-  };
+  using NodeUsage = NodeBook::NodeUsage;
 
-  explicit NodeRegistry(NodePolicy policy) : policy_(policy) {}
+  explicit NodeRegistry(NodePolicy policy) : policy_(policy), book_(&nodes_, policy.ports) {}
 
   NodeRegistry(const NodeRegistry&) = delete;
   NodeRegistry& operator=(const NodeRegistry&) = delete;
@@ -146,57 +142,28 @@ class NodeRegistry {
   // Draining nodes that hold no replica any more become CORDONED.
   void FinishDrains(absl::Time now, Effects* fx);
 
-  // --- What replicas hold --------------------------------------------------------------------
+  // --- Parts ---------------------------------------------------------------------------------
 
-  void Hold(const std::string& node, const Res& need);
-  void Release(const std::string& node, const Res& need);
+  // What each node has free: what replicas hold there, its ports and GPUs (node_book.h). Held
+  // and released only by the job lifecycle's ReplicaBinding.
+  NodeBook& book() { return book_; }
+  const NodeBook& book() const { return book_; }
+
   // A run of a lost node that moved elsewhere: stopped on the node when it comes back.
   void AddStaleRun(const std::string& node, const std::string& run_id);
-
-  // The ports of `node` (policy.ports), created on first use; see port_pool.h. Ports are held
-  // and released only by the job lifecycle, which keeps each replica's ports in step with its
-  // state and node.
-  std::optional<int32_t> AllocatePort(const std::string& node);
-  bool ReservePort(const std::string& node, int32_t port);
-  bool RestorePort(const std::string& node, int32_t port);
-  void ReleasePort(const std::string& node, int32_t port);
-  // The pool of `node`, or nullptr while it never held a port.
-  const PortPool* PortsOf(const std::string& node) const;
-  // The range of every node's pool.
-  const PortRange& port_range() const { return policy_.ports; }
-
-  // The GPUs of `node` (device_pool.h), from its agent's inventory (Register.gpu_devices), or
-  // synthetic devices 0..N-1 for N allocatable GPUs when the agent sent no inventory that matches
-  // that count. Held and released only by the job lifecycle, like ports. `holder` is
-  // "<job id>/<replica>". Unknown nodes hold nothing: Allocate gives nullopt, Reserve false.
-  std::optional<std::vector<int32_t>> AllocateDevices(const std::string& node, int32_t count,
-                                                      const std::string& holder);
-  bool ReserveDevices(const std::string& node, const std::vector<int32_t>& indices,
-                      const std::string& holder);
-  void ReleaseDevices(const std::string& node, const std::vector<int32_t>& indices);
-  // The run that uses the held `indices` now, for node views.
-  void SetDeviceRun(const std::string& node, const std::vector<int32_t>& indices,
-                    const std::string& run_id);
-  // The devices of `node`, or nullptr for an unknown node.
-  const DevicePool* DevicesOf(const std::string& node) const;
 
   // --- Reads ---------------------------------------------------------------------------------
 
   const Node* Find(const std::string& name) const;
   const std::map<std::string, Node>& nodes() const { return nodes_; }
-  NodeUsage UsageOf(const std::string& name) const;
-  // Schedulable nodes with what is free on each now, free ports included, by name.
-  std::vector<NodeFree> FreeNodes() const { return CurrentIndex().nodes(); }
-  // The same nodes, indexed for a scheduling pass, which may take room in it as it places gangs
-  // (FreeIndex::PlaceGang). What the pass took is given back at the next call of either method,
-  // so neither may be called while a pass uses the index.
-  FreeIndex& PassIndex() { return CurrentIndex(); }
-  // Whether `name` has room now for `demand` beside what its replicas hold (resources and
-  // ports), whatever its state: for a replica that held nothing there and starts again in place.
-  bool HasRoom(const std::string& name, const ReplicaDemand& demand) const;
-  // Schedulable nodes with their whole allocatable size and port range (the cluster if it were
-  // idle).
-  std::vector<NodeFree> IdleNodes() const;
+  // What the book says (node_book.h), read through the registry by placement's callers.
+  NodeUsage UsageOf(const std::string& name) const { return book_.UsageOf(name); }
+  std::vector<NodeFree> FreeNodes() const { return book_.FreeNodes(); }
+  FreeIndex& PassIndex() { return book_.PassIndex(); }
+  bool HasRoom(const std::string& name, const ReplicaDemand& demand) const {
+    return book_.HasRoom(name, demand);
+  }
+  std::vector<NodeFree> IdleNodes() const { return book_.IdleNodes(); }
   // Whether replicas on `name` may restart in place; else why not, in words.
   bool KeepsReplicas(const std::string& name, std::string* why_not) const;
   // The API view of a node: status, resources, free resources and replica count.
@@ -204,7 +171,7 @@ class NodeRegistry {
   std::vector<v1::Node> Views() const;
 
   // Changes whenever what FreeNodes returns may have changed.
-  uint64_t version() const { return version_; }
+  uint64_t version() const { return book_.version(); }
   // Changes whenever what IdleNodes returns may have changed: a node's state, connection or
   // size, not what its replicas hold.
   uint64_t shape_version() const { return shape_version_; }
@@ -222,21 +189,9 @@ class NodeRegistry {
   // Records a change of what FreeNodes returns.
   void Changed() {
     changed_ = true;
-    ++version_;
     ++shape_version_;
-    index_stale_ = true;
+    book_.NodesChanged();
   }
-  // Records a change of what `node`'s replicas hold (resources, ports, GPUs).
-  void UsageChanged(const std::string& node) {
-    ++version_;
-    if (!index_stale_) index_dirty_.insert(node);
-  }
-  // What is free on a schedulable node.
-  NodeFree FreeOf(const Node& node) const;
-  // index_, brought back to what is free on each schedulable node now: rebuilt after a node
-  // itself changed, else only the nodes whose usage changed or that the last pass took room on
-  // are refreshed, so a pass costs nothing per node that did not change.
-  FreeIndex& CurrentIndex() const;
   // Re-derives the node's state and health; records the change (and `reason`) when they moved.
   void Refresh(Node* node, const std::string& reason, absl::Time now, Effects* fx);
   // A LOST node is heard from again (`how`): back in service; stops the runs moved off it.
@@ -254,10 +209,6 @@ class NodeRegistry {
   // (node_maintenance.cc).
   void LiftMaintenanceHold(Node* node, const std::string& why, absl::Time now, Effects* fx);
   v1::Node ViewOf(const Node& node) const;
-  PortPool& PortPoolOf(const std::string& node);
-  // Rebuilds the node's device pool from its inventory (status.gpu_devices), keeping holds.
-  void LoadDevices(const Node& node);
-  int32_t FreePorts(const std::string& node) const;
 
   // Node::move_at_ms of a node restored LOST: one fence margin after the first DetectLost.
   static constexpr int64_t kMoveAfterFirstCheck = -1;
@@ -266,21 +217,10 @@ class NodeRegistry {
   const NodePolicy policy_;
 
   std::map<std::string, Node> nodes_;
-  // By node name; nodes that hold nothing may be missing.
-  std::map<std::string, NodeUsage> usage_;
-  // By node name; a node that never held a port is missing (all its ports are free). Kept for
-  // nodes that hold none any more: the cursor remembers which ports were released last.
-  std::map<std::string, PortPool> ports_;
-  // By node name, for every known node (empty for nodes without GPUs).
-  std::map<std::string, DevicePool> devices_;
+  // What each node has free; reads nodes_.
+  NodeBook book_;
   bool changed_ = true;
-  uint64_t version_ = 0;
   uint64_t shape_version_ = 0;
-  // What is free on each schedulable node, indexed (CurrentIndex), kept between calls, with
-  // the nodes whose usage changed since, or all of them after a node itself changed.
-  mutable std::unique_ptr<FreeIndex> index_;
-  mutable std::set<std::string> index_dirty_;
-  mutable bool index_stale_ = true;
   // After Restore, the first DetectLost's time: nodes count as heard from then.
   bool restored_ = false;
   absl::Time first_check_ = absl::InfinitePast();

@@ -15,8 +15,8 @@
 //   pool.Release(*port);                              // free again, reused after the others
 //   pool.Restore(20042);                              // after a restart: held, cursor past it
 //
-// Who holds which port is the job lifecycle's business (scheduler/replica_ports.cc); the node
-// registry owns one pool per node. Thread-safety: none; owned by the core.
+// Who holds which port is the job lifecycle's business (scheduler/replica_binding.h); the node
+// registry's book (node_book.h) owns one pool per node. Thread-safety: none; owned by the core.
 #pragma once
 
 #include <cstdint>

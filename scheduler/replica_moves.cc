@@ -81,13 +81,13 @@ void JobLifecycle::MoveReplicasOff(const std::string& node, MoveCause cause, con
         r.message = absl::StrCat("gone with node ", node);
         Touch(job, now, fx);
         RecordRun(*job, r, fx);
-        if (live && !r.moving() && IsGang(*job) && job->gang_restarting) {
+        if (live && !r.moving() && GangEpisodes::IsGang(*job) && job->gang_restarting) {
           // Stopped for its gang's restart: it starts again with the others, elsewhere.
           r.move_cause = cause;
           r.move_reason = why;
         }
         if (live && r.moving()) {
-          PlaceMoved(job, &r, now, fx);
+          PlaceMoved(job, &r, now, fx, /*new_run=*/true);
         } else {
           MaybeFinishCancel(job, now, fx);
           jobs_->RefreshActive(*job);
@@ -102,7 +102,7 @@ void JobLifecycle::Move(Job* job, Replica* r, MoveCause cause, const std::string
                         int64_t grace_ms, absl::Time now, Effects* fx) {
   r->move_cause = cause;
   r->move_reason = why;
-  if (IsGang(*job) && !job->gang_restarting) {
+  if (GangEpisodes::IsGang(*job) && !job->gang_restarting) {
     // A move of one replica of a GANG job restarts the whole gang, charging nothing.
     RetryDecision d;
     d.action = Decision::kMoveReplica;
@@ -110,7 +110,7 @@ void JobLifecycle::Move(Job* job, Replica* r, MoveCause cause, const std::string
     d.move_reason = why;
     d.rule = why;
     d.summary = absl::StrCat("had to leave node ", r->node);
-    RestartGang(job, r, d, now, fx);
+    gang_.Restart(job, r, d, now, fx);
     // The restart may have ended the attempt: a peer that had to move found no room.
     if (!IsLive(job->state)) return;
   }
@@ -213,11 +213,11 @@ void JobLifecycle::MoveTo(Job* job, Replica* r, const std::string& to, absl::Tim
   AddEvent(fx, now, job, r->name, to, "ReplicaMoved",
            absl::StrCat("moved from ", from, " to ", to, " (", why, "); same name and rank ",
                         r->rank, ", not charged to its restart budget"));
-  if (IsGang(*job) && job->gang_restarting) {
+  if (GangEpisodes::IsGang(*job) && job->gang_restarting) {
     // It starts again with the rest of its gang.
     SetReplicaState(job, r, v1::REPLICA_STATE_RESTARTING);
     r->next_start_time = now;
-    MaybeRelaunchGang(job, now, fx);
+    gang_.MaybeRelaunch(job, now, fx);
   } else {
     LaunchOnItsNode(job, r, now, fx);
   }

@@ -308,7 +308,7 @@ TEST_CASE(
   // wait in line for it; a third job of the same shape is answered the same.
   Effects fx;
   q.nodes.Register(testing::Reg("node-b", 8), kT0, &fx);
-  q.nodes.Hold("node-b", {1, 0, 0});
+  q.nodes.book().Hold("node-b", {1, 0, 0});
   q.Add(MakeJob("j-3", "j-3", 2, {{8, 0, 0}}));
   plan = q.Pass(kT0 + absl::Seconds(1));
   CHECK(plan.starts.empty());
@@ -335,7 +335,7 @@ TEST_CASE("AdmissionQueue: with no node at all, the stockout says so") {
 
 TEST_CASE("AdmissionQueue: a busy cluster is queueing, not a stockout, and blocks the line") {
   Queue q;
-  q.nodes.Hold("node-a", {3, 0, 0});  // a running job's replica
+  q.nodes.book().Hold("node-a", {3, 0, 0});  // a running job's replica
   Job job = MakeJob("j-wait", "p", 1, {{2, 0, 0}});
   job.policy.placement_timeout_ms = 1000;
   q.Add(std::move(job));

@@ -94,18 +94,18 @@ struct Parts {
       CHECK(queue.UsageOf(project).running_jobs == by_project[project].running_jobs);
       CHECK(std::abs(queue.UsageOf(project).used.cpu - by_project[project].used.cpu) < 1e-9);
     }
-    const absl::Status ports = life.CheckPorts();
+    const absl::Status ports = life.binding().CheckPorts(jobs);
     INFO(ports.ToString());
     CHECK(ports.ok());
   }
 
   // Whether `port` is held in `node`'s pool.
   bool Held(const std::string& node, int32_t port) const {
-    const PortPool* pool = nodes.PortsOf(node);
+    const PortPool* pool = nodes.book().PortsOf(node);
     return pool != nullptr && pool->InUse(port);
   }
   int32_t PortsHeld(const std::string& node) const {
-    const PortPool* pool = nodes.PortsOf(node);
+    const PortPool* pool = nodes.book().PortsOf(node);
     return pool == nullptr ? 0 : pool->used();
   }
 };
@@ -546,7 +546,8 @@ TEST_CASE("JobLifecycle: RenewPorts gives every replica different ports on its n
   std::vector<std::pair<int32_t, int32_t>> before;
   for (const Replica& r : job->replicas) before.push_back(PortsOf(r));
 
-  p.life.RenewPorts(job);  // every replica holds resources: the new ports are held at once
+  p.life.binding().RenewPorts(
+      job);  // every replica holds resources: the new ports are held at once
   for (size_t i = 0; i < job->replicas.size(); ++i) {
     const Replica& r = job->replicas[i];
     INFO(r.name);
@@ -573,7 +574,7 @@ TEST_CASE("JobLifecycle: RenewPorts gives every replica different ports on its n
   for (const char* name : {"chief-0", "worker-0", "worker-1"}) p.ConfirmStop(job, name);
   CHECK(p.PortsHeld("node-a") == 0);
   const int32_t stopped_port = job->replicas[2].port;
-  p.life.RenewPorts(job);
+  p.life.binding().RenewPorts(job);
   CHECK(job->replicas[2].port != stopped_port);
   CHECK(job->replicas[2].port != job->replicas[0].port);  // distinct though none is held
   CHECK(job->replicas[2].port != job->replicas[0].rendezvous_port);

@@ -342,7 +342,7 @@ TEST_CASE("NodeRegistry: a cordon keeps what runs, and uncordon lifts it") {
 
 TEST_CASE("NodeRegistry: a drain finishes when Release leaves the node empty") {
   Registry r;
-  r.nodes.Hold("node-a", {1, 100, 0});
+  r.nodes.book().Hold("node-a", {1, 100, 0});
   Effects fx;
   absl::StatusOr<std::string> why = r.nodes.Drain("node-a", "kernel upgrade", 60'000, kT0, &fx);
   REQUIRE(why.ok());
@@ -357,7 +357,7 @@ TEST_CASE("NodeRegistry: a drain finishes when Release leaves the node empty") {
   r.nodes.FinishDrains(kT0, &busy);
   CHECK(EventOf(busy, "NodeDrained").empty());  // a replica still holds resources there
 
-  r.nodes.Release("node-a", {1, 100, 0});
+  r.nodes.book().Release("node-a", {1, 100, 0});
   Effects done;
   r.nodes.FinishDrains(kT0 + absl::Seconds(1), &done);
   CHECK(EventOf(done, "NodeDrained") != "");
@@ -370,8 +370,8 @@ TEST_CASE("NodeRegistry: a drain finishes when Release leaves the node empty") {
 
 TEST_CASE("NodeRegistry: Hold and Release keep usage, and only schedulable nodes are free") {
   Registry r;
-  r.nodes.Hold("node-a", {1.5, 1000, 0});
-  r.nodes.Hold("node-a", {0.5, 24, 0});
+  r.nodes.book().Hold("node-a", {1.5, 1000, 0});
+  r.nodes.book().Hold("node-a", {0.5, 24, 0});
   CHECK(r.nodes.UsageOf("node-a").replicas == 2);
   CHECK(r.nodes.UsageOf("node-a").used.cpu == 2.0);
   CHECK(r.nodes.UsageOf("node-a").used.memory_mb == 1024);
@@ -385,16 +385,16 @@ TEST_CASE("NodeRegistry: Hold and Release keep usage, and only schedulable nodes
   CHECK(r.nodes.IdleNodes()[0].free.memory_mb == 4096);  // as if idle
   CHECK(r.nodes.View("node-a")->free().memory_mb() == 3072);
 
-  r.nodes.Release("node-a", {1.5, 1000, 0});
-  r.nodes.Release("node-a", {0.5, 24, 0});
+  r.nodes.book().Release("node-a", {1.5, 1000, 0});
+  r.nodes.book().Release("node-a", {0.5, 24, 0});
   CHECK(r.nodes.UsageOf("node-a").replicas == 0);
   CHECK(r.nodes.UsageOf("node-a").used.memory_mb == 0);
   // FreeNodes keeps its answer between calls and follows each release.
   CHECK(r.nodes.FreeNodes()[0].free.memory_mb == 4096);
-  r.nodes.Hold("node-b", {1, 96, 0});
+  r.nodes.book().Hold("node-b", {1, 96, 0});
   CHECK(r.nodes.FreeNodes()[1].free.memory_mb == 4000);
-  r.nodes.Release("node-b", {1, 96, 0});
-  r.nodes.Release("node-x", {1, 1, 0});  // nothing held there: ignored
+  r.nodes.book().Release("node-b", {1, 96, 0});
+  r.nodes.book().Release("node-x", {1, 1, 0});  // nothing held there: ignored
   CHECK(r.nodes.UsageOf("node-x").replicas == 0);
 
   Effects fx;  // shutting down, isolated, lost: none is schedulable
@@ -416,30 +416,32 @@ TEST_CASE(
   Effects fx;
   nodes.Register(Reg("node-a"), kT0, &fx);
   nodes.Register(Reg("node-b"), kT0, &fx);
-  CHECK(nodes.PortsOf("node-a") == nullptr);  // created on first use
+  CHECK(nodes.book().PortsOf("node-a") == nullptr);  // created on first use
   CHECK(nodes.FreeNodes()[0].free_ports == 100);
 
   const uint64_t version = nodes.version();
-  CHECK(nodes.AllocatePort("node-a") == std::optional<int32_t>(30000));
-  CHECK(nodes.AllocatePort("node-a") == std::optional<int32_t>(30001));
-  CHECK(nodes.AllocatePort("node-b") == std::optional<int32_t>(30000));  // another node's pool
+  CHECK(nodes.book().AllocatePort("node-a") == std::optional<int32_t>(30000));
+  CHECK(nodes.book().AllocatePort("node-a") == std::optional<int32_t>(30001));
+  CHECK(nodes.book().AllocatePort("node-b") ==
+        std::optional<int32_t>(30000));             // another node's pool
   CHECK(nodes.version() > version);                 // what FreeNodes returns changed
-  CHECK_FALSE(nodes.ReservePort("node-a", 30001));  // in use
-  CHECK(nodes.ReservePort("node-a", 30050));
-  CHECK(nodes.RestorePort("node-b", 30070));
+  CHECK_FALSE(nodes.book().ReservePort("node-a", 30001));  // in use
+  CHECK(nodes.book().ReservePort("node-a", 30050));
+  CHECK(nodes.book().RestorePort("node-b", 30070));
   const std::vector<NodeFree> free = nodes.FreeNodes();
   REQUIRE(free.size() == 2);
   CHECK(free[0].free_ports == 97);
   CHECK(free[1].free_ports == 98);
   CHECK(nodes.IdleNodes()[0].free_ports == 100);  // as if idle
 
-  nodes.ReleasePort("node-a", 30000);
-  nodes.ReleasePort("node-x", 30000);  // no pool there: ignored
-  CHECK(nodes.PortsOf("node-a")->used() == 2);
+  nodes.book().ReleasePort("node-a", 30000);
+  nodes.book().ReleasePort("node-x", 30000);  // no pool there: ignored
+  CHECK(nodes.book().PortsOf("node-a")->used() == 2);
   CHECK(nodes.FreeNodes()[0].free_ports == 98);
-  CHECK(nodes.PortsOf("node-a")->range() == PortRange{30000, 30099});
-  CHECK(nodes.PortsOf("node-x") == nullptr);
-  CHECK(nodes.AllocatePort("node-b") == std::optional<int32_t>(30071));  // after the restored one
+  CHECK(nodes.book().PortsOf("node-a")->range() == PortRange{30000, 30099});
+  CHECK(nodes.book().PortsOf("node-x") == nullptr);
+  CHECK(nodes.book().AllocatePort("node-b") ==
+        std::optional<int32_t>(30071));  // after the restored one
 }
 
 // A node whose agent is shutting down keeps no replicas, though it is still READY: the reason a
@@ -458,7 +460,7 @@ TEST_CASE("NodeRegistry: TakeChanged reports a change of state or connection onc
   Effects fx;
   nodes.Register(Reg("node-a"), kT0, &fx);
   CHECK(nodes.TakeChanged());
-  nodes.Hold("node-a", {1, 1, 0});
+  nodes.book().Hold("node-a", {1, 1, 0});
   nodes.Heartbeat("node-a", kT0 + absl::Seconds(1), &fx);
   CHECK_FALSE(nodes.TakeChanged());  // neither is a change of state
   REQUIRE(nodes.Cordon("node-a", "", kT0, &fx).ok());
@@ -484,19 +486,19 @@ TEST_CASE(
   CHECK(&r.nodes.PassIndex() == &index);  // kept, not rebuilt
   CHECK(memory("node-a") == 4096);
   // What replicas hold is followed.
-  r.nodes.Hold("node-a", {1, 96, 0});
+  r.nodes.book().Hold("node-a", {1, 96, 0});
   r.nodes.PassIndex();
   CHECK(memory("node-a") == 4000);
   CHECK(memory("node-b") == 4096);
   CHECK(index.nodes()[index.Choose(worker)].name == "node-b");  // the most free
-  r.nodes.Release("node-a", {1, 96, 0});
+  r.nodes.book().Release("node-a", {1, 96, 0});
   CHECK(r.nodes.PassIndex().nodes()[0].free.memory_mb == 4096);
   // A node joining or leaving the schedulable set rebuilds it.
   Effects fx;
   r.nodes.Register(Reg("node-c"), kT0, &fx);
   CHECK(Names(r.nodes.PassIndex().nodes()) ==
         std::vector<std::string>{"node-a", "node-b", "node-c"});
-  r.nodes.Hold("node-c", {2, 2048, 0});
+  r.nodes.book().Hold("node-c", {2, 2048, 0});
   REQUIRE(r.nodes.MarkShuttingDown("node-a", kT0, &fx));
   FreeIndex& after = r.nodes.PassIndex();
   CHECK(Names(after.nodes()) == std::vector<std::string>{"node-b", "node-c"});

@@ -1,6 +1,6 @@
-// JobLifecycle: an agent's registration reconciled with the runs the scheduler expects on its
-// node — the runs it still has are adopted or stopped, launches it never received are sent
-// again, and runs it no longer has end as lost (R12).
+// JobLifecycle::Reconcile (job_lifecycle.h): an agent's registration reconciled with the runs the
+// scheduler expects on its node — the runs it still has are adopted or stopped, launches it never
+// received are sent again, and runs it no longer has end as lost (R12).
 #include <set>
 #include <string>
 

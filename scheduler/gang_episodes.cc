@@ -1,6 +1,8 @@
-// JobLifecycle: GANG jobs — a restartable failure or a move of one replica restarts every replica
-// together, charged once to the root cause; the peers' failures that follow it are its
-// consequences, never classified on their own (restartScope GANG, see job.proto).
+// GangEpisodes (gang_episodes.h): a restartable failure or a move of one replica of a GANG job
+// restarts every replica together, charged once to the root cause; the peers' failures that
+// follow it are its consequences, never classified on their own.
+#include "scheduler/gang_episodes.h"
+
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -9,9 +11,8 @@
 #include "absl/strings/str_join.h"
 #include "common/time_util.h"
 #include "scheduler/elastic.h"
-#include "scheduler/job_lifecycle.h"
+#include "scheduler/launch_env.h"
 #include "scheduler/model_proto.h"
-#include "scheduler/node_registry.h"
 #include "scheduler/placement.h"
 
 namespace trainctl::sched {
@@ -32,25 +33,25 @@ v1::ReplicaExited ReportOf(const Job& job, const Replica& r) {
 
 }  // namespace
 
-bool JobLifecycle::IsGang(const Job& job) { return job.policy.gang && job.replicas.size() > 1; }
+bool GangEpisodes::IsGang(const Job& job) { return job.policy.gang && job.replicas.size() > 1; }
 
-void JobLifecycle::GangRunEnd(Job* job, Replica* r, const Failure& failure, absl::Time now,
-                              Effects* fx) {
+void GangEpisodes::RunEnd(Job* job, Replica* r, const Failure& failure, absl::Time now,
+                          Effects* fx) {
   if (job->gang_restarting) {
     // The gang is restarting already: this failure followed its root cause.
-    SetReplicaState(job, r, v1::REPLICA_STATE_FAILED);
+    life_->SetReplicaState(job, r, v1::REPLICA_STATE_FAILED);
     AddConsequence(job, *r, Classify(job->policy, *r, failure).summary, now, fx);
     RecordRun(*job, *r, fx);
     r->restart_count++;
-    SetReplicaState(job, r, v1::REPLICA_STATE_RESTARTING);
+    life_->SetReplicaState(job, r, v1::REPLICA_STATE_RESTARTING);
     r->next_start_time = now;
-    MaybeRelaunchGang(job, now, fx);
+    MaybeRelaunch(job, now, fx);
     return;
   }
   if (Settles(job->policy, *job, *r, failure)) {
     // A user error may be the consequence of a peer's failure whose report is still on its way.
     const absl::Duration window = absl::Milliseconds(job->policy.settle_window_ms);
-    SetReplicaState(job, r, v1::REPLICA_STATE_SETTLING);
+    life_->SetReplicaState(job, r, v1::REPLICA_STATE_SETTLING);
     r->next_start_time = now + window;
     job->settling_reports[r->name] = failure.report;
     const std::string summary = DescribeExit(failure.report);
@@ -64,11 +65,25 @@ void JobLifecycle::GangRunEnd(Job* job, Replica* r, const Failure& failure, absl
     timers_->WakeAt(*r->next_start_time);
     return;
   }
-  DecideGangRoot(job, r, failure, now, fx);
+  DecideRoot(job, r, failure, now, fx);
 }
 
-void JobLifecycle::DecideGangRoot(Job* job, Replica* r, const Failure& failure, absl::Time now,
-                                  Effects* fx) {
+void GangEpisodes::DecideSettled(Job* job, absl::Time now, Effects* fx) {
+  // A settled failure is decided as one episode.
+  bool settled = false;
+  for (const Replica& r : job->replicas) {
+    if (r.state != v1::REPLICA_STATE_SETTLING || !r.next_start_time) continue;
+    if (now >= *r.next_start_time) {
+      settled = true;
+    } else {
+      timers_->WakeAt(*r.next_start_time);
+    }
+  }
+  if (settled) DecideRoot(job, nullptr, Failure(), now, fx);
+}
+
+void GangEpisodes::DecideRoot(Job* job, Replica* r, const Failure& failure, absl::Time now,
+                              Effects* fx) {
   // The candidates: this failure, and every failure waiting its settle window.
   std::vector<Replica*> replicas;
   std::vector<Failure> failures;
@@ -105,7 +120,7 @@ void JobLifecycle::DecideGangRoot(Job* job, Replica* r, const Failure& failure, 
     const std::string summary = DescribeExit(failures[i].report);
     other->message = absl::StrCat(summary, " (a consequence of ", cause->name, ")");
     if (other == r) {
-      SetReplicaState(job, r, v1::REPLICA_STATE_FAILED);
+      life_->SetReplicaState(job, r, v1::REPLICA_STATE_FAILED);
       RecordRun(*job, *r, fx);
     }
     rc.consequences.push_back(absl::StrCat(other->name, " ", summary));
@@ -115,11 +130,11 @@ void JobLifecycle::DecideGangRoot(Job* job, Replica* r, const Failure& failure, 
   if (d.action != Decision::kContinue && d.action != Decision::kSucceedJob) {
     job->root_cause = std::move(rc);
   }
-  Apply(job, cause, d, now, fx);
+  life_->Apply(job, cause, d, now, fx);
 }
 
-void JobLifecycle::RestartGang(Job* job, Replica* cause, const RetryDecision& d, absl::Time now,
-                               Effects* fx) {
+void GangEpisodes::Restart(Job* job, Replica* cause, const RetryDecision& d, absl::Time now,
+                           Effects* fx) {
   const absl::Time due = now + absl::Milliseconds(d.delay_ms);
   const bool failed = d.action == Decision::kRestartGang;
   RootCause rc;
@@ -141,11 +156,11 @@ void JobLifecycle::RestartGang(Job* job, Replica* cause, const RetryDecision& d,
     cause->restart_count++;
     cause->charged_restarts = d.charged_restarts;
     cause->last_progress_time.reset();
-    SetReplicaState(job, cause, v1::REPLICA_STATE_RESTARTING);
+    life_->SetReplicaState(job, cause, v1::REPLICA_STATE_RESTARTING);
     cause->next_start_time = due;
   }
   const std::string why = absl::StrCat("restarting the gang: ", cause->name, " ", rc.summary);
-  const std::vector<Replica*> placed_elsewhere = StopGang(job, cause, why, due, now, fx);
+  const std::vector<Replica*> placed_elsewhere = Stop(job, cause, why, due, now, fx);
   AddEvent(
       fx, now, job, cause->name, cause->node, "GangRestarting",
       absl::StrCat("restarting all ", WorldSize(*job), " replicas together as gang ", "generation ",
@@ -158,20 +173,20 @@ void JobLifecycle::RestartGang(Job* job, Replica* cause, const RetryDecision& d,
   for (Replica* o : placed_elsewhere) {
     // A move that finds no room re-dispatches the job or fails it: the others stay as they are.
     if (!IsLive(job->state)) return;
-    PlaceMoved(job, o, now, fx, /*new_run=*/false);
+    life_->PlaceMoved(job, o, now, fx, /*new_run=*/false);
   }
-  MaybeRelaunchGang(job, now, fx);
+  MaybeRelaunch(job, now, fx);
 }
 
-std::vector<Replica*> JobLifecycle::StopGang(Job* job, const Replica* skip, const std::string& why,
-                                             absl::Time due, absl::Time now, Effects* fx) {
+std::vector<Replica*> GangEpisodes::Stop(Job* job, const Replica* skip, const std::string& why,
+                                         absl::Time due, absl::Time now, Effects* fx) {
   std::vector<Replica*> placed_elsewhere;
   for (Replica& o : job->replicas) {
     if (&o == skip || o.moving() || o.state == v1::REPLICA_STATE_REMOVED) continue;
     if (IsLive(o.state)) {
-      SetReplicaState(job, &o, v1::REPLICA_STATE_STOPPING);
+      life_->SetReplicaState(job, &o, v1::REPLICA_STATE_STOPPING);
       o.message = why;
-      SendStop(*job, o, job->policy.stop_grace_ms, why, fx);
+      life_->SendStop(*job, o, job->policy.stop_grace_ms, why, fx);
       AddEvent(fx, now, job, o.name, o.node, "ReplicaStopping",
                absl::StrCat(why, ": stopping it to start every replica together"));
       RecordRun(*job, o, fx);
@@ -190,29 +205,29 @@ std::vector<Replica*> JobLifecycle::StopGang(Job* job, const Replica* skip, cons
         placed_elsewhere.push_back(&o);
         continue;
       }
-      SetReplicaState(job, &o, v1::REPLICA_STATE_RESTARTING);
+      life_->SetReplicaState(job, &o, v1::REPLICA_STATE_RESTARTING);
       o.next_start_time = due;
     }
   }
   return placed_elsewhere;
 }
 
-void JobLifecycle::ConfirmGangStop(Job* job, Replica* r, const v1::ReplicaExited& exited,
-                                   absl::Time now, Effects* fx) {
+void GangEpisodes::ConfirmStop(Job* job, Replica* r, const v1::ReplicaExited& exited,
+                               absl::Time now, Effects* fx) {
   if (!IsCleanExit(exited) && !exited.stopped_by_request()) {
     AddConsequence(job, *r, DescribeExit(exited), now, fx);
   }
-  SetReplicaState(job, r, v1::REPLICA_STATE_STOPPED);
+  life_->SetReplicaState(job, r, v1::REPLICA_STATE_STOPPED);
   AddEvent(fx, now, job, r->name, r->node, "ReplicaStopped",
            "process stopped for the gang restart");
   RecordRun(*job, *r, fx);
   r->restart_count++;
-  SetReplicaState(job, r, v1::REPLICA_STATE_RESTARTING);
+  life_->SetReplicaState(job, r, v1::REPLICA_STATE_RESTARTING);
   r->next_start_time = now;
-  MaybeRelaunchGang(job, now, fx);
+  MaybeRelaunch(job, now, fx);
 }
 
-void JobLifecycle::MaybeRelaunchGang(Job* job, absl::Time now, Effects* fx) {
+void GangEpisodes::MaybeRelaunch(Job* job, absl::Time now, Effects* fx) {
   if (!job->gang_restarting || !IsLive(job->state)) return;
   absl::Time due = absl::InfinitePast();
   for (const Replica& r : job->replicas) {
@@ -235,11 +250,11 @@ void JobLifecycle::MaybeRelaunchGang(Job* job, absl::Time now, Effects* fx) {
     }
     r.move_cause = MoveCause::kNodeUnavailable;
     r.move_reason = why_not;
-    PlaceMoved(job, &r, now, fx, /*new_run=*/false);
+    life_->PlaceMoved(job, &r, now, fx, /*new_run=*/false);
     return;
   }
   // A restart point: removed replicas of elastic pools come back where there is room.
-  GrowBack(job, now, fx);
+  life_->GrowBack(job, now, fx);
   job->gang_restarting = false;
   job->gang_generation++;
   const std::string cause = job->root_cause && !job->root_cause->replica.empty()
@@ -247,7 +262,7 @@ void JobLifecycle::MaybeRelaunchGang(Job* job, absl::Time now, Effects* fx) {
                                 : std::string();
   job->root_cause.reset();
   // Fresh ports for the new generation: a dying process may still hold the old rendezvous port.
-  RenewPorts(job);
+  binding_->RenewPorts(job);
   AddEvent(fx, now, job, "", "", "GangStarting",
            absl::StrCat("every replica stopped", cause, ": starting all ", WorldSize(*job),
                         " together as gang generation ", job->gang_generation));
@@ -255,12 +270,12 @@ void JobLifecycle::MaybeRelaunchGang(Job* job, absl::Time now, Effects* fx) {
     if (r.state == v1::REPLICA_STATE_REMOVED) continue;
     if (!IsLive(job->state)) break;
     r.last_progress_time.reset();
-    LaunchOnItsNode(job, &r, now, fx);
+    life_->LaunchOnItsNode(job, &r, now, fx);
   }
   Touch(job, now, fx);
 }
 
-void JobLifecycle::AddConsequence(Job* job, const Replica& r, const std::string& summary,
+void GangEpisodes::AddConsequence(Job* job, const Replica& r, const std::string& summary,
                                   absl::Time now, Effects* fx) {
   if (!job->root_cause) return;
   const RootCause& root = *job->root_cause;
@@ -281,7 +296,7 @@ void JobLifecycle::AddConsequence(Job* job, const Replica& r, const std::string&
   Touch(job, now, fx);
 }
 
-void JobLifecycle::ConsequenceEvent(const Job& job, const Replica& r, const std::string& summary,
+void GangEpisodes::ConsequenceEvent(const Job& job, const Replica& r, const std::string& summary,
                                     const RootCause& root, absl::Time now, Effects* fx) {
   AddEvent(
       fx, now, &job, r.name, r.node, "ReplicaExited",

@@ -1,7 +1,7 @@
-// JobLifecycle: the clock. Each tick ends jobs past their timeout, decides gang failures whose
-// settle window has passed, starts replicas whose restart backoff is over, and fails launches and
-// runs past launchTimeout and hangTimeout, and moves on the elastic waits of restarting gangs.
-// Progress reports feed the hang check.
+// JobLifecycle's time limits (Tick, Progress; job_lifecycle.h). Each tick ends jobs past their
+// timeout, decides gang failures whose settle window has passed, starts replicas whose restart
+// backoff is over, and fails launches and runs past launchTimeout and hangTimeout, and moves on the
+// elastic waits of restarting gangs. Progress reports feed the hang check.
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -32,24 +32,15 @@ void JobLifecycle::Tick(absl::Time now, Effects* fx) {
       End(job, v1::JOB_STATE_FAILED, error, error.message, now, fx);
       continue;
     }
-    if (IsGang(*job)) {
+    if (GangEpisodes::IsGang(*job)) {
       // A gang starts again as one; a settled failure is decided as one episode.
-      bool settled = false;
-      for (const Replica& r : job->replicas) {
-        if (r.state != v1::REPLICA_STATE_SETTLING || !r.next_start_time) continue;
-        if (now >= *r.next_start_time) {
-          settled = true;
-        } else {
-          timers_->WakeAt(*r.next_start_time);
-        }
-      }
-      if (settled) DecideGangRoot(job, nullptr, Failure(), now, fx);
+      gang_.DecideSettled(job, now, fx);
       ElasticStep(job, now, fx);
-      MaybeRelaunchGang(job, now, fx);
+      gang_.MaybeRelaunch(job, now, fx);
     }
     for (Replica& r : job->replicas) {
       if (IsTerminal(job->state) || job->state == v1::JOB_STATE_QUEUED) break;
-      if (r.state == v1::REPLICA_STATE_RESTARTING && IsGang(*job)) continue;
+      if (r.state == v1::REPLICA_STATE_RESTARTING && GangEpisodes::IsGang(*job)) continue;
       if (r.state == v1::REPLICA_STATE_RESTARTING) {
         if (!r.next_start_time || now >= *r.next_start_time) {
           LaunchOnItsNode(job, &r, now, fx);
