@@ -9,6 +9,7 @@
 #include "common/names.h"
 #include "common/time_util.h"
 #include "scheduler/job_validation.h"
+#include "scheduler/placement_kind.h"
 
 namespace trainctl::sched {
 namespace {
@@ -74,15 +75,16 @@ QuotaEval EvaluateQuota(const std::string& project, const v1::Quota& q, const Pr
       e.fits_ever = false;
       e.fits_now = false;
       v1::Blocker b;
-      b.set_kind("QUOTA");
+      b.set_kind(BlockerWord(BlockerKind::kQuota));
       b.set_resource(d.name);
       b.set_needed(d.demand);
       b.set_in_use(d.used);
       b.set_limit(d.limit);
       b.set_jobs(usage.running_jobs);
-      b.set_message(absl::StrCat("QUOTA: project ", project, " needs ", Amount(d.demand, d.unit),
-                                 " but its quota is ", Amount(d.limit, d.unit),
-                                 "; raise it with: trainctl quota set ", project, " --",
+      b.set_message(absl::StrCat(BlockerWord(BlockerKind::kQuota), ": project ", project, " needs ",
+                                 Amount(d.demand, d.unit), " but its quota is ",
+                                 Amount(d.limit, d.unit), "; raise it with: trainctl quota set ",
+                                 project, " --",
                                  std::string(d.name) == "memoryMb" ? "memory-mb" : d.name, " ",
                                  absl::StrFormat("%g", d.demand)));
       e.blockers.push_back(std::move(b));
@@ -98,16 +100,16 @@ QuotaEval EvaluateQuota(const std::string& project, const v1::Quota& q, const Pr
       }
       e.fits_now = false;
       v1::Blocker b;
-      b.set_kind("QUOTA");
+      b.set_kind(BlockerWord(BlockerKind::kQuota));
       b.set_resource(d.name);
       b.set_needed(d.demand);
       b.set_in_use(d.used);
       b.set_limit(d.limit);
       b.set_jobs(usage.running_jobs);
-      std::string msg =
-          absl::StrCat("QUOTA: project ", project, " needs ", Amount(d.demand, d.unit), ", ",
-                       absl::StrFormat("%g", d.used), " of ", absl::StrFormat("%g", d.limit),
-                       " in use by ", jobs, jobs == 1 ? " job" : " jobs");
+      std::string msg = absl::StrCat(
+          BlockerWord(BlockerKind::kQuota), ": project ", project, " needs ",
+          Amount(d.demand, d.unit), ", ", absl::StrFormat("%g", d.used), " of ",
+          absl::StrFormat("%g", d.limit), " in use by ", jobs, jobs == 1 ? " job" : " jobs");
       // `borrowable` is the whole borrowing allowed; what is borrowed already is not lendable.
       const double more = d.borrowable - std::max(0.0, d.used - d.limit);
       if (more > 1e-9) {
@@ -122,14 +124,15 @@ QuotaEval EvaluateQuota(const std::string& project, const v1::Quota& q, const Pr
     if (usage.running_jobs >= q.max_running_jobs()) {
       e.fits_now = false;
       v1::Blocker b;
-      b.set_kind("QUOTA");
+      b.set_kind(BlockerWord(BlockerKind::kQuota));
       b.set_resource("runningJobs");
       b.set_needed(1);
       b.set_in_use(usage.running_jobs);
       b.set_limit(q.max_running_jobs());
       b.set_jobs(usage.running_jobs);
-      b.set_message(absl::StrCat("QUOTA: project ", project, " runs ", usage.running_jobs, " of ",
-                                 q.max_running_jobs(), " jobs (maxRunningJobs)"));
+      b.set_message(absl::StrCat(BlockerWord(BlockerKind::kQuota), ": project ", project, " runs ",
+                                 usage.running_jobs, " of ", q.max_running_jobs(),
+                                 " jobs (maxRunningJobs)"));
       e.blockers.push_back(std::move(b));
     }
   }

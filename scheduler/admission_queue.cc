@@ -13,8 +13,6 @@ constexpr absl::Duration kRetryQueueTimeout = absl::Minutes(30);
 // BEST_EFFORT_FIFO's starvation limit when the quota sets none.
 constexpr absl::Duration kDefaultStarvationLimit = absl::Minutes(10);
 
-constexpr char kNoNodes[] = "NO_NODES: no node is connected and READY";
-
 // The key of idle_fits_ for a job with placement constraints (shapes' keys start with "s").
 std::string IdleFitKeyOfJob(const std::string& id) { return "j" + id; }
 
@@ -156,13 +154,9 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
   std::map<std::string, ProjectUsage> usage = usage_;
   FreeIndex& free = registry->PassIndex();
   const std::vector<NodeWindow> windows = WindowsOf(nodes);  // maintenance.h
-  NodeMasks masks(&free.nodes());
-  // For jobs that avoid hosts with a maintenance window: `free` without avoiding any, to see
-  // whether only those hosts have room. Built when first needed and kept while nothing takes
-  // room in `free` or in it, so a deep queue waiting on a full cluster costs one copy of the
-  // nodes per pass, not one per waiting job.
-  std::unique_ptr<FreeIndex> unavoided;
-  std::unique_ptr<NodeMasks> unavoided_masks;
+  // Windows are judged by the job's expected end if it started now (placement_pipeline.h).
+  PlacementPipeline pipeline(&free, &windows);
+  const std::string no_nodes = ReasonText(BlockerKind::kNoNodes, kNoNodesMissing);
   std::set<std::string> started;
   // A project's first queued job that this pass has not started: what it needs back from its
   // cohort.
@@ -220,12 +214,9 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
     if (qe.fits_now) {
       std::vector<ReplicaDemand> demands;
       for (const Replica& r : job.replicas) demands.push_back(ReplicaDemandOf(r));
-      const absl::Time expected_end = ExpectedEnd(job.spec, now);
-      const std::set<std::string> avoid = NodesToAvoid(windows, expected_end);
-      JobPlacement placed = PlaceOn(job, demands, &free, &masks, &avoid);
+      JobPlacement placed = pipeline.PlaceGang({&job.spec, &demands, ExpectedEnd(job.spec, now)});
       if (placed.ok()) {  // its places are taken in `free`
         stockout_since_.erase(job.id);
-        unavoided.reset();  // `free` changed
         plan.starts.push_back({job.id, std::move(placed.nodes)});
         started.insert(job.id);
         usage[project].used += demand;
@@ -233,31 +224,23 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
         advance(project, key);
         continue;
       }
-      if (!avoid.empty()) {
-        // Would it fit without the hosts it avoids? Then only hosts with a maintenance window
-        // before its expected end have room: it waits.
-        if (unavoided == nullptr) {
-          unavoided = std::make_unique<FreeIndex>(free.nodes());
-          unavoided_masks = std::make_unique<NodeMasks>(&unavoided->nodes());
-        }
-        if (PlaceOn(job, demands, unavoided.get(), unavoided_masks.get(), nullptr).ok()) {
-          unavoided.reset();  // the probe took room in it
-          set_reason(job, MaintenanceReason(windows, avoid, expected_end));
-          advance(project, key);
-          continue;
-        }
+      if (placed.kind == PlacementKind::kMaintenance) {
+        // Only hosts with a maintenance window before its expected end have room: it waits.
+        set_reason(job, placed.Reason());
+        advance(project, key);
+        continue;
       }
       const std::string& missing = placed.missing;
       if (IsStockout(job, demands, missing, nodes, now, timers, &plan)) {
         // Too large for the healthy cluster even when idle: waiting for other jobs would not
         // help, so it holds back nobody.
         set_reason(job, free.empty()
-                            ? kNoNodes
+                            ? no_nodes
                             : absl::StrCat(placed.Reason(), " (even with the cluster idle)"));
         advance(project, key);
         continue;
       }
-      reason = free.empty() ? kNoNodes : placed.Reason();
+      reason = free.empty() ? no_nodes : placed.Reason();
     } else {
       reason = qe.blockers[0].message();
     }
@@ -293,8 +276,7 @@ bool AdmissionQueue::IsStockout(const Job& job, const std::vector<ReplicaDemand>
     return true;
   }
   stockout_since_.erase(it);
-  plan->stockouts.push_back(
-      {job.id, nodes.IdleNodes().empty() ? "no node is connected and READY" : missing});
+  plan->stockouts.push_back({job.id, nodes.IdleNodes().empty() ? kNoNodesMissing : missing});
   return true;
 }
 
@@ -320,29 +302,10 @@ bool AdmissionQueue::FitsIdle(const Job& job, const std::vector<ReplicaDemand>& 
   auto [fit, unknown] = idle_fits_.try_emplace(std::move(key));
   if (unknown) {
     FreeIndex idle(nodes.IdleNodes());
-    NodeMasks masks(&idle.nodes());
-    fit->second = PlaceOn(job, demands, &idle, &masks).ok();
+    PlacementPipeline pipeline(&idle, nullptr);  // no windows: the cluster as it could be
+    fit->second = pipeline.CheckGang({&job.spec, &demands}).ok();
   }
   return fit->second;
-}
-
-JobPlacement AdmissionQueue::PlaceOn(const Job& job, const std::vector<ReplicaDemand>& demands,
-                                     FreeIndex* free, NodeMasks* masks,
-                                     const std::set<std::string>* avoid) {
-  JobPlacement out;
-  if (!HasPlacementConstraints(job.spec)) {  // the common case: any node, spread
-    GangOptions options;
-    options.avoid = avoid;
-    absl::StatusOr<std::vector<std::string>> placed = free->PlaceGang(demands, options);
-    if (placed.ok()) {
-      out.nodes = *std::move(placed);
-    } else {
-      out.kind = "CAPACITY";
-      out.missing = std::string(placed.status().message());
-    }
-    return out;
-  }
-  return PlaceJob(job.spec, demands, PoolIndexOf(job.spec, demands), free, masks, avoid);
 }
 
 std::vector<std::string> AdmissionQueue::ExpiredDeadlines(absl::Time now) const {

@@ -29,6 +29,7 @@
 #include "scheduler/job_table.h"
 #include "scheduler/node_selection.h"
 #include "scheduler/placement.h"
+#include "scheduler/placement_pipeline.h"
 #include "scheduler/project_uids.h"
 #include "scheduler/queue_state.h"
 #include "scheduler/timers.h"
@@ -149,13 +150,6 @@ class AdmissionQueue {
   // Whether the job would fit the idle connected cluster (cached in idle_fits_).
   bool FitsIdle(const Job& job, const std::vector<ReplicaDemand>& demands,
                 const NodeRegistry& nodes);
-
-  // Places the job's gang on `free`, never on the nodes in `avoid` (nullptr: none; maintenance
-  // windows): its pools' node selections and scheduling.placement (topology.h), or plain
-  // PlaceGang when it asks for neither.
-  static JobPlacement PlaceOn(const Job& job, const std::vector<ReplicaDemand>& demands,
-                              FreeIndex* free, NodeMasks* masks,
-                              const std::set<std::string>* avoid = nullptr);
 
   v1::Quota default_quota_;
 

@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "scheduler/placement.h"
+#include "scheduler/node_free.h"
 
 namespace trainctl::sched {
 

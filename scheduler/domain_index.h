@@ -24,10 +24,9 @@
 #include <vector>
 
 #include "scheduler/model.h"
+#include "scheduler/node_free.h"
 
 namespace trainctl::sched {
-
-struct NodeFree;
 
 class DomainIndex {
  public:

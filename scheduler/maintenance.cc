@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/time_util.h"
+#include "scheduler/placement_kind.h"
 
 namespace trainctl::sched {
 namespace {
@@ -147,7 +148,7 @@ std::string MaintenanceReason(const std::vector<NodeWindow>& windows,
                               const std::set<std::string>& avoided, absl::Time end) {
   // The words stay the same from pass to pass (no times relative to now), so a waiting job's
   // reason changes only when the windows do.
-  return absl::StrCat("MAINTENANCE: ", kOnlyWindowedNodes, AvoidedWindows(windows, avoided, end));
+  return ReasonText(BlockerKind::kMaintenance, MaintenanceNoRoom(windows, avoided, end));
 }
 
 std::string MaintenanceNoRoom(const std::vector<NodeWindow>& windows,

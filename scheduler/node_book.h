@@ -96,6 +96,8 @@ class NodeBook {
   // (FreeIndex::PlaceGang). What the pass took is given back at the next call of either method,
   // so neither may be called while a pass uses the index.
   FreeIndex& PassIndex() { return CurrentIndex(); }
+  // The same book, only read: where a moving replica may go (placement_pipeline.h).
+  const FreeIndex& FreeBook() const { return CurrentIndex(); }
   // Whether `name` has room now for `demand` beside what its replicas hold (resources and
   // ports), whatever its state: for a replica that held nothing there and starts again in place.
   bool HasRoom(const std::string& name, const ReplicaDemand& demand) const;

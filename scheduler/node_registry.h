@@ -160,6 +160,7 @@ class NodeRegistry {
   NodeUsage UsageOf(const std::string& name) const { return book_.UsageOf(name); }
   std::vector<NodeFree> FreeNodes() const { return book_.FreeNodes(); }
   FreeIndex& PassIndex() { return book_.PassIndex(); }
+  const FreeIndex& FreeBook() const { return book_.FreeBook(); }
   bool HasRoom(const std::string& name, const ReplicaDemand& demand) const {
     return book_.HasRoom(name, demand);
   }

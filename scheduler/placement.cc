@@ -228,6 +228,13 @@ absl::StatusOr<std::vector<std::string>> FreeIndex::PlaceGang(
   });
   std::vector<std::string> result(demands.size());
   std::vector<std::pair<int, NodeFree>> taken;  // each node as it was before, to undo
+  auto give_back = [&] {
+    for (auto it = taken.rbegin(); it != taken.rend(); ++it) {
+      Erase(it->first);
+      nodes_[it->first] = std::move(it->second);
+      Insert(it->first);
+    }
+  };
   for (size_t i : order) {
     const ReplicaDemand& d = demands[i];
     const std::vector<char>* eligible = i < options.eligible.size() ? options.eligible[i] : nullptr;
@@ -248,20 +255,17 @@ absl::StatusOr<std::vector<std::string>> FreeIndex::PlaceGang(
         }
       };
       absl::Status missing = absl::ResourceExhaustedError(DescribeShortfallOf(d, usable));
-      for (auto it = taken.rbegin(); it != taken.rend(); ++it) {
-        Erase(it->first);
-        nodes_[it->first] = std::move(it->second);
-        Insert(it->first);
-      }
+      give_back();
       return missing;
     }
     taken.push_back({best, nodes_[best]});
-    touched_.insert(best);
+    if (!options.dry_run) touched_.insert(best);
     Erase(best);
     TakeFrom(&nodes_[best], d);
     Insert(best);
     result[i] = nodes_[best].name;
   }
+  if (options.dry_run) give_back();
   return result;
 }
 

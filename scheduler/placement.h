@@ -22,21 +22,9 @@
 #include "absl/status/statusor.h"
 #include "scheduler/domain_index.h"
 #include "scheduler/model.h"
+#include "scheduler/node_free.h"
 
 namespace trainctl::sched {
-
-struct NodeFree {
-  std::string name;
-  // Free now: allocatable minus what placed replicas hold.
-  Res free;
-  // Ports of its pool not held by any replica.
-  int32_t free_ports = 0;
-  // The indices of its free GPUs, for messages: "most free: 3 on node-a (GPUs 1,5,7)". Left out
-  // (empty) once a placement in progress took GPUs of the node.
-  std::vector<int32_t> free_gpu_indices = {};
-  // Its labels (agent --labels, gpu.model), for node selection and topology; nullptr: none.
-  std::shared_ptr<const std::map<std::string, std::string>> labels = nullptr;
-};
 
 // Which nodes a gang may use and how it fills them (node_selection.h, topology.h). A mask holds
 // one entry per node of the FreeIndex, by its index (by name), nonzero where the node may be used.
@@ -51,14 +39,9 @@ struct GangOptions {
   bool binpack = false;
   // Never these nodes (maintenance windows); nullptr: none.
   const std::set<std::string>* avoid = nullptr;
-};
-
-struct ReplicaDemand {
-  // For messages: "worker-2".
-  std::string replica;
-  Res need;
-  // Ports it holds on its node (PortsNeeded: 2 for the primary, 1 for the others).
-  int32_t ports = 0;
+  // Only ask whether the gang fits: on success too, what it placed is given back at once and
+  // nothing counts as touched (TakeTouched).
+  bool dry_run = false;
 };
 
 // `node` after `demand` was placed on it: less free, and its free GPU indices no longer known.
@@ -106,9 +89,9 @@ class FreeIndex {
   int ChooseAmong(const ReplicaDemand& demand, const std::vector<char>* eligible,
                   const std::vector<int>* within, bool binpack,
                   const std::set<std::string>* avoid = nullptr) const;
-  // PlaceGang(demands, nodes()), and on success what it placed is taken (TakeFrom) here; on
-  // failure nothing changed. `options` restrict the nodes and choose the policy; a shortfall
-  // then names only the nodes the demand could use.
+  // PlaceGang(demands, nodes()), and on success what it placed is taken (TakeFrom) here, unless
+  // options.dry_run; on failure nothing changed. `options` restrict the nodes and choose the
+  // policy; a shortfall then names only the nodes the demand could use.
   absl::StatusOr<std::vector<std::string>> PlaceGang(const std::vector<ReplicaDemand>& demands,
                                                      const GangOptions& options = {});
 

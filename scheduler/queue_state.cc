@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/time_util.h"
 #include "scheduler/model_proto.h"
+#include "scheduler/placement_pipeline.h"
 #include "scheduler/topology.h"
 
 namespace trainctl::sched {
@@ -116,20 +117,19 @@ Res BorrowableIn(const QueueState& state, const std::string& project, const v1::
 
 std::vector<v1::Blocker> BlockersOf(const QueueState& state, const QueuedJob& job, absl::Time now) {
   std::vector<v1::Blocker> out;
-  auto add = [&out](const std::string& kind, const std::string& message) {
-    v1::Blocker b;
-    b.set_kind(kind);
-    b.set_message(message);
-    out.push_back(std::move(b));
+  auto add = [&out](BlockerKind kind, const std::string& message) {
+    out.push_back(MakeBlocker(kind, message));
   };
   if (job.next_attempt_time && *job.next_attempt_time > now) {
-    add("BACKOFF",
-        absl::StrCat("BACKOFF: attempt ", job.attempts + 1, " waits for its retry backoff until ",
-                     FormatRfc3339(ToMs(*job.next_attempt_time))));
+    add(BlockerKind::kBackoff,
+        ReasonText(BlockerKind::kBackoff,
+                   absl::StrCat("attempt ", job.attempts + 1, " waits for its retry backoff until ",
+                                FormatRfc3339(ToMs(*job.next_attempt_time)))));
   }
   if (job.stopping) {
-    add("STOPPING",
-        absl::StrCat("STOPPING: attempt ", job.attempts, "'s replicas are still stopping"));
+    add(BlockerKind::kStopping,
+        ReasonText(BlockerKind::kStopping,
+                   absl::StrCat("attempt ", job.attempts, "'s replicas are still stopping")));
   }
   const v1::Quota quota = state.QuotaOf(job.project);
   Res demand;
@@ -138,27 +138,16 @@ std::vector<v1::Blocker> BlockersOf(const QueueState& state, const QueuedJob& jo
                                BorrowableIn(state, job.project, quota));
   for (v1::Blocker& b : qe.blockers) out.push_back(std::move(b));
   if (state.free.empty()) {
-    add("NO_NODES", "NO_NODES: no node is connected and READY");
+    add(BlockerKind::kNoNodes, ReasonText(BlockerKind::kNoNodes, kNoNodesMissing));
   } else {
-    const absl::Time end = now + job.expected_duration;
-    const std::set<std::string> avoid = NodesToAvoid(state.windows, end);
+    // Windows are judged by now + the expected duration, the shortfall on every node first
+    // (placement_pipeline.h).
     FreeIndex free(state.free);
-    NodeMasks masks(&free.nodes());
-    const std::vector<int> pools = job.placement_spec != nullptr
-                                       ? PoolIndexOf(*job.placement_spec, job.demands)
-                                       : std::vector<int>();
-    const v1::JobSpec no_constraints;
-    const v1::JobSpec& spec = job.placement_spec != nullptr ? *job.placement_spec : no_constraints;
-    JobPlacement placed = PlaceJob(spec, job.demands, pools, &free, &masks);
-    if (!placed.ok()) {
-      add(placed.kind, placed.Reason());
-    } else if (!avoid.empty()) {
-      FreeIndex fresh(state.free);
-      NodeMasks fresh_masks(&fresh.nodes());
-      if (!PlaceJob(spec, job.demands, pools, &fresh, &fresh_masks, &avoid).ok()) {
-        add("MAINTENANCE", MaintenanceReason(state.windows, avoid, end));
-      }
-    }
+    PlacementPipeline pipeline(&free, &state.windows);
+    JobPlacement placed =
+        pipeline.CheckGang({job.placement_spec.get(), &job.demands, now + job.expected_duration,
+                            MaintenanceCheck::kShortfallFirst});
+    if (!placed.ok()) add(BlockerOf(placed.kind), placed.Reason());
   }
   return out;
 }
@@ -174,10 +163,11 @@ v1::QueueStatus QueueStatusOf(const QueueState& state, const QueuedJob& job, abs
   qs.set_jobs_ahead_count(ahead);
   if (ahead > 0) {
     v1::Blocker* b = qs.add_blockers();
-    b->set_kind("PRIORITY");
+    *b = MakeBlocker(
+        BlockerKind::kPriority,
+        ReasonText(BlockerKind::kPriority,
+                   absl::StrCat(ahead, ahead == 1 ? " job" : " jobs", " ahead in ", job.project)));
     b->set_jobs(ahead);
-    b->set_message(absl::StrCat("PRIORITY: ", ahead, ahead == 1 ? " job" : " jobs", " ahead in ",
-                                job.project));
   }
   return qs;
 }

@@ -11,8 +11,7 @@
 #include "scheduler/maintenance.h"
 #include "scheduler/node_health.h"
 #include "scheduler/node_registry.h"
-#include "scheduler/placement.h"
-#include "scheduler/topology.h"
+#include "scheduler/placement_pipeline.h"
 
 namespace trainctl::sched {
 
@@ -142,23 +141,21 @@ void JobLifecycle::Move(Job* job, Replica* r, MoveCause cause, const std::string
 std::string JobLifecycle::MoveTarget(const Job& job, const Replica& r, const std::string& from,
                                      const std::string& domain_of, absl::Time now,
                                      std::string* no_room) const {
+  // The placement pipeline's single replica: its pool's selection, its gang's domain, never the
+  // node it leaves, windows judged by the job's start, the job's policy (placement_pipeline.h).
   const Node* domain_node = nodes_->Find(domain_of);
-  const std::vector<NodeFree> free =
-      NodesForMove(job.spec, PoolOf(job, r),
-                   domain_node == nullptr ? nullptr : &domain_node->labels, nodes_->FreeNodes());
-  // As at admission: never a node whose maintenance window starts before the job's expected end,
-  // and the job's policy (BINPACK: the fullest node that fits).
-  const std::vector<NodeWindow> windows = WindowsOf(*nodes_);
-  const absl::Time expected_end = ExpectedEnd(job.spec, job.start_time, now);
-  const std::set<std::string> avoid = NodesToAvoid(windows, expected_end);
-  const bool binpack = job.spec.scheduling().placement().policy() == v1::PLACEMENT_POLICY_BINPACK;
-  const ReplicaDemand demand = ReplicaDemandOf(r);
-  const int to_index = ChooseNode(demand, free, from, binpack, &avoid);
-  if (to_index >= 0) return free[to_index].name;
+  ReplicaRequest request;
+  request.spec = &job.spec;
+  request.pool = PoolOf(job, r);
+  request.domain_of = domain_node == nullptr ? nullptr : &domain_node->labels;
+  request.demand = ReplicaDemandOf(r);
+  request.exclude = from;
+  request.expected_end = ExpectedEnd(job.spec, job.start_time, now);
+  const ReplicaPlacement to = PlaceReplica(nodes_->FreeBook(), WindowsOf(*nodes_), request);
+  if (to.ok()) return to.node;
   if (no_room != nullptr) {
-    const bool only_windowed = !avoid.empty() && ChooseNode(demand, free, from) >= 0;
-    *no_room = only_windowed ? MaintenanceNoRoom(windows, avoid, expected_end)
-                             : DescribeNoRoom(r, from, *nodes_);
+    *no_room =
+        to.kind == PlacementKind::kMaintenance ? to.missing : DescribeNoRoom(r, from, *nodes_);
   }
   return "";
 }

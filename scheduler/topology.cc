@@ -138,26 +138,57 @@ std::shared_ptr<const v1::JobSpec> PlacementSpecOf(const v1::JobSpec& spec) {
   return out;
 }
 
+namespace {
+
+// Which nodes a moving replica may go to: its pool's node selection and, with packWithin, the
+// domain of the node its gang runs in.
+class MoveFilter {
+ public:
+  MoveFilter(const v1::JobSpec& spec, const v1::WorkerPool* pool, const NodeLabels* from_labels)
+      : key_(spec.scheduling().placement().pack_within()),
+        pool_(pool != nullptr && HasNodeSelection(*pool) ? pool : nullptr) {
+    if (!key_.empty() && from_labels != nullptr) {
+      auto it = from_labels->find(key_);
+      if (it != from_labels->end()) domain_ = &it->second;
+    }
+  }
+  // Whether it keeps every node.
+  bool All() const { return pool_ == nullptr && key_.empty(); }
+  bool Keeps(const NodeFree& n) const {
+    if (pool_ != nullptr && !MatchesNodeSelection(*pool_, n.labels.get())) return false;
+    if (key_.empty()) return true;
+    if (n.labels == nullptr) return false;
+    auto it = n.labels->find(key_);
+    return it != n.labels->end() && (domain_ == nullptr || it->second == *domain_);
+  }
+
+ private:
+  const std::string& key_;
+  const v1::WorkerPool* pool_;
+  const std::string* domain_ = nullptr;
+};
+
+}  // namespace
+
 std::vector<NodeFree> NodesForMove(const v1::JobSpec& spec, const v1::WorkerPool* pool,
                                    const NodeLabels* from_labels, std::vector<NodeFree> free) {
-  const std::string& key = spec.scheduling().placement().pack_within();
-  const bool select = pool != nullptr && HasNodeSelection(*pool);
-  if (!select && key.empty()) return free;
-  const std::string* domain = nullptr;
-  if (!key.empty() && from_labels != nullptr) {
-    auto it = from_labels->find(key);
-    if (it != from_labels->end()) domain = &it->second;
-  }
-  auto keep = [&](const NodeFree& n) {
-    if (select && !MatchesNodeSelection(*pool, n.labels.get())) return false;
-    if (key.empty()) return true;
-    if (n.labels == nullptr) return false;
-    auto it = n.labels->find(key);
-    return it != n.labels->end() && (domain == nullptr || it->second == *domain);
-  };
-  free.erase(std::remove_if(free.begin(), free.end(), [&](const NodeFree& n) { return !keep(n); }),
-             free.end());
+  const MoveFilter filter(spec, pool, from_labels);
+  if (filter.All()) return free;
+  free.erase(
+      std::remove_if(free.begin(), free.end(), [&](const NodeFree& n) { return !filter.Keeps(n); }),
+      free.end());
   return free;
+}
+
+std::vector<char> MoveMask(const v1::JobSpec& spec, const v1::WorkerPool* pool,
+                           const NodeLabels* from_labels, const std::vector<NodeFree>& nodes,
+                           const std::string& exclude) {
+  const MoveFilter filter(spec, pool, from_labels);
+  std::vector<char> mask(nodes.size(), 1);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    mask[i] = nodes[i].name != exclude && (filter.All() || filter.Keeps(nodes[i]));
+  }
+  return mask;
 }
 
 std::vector<int> PoolIndexOf(const v1::JobSpec& spec, const std::vector<ReplicaDemand>& demands) {
@@ -180,10 +211,11 @@ std::vector<int> PoolIndexOf(const v1::JobSpec& spec, const std::vector<ReplicaD
 
 JobPlacement PlaceJob(const v1::JobSpec& spec, const std::vector<ReplicaDemand>& demands,
                       const std::vector<int>& pool_of, FreeIndex* free, NodeMasks* masks,
-                      const std::set<std::string>* avoid) {
+                      const std::set<std::string>* avoid, bool dry_run) {
   JobPlacement out;
   GangOptions options;
   options.avoid = avoid;
+  options.dry_run = dry_run;
   options.binpack = spec.scheduling().placement().policy() == v1::PLACEMENT_POLICY_BINPACK;
   for (size_t i = 0; i < demands.size(); ++i) {
     const int p = i < pool_of.size() ? pool_of[i] : -1;
@@ -194,7 +226,7 @@ JobPlacement PlaceJob(const v1::JobSpec& spec, const std::vector<ReplicaDemand>&
     const v1::WorkerPool& pool = spec.worker_pools(p);
     const std::vector<char>* mask = masks->For(pool);
     if (mask != nullptr && NodeMasks::None(*mask)) {
-      out.kind = "NODE_SELECTOR";
+      out.kind = PlacementKind::kNodeSelector;
       out.missing = absl::StrCat("no schedulable node matches workerPools[", p, "] (", pool.name(),
                                  ") node selection ", DescribeNodeSelection(pool));
       return out;
@@ -235,7 +267,7 @@ JobPlacement PlaceJob(const v1::JobSpec& spec, const std::vector<ReplicaDemand>&
       if (placed.ok()) break;
     }
     if (!placed.ok() && !placement.pack_within().empty()) {
-      out.kind = "TOPOLOGY";
+      out.kind = PlacementKind::kTopology;
       out.missing = DescribeNoDomain(index, AllDomains(index, free->nodes(), options.eligible),
                                      total, demands.size());
       return out;
@@ -262,7 +294,7 @@ JobPlacement PlaceJob(const v1::JobSpec& spec, const std::vector<ReplicaDemand>&
     }
   }
   if (!placed.ok()) {
-    out.kind = "CAPACITY";
+    out.kind = PlacementKind::kCapacity;
     out.missing = std::string(placed.status().message());
     return out;
   }

@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "scheduler/node_selection.h"
 #include "scheduler/placement.h"
+#include "scheduler/placement_kind.h"
 #include "trainctl/v1/job.pb.h"
 
 namespace trainctl::sched {
@@ -35,28 +36,35 @@ std::shared_ptr<const v1::JobSpec> PlacementSpecOf(const v1::JobSpec& spec);
 struct JobPlacement {
   // On success: one node per demand, in the order of the demands.
   std::vector<std::string> nodes;
-  // On failure: the queue reason's kind, "CAPACITY", "NODE_SELECTOR" or "TOPOLOGY", and what is
-  // missing, e.g. "no topology.rack has 4 free cpu for 4 replicas (best: r1 with 3)".
-  std::string kind;
+  // On failure: the queue reason's kind (kCapacity, kNodeSelector, kTopology; the pipeline adds
+  // kNoNodes and kMaintenance) and what is missing, e.g. "no topology.rack has 4 free cpu for 4
+  // replicas (best: r1 with 3)".
+  PlacementKind kind = PlacementKind::kPlaced;
   std::string missing;
-  bool ok() const { return kind.empty(); }
+  bool ok() const { return kind == PlacementKind::kPlaced; }
   // "KIND: missing".
-  std::string Reason() const { return kind + ": " + missing; }
+  std::string Reason() const { return ReasonText(BlockerOf(kind), missing); }
 };
 
 // Places the gang `demands` (demand i of the pool spec.workerPools[pool_of[i]]) on `free`,
 // following the spec's node selections and scheduling.placement; on success what it placed is
-// taken in `free`, on failure nothing changed; never on the nodes in `avoid` (nullptr: none).
-// `masks` caches the node sets of selections over free->nodes().
+// taken in `free` (unless `dry_run`), on failure nothing changed; never on the nodes in `avoid`
+// (nullptr: none). `masks` caches the node sets of selections over free->nodes(). Callers go
+// through the placement pipeline (placement_pipeline.h), which adds the maintenance filter.
 JobPlacement PlaceJob(const v1::JobSpec& spec, const std::vector<ReplicaDemand>& demands,
                       const std::vector<int>& pool_of, FreeIndex* free, NodeMasks* masks,
-                      const std::set<std::string>* avoid = nullptr);
+                      const std::set<std::string>* avoid = nullptr, bool dry_run = false);
 
 // The nodes of `free` a replica of `pool` (nullptr: none known) may move to from the node with
 // `from_labels`: those its pool's node selection allows and, with packWithin, those of the
 // domain it leaves, where the rest of its gang runs.
 std::vector<NodeFree> NodesForMove(const v1::JobSpec& spec, const v1::WorkerPool* pool,
                                    const NodeLabels* from_labels, std::vector<NodeFree> free);
+// The same as a mask over `nodes` (a FreeIndex's): nonzero where NodesForMove would keep the
+// node, and zero for the node named `exclude` (the one the replica leaves).
+std::vector<char> MoveMask(const v1::JobSpec& spec, const v1::WorkerPool* pool,
+                           const NodeLabels* from_labels, const std::vector<NodeFree>& nodes,
+                           const std::string& exclude);
 
 // The index in spec.workerPools of each replica's pool, by replica name "<pool>-<index>".
 std::vector<int> PoolIndexOf(const v1::JobSpec& spec, const std::vector<ReplicaDemand>& demands);

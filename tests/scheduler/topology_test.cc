@@ -142,11 +142,11 @@ TEST_CASE("PlaceJob never puts a selected pool on a node without the label") {
   CHECK(two.nodes == std::vector<std::string>{"small-a100", "small-a100"});
 
   JobPlacement three = Place(GangOf(3, 2, PoolWith({{"gpu.type", "a100"}})), nodes);
-  CHECK(three.kind == "CAPACITY");
+  CHECK(three.kind == PlacementKind::kCapacity);
   CHECK(three.missing == "no node has 2 free cpu cores for worker-2 (most free: 0 on small-a100)");
 
   JobPlacement none = Place(GangOf(1, 1, PoolWith({{"gpu.type", "v100"}})), nodes);
-  CHECK(none.kind == "NODE_SELECTOR");
+  CHECK(none.kind == PlacementKind::kNodeSelector);
   CHECK(none.Reason() ==
         "NODE_SELECTOR: no schedulable node matches workerPools[0] (worker) node selection "
         "gpu.type=v100");
@@ -242,7 +242,7 @@ TEST_CASE("preferWithin: one domain when one fits, else as few as possible") {
   }
   Gang too_many = GangOf(13, 1);
   too_many.spec.mutable_scheduling()->mutable_placement()->set_prefer_within("topology.block");
-  CHECK(Place(too_many, nodes).kind == "CAPACITY");
+  CHECK(Place(too_many, nodes).kind == PlacementKind::kCapacity);
 }
 
 TEST_CASE("policy BINPACK fills the least free node, SPREAD the most free") {

@@ -1,0 +1,149 @@
+// The placement pipeline (placement_pipeline.h): filters, then scores, for a gang and for one
+// replica, and the what-if over released allocations.
+#include "scheduler/placement_pipeline.h"
+
+#include <utility>
+
+namespace trainctl::sched {
+namespace {
+
+bool Binpacks(const v1::JobSpec& spec) {
+  return spec.scheduling().placement().policy() == v1::PLACEMENT_POLICY_BINPACK;
+}
+
+// Filter 3: the nodes a job expected to end at `end` keeps off (none without windows).
+std::set<std::string> AvoidedBy(const std::vector<NodeWindow>* windows,
+                                const std::optional<absl::Time>& end) {
+  if (windows == nullptr || windows->empty() || !end) return {};
+  return NodesToAvoid(*windows, *end);
+}
+
+}  // namespace
+
+PlacementPipeline::PlacementPipeline(FreeIndex* book, const std::vector<NodeWindow>* windows)
+    : book_(book), windows_(windows), masks_(&book->nodes()) {}
+
+JobPlacement PlacementPipeline::PlaceGang(const GangRequest& request) {
+  return Run(request, /*dry_run=*/false);
+}
+
+JobPlacement PlacementPipeline::CheckGang(const GangRequest& request) {
+  return Run(request, /*dry_run=*/true);
+}
+
+JobPlacement PlacementPipeline::CheckGangWithout(const GangRequest& request,
+                                                 const std::vector<Allocation>& released) {
+  ReleasedView view(book_, released);
+  return Run(request, /*dry_run=*/true);
+}
+
+JobPlacement PlacementPipeline::Attempt(const GangRequest& request,
+                                        const std::set<std::string>* avoid, bool dry_run) {
+  JobPlacement out;
+  if (book_->empty()) {  // filter 1 left no node
+    out.kind = PlacementKind::kNoNodes;
+    out.missing = kNoNodesMissing;
+    return out;
+  }
+  const std::vector<ReplicaDemand>& demands = *request.demands;
+  if (request.spec != nullptr && HasPlacementConstraints(*request.spec)) {
+    // Filters 2 and 5, and the topology score (topology.h); filter 4 and the policy's score in
+    // the book.
+    return PlaceJob(*request.spec, demands, PoolIndexOf(*request.spec, demands), book_, &masks_,
+                    avoid, dry_run);
+  }
+  // The common case: any node, spread.
+  GangOptions options;
+  options.avoid = avoid;
+  options.dry_run = dry_run;
+  absl::StatusOr<std::vector<std::string>> placed = book_->PlaceGang(demands, options);
+  if (placed.ok()) {
+    out.nodes = *std::move(placed);
+  } else {
+    out.kind = PlacementKind::kCapacity;
+    out.missing = std::string(placed.status().message());
+  }
+  return out;
+}
+
+JobPlacement PlacementPipeline::OnlyWindowed(const std::set<std::string>& avoid,
+                                             absl::Time end) const {
+  JobPlacement out;
+  out.kind = PlacementKind::kMaintenance;
+  out.missing = MaintenanceNoRoom(*windows_, avoid, end);
+  return out;
+}
+
+JobPlacement PlacementPipeline::Run(const GangRequest& request, bool dry_run) {
+  const std::set<std::string> avoid = AvoidedBy(windows_, request.expected_end);
+  if (avoid.empty()) return Attempt(request, nullptr, dry_run);
+  if (request.check == MaintenanceCheck::kAvoidFirst) {
+    JobPlacement placed = Attempt(request, &avoid, dry_run);
+    if (placed.ok()) return placed;
+    // Would it fit on the hosts it avoids too? Then only they have room: it waits for them.
+    if (Attempt(request, nullptr, /*dry_run=*/true).ok()) {
+      return OnlyWindowed(avoid, *request.expected_end);
+    }
+    return placed;
+  }
+  JobPlacement anywhere = Attempt(request, nullptr, /*dry_run=*/true);
+  if (!anywhere.ok()) return anywhere;
+  JobPlacement off_windows = Attempt(request, &avoid, dry_run);
+  if (!off_windows.ok()) return OnlyWindowed(avoid, *request.expected_end);
+  return off_windows;
+}
+
+ReplicaPlacement PlacementPipeline::PlaceReplica(const ReplicaRequest& request) const {
+  static const std::vector<NodeWindow> kNoWindows;
+  return sched::PlaceReplica(*book_, windows_ == nullptr ? kNoWindows : *windows_, request);
+}
+
+ReplicaPlacement PlaceReplica(const FreeIndex& book, const std::vector<NodeWindow>& windows,
+                              const ReplicaRequest& request) {
+  ReplicaPlacement out;
+  const v1::JobSpec& spec = *request.spec;
+  // Filters 2 and 5 (its pool's selection, its gang's domain) and the node it leaves.
+  const std::vector<char> allowed =
+      MoveMask(spec, request.pool, request.domain_of, book.nodes(), request.exclude);
+  const std::set<std::string> avoid = AvoidedBy(&windows, request.expected_end);
+  // Filters 3 and 4, and the policy's score.
+  const int best = book.ChooseAmong(request.demand, &allowed, nullptr, Binpacks(spec),
+                                    avoid.empty() ? nullptr : &avoid);
+  if (best >= 0) {
+    out.node = book.nodes()[best].name;
+    return out;
+  }
+  const bool only_windowed =
+      !avoid.empty() && book.ChooseAmong(request.demand, &allowed, nullptr, false) >= 0;
+  if (only_windowed) {
+    out.kind = PlacementKind::kMaintenance;
+    out.missing = MaintenanceNoRoom(windows, avoid, request.expected_end);
+  } else {
+    out.kind = book.empty() ? PlacementKind::kNoNodes : PlacementKind::kCapacity;
+  }
+  return out;
+}
+
+ReleasedView::ReleasedView(FreeIndex* book, const std::vector<Allocation>& released) : book_(book) {
+  for (const Allocation& a : released) {
+    const int i = book_->IndexOf(a.node);
+    if (i < 0) continue;
+    NodeFree node = book_->nodes()[i];
+    bool seen = false;
+    for (const auto& [index, before] : saved_) seen |= index == i;
+    if (!seen) saved_.push_back({i, node});
+    node.free += a.demand.need;
+    node.free_ports += a.demand.ports;
+    // Which GPUs come back is not known here: the messages leave them out.
+    if (a.demand.need.gpus > 0) node.free_gpu_indices.clear();
+    book_->Reset(i, std::move(node));
+  }
+}
+
+ReleasedView::~ReleasedView() {
+  for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+    book_->Reset(it->first, std::move(it->second));
+  }
+}
+
+}  // namespace trainctl::sched
