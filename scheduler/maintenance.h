@@ -3,9 +3,9 @@
 // hosts a job avoids because their window starts before then, and the words of the queue reason
 // of a job that waits for a window.
 //
-// NodeRegistry keeps each node's window (node_maintenance.cc); the admission pass asks
-// NodesToAvoid per job and hands that set to placement, and so does a replica's move
-// (replica_moves.cc), with the job's expected end counted from its start.
+// NodeRegistry keeps each node's window (node_maintenance.cc); the placement pipeline
+// (placement_pipeline.h) asks NodesToAvoid for each gang or replica it places, with the expected
+// end its caller gives (from now at admission, from the job's start for a move).
 //
 //   std::vector<NodeWindow> windows = WindowsOf(nodes);        // once per pass
 //   std::set<std::string> avoid = NodesToAvoid(windows, ExpectedEnd(job.spec, now));
