@@ -37,16 +37,17 @@ std::vector<ConfigChange> DaemonReloader::Reload() {
   }
   if (quota_changed) {
     running_.default_quota = now->default_quota;
-    loop_->Post(
-        [quota = now->default_quota](Turn& t) { t.core.SetDefaultQuota(quota, t.now, t.fx); });
+    loop_->Post([quota = DaemonOptionsFromFlags(running_).core.default_quota](Turn& t) {
+      t.core.SetDefaultQuota(quota, t.now, t.fx);
+    });
   }
   LogConfigChanges("trainctld", running_.config_path, changes);
   return changes;
 }
 
-v1::Quota DaemonReloader::default_quota() const {
+DaemonOptions DaemonReloader::options() const {
   absl::MutexLock lock(&mu_);
-  return running_.default_quota;
+  return DaemonOptionsFromFlags(running_);
 }
 
 }  // namespace trainctl::server

@@ -4,7 +4,7 @@
 // raised default admits waiting jobs). Every other change is logged as needing a restart, and
 // the running value stays. A file that no longer parses changes nothing; the error is logged.
 //
-// Thread-safe: Reload() from the signal thread, default_quota() from the loop's.
+// Thread-safe: Reload() from the signal thread, options() from the loop's.
 #pragma once
 
 #include <string>
@@ -13,6 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/config_file.h"
 #include "server/daemon_flags.h"
+#include "server/daemon_options.h"
 #include "server/reconcile_loop.h"
 
 namespace trainctl::server {
@@ -26,8 +27,9 @@ class DaemonReloader {
   // Re-reads and applies; returns what changed (logged either way). Without --config, nothing.
   std::vector<ConfigChange> Reload() ABSL_LOCKS_EXCLUDED(mu_);
 
-  // The default quota in effect: what a core rebuilt from the database must use.
-  v1::Quota default_quota() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The options in effect (DaemonOptionsFromFlags of the running flags): what a core rebuilt
+  // from the database must use.
+  DaemonOptions options() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   const std::vector<std::string> args_;

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "absl/strings/str_join.h"
 #include "common/http_listen.h"
 #include "common/metrics.h"
@@ -268,6 +269,12 @@ absl::StatusOr<int> RestServer::Start() {
   if (!port.ok()) return port.status();
   *site = SiteOf(options_, *port);
   thread_ = std::thread([this] { http_->listen_after_bind(); });
+  // httplib's stop() does nothing until the thread listens: return once it does, so that a Stop
+  // right after Start (a daemon whose start fails further on) is not lost.
+  for (const absl::Time give_up = absl::Now() + absl::Seconds(5);
+       !http_->is_running() && absl::Now() < give_up;) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
   return port;
 }
 

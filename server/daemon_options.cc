@@ -1,0 +1,29 @@
+#include "server/daemon_options.h"
+
+#include <filesystem>
+
+namespace trainctl::server {
+
+DaemonOptions DaemonOptionsFromFlags(const DaemonFlags& flags) {
+  DaemonOptions options;
+  sched::CoreOptions& core = options.core;
+  core.checkpoint_root = std::filesystem::absolute(flags.checkpoint_root).string();
+  core.checkpoint_allowed_roots = flags.checkpoint_allowed_roots;
+  core.replica_uid_range = flags.replica_uid_range;
+  core.heartbeat_interval = absl::Milliseconds(flags.heartbeat_ms);
+  core.default_quota = flags.default_quota;
+  core.nodes.lost_timeout_ms = flags.node_lost_timeout_ms;
+  core.nodes.flap_threshold = flags.flap_threshold;
+  core.nodes.flap_window_ms = flags.flap_window_ms;
+  core.settle_window = absl::Milliseconds(flags.settle_window_ms);
+  core.skew_tolerance = absl::Milliseconds(flags.skew_tolerance_ms);
+  core.nodes.ports = flags.port_range;
+  options.job_retention_ms = flags.job_retention_ms;
+  options.finished_job_cache_ms = flags.finished_job_cache_ms;
+  options.finished_job_cache_jobs = flags.finished_job_cache_jobs;
+  // A log chunk's reply leaves room for its other fields.
+  options.api = {flags.max_request_bytes - (64 << 10), flags.max_watches_per_peer};
+  return options;
+}
+
+}  // namespace trainctl::server
