@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "common/http_listen.h"
 #include "common/metrics.h"
 #include "common/net_address.h"

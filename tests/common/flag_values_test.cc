@@ -61,8 +61,9 @@ TEST_CASE("ParseNumberFlag takes finite numbers of the sign asked for") {
     CHECK(FlagErrorOf(ParseNumberFlag("--cpu", bad, NumberSign::kAny)) ==
           std::string("--cpu must be a number, got \"") + bad + "\"");
   }
-  CHECK(FlagErrorOf(ParseNumberFlag("--cpu", "-1", NumberSign::kNonNegative, "a number of cores")) ==
-        "--cpu must be a number of cores, got \"-1\"");
+  CHECK(
+      FlagErrorOf(ParseNumberFlag("--cpu", "-1", NumberSign::kNonNegative, "a number of cores")) ==
+      "--cpu must be a number of cores, got \"-1\"");
 }
 
 TEST_CASE("ParseDurationFlag takes durations within the range") {
