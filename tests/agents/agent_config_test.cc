@@ -49,7 +49,8 @@ TEST_CASE("a bad agent config file stops it with the file, line, key and reason"
     std::string want;
   };
   for (const Case& c : std::vector<Case>{
-           {base + "check-nofile: lots\n", ":4: check-nofile: --check-nofile must be a whole number"},
+           {base + "check-nofile: lots\n",
+            ":4: check-nofile: --check-nofile must be a whole number"},
            {base + "node-name: x\n", ":4: node-name: unknown key"},
            {base + "stop-replicas: true\n", ":4: stop-replicas: is a command-line action"},
            {base + "log-level: loud\n", ":4: log-level: --log-level must be one of"},

@@ -423,8 +423,8 @@ TEST_CASE(
   CHECK(nodes.book().AllocatePort("node-a") == std::optional<int32_t>(30000));
   CHECK(nodes.book().AllocatePort("node-a") == std::optional<int32_t>(30001));
   CHECK(nodes.book().AllocatePort("node-b") ==
-        std::optional<int32_t>(30000));             // another node's pool
-  CHECK(nodes.version() > version);                 // what FreeNodes returns changed
+        std::optional<int32_t>(30000));                    // another node's pool
+  CHECK(nodes.version() > version);                        // what FreeNodes returns changed
   CHECK_FALSE(nodes.book().ReservePort("node-a", 30001));  // in use
   CHECK(nodes.book().ReservePort("node-a", 30050));
   CHECK(nodes.book().RestorePort("node-b", 30070));
