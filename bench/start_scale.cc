@@ -39,7 +39,7 @@
 #include "absl/time/time.h"
 #include "common/time_util.h"
 #include "scheduler/core.h"
-#include "scheduler/model_proto.h"
+#include "model/model_proto.h"
 #include "storage/sqlite_store.h"
 #include "tests/integration/mini_cluster.h"
 #include "trainctl/v1/job.grpc.pb.h"

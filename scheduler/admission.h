@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "scheduler/model.h"
+#include "model/model.h"
 
 namespace trainctl::sched {
 

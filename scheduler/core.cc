@@ -11,7 +11,7 @@
 #include "common/time_util.h"
 #include "scheduler/job_validation.h"
 #include "scheduler/maintenance.h"
-#include "scheduler/model_proto.h"
+#include "model/model_proto.h"
 #include "scheduler/placement.h"
 #include "scheduler/retry_engine.h"
 

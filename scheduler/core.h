@@ -34,7 +34,7 @@
 #include "scheduler/admission_queue.h"
 #include "scheduler/job_lifecycle.h"
 #include "scheduler/job_table.h"
-#include "scheduler/model.h"
+#include "model/model.h"
 #include "scheduler/node_registry.h"
 #include "scheduler/queue_state.h"
 #include "scheduler/request_index.h"

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/model.h"
+#include "model/model.h"
 #include "scheduler/node_free.h"
 
 namespace trainctl::sched {

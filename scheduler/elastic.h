@@ -15,7 +15,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "scheduler/model.h"
+#include "model/model.h"
 #include "trainctl/v1/job.pb.h"
 
 namespace trainctl::sched {

@@ -4,7 +4,7 @@
 #include "absl/strings/strip.h"
 #include "common/enum_names.h"
 #include "common/signals.h"
-#include "scheduler/model_proto.h"
+#include "model/model_proto.h"
 #include "scheduler/node_health.h"
 
 namespace trainctl::sched {

@@ -14,7 +14,7 @@
 
 #include <string>
 
-#include "scheduler/model.h"
+#include "model/model.h"
 
 namespace trainctl::sched {
 

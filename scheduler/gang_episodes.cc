@@ -12,7 +12,7 @@
 #include "common/time_util.h"
 #include "scheduler/elastic.h"
 #include "scheduler/launch_env.h"
-#include "scheduler/model_proto.h"
+#include "model/model_proto.h"
 #include "scheduler/placement.h"
 
 namespace trainctl::sched {

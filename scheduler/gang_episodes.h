@@ -28,7 +28,7 @@
 
 #include "absl/time/time.h"
 #include "scheduler/lifecycle_ops.h"
-#include "scheduler/model.h"
+#include "model/model.h"
 #include "scheduler/node_registry.h"
 #include "scheduler/replica_binding.h"
 #include "scheduler/retry_engine.h"

@@ -11,7 +11,7 @@
 #include "scheduler/elastic.h"
 #include "scheduler/job_validation.h"
 #include "scheduler/launch_env.h"
-#include "scheduler/model_proto.h"
+#include "model/model_proto.h"
 
 namespace trainctl::sched {
 namespace {

@@ -20,7 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "scheduler/model.h"
+#include "model/model.h"
 
 namespace trainctl::sched {
 

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "scheduler/model.h"
+#include "model/model.h"
 #include "scheduler/retry_engine.h"
 
 namespace trainctl::sched {

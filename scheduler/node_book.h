@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "scheduler/device_pool.h"
-#include "scheduler/model.h"
+#include "model/model.h"
 #include "scheduler/placement.h"
 #include "scheduler/port_pool.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/model.h"
+#include "model/model.h"
 
 namespace trainctl::sched {
 

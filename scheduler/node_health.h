@@ -24,7 +24,7 @@
 #include <cstdint>
 #include <string>
 
-#include "scheduler/model.h"
+#include "model/model.h"
 #include "scheduler/port_pool.h"
 
 namespace trainctl::sched {

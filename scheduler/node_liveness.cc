@@ -6,7 +6,7 @@
 #include "common/time_util.h"
 #include "scheduler/job_validation.h"
 #include "scheduler/launch_env.h"
-#include "scheduler/model_proto.h"
+#include "model/model_proto.h"
 #include "scheduler/node_registry.h"
 
 namespace trainctl::sched {

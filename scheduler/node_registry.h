@@ -25,7 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "scheduler/model.h"
+#include "model/model.h"
 #include "scheduler/node_book.h"
 #include "scheduler/node_health.h"
 #include "scheduler/placement.h"

@@ -21,7 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "scheduler/domain_index.h"
-#include "scheduler/model.h"
+#include "model/model.h"
 #include "scheduler/node_free.h"
 
 namespace trainctl::sched {

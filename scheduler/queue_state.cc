@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/time_util.h"
-#include "scheduler/model_proto.h"
+#include "model/model_proto.h"
 #include "scheduler/placement_pipeline.h"
 #include "scheduler/topology.h"
 

@@ -22,7 +22,7 @@
 #include "absl/time/time.h"
 #include "scheduler/admission.h"
 #include "scheduler/maintenance.h"
-#include "scheduler/model.h"
+#include "model/model.h"
 #include "scheduler/placement.h"
 
 namespace trainctl::sched {

@@ -26,7 +26,7 @@
 
 #include "absl/status/status.h"
 #include "scheduler/job_table.h"
-#include "scheduler/model.h"
+#include "model/model.h"
 #include "scheduler/node_book.h"
 
 namespace trainctl::sched {

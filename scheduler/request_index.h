@@ -17,7 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "scheduler/model.h"
+#include "model/model.h"
 
 namespace trainctl::sched {
 

@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/time_util.h"
 #include "scheduler/elastic.h"
-#include "scheduler/model_proto.h"
+#include "model/model_proto.h"
 
 namespace trainctl::sched {
 namespace {

@@ -20,7 +20,7 @@
 
 #include "absl/time/time.h"
 #include "scheduler/failure_classifier.h"
-#include "scheduler/model.h"
+#include "model/model.h"
 
 namespace trainctl::sched {
 

@@ -21,7 +21,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "scheduler/model.h"
+#include "model/model.h"
 #include "trainctl/v1/agent.pb.h"
 
 namespace trainctl::server {

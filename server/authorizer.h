@@ -28,7 +28,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "scheduler/model.h"
+#include "model/model.h"
 #include "server/replica_tokens.h"
 #include "server/tokens.h"
 #include "trainctl/v1/job.pb.h"

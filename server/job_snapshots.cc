@@ -4,7 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/time_util.h"
-#include "scheduler/model.h"
+#include "model/model.h"
 
 namespace trainctl::server {
 namespace {

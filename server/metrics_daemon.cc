@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/enum_names.h"
-#include "scheduler/model_proto.h"
+#include "model/model_proto.h"
 #include "server/authorizer.h"
 #include "server/job_snapshots.h"
 

@@ -30,7 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/metrics.h"
-#include "scheduler/model.h"
+#include "model/model.h"
 
 namespace trainctl::server {
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "scheduler/model.h"
+#include "model/model.h"
 
 namespace trainctl::server {
 

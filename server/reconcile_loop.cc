@@ -9,7 +9,7 @@
 
 #include "common/log_context.h"
 #include "common/time_util.h"
-#include "scheduler/model_proto.h"
+#include "model/model_proto.h"
 #include "server/agent_registry.h"
 #include "server/job_snapshots.h"
 #include "server/metrics_daemon.h"

@@ -1,7 +1,7 @@
 #include "server/state_load.h"
 
 #include "absl/strings/str_cat.h"
-#include "scheduler/model_proto.h"
+#include "model/model_proto.h"
 
 namespace trainctl::server {
 

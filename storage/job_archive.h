@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "scheduler/model.h"
+#include "model/model.h"
 #include "storage/job_rows.h"
 #include "trainctl/v1/job.pb.h"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "scheduler/model.h"
+#include "model/model.h"
 #include "storage/statement.h"
 #include "trainctl/v1/job.pb.h"
 

@@ -14,7 +14,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "scheduler/model.h"
+#include "model/model.h"
 #include "storage/job_archive.h"
 #include "storage/job_rows.h"
 #include "storage/statement.h"

@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "scheduler/model.h"
+#include "model/model.h"
 #include "storage/checkpointer.h"
 #include "storage/job_rows.h"
 #include "storage/statement.h"

@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "scheduler/model.h"
+#include "model/model.h"
 #include "trainctl/v1/job.pb.h"
 
 namespace trainctl::storage {

@@ -4,15 +4,16 @@
 # source tree. Prints each offending include as file:line and the rule it breaks. Run from anywhere;
 # ctest runs it too.
 #
-#   common/     includes nothing of scheduler/, storage/, server/, agents/, cli/
+#   common/     includes nothing of model/, scheduler/, storage/, server/, agents/, cli/
 #   scheduler/  the core: no gRPC (grpc/, grpcpp/, *.grpc.pb.h, common/grpc_status.h), no
 #               sqlite3.h, nothing of storage/, server/, agents/, cli/
-#   the model   scheduler/model*, job_policy* (trainctl_model): of scheduler/ only each other
-#   storage/    no gRPC; of scheduler/ only the model; nothing of server/, agents/, cli/
-#   agents/     nothing of scheduler/, storage/, server/, cli/; gRPC only in agent.h/agent.cc,
-#               agent_connect.cc and scheduler_link.* (the stream to the scheduler,
+#   model/      the core's model (trainctl_model): no gRPC, nothing of scheduler/, storage/,
+#               server/, agents/, cli/
+#   storage/    no gRPC; nothing of scheduler/ (the model is model/), server/, agents/, cli/
+#   agents/     nothing of model/, scheduler/, storage/, server/, cli/; gRPC only in agent.h,
+#               agent.cc, agent_connect.cc and scheduler_link.* (the stream to the scheduler,
 #               trainctl_agent_lib)
-#   cli/        nothing of scheduler/, storage/, server/, agents/
+#   cli/        nothing of model/, scheduler/, storage/, server/, agents/
 #   server/     nothing of agents/ or cli/ (other programs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,8 +53,7 @@ sources() {
 mapfile -t common_files < <(sources common)
 mapfile -t scheduler_files < <(sources scheduler)
 mapfile -t storage_files < <(sources storage)
-mapfile -t model_files < <(find scheduler -type f \( -name 'model*' -o -name 'job_policy*' \) | sort)
-model='scheduler/model\.h|scheduler/model_proto\.h|scheduler/job_policy\.h'
+mapfile -t model_files < <(sources model)
 mapfile -t agent_files < <(sources agents)
 mapfile -t agent_host_files < <(sources agents agent.h agent.cc agent_connect.cc scheduler_link.h \
   scheduler_link.cc)
@@ -61,23 +61,24 @@ mapfile -t cli_files < <(sources cli)
 mapfile -t server_files < <(sources server)
 
 check "common/ is below every other module" \
-  'scheduler/.*|storage/.*|server/.*|agents/.*|cli/.*' '' "${common_files[@]}"
+  'model/.*|scheduler/.*|storage/.*|server/.*|agents/.*|cli/.*' '' "${common_files[@]}"
 check "the scheduler core uses no gRPC" "$grpc" '' "${scheduler_files[@]}"
 check "the scheduler core uses no SQLite" 'sqlite3\.h' '' "${scheduler_files[@]}"
 check "the scheduler core is below storage, server, agents and cli" \
   'storage/.*|server/.*|agents/.*|cli/.*' '' "${scheduler_files[@]}"
 check "storage uses no gRPC" "$grpc" '' "${storage_files[@]}"
-check "the model is below the rest of the core" 'scheduler/.*' "$model" "${model_files[@]}"
-check "storage sees only the core's model (scheduler/model.h, model_proto.h, job_policy.h)" \
-  'scheduler/.*' "$model" "${storage_files[@]}"
+check "the model (model/) is below the core, storage and the programs" \
+  'scheduler/.*|storage/.*|server/.*|agents/.*|cli/.*' '' "${model_files[@]}"
+check "the model uses no gRPC" "$grpc" '' "${model_files[@]}"
+check "storage sees the core's model (model/), not the core" 'scheduler/.*' '' "${storage_files[@]}"
 check "storage is below server, agents and cli" 'server/.*|agents/.*|cli/.*' '' \
   "${storage_files[@]}"
 check "the agent shares only proto/ and common/ with the scheduler" \
-  'scheduler/.*|storage/.*|server/.*|cli/.*' '' "${agent_files[@]}"
+  'model/.*|scheduler/.*|storage/.*|server/.*|cli/.*' '' "${agent_files[@]}"
 check "only agent.h/agent.cc, agent_connect.cc, scheduler_link.* (trainctl_agent_lib) use gRPC in agents/" "$grpc" '' \
   "${agent_host_files[@]}"
 check "the CLI talks to trainctld only through proto/" \
-  'scheduler/.*|storage/.*|server/.*|agents/.*' '' "${cli_files[@]}"
+  'model/.*|scheduler/.*|storage/.*|server/.*|agents/.*' '' "${cli_files[@]}"
 check "trainctld does not include the other programs" 'agents/.*|cli/.*' '' "${server_files[@]}"
 
 if [ "$failed" != 0 ]; then

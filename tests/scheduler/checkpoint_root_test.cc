@@ -5,7 +5,7 @@
 
 #include "scheduler/core.h"
 #include "scheduler/job_validation.h"
-#include "scheduler/model_proto.h"
+#include "model/model_proto.h"
 #include "tests/scheduler/core_fixture.h"
 #include "tests/scheduler/test_util.h"
 

@@ -7,7 +7,7 @@
 #include "scheduler/core.h"
 #include "scheduler/device_pool.h"
 #include "scheduler/launch_env.h"
-#include "scheduler/model_proto.h"
+#include "model/model_proto.h"
 #include "tests/scheduler/test_util.h"
 
 namespace trainctl::sched {

@@ -7,7 +7,7 @@
 #include <functional>
 #include <string>
 
-#include "scheduler/model_proto.h"
+#include "model/model_proto.h"
 
 namespace trainctl::sched {
 namespace {

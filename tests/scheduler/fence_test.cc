@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "scheduler/core.h"
-#include "scheduler/model_proto.h"
+#include "model/model_proto.h"
 #include "scheduler/node_health.h"
 #include "tests/scheduler/test_util.h"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "scheduler/model_proto.h"
+#include "model/model_proto.h"
 
 namespace trainctl::sched {
 namespace {

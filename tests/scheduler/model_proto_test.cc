@@ -1,6 +1,6 @@
-// The one mapping between the core's model and trainctl.v1 (scheduler/model_proto.h): a stored
+// The one mapping between the core's model and trainctl.v1 (model/model_proto.h): a stored
 // job comes back field for field, and the names of classes and decisions are the historic words.
-#include "scheduler/model_proto.h"
+#include "model/model_proto.h"
 
 #include <catch2/catch.hpp>
 #include <set>

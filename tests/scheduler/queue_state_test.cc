@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/model_proto.h"
+#include "model/model_proto.h"
 #include "tests/scheduler/test_util.h"
 
 namespace trainctl::sched {

@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "scheduler/model_proto.h"
+#include "model/model_proto.h"
 #include "tests/scheduler/core_fixture.h"
 #include "tests/scheduler/test_util.h"
 

@@ -7,7 +7,7 @@
 
 #include "common/time_util.h"
 #include "scheduler/job_validation.h"
-#include "scheduler/model_proto.h"
+#include "model/model_proto.h"
 #include "tests/scheduler/test_util.h"
 
 namespace trainctl::sched {

@@ -9,7 +9,7 @@
 #include "common/run_id.h"
 #include "scheduler/core.h"
 #include "scheduler/device_pool.h"
-#include "scheduler/model_proto.h"
+#include "model/model_proto.h"
 
 namespace trainctl::sched {
 

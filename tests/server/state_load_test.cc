@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/model_proto.h"
+#include "model/model_proto.h"
 #include "storage/sqlite_store.h"
 
 namespace trainctl::server {

@@ -1,4 +1,4 @@
-#include "scheduler/model.h"
+#include "model/model.h"
 
 #include "common/run_id.h"
 

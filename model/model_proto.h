@@ -1,4 +1,4 @@
-// The one mapping between the core's model (scheduler/model.h) and the API's messages
+// The one mapping between the core's model (model/model.h) and the API's messages
 // (trainctl.v1). The services answer callers with these, the reconcile loop hands the store the
 // messages it persists, and a restart maps the stored messages back.
 //
@@ -13,7 +13,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "scheduler/model.h"
+#include "model/model.h"
 
 namespace trainctl::sched {
 

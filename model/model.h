@@ -5,7 +5,7 @@
 // failure classes, decisions and move causes are enums. `trainctl.v1` appears here only where a
 // value is the user's own document (a job's spec, kept verbatim and shown back) or the agent
 // protocol's (a node's check runs, commands for agents). The mapping to and from the API's
-// messages lives in one file, scheduler/model_proto.h, used by the services, the store's callers
+// messages lives in one file, model/model_proto.h, used by the services, the store's callers
 // and tests. Nothing in scheduler/ includes gRPC or SQLite headers.
 #pragma once
 
@@ -21,7 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "common/job_states.h"
-#include "scheduler/job_policy.h"
+#include "model/job_policy.h"
 #include "trainctl/v1/agent.pb.h"
 #include "trainctl/v1/job.pb.h"
 

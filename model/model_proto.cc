@@ -1,4 +1,4 @@
-#include "scheduler/model_proto.h"
+#include "model/model_proto.h"
 
 #include <utility>
 

@@ -1,4 +1,4 @@
-#include "scheduler/job_policy.h"
+#include "model/job_policy.h"
 
 #include <algorithm>
 #include <cmath>
