@@ -9,9 +9,9 @@
 #include "common/names.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
+#include "model/model_proto.h"
 #include "scheduler/job_validation.h"
 #include "scheduler/maintenance.h"
-#include "model/model_proto.h"
 #include "scheduler/placement.h"
 #include "scheduler/retry_engine.h"
 

@@ -31,10 +31,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "model/model.h"
 #include "scheduler/admission_queue.h"
 #include "scheduler/job_lifecycle.h"
 #include "scheduler/job_table.h"
-#include "model/model.h"
 #include "scheduler/node_registry.h"
 #include "scheduler/queue_state.h"
 #include "scheduler/request_index.h"

@@ -10,9 +10,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/time_util.h"
+#include "model/model_proto.h"
 #include "scheduler/elastic.h"
 #include "scheduler/launch_env.h"
-#include "model/model_proto.h"
 #include "scheduler/placement.h"
 
 namespace trainctl::sched {

@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "scheduler/lifecycle_ops.h"
 #include "model/model.h"
+#include "scheduler/lifecycle_ops.h"
 #include "scheduler/node_registry.h"
 #include "scheduler/replica_binding.h"
 #include "scheduler/retry_engine.h"

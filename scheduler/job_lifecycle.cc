@@ -8,10 +8,10 @@
 #include "absl/strings/str_join.h"
 #include "common/enum_names.h"
 #include "common/time_util.h"
+#include "model/model_proto.h"
 #include "scheduler/elastic.h"
 #include "scheduler/job_validation.h"
 #include "scheduler/launch_env.h"
-#include "model/model_proto.h"
 
 namespace trainctl::sched {
 namespace {

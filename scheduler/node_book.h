@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/device_pool.h"
 #include "model/model.h"
+#include "scheduler/device_pool.h"
 #include "scheduler/placement.h"
 #include "scheduler/port_pool.h"
 

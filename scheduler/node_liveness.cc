@@ -4,9 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/time_util.h"
+#include "model/model_proto.h"
 #include "scheduler/job_validation.h"
 #include "scheduler/launch_env.h"
-#include "model/model_proto.h"
 #include "scheduler/node_registry.h"
 
 namespace trainctl::sched {

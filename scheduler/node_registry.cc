@@ -5,9 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "common/enum_names.h"
 #include "common/time_util.h"
+#include "model/model_proto.h"
 #include "scheduler/job_validation.h"
 #include "scheduler/launch_env.h"
-#include "model/model_proto.h"
 
 namespace trainctl::sched {
 namespace {

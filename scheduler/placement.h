@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "scheduler/domain_index.h"
 #include "model/model.h"
+#include "scheduler/domain_index.h"
 #include "scheduler/node_free.h"
 
 namespace trainctl::sched {

@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "model/model.h"
 #include "scheduler/admission.h"
 #include "scheduler/maintenance.h"
-#include "model/model.h"
 #include "scheduler/placement.h"
 
 namespace trainctl::sched {

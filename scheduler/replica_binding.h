@@ -25,8 +25,8 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "scheduler/job_table.h"
 #include "model/model.h"
+#include "scheduler/job_table.h"
 #include "scheduler/node_book.h"
 
 namespace trainctl::sched {

@@ -2,8 +2,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/time_util.h"
-#include "scheduler/elastic.h"
 #include "model/model_proto.h"
+#include "scheduler/elastic.h"
 
 namespace trainctl::sched {
 namespace {

@@ -19,8 +19,8 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "scheduler/failure_classifier.h"
 #include "model/model.h"
+#include "scheduler/failure_classifier.h"
 
 namespace trainctl::sched {
 

@@ -7,8 +7,8 @@
 #include "common/time_util.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-#include "scheduler/job_validation.h"
 #include "model/model_proto.h"
+#include "scheduler/job_validation.h"
 #include "server/api.h"
 
 namespace trainctl::server {

@@ -3,9 +3,9 @@
 // trainctld stored without one.
 #include <catch2/catch.hpp>
 
+#include "model/model_proto.h"
 #include "scheduler/core.h"
 #include "scheduler/job_validation.h"
-#include "model/model_proto.h"
 #include "tests/scheduler/core_fixture.h"
 #include "tests/scheduler/test_util.h"
 

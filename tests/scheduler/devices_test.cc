@@ -4,10 +4,10 @@
 #include <catch2/catch.hpp>
 #include <set>
 
+#include "model/model_proto.h"
 #include "scheduler/core.h"
 #include "scheduler/device_pool.h"
 #include "scheduler/launch_env.h"
-#include "model/model_proto.h"
 #include "tests/scheduler/test_util.h"
 
 namespace trainctl::sched {

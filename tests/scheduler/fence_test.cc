@@ -4,8 +4,8 @@
 // moves its replica without charging it.
 #include <catch2/catch.hpp>
 
-#include "scheduler/core.h"
 #include "model/model_proto.h"
+#include "scheduler/core.h"
 #include "scheduler/node_health.h"
 #include "tests/scheduler/test_util.h"
 

@@ -6,8 +6,8 @@
 #include <functional>
 
 #include "common/time_util.h"
-#include "scheduler/job_validation.h"
 #include "model/model_proto.h"
+#include "scheduler/job_validation.h"
 #include "tests/scheduler/test_util.h"
 
 namespace trainctl::sched {

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "common/run_id.h"
+#include "model/model_proto.h"
 #include "scheduler/core.h"
 #include "scheduler/device_pool.h"
-#include "model/model_proto.h"
 
 namespace trainctl::sched {
 
