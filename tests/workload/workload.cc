@@ -52,6 +52,14 @@ const char kUsage[] =
     "  --exclusive PATH      fail loudly (exit 99, a line in PATH.violations) when another\n"
     "                        process holds PATH's exclusive lock; else hold it while it lives\n"
     "                        (one PATH per replica: no two of its runs overlap, moves included)\n"
+    "  --on-notice exit|report\n"
+    "                        during --train, after each step, look for the preemption\n"
+    "                        notice ($TRAINCTL_PREEMPTION_NOTICE): exit: print \"notice: stopped\n"
+    "                        at step S\" and exit 0 (the step is checkpointed already);\n"
+    "                        report: once, write {\"step\":S,\"checkpoint\":true} to\n"
+    "                        $TRAINCTL_PROGRESS_FILE, print \"notice: checkpoint reported at\n"
+    "                        step S\" and train on. SIGTERM (the notice's default signal)\n"
+    "                        no longer ends the process\n"
     "  --trap-term           on SIGTERM print \"got SIGTERM\" and exit 0\n"
     "  --ignore-term         ignore SIGTERM\n";
 
@@ -181,15 +189,52 @@ void WaitForFile(const std::string& path) {
   }
 }
 
+// What --train does when the preemption notice appears (--on-notice).
+enum class OnNotice { kNone, kExit, kReport };
+
+void OnNoticeSignal(int) {}
+
+// Whether the preemption notice file exists.
+bool NoticeGiven() {
+  const std::string path = Env("TRAINCTL_PREEMPTION_NOTICE");
+  return !path.empty() && access(path.c_str(), F_OK) == 0;
+}
+
+// Says the step is checkpointed, in the progress file trainctl reads.
+void ReportCheckpoint(long step) {
+  const std::string path = Env("TRAINCTL_PROGRESS_FILE");
+  if (path.empty()) Die("TRAINCTL_PROGRESS_FILE is not set");
+  const std::string tmp = path + ".tmp-" + std::to_string(getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << "{\"step\":" << step << ",\"checkpoint\":true}\n";
+    if (!out.flush()) Die("cannot write " + tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) Die("cannot rename " + tmp + " to " + path);
+}
+
 // Resumes from the replica's checkpoint and advances it to `target`, one step per `step_time`.
-void Train(long target, double step_time) {
+void Train(long target, double step_time, OnNotice on_notice) {
   std::string path = CheckpointFile("ckpt-");
   long step = ReadNumber(path);
   if (step > 0) std::printf("resumed from step %ld\n", step);
+  bool reported = false;
   while (step < target) {
     SleepSeconds(step_time);
     WriteNumber(path, ++step);
     std::printf("step %ld\n", step);
+    if (on_notice == OnNotice::kNone || !NoticeGiven()) continue;
+    if (on_notice == OnNotice::kExit) {
+      std::printf("notice: stopped at step %ld\n", step);
+      std::fflush(stdout);
+      std::exit(0);
+    }
+    if (!reported) {
+      ReportCheckpoint(step);
+      std::printf("notice: checkpoint reported at step %ld\n", step);
+      std::fflush(stdout);
+      reported = true;
+    }
   }
   std::printf("trained to step %ld\n", step);
 }
@@ -232,6 +277,7 @@ int main(int argc, char** argv) {
   long fail_times = -1;
   long fail_code = 1;
   double step_time = 0.05;
+  OnNotice on_notice = OnNotice::kNone;
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
     auto value = [&]() -> std::string {
@@ -280,7 +326,17 @@ int main(int argc, char** argv) {
     } else if (flag == "--step-time") {
       step_time = std::atof(value().c_str());
     } else if (flag == "--train") {
-      Train(number(), step_time);
+      Train(number(), step_time, on_notice);
+    } else if (flag == "--on-notice") {
+      const std::string mode = value();
+      if (mode == "exit") {
+        on_notice = OnNotice::kExit;
+      } else if (mode == "report") {
+        on_notice = OnNotice::kReport;
+      } else {
+        Die("--on-notice takes exit or report, got " + mode);
+      }
+      signal(SIGTERM, OnNoticeSignal);
     } else if (flag == "--wait-file") {
       WaitForFile(value());
     } else if (flag == "--env") {
