@@ -69,9 +69,9 @@ int main() {
   Effects fx;
   for (int i = 0; i < kNodes; ++i) core.AgentRegistered(Node(i), now, &fx);
   for (int p = 0; p < kProjects; ++p) {
-    v1::Quota q;
-    q.set_project(absl::StrCat("project-", p));
-    q.set_gpus(8);
+    trainctl::sched::Quota q;
+    q.project = absl::StrCat("project-", p);
+    q.gpus = 8;
     (void)core.SetQuota(q, now, &fx);
   }
   for (int j = 0; j < kJobsPerProject; ++j) {
@@ -106,9 +106,9 @@ int main() {
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < passes; ++i) {
       Effects e;
-      v1::Quota touch;
-      touch.set_project("project-0");
-      touch.set_gpus(gpus);
+      trainctl::sched::Quota touch;
+      touch.project = "project-0";
+      touch.gpus = static_cast<int32_t>(gpus);
       (void)core.SetQuota(touch, now, &e);
       core.Schedule(now, &e);
     }
@@ -159,9 +159,9 @@ int main() {
     core.AgentRegistered(Node(kNodes + i, /*gpus=*/0), now, &fill);
   }
   for (int p = 0; p < kProjects; ++p) {
-    v1::Quota q;
-    q.set_project(absl::StrCat("project-", p));
-    q.set_gpus(1'000'000);
+    trainctl::sched::Quota q;
+    q.project = absl::StrCat("project-", p);
+    q.gpus = 1'000'000;
     (void)core.SetQuota(q, now, &fill);
   }
   core.Schedule(now, &fill);

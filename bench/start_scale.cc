@@ -132,7 +132,7 @@ Batch LiveRows(int live, absl::Time now, Batch* ended) {
   options.id_seed = 42;
   options.checkpoint_root = "/ckpt";
   // Half the live jobs run; the quota keeps the others QUEUED.
-  options.default_quota.set_max_running_jobs(std::max(1, live / 2 / 50));
+  options.default_quota.max_running_jobs = std::max(1, live / 2 / 50);
   sched::Core core(options);
   Batch b;
   sched::Effects fx;

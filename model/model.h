@@ -453,4 +453,29 @@ inline int64_t ToMs(absl::Time t) { return absl::ToUnixMillis(t); }
 inline int64_t ToMs(absl::Duration d) { return absl::ToInt64Milliseconds(d); }
 inline absl::Time FromMs(int64_t ms) { return absl::FromUnixMillis(ms); }
 
+// --- Quotas ----------------------------------------------------------------------------------
+
+// A project's quota: what its admitted jobs may hold at once, and how its queue is ordered. An
+// unset limit is unlimited. The API's v1::Quota maps to it in model_proto.h (QuotaFromProto,
+// QuotaToProto), which keeps what is unset apart from zero, so a stored row maps back the same.
+struct Quota {
+  std::string project;
+  std::optional<int32_t> gpus;
+  std::optional<double> cpu;
+  std::optional<int64_t> memory_mb;
+  std::optional<int32_t> max_running_jobs;
+  // Projects with the same cohort may borrow each other's unused quota.
+  std::string cohort;
+  // The most this project may borrow beyond its own quota, per resource (unset: nothing, all
+  // zero). `has_borrowing_limit` says whether the API set it, for mapping back only.
+  Res borrowing_limit;
+  bool has_borrowing_limit = false;
+  v1::QueueingStrategy queueing_strategy = v1::QUEUEING_STRATEGY_UNSPECIFIED;
+  // For BEST_EFFORT_FIFO: how long a blocked job may be overtaken; unset means the admission
+  // queue's default (10m, admission_queue.cc).
+  std::optional<absl::Duration> starvation_limit;
+  // The user the project's replicas run as (see v1::Quota.run_as_user); "" for none.
+  std::string run_as_user;
+};
+
 }  // namespace trainctl::sched

@@ -394,4 +394,45 @@ absl::StatusOr<Job> JobFromProto(const v1::Job& p) {
   return job;
 }
 
+// --- Quotas --------------------------------------------------------------------------------------
+
+Quota QuotaFromProto(const v1::Quota& p) {
+  Quota q;
+  q.project = p.project();
+  if (p.has_gpus()) q.gpus = p.gpus();
+  if (p.has_cpu()) q.cpu = p.cpu();
+  if (p.has_memory_mb()) q.memory_mb = p.memory_mb();
+  if (p.has_max_running_jobs()) q.max_running_jobs = p.max_running_jobs();
+  q.cohort = p.cohort();
+  q.has_borrowing_limit = p.has_borrowing_limit();
+  q.borrowing_limit = Res::FromProto(p.borrowing_limit());
+  q.queueing_strategy = p.queueing_strategy();
+  if (p.has_starvation_limit()) {
+    q.starvation_limit = absl::Seconds(p.starvation_limit().seconds()) +
+                         absl::Nanoseconds(p.starvation_limit().nanos());
+  }
+  q.run_as_user = p.run_as_user();
+  return q;
+}
+
+v1::Quota QuotaToProto(const Quota& q) {
+  v1::Quota p;
+  p.set_project(q.project);
+  if (q.gpus) p.set_gpus(*q.gpus);
+  if (q.cpu) p.set_cpu(*q.cpu);
+  if (q.memory_mb) p.set_memory_mb(*q.memory_mb);
+  if (q.max_running_jobs) p.set_max_running_jobs(*q.max_running_jobs);
+  p.set_cohort(q.cohort);
+  if (q.has_borrowing_limit) *p.mutable_borrowing_limit() = ToProto(q.borrowing_limit);
+  p.set_queueing_strategy(q.queueing_strategy);
+  if (q.starvation_limit) {
+    const int64_t seconds = absl::ToInt64Seconds(*q.starvation_limit);
+    p.mutable_starvation_limit()->set_seconds(seconds);
+    p.mutable_starvation_limit()->set_nanos(static_cast<int32_t>(
+        absl::ToInt64Nanoseconds(*q.starvation_limit - absl::Seconds(seconds))));
+  }
+  p.set_run_as_user(q.run_as_user);
+  return p;
+}
+
 }  // namespace trainctl::sched

@@ -44,4 +44,9 @@ absl::StatusOr<Decision> ParseDecision(const std::string& name);
 google::protobuf::Timestamp ToProtoTime(absl::Time t);
 absl::Time FromProtoTime(const google::protobuf::Timestamp& t);
 
+// A quota and back: QuotaToProto(QuotaFromProto(q)) equals q, field by field, for every quota
+// ValidateQuota accepts (a starvation limit is kept as an absl::Duration).
+Quota QuotaFromProto(const v1::Quota& proto);
+v1::Quota QuotaToProto(const Quota& quota);
+
 }  // namespace trainctl::sched

@@ -26,44 +26,42 @@ std::string Amount(double v, const char* unit) { return absl::StrFormat("%g %s",
 
 }  // namespace
 
-Res LimitsOf(const v1::Quota& q, double unlimited) {
+Res LimitsOf(const Quota& q, double unlimited) {
   Res r;
-  r.cpu = q.has_cpu() ? q.cpu() : unlimited;
-  r.memory_mb =
-      q.has_memory_mb() ? q.memory_mb() : static_cast<int64_t>(std::min(unlimited, 9.0e18));
-  r.gpus = q.has_gpus() ? q.gpus() : static_cast<int64_t>(std::min(unlimited, 9.0e18));
+  r.cpu = q.cpu ? *q.cpu : unlimited;
+  r.memory_mb = q.memory_mb ? *q.memory_mb : static_cast<int64_t>(std::min(unlimited, 9.0e18));
+  r.gpus = q.gpus ? *q.gpus : static_cast<int64_t>(std::min(unlimited, 9.0e18));
   return r;
 }
 
-Res Borrowed(const v1::Quota& q, const Res& used) {
+Res Borrowed(const Quota& q, const Res& used) {
   Res b;
-  if (q.has_cpu()) b.cpu = std::max(0.0, used.cpu - q.cpu());
-  if (q.has_memory_mb()) b.memory_mb = std::max<int64_t>(0, used.memory_mb - q.memory_mb());
-  if (q.has_gpus()) b.gpus = std::max<int64_t>(0, used.gpus - q.gpus());
+  if (q.cpu) b.cpu = std::max(0.0, used.cpu - *q.cpu);
+  if (q.memory_mb) b.memory_mb = std::max<int64_t>(0, used.memory_mb - *q.memory_mb);
+  if (q.gpus) b.gpus = std::max<int64_t>(0, used.gpus - *q.gpus);
   return b;
 }
 
-Res Unused(const v1::Quota& q, const Res& used) {
+Res Unused(const Quota& q, const Res& used) {
   Res u;
-  if (q.has_cpu()) u.cpu = std::max(0.0, q.cpu() - used.cpu);
-  if (q.has_memory_mb()) u.memory_mb = std::max<int64_t>(0, q.memory_mb() - used.memory_mb);
-  if (q.has_gpus()) u.gpus = std::max<int64_t>(0, q.gpus() - used.gpus);
+  if (q.cpu) u.cpu = std::max(0.0, *q.cpu - used.cpu);
+  if (q.memory_mb) u.memory_mb = std::max<int64_t>(0, *q.memory_mb - used.memory_mb);
+  if (q.gpus) u.gpus = std::max<int64_t>(0, *q.gpus - used.gpus);
   return u;
 }
 
-QuotaEval EvaluateQuota(const std::string& project, const v1::Quota& q, const ProjectUsage& usage,
+QuotaEval EvaluateQuota(const std::string& project, const Quota& q, const ProjectUsage& usage,
                         const Res& demand, const Res& borrowable) {
   QuotaEval e;
   e.fits_now = true;
   e.fits_ever = true;
-  const Res borrow_limit = Res::FromProto(q.borrowing_limit());
+  const Res& borrow_limit = q.borrowing_limit;
   const Dim dims[] = {
       {"gpus", "gpus", double(demand.gpus), double(usage.used.gpus),
-       q.has_gpus() ? double(q.gpus()) : kUnlimited, double(borrowable.gpus)},
-      {"cpu", "cpu cores", demand.cpu, usage.used.cpu, q.has_cpu() ? q.cpu() : kUnlimited,
-       borrowable.cpu},
+       q.gpus ? double(*q.gpus) : kUnlimited, double(borrowable.gpus)},
+      {"cpu", "cpu cores", demand.cpu, usage.used.cpu, q.cpu ? *q.cpu : kUnlimited, borrowable.cpu},
       {"memoryMb", "MiB of memory", double(demand.memory_mb), double(usage.used.memory_mb),
-       q.has_memory_mb() ? double(q.memory_mb()) : kUnlimited, double(borrowable.memory_mb)},
+       q.memory_mb ? double(*q.memory_mb) : kUnlimited, double(borrowable.memory_mb)},
   };
   const double borrow_limits[] = {double(borrow_limit.gpus), borrow_limit.cpu,
                                   double(borrow_limit.memory_mb)};
@@ -119,19 +117,19 @@ QuotaEval EvaluateQuota(const std::string& project, const v1::Quota& q, const Pr
       e.blockers.push_back(std::move(b));
     }
   }
-  if (q.has_max_running_jobs()) {
-    if (q.max_running_jobs() < 1) e.fits_ever = false;
-    if (usage.running_jobs >= q.max_running_jobs()) {
+  if (q.max_running_jobs) {
+    if (*q.max_running_jobs < 1) e.fits_ever = false;
+    if (usage.running_jobs >= *q.max_running_jobs) {
       e.fits_now = false;
       v1::Blocker b;
       b.set_kind(BlockerWord(BlockerKind::kQuota));
       b.set_resource("runningJobs");
       b.set_needed(1);
       b.set_in_use(usage.running_jobs);
-      b.set_limit(q.max_running_jobs());
+      b.set_limit(*q.max_running_jobs);
       b.set_jobs(usage.running_jobs);
       b.set_message(absl::StrCat(BlockerWord(BlockerKind::kQuota), ": project ", project, " runs ",
-                                 usage.running_jobs, " of ", q.max_running_jobs(),
+                                 usage.running_jobs, " of ", *q.max_running_jobs,
                                  " jobs (maxRunningJobs)"));
       e.blockers.push_back(std::move(b));
     }

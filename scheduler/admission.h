@@ -33,19 +33,20 @@ struct QuotaEval {
 
 // `borrowable` is the most the project may borrow in all, per resource, what it borrows already
 // included: the least of its borrowing limit and what its cohort can lend (see Borrowable).
-QuotaEval EvaluateQuota(const std::string& project, const v1::Quota& quota,
-                        const ProjectUsage& usage, const Res& demand, const Res& borrowable);
+QuotaEval EvaluateQuota(const std::string& project, const Quota& quota, const ProjectUsage& usage,
+                        const Res& demand, const Res& borrowable);
 
 // What a project uses beyond its own quota (0 where unlimited).
-Res Borrowed(const v1::Quota& quota, const Res& used);
+Res Borrowed(const Quota& quota, const Res& used);
 
 // What a project leaves unused of its quota (0 where unlimited: unlimited quota is not lent).
-Res Unused(const v1::Quota& quota, const Res& used);
+Res Unused(const Quota& quota, const Res& used);
 
 // The quota's limits as a Res; unlimited dimensions hold `unlimited`.
-Res LimitsOf(const v1::Quota& quota, double unlimited);
+Res LimitsOf(const Quota& quota, double unlimited);
 
-// Validates a quota: INVALID_ARGUMENT with the field path.
+// Validates a quota as the API sends it: INVALID_ARGUMENT with the field path (its JSON name,
+// "quota.starvationLimit"). Checked on the message, before it maps to the model's Quota.
 absl::Status ValidateQuota(const v1::Quota& quota);
 
 }  // namespace trainctl::sched

@@ -1,6 +1,7 @@
 #include "scheduler/admission_queue.h"
 
 #include "absl/strings/str_cat.h"
+#include "model/model_proto.h"
 #include "scheduler/maintenance.h"
 #include "scheduler/node_registry.h"
 #include "scheduler/topology.h"
@@ -35,9 +36,12 @@ std::optional<absl::Time> AdmissionQueue::DeadlineOf(const Job& job) {
   return job.queue_time.value_or(job.create_time) + *timeout;
 }
 
-void AdmissionQueue::RestoreQuotas(std::vector<v1::Quota> quotas) {
+void AdmissionQueue::RestoreQuotas(std::vector<Quota> quotas) {
   ++version_;
-  for (v1::Quota& q : quotas) quotas_[q.project()] = std::move(q);
+  for (Quota& q : quotas) {
+    std::string project = q.project;
+    quotas_[project] = std::move(q);
+  }
   pass_needed_ = true;
 }
 
@@ -103,41 +107,46 @@ void AdmissionQueue::Released(const std::string& project) {
 
 // --- Quotas --------------------------------------------------------------------------------------
 
-absl::Status AdmissionQueue::SetQuota(const v1::Quota& quota, absl::Time now, Effects* fx) {
-  absl::Status valid = ValidateQuota(quota);
+absl::Status AdmissionQueue::SetQuota(const Quota& quota, absl::Time now, Effects* fx) {
+  // The message form: what ValidateQuota checks, and what the event shows.
+  const v1::Quota message = QuotaToProto(quota);
+  absl::Status valid = ValidateQuota(message);
   if (!valid.ok()) return valid;
-  quotas_[quota.project()] = quota;
+  quotas_[quota.project] = quota;
   ++version_;
-  fx->quotas.insert(quota.project());
+  fx->quotas.insert(quota.project);
   AddEvent(
       fx, now, nullptr, "", "", "QuotaChanged",
-      absl::StrCat("quota of project ", quota.project(), " set to ", quota.ShortDebugString()));
+      absl::StrCat("quota of project ", quota.project, " set to ", message.ShortDebugString()));
   pass_needed_ = true;  // raising a quota admits waiting jobs at once
   return absl::OkStatus();
 }
 
-void AdmissionQueue::SetDefaultQuota(const v1::Quota& quota, absl::Time now, Effects* fx) {
+void AdmissionQueue::SetDefaultQuota(const Quota& quota, absl::Time now, Effects* fx) {
   default_quota_ = quota;
-  default_quota_.clear_project();
+  default_quota_.project.clear();
   ++version_;
-  AddEvent(
-      fx, now, nullptr, "", "", "DefaultQuotaChanged",
-      absl::StrCat("the default quota, of every project without one of its own, set to ",
-                   default_quota_.ShortDebugString().empty() ? "unlimited"
-                                                             : default_quota_.ShortDebugString()));
+  const std::string shown = QuotaToProto(default_quota_).ShortDebugString();
+  AddEvent(fx, now, nullptr, "", "", "DefaultQuotaChanged",
+           absl::StrCat("the default quota, of every project without one of its own, set to ",
+                        shown.empty() ? "unlimited" : shown));
   pass_needed_ = true;  // a raised default admits waiting jobs at once
 }
 
-const v1::Quota* AdmissionQueue::FindQuota(const std::string& project) const {
+const Quota* AdmissionQueue::FindQuota(const std::string& project) const {
   auto it = quotas_.find(project);
   return it == quotas_.end() ? nullptr : &it->second;
 }
 
-v1::Quota AdmissionQueue::QuotaOf(const std::string& project) const {
+Quota AdmissionQueue::EffectiveQuota(const std::string& project) const {
   auto it = quotas_.find(project);
-  v1::Quota q = it != quotas_.end() ? it->second : default_quota_;
-  q.set_project(project);
+  Quota q = it != quotas_.end() ? it->second : default_quota_;
+  q.project = project;
   return q;
+}
+
+v1::Quota AdmissionQueue::QuotaOf(const std::string& project) const {
+  return QuotaToProto(EffectiveQuota(project));
 }
 
 // --- The pass ------------------------------------------------------------------------------------
@@ -201,7 +210,7 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
       advance(project, key);
       continue;
     }
-    const v1::Quota quota = QuotaOf(project);
+    const Quota quota = EffectiveQuota(project);
     const Res demand = DemandOf(job);
     QuotaEval qe = EvaluateQuota(project, quota, usage[project], demand,
                                  Borrowable(project, quota, quotas_, usage, head_demand));
@@ -245,12 +254,9 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
       reason = qe.blockers[0].message();
     }
     set_reason(job, reason);
-    if (quota.queueing_strategy() == v1::QUEUEING_STRATEGY_BEST_EFFORT_FIFO) {
+    if (quota.queueing_strategy == v1::QUEUEING_STRATEGY_BEST_EFFORT_FIFO) {
       auto [since, inserted] = blocked_since_.insert({job.id, now});
-      const absl::Duration limit = quota.has_starvation_limit()
-                                       ? absl::Seconds(quota.starvation_limit().seconds()) +
-                                             absl::Nanoseconds(quota.starvation_limit().nanos())
-                                       : kDefaultStarvationLimit;
+      const absl::Duration limit = quota.starvation_limit.value_or(kDefaultStarvationLimit);
       if (now - since->second < limit) {
         timers->WakeAt(since->second + limit);
         advance(project, key);  // later jobs may go past it, for now
@@ -379,7 +385,7 @@ std::vector<std::string> AdmissionQueue::Queued(const std::string& project, int3
 v1::Project AdmissionQueue::ProjectView(const std::string& project) const {
   auto q = project_queues_.find(project);
   v1::Project view =
-      MakeProject(project, QuotaOf(project), quotas_.count(project) == 0, UsageOf(project),
+      MakeProject(project, EffectiveQuota(project), quotas_.count(project) == 0, UsageOf(project),
                   q == project_queues_.end() ? 0 : static_cast<int32_t>(q->second.size()));
   if (std::optional<uint32_t> uid = uids_.Find(project)) view.set_replica_uid(*uid);
   return view;

@@ -64,13 +64,13 @@ class AdmissionQueue {
  public:
   // `default_quota` is every project's quota that has none of its own; projects' replica uids
   // come from `uid_range`.
-  explicit AdmissionQueue(v1::Quota default_quota, UidRange uid_range = {})
+  explicit AdmissionQueue(Quota default_quota, UidRange uid_range = {})
       : default_quota_(std::move(default_quota)), uids_(uid_range) {}
 
   AdmissionQueue(const AdmissionQueue&) = delete;
   AdmissionQueue& operator=(const AdmissionQueue&) = delete;
 
-  void RestoreQuotas(std::vector<v1::Quota> quotas);
+  void RestoreQuotas(std::vector<Quota> quotas);
 
   // --- Membership ----------------------------------------------------------------------------
 
@@ -93,12 +93,12 @@ class AdmissionQueue {
   // --- Quotas --------------------------------------------------------------------------------
 
   // Replaces a project's quota; takes effect at the next pass. INVALID_ARGUMENT with the field
-  // path for a bad quota.
-  absl::Status SetQuota(const v1::Quota& quota, absl::Time now, Effects* fx);
+  // path for a bad quota (ValidateQuota, on its message form).
+  absl::Status SetQuota(const Quota& quota, absl::Time now, Effects* fx);
   // Replaces the quota of every project without one of its own (trainctld's SIGHUP).
-  void SetDefaultQuota(const v1::Quota& quota, absl::Time now, Effects* fx);
+  void SetDefaultQuota(const Quota& quota, absl::Time now, Effects* fx);
   // The project's own quota row, or nullptr when it uses the default.
-  const v1::Quota* FindQuota(const std::string& project) const;
+  const Quota* FindQuota(const std::string& project) const;
   // Each project's replica uid (shown in ProjectView).
   ProjectUids& uids() { return uids_; }
   const ProjectUids& uids() const { return uids_; }
@@ -130,6 +130,9 @@ class AdmissionQueue {
     return it == usage_.end() ? ProjectUsage{} : it->second;
   }
   // The project's effective quota: its own, or the default, with `project` set.
+  Quota EffectiveQuota(const std::string& project) const;
+  // The same as the API's message (model_proto's QuotaToProto), for the launch message's
+  // run_as_user; callers that decide use EffectiveQuota.
   v1::Quota QuotaOf(const std::string& project) const;
   // A project with its effective quota, usage and queued jobs, as of now.
   v1::Project ProjectView(const std::string& project) const;
@@ -151,9 +154,9 @@ class AdmissionQueue {
   bool FitsIdle(const Job& job, const std::vector<ReplicaDemand>& demands,
                 const NodeRegistry& nodes);
 
-  v1::Quota default_quota_;
+  Quota default_quota_;
 
-  std::map<std::string, v1::Quota> quotas_;
+  std::map<std::string, Quota> quotas_;
   ProjectUids uids_;
   std::map<std::string, ProjectUsage> usage_;
   // Replicas holding resources, per project: a project with none holds exactly nothing (no

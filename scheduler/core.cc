@@ -25,7 +25,7 @@ Core::Core(CoreOptions options)
       lifecycle_(&jobs_, &nodes_, &queue_, &timers_, options_.skew_tolerance) {}
 
 void Core::Restore(std::vector<Job> jobs, std::vector<Node> nodes,
-                   const std::vector<ReplicaRun>& runs, std::vector<v1::Quota> quotas) {
+                   const std::vector<ReplicaRun>& runs, std::vector<Quota> quotas) {
   queue_.RestoreQuotas(std::move(quotas));
   nodes_.Restore(std::move(nodes));
   // Jobs an older trainctld stored carry no checkpoint root: the one their directory matches now.
@@ -171,13 +171,13 @@ absl::Status Core::ForgetJob(const std::string& id) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::Project> Core::SetQuota(const v1::Quota& quota, absl::Time now, Effects* fx) {
+absl::StatusOr<v1::Project> Core::SetQuota(const Quota& quota, absl::Time now, Effects* fx) {
   absl::Status set = queue_.SetQuota(quota, now, fx);
   if (!set.ok()) return set;
-  return queue_.ProjectView(quota.project());
+  return queue_.ProjectView(quota.project);
 }
 
-void Core::SetDefaultQuota(const v1::Quota& quota, absl::Time now, Effects* fx) {
+void Core::SetDefaultQuota(const Quota& quota, absl::Time now, Effects* fx) {
   queue_.SetDefaultQuota(quota, now, fx);
 }
 

@@ -55,7 +55,7 @@ struct CoreOptions {
   uint64_t id_seed = 0;
   // The quota of every project that has none of its own (its `project` field is ignored).
   // Unset limits are unlimited.
-  v1::Quota default_quota;
+  Quota default_quota;
   // The lost timeout, the flapping rule and the port range of every node.
   NodePolicy nodes;
   // Where projects' replica uids come from (project_uids.h; trainctld --replica-uid-range).
@@ -78,7 +78,7 @@ class Core {
   // Loads persisted state after a restart. Every node starts disconnected; its agent's next
   // Register re-adopts the replicas it still runs. REQUIRES: called once, before any input.
   void Restore(std::vector<Job> jobs, std::vector<Node> nodes, const std::vector<ReplicaRun>& runs,
-               std::vector<v1::Quota> quotas = {});
+               std::vector<Quota> quotas = {});
   // The latest creation time of any stored job, loaded or not: new jobs are created after it,
   // so their ids (which begin with the creation time) never repeat a stored job's.
   void RestoreLastCreate(absl::Time t) { jobs_.NoteCreated(t); }
@@ -129,10 +129,11 @@ class Core {
   // others in the database). The errors of DeleteJob; no effect.
   absl::Status ForgetJob(const std::string& id);
   // Replaces a project's quota; takes effect at once (raising it admits waiting jobs; lowering it
-  // stops nothing). INVALID_ARGUMENT for a bad quota, with the field path.
+  // stops nothing). INVALID_ARGUMENT for a bad quota, with the field path (ValidateQuota; the API
+  // checks the message it got the same way before mapping it with QuotaFromProto).
   // The quota of every project without one of its own (CoreOptions::default_quota), replaced.
-  void SetDefaultQuota(const v1::Quota& quota, absl::Time now, Effects* fx);
-  absl::StatusOr<v1::Project> SetQuota(const v1::Quota& quota, absl::Time now, Effects* fx);
+  void SetDefaultQuota(const Quota& quota, absl::Time now, Effects* fx);
+  absl::StatusOr<v1::Project> SetQuota(const Quota& quota, absl::Time now, Effects* fx);
   // Progress reported through the API. NOT_FOUND for an unknown job or replica,
   // FAILED_PRECONDITION when the replica is not running.
   absl::Status ReportProgress(const std::string& job_id, const std::string& replica, absl::Time now,
@@ -234,7 +235,7 @@ class Core {
   std::vector<v1::Node> ListNodes() const { return nodes_.Views(); }
 
   // The quota row of a project, or nullptr when it uses the default quota.
-  const v1::Quota* FindQuota(const std::string& project) const { return queue_.FindQuota(project); }
+  const Quota* FindQuota(const std::string& project) const { return queue_.FindQuota(project); }
   // A project with its effective quota and usage. INVALID_ARGUMENT for a malformed name; any
   // well-formed name is a project (with the default quota until one is set).
   absl::StatusOr<v1::Project> GetProject(const std::string& name) const;

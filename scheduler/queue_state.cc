@@ -44,10 +44,10 @@ QueuedJob QueuedJobOf(const v1::Job& job) {
   return q;
 }
 
-v1::Quota QueueState::QuotaOf(const std::string& project) const {
+Quota QueueState::QuotaOf(const std::string& project) const {
   auto it = quotas.find(project);
-  v1::Quota q = it != quotas.end() ? it->second : default_quota;
-  q.set_project(project);
+  Quota q = it != quotas.end() ? it->second : default_quota;
+  q.project = project;
   return q;
 }
 
@@ -71,18 +71,18 @@ const std::vector<std::string>& QueueState::OrderOf(const std::string& project) 
   return it == order->end() ? kNone : *it->second;
 }
 
-Res Borrowable(const std::string& project, const v1::Quota& quota,
-               const std::map<std::string, v1::Quota>& quotas,
+Res Borrowable(const std::string& project, const Quota& quota,
+               const std::map<std::string, Quota>& quotas,
                const std::map<std::string, ProjectUsage>& usage,
                const std::function<std::optional<Res>(const std::string&)>& head_demand) {
   Res none;
-  if (quota.cohort().empty()) return none;
-  const Res limit = Res::FromProto(quota.borrowing_limit());
+  if (quota.cohort.empty()) return none;
+  const Res& limit = quota.borrowing_limit;
   if (limit.cpu <= 0 && limit.memory_mb <= 0 && limit.gpus <= 0) return none;
   Res lendable;
   Res lent;
   for (const auto& [name, q] : quotas) {
-    if (name == project || q.cohort() != quota.cohort()) continue;
+    if (name == project || q.cohort != quota.cohort) continue;
     auto u = usage.find(name);
     const Res used = u == usage.end() ? Res{} : u->second.used;
     Res unused = Unused(q, used);
@@ -104,7 +104,7 @@ Res Borrowable(const std::string& project, const v1::Quota& quota,
 
 namespace {
 
-Res BorrowableIn(const QueueState& state, const std::string& project, const v1::Quota& quota) {
+Res BorrowableIn(const QueueState& state, const std::string& project, const Quota& quota) {
   return Borrowable(project, quota, state.quotas, state.usage,
                     [&state](const std::string& name) -> std::optional<Res> {
                       auto it = state.head_demand.find(name);
@@ -131,7 +131,7 @@ std::vector<v1::Blocker> BlockersOf(const QueueState& state, const QueuedJob& jo
         ReasonText(BlockerKind::kStopping,
                    absl::StrCat("attempt ", job.attempts, "'s replicas are still stopping")));
   }
-  const v1::Quota quota = state.QuotaOf(job.project);
+  const Quota quota = state.QuotaOf(job.project);
   Res demand;
   for (const ReplicaDemand& d : job.demands) demand += d.need;
   QuotaEval qe = EvaluateQuota(job.project, quota, state.UsageOf(job.project), demand,
@@ -172,11 +172,11 @@ v1::QueueStatus QueueStatusOf(const QueueState& state, const QueuedJob& job, abs
   return qs;
 }
 
-v1::Project MakeProject(const std::string& name, const v1::Quota& quota, bool default_quota,
+v1::Project MakeProject(const std::string& name, const Quota& quota, bool default_quota,
                         const ProjectUsage& usage, int32_t queued_jobs) {
   v1::Project p;
   p.set_name(name);
-  *p.mutable_quota() = quota;
+  *p.mutable_quota() = QuotaToProto(quota);
   p.set_default_quota(default_quota);
   *p.mutable_in_use() = ToProto(usage.used);
   p.set_running_jobs(usage.running_jobs);

@@ -58,9 +58,9 @@ std::shared_ptr<const QueueOrder> MakeQueueOrder(
     std::map<std::string, std::vector<std::string>> lists);
 
 struct QueueState {
-  v1::Quota default_quota;
+  Quota default_quota;
   // Projects' own quotas.
-  std::map<std::string, v1::Quota> quotas;
+  std::map<std::string, Quota> quotas;
   std::map<std::string, ProjectUsage> usage;
   // Queued job ids per project, in admission order. Every state built while the queue's
   // membership stays the same shares one (AdmissionQueue keeps it): publishing the state after a
@@ -76,7 +76,7 @@ struct QueueState {
   std::vector<NodeWindow> windows;
 
   // The effective quota of a project (its own, or the default).
-  v1::Quota QuotaOf(const std::string& project) const;
+  Quota QuotaOf(const std::string& project) const;
   ProjectUsage UsageOf(const std::string& project) const;
   // The project's queued job ids, in admission order (none: empty).
   const std::vector<std::string>& OrderOf(const std::string& project) const;
@@ -87,8 +87,8 @@ struct QueueState {
 // other projects already borrow and less what a member needs back for its own first waiting job
 // (the owner reclaims by taking it back first).
 // `head_demand` gives a project's first queued job's demand, if it has one.
-Res Borrowable(const std::string& project, const v1::Quota& quota,
-               const std::map<std::string, v1::Quota>& quotas,
+Res Borrowable(const std::string& project, const Quota& quota,
+               const std::map<std::string, Quota>& quotas,
                const std::map<std::string, ProjectUsage>& usage,
                const std::function<std::optional<Res>(const std::string&)>& head_demand);
 
@@ -100,8 +100,9 @@ std::vector<v1::Blocker> BlockersOf(const QueueState& state, const QueuedJob& jo
 v1::QueueStatus QueueStatusOf(const QueueState& state, const QueuedJob& job, absl::Time now);
 
 // A project with its effective quota (`default_quota` when it has none of its own), usage,
-// queued jobs and what it borrows.
-v1::Project MakeProject(const std::string& name, const v1::Quota& quota, bool default_quota,
+// queued jobs and what it borrows. The one place a v1::Project is built (its quota mapped by
+// model_proto's QuotaToProto).
+v1::Project MakeProject(const std::string& name, const Quota& quota, bool default_quota,
                         const ProjectUsage& usage, int32_t queued_jobs);
 // The same from a QueueState.
 v1::Project ProjectOf(const QueueState& state, const std::string& name);

@@ -2,6 +2,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
+#include "model/model_proto.h"
+#include "scheduler/admission.h"
 #include "server/api.h"
 
 namespace trainctl::server {
@@ -40,7 +42,11 @@ void Api::SetQuota(const CallContext& call, const v1::SetQuotaRequest& req,
   parts_.loop->Post(
       [quota = req.quota(), name = caller->name, done](Turn& t) {
         const size_t first = t.fx->events.size();
-        absl::StatusOr<v1::Project> p = t.core.SetQuota(quota, t.now, t.fx);
+        // Checked as the message it came as (the field paths are its JSON names), then mapped.
+        const absl::Status valid = sched::ValidateQuota(quota);
+        absl::StatusOr<v1::Project> p =
+            valid.ok() ? t.core.SetQuota(sched::QuotaFromProto(quota), t.now, t.fx)
+                       : absl::StatusOr<v1::Project>(valid);
         StampActor(t.fx, first, name);
         // Replying after the commit: the caller hears OK only once the quota is durable.
         t.after_commit->push_back([p = std::move(p), done] { done(p); });

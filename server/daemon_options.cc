@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "model/model_proto.h"
+
 namespace trainctl::server {
 
 DaemonOptions DaemonOptionsFromFlags(const DaemonFlags& flags) {
@@ -11,7 +13,7 @@ DaemonOptions DaemonOptionsFromFlags(const DaemonFlags& flags) {
   core.checkpoint_allowed_roots = flags.checkpoint_allowed_roots;
   core.replica_uid_range = flags.replica_uid_range;
   core.heartbeat_interval = absl::Milliseconds(flags.heartbeat_ms);
-  core.default_quota = flags.default_quota;
+  core.default_quota = sched::QuotaFromProto(flags.default_quota);
   core.nodes.lost_timeout_ms = flags.node_lost_timeout_ms;
   core.nodes.flap_threshold = flags.flap_threshold;
   core.nodes.flap_window_ms = flags.flap_window_ms;

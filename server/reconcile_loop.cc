@@ -171,7 +171,9 @@ void ReconcileLoop::RunTurn(std::vector<Item> items) {
   batch.deleted_nodes = std::move(fx.deleted_nodes);
   batch.events = std::move(fx.events);
   for (const std::string& project : fx.quotas) {
-    if (const v1::Quota* quota = core_->FindQuota(project)) batch.quotas.push_back(*quota);
+    if (const sched::Quota* quota = core_->FindQuota(project)) {
+      batch.quotas.push_back(sched::QuotaToProto(*quota));
+    }
   }
   for (const std::string& project : fx.project_uids) {
     batch.project_uids.emplace_back(project, *core_->ProjectUid(project));

@@ -27,8 +27,11 @@ absl::StatusOr<LoadedState> LoadState(storage::Store& store, const sched::CoreOp
     }
     jobs.push_back(*std::move(job));
   }
+  std::vector<sched::Quota> quotas;
+  quotas.reserve(snap->quotas.size());
+  for (const v1::Quota& stored : snap->quotas) quotas.push_back(sched::QuotaFromProto(stored));
   out.core = std::make_unique<sched::Core>(options);
-  out.core->Restore(std::move(jobs), std::move(snap->nodes), snap->runs, std::move(snap->quotas));
+  out.core->Restore(std::move(jobs), std::move(snap->nodes), snap->runs, std::move(quotas));
   out.core->RestoreLastCreate(absl::FromUnixMillis(snap->last_create_ms));
   out.core->RestoreProjectUids(std::move(snap->project_uids));
   out.tokens = std::move(snap->tokens);

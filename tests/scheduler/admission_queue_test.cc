@@ -36,11 +36,11 @@ Job MakeJob(const std::string& id, const std::string& project, int created_s,
   return job;
 }
 
-v1::Quota Quota(const std::string& project, double cpu, v1::QueueingStrategy strategy) {
-  v1::Quota q;
-  q.set_project(project);
-  q.set_cpu(cpu);
-  q.set_queueing_strategy(strategy);
+Quota CpuQuota(const std::string& project, double cpu, v1::QueueingStrategy strategy) {
+  Quota q;
+  q.project = project;
+  q.cpu = cpu;
+  q.queueing_strategy = strategy;
   return q;
 }
 
@@ -53,7 +53,7 @@ std::vector<std::string> StartedIds(const AdmissionPlan& plan) {
 struct Queue {
   JobTable jobs{1};
   NodeRegistry nodes{NodePolicy{}};
-  AdmissionQueue queue{v1::Quota{}};
+  AdmissionQueue queue{Quota{}};
   Timers timers;
 
   // Registers nodes of 4 cpu and 4096 MiB.
@@ -172,7 +172,7 @@ TEST_CASE("AdmissionQueue: a pass starts jobs in admission order, with a node pe
 TEST_CASE("AdmissionQueue: STRICT_FIFO lets no job past a blocked one") {
   Queue q;
   Effects fx;
-  REQUIRE(q.queue.SetQuota(Quota("p", 4, v1::QUEUEING_STRATEGY_STRICT_FIFO), kT0, &fx).ok());
+  REQUIRE(q.queue.SetQuota(CpuQuota("p", 4, v1::QUEUEING_STRATEGY_STRICT_FIFO), kT0, &fx).ok());
   q.Running("p", 3);
   q.Add(MakeJob("j-blocked", "p", 1, {{2, 0, 0}}));
   q.Add(MakeJob("j-small", "p", 2, {{1, 0, 0}}));
@@ -188,7 +188,7 @@ TEST_CASE("AdmissionQueue: STRICT_FIFO lets no job past a blocked one") {
 TEST_CASE("AdmissionQueue: a job larger than its quota holds back nobody") {
   Queue q;
   Effects fx;
-  REQUIRE(q.queue.SetQuota(Quota("p", 4, v1::QUEUEING_STRATEGY_STRICT_FIFO), kT0, &fx).ok());
+  REQUIRE(q.queue.SetQuota(CpuQuota("p", 4, v1::QUEUEING_STRATEGY_STRICT_FIFO), kT0, &fx).ok());
   q.Add(MakeJob("j-huge", "p", 1, {{8, 0, 0}}));
   q.Add(MakeJob("j-small", "p", 2, {{1, 0, 0}}));
   const AdmissionPlan plan = q.Pass(kT0);
@@ -202,8 +202,8 @@ TEST_CASE("AdmissionQueue: a job larger than its quota holds back nobody") {
 TEST_CASE("AdmissionQueue: BEST_EFFORT_FIFO lets jobs past a blocked one until its limit") {
   Queue q;
   Effects fx;
-  v1::Quota quota = Quota("p", 4, v1::QUEUEING_STRATEGY_BEST_EFFORT_FIFO);
-  quota.mutable_starvation_limit()->set_seconds(60);
+  Quota quota = CpuQuota("p", 4, v1::QUEUEING_STRATEGY_BEST_EFFORT_FIFO);
+  quota.starvation_limit = absl::Seconds(60);
   REQUIRE(q.queue.SetQuota(quota, kT0, &fx).ok());
   q.Running("p", 3);
   q.Add(MakeJob("j-blocked", "p", 1, {{2, 0, 0}}));
@@ -228,15 +228,16 @@ TEST_CASE("AdmissionQueue: BEST_EFFORT_FIFO lets jobs past a blocked one until i
 void Cohort(Queue* q, int a_borrows, int b_gpus, int a_holds) {
   Effects fx;
   q->nodes.Register(testing::Reg("node-g", 64, 65536, 16), kT0, &fx);
-  v1::Quota a;
-  a.set_project("team-a");
-  a.set_gpus(4);
-  a.set_cohort("c");
-  a.mutable_borrowing_limit()->set_gpus(a_borrows);
-  v1::Quota b;
-  b.set_project("team-b");
-  b.set_gpus(b_gpus);
-  b.set_cohort("c");
+  Quota a;
+  a.project = "team-a";
+  a.gpus = 4;
+  a.cohort = "c";
+  a.borrowing_limit.gpus = a_borrows;
+  a.has_borrowing_limit = true;
+  Quota b;
+  b.project = "team-b";
+  b.gpus = b_gpus;
+  b.cohort = "c";
   REQUIRE(q->queue.SetQuota(a, kT0, &fx).ok());
   REQUIRE(q->queue.SetQuota(b, kT0, &fx).ok());
   q->queue.Admitted("team-a");
@@ -439,24 +440,25 @@ TEST_CASE("AdmissionQueue: usage is counted from Hold/Release and Admitted/Relea
 TEST_CASE("AdmissionQueue: SetQuota validates, records and wakes the queue") {
   Queue q;
   Effects fx;
-  v1::Quota bad = Quota("Team_A", 1, v1::QUEUEING_STRATEGY_STRICT_FIFO);
+  Quota bad = CpuQuota("Team_A", 1, v1::QUEUEING_STRATEGY_STRICT_FIFO);
   CHECK(q.queue.SetQuota(bad, kT0, &fx).message() ==
         "quota.project must be 1..63 characters of a-z, 0-9 and '-'; got \"Team_A\"");
-  CHECK(q.queue.SetQuota(Quota("p", -1, v1::QUEUEING_STRATEGY_STRICT_FIFO), kT0, &fx).message() ==
-        "quota.cpu must be >= 0, got -1");
+  CHECK(
+      q.queue.SetQuota(CpuQuota("p", -1, v1::QUEUEING_STRATEGY_STRICT_FIFO), kT0, &fx).message() ==
+      "quota.cpu must be >= 0, got -1");
   CHECK(fx.empty());
   CHECK(q.queue.FindQuota("p") == nullptr);
 
   q.Add(MakeJob("j-a", "p", 1, {{2, 0, 0}}));
-  REQUIRE(q.queue.SetQuota(Quota("p", 1, v1::QUEUEING_STRATEGY_STRICT_FIFO), kT0, &fx).ok());
+  REQUIRE(q.queue.SetQuota(CpuQuota("p", 1, v1::QUEUEING_STRATEGY_STRICT_FIFO), kT0, &fx).ok());
   CHECK(q.Pass(kT0).starts.empty());
   Effects raise;
-  REQUIRE(q.queue.SetQuota(Quota("p", 2, v1::QUEUEING_STRATEGY_STRICT_FIFO), kT0, &raise).ok());
+  REQUIRE(q.queue.SetQuota(CpuQuota("p", 2, v1::QUEUEING_STRATEGY_STRICT_FIFO), kT0, &raise).ok());
   CHECK(raise.quotas == std::set<std::string>{"p"});
   REQUIRE(raise.events.size() == 1);
   CHECK(raise.events[0].type == "QuotaChanged");
   REQUIRE(q.queue.FindQuota("p") != nullptr);
-  CHECK(q.queue.FindQuota("p")->cpu() == 2);
+  CHECK(q.queue.FindQuota("p")->cpu == 2);
   // Raising a quota admits at once: the next pass runs without another wake.
   CHECK(StartedIds(q.queue.Pass(q.jobs, &q.nodes, kT0, &q.timers)) ==
         std::vector<std::string>{"j-a"});

@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/time_util.h"
+#include "model/model_proto.h"
 #include "scheduler/core.h"
 #include "tests/scheduler/test_util.h"
 
@@ -15,7 +16,7 @@ namespace {
 
 using namespace testing;
 
-v1::Quota Quota(const std::string& project, int gpus) {
+v1::Quota GpusQuota(const std::string& project, int gpus) {
   v1::Quota q;
   q.set_project(project);
   q.set_gpus(gpus);
@@ -23,15 +24,15 @@ v1::Quota Quota(const std::string& project, int gpus) {
 }
 
 TEST_CASE("EvaluateQuota: fits, blocked, never fits, borrowing") {
-  v1::Quota q = Quota("team-a", 8);
+  v1::Quota q = GpusQuota("team-a", 8);
   ProjectUsage in_use{{0, 0, 4}, 1};
   SECTION("fits within the quota") {
-    QuotaEval e = EvaluateQuota("team-a", q, in_use, {0, 0, 4}, {});
+    QuotaEval e = EvaluateQuota("team-a", QuotaFromProto(q), in_use, {0, 0, 4}, {});
     CHECK(e.fits_now);
     CHECK(e.fits_ever);
   }
   SECTION("blocked by what is in use, with numbers and a sentence") {
-    QuotaEval e = EvaluateQuota("team-a", q, in_use, {0, 0, 8}, {});
+    QuotaEval e = EvaluateQuota("team-a", QuotaFromProto(q), in_use, {0, 0, 8}, {});
     CHECK(!e.fits_now);
     CHECK(e.fits_ever);
     REQUIRE(e.blockers.size() == 1);
@@ -43,21 +44,22 @@ TEST_CASE("EvaluateQuota: fits, blocked, never fits, borrowing") {
     CHECK(e.blockers[0].message() == "QUOTA: project team-a needs 8 gpus, 4 of 8 in use by 1 job");
   }
   SECTION("larger than the quota itself never fits") {
-    QuotaEval e = EvaluateQuota("team-a", q, {}, {0, 0, 16}, {});
+    QuotaEval e = EvaluateQuota("team-a", QuotaFromProto(q), {}, {0, 0, 16}, {});
     CHECK(!e.fits_ever);
     CHECK(e.blockers[0].message().find("quota is 8 gpus") != std::string::npos);
   }
   SECTION("borrowing covers what is over the quota") {
     q.set_cohort("research");
     q.mutable_borrowing_limit()->set_gpus(4);
-    QuotaEval e = EvaluateQuota("team-a", q, in_use, {0, 0, 8}, {0, 0, 4});
+    QuotaEval e = EvaluateQuota("team-a", QuotaFromProto(q), in_use, {0, 0, 8}, {0, 0, 4});
     CHECK(e.fits_now);
     CHECK(e.borrows.gpus == 4);
-    CHECK(EvaluateQuota("team-a", q, in_use, {0, 0, 10}, {0, 0, 4}).fits_now == false);
+    CHECK(EvaluateQuota("team-a", QuotaFromProto(q), in_use, {0, 0, 10}, {0, 0, 4}).fits_now ==
+          false);
   }
   SECTION("max running jobs") {
     q.set_max_running_jobs(1);
-    QuotaEval e = EvaluateQuota("team-a", q, in_use, {0, 0, 1}, {});
+    QuotaEval e = EvaluateQuota("team-a", QuotaFromProto(q), in_use, {0, 0, 1}, {});
     CHECK(!e.fits_now);
     CHECK(e.blockers[0].resource() == "runningJobs");
     CHECK(e.blockers[0].message() == "QUOTA: project team-a runs 1 of 1 jobs (maxRunningJobs)");
@@ -65,12 +67,12 @@ TEST_CASE("EvaluateQuota: fits, blocked, never fits, borrowing") {
   SECTION("unlimited resources never block") {
     v1::Quota open;
     open.set_project("x");
-    CHECK(EvaluateQuota("x", open, in_use, {1000, 1 << 20, 1000}, {}).fits_now);
+    CHECK(EvaluateQuota("x", QuotaFromProto(open), in_use, {1000, 1 << 20, 1000}, {}).fits_now);
   }
 }
 
 TEST_CASE("ValidateQuota names the field") {
-  v1::Quota q = Quota("team-a", -1);
+  v1::Quota q = GpusQuota("team-a", -1);
   CHECK(ValidateQuota(q).message() == "quota.gpus must be >= 0, got -1");
   q.set_gpus(1);
   q.set_project("Team A");
@@ -148,7 +150,7 @@ struct Cluster {
   }
   void SetQuota(const v1::Quota& q) {
     Effects fx;
-    REQUIRE(core.SetQuota(q, FromMs(now), &fx).ok());
+    REQUIRE(core.SetQuota(QuotaFromProto(q), FromMs(now), &fx).ok());
   }
   // Returns the launches sent.
   std::vector<v1::LaunchReplica> Schedule() {
@@ -175,7 +177,7 @@ struct Cluster {
 
 TEST_CASE("a job is admitted only when its whole demand fits the quota (gang admission)") {
   Cluster c;
-  c.SetQuota(Quota("team-a", 8));
+  c.SetQuota(GpusQuota("team-a", 8));
   std::string a = c.Submit("team-a", 6);
   std::string b = c.Submit("team-a", 4);  // 6 + 4 > 8
   c.Schedule();
@@ -193,7 +195,7 @@ TEST_CASE("a job is admitted only when its whole demand fits the quota (gang adm
 
 TEST_CASE("a launch carries the project and its quota's runAsUser as of the launch") {
   Cluster c;
-  v1::Quota q = Quota("team-a", 8);
+  v1::Quota q = GpusQuota("team-a", 8);
   q.set_run_as_user("trainer");
   c.SetQuota(q);
   std::string a = c.Submit("team-a", 1);
@@ -218,15 +220,15 @@ TEST_CASE("a launch carries the project and its quota's runAsUser as of the laun
 
 TEST_CASE("raising a quota admits waiting jobs at once, lowering it stops nothing") {
   Cluster c;
-  c.SetQuota(Quota("team-a", 2));
+  c.SetQuota(GpusQuota("team-a", 2));
   std::string a = c.Submit("team-a", 2);
   std::string b = c.Submit("team-a", 2);
   c.Schedule();
   CHECK(c.Queued(b));
-  c.SetQuota(Quota("team-a", 4));
+  c.SetQuota(GpusQuota("team-a", 4));
   c.Schedule();
   CHECK(c.State(b) == v1::JOB_STATE_RUNNING);
-  c.SetQuota(Quota("team-a", 0));
+  c.SetQuota(GpusQuota("team-a", 0));
   c.Schedule();
   CHECK(c.State(a) == v1::JOB_STATE_RUNNING);
   CHECK(c.State(b) == v1::JOB_STATE_RUNNING);
@@ -261,7 +263,7 @@ TEST_CASE("order: retries first, then priority, then submission") {
 
 TEST_CASE("STRICT_FIFO: a blocked large job is never overtaken by small ones") {
   Cluster c;
-  c.SetQuota(Quota("team-a", 8));
+  c.SetQuota(GpusQuota("team-a", 8));
   std::string first = c.Submit("team-a", 6);
   c.Schedule();
   std::string large = c.Submit("team-a", 8);  // waits for `first`
@@ -280,7 +282,7 @@ TEST_CASE("STRICT_FIFO: a blocked large job is never overtaken by small ones") {
 
 TEST_CASE("a job larger than its quota waits without holding back the jobs behind it") {
   Cluster c;
-  c.SetQuota(Quota("team-a", 4));
+  c.SetQuota(GpusQuota("team-a", 4));
   std::string huge = c.Submit("team-a", 8);
   std::string small = c.Submit("team-a", 1);
   c.Schedule();
@@ -291,7 +293,7 @@ TEST_CASE("a job larger than its quota waits without holding back the jobs behin
 
 TEST_CASE("BEST_EFFORT_FIFO: small jobs go past a blocked one until its starvation limit") {
   Cluster c;
-  v1::Quota q = Quota("team-a", 8);
+  v1::Quota q = GpusQuota("team-a", 8);
   q.set_queueing_strategy(v1::QUEUEING_STRATEGY_BEST_EFFORT_FIFO);
   q.mutable_starvation_limit()->set_seconds(600);
   c.SetQuota(q);
@@ -313,10 +315,10 @@ TEST_CASE("BEST_EFFORT_FIFO: small jobs go past a blocked one until its starvati
 
 TEST_CASE("cohorts: a project borrows unused quota, and the owner reclaims it without preemption") {
   Cluster c(1);  // 8 gpus: exactly the cohort's quota
-  v1::Quota a = Quota("team-a", 4);
+  v1::Quota a = GpusQuota("team-a", 4);
   a.set_cohort("research");
   a.mutable_borrowing_limit()->set_gpus(4);
-  v1::Quota b = Quota("team-b", 4);
+  v1::Quota b = GpusQuota("team-b", 4);
   b.set_cohort("research");
   c.SetQuota(a);
   c.SetQuota(b);
@@ -341,7 +343,7 @@ TEST_CASE("cohorts: a project borrows unused quota, and the owner reclaims it wi
 
 TEST_CASE("queueTimeout fails a job that waited too long, saying for what") {
   Cluster c;
-  c.SetQuota(Quota("team-a", 1));
+  c.SetQuota(GpusQuota("team-a", 1));
   std::string running = c.Submit("team-a", 1);
   v1::JobSpec spec = Spec(0, 1, 100, 1);
   spec.set_project("team-a");

@@ -24,7 +24,7 @@ namespace {
 struct Parts {
   JobTable jobs{7};
   NodeRegistry nodes{NodePolicy{}};
-  AdmissionQueue queue{v1::Quota{}};
+  AdmissionQueue queue{Quota{}};
   Timers timers;
   JobLifecycle life{&jobs, &nodes, &queue, &timers};
   absl::Time now = kT0;

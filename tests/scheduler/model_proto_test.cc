@@ -218,5 +218,58 @@ TEST_CASE("every move cause maps to its own proto value and back") {
   }
 }
 
+TEST_CASE("a quota with every field set maps to the model and back unchanged") {
+  v1::Quota quota;
+  FillEveryField(&quota);
+  const Quota model = QuotaFromProto(quota);
+  CHECK(model.project == quota.project());
+  CHECK(model.gpus == quota.gpus());
+  CHECK(model.cpu == quota.cpu());
+  CHECK(model.memory_mb == quota.memory_mb());
+  CHECK(model.max_running_jobs == quota.max_running_jobs());
+  CHECK(model.cohort == quota.cohort());
+  CHECK(model.has_borrowing_limit);
+  CHECK(model.borrowing_limit.cpu == quota.borrowing_limit().cpu());
+  CHECK(model.borrowing_limit.memory_mb == quota.borrowing_limit().memory_mb());
+  CHECK(model.borrowing_limit.gpus == quota.borrowing_limit().gpus());
+  CHECK(model.queueing_strategy == quota.queueing_strategy());
+  CHECK(model.starvation_limit == absl::Seconds(quota.starvation_limit().seconds()) +
+                                      absl::Nanoseconds(quota.starvation_limit().nanos()));
+  CHECK(model.run_as_user == quota.run_as_user());
+  const v1::Quota back = QuotaToProto(model);
+  INFO(Differences(quota, back));
+  CHECK(Differences(quota, back).empty());
+}
+
+TEST_CASE("a quota's unset limits stay unset, and its zeros stay set") {
+  const Quota open = QuotaFromProto(v1::Quota());
+  CHECK_FALSE(open.gpus.has_value());
+  CHECK_FALSE(open.cpu.has_value());
+  CHECK_FALSE(open.memory_mb.has_value());
+  CHECK_FALSE(open.max_running_jobs.has_value());
+  CHECK_FALSE(open.has_borrowing_limit);
+  CHECK_FALSE(open.starvation_limit.has_value());
+  CHECK(Differences(v1::Quota(), QuotaToProto(open)).empty());
+
+  v1::Quota zeros;
+  zeros.set_project("team-a");
+  zeros.set_gpus(0);
+  zeros.set_cpu(0);
+  zeros.set_memory_mb(0);
+  zeros.set_max_running_jobs(0);
+  zeros.mutable_borrowing_limit();
+  zeros.mutable_starvation_limit();
+  const Quota model = QuotaFromProto(zeros);
+  CHECK(model.gpus == 0);
+  CHECK(model.max_running_jobs == 0);
+  CHECK(model.has_borrowing_limit);
+  CHECK(model.starvation_limit == absl::ZeroDuration());
+  const v1::Quota back = QuotaToProto(model);
+  INFO(Differences(zeros, back));
+  CHECK(Differences(zeros, back).empty());
+  // The stored row is the same bytes.
+  CHECK(back.SerializeAsString() == zeros.SerializeAsString());
+}
+
 }  // namespace
 }  // namespace trainctl::sched

@@ -22,7 +22,7 @@ namespace {
 struct PipelineCluster {
   NodeRegistry nodes{NodePolicy{}};
   JobTable jobs{1};
-  AdmissionQueue queue{v1::Quota{}};
+  AdmissionQueue queue{Quota{}};
   Timers timers;
 
   PipelineCluster() {

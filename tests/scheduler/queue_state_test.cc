@@ -15,11 +15,14 @@
 namespace trainctl::sched {
 namespace {
 
-v1::Quota GpuQuota(int gpus, const std::string& cohort = "", int borrow = 0) {
-  v1::Quota q;
-  q.set_gpus(gpus);
-  q.set_cohort(cohort);
-  if (borrow > 0) q.mutable_borrowing_limit()->set_gpus(borrow);
+Quota GpuQuota(int gpus, const std::string& cohort = "", int borrow = 0) {
+  Quota q;
+  q.gpus = gpus;
+  q.cohort = cohort;
+  if (borrow > 0) {
+    q.borrowing_limit.gpus = borrow;
+    q.has_borrowing_limit = true;
+  }
   return q;
 }
 
@@ -169,7 +172,7 @@ TEST_CASE("ProjectOf: the effective quota, usage, queued jobs and what it borrow
 std::optional<Res> NoneWaiting(const std::string&) { return std::nullopt; }
 
 TEST_CASE("Borrowable: what the cohort leaves unused, within the borrowing limit") {
-  std::map<std::string, v1::Quota> quotas = {
+  std::map<std::string, Quota> quotas = {
       {"a", GpuQuota(2, "c", 4)},
       {"b", GpuQuota(4, "c")},
       {"d", GpuQuota(2, "c")},
@@ -189,7 +192,8 @@ TEST_CASE("Borrowable: what the cohort leaves unused, within the borrowing limit
   CHECK(Borrowable("a", quotas["a"], quotas, usage, b_waits_for_2).gpus == 1);
 
   // What another member borrows is lent already.
-  quotas["d"].mutable_borrowing_limit()->set_gpus(4);
+  quotas["d"].borrowing_limit.gpus = 4;
+  quotas["d"].has_borrowing_limit = true;
   usage["d"].used.gpus = 4;  // 2 over its quota
   CHECK(Borrowable("a", quotas["a"], quotas, usage, NoneWaiting).gpus == 1);
 

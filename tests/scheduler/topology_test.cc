@@ -303,7 +303,7 @@ TEST_CASE("BlockersOf names the TOPOLOGY a packed gang waits for") {
 TEST_CASE("AdmissionQueue: a selector no node satisfies keeps the job queued with its blocker") {
   JobTable jobs{1};
   NodeRegistry registry{NodePolicy{}};
-  AdmissionQueue queue{v1::Quota{}};
+  AdmissionQueue queue{Quota{}};
   Timers timers;
   Effects fx;
   v1::Register plain = testing::Reg("node-a");

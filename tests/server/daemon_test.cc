@@ -206,13 +206,13 @@ TEST_CASE("a reload takes a changed default quota into the options; other change
   std::unique_ptr<Daemon> daemon = MakeDaemon(Args(dir, {"--config", config}));
   REQUIRE(daemon->Init().ok());
   REQUIRE(daemon->Start().ok());
-  CHECK(daemon->options().core.default_quota.max_running_jobs() == 0);
+  CHECK(daemon->options().core.default_quota.max_running_jobs == 0);
   CHECK(daemon->options().core.nodes.flap_threshold == 3);
 
   std::ofstream(config) << "default-quota-max-running-jobs: 5\nflap-threshold: 7\n";
   const std::vector<ConfigChange> changes = daemon->Reload();
   CHECK(changes.size() == 2);
-  CHECK(daemon->options().core.default_quota.max_running_jobs() == 5);
+  CHECK(daemon->options().core.default_quota.max_running_jobs == 5);
   // flap-threshold needs a restart: the running value stays.
   CHECK(daemon->options().core.nodes.flap_threshold == 3);
   daemon->Shutdown();

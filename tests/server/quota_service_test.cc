@@ -32,7 +32,7 @@ class Server {
     sched::CoreOptions options;
     options.id_seed = 7;
     options.checkpoint_root = dir_ + "/checkpoints";
-    options.default_quota.set_gpus(4);
+    options.default_quota.gpus = 4;
     loop_ = std::make_unique<ReconcileLoop>(std::make_unique<sched::Core>(options),
                                             std::move(*store), &registry_, &snapshots_, WallNowMs);
     Api::Parts parts;
