@@ -309,8 +309,9 @@ struct Node {
   bool connected = false;
   // The agent process behind the current stream; changes when the agent restarts.
   std::string agent_instance;
-  int64_t registered_ms = 0;
-  int64_t last_heartbeat_ms = 0;
+  // When its agent last registered, and when it was last heard from (a heartbeat or any report).
+  absl::Time registered = absl::UnixEpoch();
+  absl::Time last_heartbeat = absl::UnixEpoch();
   // Availability and health: the API Node's fields from `state` on (state, health, checks,
   // operator holds, config). Everything else of it is left unset here. Persisted as one blob.
   v1::Node status;
@@ -324,9 +325,11 @@ struct Node {
   // Runs that were on this node when it was lost and have moved elsewhere: stopped on it when it
   // comes back. In memory only; after a scheduler restart, Register's reconciliation does it.
   std::set<std::string> stale_runs;
-  // LOST with its replicas not moved yet: when they move (Unix ms), once its agent has fenced
-  // them (node_health.h). 0: no move pending. In memory only (NodeRegistry::Restore).
-  int64_t move_at_ms = 0;
+  // LOST with its replicas not moved yet: when they move, once its agent has fenced them
+  // (node_health.h). nullopt: no move pending. absl::InfiniteFuture(): a move is pending but its
+  // time is not known yet (a node restored LOST: set at the first lost-timeout check). In memory
+  // only (NodeRegistry::Restore).
+  std::optional<absl::Time> move_at;
 };
 
 // One append-only audit row. Every state change of a job or node produces one.

@@ -9,13 +9,15 @@
 
 namespace trainctl::sched {
 
-int64_t FenceMarginMs(int64_t lost_timeout_ms) {
-  constexpr int64_t kFloorMs = 500;
-  return std::min(std::max(lost_timeout_ms / 5, kFloorMs), lost_timeout_ms / 2);
+absl::Duration FenceMargin(absl::Duration lost_timeout) {
+  const absl::Duration ms = absl::Milliseconds(1);
+  const absl::Duration floor = absl::Milliseconds(500);
+  return std::min(std::max(absl::Trunc(lost_timeout / 5, ms), floor),
+                  absl::Trunc(lost_timeout / 2, ms));
 }
 
-int64_t FenceAfterMs(int64_t lost_timeout_ms) {
-  return lost_timeout_ms - FenceMarginMs(lost_timeout_ms);
+absl::Duration FenceAfter(absl::Duration lost_timeout) {
+  return lost_timeout - FenceMargin(lost_timeout);
 }
 
 const v1::CheckRun* LatestRun(const v1::Node& status, const std::string& phase) {
@@ -63,7 +65,7 @@ bool KeepsReplicas(const Node& node) {
   return s == v1::NODE_STATE_READY || s == v1::NODE_STATE_CORDONED;
 }
 
-CheckOutcome RecordCheckRun(const NodePolicy& policy, const v1::CheckRun& run, int64_t now,
+CheckOutcome RecordCheckRun(const NodePolicy& policy, const v1::CheckRun& run, absl::Time now,
                             Node* node) {
   v1::Node& status = node->status;
   const bool failing_before = FailingChecks(status);
@@ -83,9 +85,9 @@ CheckOutcome RecordCheckRun(const NodePolicy& policy, const v1::CheckRun& run, i
     out.isolated = true;
     std::vector<google::protobuf::Timestamp> kept;
     for (const google::protobuf::Timestamp& t : status.isolation_times()) {
-      if (now - TimestampToMs(t) < policy.flap_window_ms) kept.push_back(t);
+      if (now - absl::FromUnixMillis(TimestampToMs(t)) < policy.flap_window) kept.push_back(t);
     }
-    kept.push_back(MsToTimestamp(now));
+    kept.push_back(MsToTimestamp(ToMs(now)));
     status.clear_isolation_times();
     for (const auto& t : kept) *status.add_isolation_times() = t;
     if (!status.flapping() && policy.flap_threshold > 0 &&

@@ -13,7 +13,9 @@ namespace trainctl::sched {
 namespace {
 
 // The fence's times to the millisecond ("3.2s", "800ms"): FormatDuration keeps whole seconds.
-std::string FenceTime(int64_t ms) { return absl::FormatDuration(absl::Milliseconds(ms)); }
+std::string FenceTime(absl::Duration d) {
+  return absl::FormatDuration(absl::Trunc(d, absl::Milliseconds(1)));
+}
 
 }  // namespace
 
@@ -26,13 +28,13 @@ void NodeRegistry::Disconnect(const std::string& name, absl::Time now, Effects* 
   AddEvent(fx, now, nullptr, "", name, "NodeDisconnected",
            absl::StrCat("the agent's stream closed; its replicas keep running unless its agent "
                         "has no word from the scheduler for ",
-                        FenceTime(FenceAfterMs(policy_.lost_timeout_ms)), " (then it stops them)"));
+                        FenceTime(FenceAfter(policy_.lost_timeout)), " (then it stops them)"));
 }
 
 void NodeRegistry::Heartbeat(const std::string& name, absl::Time now, Effects* fx) {
   Node* node = FindMutable(name);
   if (node == nullptr) return;
-  node->last_heartbeat_ms = ToMs(now);
+  node->last_heartbeat = now;
   if (node->lost && node->connected) Returned(node, "its agent is heard from again", now, fx);
 }
 
@@ -40,10 +42,10 @@ void NodeRegistry::Returned(Node* node, const std::string& how, absl::Time now, 
   node->lost = false;
   node->status.set_health_description(
       absl::StrCat("The host rejoined at ", FormatRfc3339(ToMs(now)), " after it was lost"));
-  if (node->move_at_ms != 0) {
+  if (node->move_at.has_value()) {
     // Back before its replicas moved: they stay. Those its agent fenced meanwhile are reported
     // as it reconnects, like any exit.
-    node->move_at_ms = 0;
+    node->move_at.reset();
     AddEvent(fx, now, nullptr, "", node->name, "NodeReturned",
              absl::StrCat(how,
                           " after the node was lost, before its replicas moved: they stay on "
@@ -65,28 +67,27 @@ void NodeRegistry::Returned(Node* node, const std::string& how, absl::Time now, 
 
 std::vector<NodeRegistry::Lost> NodeRegistry::DetectLost(absl::Time now, Effects* fx) {
   if (restored_ && first_check_ == absl::InfinitePast()) first_check_ = now;
-  const int64_t now_ms = ToMs(now);
-  const int64_t first_ms = first_check_ == absl::InfinitePast() ? 0 : ToMs(first_check_);
-  const int64_t margin_ms = FenceMarginMs(policy_.lost_timeout_ms);
+  const absl::Time first = FirstCheck();
+  const absl::Duration margin = FenceMargin(policy_.lost_timeout);
   std::vector<Lost> lost;
   for (auto& [name, node] : nodes_) {
-    if (node.move_at_ms == kMoveAfterFirstCheck) node.move_at_ms = first_ms + margin_ms;
-    const int64_t heard = std::max(node.last_heartbeat_ms, first_ms);
-    if (node.lost || now_ms - heard < policy_.lost_timeout_ms) continue;
+    if (node.move_at == kMoveAfterFirstCheck) node.move_at = first + margin;
+    const absl::Time heard = std::max(node.last_heartbeat, first);
+    if (node.lost || now - heard < policy_.lost_timeout) continue;
     node.lost = true;
     node.draining = false;
     // Counted from when it was heard, not from now: a late check moves no later than needed.
-    node.move_at_ms = heard + policy_.lost_timeout_ms + margin_ms;
+    node.move_at = heard + policy_.lost_timeout + margin;
     const std::string why =
-        absl::StrCat("no heartbeat for ", FormatDuration(now_ms - heard), " (lost timeout ",
-                     FormatDuration(policy_.lost_timeout_ms), ")");
+        absl::StrCat("no heartbeat for ", FormatDuration(ToMs(now - heard)), " (lost timeout ",
+                     FormatDuration(ToMs(policy_.lost_timeout)), ")");
     node.status.set_health_description(
-        absl::StrCat("The host stopped responding at ", FormatRfc3339(heard), ": ", why));
+        absl::StrCat("The host stopped responding at ", FormatRfc3339(ToMs(heard)), ": ", why));
     AddEvent(fx, now, nullptr, "", name, "NodeLost",
              absl::StrCat(why, "; its replicas move to other nodes in ",
-                          FenceTime(std::max<int64_t>(node.move_at_ms - now_ms, 0)),
+                          FenceTime(std::max(*node.move_at - now, absl::ZeroDuration())),
                           ", once its agent has fenced them (it stops them after ",
-                          FenceTime(FenceAfterMs(policy_.lost_timeout_ms)),
+                          FenceTime(FenceAfter(policy_.lost_timeout)),
                           " without word from the scheduler)"));
     Refresh(&node, why, now, fx);
     lost.push_back({name, absl::StrCat("node ", name, " was lost: ", why)});
@@ -95,20 +96,20 @@ std::vector<NodeRegistry::Lost> NodeRegistry::DetectLost(absl::Time now, Effects
 }
 
 std::vector<NodeRegistry::Lost> NodeRegistry::DueMoves(absl::Time now, Effects* fx) {
-  const int64_t now_ms = ToMs(now);
-  const int64_t fence_after_ms = FenceAfterMs(policy_.lost_timeout_ms);
-  const int64_t first_ms = first_check_ == absl::InfinitePast() ? 0 : ToMs(first_check_);
+  const absl::Time first = FirstCheck();
   std::vector<Lost> due;
   for (auto& [name, node] : nodes_) {
-    if (!node.lost || node.move_at_ms <= 0 || now_ms < node.move_at_ms) continue;
-    node.move_at_ms = 0;
+    // A move whose time is not known yet (kMoveAfterFirstCheck) is never due.
+    if (!node.lost || !node.move_at.has_value() || now < *node.move_at) continue;
+    node.move_at.reset();
     const std::string why =
         absl::StrCat("node ", name, " was lost: no heartbeat for ",
-                     FormatDuration(now_ms - std::max(node.last_heartbeat_ms, first_ms)),
-                     " (lost timeout ", FormatDuration(policy_.lost_timeout_ms), "); waited ",
-                     FenceTime(FenceMarginMs(policy_.lost_timeout_ms)),
+                     FormatDuration(ToMs(now - std::max(node.last_heartbeat, first))),
+                     " (lost timeout ", FormatDuration(ToMs(policy_.lost_timeout)), "); waited ",
+                     FenceTime(FenceMargin(policy_.lost_timeout)),
                      " more for its agent to fence its replicas (it stops them after ",
-                     FenceTime(fence_after_ms), " without word from the scheduler)");
+                     FenceTime(FenceAfter(policy_.lost_timeout)),
+                     " without word from the scheduler)");
     AddEvent(fx, now, nullptr, "", name, "NodeFenced",
              absl::StrCat(why, "; moving them to other nodes"));
     due.push_back({name, why});

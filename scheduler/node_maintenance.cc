@@ -87,7 +87,8 @@ std::vector<NodeRegistry::Lost> NodeRegistry::StartMaintenance(absl::Time now, E
     w.set_holds_cordon(!node.status.cordoned());
     const std::string span = DescribeWindowSpan(w);
     StartDrain(&node, absl::StrCat("drained by its maintenance window ", span, ": ", w.reason()),
-               absl::StrCat(w.reason(), " (maintenance window ", span, ")"), 0, now, fx);
+               absl::StrCat(w.reason(), " (maintenance window ", span, ")"),
+               absl::ZeroDuration(), now, fx);
     out.push_back({name, absl::StrCat("node ", name, " is draining for its maintenance window ",
                                       span, ": ", w.reason())});
   }

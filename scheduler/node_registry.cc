@@ -30,7 +30,8 @@ void NodeRegistry::Restore(std::vector<Node> nodes) {
   for (Node& n : nodes) {
     n.connected = false;
     n.lost = n.status.state() == v1::NODE_STATE_LOST;
-    n.move_at_ms = n.lost ? kMoveAfterFirstCheck : 0;
+    n.move_at.reset();
+    if (n.lost) n.move_at = kMoveAfterFirstCheck;
     n.draining = n.status.state() == v1::NODE_STATE_DRAINING;
     book_.LoadDevices(n);
     nodes_[n.name] = std::move(n);
@@ -63,8 +64,8 @@ void NodeRegistry::Register(const v1::Register& reg, absl::Time now, Effects* fx
   node.connected = true;
   node.shutting_down = false;
   node.agent_instance = reg.agent_instance();
-  node.registered_ms = ToMs(now);
-  node.last_heartbeat_ms = ToMs(now);
+  node.registered = now;
+  node.last_heartbeat = now;
   node.status.set_agent_version(reg.agent_version());
   node.status.mutable_config()->clear();
   node.status.mutable_config()->insert(reg.config().begin(), reg.config().end());
@@ -113,7 +114,7 @@ NodeRegistry::CheckOutcome NodeRegistry::ApplyCheckRun(const std::string& name,
   Node& node = *found;
   v1::CheckRun run = run_in;
   if (!run.has_time()) *run.mutable_time() = ToProtoTime(now);
-  const sched::CheckOutcome out = RecordCheckRun(policy_, run, ToMs(now), &node);
+  const sched::CheckOutcome out = RecordCheckRun(policy_, run, now, &node);
   const std::string when = FormatRfc3339(TimestampToMs(run.time()));
   std::string reason;
   if (!run.passed()) {
@@ -130,11 +131,11 @@ NodeRegistry::CheckOutcome NodeRegistry::ApplyCheckRun(const std::string& name,
       AddEvent(
           fx, now, nullptr, "", name, "NodeFlapping",
           absl::StrCat("isolated ", node.status.isolation_times_size(), " times within ",
-                       FormatDuration(policy_.flap_window_ms),
+                       FormatDuration(ToMs(policy_.flap_window)),
                        ": stays out until an operator runs `trainctl node uncordon ", name, "`"));
       reason =
           absl::StrCat("flapping (isolated ", node.status.isolation_times_size(), " times within ",
-                       FormatDuration(policy_.flap_window_ms), "); last: ", reason);
+                       FormatDuration(ToMs(policy_.flap_window)), "); last: ", reason);
     }
   } else if (out.recovered) {
     node.status.set_health_description(
@@ -203,7 +204,7 @@ absl::StatusOr<std::string> NodeRegistry::Revoke(const std::string& name, const 
   OperatorTookHold(node);
   node->connected = false;
   node->lost = true;
-  node->move_at_ms = 0;  // the core moves its replicas at once
+  node->move_at.reset();  // the core moves its replicas at once
   const std::string why =
       absl::StrCat("node ", name, "'s certificate ", fingerprint, " was revoked by an operator",
                    reason.empty() ? "" : ": ", reason);
@@ -294,7 +295,8 @@ absl::Status NodeRegistry::Uncordon(const std::string& name, absl::Time now, Eff
 }
 
 absl::StatusOr<std::string> NodeRegistry::Drain(const std::string& name, const std::string& reason,
-                                                int64_t deadline_ms, absl::Time now, Effects* fx) {
+                                                absl::Duration deadline, absl::Time now,
+                                                Effects* fx) {
   Node* node = FindMutable(name);
   if (node == nullptr) return NotFound(name);
   if (reason.empty()) {
@@ -302,22 +304,22 @@ absl::StatusOr<std::string> NodeRegistry::Drain(const std::string& name, const s
         "reason is required: say why the node is drained, e.g. \"kernel upgrade\"");
   }
   if (absl::Status s = CheckReasonLength(reason); !s.ok()) return s;
-  if (deadline_ms < 0 || deadline_ms > 24 * 3'600'000LL) {
+  if (deadline < absl::ZeroDuration() || deadline > absl::Hours(24)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("deadline must be 0s..24h, got ", FormatDuration(deadline_ms)));
+        absl::StrCat("deadline must be 0s..24h, got ", FormatDuration(ToMs(deadline))));
   }
   OperatorTookHold(node);
   const std::string why = absl::StrCat("drained by an operator: ", reason);
-  StartDrain(node, why, reason, deadline_ms, now, fx);
+  StartDrain(node, why, reason, deadline, now, fx);
   return absl::StrCat("node ", name, " is draining: ", reason);
 }
 
 void NodeRegistry::StartDrain(Node* node, const std::string& why, const std::string& what,
-                              int64_t deadline_ms, absl::Time now, Effects* fx) {
+                              absl::Duration deadline, absl::Time now, Effects* fx) {
   node->status.set_cordoned(true);
   node->draining = true;
-  if (deadline_ms > 0) {
-    *node->status.mutable_drain_deadline() = MsToDuration(deadline_ms);
+  if (deadline > absl::ZeroDuration()) {
+    *node->status.mutable_drain_deadline() = MsToDuration(ToMs(deadline));
   } else {
     node->status.clear_drain_deadline();
   }
@@ -325,8 +327,9 @@ void NodeRegistry::StartDrain(Node* node, const std::string& why, const std::str
       absl::StrCat("The host had a maintenance event at ", FormatRfc3339(ToMs(now)), ": ", what));
   AddEvent(fx, now, nullptr, "", node->name, "NodeDrainStarted",
            absl::StrCat(why, "; moving its replicas to other nodes",
-                        deadline_ms > 0
-                            ? absl::StrCat(" (each gets ", FormatDuration(deadline_ms), " to stop)")
+                        deadline > absl::ZeroDuration()
+                            ? absl::StrCat(" (each gets ", FormatDuration(ToMs(deadline)),
+                                           " to stop)")
                             : std::string(" (each gets its job's stopGracePeriod)")));
   Refresh(node, why, now, fx);
 }
@@ -392,8 +395,8 @@ v1::Node NodeRegistry::ViewOf(const Node& n) const {
   *out.mutable_free() = ToProto(free);
   out.set_replicas(usage.replicas);
   out.mutable_labels()->insert(n.labels.begin(), n.labels.end());
-  *out.mutable_last_heartbeat_time() = MsToTimestamp(n.last_heartbeat_ms);
-  *out.mutable_register_time() = MsToTimestamp(n.registered_ms);
+  *out.mutable_last_heartbeat_time() = MsToTimestamp(ToMs(n.last_heartbeat));
+  *out.mutable_register_time() = MsToTimestamp(ToMs(n.registered));
   if (const DevicePool* devices = book_.DevicesOf(n.name)) {
     out.mutable_gpu_devices()->Assign(devices->devices().begin(), devices->devices().end());
   }

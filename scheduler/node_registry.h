@@ -85,7 +85,7 @@ class NodeRegistry {
   // Cordons the node and marks it draining. Returns the reason its replicas move with.
   // INVALID_ARGUMENT without a reason or with a deadline outside 0s..24h.
   absl::StatusOr<std::string> Drain(const std::string& name, const std::string& reason,
-                                    int64_t deadline_ms, absl::Time now, Effects* fx);
+                                    absl::Duration deadline, absl::Time now, Effects* fx);
 
   // Revokes the certificate the node's agent registered with: the node is disconnected,
   // cordoned and LOST. Returns the reason its replicas move with. FAILED_PRECONDITION when it
@@ -133,7 +133,7 @@ class NodeRegistry {
   // --- Time ----------------------------------------------------------------------------------
 
   // Marks the nodes not heard from within the lost timeout LOST, with their events. Their
-  // replicas stay where they are for FenceMarginMs more (node_health.h): DueMoves says when.
+  // replicas stay where they are for FenceMargin more (node_health.h): DueMoves says when.
   std::vector<Lost> DetectLost(absl::Time now, Effects* fx);
   // The LOST nodes whose agents have fenced their replicas by `now` (lost timeout + margin
   // since they were last heard from), each once: their replicas move now. A node heard from
@@ -199,8 +199,8 @@ class NodeRegistry {
   void Returned(Node* node, const std::string& how, absl::Time now, Effects* fx);
   // Cordons the node and marks it draining: `why` in its event and state reason ("drained by an
   // operator: ..."), `what` in its health description.
-  void StartDrain(Node* node, const std::string& why, const std::string& what, int64_t deadline_ms,
-                  absl::Time now, Effects* fx);
+  void StartDrain(Node* node, const std::string& why, const std::string& what,
+                  absl::Duration deadline, absl::Time now, Effects* fx);
   // An operator cordoned, drained, uncordoned or revoked the node: the hold is the operator's,
   // and its maintenance window's end no longer lifts it (node_maintenance.cc). Returns whether the
   // window held the node's cordon until now.
@@ -210,9 +210,15 @@ class NodeRegistry {
   // (node_maintenance.cc).
   void LiftMaintenanceHold(Node* node, const std::string& why, absl::Time now, Effects* fx);
   v1::Node ViewOf(const Node& node) const;
+  // When nodes count as heard from at the latest: the first DetectLost after a Restore, else the
+  // epoch (no effect).
+  absl::Time FirstCheck() const {
+    return first_check_ == absl::InfinitePast() ? absl::UnixEpoch() : first_check_;
+  }
 
-  // Node::move_at_ms of a node restored LOST: one fence margin after the first DetectLost.
-  static constexpr int64_t kMoveAfterFirstCheck = -1;
+  // Node::move_at of a node restored LOST: one fence margin after the first DetectLost, which
+  // sets it.
+  static constexpr absl::Time kMoveAfterFirstCheck = absl::InfiniteFuture();
 
   // Constant after construction.
   const NodePolicy policy_;

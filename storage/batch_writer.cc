@@ -83,7 +83,8 @@ absl::Status WriteBatch(Cache& cache, const BatchSql& sql, Batch& batch) {
       RunEach(cache, sql.upsert_node, batch.nodes, [](auto& st, const sched::Node& n) {
         return st.Run({n.name, n.address, n.capacity.cpu, n.capacity.memory_mb, n.capacity.gpus,
                        n.allocatable.cpu, n.allocatable.memory_mb, n.allocatable.gpus,
-                       JoinLabels(n.labels), n.agent_instance, n.registered_ms, n.last_heartbeat_ms,
+                       JoinLabels(n.labels), n.agent_instance, absl::ToUnixMillis(n.registered),
+                       absl::ToUnixMillis(n.last_heartbeat),
                        Blob{n.status.SerializeAsString()}});
       }));
   TC_RETURN_IF_ERROR(

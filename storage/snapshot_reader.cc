@@ -70,8 +70,8 @@ absl::StatusOr<Snapshot> LoadSnapshot(Cache& cache, const SnapshotSql& sql, int6
       n.allocatable = {row.Double(5), row.Int(6), row.Int(7)};
       n.labels = SplitLabels(row.Text(8));
       n.agent_instance = row.Text(9);
-      n.registered_ms = row.Int(10);
-      n.last_heartbeat_ms = row.Int(11);
+      n.registered = absl::FromUnixMillis(row.Int(10));
+      n.last_heartbeat = absl::FromUnixMillis(row.Int(11));
       if (!n.status.ParseFromString(row.Bytes(12))) {
         return absl::DataLossError(absl::StrCat("the status of node ", n.name, " is corrupt"));
       }

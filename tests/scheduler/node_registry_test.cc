@@ -19,9 +19,9 @@ constexpr int64_t kNodeLostMs = 15'000;
 
 NodePolicy Policy() {
   NodePolicy p;
-  p.lost_timeout_ms = kNodeLostMs;
+  p.lost_timeout = absl::Milliseconds(kNodeLostMs);
   p.flap_threshold = 3;
-  p.flap_window_ms = 3'600'000;
+  p.flap_window = absl::Hours(1);
   return p;
 }
 
@@ -141,7 +141,7 @@ TEST_CASE("NodeRegistry: after a restore the first check counts as a heartbeat")
     Node n;
     n.name = name;
     n.connected = true;          // restored nodes start disconnected whatever was stored
-    n.last_heartbeat_ms = 1000;  // long before the restart
+    n.last_heartbeat = absl::FromUnixMillis(1000);  // long before the restart
     n.status.set_state(state);
     return n;
   };
@@ -288,16 +288,16 @@ TEST_CASE("NodeRegistry: cordon, uncordon and drain refuse bad input with a mess
        absl::InvalidArgumentError("reason must be at most 1024 characters, got 1025")},
       {"uncordon: unknown node", r.nodes.Uncordon("node-x", kT0, &fx),
        absl::NotFoundError("node node-x not found")},
-      {"drain: unknown node", r.nodes.Drain("node-x", "upgrade", 0, kT0, &fx).status(),
+      {"drain: unknown node", r.nodes.Drain("node-x", "upgrade", absl::ZeroDuration(), kT0, &fx).status(),
        absl::NotFoundError("node node-x not found")},
-      {"drain: a reason is required", r.nodes.Drain("node-a", "", 0, kT0, &fx).status(),
+      {"drain: a reason is required", r.nodes.Drain("node-a", "", absl::ZeroDuration(), kT0, &fx).status(),
        absl::InvalidArgumentError(
            "reason is required: say why the node is drained, e.g. \"kernel upgrade\"")},
       {"drain: a reason over 1024 characters",
-       r.nodes.Drain("node-a", long_reason, 0, kT0, &fx).status(),
+       r.nodes.Drain("node-a", long_reason, absl::ZeroDuration(), kT0, &fx).status(),
        absl::InvalidArgumentError("reason must be at most 1024 characters, got 1025")},
       {"drain: a deadline over 24h",
-       r.nodes.Drain("node-a", "upgrade", 25 * 3'600'000LL, kT0, &fx).status(),
+       r.nodes.Drain("node-a", "upgrade", absl::Hours(25), kT0, &fx).status(),
        absl::InvalidArgumentError("deadline must be 0s..24h, got 25h0m0s")},
   };
   for (const Row& row : rows) {
@@ -312,7 +312,7 @@ TEST_CASE("NodeRegistry: cordon, uncordon and drain refuse bad input with a mess
 TEST_CASE("NodeRegistry: a negative drain deadline is named as given") {
   Registry r;
   Effects fx;
-  absl::StatusOr<std::string> drain = r.nodes.Drain("node-a", "upgrade", -5000, kT0, &fx);
+  absl::StatusOr<std::string> drain = r.nodes.Drain("node-a", "upgrade", absl::Milliseconds(-5000), kT0, &fx);
   CHECK(drain.status().code() == absl::StatusCode::kInvalidArgument);  // refused, as it should be
   CHECK(drain.status().message() == "deadline must be 0s..24h, got -5s");
 }
@@ -344,7 +344,7 @@ TEST_CASE("NodeRegistry: a drain finishes when Release leaves the node empty") {
   Registry r;
   r.nodes.book().Hold("node-a", {1, 100, 0});
   Effects fx;
-  absl::StatusOr<std::string> why = r.nodes.Drain("node-a", "kernel upgrade", 60'000, kT0, &fx);
+  absl::StatusOr<std::string> why = r.nodes.Drain("node-a", "kernel upgrade", absl::Minutes(1), kT0, &fx);
   REQUIRE(why.ok());
   CHECK(*why == "node node-a is draining: kernel upgrade");
   CHECK(EventOf(fx, "NodeDrainStarted") != "");

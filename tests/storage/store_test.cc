@@ -396,7 +396,7 @@ TEST_CASE("a database at schema version 1 migrates to the current one and keeps 
   CHECK(snap->quotas.empty());
   // Nodes from before schema 3 have no status yet: READY is derived when they register.
   REQUIRE(snap->nodes.size() == 1);
-  CHECK(snap->nodes[0].last_heartbeat_ms == 2000);
+  CHECK(snap->nodes[0].last_heartbeat == absl::FromUnixMillis(2000));
   CHECK(snap->nodes[0].status.state() == v1::NODE_STATE_UNSPECIFIED);
 
   // The new table works, and opening again migrates nothing twice.
@@ -536,8 +536,8 @@ TEST_CASE("every stored field of a node, its status message whole, survives a re
   n.allocatable = {62.25, 500000, 7};
   n.labels = {{"zone", "b"}, {"ib", "true"}};
   n.agent_instance = "i-4711";
-  n.registered_ms = 1700000000123;
-  n.last_heartbeat_ms = 1700000004567;
+  n.registered = absl::FromUnixMillis(1700000000123);
+  n.last_heartbeat = absl::FromUnixMillis(1700000004567);
   testing::FillEveryField(&n.status);
   // connected, lost, draining, shutting_down and stale_runs are not stored: the core derives
   // them again when it restores the node (Core::Restore) and when its agent registers.
@@ -556,8 +556,8 @@ TEST_CASE("every stored field of a node, its status message whole, survives a re
   CHECK(got.allocatable.gpus == n.allocatable.gpus);
   CHECK(got.labels == n.labels);
   CHECK(got.agent_instance == n.agent_instance);
-  CHECK(got.registered_ms == n.registered_ms);
-  CHECK(got.last_heartbeat_ms == n.last_heartbeat_ms);
+  CHECK(got.registered == n.registered);
+  CHECK(got.last_heartbeat == n.last_heartbeat);
   CHECK(testing::Differences(n.status, got.status) == "");
 }
 
