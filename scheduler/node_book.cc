@@ -74,7 +74,7 @@ int32_t NodeBook::FreePorts(const std::string& node) const {
 
 void NodeBook::LoadDevices(const Node& node) {
   devices_[node.name].SetDevices(
-      {node.status.gpu_devices().begin(), node.status.gpu_devices().end()});
+      {node.status.gpu_devices.begin(), node.status.gpu_devices.end()});
 }
 
 std::optional<std::vector<int32_t>> NodeBook::AllocateDevices(const std::string& node,

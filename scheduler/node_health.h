@@ -61,7 +61,7 @@ absl::Duration FenceMargin(absl::Duration lost_timeout);
 absl::Duration FenceAfter(absl::Duration lost_timeout);
 
 // True when the latest checks that count (see the file comment) failed.
-bool FailingChecks(const v1::Node& status);
+bool FailingChecks(const NodeStatus& status);
 
 v1::NodeState DeriveState(const Node& node);
 v1::NodeHealth DeriveHealth(const Node& node);
@@ -90,7 +90,7 @@ CheckOutcome RecordCheckRun(const NodePolicy& policy, const v1::CheckRun& run, a
                             Node* node);
 
 // The latest run of `phase`, or nullptr.
-const v1::CheckRun* LatestRun(const v1::Node& status, const std::string& phase);
+const v1::CheckRun* LatestRun(const NodeStatus& status, const std::string& phase);
 
 // "item disk-size root failed: 3.1 GB free, needs > 1e+09 GB; item dns failed: ..." for the
 // failed items of a run ("no item failed" when none did).

@@ -40,8 +40,8 @@ void NodeRegistry::Heartbeat(const std::string& name, absl::Time now, Effects* f
 
 void NodeRegistry::Returned(Node* node, const std::string& how, absl::Time now, Effects* fx) {
   node->lost = false;
-  node->status.set_health_description(
-      absl::StrCat("The host rejoined at ", FormatRfc3339(ToMs(now)), " after it was lost"));
+  node->status.health_description = 
+      absl::StrCat("The host rejoined at ", FormatRfc3339(ToMs(now)), " after it was lost");
   if (node->move_at.has_value()) {
     // Back before its replicas moved: they stay. Those its agent fenced meanwhile are reported
     // as it reconnects, like any exit.
@@ -81,8 +81,8 @@ std::vector<NodeRegistry::Lost> NodeRegistry::DetectLost(absl::Time now, Effects
     const std::string why =
         absl::StrCat("no heartbeat for ", FormatDuration(ToMs(now - heard)), " (lost timeout ",
                      FormatDuration(ToMs(policy_.lost_timeout)), ")");
-    node.status.set_health_description(
-        absl::StrCat("The host stopped responding at ", FormatRfc3339(ToMs(heard)), ": ", why));
+    node.status.health_description = 
+        absl::StrCat("The host stopped responding at ", FormatRfc3339(ToMs(heard)), ": ", why);
     AddEvent(fx, now, nullptr, "", name, "NodeLost",
              absl::StrCat(why, "; its replicas move to other nodes in ",
                           FenceTime(std::max(*node.move_at - now, absl::ZeroDuration())),

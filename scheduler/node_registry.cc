@@ -29,10 +29,10 @@ absl::Status CheckReasonLength(const std::string& reason) {
 void NodeRegistry::Restore(std::vector<Node> nodes) {
   for (Node& n : nodes) {
     n.connected = false;
-    n.lost = n.status.state() == v1::NODE_STATE_LOST;
+    n.lost = n.status.state == v1::NODE_STATE_LOST;
     n.move_at.reset();
     if (n.lost) n.move_at = kMoveAfterFirstCheck;
-    n.draining = n.status.state() == v1::NODE_STATE_DRAINING;
+    n.draining = n.status.state == v1::NODE_STATE_DRAINING;
     book_.LoadDevices(n);
     nodes_[n.name] = std::move(n);
   }
@@ -66,28 +66,28 @@ void NodeRegistry::Register(const v1::Register& reg, absl::Time now, Effects* fx
   node.agent_instance = reg.agent_instance();
   node.registered = now;
   node.last_heartbeat = now;
-  node.status.set_agent_version(reg.agent_version());
-  node.status.mutable_config()->clear();
-  node.status.mutable_config()->insert(reg.config().begin(), reg.config().end());
+  node.status.agent_version = reg.agent_version();
+  node.status.config.clear();
+  node.status.config.insert(reg.config().begin(), reg.config().end());
   // The inventory is trusted when it lists as many GPUs as the agent offers.
-  node.status.clear_gpu_devices();
+  node.status.gpu_devices.clear();
   if (reg.gpu_devices_size() == reg.allocatable().gpus()) {
-    *node.status.mutable_gpu_devices() = reg.gpu_devices();
+    node.status.gpu_devices = {reg.gpu_devices().begin(), reg.gpu_devices().end()};
   } else {
     for (v1::GpuDevice& d : SyntheticDevices(reg.allocatable().gpus())) {
-      *node.status.add_gpu_devices() = std::move(d);
+      node.status.gpu_devices.push_back(std::move(d));
     }
   }
-  for (v1::GpuDevice& d : *node.status.mutable_gpu_devices()) {
+  for (v1::GpuDevice& d : node.status.gpu_devices) {
     d.clear_holder();
     d.clear_run_id();
   }
   book_.LoadDevices(node);
-  node.status.set_certificate_fingerprint(reg.certificate_fingerprint());
+  node.status.certificate_fingerprint = reg.certificate_fingerprint();
   if (reg.certificate_expire_ms() > 0) {
-    *node.status.mutable_certificate_expire_time() = MsToTimestamp(reg.certificate_expire_ms());
+    node.status.certificate_expire_time = absl::FromUnixMillis(reg.certificate_expire_ms());
   } else {
-    node.status.clear_certificate_expire_time();
+    node.status.certificate_expire_time = absl::UnixEpoch();
   }
   fx->nodes.insert(node.name);
   Changed();
@@ -119,8 +119,8 @@ NodeRegistry::CheckOutcome NodeRegistry::ApplyCheckRun(const std::string& name,
   std::string reason;
   if (!run.passed()) {
     reason = absl::StrCat(run.phase(), " check failed: ", FailedItems(run));
-    node.status.set_health_description(absl::StrCat("The host failed its ", run.phase(),
-                                                    " check at ", when, ": ", FailedItems(run)));
+    node.status.health_description = absl::StrCat("The host failed its ", run.phase(),
+                                                    " check at ", when, ": ", FailedItems(run));
     if (out.isolated) {
       AddEvent(fx, now, nullptr, "", name, "NodeIsolated",
                absl::StrCat(reason, "; no new work until its checks pass again"));
@@ -130,22 +130,22 @@ NodeRegistry::CheckOutcome NodeRegistry::ApplyCheckRun(const std::string& name,
     if (out.became_flapping) {
       AddEvent(
           fx, now, nullptr, "", name, "NodeFlapping",
-          absl::StrCat("isolated ", node.status.isolation_times_size(), " times within ",
+          absl::StrCat("isolated ", node.status.isolation_times.size(), " times within ",
                        FormatDuration(ToMs(policy_.flap_window)),
                        ": stays out until an operator runs `trainctl node uncordon ", name, "`"));
       reason =
-          absl::StrCat("flapping (isolated ", node.status.isolation_times_size(), " times within ",
+          absl::StrCat("flapping (isolated ", node.status.isolation_times.size(), " times within ",
                        FormatDuration(ToMs(policy_.flap_window)), "); last: ", reason);
     }
   } else if (out.recovered) {
-    node.status.set_health_description(
-        absl::StrCat("The host passed its ", run.phase(), " check again at ", when));
-    if (node.status.flapping()) {
+    node.status.health_description = 
+        absl::StrCat("The host passed its ", run.phase(), " check again at ", when);
+    if (node.status.flapping) {
       reason = absl::StrCat(
           "flapping: its checks pass again, but it stays out until an operator "
           "runs `trainctl node uncordon ",
           name, "`");
-      node.status.set_state_reason(reason);  // still ISOLATED: Refresh keeps the old one
+      node.status.state_reason = reason;  // still ISOLATED: Refresh keeps the old one
     } else {
       reason = absl::StrCat("its ", run.phase(), " check passed again");
     }
@@ -160,8 +160,8 @@ bool NodeRegistry::MarkShuttingDown(const std::string& name, absl::Time now, Eff
   if (node == nullptr || node->shutting_down) return false;
   node->shutting_down = true;
   Changed();
-  node->status.set_health_description(absl::StrCat(
-      "The host had a maintenance event at ", FormatRfc3339(ToMs(now)), ": its agent shut down"));
+  node->status.health_description = absl::StrCat(
+      "The host had a maintenance event at ", FormatRfc3339(ToMs(now)), ": its agent shut down");
   AddEvent(fx, now, nullptr, "", name, "NodeShutdown",
            "its agent is shutting down; moving its replicas to other nodes");
   Refresh(node, "its agent is shutting down", now, fx);
@@ -172,10 +172,10 @@ void NodeRegistry::IgnoredReport(const std::string& name, const std::string& run
                                  const std::string& owner, absl::Time now, Effects* fx) {
   Node* node = FindMutable(name);
   if (node == nullptr) return;
-  node->status.set_ignored_reports(node->status.ignored_reports() + 1);
+  node->status.ignored_reports = node->status.ignored_reports + 1;
   Changed();
   fx->nodes.insert(name);
-  if (node->status.ignored_reports() == 1) {
+  if (node->status.ignored_reports == 1) {
     AddEvent(fx, now, nullptr, "", name, "NodeReportIgnored",
              absl::StrCat("its agent reported on run ", run_id, ", which runs on ", owner,
                           "; ignored (later ones are only counted: trainctl node describe)"));
@@ -189,7 +189,7 @@ absl::StatusOr<std::string> NodeRegistry::Revoke(const std::string& name, const 
   Node* node = FindMutable(name);
   if (node == nullptr) return NotFound(name);
   if (absl::Status s = CheckReasonLength(reason); !s.ok()) return s;
-  const std::string fingerprint = node->status.certificate_fingerprint();
+  const std::string fingerprint = node->status.certificate_fingerprint;
   if (fingerprint.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "node ", name,
@@ -197,10 +197,10 @@ absl::StatusOr<std::string> NodeRegistry::Revoke(const std::string& name, const 
         "authenticated only when trainctld runs with --tls-cert and --agent-ca)"));
   }
   bool known = false;
-  for (const std::string& r : node->status.revoked_certificates())
+  for (const std::string& r : node->status.revoked_certificates)
     known = known || r == fingerprint;
-  if (!known) node->status.add_revoked_certificates(fingerprint);
-  node->status.set_cordoned(true);
+  if (!known) node->status.revoked_certificates.push_back(fingerprint);
+  node->status.cordoned = true;
   OperatorTookHold(node);
   node->connected = false;
   node->lost = true;
@@ -208,9 +208,9 @@ absl::StatusOr<std::string> NodeRegistry::Revoke(const std::string& name, const 
   const std::string why =
       absl::StrCat("node ", name, "'s certificate ", fingerprint, " was revoked by an operator",
                    reason.empty() ? "" : ": ", reason);
-  node->status.set_health_description(absl::StrCat("The host's certificate was revoked at ",
+  node->status.health_description = absl::StrCat("The host's certificate was revoked at ",
                                                    FormatRfc3339(ToMs(now)),
-                                                   reason.empty() ? "" : ": ", reason));
+                                                   reason.empty() ? "" : ": ", reason);
   AddEvent(fx, now, nullptr, "", name, "NodeRevoked",
            absl::StrCat(why, "; its agent is disconnected and its replicas move to other nodes"));
   fx->nodes.insert(name);
@@ -230,8 +230,8 @@ absl::StatusOr<v1::Node> NodeRegistry::Delete(const std::string& name, const std
         "'s agent is connected; stop it first (or `trainctl node revoke` its certificate)"));
   }
   v1::Node was = ViewOf(*node);
-  fx->deleted_nodes[name] = {node->status.revoked_certificates().begin(),
-                             node->status.revoked_certificates().end()};
+  fx->deleted_nodes[name] = {node->status.revoked_certificates.begin(),
+                             node->status.revoked_certificates.end()};
   fx->nodes.erase(name);
   nodes_.erase(name);
   book_.Forget(name);
@@ -254,8 +254,8 @@ absl::Status NodeRegistry::Cordon(const std::string& name, const std::string& re
   if (absl::Status s = CheckReasonLength(reason); !s.ok()) return s;
   const std::string why = reason.empty() ? "cordoned by an operator"
                                          : absl::StrCat("cordoned by an operator: ", reason);
-  if (!node->status.cordoned()) {
-    node->status.set_cordoned(true);
+  if (!node->status.cordoned) {
+    node->status.cordoned = true;
     OperatorTookHold(node);
     AddEvent(fx, now, nullptr, "", name, "NodeCordoned", why);
     Refresh(node, why, now, fx);
@@ -271,12 +271,12 @@ absl::Status NodeRegistry::Cordon(const std::string& name, const std::string& re
 absl::Status NodeRegistry::Uncordon(const std::string& name, absl::Time now, Effects* fx) {
   Node* node = FindMutable(name);
   if (node == nullptr) return NotFound(name);
-  const bool held = node->status.cordoned() || node->draining || node->status.flapping();
+  const bool held = node->status.cordoned || node->draining || node->status.flapping;
   OperatorTookHold(node);
-  node->status.set_cordoned(false);
-  node->status.set_flapping(false);
-  node->status.clear_isolation_times();
-  node->status.clear_drain_deadline();
+  node->status.cordoned = false;
+  node->status.flapping = false;
+  node->status.isolation_times.clear();
+  node->status.drain_deadline = absl::ZeroDuration();
   node->draining = false;
   std::string why = "uncordoned by an operator";
   if (FailingChecks(node->status)) {
@@ -316,15 +316,15 @@ absl::StatusOr<std::string> NodeRegistry::Drain(const std::string& name, const s
 
 void NodeRegistry::StartDrain(Node* node, const std::string& why, const std::string& what,
                               absl::Duration deadline, absl::Time now, Effects* fx) {
-  node->status.set_cordoned(true);
+  node->status.cordoned = true;
   node->draining = true;
   if (deadline > absl::ZeroDuration()) {
-    *node->status.mutable_drain_deadline() = MsToDuration(ToMs(deadline));
+    node->status.drain_deadline = deadline;
   } else {
-    node->status.clear_drain_deadline();
+    node->status.drain_deadline = absl::ZeroDuration();
   }
-  node->status.set_health_description(
-      absl::StrCat("The host had a maintenance event at ", FormatRfc3339(ToMs(now)), ": ", what));
+  node->status.health_description = 
+      absl::StrCat("The host had a maintenance event at ", FormatRfc3339(ToMs(now)), ": ", what);
   AddEvent(fx, now, nullptr, "", node->name, "NodeDrainStarted",
            absl::StrCat(why, "; moving its replicas to other nodes",
                         deadline > absl::ZeroDuration()
@@ -340,7 +340,7 @@ void NodeRegistry::FinishDrains(absl::Time now, Effects* fx) {
   for (auto& [name, node] : nodes_) {
     if (!node.draining || UsageOf(name).replicas != 0) continue;
     node.draining = false;
-    node.status.clear_drain_deadline();
+    node.status.drain_deadline = absl::ZeroDuration();
     AddEvent(fx, now, nullptr, "", name, "NodeDrained",
              "every replica has moved off; the node stays cordoned until `trainctl node "
              "uncordon`");
@@ -352,11 +352,11 @@ void NodeRegistry::Refresh(Node* node, const std::string& reason, absl::Time now
   const v1::NodeState state = DeriveState(*node);
   const v1::NodeHealth health = DeriveHealth(*node);
   fx->nodes.insert(node->name);
-  if (health != node->status.health()) node->status.set_health(health);
-  if (state == node->status.state()) return;
-  node->status.set_state(state);
-  node->status.set_state_reason(reason);
-  *node->status.mutable_state_time() = ToProtoTime(now);
+  if (health != node->status.health) node->status.health = health;
+  if (state == node->status.state) return;
+  node->status.state = state;
+  node->status.state_reason = reason;
+  node->status.state_time = now;
   Changed();
 }
 
@@ -384,19 +384,11 @@ bool NodeRegistry::KeepsReplicas(const std::string& name, std::string* why_not) 
 
 v1::Node NodeRegistry::ViewOf(const Node& n) const {
   const NodeUsage usage = UsageOf(n.name);
-  v1::Node out = n.status;
-  out.set_name(n.name);
-  out.set_address(n.address);
-  out.set_connected(n.connected);
-  *out.mutable_capacity() = ToProto(n.capacity);
-  *out.mutable_allocatable() = ToProto(n.allocatable);
+  v1::Node out = ToProto(n);
   Res free = n.allocatable;
   free -= usage.used;
   *out.mutable_free() = ToProto(free);
   out.set_replicas(usage.replicas);
-  out.mutable_labels()->insert(n.labels.begin(), n.labels.end());
-  *out.mutable_last_heartbeat_time() = MsToTimestamp(ToMs(n.last_heartbeat));
-  *out.mutable_register_time() = MsToTimestamp(ToMs(n.registered));
   if (const DevicePool* devices = book_.DevicesOf(n.name)) {
     out.mutable_gpu_devices()->Assign(devices->devices().begin(), devices->devices().end());
   }

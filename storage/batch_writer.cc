@@ -4,6 +4,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
+#include "model/model_proto.h"
 #include "storage/job_rows.h"
 #include "storage/pg_statement.h"
 #include "storage/statement.h"
@@ -85,7 +86,7 @@ absl::Status WriteBatch(Cache& cache, const BatchSql& sql, Batch& batch) {
                        n.allocatable.cpu, n.allocatable.memory_mb, n.allocatable.gpus,
                        JoinLabels(n.labels), n.agent_instance, absl::ToUnixMillis(n.registered),
                        absl::ToUnixMillis(n.last_heartbeat),
-                       Blob{n.status.SerializeAsString()}});
+                       Blob{sched::ToProto(n.status).SerializeAsString()}});
       }));
   TC_RETURN_IF_ERROR(
       RunEach(cache, "DELETE FROM nodes WHERE name = ?", batch.deleted_nodes,

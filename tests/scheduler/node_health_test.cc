@@ -104,11 +104,11 @@ TEST_CASE("node state is derived: LOST, then ISOLATED, DRAINING, CORDONED, READY
   n.connected = true;
   CHECK(DeriveState(n) == v1::NODE_STATE_READY);
   CHECK(DeriveHealth(n) == v1::NODE_HEALTH_UNKNOWN);  // no check yet
-  n.status.set_cordoned(true);
+  n.status.cordoned = true;
   CHECK(DeriveState(n) == v1::NODE_STATE_CORDONED);
   n.draining = true;
   CHECK(DeriveState(n) == v1::NODE_STATE_DRAINING);
-  *n.status.add_checks() = Checks("periodic", false, 10);
+  n.status.checks.push_back(Checks("periodic", false, 10));
   CHECK(DeriveState(n) == v1::NODE_STATE_ISOLATED);
   CHECK(DeriveHealth(n) == v1::NODE_HEALTH_UNHEALTHY);
   n.lost = true;
@@ -120,19 +120,19 @@ TEST_CASE("node state is derived: LOST, then ISOLATED, DRAINING, CORDONED, READY
 TEST_CASE(
     "a later passing run of the host items supersedes a failure, a failed startup script "
     "is cleared only by the script") {
-  v1::Node s;
-  *s.add_checks() = Checks("preflight", false, 10);
+  NodeStatus s;
+  s.checks.push_back(Checks("preflight", false, 10));
   CHECK(FailingChecks(s));
-  *s.add_checks() = Checks("periodic", true, 20);
+  s.checks.push_back(Checks("periodic", true, 20));
   CHECK_FALSE(FailingChecks(s));
-  *s.add_checks() = Checks("exit", false, 30);
+  s.checks.push_back(Checks("exit", false, 30));
   CHECK(FailingChecks(s));
 
-  v1::Node t;
-  *t.add_checks() = Checks("startup", false, 10, "startup-script", "no GPU driver");
-  *t.add_checks() = Checks("periodic", true, 20);
+  NodeStatus t;
+  t.checks.push_back(Checks("startup", false, 10, "startup-script", "no GPU driver"));
+  t.checks.push_back(Checks("periodic", true, 20));
   CHECK(FailingChecks(t));
-  *t.mutable_checks(0) = Checks("startup", true, 30, "startup-script", "");
+  t.checks[0] = Checks("startup", true, 30, "startup-script", "");
   CHECK_FALSE(FailingChecks(t));
 }
 
@@ -152,7 +152,7 @@ TEST_CASE("isolations within the window make a node flapping, older ones are for
   o = RecordCheckRun(policy, Checks("periodic", false, 2100), absl::FromUnixMillis(2100), &n);
   CHECK(o.isolated);
   CHECK_FALSE(o.became_flapping);  // the first isolation fell out of the window
-  CHECK(n.status.isolation_times_size() == 1);
+  CHECK(n.status.isolation_times.size() == 1);
   RecordCheckRun(policy, Checks("periodic", true, 2200), absl::FromUnixMillis(2200), &n);
   o = RecordCheckRun(policy, Checks("periodic", false, 2300), absl::FromUnixMillis(2300), &n);
   CHECK(o.became_flapping);
