@@ -1,14 +1,24 @@
-// NodeRegistry's maintenance windows (node_registry.h, "Maintenance windows"): recording and
-// clearing a node's window, draining the node at its start and, unless an operator holds it
-// too, uncordoning it after its end.
+// NodeMaintenance (node_maintenance.h): recording and clearing a node's maintenance window,
+// draining the node at its start and, unless an operator holds it too, uncordoning it after its
+// end.
+#include "scheduler/node_maintenance.h"
+
+#include <algorithm>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "common/time_util.h"
 #include "scheduler/maintenance.h"
-#include "scheduler/node_registry.h"
+#include "scheduler/node_health.h"
 
 namespace trainctl::sched {
 
-absl::Status NodeRegistry::SetMaintenance(const std::string& name,
+Node* NodeMaintenance::FindMutable(const std::string& name) {
+  auto it = nodes_->find(name);
+  return it == nodes_->end() ? nullptr : &it->second;
+}
+
+absl::Status NodeMaintenance::Set(const std::string& name,
                                           const std::optional<v1::MaintenanceWindow>& window,
                                           absl::Time now, Effects* fx) {
   Node* node = FindMutable(name);
@@ -31,14 +41,14 @@ absl::Status NodeRegistry::SetMaintenance(const std::string& name,
              absl::StrCat("maintenance window ", DescribeWindow(*node->status.maintenance),
                           " removed"));
     node->status.maintenance.reset();
-    if (held) LiftMaintenanceHold(node, "uncordoned: its maintenance window was cleared", now, fx);
+    if (held) LiftHold(node, "uncordoned: its maintenance window was cleared", now, fx);
   }
   fx->nodes.insert(name);
-  Changed();
+  ops_->Changed();
   return absl::OkStatus();
 }
 
-void NodeRegistry::MaintenanceReported(const std::string& name, const v1::MaintenanceReport& report,
+void NodeMaintenance::Reported(const std::string& name, const v1::MaintenanceReport& report,
                                        absl::Time now, Effects* fx) {
   Node* node = FindMutable(name);
   if (node == nullptr) return;
@@ -67,18 +77,18 @@ void NodeRegistry::MaintenanceReported(const std::string& name, const v1::Mainte
       node->status.maintenance.has_value() && node->status.maintenance->source() != "agent";
   if (operators) return;  // an operator's window stands until an operator changes it
   if (!reported.has_value()) {
-    if (node->status.maintenance.has_value()) (void)SetMaintenance(name, std::nullopt, now, fx);
+    if (node->status.maintenance.has_value()) (void)Set(name, std::nullopt, now, fx);
     return;
   }
   if (node->status.maintenance.has_value() && SameWindow(*node->status.maintenance, *reported)) {
     return;  // unchanged
   }
-  (void)SetMaintenance(name, *reported, now, fx);
+  (void)Set(name, *reported, now, fx);
 }
 
-std::vector<NodeRegistry::Lost> NodeRegistry::StartMaintenance(absl::Time now, Effects* fx) {
-  std::vector<Lost> out;
-  for (auto& [name, node] : nodes_) {
+std::vector<NodeMove> NodeMaintenance::Start(absl::Time now, Effects* fx) {
+  std::vector<NodeMove> out;
+  for (auto& [name, node] : *nodes_) {
     if (!node.status.maintenance.has_value()) continue;
     v1::MaintenanceWindow& w = *node.status.maintenance;
     if (w.drained() || WindowStart(w) > now || WindowEnd(w) <= now) continue;
@@ -86,7 +96,7 @@ std::vector<NodeRegistry::Lost> NodeRegistry::StartMaintenance(absl::Time now, E
     // An operator's cordon (or drain) already in place stays after the window.
     w.set_holds_cordon(!node.status.cordoned);
     const std::string span = DescribeWindowSpan(w);
-    StartDrain(&node, absl::StrCat("drained by its maintenance window ", span, ": ", w.reason()),
+    ops_->StartDrain(&node, absl::StrCat("drained by its maintenance window ", span, ": ", w.reason()),
                absl::StrCat(w.reason(), " (maintenance window ", span, ")"),
                absl::ZeroDuration(), now, fx);
     out.push_back({name, absl::StrCat("node ", name, " is draining for its maintenance window ",
@@ -95,9 +105,9 @@ std::vector<NodeRegistry::Lost> NodeRegistry::StartMaintenance(absl::Time now, E
   return out;
 }
 
-void NodeRegistry::EndMaintenance(absl::Time now, Effects* fx) {
+void NodeMaintenance::End(absl::Time now, Effects* fx) {
   std::vector<std::string> ended;
-  for (const auto& [name, node] : nodes_) {
+  for (const auto& [name, node] : *nodes_) {
     if (node.status.maintenance.has_value() && WindowEnd(*node.status.maintenance) <= now) {
       ended.push_back(name);
     }
@@ -115,20 +125,20 @@ void NodeRegistry::EndMaintenance(absl::Time now, Effects* fx) {
     AddEvent(fx, now, nullptr, "", name, "NodeMaintenanceEnded",
              absl::StrCat("maintenance window ", DescribeWindow(w), " ended", after));
     fx->nodes.insert(name);
-    Changed();
+    ops_->Changed();
     if (w.holds_cordon()) {
-      LiftMaintenanceHold(node, "uncordoned: its maintenance window ended", now, fx);
+      LiftHold(node, "uncordoned: its maintenance window ended", now, fx);
     }
   }
 }
 
-bool NodeRegistry::OperatorTookHold(Node* node) {
+bool NodeMaintenance::OperatorTookHold(Node* node) {
   if (!node->status.maintenance.has_value() || !node->status.maintenance->holds_cordon()) return false;
   node->status.maintenance->set_holds_cordon(false);
   return true;
 }
 
-void NodeRegistry::LiftMaintenanceHold(Node* node, const std::string& why_lifted, absl::Time now,
+void NodeMaintenance::LiftHold(Node* node, const std::string& why_lifted, absl::Time now,
                                        Effects* fx) {
   node->status.cordoned = false;
   node->status.drain_deadline = absl::ZeroDuration();
@@ -143,12 +153,12 @@ void NodeRegistry::LiftMaintenanceHold(Node* node, const std::string& why_lifted
     }
   }
   AddEvent(fx, now, nullptr, "", node->name, "NodeUncordoned", why);
-  Refresh(node, why, now, fx);
+  ops_->Refresh(node, why, now, fx);
 }
 
-absl::Time NodeRegistry::NextMaintenanceChange(absl::Time now) const {
+absl::Time NodeMaintenance::NextChange(absl::Time now) const {
   absl::Time next = absl::InfiniteFuture();
-  for (const auto& [name, node] : nodes_) {
+  for (const auto& [name, node] : *nodes_) {
     if (!node.status.maintenance.has_value()) continue;
     const absl::Time start = WindowStart(*node.status.maintenance);
     const absl::Time end = WindowEnd(*node.status.maintenance);

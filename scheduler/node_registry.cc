@@ -28,15 +28,12 @@ absl::Status CheckReasonLength(const std::string& reason) {
 
 void NodeRegistry::Restore(std::vector<Node> nodes) {
   for (Node& n : nodes) {
-    n.connected = false;
-    n.lost = n.status.state == v1::NODE_STATE_LOST;
-    n.move_at.reset();
-    if (n.lost) n.move_at = kMoveAfterFirstCheck;
+    liveness_.Restore(&n);
     n.draining = n.status.state == v1::NODE_STATE_DRAINING;
     book_.LoadDevices(n);
     nodes_[n.name] = std::move(n);
   }
-  restored_ = true;
+  liveness_.Restored();
   Changed();
 }
 
@@ -61,11 +58,9 @@ void NodeRegistry::Register(const v1::Register& reg, absl::Time now, Effects* fx
   node.capacity = Res::FromProto(reg.capacity());
   node.allocatable = Res::FromProto(reg.allocatable());
   node.labels = {reg.labels().begin(), reg.labels().end()};
-  node.connected = true;
   node.shutting_down = false;
   node.agent_instance = reg.agent_instance();
-  node.registered = now;
-  node.last_heartbeat = now;
+  liveness_.Connected(&node, now);
   node.status.agent_version = reg.agent_version();
   node.status.config.clear();
   node.status.config.insert(reg.config().begin(), reg.config().end());
@@ -96,11 +91,7 @@ void NodeRegistry::Register(const v1::Register& reg, absl::Time now, Effects* fx
                         reg.allocatable().cpu(), " cpu, ", reg.allocatable().memory_mb(), " MiB, ",
                         reg.allocatable().gpus(), " gpus allocatable; reports ", reg.runs_size(),
                         " runs"));
-  // The runs it reports are reconciled by the core; stale ones it does not report are gone.
-  node.stale_runs.clear();
-  if (node.lost) {
-    Returned(&node, "its agent registered again", now, fx);
-  } else {
+  if (!liveness_.Rejoined(&node, now, fx)) {
     Refresh(&node, known_before ? "its agent reconnected" : "its agent registered", now, fx);
   }
   if (reg.has_startup()) ApplyCheckRun(node.name, reg.startup(), now, fx);
@@ -201,10 +192,8 @@ absl::StatusOr<std::string> NodeRegistry::Revoke(const std::string& name, const 
     known = known || r == fingerprint;
   if (!known) node->status.revoked_certificates.push_back(fingerprint);
   node->status.cordoned = true;
-  OperatorTookHold(node);
-  node->connected = false;
-  node->lost = true;
-  node->move_at.reset();  // the core moves its replicas at once
+  NodeMaintenance::OperatorTookHold(node);
+  liveness_.Revoked(node);
   const std::string why =
       absl::StrCat("node ", name, "'s certificate ", fingerprint, " was revoked by an operator",
                    reason.empty() ? "" : ": ", reason);
@@ -256,10 +245,10 @@ absl::Status NodeRegistry::Cordon(const std::string& name, const std::string& re
                                          : absl::StrCat("cordoned by an operator: ", reason);
   if (!node->status.cordoned) {
     node->status.cordoned = true;
-    OperatorTookHold(node);
+    NodeMaintenance::OperatorTookHold(node);
     AddEvent(fx, now, nullptr, "", name, "NodeCordoned", why);
     Refresh(node, why, now, fx);
-  } else if (OperatorTookHold(node)) {
+  } else if (NodeMaintenance::OperatorTookHold(node)) {
     // Cordoned by its maintenance window: the cordon is the operator's now, and stays.
     AddEvent(fx, now, nullptr, "", name, "NodeCordoned",
              absl::StrCat(why, "; it stays cordoned after its maintenance window"));
@@ -272,7 +261,7 @@ absl::Status NodeRegistry::Uncordon(const std::string& name, absl::Time now, Eff
   Node* node = FindMutable(name);
   if (node == nullptr) return NotFound(name);
   const bool held = node->status.cordoned || node->draining || node->status.flapping;
-  OperatorTookHold(node);
+  NodeMaintenance::OperatorTookHold(node);
   node->status.cordoned = false;
   node->status.flapping = false;
   node->status.isolation_times.clear();
@@ -308,7 +297,7 @@ absl::StatusOr<std::string> NodeRegistry::Drain(const std::string& name, const s
     return absl::InvalidArgumentError(
         absl::StrCat("deadline must be 0s..24h, got ", FormatDuration(ToMs(deadline))));
   }
-  OperatorTookHold(node);
+  NodeMaintenance::OperatorTookHold(node);
   const std::string why = absl::StrCat("drained by an operator: ", reason);
   StartDrain(node, why, reason, deadline, now, fx);
   return absl::StrCat("node ", name, " is draining: ", reason);
@@ -358,12 +347,6 @@ void NodeRegistry::Refresh(Node* node, const std::string& reason, absl::Time now
   node->status.state_reason = reason;
   node->status.state_time = now;
   Changed();
-}
-
-// --- What replicas hold ------------------------------------------------------------------------
-
-void NodeRegistry::AddStaleRun(const std::string& node, const std::string& run_id) {
-  if (Node* n = FindMutable(node)) n->stale_runs.insert(run_id);
 }
 
 // --- Reads -------------------------------------------------------------------------------------
