@@ -482,8 +482,10 @@ v1::Node ToProto(const Node& n) {
   *out.mutable_capacity() = ToProto(n.capacity);
   *out.mutable_allocatable() = ToProto(n.allocatable);
   out.mutable_labels()->insert(n.labels.begin(), n.labels.end());
-  *out.mutable_last_heartbeat_time() = NodeTimeToProto(absl::FromUnixMillis(absl::ToUnixMillis(n.last_heartbeat)));
-  *out.mutable_register_time() = NodeTimeToProto(absl::FromUnixMillis(absl::ToUnixMillis(n.registered)));
+  *out.mutable_last_heartbeat_time() =
+      NodeTimeToProto(absl::FromUnixMillis(absl::ToUnixMillis(n.last_heartbeat)));
+  *out.mutable_register_time() =
+      NodeTimeToProto(absl::FromUnixMillis(absl::ToUnixMillis(n.registered)));
   return out;
 }
 

@@ -77,7 +77,7 @@ void NodeLiveness::Heartbeat(const std::string& name, absl::Time now, Effects* f
 
 void NodeLiveness::Returned(Node* node, const std::string& how, absl::Time now, Effects* fx) {
   node->lost = false;
-  node->status.health_description = 
+  node->status.health_description =
       absl::StrCat("The host rejoined at ", FormatRfc3339(ToMs(now)), " after it was lost");
   if (node->move_at.has_value()) {
     // Back before its replicas moved: they stay. Those its agent fenced meanwhile are reported
@@ -118,14 +118,14 @@ std::vector<NodeMove> NodeLiveness::DetectLost(absl::Time now, Effects* fx) {
     const std::string why =
         absl::StrCat("no heartbeat for ", FormatDuration(ToMs(now - heard)), " (lost timeout ",
                      FormatDuration(ToMs(lost_timeout_)), ")");
-    node.status.health_description = 
+    node.status.health_description =
         absl::StrCat("The host stopped responding at ", FormatRfc3339(ToMs(heard)), ": ", why);
-    AddEvent(fx, now, nullptr, "", name, "NodeLost",
-             absl::StrCat(why, "; its replicas move to other nodes in ",
-                          FenceTime(std::max(*node.move_at - now, absl::ZeroDuration())),
-                          ", once its agent has fenced them (it stops them after ",
-                          FenceTime(FenceAfter(lost_timeout_)),
-                          " without word from the scheduler)"));
+    AddEvent(
+        fx, now, nullptr, "", name, "NodeLost",
+        absl::StrCat(why, "; its replicas move to other nodes in ",
+                     FenceTime(std::max(*node.move_at - now, absl::ZeroDuration())),
+                     ", once its agent has fenced them (it stops them after ",
+                     FenceTime(FenceAfter(lost_timeout_)), " without word from the scheduler)"));
     ops_->Refresh(&node, why, now, fx);
     lost.push_back({name, absl::StrCat("node ", name, " was lost: ", why)});
   }
@@ -139,14 +139,12 @@ std::vector<NodeMove> NodeLiveness::DueMoves(absl::Time now, Effects* fx) {
     // A move whose time is not known yet (kMoveAfterFirstCheck) is never due.
     if (!node.lost || !node.move_at.has_value() || now < *node.move_at) continue;
     node.move_at.reset();
-    const std::string why =
-        absl::StrCat("node ", name, " was lost: no heartbeat for ",
-                     FormatDuration(ToMs(now - std::max(node.last_heartbeat, first))),
-                     " (lost timeout ", FormatDuration(ToMs(lost_timeout_)), "); waited ",
-                     FenceTime(FenceMargin(lost_timeout_)),
-                     " more for its agent to fence its replicas (it stops them after ",
-                     FenceTime(FenceAfter(lost_timeout_)),
-                     " without word from the scheduler)");
+    const std::string why = absl::StrCat(
+        "node ", name, " was lost: no heartbeat for ",
+        FormatDuration(ToMs(now - std::max(node.last_heartbeat, first))), " (lost timeout ",
+        FormatDuration(ToMs(lost_timeout_)), "); waited ", FenceTime(FenceMargin(lost_timeout_)),
+        " more for its agent to fence its replicas (it stops them after ",
+        FenceTime(FenceAfter(lost_timeout_)), " without word from the scheduler)");
     AddEvent(fx, now, nullptr, "", name, "NodeFenced",
              absl::StrCat(why, "; moving them to other nodes"));
     due.push_back({name, why});

@@ -19,12 +19,14 @@ Node* NodeMaintenance::FindMutable(const std::string& name) {
 }
 
 absl::Status NodeMaintenance::Set(const std::string& name,
-                                          const std::optional<v1::MaintenanceWindow>& window,
-                                          absl::Time now, Effects* fx) {
+                                  const std::optional<v1::MaintenanceWindow>& window,
+                                  absl::Time now, Effects* fx) {
   Node* node = FindMutable(name);
   if (node == nullptr) return absl::NotFoundError(absl::StrCat("node ", name, " not found"));
-  const bool was_drained = node->status.maintenance.has_value() && node->status.maintenance->drained();
-  const bool held = node->status.maintenance.has_value() && node->status.maintenance->holds_cordon();
+  const bool was_drained =
+      node->status.maintenance.has_value() && node->status.maintenance->drained();
+  const bool held =
+      node->status.maintenance.has_value() && node->status.maintenance->holds_cordon();
   if (window.has_value()) {
     v1::MaintenanceWindow w = *window;
     // A window replaced while the node is down for the old one keeps the node's hold: it is
@@ -37,9 +39,9 @@ absl::Status NodeMaintenance::Set(const std::string& name,
                           ", from the ", node->status.maintenance->source()));
   } else {
     if (!node->status.maintenance.has_value()) return absl::OkStatus();
-    AddEvent(fx, now, nullptr, "", name, "NodeMaintenanceCleared",
-             absl::StrCat("maintenance window ", DescribeWindow(*node->status.maintenance),
-                          " removed"));
+    AddEvent(
+        fx, now, nullptr, "", name, "NodeMaintenanceCleared",
+        absl::StrCat("maintenance window ", DescribeWindow(*node->status.maintenance), " removed"));
     node->status.maintenance.reset();
     if (held) LiftHold(node, "uncordoned: its maintenance window was cleared", now, fx);
   }
@@ -49,7 +51,7 @@ absl::Status NodeMaintenance::Set(const std::string& name,
 }
 
 void NodeMaintenance::Reported(const std::string& name, const v1::MaintenanceReport& report,
-                                       absl::Time now, Effects* fx) {
+                               absl::Time now, Effects* fx) {
   Node* node = FindMutable(name);
   if (node == nullptr) return;
   std::optional<v1::MaintenanceWindow> reported;
@@ -63,7 +65,8 @@ void NodeMaintenance::Reported(const std::string& name, const v1::MaintenanceRep
     // A window is applied once, when the agent first reports it: the same window again (the
     // agent registers again, its file unchanged) leaves the node's window as an operator or the
     // window's end left it.
-    if (node->status.agent_maintenance.has_value() && SameWindow(*node->status.agent_maintenance, w)) {
+    if (node->status.agent_maintenance.has_value() &&
+        SameWindow(*node->status.agent_maintenance, w)) {
       return;
     }
     node->status.agent_maintenance = w;
@@ -96,9 +99,10 @@ std::vector<NodeMove> NodeMaintenance::Start(absl::Time now, Effects* fx) {
     // An operator's cordon (or drain) already in place stays after the window.
     w.set_holds_cordon(!node.status.cordoned);
     const std::string span = DescribeWindowSpan(w);
-    ops_->StartDrain(&node, absl::StrCat("drained by its maintenance window ", span, ": ", w.reason()),
-               absl::StrCat(w.reason(), " (maintenance window ", span, ")"),
-               absl::ZeroDuration(), now, fx);
+    ops_->StartDrain(&node,
+                     absl::StrCat("drained by its maintenance window ", span, ": ", w.reason()),
+                     absl::StrCat(w.reason(), " (maintenance window ", span, ")"),
+                     absl::ZeroDuration(), now, fx);
     out.push_back({name, absl::StrCat("node ", name, " is draining for its maintenance window ",
                                       span, ": ", w.reason())});
   }
@@ -133,13 +137,14 @@ void NodeMaintenance::End(absl::Time now, Effects* fx) {
 }
 
 bool NodeMaintenance::OperatorTookHold(Node* node) {
-  if (!node->status.maintenance.has_value() || !node->status.maintenance->holds_cordon()) return false;
+  if (!node->status.maintenance.has_value() || !node->status.maintenance->holds_cordon())
+    return false;
   node->status.maintenance->set_holds_cordon(false);
   return true;
 }
 
 void NodeMaintenance::LiftHold(Node* node, const std::string& why_lifted, absl::Time now,
-                                       Effects* fx) {
+                               Effects* fx) {
   node->status.cordoned = false;
   node->status.drain_deadline = absl::ZeroDuration();
   node->draining = false;

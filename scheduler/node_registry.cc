@@ -110,8 +110,8 @@ NodeRegistry::CheckOutcome NodeRegistry::ApplyCheckRun(const std::string& name,
   std::string reason;
   if (!run.passed()) {
     reason = absl::StrCat(run.phase(), " check failed: ", FailedItems(run));
-    node.status.health_description = absl::StrCat("The host failed its ", run.phase(),
-                                                    " check at ", when, ": ", FailedItems(run));
+    node.status.health_description = absl::StrCat("The host failed its ", run.phase(), " check at ",
+                                                  when, ": ", FailedItems(run));
     if (out.isolated) {
       AddEvent(fx, now, nullptr, "", name, "NodeIsolated",
                absl::StrCat(reason, "; no new work until its checks pass again"));
@@ -129,7 +129,7 @@ NodeRegistry::CheckOutcome NodeRegistry::ApplyCheckRun(const std::string& name,
                        FormatDuration(ToMs(policy_.flap_window)), "); last: ", reason);
     }
   } else if (out.recovered) {
-    node.status.health_description = 
+    node.status.health_description =
         absl::StrCat("The host passed its ", run.phase(), " check again at ", when);
     if (node.status.flapping) {
       reason = absl::StrCat(
@@ -151,8 +151,8 @@ bool NodeRegistry::MarkShuttingDown(const std::string& name, absl::Time now, Eff
   if (node == nullptr || node->shutting_down) return false;
   node->shutting_down = true;
   Changed();
-  node->status.health_description = absl::StrCat(
-      "The host had a maintenance event at ", FormatRfc3339(ToMs(now)), ": its agent shut down");
+  node->status.health_description = absl::StrCat("The host had a maintenance event at ",
+                                                 FormatRfc3339(ToMs(now)), ": its agent shut down");
   AddEvent(fx, now, nullptr, "", name, "NodeShutdown",
            "its agent is shutting down; moving its replicas to other nodes");
   Refresh(node, "its agent is shutting down", now, fx);
@@ -188,8 +188,7 @@ absl::StatusOr<std::string> NodeRegistry::Revoke(const std::string& name, const 
         "authenticated only when trainctld runs with --tls-cert and --agent-ca)"));
   }
   bool known = false;
-  for (const std::string& r : node->status.revoked_certificates)
-    known = known || r == fingerprint;
+  for (const std::string& r : node->status.revoked_certificates) known = known || r == fingerprint;
   if (!known) node->status.revoked_certificates.push_back(fingerprint);
   node->status.cordoned = true;
   NodeMaintenance::OperatorTookHold(node);
@@ -197,9 +196,9 @@ absl::StatusOr<std::string> NodeRegistry::Revoke(const std::string& name, const 
   const std::string why =
       absl::StrCat("node ", name, "'s certificate ", fingerprint, " was revoked by an operator",
                    reason.empty() ? "" : ": ", reason);
-  node->status.health_description = absl::StrCat("The host's certificate was revoked at ",
-                                                   FormatRfc3339(ToMs(now)),
-                                                   reason.empty() ? "" : ": ", reason);
+  node->status.health_description =
+      absl::StrCat("The host's certificate was revoked at ", FormatRfc3339(ToMs(now)),
+                   reason.empty() ? "" : ": ", reason);
   AddEvent(fx, now, nullptr, "", name, "NodeRevoked",
            absl::StrCat(why, "; its agent is disconnected and its replicas move to other nodes"));
   fx->nodes.insert(name);
@@ -312,14 +311,14 @@ void NodeRegistry::StartDrain(Node* node, const std::string& why, const std::str
   } else {
     node->status.drain_deadline = absl::ZeroDuration();
   }
-  node->status.health_description = 
+  node->status.health_description =
       absl::StrCat("The host had a maintenance event at ", FormatRfc3339(ToMs(now)), ": ", what);
-  AddEvent(fx, now, nullptr, "", node->name, "NodeDrainStarted",
-           absl::StrCat(why, "; moving its replicas to other nodes",
-                        deadline > absl::ZeroDuration()
-                            ? absl::StrCat(" (each gets ", FormatDuration(ToMs(deadline)),
-                                           " to stop)")
-                            : std::string(" (each gets its job's stopGracePeriod)")));
+  AddEvent(
+      fx, now, nullptr, "", node->name, "NodeDrainStarted",
+      absl::StrCat(why, "; moving its replicas to other nodes",
+                   deadline > absl::ZeroDuration()
+                       ? absl::StrCat(" (each gets ", FormatDuration(ToMs(deadline)), " to stop)")
+                       : std::string(" (each gets its job's stopGracePeriod)")));
   Refresh(node, why, now, fx);
 }
 

@@ -10,7 +10,6 @@
 
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-
 #include "tests/common/proto_fill.h"
 
 namespace trainctl::sched {
@@ -271,9 +270,8 @@ TEST_CASE("a node's status with every field set maps to NodeStatus and back unch
   }
   CHECK(status.certificate_fingerprint == node.certificate_fingerprint());
   CHECK(status.certificate_expire_time == FromProtoTime(node.certificate_expire_time()));
-  CHECK(status.revoked_certificates ==
-        std::vector<std::string>(node.revoked_certificates().begin(),
-                                 node.revoked_certificates().end()));
+  CHECK(status.revoked_certificates == std::vector<std::string>(node.revoked_certificates().begin(),
+                                                                node.revoked_certificates().end()));
   CHECK(status.ignored_reports == node.ignored_reports());
   REQUIRE(status.maintenance.has_value());
   CHECK(Differences(*status.maintenance, node.maintenance()) == "");

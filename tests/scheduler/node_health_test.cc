@@ -142,7 +142,8 @@ TEST_CASE("isolations within the window make a node flapping, older ones are for
   policy.flap_window = absl::Seconds(1);
   Node n;
   n.connected = true;
-  CheckOutcome o = RecordCheckRun(policy, Checks("periodic", false, 100), absl::FromUnixMillis(100), &n);
+  CheckOutcome o =
+      RecordCheckRun(policy, Checks("periodic", false, 100), absl::FromUnixMillis(100), &n);
   CHECK(o.isolated);
   CHECK_FALSE(o.became_flapping);
   o = RecordCheckRun(policy, Checks("periodic", false, 200), absl::FromUnixMillis(200), &n);

@@ -288,9 +288,11 @@ TEST_CASE("NodeRegistry: cordon, uncordon and drain refuse bad input with a mess
        absl::InvalidArgumentError("reason must be at most 1024 characters, got 1025")},
       {"uncordon: unknown node", r.nodes.Uncordon("node-x", kT0, &fx),
        absl::NotFoundError("node node-x not found")},
-      {"drain: unknown node", r.nodes.Drain("node-x", "upgrade", absl::ZeroDuration(), kT0, &fx).status(),
+      {"drain: unknown node",
+       r.nodes.Drain("node-x", "upgrade", absl::ZeroDuration(), kT0, &fx).status(),
        absl::NotFoundError("node node-x not found")},
-      {"drain: a reason is required", r.nodes.Drain("node-a", "", absl::ZeroDuration(), kT0, &fx).status(),
+      {"drain: a reason is required",
+       r.nodes.Drain("node-a", "", absl::ZeroDuration(), kT0, &fx).status(),
        absl::InvalidArgumentError(
            "reason is required: say why the node is drained, e.g. \"kernel upgrade\"")},
       {"drain: a reason over 1024 characters",
@@ -312,7 +314,8 @@ TEST_CASE("NodeRegistry: cordon, uncordon and drain refuse bad input with a mess
 TEST_CASE("NodeRegistry: a negative drain deadline is named as given") {
   Registry r;
   Effects fx;
-  absl::StatusOr<std::string> drain = r.nodes.Drain("node-a", "upgrade", absl::Milliseconds(-5000), kT0, &fx);
+  absl::StatusOr<std::string> drain =
+      r.nodes.Drain("node-a", "upgrade", absl::Milliseconds(-5000), kT0, &fx);
   CHECK(drain.status().code() == absl::StatusCode::kInvalidArgument);  // refused, as it should be
   CHECK(drain.status().message() == "deadline must be 0s..24h, got -5s");
 }
@@ -344,7 +347,8 @@ TEST_CASE("NodeRegistry: a drain finishes when Release leaves the node empty") {
   Registry r;
   r.nodes.book().Hold("node-a", {1, 100, 0});
   Effects fx;
-  absl::StatusOr<std::string> why = r.nodes.Drain("node-a", "kernel upgrade", absl::Minutes(1), kT0, &fx);
+  absl::StatusOr<std::string> why =
+      r.nodes.Drain("node-a", "kernel upgrade", absl::Minutes(1), kT0, &fx);
   REQUIRE(why.ok());
   CHECK(*why == "node node-a is draining: kernel upgrade");
   CHECK(EventOf(fx, "NodeDrainStarted") != "");
