@@ -126,7 +126,7 @@ class NodeRegistry : private NodeOps {
 
   // --- Maintenance windows (NodeMaintenance, node_maintenance.h; rules in maintenance.h) -----
 
-  // Records the node's window (v1::Node.maintenance), replacing any, or clears it (nullopt),
+  // Records the node's window (NodeStatus.maintenance), replacing any, or clears it (nullopt),
   // uncordoning a node whose cordon is the window's alone (MaintenanceWindow.holds_cordon).
   // NOT_FOUND for an unknown node. `window` is valid (ValidateWindow).
   absl::Status SetMaintenance(const std::string& name,
