@@ -297,6 +297,49 @@ bool IsLive(v1::JobState s);
 
 // --- Nodes, runs and events ------------------------------------------------------------------
 
+// A node's availability and health as the core keeps it: the API Node's fields from `state` on
+// (proto/trainctl/v1/job.proto, message Node), typed. What agents and operators report stays in
+// its API message, kept as reported and shown as it is: the check runs (v1::CheckRun), the GPU
+// inventory (v1::GpuDevice) and the maintenance windows (v1::MaintenanceWindow). Mapped to and
+// from v1::Node only in model/model_proto.{h,cc}; persisted as that message's blob, so stored
+// rows read the same as before.
+struct NodeStatus {
+  // Derived from the facts in Node and the fields below (node_health.h), with why and since when.
+  v1::NodeState state = v1::NODE_STATE_UNSPECIFIED;
+  v1::NodeHealth health = v1::NODE_HEALTH_UNSPECIFIED;
+  // The last health or maintenance event, in words with its time.
+  std::string health_description;
+  std::string state_reason;
+  // The epoch: never set.
+  absl::Time state_time = absl::UnixEpoch();
+  // An operator's (or a maintenance window's) hold: cordon or drain.
+  bool cordoned = false;
+  // Isolated too often within the flapping window: out until an operator uncordons it.
+  bool flapping = false;
+  // When it was isolated, within the flapping window, oldest first.
+  std::vector<absl::Time> isolation_times;
+  // The latest run of each check phase, as its agent reported it.
+  std::vector<v1::CheckRun> checks;
+  // The agent's check configuration and version, as it registered.
+  std::map<std::string, std::string> config;
+  std::string agent_version;
+  // While DRAINING: the longest a replica gets to stop. Zero: its job's stopGracePeriod.
+  absl::Duration drain_deadline = absl::ZeroDuration();
+  // Its GPUs by index, as its agent reported them (holders are the book's, node_book.h).
+  std::vector<v1::GpuDevice> gpu_devices;
+  // The client certificate its agent last registered with; the epoch: no expiry known.
+  std::string certificate_fingerprint;
+  absl::Time certificate_expire_time = absl::UnixEpoch();
+  // Fingerprints of its certificates an operator revoked.
+  std::vector<std::string> revoked_certificates;
+  // Reports its agent sent about other nodes' runs, ignored and counted.
+  int64_t ignored_reports = 0;
+  // Its upcoming (or current) maintenance window, and the one its agent reported last
+  // (maintenance.h). nullopt: none.
+  std::optional<v1::MaintenanceWindow> maintenance;
+  std::optional<v1::MaintenanceWindow> agent_maintenance;
+};
+
 // The scheduler's view of one host and its agent.
 struct Node {
   std::string name;
@@ -309,11 +352,12 @@ struct Node {
   bool connected = false;
   // The agent process behind the current stream; changes when the agent restarts.
   std::string agent_instance;
-  int64_t registered_ms = 0;
-  int64_t last_heartbeat_ms = 0;
-  // Availability and health: the API Node's fields from `state` on (state, health, checks,
-  // operator holds, config). Everything else of it is left unset here. Persisted as one blob.
-  v1::Node status;
+  // When its agent last registered, and when it was last heard from (a heartbeat or any report).
+  absl::Time registered = absl::UnixEpoch();
+  absl::Time last_heartbeat = absl::UnixEpoch();
+  // Availability and health: state, health, checks, operator holds, config, maintenance windows,
+  // certificates (NodeStatus, above). Persisted as one v1::Node blob (model_proto.h).
+  NodeStatus status;
   // Facts behind status.state (see node_health.h): no heartbeat within the lost timeout, and
   // a drain still moving replicas off.
   bool lost = false;
@@ -324,9 +368,11 @@ struct Node {
   // Runs that were on this node when it was lost and have moved elsewhere: stopped on it when it
   // comes back. In memory only; after a scheduler restart, Register's reconciliation does it.
   std::set<std::string> stale_runs;
-  // LOST with its replicas not moved yet: when they move (Unix ms), once its agent has fenced
-  // them (node_health.h). 0: no move pending. In memory only (NodeRegistry::Restore).
-  int64_t move_at_ms = 0;
+  // LOST with its replicas not moved yet: when they move, once its agent has fenced them
+  // (node_health.h). nullopt: no move pending. absl::InfiniteFuture(): a move is pending but its
+  // time is not known yet (a node restored LOST: set at the first lost-timeout check). In memory
+  // only (NodeRegistry::Restore).
+  std::optional<absl::Time> move_at;
 };
 
 // One append-only audit row. Every state change of a job or node produces one.

@@ -433,6 +433,100 @@ v1::Quota QuotaToProto(const Quota& q) {
   }
   p.set_run_as_user(q.run_as_user);
   return p;
+
+// --- Nodes -------------------------------------------------------------------------------------
+
+namespace {
+
+// NodeStatus's unset times and durations: the epoch and zero.
+google::protobuf::Timestamp NodeTimeToProto(absl::Time t) {
+  return t == absl::UnixEpoch() ? google::protobuf::Timestamp() : ToProtoTime(t);
+}
+
+google::protobuf::Duration NodeDurationToProto(absl::Duration d) {
+  google::protobuf::Duration out;
+  const int64_t seconds = absl::ToInt64Seconds(d);  // toward zero, as nanos keep d's sign
+  out.set_seconds(seconds);
+  out.set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(d - absl::Seconds(seconds))));
+  return out;
+}
+
+absl::Duration NodeDurationFromProto(const google::protobuf::Duration& d) {
+  return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
+}
+
+}  // namespace
+
+v1::Node ToProto(const NodeStatus& s) {
+  v1::Node out;
+  out.set_state(s.state);
+  out.set_health(s.health);
+  out.set_health_description(s.health_description);
+  out.set_state_reason(s.state_reason);
+  if (s.state_time != absl::UnixEpoch()) *out.mutable_state_time() = ToProtoTime(s.state_time);
+  out.set_cordoned(s.cordoned);
+  out.set_flapping(s.flapping);
+  for (absl::Time t : s.isolation_times) *out.add_isolation_times() = ToProtoTime(t);
+  out.mutable_checks()->Assign(s.checks.begin(), s.checks.end());
+  for (const auto& [key, value] : s.config) (*out.mutable_config())[key] = value;
+  out.set_agent_version(s.agent_version);
+  if (s.drain_deadline != absl::ZeroDuration()) {
+    *out.mutable_drain_deadline() = NodeDurationToProto(s.drain_deadline);
+  }
+  out.mutable_gpu_devices()->Assign(s.gpu_devices.begin(), s.gpu_devices.end());
+  out.set_certificate_fingerprint(s.certificate_fingerprint);
+  if (s.certificate_expire_time != absl::UnixEpoch()) {
+    *out.mutable_certificate_expire_time() = ToProtoTime(s.certificate_expire_time);
+  }
+  out.mutable_revoked_certificates()->Assign(s.revoked_certificates.begin(),
+                                             s.revoked_certificates.end());
+  out.set_ignored_reports(s.ignored_reports);
+  if (s.maintenance.has_value()) *out.mutable_maintenance() = *s.maintenance;
+  if (s.agent_maintenance.has_value()) *out.mutable_agent_maintenance() = *s.agent_maintenance;
+  return out;
+}
+
+NodeStatus NodeStatusFromProto(const v1::Node& p) {
+  NodeStatus s;
+  s.state = p.state();
+  s.health = p.health();
+  s.health_description = p.health_description();
+  s.state_reason = p.state_reason();
+  if (p.has_state_time()) s.state_time = FromProtoTime(p.state_time());
+  s.cordoned = p.cordoned();
+  s.flapping = p.flapping();
+  for (const google::protobuf::Timestamp& t : p.isolation_times()) {
+    s.isolation_times.push_back(FromProtoTime(t));
+  }
+  s.checks.assign(p.checks().begin(), p.checks().end());
+  s.config.insert(p.config().begin(), p.config().end());
+  s.agent_version = p.agent_version();
+  if (p.has_drain_deadline()) s.drain_deadline = NodeDurationFromProto(p.drain_deadline());
+  s.gpu_devices.assign(p.gpu_devices().begin(), p.gpu_devices().end());
+  s.certificate_fingerprint = p.certificate_fingerprint();
+  if (p.has_certificate_expire_time()) {
+    s.certificate_expire_time = FromProtoTime(p.certificate_expire_time());
+  }
+  s.revoked_certificates.assign(p.revoked_certificates().begin(), p.revoked_certificates().end());
+  s.ignored_reports = p.ignored_reports();
+  if (p.has_maintenance()) s.maintenance = p.maintenance();
+  if (p.has_agent_maintenance()) s.agent_maintenance = p.agent_maintenance();
+  return s;
+}
+
+v1::Node ToProto(const Node& n) {
+  v1::Node out = ToProto(n.status);
+  out.set_name(n.name);
+  out.set_address(n.address);
+  out.set_connected(n.connected);
+  *out.mutable_capacity() = ToProto(n.capacity);
+  *out.mutable_allocatable() = ToProto(n.allocatable);
+  out.mutable_labels()->insert(n.labels.begin(), n.labels.end());
+  *out.mutable_last_heartbeat_time() =
+      NodeTimeToProto(absl::FromUnixMillis(absl::ToUnixMillis(n.last_heartbeat)));
+  *out.mutable_register_time() =
+      NodeTimeToProto(absl::FromUnixMillis(absl::ToUnixMillis(n.registered)));
+  return out;
 }
 
 }  // namespace trainctl::sched

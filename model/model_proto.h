@@ -41,6 +41,16 @@ std::string DecisionName(Decision d);
 absl::StatusOr<FailureClass> ParseFailureClass(const std::string& name);
 absl::StatusOr<Decision> ParseDecision(const std::string& name);
 
+// A node's status as the API's Node, the form it is persisted in (the nodes table's status
+// blob): only the fields from `state` on are set. An unset Timestamp or Duration is the epoch or
+// zero in NodeStatus, and maps back unset.
+v1::Node ToProto(const NodeStatus& status);
+NodeStatus NodeStatusFromProto(const v1::Node& proto);
+// The node's own facts (name, address, connection, sizes, labels, registration and heartbeat
+// times to the millisecond) with its status. What its replicas hold (free, replicas, the GPUs'
+// holders) is the node book's to add.
+v1::Node ToProto(const Node& node);
+
 google::protobuf::Timestamp ToProtoTime(absl::Time t);
 absl::Time FromProtoTime(const google::protobuf::Timestamp& t);
 

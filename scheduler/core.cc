@@ -214,10 +214,10 @@ absl::StatusOr<v1::Node> Core::UncordonNode(const std::string& name, absl::Time 
 
 absl::StatusOr<v1::Node> Core::DrainNode(const std::string& name, const std::string& reason,
                                          absl::Duration deadline, absl::Time now, Effects* fx) {
-  // NodeRegistry and JobLifecycle still take the deadline in ms.
-  const int64_t deadline_ms = ToMs(deadline);
-  absl::StatusOr<std::string> why = nodes_.Drain(name, reason, deadline_ms, now, fx);
+  absl::StatusOr<std::string> why = nodes_.Drain(name, reason, deadline, now, fx);
   if (!why.ok()) return why.status();
+  // JobLifecycle still takes the grace in ms.
+  const int64_t deadline_ms = absl::ToInt64Milliseconds(deadline);
   lifecycle_.MoveReplicasOff(name, MoveCause::kDrain, *why, deadline_ms > 0 ? deadline_ms : -1,
                              /*node_gone=*/false, now, fx);
   CheckNodes(now, fx);  // an empty node is drained at once
@@ -269,9 +269,9 @@ v1::RegisterAck Core::AgentRegistered(const v1::Register& reg, absl::Time now, E
   if (reg.has_maintenance()) MaintenanceReported(reg.node(), reg.maintenance(), now, fx);
   v1::RegisterAck ack;
   ack.set_heartbeat_interval_ms(static_cast<int32_t>(ToMs(options_.heartbeat_interval)));
-  ack.set_lost_timeout_ms(options_.nodes.lost_timeout_ms);
-  ack.set_fence_after_ms(FenceAfterMs(options_.nodes.lost_timeout_ms));
-  ack.set_fence_grace_ms(FenceMarginMs(options_.nodes.lost_timeout_ms));
+  ack.set_lost_timeout_ms(ToMs(options_.nodes.lost_timeout));
+  ack.set_fence_after_ms(ToMs(FenceAfter(options_.nodes.lost_timeout)));
+  ack.set_fence_grace_ms(ToMs(FenceMargin(options_.nodes.lost_timeout)));
   return ack;
 }
 

@@ -109,8 +109,8 @@ absl::Time ExpectedEnd(const v1::JobSpec& spec, std::optional<absl::Time> starte
 std::vector<NodeWindow> WindowsOf(const NodeRegistry& nodes) {
   std::vector<NodeWindow> out;
   for (const auto& [name, node] : nodes.nodes()) {
-    if (!node.status.has_maintenance()) continue;
-    const v1::MaintenanceWindow& w = node.status.maintenance();
+    if (!node.status.maintenance.has_value()) continue;
+    const v1::MaintenanceWindow& w = *node.status.maintenance;
     out.push_back({name, WindowStart(w), WindowEnd(w), DescribeWindow(w)});
   }
   return out;

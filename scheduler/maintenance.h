@@ -3,7 +3,7 @@
 // hosts a job avoids because their window starts before then, and the words of the queue reason
 // of a job that waits for a window.
 //
-// NodeRegistry keeps each node's window (node_maintenance.cc); the placement pipeline
+// NodeRegistry keeps each node's window (NodeMaintenance, node_maintenance.h); placement
 // (placement_pipeline.h) asks NodesToAvoid for each gang or replica it places, with the expected
 // end its caller gives (from now at admission, from the job's start for a move).
 //

@@ -73,8 +73,7 @@ int32_t NodeBook::FreePorts(const std::string& node) const {
 // --- Devices -----------------------------------------------------------------------------------
 
 void NodeBook::LoadDevices(const Node& node) {
-  devices_[node.name].SetDevices(
-      {node.status.gpu_devices().begin(), node.status.gpu_devices().end()});
+  devices_[node.name].SetDevices({node.status.gpu_devices.begin(), node.status.gpu_devices.end()});
 }
 
 std::optional<std::vector<int32_t>> NodeBook::AllocateDevices(const std::string& node,

@@ -9,23 +9,25 @@
 
 namespace trainctl::sched {
 
-int64_t FenceMarginMs(int64_t lost_timeout_ms) {
-  constexpr int64_t kFloorMs = 500;
-  return std::min(std::max(lost_timeout_ms / 5, kFloorMs), lost_timeout_ms / 2);
+absl::Duration FenceMargin(absl::Duration lost_timeout) {
+  const absl::Duration ms = absl::Milliseconds(1);
+  const absl::Duration floor = absl::Milliseconds(500);
+  return std::min(std::max(absl::Trunc(lost_timeout / 5, ms), floor),
+                  absl::Trunc(lost_timeout / 2, ms));
 }
 
-int64_t FenceAfterMs(int64_t lost_timeout_ms) {
-  return lost_timeout_ms - FenceMarginMs(lost_timeout_ms);
+absl::Duration FenceAfter(absl::Duration lost_timeout) {
+  return lost_timeout - FenceMargin(lost_timeout);
 }
 
-const v1::CheckRun* LatestRun(const v1::Node& status, const std::string& phase) {
-  for (const v1::CheckRun& run : status.checks()) {
+const v1::CheckRun* LatestRun(const NodeStatus& status, const std::string& phase) {
+  for (const v1::CheckRun& run : status.checks) {
     if (run.phase() == phase) return &run;
   }
   return nullptr;
 }
 
-bool FailingChecks(const v1::Node& status) {
+bool FailingChecks(const NodeStatus& status) {
   const v1::CheckRun* startup = LatestRun(status, "startup");
   if (startup != nullptr && !startup->passed()) return true;
   const v1::CheckRun* newest = nullptr;
@@ -41,16 +43,16 @@ bool FailingChecks(const v1::Node& status) {
 
 v1::NodeState DeriveState(const Node& node) {
   if (node.lost) return v1::NODE_STATE_LOST;
-  if (node.status.flapping() || FailingChecks(node.status)) return v1::NODE_STATE_ISOLATED;
+  if (node.status.flapping || FailingChecks(node.status)) return v1::NODE_STATE_ISOLATED;
   if (node.draining) return v1::NODE_STATE_DRAINING;
-  if (node.status.cordoned()) return v1::NODE_STATE_CORDONED;
+  if (node.status.cordoned) return v1::NODE_STATE_CORDONED;
   return v1::NODE_STATE_READY;
 }
 
 v1::NodeHealth DeriveHealth(const Node& node) {
   if (node.lost) return v1::NODE_HEALTH_UNKNOWN;
   if (FailingChecks(node.status)) return v1::NODE_HEALTH_UNHEALTHY;
-  return node.status.checks().empty() ? v1::NODE_HEALTH_UNKNOWN : v1::NODE_HEALTH_HEALTHY;
+  return node.status.checks.empty() ? v1::NODE_HEALTH_UNKNOWN : v1::NODE_HEALTH_HEALTHY;
 }
 
 bool Schedulable(const Node& node) {
@@ -63,34 +65,33 @@ bool KeepsReplicas(const Node& node) {
   return s == v1::NODE_STATE_READY || s == v1::NODE_STATE_CORDONED;
 }
 
-CheckOutcome RecordCheckRun(const NodePolicy& policy, const v1::CheckRun& run, int64_t now,
+CheckOutcome RecordCheckRun(const NodePolicy& policy, const v1::CheckRun& run, absl::Time now,
                             Node* node) {
-  v1::Node& status = node->status;
+  NodeStatus& status = node->status;
   const bool failing_before = FailingChecks(status);
   bool replaced = false;
-  for (v1::CheckRun& old : *status.mutable_checks()) {
+  for (v1::CheckRun& old : status.checks) {
     if (old.phase() == run.phase()) {
       old = run;
       replaced = true;
     }
   }
-  if (!replaced) *status.add_checks() = run;
+  if (!replaced) status.checks.push_back(run);
   const bool failing_now = FailingChecks(status);
 
   CheckOutcome out;
   out.recovered = failing_before && !failing_now;
   if (failing_now && !failing_before) {
     out.isolated = true;
-    std::vector<google::protobuf::Timestamp> kept;
-    for (const google::protobuf::Timestamp& t : status.isolation_times()) {
-      if (now - TimestampToMs(t) < policy.flap_window_ms) kept.push_back(t);
+    std::vector<absl::Time> kept;
+    for (absl::Time t : status.isolation_times) {
+      if (now - t < policy.flap_window) kept.push_back(t);
     }
-    kept.push_back(MsToTimestamp(now));
-    status.clear_isolation_times();
-    for (const auto& t : kept) *status.add_isolation_times() = t;
-    if (!status.flapping() && policy.flap_threshold > 0 &&
-        static_cast<int32_t>(kept.size()) >= policy.flap_threshold) {
-      status.set_flapping(true);
+    kept.push_back(now);
+    status.isolation_times = std::move(kept);
+    if (!status.flapping && policy.flap_threshold > 0 &&
+        static_cast<int32_t>(status.isolation_times.size()) >= policy.flap_threshold) {
+      status.flapping = true;
       out.became_flapping = true;
     }
   }

@@ -15,7 +15,7 @@
 // Which check runs count: the latest startup run (the startup script) on its own, since only a
 // rerun of the script can clear it; and the newest of the periodic, exit and preflight runs,
 // since each of those probes the host's items and a later passing run supersedes an earlier
-// failure. An isolation that happens `flap_threshold` times within `flap_window_ms` makes the
+// failure. An isolation that happens `flap_threshold` times within `flap_window` makes the
 // node flapping: it stays ISOLATED, whatever its checks say, until an operator uncordons it.
 //
 // Thread-safety: none needed; the functions keep no state.
@@ -24,17 +24,18 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/time/time.h"
 #include "model/model.h"
 #include "scheduler/port_pool.h"
 
 namespace trainctl::sched {
 
 struct NodePolicy {
-  // A node not heard from for this long is LOST; its replicas move FenceMarginMs later.
-  int64_t lost_timeout_ms = 15'000;
+  // A node not heard from for this long is LOST; its replicas move FenceMargin later.
+  absl::Duration lost_timeout = absl::Seconds(15);
   // Isolations within the window that make a node flapping.
   int32_t flap_threshold = 3;
-  int64_t flap_window_ms = 3'600'000;
+  absl::Duration flap_window = absl::Hours(1);
   // The ports of every node's pool (trainctld --port-range). REQUIRES: ValidatePortRange is OK.
   PortRange ports;
 };
@@ -54,12 +55,13 @@ struct NodePolicy {
 // networks, and the SIGTERM grace before the SIGKILL gets longer with it (3s for the 15s
 // default, so a replica may write a last checkpoint). At least 500ms (a loaded host's timer and
 // reaping delays), at most half the lost timeout, so that fence_after stays positive.
-int64_t FenceMarginMs(int64_t lost_timeout_ms);
-// lost_timeout_ms - FenceMarginMs(lost_timeout_ms).
-int64_t FenceAfterMs(int64_t lost_timeout_ms);
+// Counted in whole milliseconds (what the agent is told, RegisterAck).
+absl::Duration FenceMargin(absl::Duration lost_timeout);
+// lost_timeout - FenceMargin(lost_timeout).
+absl::Duration FenceAfter(absl::Duration lost_timeout);
 
 // True when the latest checks that count (see the file comment) failed.
-bool FailingChecks(const v1::Node& status);
+bool FailingChecks(const NodeStatus& status);
 
 v1::NodeState DeriveState(const Node& node);
 v1::NodeHealth DeriveHealth(const Node& node);
@@ -84,11 +86,11 @@ struct CheckOutcome {
 // Records `run` as the node's latest run of its phase, and the isolation time when the run
 // isolates the node (trimming times outside the window). Sets status.flapping when the isolations
 // within the window reach the threshold. State and health are left to the caller (DeriveState).
-CheckOutcome RecordCheckRun(const NodePolicy& policy, const v1::CheckRun& run, int64_t now,
+CheckOutcome RecordCheckRun(const NodePolicy& policy, const v1::CheckRun& run, absl::Time now,
                             Node* node);
 
 // The latest run of `phase`, or nullptr.
-const v1::CheckRun* LatestRun(const v1::Node& status, const std::string& phase);
+const v1::CheckRun* LatestRun(const NodeStatus& status, const std::string& phase);
 
 // "item disk-size root failed: 3.1 GB free, needs > 1e+09 GB; item dns failed: ..." for the
 // failed items of a run ("no item failed" when none did).

@@ -28,14 +28,12 @@ absl::Status CheckReasonLength(const std::string& reason) {
 
 void NodeRegistry::Restore(std::vector<Node> nodes) {
   for (Node& n : nodes) {
-    n.connected = false;
-    n.lost = n.status.state() == v1::NODE_STATE_LOST;
-    n.move_at_ms = n.lost ? kMoveAfterFirstCheck : 0;
-    n.draining = n.status.state() == v1::NODE_STATE_DRAINING;
+    liveness_.Restore(&n);
+    n.draining = n.status.state == v1::NODE_STATE_DRAINING;
     book_.LoadDevices(n);
     nodes_[n.name] = std::move(n);
   }
-  restored_ = true;
+  liveness_.Restored();
   Changed();
 }
 
@@ -60,33 +58,31 @@ void NodeRegistry::Register(const v1::Register& reg, absl::Time now, Effects* fx
   node.capacity = Res::FromProto(reg.capacity());
   node.allocatable = Res::FromProto(reg.allocatable());
   node.labels = {reg.labels().begin(), reg.labels().end()};
-  node.connected = true;
   node.shutting_down = false;
   node.agent_instance = reg.agent_instance();
-  node.registered_ms = ToMs(now);
-  node.last_heartbeat_ms = ToMs(now);
-  node.status.set_agent_version(reg.agent_version());
-  node.status.mutable_config()->clear();
-  node.status.mutable_config()->insert(reg.config().begin(), reg.config().end());
+  liveness_.Connected(&node, now);
+  node.status.agent_version = reg.agent_version();
+  node.status.config.clear();
+  node.status.config.insert(reg.config().begin(), reg.config().end());
   // The inventory is trusted when it lists as many GPUs as the agent offers.
-  node.status.clear_gpu_devices();
+  node.status.gpu_devices.clear();
   if (reg.gpu_devices_size() == reg.allocatable().gpus()) {
-    *node.status.mutable_gpu_devices() = reg.gpu_devices();
+    node.status.gpu_devices = {reg.gpu_devices().begin(), reg.gpu_devices().end()};
   } else {
     for (v1::GpuDevice& d : SyntheticDevices(reg.allocatable().gpus())) {
-      *node.status.add_gpu_devices() = std::move(d);
+      node.status.gpu_devices.push_back(std::move(d));
     }
   }
-  for (v1::GpuDevice& d : *node.status.mutable_gpu_devices()) {
+  for (v1::GpuDevice& d : node.status.gpu_devices) {
     d.clear_holder();
     d.clear_run_id();
   }
   book_.LoadDevices(node);
-  node.status.set_certificate_fingerprint(reg.certificate_fingerprint());
+  node.status.certificate_fingerprint = reg.certificate_fingerprint();
   if (reg.certificate_expire_ms() > 0) {
-    *node.status.mutable_certificate_expire_time() = MsToTimestamp(reg.certificate_expire_ms());
+    node.status.certificate_expire_time = absl::FromUnixMillis(reg.certificate_expire_ms());
   } else {
-    node.status.clear_certificate_expire_time();
+    node.status.certificate_expire_time = absl::UnixEpoch();
   }
   fx->nodes.insert(node.name);
   Changed();
@@ -95,11 +91,7 @@ void NodeRegistry::Register(const v1::Register& reg, absl::Time now, Effects* fx
                         reg.allocatable().cpu(), " cpu, ", reg.allocatable().memory_mb(), " MiB, ",
                         reg.allocatable().gpus(), " gpus allocatable; reports ", reg.runs_size(),
                         " runs"));
-  // The runs it reports are reconciled by the core; stale ones it does not report are gone.
-  node.stale_runs.clear();
-  if (node.lost) {
-    Returned(&node, "its agent registered again", now, fx);
-  } else {
+  if (!liveness_.Rejoined(&node, now, fx)) {
     Refresh(&node, known_before ? "its agent reconnected" : "its agent registered", now, fx);
   }
   if (reg.has_startup()) ApplyCheckRun(node.name, reg.startup(), now, fx);
@@ -113,13 +105,13 @@ NodeRegistry::CheckOutcome NodeRegistry::ApplyCheckRun(const std::string& name,
   Node& node = *found;
   v1::CheckRun run = run_in;
   if (!run.has_time()) *run.mutable_time() = ToProtoTime(now);
-  const sched::CheckOutcome out = RecordCheckRun(policy_, run, ToMs(now), &node);
+  const sched::CheckOutcome out = RecordCheckRun(policy_, run, now, &node);
   const std::string when = FormatRfc3339(TimestampToMs(run.time()));
   std::string reason;
   if (!run.passed()) {
     reason = absl::StrCat(run.phase(), " check failed: ", FailedItems(run));
-    node.status.set_health_description(absl::StrCat("The host failed its ", run.phase(),
-                                                    " check at ", when, ": ", FailedItems(run)));
+    node.status.health_description = absl::StrCat("The host failed its ", run.phase(), " check at ",
+                                                  when, ": ", FailedItems(run));
     if (out.isolated) {
       AddEvent(fx, now, nullptr, "", name, "NodeIsolated",
                absl::StrCat(reason, "; no new work until its checks pass again"));
@@ -129,22 +121,22 @@ NodeRegistry::CheckOutcome NodeRegistry::ApplyCheckRun(const std::string& name,
     if (out.became_flapping) {
       AddEvent(
           fx, now, nullptr, "", name, "NodeFlapping",
-          absl::StrCat("isolated ", node.status.isolation_times_size(), " times within ",
-                       FormatDuration(policy_.flap_window_ms),
+          absl::StrCat("isolated ", node.status.isolation_times.size(), " times within ",
+                       FormatDuration(ToMs(policy_.flap_window)),
                        ": stays out until an operator runs `trainctl node uncordon ", name, "`"));
       reason =
-          absl::StrCat("flapping (isolated ", node.status.isolation_times_size(), " times within ",
-                       FormatDuration(policy_.flap_window_ms), "); last: ", reason);
+          absl::StrCat("flapping (isolated ", node.status.isolation_times.size(), " times within ",
+                       FormatDuration(ToMs(policy_.flap_window)), "); last: ", reason);
     }
   } else if (out.recovered) {
-    node.status.set_health_description(
-        absl::StrCat("The host passed its ", run.phase(), " check again at ", when));
-    if (node.status.flapping()) {
+    node.status.health_description =
+        absl::StrCat("The host passed its ", run.phase(), " check again at ", when);
+    if (node.status.flapping) {
       reason = absl::StrCat(
           "flapping: its checks pass again, but it stays out until an operator "
           "runs `trainctl node uncordon ",
           name, "`");
-      node.status.set_state_reason(reason);  // still ISOLATED: Refresh keeps the old one
+      node.status.state_reason = reason;  // still ISOLATED: Refresh keeps the old one
     } else {
       reason = absl::StrCat("its ", run.phase(), " check passed again");
     }
@@ -159,8 +151,8 @@ bool NodeRegistry::MarkShuttingDown(const std::string& name, absl::Time now, Eff
   if (node == nullptr || node->shutting_down) return false;
   node->shutting_down = true;
   Changed();
-  node->status.set_health_description(absl::StrCat(
-      "The host had a maintenance event at ", FormatRfc3339(ToMs(now)), ": its agent shut down"));
+  node->status.health_description = absl::StrCat("The host had a maintenance event at ",
+                                                 FormatRfc3339(ToMs(now)), ": its agent shut down");
   AddEvent(fx, now, nullptr, "", name, "NodeShutdown",
            "its agent is shutting down; moving its replicas to other nodes");
   Refresh(node, "its agent is shutting down", now, fx);
@@ -171,10 +163,10 @@ void NodeRegistry::IgnoredReport(const std::string& name, const std::string& run
                                  const std::string& owner, absl::Time now, Effects* fx) {
   Node* node = FindMutable(name);
   if (node == nullptr) return;
-  node->status.set_ignored_reports(node->status.ignored_reports() + 1);
+  node->status.ignored_reports = node->status.ignored_reports + 1;
   Changed();
   fx->nodes.insert(name);
-  if (node->status.ignored_reports() == 1) {
+  if (node->status.ignored_reports == 1) {
     AddEvent(fx, now, nullptr, "", name, "NodeReportIgnored",
              absl::StrCat("its agent reported on run ", run_id, ", which runs on ", owner,
                           "; ignored (later ones are only counted: trainctl node describe)"));
@@ -188,7 +180,7 @@ absl::StatusOr<std::string> NodeRegistry::Revoke(const std::string& name, const 
   Node* node = FindMutable(name);
   if (node == nullptr) return NotFound(name);
   if (absl::Status s = CheckReasonLength(reason); !s.ok()) return s;
-  const std::string fingerprint = node->status.certificate_fingerprint();
+  const std::string fingerprint = node->status.certificate_fingerprint;
   if (fingerprint.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "node ", name,
@@ -196,20 +188,17 @@ absl::StatusOr<std::string> NodeRegistry::Revoke(const std::string& name, const 
         "authenticated only when trainctld runs with --tls-cert and --agent-ca)"));
   }
   bool known = false;
-  for (const std::string& r : node->status.revoked_certificates())
-    known = known || r == fingerprint;
-  if (!known) node->status.add_revoked_certificates(fingerprint);
-  node->status.set_cordoned(true);
-  OperatorTookHold(node);
-  node->connected = false;
-  node->lost = true;
-  node->move_at_ms = 0;  // the core moves its replicas at once
+  for (const std::string& r : node->status.revoked_certificates) known = known || r == fingerprint;
+  if (!known) node->status.revoked_certificates.push_back(fingerprint);
+  node->status.cordoned = true;
+  NodeMaintenance::OperatorTookHold(node);
+  liveness_.Revoked(node);
   const std::string why =
       absl::StrCat("node ", name, "'s certificate ", fingerprint, " was revoked by an operator",
                    reason.empty() ? "" : ": ", reason);
-  node->status.set_health_description(absl::StrCat("The host's certificate was revoked at ",
-                                                   FormatRfc3339(ToMs(now)),
-                                                   reason.empty() ? "" : ": ", reason));
+  node->status.health_description =
+      absl::StrCat("The host's certificate was revoked at ", FormatRfc3339(ToMs(now)),
+                   reason.empty() ? "" : ": ", reason);
   AddEvent(fx, now, nullptr, "", name, "NodeRevoked",
            absl::StrCat(why, "; its agent is disconnected and its replicas move to other nodes"));
   fx->nodes.insert(name);
@@ -229,8 +218,8 @@ absl::StatusOr<v1::Node> NodeRegistry::Delete(const std::string& name, const std
         "'s agent is connected; stop it first (or `trainctl node revoke` its certificate)"));
   }
   v1::Node was = ViewOf(*node);
-  fx->deleted_nodes[name] = {node->status.revoked_certificates().begin(),
-                             node->status.revoked_certificates().end()};
+  fx->deleted_nodes[name] = {node->status.revoked_certificates.begin(),
+                             node->status.revoked_certificates.end()};
   fx->nodes.erase(name);
   nodes_.erase(name);
   book_.Forget(name);
@@ -253,12 +242,12 @@ absl::Status NodeRegistry::Cordon(const std::string& name, const std::string& re
   if (absl::Status s = CheckReasonLength(reason); !s.ok()) return s;
   const std::string why = reason.empty() ? "cordoned by an operator"
                                          : absl::StrCat("cordoned by an operator: ", reason);
-  if (!node->status.cordoned()) {
-    node->status.set_cordoned(true);
-    OperatorTookHold(node);
+  if (!node->status.cordoned) {
+    node->status.cordoned = true;
+    NodeMaintenance::OperatorTookHold(node);
     AddEvent(fx, now, nullptr, "", name, "NodeCordoned", why);
     Refresh(node, why, now, fx);
-  } else if (OperatorTookHold(node)) {
+  } else if (NodeMaintenance::OperatorTookHold(node)) {
     // Cordoned by its maintenance window: the cordon is the operator's now, and stays.
     AddEvent(fx, now, nullptr, "", name, "NodeCordoned",
              absl::StrCat(why, "; it stays cordoned after its maintenance window"));
@@ -270,12 +259,12 @@ absl::Status NodeRegistry::Cordon(const std::string& name, const std::string& re
 absl::Status NodeRegistry::Uncordon(const std::string& name, absl::Time now, Effects* fx) {
   Node* node = FindMutable(name);
   if (node == nullptr) return NotFound(name);
-  const bool held = node->status.cordoned() || node->draining || node->status.flapping();
-  OperatorTookHold(node);
-  node->status.set_cordoned(false);
-  node->status.set_flapping(false);
-  node->status.clear_isolation_times();
-  node->status.clear_drain_deadline();
+  const bool held = node->status.cordoned || node->draining || node->status.flapping;
+  NodeMaintenance::OperatorTookHold(node);
+  node->status.cordoned = false;
+  node->status.flapping = false;
+  node->status.isolation_times.clear();
+  node->status.drain_deadline = absl::ZeroDuration();
   node->draining = false;
   std::string why = "uncordoned by an operator";
   if (FailingChecks(node->status)) {
@@ -294,7 +283,8 @@ absl::Status NodeRegistry::Uncordon(const std::string& name, absl::Time now, Eff
 }
 
 absl::StatusOr<std::string> NodeRegistry::Drain(const std::string& name, const std::string& reason,
-                                                int64_t deadline_ms, absl::Time now, Effects* fx) {
+                                                absl::Duration deadline, absl::Time now,
+                                                Effects* fx) {
   Node* node = FindMutable(name);
   if (node == nullptr) return NotFound(name);
   if (reason.empty()) {
@@ -302,32 +292,33 @@ absl::StatusOr<std::string> NodeRegistry::Drain(const std::string& name, const s
         "reason is required: say why the node is drained, e.g. \"kernel upgrade\"");
   }
   if (absl::Status s = CheckReasonLength(reason); !s.ok()) return s;
-  if (deadline_ms < 0 || deadline_ms > 24 * 3'600'000LL) {
+  if (deadline < absl::ZeroDuration() || deadline > absl::Hours(24)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("deadline must be 0s..24h, got ", FormatDuration(deadline_ms)));
+        absl::StrCat("deadline must be 0s..24h, got ", FormatDuration(ToMs(deadline))));
   }
-  OperatorTookHold(node);
+  NodeMaintenance::OperatorTookHold(node);
   const std::string why = absl::StrCat("drained by an operator: ", reason);
-  StartDrain(node, why, reason, deadline_ms, now, fx);
+  StartDrain(node, why, reason, deadline, now, fx);
   return absl::StrCat("node ", name, " is draining: ", reason);
 }
 
 void NodeRegistry::StartDrain(Node* node, const std::string& why, const std::string& what,
-                              int64_t deadline_ms, absl::Time now, Effects* fx) {
-  node->status.set_cordoned(true);
+                              absl::Duration deadline, absl::Time now, Effects* fx) {
+  node->status.cordoned = true;
   node->draining = true;
-  if (deadline_ms > 0) {
-    *node->status.mutable_drain_deadline() = MsToDuration(deadline_ms);
+  if (deadline > absl::ZeroDuration()) {
+    node->status.drain_deadline = deadline;
   } else {
-    node->status.clear_drain_deadline();
+    node->status.drain_deadline = absl::ZeroDuration();
   }
-  node->status.set_health_description(
-      absl::StrCat("The host had a maintenance event at ", FormatRfc3339(ToMs(now)), ": ", what));
-  AddEvent(fx, now, nullptr, "", node->name, "NodeDrainStarted",
-           absl::StrCat(why, "; moving its replicas to other nodes",
-                        deadline_ms > 0
-                            ? absl::StrCat(" (each gets ", FormatDuration(deadline_ms), " to stop)")
-                            : std::string(" (each gets its job's stopGracePeriod)")));
+  node->status.health_description =
+      absl::StrCat("The host had a maintenance event at ", FormatRfc3339(ToMs(now)), ": ", what);
+  AddEvent(
+      fx, now, nullptr, "", node->name, "NodeDrainStarted",
+      absl::StrCat(why, "; moving its replicas to other nodes",
+                   deadline > absl::ZeroDuration()
+                       ? absl::StrCat(" (each gets ", FormatDuration(ToMs(deadline)), " to stop)")
+                       : std::string(" (each gets its job's stopGracePeriod)")));
   Refresh(node, why, now, fx);
 }
 
@@ -337,7 +328,7 @@ void NodeRegistry::FinishDrains(absl::Time now, Effects* fx) {
   for (auto& [name, node] : nodes_) {
     if (!node.draining || UsageOf(name).replicas != 0) continue;
     node.draining = false;
-    node.status.clear_drain_deadline();
+    node.status.drain_deadline = absl::ZeroDuration();
     AddEvent(fx, now, nullptr, "", name, "NodeDrained",
              "every replica has moved off; the node stays cordoned until `trainctl node "
              "uncordon`");
@@ -349,18 +340,12 @@ void NodeRegistry::Refresh(Node* node, const std::string& reason, absl::Time now
   const v1::NodeState state = DeriveState(*node);
   const v1::NodeHealth health = DeriveHealth(*node);
   fx->nodes.insert(node->name);
-  if (health != node->status.health()) node->status.set_health(health);
-  if (state == node->status.state()) return;
-  node->status.set_state(state);
-  node->status.set_state_reason(reason);
-  *node->status.mutable_state_time() = ToProtoTime(now);
+  if (health != node->status.health) node->status.health = health;
+  if (state == node->status.state) return;
+  node->status.state = state;
+  node->status.state_reason = reason;
+  node->status.state_time = now;
   Changed();
-}
-
-// --- What replicas hold ------------------------------------------------------------------------
-
-void NodeRegistry::AddStaleRun(const std::string& node, const std::string& run_id) {
-  if (Node* n = FindMutable(node)) n->stale_runs.insert(run_id);
 }
 
 // --- Reads -------------------------------------------------------------------------------------
@@ -381,19 +366,11 @@ bool NodeRegistry::KeepsReplicas(const std::string& name, std::string* why_not) 
 
 v1::Node NodeRegistry::ViewOf(const Node& n) const {
   const NodeUsage usage = UsageOf(n.name);
-  v1::Node out = n.status;
-  out.set_name(n.name);
-  out.set_address(n.address);
-  out.set_connected(n.connected);
-  *out.mutable_capacity() = ToProto(n.capacity);
-  *out.mutable_allocatable() = ToProto(n.allocatable);
+  v1::Node out = ToProto(n);
   Res free = n.allocatable;
   free -= usage.used;
   *out.mutable_free() = ToProto(free);
   out.set_replicas(usage.replicas);
-  out.mutable_labels()->insert(n.labels.begin(), n.labels.end());
-  *out.mutable_last_heartbeat_time() = MsToTimestamp(n.last_heartbeat_ms);
-  *out.mutable_register_time() = MsToTimestamp(n.registered_ms);
   if (const DevicePool* devices = book_.DevicesOf(n.name)) {
     out.mutable_gpu_devices()->Assign(devices->devices().begin(), devices->devices().end());
   }

@@ -1,12 +1,22 @@
 // NodeRegistry: every node the scheduler knows, its connection, health state, operator holds,
-// and what placed replicas hold on it.
+// maintenance window, and what placed replicas hold on it.
 //
-// It decides node state from reports and time (R11-R18): registration, heartbeats and the lost
-// timeout, check runs (isolation, flapping, recovery), cordon, drain and uncordon. Each change
-// appends its event and the node's row to `fx`. It knows nothing of jobs: what replicas hold is
-// kept in its book (NodeBook, node_book.h: usage, ports, GPUs, the free index), told to it by the
-// job lifecycle's ReplicaBinding, and moving replicas off a node is the core's answer to what
-// these methods report.
+// What it owns: the node map. It keeps in itself each node's health and holds: registration,
+// check runs (isolation, flapping, recovery), cordon, drain, uncordon, revoke and delete, and
+// the one place a node's state is derived (Refresh, node_health.h). The rest is in its parts,
+// each over the same map, each with its own header contract:
+//   NodeLiveness     (node_liveness.h)     connection, heartbeats, the lost timeout, the fence
+//                                          margin and due moves, stale runs, restore's first check
+//   NodeMaintenance  (node_maintenance.h)  maintenance windows: set, reported, start, end, hold
+//   NodeBook         (node_book.h)         what replicas hold: usage, ports, GPUs, the free index
+// The parts ask back through NodeOps (node_ops.h), which the registry implements: re-derive a
+// node's state, record a change, drain a node. The public methods below route to them, so the
+// core talks to the registry alone.
+// What it decides: node state from reports and time (R11-R18). Each change appends its event and
+// the node's row to `fx`.
+// What it never does: know of jobs. What replicas hold is told to its book by the job
+// lifecycle's ReplicaBinding, and moving replicas off a node is the core's answer to what these
+// methods report.
 //
 //   NodeRegistry nodes(policy);
 //   nodes.Register(reg, now, &fx);                  // NodeRegistered, READY
@@ -28,16 +38,25 @@
 #include "model/model.h"
 #include "scheduler/node_book.h"
 #include "scheduler/node_health.h"
+#include "scheduler/node_liveness.h"
+#include "scheduler/node_maintenance.h"
+#include "scheduler/node_ops.h"
 #include "scheduler/placement.h"
 #include "scheduler/port_pool.h"
 
 namespace trainctl::sched {
 
-class NodeRegistry {
+class NodeRegistry : private NodeOps {
  public:
   using NodeUsage = NodeBook::NodeUsage;
+  // A node whose replicas move, and why (node_ops.h).
+  using Lost = NodeMove;
 
-  explicit NodeRegistry(NodePolicy policy) : policy_(policy), book_(&nodes_, policy.ports) {}
+  explicit NodeRegistry(NodePolicy policy)
+      : policy_(policy),
+        book_(&nodes_, policy.ports),
+        liveness_(&nodes_, policy.lost_timeout, this),
+        maintenance_(&nodes_, this) {}
 
   NodeRegistry(const NodeRegistry&) = delete;
   NodeRegistry& operator=(const NodeRegistry&) = delete;
@@ -46,7 +65,7 @@ class NodeRegistry {
   // the first lost-timeout check counts every node as heard from at that check's time, so a
   // scheduler restart gives every agent a full lost timeout to reconnect. A node restored LOST
   // may have replicas that never moved (the scheduler stopped between LOST and the move): they
-  // move one fence margin after that first check.
+  // move one fence margin after that first check (NodeLiveness).
   void Restore(std::vector<Node> nodes);
 
   // --- Reports from agents -------------------------------------------------------------------
@@ -54,9 +73,13 @@ class NodeRegistry {
   // An agent (re)connected: records the node, brings it back from LOST (stopping the runs that
   // moved off it meanwhile), and applies its startup check run.
   void Register(const v1::Register& reg, absl::Time now, Effects* fx);
-  void Disconnect(const std::string& name, absl::Time now, Effects* fx);
+  void Disconnect(const std::string& name, absl::Time now, Effects* fx) {
+    liveness_.Disconnect(name, now, fx);
+  }
   // A LOST node whose agent kept its stream and is heard from again is back.
-  void Heartbeat(const std::string& name, absl::Time now, Effects* fx);
+  void Heartbeat(const std::string& name, absl::Time now, Effects* fx) {
+    liveness_.Heartbeat(name, now, fx);
+  }
 
   struct CheckOutcome {
     // The node is ISOLATED after this run (by checks or flapping).
@@ -85,7 +108,7 @@ class NodeRegistry {
   // Cordons the node and marks it draining. Returns the reason its replicas move with.
   // INVALID_ARGUMENT without a reason or with a deadline outside 0s..24h.
   absl::StatusOr<std::string> Drain(const std::string& name, const std::string& reason,
-                                    int64_t deadline_ms, absl::Time now, Effects* fx);
+                                    absl::Duration deadline, absl::Time now, Effects* fx);
 
   // Revokes the certificate the node's agent registered with: the node is disconnected,
   // cordoned and LOST. Returns the reason its replicas move with. FAILED_PRECONDITION when it
@@ -101,44 +124,46 @@ class NodeRegistry {
   // certificate): the event row. The node need not exist.
   void Refused(const std::string& name, const std::string& why, absl::Time now, Effects* fx);
 
-  struct Lost {
-    std::string node;
-    // "node-a was lost: no heartbeat for 20s (lost timeout 15s)"
-    std::string why;
-  };
+  // --- Maintenance windows (NodeMaintenance, node_maintenance.h; rules in maintenance.h) -----
 
-  // --- Maintenance windows (node_maintenance.cc; rules in maintenance.h) ---------------------
-
-  // Records the node's window (v1::Node.maintenance), replacing any, or clears it (nullopt),
+  // Records the node's window (NodeStatus.maintenance), replacing any, or clears it (nullopt),
   // uncordoning a node whose cordon is the window's alone (MaintenanceWindow.holds_cordon).
   // NOT_FOUND for an unknown node. `window` is valid (ValidateWindow).
   absl::Status SetMaintenance(const std::string& name,
                               const std::optional<v1::MaintenanceWindow>& window, absl::Time now,
-                              Effects* fx);
+                              Effects* fx) {
+    return maintenance_.Set(name, window, now, fx);
+  }
   // An agent's --maintenance-file: sets or clears the node's window unless an operator set it.
   // A window is applied only when it differs from the one the agent reported last
-  // (v1::Node.agent_maintenance, persisted), so a window an operator cleared does not come back
-  // at the agent's next registration. Unknown nodes and invalid windows (logged) are ignored.
+  // (NodeStatus.agent_maintenance, persisted), so a window an operator cleared does not come
+  // back at the agent's next registration. Unknown nodes and invalid windows are ignored.
   void MaintenanceReported(const std::string& name, const v1::MaintenanceReport& report,
-                           absl::Time now, Effects* fx);
+                           absl::Time now, Effects* fx) {
+    maintenance_.Reported(name, report, now, fx);
+  }
   // The nodes whose window began by `now` and that were not drained for it yet: each is drained
   // (cordon + DRAINING) now, by its window. Returns each with the reason its replicas move with.
-  std::vector<Lost> StartMaintenance(absl::Time now, Effects* fx);
+  std::vector<Lost> StartMaintenance(absl::Time now, Effects* fx) {
+    return maintenance_.Start(now, fx);
+  }
   // Windows that ended by `now` are removed; the nodes whose cordon was the window's alone are
   // uncordoned (and take work once their checks pass); an operator's cordon stays.
-  void EndMaintenance(absl::Time now, Effects* fx);
+  void EndMaintenance(absl::Time now, Effects* fx) { maintenance_.End(now, fx); }
   // The next start or end of a window after `now`; InfiniteFuture when none.
-  absl::Time NextMaintenanceChange(absl::Time now) const;
+  absl::Time NextMaintenanceChange(absl::Time now) const { return maintenance_.NextChange(now); }
 
-  // --- Time ----------------------------------------------------------------------------------
+  // --- Time (liveness: NodeLiveness, node_liveness.h) ---------------------------------------
 
   // Marks the nodes not heard from within the lost timeout LOST, with their events. Their
-  // replicas stay where they are for FenceMarginMs more (node_health.h): DueMoves says when.
-  std::vector<Lost> DetectLost(absl::Time now, Effects* fx);
+  // replicas stay where they are for FenceMargin more (node_health.h): DueMoves says when.
+  std::vector<Lost> DetectLost(absl::Time now, Effects* fx) {
+    return liveness_.DetectLost(now, fx);
+  }
   // The LOST nodes whose agents have fenced their replicas by `now` (lost timeout + margin
   // since they were last heard from), each once: their replicas move now. A node heard from
   // again before then keeps its replicas.
-  std::vector<Lost> DueMoves(absl::Time now, Effects* fx);
+  std::vector<Lost> DueMoves(absl::Time now, Effects* fx) { return liveness_.DueMoves(now, fx); }
   // Draining nodes that hold no replica any more become CORDONED.
   void FinishDrains(absl::Time now, Effects* fx);
 
@@ -150,7 +175,9 @@ class NodeRegistry {
   const NodeBook& book() const { return book_; }
 
   // A run of a lost node that moved elsewhere: stopped on the node when it comes back.
-  void AddStaleRun(const std::string& node, const std::string& run_id);
+  void AddStaleRun(const std::string& node, const std::string& run_id) {
+    liveness_.AddStaleRun(node, run_id);
+  }
 
   // --- Reads ---------------------------------------------------------------------------------
 
@@ -187,44 +214,33 @@ class NodeRegistry {
 
  private:
   Node* FindMutable(const std::string& name);
+  // NodeOps (node_ops.h), for the parts and the registry itself.
   // Records a change of what FreeNodes returns.
-  void Changed() {
+  void Changed() override {
     changed_ = true;
     ++shape_version_;
     book_.NodesChanged();
   }
   // Re-derives the node's state and health; records the change (and `reason`) when they moved.
-  void Refresh(Node* node, const std::string& reason, absl::Time now, Effects* fx);
-  // A LOST node is heard from again (`how`): back in service; stops the runs moved off it.
-  void Returned(Node* node, const std::string& how, absl::Time now, Effects* fx);
+  void Refresh(Node* node, const std::string& reason, absl::Time now, Effects* fx) override;
   // Cordons the node and marks it draining: `why` in its event and state reason ("drained by an
   // operator: ..."), `what` in its health description.
-  void StartDrain(Node* node, const std::string& why, const std::string& what, int64_t deadline_ms,
-                  absl::Time now, Effects* fx);
-  // An operator cordoned, drained, uncordoned or revoked the node: the hold is the operator's,
-  // and its maintenance window's end no longer lifts it (node_maintenance.cc). Returns whether the
-  // window held the node's cordon until now.
-  static bool OperatorTookHold(Node* node);
-  // Lifts the cordon and drain the node's maintenance window set (not the flapping hold), with
-  // `why` in the NodeUncordoned event; asks a node whose checks still fail to run them at once
-  // (node_maintenance.cc).
-  void LiftMaintenanceHold(Node* node, const std::string& why, absl::Time now, Effects* fx);
-  v1::Node ViewOf(const Node& node) const;
+  void StartDrain(Node* node, const std::string& why, const std::string& what,
+                  absl::Duration deadline, absl::Time now, Effects* fx) override;
 
-  // Node::move_at_ms of a node restored LOST: one fence margin after the first DetectLost.
-  static constexpr int64_t kMoveAfterFirstCheck = -1;
+  v1::Node ViewOf(const Node& node) const;
 
   // Constant after construction.
   const NodePolicy policy_;
 
   std::map<std::string, Node> nodes_;
+  // The parts, each over nodes_.
   // What each node has free; reads nodes_.
   NodeBook book_;
+  NodeLiveness liveness_;
+  NodeMaintenance maintenance_;
   bool changed_ = true;
   uint64_t shape_version_ = 0;
-  // After Restore, the first DetectLost's time: nodes count as heard from then.
-  bool restored_ = false;
-  absl::Time first_check_ = absl::InfinitePast();
 };
 
 }  // namespace trainctl::sched

@@ -14,9 +14,9 @@ DaemonOptions DaemonOptionsFromFlags(const DaemonFlags& flags) {
   core.replica_uid_range = flags.replica_uid_range;
   core.heartbeat_interval = absl::Milliseconds(flags.heartbeat_ms);
   core.default_quota = sched::QuotaFromProto(flags.default_quota);
-  core.nodes.lost_timeout_ms = flags.node_lost_timeout_ms;
+  core.nodes.lost_timeout = absl::Milliseconds(flags.node_lost_timeout_ms);
   core.nodes.flap_threshold = flags.flap_threshold;
-  core.nodes.flap_window_ms = flags.flap_window_ms;
+  core.nodes.flap_window = absl::Milliseconds(flags.flap_window_ms);
   core.settle_window = absl::Milliseconds(flags.settle_window_ms);
   core.skew_tolerance = absl::Milliseconds(flags.skew_tolerance_ms);
   core.nodes.ports = flags.port_range;

@@ -188,7 +188,7 @@ void DaemonMetrics::OnNodes(const std::map<std::string, sched::Node>& nodes) {
   std::map<std::pair<std::string, std::string>, int64_t> counts;
   int64_t connected = 0;
   for (const auto& [name, node] : nodes) {
-    ++counts[{EnumShortName(node.status.state()), EnumShortName(node.status.health())}];
+    ++counts[{EnumShortName(node.status.state), EnumShortName(node.status.health)}];
     if (node.connected) ++connected;
   }
   absl::MutexLock lock(&mu_);

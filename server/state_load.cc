@@ -11,7 +11,7 @@ absl::StatusOr<LoadedState> LoadState(storage::Store& store, const sched::CoreOp
   if (!snap.ok()) return snap.status();
   LoadedState out;
   for (const sched::Node& node : snap->nodes) {
-    for (const std::string& fp : node.status.revoked_certificates()) {
+    for (const std::string& fp : node.status.revoked_certificates) {
       out.revoked_certificates.push_back(fp);
     }
   }

@@ -4,6 +4,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
+#include "model/model_proto.h"
 #include "storage/job_rows.h"
 #include "storage/pg_statement.h"
 #include "storage/statement.h"
@@ -83,8 +84,9 @@ absl::Status WriteBatch(Cache& cache, const BatchSql& sql, Batch& batch) {
       RunEach(cache, sql.upsert_node, batch.nodes, [](auto& st, const sched::Node& n) {
         return st.Run({n.name, n.address, n.capacity.cpu, n.capacity.memory_mb, n.capacity.gpus,
                        n.allocatable.cpu, n.allocatable.memory_mb, n.allocatable.gpus,
-                       JoinLabels(n.labels), n.agent_instance, n.registered_ms, n.last_heartbeat_ms,
-                       Blob{n.status.SerializeAsString()}});
+                       JoinLabels(n.labels), n.agent_instance, absl::ToUnixMillis(n.registered),
+                       absl::ToUnixMillis(n.last_heartbeat),
+                       Blob{sched::ToProto(n.status).SerializeAsString()}});
       }));
   TC_RETURN_IF_ERROR(
       RunEach(cache, "DELETE FROM nodes WHERE name = ?", batch.deleted_nodes,

@@ -6,6 +6,7 @@
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
+#include "model/model_proto.h"
 #include "storage/job_rows.h"
 #include "storage/pg_statement.h"
 #include "storage/statement.h"
@@ -70,11 +71,13 @@ absl::StatusOr<Snapshot> LoadSnapshot(Cache& cache, const SnapshotSql& sql, int6
       n.allocatable = {row.Double(5), row.Int(6), row.Int(7)};
       n.labels = SplitLabels(row.Text(8));
       n.agent_instance = row.Text(9);
-      n.registered_ms = row.Int(10);
-      n.last_heartbeat_ms = row.Int(11);
-      if (!n.status.ParseFromString(row.Bytes(12))) {
+      n.registered = absl::FromUnixMillis(row.Int(10));
+      n.last_heartbeat = absl::FromUnixMillis(row.Int(11));
+      v1::Node status;
+      if (!status.ParseFromString(row.Bytes(12))) {
         return absl::DataLossError(absl::StrCat("the status of node ", n.name, " is corrupt"));
       }
+      n.status = sched::NodeStatusFromProto(status);
       snap.nodes.push_back(std::move(n));
       return absl::OkStatus();
     }));

@@ -119,7 +119,7 @@ class World {
     CoreOptions o;
     o.checkpoint_root = "/ckpt";
     o.id_seed = 7;
-    o.nodes.lost_timeout_ms = 30'000;
+    o.nodes.lost_timeout = absl::Seconds(30);
     return o;
   }
 

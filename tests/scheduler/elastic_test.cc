@@ -35,7 +35,7 @@ struct Elastic {
 
   static CoreOptions Options() {
     CoreOptions o = TestOptions(7);
-    o.nodes.lost_timeout_ms = kLostTimeoutMs;
+    o.nodes.lost_timeout = absl::Milliseconds(kLostTimeoutMs);
     return o;
   }
 

@@ -29,7 +29,7 @@ struct Partition {
 
   static CoreOptions Options() {
     CoreOptions o = TestOptions(5);
-    o.nodes.lost_timeout_ms = kLostMs;
+    o.nodes.lost_timeout = absl::Milliseconds(kLostMs);
     return o;
   }
 
@@ -76,8 +76,8 @@ TEST_CASE("the fence margin is a fifth of the lost timeout, at least 500ms, at m
            Row{600, 300, 300},             // the cap: half
        }) {
     CAPTURE(row.lost_ms);
-    CHECK(FenceMarginMs(row.lost_ms) == row.margin_ms);
-    CHECK(FenceAfterMs(row.lost_ms) == row.fence_after_ms);
+    CHECK(FenceMargin(absl::Milliseconds(row.lost_ms)) == absl::Milliseconds(row.margin_ms));
+    CHECK(FenceAfter(absl::Milliseconds(row.lost_ms)) == absl::Milliseconds(row.fence_after_ms));
   }
 }
 

@@ -23,7 +23,7 @@ struct Gang {
 
   static CoreOptions Options(int64_t lost_timeout_ms) {
     CoreOptions o = TestOptions(5);
-    if (lost_timeout_ms > 0) o.nodes.lost_timeout_ms = lost_timeout_ms;
+    if (lost_timeout_ms > 0) o.nodes.lost_timeout = absl::Milliseconds(lost_timeout_ms);
     return o;
   }
 

@@ -316,7 +316,7 @@ TEST_CASE("JobLifecycle: a move with no room says why each other node could not 
 TEST_CASE("JobLifecycle: a drain with no room re-dispatches uncharged, and never fails") {
   FullCluster c(/*retry_num=*/0);
   Effects fx;
-  REQUIRE(c.nodes.Drain("node-a", "upgrade", 0, c.now, &fx).ok());
+  REQUIRE(c.nodes.Drain("node-a", "upgrade", absl::ZeroDuration(), c.now, &fx).ok());
   c.life.MoveReplicasOff("node-a", MoveCause::kDrain, "node node-a is draining: upgrade", -1,
                          /*node_gone=*/false, c.now, &fx);
   Replica* chief = &c.job->replicas[0];
@@ -373,7 +373,7 @@ TEST_CASE("JobLifecycle: a restarting replica moved off its node keeps its pendi
   REQUIRE(worker->restart_count == 2);
 
   Effects moved;
-  REQUIRE(p.nodes.Drain("node-b", "upgrade", 0, p.now, &moved).ok());
+  REQUIRE(p.nodes.Drain("node-b", "upgrade", absl::ZeroDuration(), p.now, &moved).ok());
   p.life.MoveReplicasOff("node-b", MoveCause::kDrain, "node node-b is draining: upgrade", -1,
                          /*node_gone=*/false, p.now, &moved);
   CHECK(worker->node == "node-c");
@@ -505,7 +505,7 @@ TEST_CASE("JobLifecycle: a moved replica gets a port on its new node and frees t
     Job* other = p.Submit(0, 0.5);
     p.Run(other, {"node-c"});
     Effects fx;
-    REQUIRE(p.nodes.Drain("node-b", "upgrade", 0, p.now, &fx).ok());
+    REQUIRE(p.nodes.Drain("node-b", "upgrade", absl::ZeroDuration(), p.now, &fx).ok());
     p.life.MoveReplicasOff("node-b", MoveCause::kDrain, "node node-b is draining: upgrade", -1,
                            /*node_gone=*/false, p.now, &fx);
     Replica* worker = &job->replicas[1];

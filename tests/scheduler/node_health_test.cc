@@ -50,9 +50,9 @@ struct Cluster {
 
   static CoreOptions Options(int64_t lost_ms, int flap_threshold) {
     CoreOptions o = TestOptions(7);
-    o.nodes.lost_timeout_ms = lost_ms;
+    o.nodes.lost_timeout = absl::Milliseconds(lost_ms);
     o.nodes.flap_threshold = flap_threshold;
-    o.nodes.flap_window_ms = 3'600'000;
+    o.nodes.flap_window = absl::Hours(1);
     return o;
   }
 
@@ -104,11 +104,11 @@ TEST_CASE("node state is derived: LOST, then ISOLATED, DRAINING, CORDONED, READY
   n.connected = true;
   CHECK(DeriveState(n) == v1::NODE_STATE_READY);
   CHECK(DeriveHealth(n) == v1::NODE_HEALTH_UNKNOWN);  // no check yet
-  n.status.set_cordoned(true);
+  n.status.cordoned = true;
   CHECK(DeriveState(n) == v1::NODE_STATE_CORDONED);
   n.draining = true;
   CHECK(DeriveState(n) == v1::NODE_STATE_DRAINING);
-  *n.status.add_checks() = Checks("periodic", false, 10);
+  n.status.checks.push_back(Checks("periodic", false, 10));
   CHECK(DeriveState(n) == v1::NODE_STATE_ISOLATED);
   CHECK(DeriveHealth(n) == v1::NODE_HEALTH_UNHEALTHY);
   n.lost = true;
@@ -120,43 +120,44 @@ TEST_CASE("node state is derived: LOST, then ISOLATED, DRAINING, CORDONED, READY
 TEST_CASE(
     "a later passing run of the host items supersedes a failure, a failed startup script "
     "is cleared only by the script") {
-  v1::Node s;
-  *s.add_checks() = Checks("preflight", false, 10);
+  NodeStatus s;
+  s.checks.push_back(Checks("preflight", false, 10));
   CHECK(FailingChecks(s));
-  *s.add_checks() = Checks("periodic", true, 20);
+  s.checks.push_back(Checks("periodic", true, 20));
   CHECK_FALSE(FailingChecks(s));
-  *s.add_checks() = Checks("exit", false, 30);
+  s.checks.push_back(Checks("exit", false, 30));
   CHECK(FailingChecks(s));
 
-  v1::Node t;
-  *t.add_checks() = Checks("startup", false, 10, "startup-script", "no GPU driver");
-  *t.add_checks() = Checks("periodic", true, 20);
+  NodeStatus t;
+  t.checks.push_back(Checks("startup", false, 10, "startup-script", "no GPU driver"));
+  t.checks.push_back(Checks("periodic", true, 20));
   CHECK(FailingChecks(t));
-  *t.mutable_checks(0) = Checks("startup", true, 30, "startup-script", "");
+  t.checks[0] = Checks("startup", true, 30, "startup-script", "");
   CHECK_FALSE(FailingChecks(t));
 }
 
 TEST_CASE("isolations within the window make a node flapping, older ones are forgotten") {
   NodePolicy policy;
   policy.flap_threshold = 2;
-  policy.flap_window_ms = 1000;
+  policy.flap_window = absl::Seconds(1);
   Node n;
   n.connected = true;
-  CheckOutcome o = RecordCheckRun(policy, Checks("periodic", false, 100), 100, &n);
+  CheckOutcome o =
+      RecordCheckRun(policy, Checks("periodic", false, 100), absl::FromUnixMillis(100), &n);
   CHECK(o.isolated);
   CHECK_FALSE(o.became_flapping);
-  o = RecordCheckRun(policy, Checks("periodic", false, 200), 200, &n);
+  o = RecordCheckRun(policy, Checks("periodic", false, 200), absl::FromUnixMillis(200), &n);
   CHECK_FALSE(o.isolated);  // still isolated: not a new isolation
-  o = RecordCheckRun(policy, Checks("periodic", true, 2000), 2000, &n);
+  o = RecordCheckRun(policy, Checks("periodic", true, 2000), absl::FromUnixMillis(2000), &n);
   CHECK(o.recovered);
-  o = RecordCheckRun(policy, Checks("periodic", false, 2100), 2100, &n);
+  o = RecordCheckRun(policy, Checks("periodic", false, 2100), absl::FromUnixMillis(2100), &n);
   CHECK(o.isolated);
   CHECK_FALSE(o.became_flapping);  // the first isolation fell out of the window
-  CHECK(n.status.isolation_times_size() == 1);
-  RecordCheckRun(policy, Checks("periodic", true, 2200), 2200, &n);
-  o = RecordCheckRun(policy, Checks("periodic", false, 2300), 2300, &n);
+  CHECK(n.status.isolation_times.size() == 1);
+  RecordCheckRun(policy, Checks("periodic", true, 2200), absl::FromUnixMillis(2200), &n);
+  o = RecordCheckRun(policy, Checks("periodic", false, 2300), absl::FromUnixMillis(2300), &n);
   CHECK(o.became_flapping);
-  RecordCheckRun(policy, Checks("periodic", true, 2400), 2400, &n);
+  RecordCheckRun(policy, Checks("periodic", true, 2400), absl::FromUnixMillis(2400), &n);
   CHECK(DeriveState(n) == v1::NODE_STATE_ISOLATED);  // passing, but flapping
   CHECK(DeriveHealth(n) == v1::NODE_HEALTH_HEALTHY);
 }
@@ -365,11 +366,11 @@ TEST_CASE(
 
 TEST_CASE("after a scheduler restart every node gets a full lost timeout to reconnect") {
   CoreOptions o = TestOptions(3);
-  o.nodes.lost_timeout_ms = 15'000;
+  o.nodes.lost_timeout = absl::Seconds(15);
   Core core(o);
   Node n;
   n.name = "node-a";
-  n.last_heartbeat_ms = 1000;  // long ago
+  n.last_heartbeat = absl::FromUnixMillis(1000);  // long ago
   core.Restore({}, {n}, {});
   Effects fx;
   core.Tick(FromMs(10'000'000), &fx);

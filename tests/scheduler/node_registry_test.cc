@@ -19,9 +19,9 @@ constexpr int64_t kNodeLostMs = 15'000;
 
 NodePolicy Policy() {
   NodePolicy p;
-  p.lost_timeout_ms = kNodeLostMs;
+  p.lost_timeout = absl::Milliseconds(kNodeLostMs);
   p.flap_threshold = 3;
-  p.flap_window_ms = 3'600'000;
+  p.flap_window = absl::Hours(1);
   return p;
 }
 
@@ -54,7 +54,7 @@ std::vector<std::string> Names(const std::vector<NodeFree>& nodes) {
 }
 
 v1::NodeState StateOf(const NodeRegistry& nodes, const std::string& name) {
-  return nodes.Find(name)->status.state();
+  return nodes.Find(name)->status.state;
 }
 
 // A registry with node-a and node-b registered at kT0.
@@ -71,7 +71,7 @@ struct Registry {
     std::string why;
     return nodes.KeepsReplicas(name, &why) ? "" : why;
   }
-  const v1::Node& Status(const std::string& name) const { return nodes.Find(name)->status; }
+  const NodeStatus& Status(const std::string& name) const { return nodes.Find(name)->status; }
 };
 
 TEST_CASE("NodeRegistry: register, reconnect and a restarted agent are told apart") {
@@ -82,9 +82,9 @@ TEST_CASE("NodeRegistry: register, reconnect and a restarted agent are told apar
         "agent registered with 8 cpu, 8192 MiB, 2 gpus allocatable; reports 0 runs");
   const Node* a = nodes.Find("node-a");
   CHECK(a->connected);
-  CHECK(a->status.state() == v1::NODE_STATE_READY);
-  CHECK(a->status.health() == v1::NODE_HEALTH_UNKNOWN);  // no check ran yet
-  CHECK(a->status.state_reason() == "its agent registered");
+  CHECK(a->status.state == v1::NODE_STATE_READY);
+  CHECK(a->status.health == v1::NODE_HEALTH_UNKNOWN);  // no check ran yet
+  CHECK(a->status.state_reason == "its agent registered");
 
   Effects again;
   nodes.Register(Reg("node-a", 8, 8192, 2), kT0 + absl::Seconds(1), &again);
@@ -128,7 +128,7 @@ TEST_CASE("NodeRegistry: a node not heard from for the lost timeout is LOST, onc
         "no heartbeat for 15s (lost timeout 15s); its replicas move to other nodes in 3s, once "
         "its agent has fenced them (it stops them after 12s without word from the scheduler)");
   CHECK(StateOf(r.nodes, "node-a") == v1::NODE_STATE_LOST);
-  CHECK(r.Status("node-a").health() == v1::NODE_HEALTH_UNKNOWN);
+  CHECK(r.Status("node-a").health == v1::NODE_HEALTH_UNKNOWN);
   CHECK(Names(r.nodes.FreeNodes()) == std::vector<std::string>{"node-b"});
 
   Effects later;
@@ -141,8 +141,8 @@ TEST_CASE("NodeRegistry: after a restore the first check counts as a heartbeat")
     Node n;
     n.name = name;
     n.connected = true;          // restored nodes start disconnected whatever was stored
-    n.last_heartbeat_ms = 1000;  // long before the restart
-    n.status.set_state(state);
+    n.last_heartbeat = absl::FromUnixMillis(1000);  // long before the restart
+    n.status.state = state;
     return n;
   };
   NodeRegistry nodes(Policy());
@@ -179,7 +179,7 @@ TEST_CASE("NodeRegistry: a LOST node is back when heard from, and its stale runs
   r.nodes.Heartbeat("node-a", kT0 + absl::Seconds(16), &back);
   CHECK(EventOf(back, "NodeReturned") != "");
   CHECK(StateOf(r.nodes, "node-a") == v1::NODE_STATE_READY);
-  CHECK(r.Status("node-a").state_reason() == "its agent is heard from again");
+  CHECK(r.Status("node-a").state_reason == "its agent is heard from again");
   REQUIRE(back.commands.size() == 1);
   CHECK(back.commands[0].node == "node-a");
   CHECK(back.commands[0].message.stop().run_id() == "j-1/1/chief-0/0");
@@ -211,7 +211,7 @@ TEST_CASE("NodeRegistry: a failing check run isolates a node, a passing one brin
         "periodic check failed: item disk-size root failed: 3.1 GB "
         "free, needs > 32 GB; no new work until its checks pass again");
   CHECK(StateOf(r.nodes, "node-a") == v1::NODE_STATE_ISOLATED);
-  CHECK(r.Status("node-a").health() == v1::NODE_HEALTH_UNHEALTHY);
+  CHECK(r.Status("node-a").health == v1::NODE_HEALTH_UNHEALTHY);
   CHECK(Names(r.nodes.FreeNodes()) == std::vector<std::string>{"node-b"});
   CHECK(r.nodes.TakeChanged());
   CHECK(r.WhyNot("node-a") == "node node-a is ISOLATED");
@@ -239,7 +239,7 @@ TEST_CASE("NodeRegistry: a failing check run isolates a node, a passing one brin
                   .isolated);
   CHECK(EventOf(healthy, "NodeHealthy") == "its periodic check passed again");
   CHECK(StateOf(r.nodes, "node-a") == v1::NODE_STATE_READY);
-  CHECK(r.Status("node-a").health() == v1::NODE_HEALTH_HEALTHY);
+  CHECK(r.Status("node-a").health == v1::NODE_HEALTH_HEALTHY);
 
   Effects unknown;
   CHECK_FALSE(
@@ -262,7 +262,7 @@ TEST_CASE("NodeRegistry: the third isolation within the window makes a node flap
   r.nodes.ApplyCheckRun("node-a", Checks("periodic", true, t), t, &fx);
   // Its checks pass, but it stays out until an operator lifts the hold.
   CHECK(StateOf(r.nodes, "node-a") == v1::NODE_STATE_ISOLATED);
-  CHECK(r.Status("node-a").state_reason() ==
+  CHECK(r.Status("node-a").state_reason ==
         "flapping: its checks pass again, but it stays out until an operator runs `trainctl "
         "node uncordon node-a`");
 
@@ -270,7 +270,7 @@ TEST_CASE("NodeRegistry: the third isolation within the window makes a node flap
   REQUIRE(r.nodes.Uncordon("node-a", t, &uncordon).ok());
   CHECK(EventOf(uncordon, "NodeUncordoned") != "");
   CHECK(StateOf(r.nodes, "node-a") == v1::NODE_STATE_READY);
-  CHECK(r.Status("node-a").isolation_times_size() == 0);
+  CHECK(r.Status("node-a").isolation_times.empty());
 }
 
 TEST_CASE("NodeRegistry: cordon, uncordon and drain refuse bad input with a message") {
@@ -288,16 +288,18 @@ TEST_CASE("NodeRegistry: cordon, uncordon and drain refuse bad input with a mess
        absl::InvalidArgumentError("reason must be at most 1024 characters, got 1025")},
       {"uncordon: unknown node", r.nodes.Uncordon("node-x", kT0, &fx),
        absl::NotFoundError("node node-x not found")},
-      {"drain: unknown node", r.nodes.Drain("node-x", "upgrade", 0, kT0, &fx).status(),
+      {"drain: unknown node",
+       r.nodes.Drain("node-x", "upgrade", absl::ZeroDuration(), kT0, &fx).status(),
        absl::NotFoundError("node node-x not found")},
-      {"drain: a reason is required", r.nodes.Drain("node-a", "", 0, kT0, &fx).status(),
+      {"drain: a reason is required",
+       r.nodes.Drain("node-a", "", absl::ZeroDuration(), kT0, &fx).status(),
        absl::InvalidArgumentError(
            "reason is required: say why the node is drained, e.g. \"kernel upgrade\"")},
       {"drain: a reason over 1024 characters",
-       r.nodes.Drain("node-a", long_reason, 0, kT0, &fx).status(),
+       r.nodes.Drain("node-a", long_reason, absl::ZeroDuration(), kT0, &fx).status(),
        absl::InvalidArgumentError("reason must be at most 1024 characters, got 1025")},
       {"drain: a deadline over 24h",
-       r.nodes.Drain("node-a", "upgrade", 25 * 3'600'000LL, kT0, &fx).status(),
+       r.nodes.Drain("node-a", "upgrade", absl::Hours(25), kT0, &fx).status(),
        absl::InvalidArgumentError("deadline must be 0s..24h, got 25h0m0s")},
   };
   for (const Row& row : rows) {
@@ -312,7 +314,8 @@ TEST_CASE("NodeRegistry: cordon, uncordon and drain refuse bad input with a mess
 TEST_CASE("NodeRegistry: a negative drain deadline is named as given") {
   Registry r;
   Effects fx;
-  absl::StatusOr<std::string> drain = r.nodes.Drain("node-a", "upgrade", -5000, kT0, &fx);
+  absl::StatusOr<std::string> drain =
+      r.nodes.Drain("node-a", "upgrade", absl::Milliseconds(-5000), kT0, &fx);
   CHECK(drain.status().code() == absl::StatusCode::kInvalidArgument);  // refused, as it should be
   CHECK(drain.status().message() == "deadline must be 0s..24h, got -5s");
 }
@@ -344,13 +347,14 @@ TEST_CASE("NodeRegistry: a drain finishes when Release leaves the node empty") {
   Registry r;
   r.nodes.book().Hold("node-a", {1, 100, 0});
   Effects fx;
-  absl::StatusOr<std::string> why = r.nodes.Drain("node-a", "kernel upgrade", 60'000, kT0, &fx);
+  absl::StatusOr<std::string> why =
+      r.nodes.Drain("node-a", "kernel upgrade", absl::Minutes(1), kT0, &fx);
   REQUIRE(why.ok());
   CHECK(*why == "node node-a is draining: kernel upgrade");
   CHECK(EventOf(fx, "NodeDrainStarted") != "");
   CHECK(StateOf(r.nodes, "node-a") == v1::NODE_STATE_DRAINING);
-  CHECK(r.Status("node-a").cordoned());
-  CHECK(r.Status("node-a").drain_deadline().seconds() == 60);
+  CHECK(r.Status("node-a").cordoned);
+  CHECK(r.Status("node-a").drain_deadline == absl::Seconds(60));
   CHECK(r.WhyNot("node-a") == "node node-a is DRAINING");
 
   Effects busy;
@@ -362,7 +366,7 @@ TEST_CASE("NodeRegistry: a drain finishes when Release leaves the node empty") {
   r.nodes.FinishDrains(kT0 + absl::Seconds(1), &done);
   CHECK(EventOf(done, "NodeDrained") != "");
   CHECK(StateOf(r.nodes, "node-a") == v1::NODE_STATE_CORDONED);
-  CHECK_FALSE(r.Status("node-a").has_drain_deadline());
+  CHECK(r.Status("node-a").drain_deadline == absl::ZeroDuration());
   Effects once;
   r.nodes.FinishDrains(kT0 + absl::Seconds(2), &once);
   CHECK(EventOf(once, "NodeDrained").empty());

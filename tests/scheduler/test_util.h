@@ -30,13 +30,13 @@ inline bool HasEvent(const Effects& fx, const std::string& type, const std::stri
 
 // Core options for tests: checkpoint root /ckpt, heartbeats every 2s, a fixed id seed. Tests
 // move the fake clock by minutes without heartbeats, so nodes are never lost unless a test sets
-// nodes.lost_timeout_ms itself.
+// nodes.lost_timeout itself.
 inline CoreOptions TestOptions(uint64_t seed) {
   CoreOptions o;
   o.checkpoint_root = "/ckpt";
   o.heartbeat_interval = absl::Seconds(2);
   o.id_seed = seed;
-  o.nodes.lost_timeout_ms = 365LL * 86'400'000;
+  o.nodes.lost_timeout = absl::Hours(365 * 24);
   return o;
 }
 

@@ -72,12 +72,12 @@ TEST_CASE("nodes are counted by state and health, reports while their tokens liv
     sched::Node& n = nodes[name];
     n.name = name;
     n.connected = true;
-    n.status.set_state(v1::NODE_STATE_READY);
-    n.status.set_health(v1::NODE_HEALTH_HEALTHY);
+    n.status.state = v1::NODE_STATE_READY;
+    n.status.health = v1::NODE_HEALTH_HEALTHY;
   }
   nodes["c"].connected = false;
-  nodes["c"].status.set_state(v1::NODE_STATE_LOST);
-  nodes["c"].status.set_health(v1::NODE_HEALTH_UNKNOWN);
+  nodes["c"].status.state = v1::NODE_STATE_LOST;
+  nodes["c"].status.health = v1::NODE_HEALTH_UNKNOWN;
   m.OnNodes(nodes);
   std::shared_ptr<void> first = m.ReportInFlight();
   std::shared_ptr<void> copy = first;

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "common/time_util.h"
+#include "model/model_proto.h"
 #include "storage/job_archive.h"
 #include "storage/sqlite_store.h"
 #include "tests/common/proto_fill.h"
@@ -156,9 +157,9 @@ TEST_CASE("a committed batch survives closing and reopening the database", "[bac
     n.address = "127.0.0.1";
     n.allocatable = {3.5, 1024, 2};
     n.labels = {{"zone", "a"}, {"ib", "true"}};
-    n.status.set_state(v1::NODE_STATE_ISOLATED);
-    n.status.set_flapping(true);
-    n.status.add_checks()->set_phase("periodic");
+    n.status.state = v1::NODE_STATE_ISOLATED;
+    n.status.flapping = true;
+    n.status.checks.emplace_back().set_phase("periodic");
     b.nodes.push_back(n);
     b.events.push_back({1000, "j-1", 1, "", "", "JobQueued", "submitted", "alice"});
     REQUIRE((*store)->Commit(b).ok());
@@ -178,9 +179,9 @@ TEST_CASE("a committed batch survives closing and reopening the database", "[bac
   REQUIRE(snap->nodes.size() == 1);
   CHECK(snap->nodes[0].allocatable.cpu == 3.5);
   CHECK(snap->nodes[0].labels.at("zone") == "a");
-  CHECK(snap->nodes[0].status.state() == v1::NODE_STATE_ISOLATED);
-  CHECK(snap->nodes[0].status.flapping());
-  CHECK(snap->nodes[0].status.checks_size() == 1);
+  CHECK(snap->nodes[0].status.state == v1::NODE_STATE_ISOLATED);
+  CHECK(snap->nodes[0].status.flapping);
+  CHECK(snap->nodes[0].status.checks.size() == 1);
   REQUIRE(snap->runs.size() == 1);
   CHECK(snap->runs[0].node == "node-a");
   auto archive = db.TryOpenArchive();
@@ -256,7 +257,7 @@ TEST_CASE("a deleted node's row goes, and the certificates revoked for it stay r
   for (const char* name : {"node-a", "node-b"}) {
     sched::Node n;
     n.name = name;
-    n.status.add_revoked_certificates(std::string("fp-") + name);
+    n.status.revoked_certificates.push_back(std::string("fp-") + name);
     add.nodes.push_back(n);
   }
   CHECK(CommitReopenLoad(db, add).nodes.size() == 2);
@@ -396,8 +397,8 @@ TEST_CASE("a database at schema version 1 migrates to the current one and keeps 
   CHECK(snap->quotas.empty());
   // Nodes from before schema 3 have no status yet: READY is derived when they register.
   REQUIRE(snap->nodes.size() == 1);
-  CHECK(snap->nodes[0].last_heartbeat_ms == 2000);
-  CHECK(snap->nodes[0].status.state() == v1::NODE_STATE_UNSPECIFIED);
+  CHECK(snap->nodes[0].last_heartbeat == absl::FromUnixMillis(2000));
+  CHECK(snap->nodes[0].status.state == v1::NODE_STATE_UNSPECIFIED);
 
   // The new table works, and opening again migrates nothing twice.
   v1::Quota quota;
@@ -536,9 +537,16 @@ TEST_CASE("every stored field of a node, its status message whole, survives a re
   n.allocatable = {62.25, 500000, 7};
   n.labels = {{"zone", "b"}, {"ib", "true"}};
   n.agent_instance = "i-4711";
-  n.registered_ms = 1700000000123;
-  n.last_heartbeat_ms = 1700000004567;
-  testing::FillEveryField(&n.status);
+  n.registered = absl::FromUnixMillis(1700000000123);
+  n.last_heartbeat = absl::FromUnixMillis(1700000004567);
+  // Every field of its status: the API Node's fields from `state` on.
+  v1::Node status;
+  testing::FillEveryField(&status);
+  for (const char* field : {"name", "address", "connected", "capacity", "allocatable", "free",
+                            "labels", "replicas", "last_heartbeat_time", "register_time"}) {
+    status.GetReflection()->ClearField(&status, status.GetDescriptor()->FindFieldByName(field));
+  }
+  n.status = sched::NodeStatusFromProto(status);
   // connected, lost, draining, shutting_down and stale_runs are not stored: the core derives
   // them again when it restores the node (Core::Restore) and when its agent registers.
   Batch b;
@@ -556,9 +564,9 @@ TEST_CASE("every stored field of a node, its status message whole, survives a re
   CHECK(got.allocatable.gpus == n.allocatable.gpus);
   CHECK(got.labels == n.labels);
   CHECK(got.agent_instance == n.agent_instance);
-  CHECK(got.registered_ms == n.registered_ms);
-  CHECK(got.last_heartbeat_ms == n.last_heartbeat_ms);
-  CHECK(testing::Differences(n.status, got.status) == "");
+  CHECK(got.registered == n.registered);
+  CHECK(got.last_heartbeat == n.last_heartbeat);
+  CHECK(testing::Differences(status, sched::ToProto(got.status)) == "");
 }
 
 TEST_CASE("every field of a quota survives a reopen", "[backend]") {
