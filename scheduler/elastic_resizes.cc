@@ -58,8 +58,8 @@ void JobLifecycle::ElasticStep(Job* job, absl::Time now, Effects* fx) {
   std::vector<Replica*> leaving;
   for (Replica& r : job->replicas) {
     if (r.state != v1::REPLICA_STATE_PENDING || !r.elastic_wait_until) continue;
-    if (const std::string to = MoveTarget(*job, r, r.node, r.node, now); !to.empty()) {
-      MoveTo(job, &r, to, now, fx, /*new_run=*/false);
+    if (const std::string to = moves_.MoveTarget(*job, r, r.node, r.node, now); !to.empty()) {
+      moves_.MoveTo(job, &r, to, now, fx, /*new_run=*/false);
       if (!IsLive(job->state)) return;
     } else if (now >= *r.elastic_wait_until) {
       leaving.push_back(&r);
@@ -98,7 +98,7 @@ void JobLifecycle::GrowBack(Job* job, absl::Time now, Effects* fx) {
   const std::string domain_of = job->replicas.front().node;
   for (Replica& r : job->replicas) {
     if (r.state != v1::REPLICA_STATE_REMOVED) continue;
-    const std::string to = MoveTarget(*job, r, "", domain_of, now);
+    const std::string to = moves_.MoveTarget(*job, r, "", domain_of, now);
     if (to.empty()) continue;
     SetNode(*job, &r, to);
     SetReplicaState(job, &r, v1::REPLICA_STATE_RESTARTING);
@@ -108,7 +108,7 @@ void JobLifecycle::GrowBack(Job* job, absl::Time now, Effects* fx) {
     r.oom_killed = false;
     r.end_time.reset();
     r.message = absl::StrCat("added back on ", to, ": its pool ", r.pool, " grows");
-    NoteAttemptNode(job, to, fx);
+    ReplicaMoves::NoteAttemptNode(job, to, fx);
     added[r.pool].push_back(r.name);
     where.push_back(absl::StrCat(r.name, " on ", to));
   }
@@ -181,7 +181,7 @@ absl::Status JobLifecycle::RequestGrow(Job* job, const std::string& actor, absl:
   for (const Replica& r : job->replicas) {
     if (r.state != v1::REPLICA_STATE_REMOVED) continue;
     std::string no_room;
-    if (!MoveTarget(*job, r, "", job->replicas.front().node, now, &no_room).empty()) {
+    if (!moves_.MoveTarget(*job, r, "", job->replicas.front().node, now, &no_room).empty()) {
       room = true;
       break;
     }
@@ -212,7 +212,7 @@ absl::Status JobLifecycle::RequestGrow(Job* job, const std::string& actor, absl:
   Touch(job, now, fx);
   for (Replica* o : placed_elsewhere) {
     if (!IsLive(job->state)) return absl::OkStatus();
-    PlaceMoved(job, o, now, fx, /*new_run=*/false);
+    moves_.PlaceMoved(job, o, now, fx, /*new_run=*/false);
   }
   gang_.MaybeRelaunch(job, now, fx);
   return absl::OkStatus();

@@ -320,7 +320,7 @@ bool JobLifecycle::FinishStop(Job* job, Replica* r, const v1::ReplicaExited& exi
                               Effects* fx) {
   switch (StopKindOf(*job, *r, exited)) {
     case StopKind::kForMove:
-      ContinueMove(job, r, now, fx);
+      moves_.ContinueMove(job, r, now, fx);
       return true;
     case StopKind::kForGang:
       gang_.ConfirmStop(job, r, exited, now, fx);
@@ -349,15 +349,6 @@ void JobLifecycle::ConfirmStop(Job* job, Replica* r, const v1::ReplicaExited& ex
   MaybeFinishCancel(job, now, fx);
   jobs_->RefreshActive(*job);
   queue_->Wake();
-}
-
-void JobLifecycle::ContinueMove(Job* job, Replica* r, absl::Time now, Effects* fx) {
-  // A move's graceful stop has finished: start it elsewhere.
-  SetReplicaState(job, r, v1::REPLICA_STATE_STOPPED);
-  AddEvent(fx, now, job, r->name, r->node, "ReplicaStopped",
-           absl::StrCat("process stopped to move (", r->move_reason, ")"));
-  RecordRun(*job, *r, fx);
-  PlaceMoved(job, r, now, fx, /*new_run=*/true);
 }
 
 void JobLifecycle::EndRun(Job* job, Replica* r, const Failure& failure, absl::Time now,
@@ -498,6 +489,25 @@ void JobLifecycle::Fail(Job* job, const RetryDecision& d, absl::Time now, Effect
   }
   RecordAttemptEnd(job, d, now, fx);
   End(job, v1::JOB_STATE_FAILED, d.error, d.error.message, now, fx);
+}
+
+void JobLifecycle::Redispatch(Job* job, const RetryDecision& d, absl::Time now, Effects* fx) {
+  if (d.action == Decision::kRedispatch) {
+    Retry(job, d, now, fx);
+  } else {
+    Fail(job, d, now, fx);
+  }
+}
+
+void JobLifecycle::PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx, bool new_run) {
+  moves_.PlaceMoved(job, r, now, fx, new_run);
+}
+
+void JobLifecycle::MoveReplicasOff(const std::string& node, MoveCause cause, const std::string& why,
+                                   int64_t grace_ms, bool node_gone, absl::Time now, Effects* fx) {
+  moves_.MoveReplicasOff(node, cause, why, grace_ms, node_gone, now, fx);
+  // Moves free room on the node and may queue jobs again.
+  queue_->Wake();
 }
 
 void JobLifecycle::SendLaunch(const Job& job, const Replica& r, Effects* fx) {

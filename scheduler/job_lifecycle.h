@@ -35,17 +35,11 @@
 #include "scheduler/lifecycle_ops.h"
 #include "scheduler/node_registry.h"
 #include "scheduler/replica_binding.h"
+#include "scheduler/replica_moves.h"
 #include "scheduler/retry_engine.h"
 #include "scheduler/timers.h"
 
 namespace trainctl::sched {
-
-// `t` as RFC 3339 text, for event reasons.
-std::string When(absl::Time t);
-
-// What replica `r` needs and why each node but `from` cannot take it, for errors about a move or
-// a grow that found no room: "needs 4 cpu, 100 MiB, 0 gpus, 1 ports; node-b: 1 cpu, ...".
-std::string DescribeNoRoom(const Replica& r, const std::string& from, const NodeRegistry& nodes);
 
 class JobLifecycle : private LifecycleOps {
  public:
@@ -58,7 +52,8 @@ class JobLifecycle : private LifecycleOps {
         queue_(queue),
         timers_(timers),
         binding_(&nodes->book()),
-        gang_(this, nodes, &binding_, timers, skew) {}
+        gang_(this, nodes, &binding_, timers, skew),
+        moves_(this, jobs, nodes, &gang_) {}
 
   JobLifecycle(const JobLifecycle&) = delete;
   JobLifecycle& operator=(const JobLifecycle&) = delete;
@@ -111,7 +106,6 @@ class JobLifecycle : private LifecycleOps {
   // as a consequence of the failure being handled.
   void ConfirmStop(Job* job, Replica* r, const v1::ReplicaExited& exited, absl::Time now,
                    Effects* fx);
-  void ContinueMove(Job* job, Replica* r, absl::Time now, Effects* fx);
 
   // Asks the retry engine what the end of `r`'s run means, and carries out its decision.
   void EndRun(Job* job, Replica* r, const Failure& failure, absl::Time now, Effects* fx);
@@ -134,10 +128,11 @@ class JobLifecycle : private LifecycleOps {
   // every replica, or no node has room for any removed replica. `actor` names who asked.
   absl::Status RequestGrow(Job* job, const std::string& actor, absl::Time now, Effects* fx);
 
-  // --- Moves (replica_moves.cc) --------------------------------------------------------------
+  // --- Moves (ReplicaMoves) ------------------------------------------------------------------
 
-  // Moves every replica of live jobs off `node`, and stops what other jobs still hold there.
-  // `grace_ms` < 0: each job's stopGracePeriod. `node_gone`: its processes are out of reach.
+  // Moves every replica of live jobs off `node` (ReplicaMoves::MoveReplicasOff), and stops what
+  // other jobs still hold there. `grace_ms` < 0: each job's stopGracePeriod. `node_gone`: its
+  // processes are out of reach.
   void MoveReplicasOff(const std::string& node, MoveCause cause, const std::string& why,
                        int64_t grace_ms, bool node_gone, absl::Time now, Effects* fx);
 
@@ -148,19 +143,21 @@ class JobLifecycle : private LifecycleOps {
   const ReplicaBinding& binding() const { return binding_; }
   // The failure episodes of GANG jobs; see gang_episodes.h.
   GangEpisodes& gang() { return gang_; }
+  // Replicas that leave their node; see replica_moves.h.
+  ReplicaMoves& moves() { return moves_; }
 
  private:
   // The only writers of replica state and node, and of job state.
   void SetReplicaState(Job* job, Replica* r, v1::ReplicaState state) override;
   // Carries out the retry engine's decision about the end of `r`'s run.
   void Apply(Job* job, Replica* r, const RetryDecision& d, absl::Time now, Effects* fx) override;
-  void SetNode(const Job& job, Replica* r, const std::string& node);
+  void SetNode(const Job& job, Replica* r, const std::string& node) override;
 
   void SetJobState(Job* job, v1::JobState state, const std::string& reason, absl::Time now,
                    Effects* fx);
 
   void StopLiveReplicas(Job* job, const std::string& reason, absl::Time now, Effects* fx);
-  void MaybeFinishCancel(Job* job, absl::Time now, Effects* fx);
+  void MaybeFinishCancel(Job* job, absl::Time now, Effects* fx) override;
   void MaybeMarkRunning(Job* job, absl::Time now, Effects* fx);
   void Restart(Job* job, Replica* r, const RetryDecision& d, absl::Time now, Effects* fx);
   // Marks the replica STARTING on its node and sends the launch; moves it when its node no
@@ -171,34 +168,16 @@ class JobLifecycle : private LifecycleOps {
   // first in line.
   void Retry(Job* job, const RetryDecision& d, absl::Time now, Effects* fx);
   void Fail(Job* job, const RetryDecision& d, absl::Time now, Effects* fx);
+  // A move found no room: Retry for kRedispatch, else Fail.
+  void Redispatch(Job* job, const RetryDecision& d, absl::Time now, Effects* fx) override;
   void SendLaunch(const Job& job, const Replica& r, Effects* fx);
   // The same with `view` (GangViewOf the job now), for launching many replicas of one job.
   void SendLaunch(const Job& job, const Replica& r, const GangView& view, Effects* fx);
   void SendStop(const Job& job, const Replica& r, int64_t grace_ms, const std::string& reason,
                 Effects* fx) override;
 
-  // Moves the replica off its node for `cause`: a graceful stop first when its process can be
-  // reached (grace_ms < 0: the job's stopGracePeriod), else at once.
-  void Move(Job* job, Replica* r, MoveCause cause, const std::string& why, int64_t grace_ms,
-            absl::Time now, Effects* fx);
-  // Starts a replica whose move is due on the best other schedulable node, or re-dispatches the
-  // job when none has room. `new_run` false: the replica's restart count already names a run not
-  // launched yet (an in-place restart whose node cannot take it).
+  // Routed to ReplicaMoves::PlaceMoved.
   void PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx, bool new_run) override;
-
-  // The node `r` would move to now: the best schedulable node with room (the job's policy:
-  // SPREAD or BINPACK), never `from`, within the topology domain of node `domain_of` when the job
-  // packs, and not one whose maintenance window starts before the job's expected end. "" when
-  // none has room, and then `no_room` (may be null) says why.
-  std::string MoveTarget(const Job& job, const Replica& r, const std::string& from,
-                         const std::string& domain_of, absl::Time now,
-                         std::string* no_room = nullptr) const;
-  // Puts a moving replica on `to` and starts it there (or, in a gang restart, readies it to start
-  // with the others). `new_run` as for PlaceMoved.
-  void MoveTo(Job* job, Replica* r, const std::string& to, absl::Time now, Effects* fx,
-              bool new_run);
-  // Adds `node` to the current attempt's nodes.
-  void NoteAttemptNode(Job* job, const std::string& node, Effects* fx);
 
   // --- Elastic pools (elastic_resizes.cc) ----------------------------------------------------
 
@@ -206,7 +185,7 @@ class JobLifecycle : private LifecycleOps {
   // when the pool may go on without it and every replica waiting already, it waits PENDING until
   // elasticWait has passed (true). False: the pool cannot shrink; the caller re-dispatches.
   bool WaitForRoom(Job* job, Replica* r, const std::string& room, bool new_run, absl::Time now,
-                   Effects* fx);
+                   Effects* fx) override;
   // On each tick of a restarting gang: places waiting replicas that have room now, and shrinks
   // the pools of those whose wait is over.
   void ElasticStep(Job* job, absl::Time now, Effects* fx);
@@ -226,6 +205,7 @@ class JobLifecycle : private LifecycleOps {
   Timers* const timers_;
   ReplicaBinding binding_;
   GangEpisodes gang_;
+  ReplicaMoves moves_;
 };
 
 }  // namespace trainctl::sched

@@ -255,7 +255,7 @@ TEST_CASE("JobLifecycle: a move with a reachable process stops it gracefully fir
   const v1::ReplicaExited exited = testing::ExitedSignal(job->RunIdOf(*chief), 15);
   REQUIRE(p.life.StopKindOf(*job, *chief, exited) == JobLifecycle::StopKind::kForMove);
   p.life.RecordExit(job, chief, exited, p.now, &fx);
-  p.life.ContinueMove(job, chief, p.now, &fx);
+  p.life.moves().ContinueMove(job, chief, p.now, &fx);
   CHECK(chief->node == "node-c");
   CHECK(chief->state == v1::REPLICA_STATE_STARTING);
   CHECK(p.nodes.UsageOf("node-a").replicas == 0);
@@ -322,7 +322,7 @@ TEST_CASE("JobLifecycle: a drain with no room re-dispatches uncharged, and never
   Replica* chief = &c.job->replicas[0];
   REQUIRE(chief->state == v1::REPLICA_STATE_STOPPING);
   c.life.RecordExit(c.job, chief, testing::ExitedSignal(c.job->RunIdOf(*chief), 15), c.now, &fx);
-  c.life.ContinueMove(c.job, chief, c.now, &fx);
+  c.life.moves().ContinueMove(c.job, chief, c.now, &fx);
   CHECK(c.job->state == v1::JOB_STATE_QUEUED);
   CHECK(c.job->budgets_used.redispatches == 0);
   CHECK(c.job->attempts[0].failure_class == FailureClass::kMaintenance);
@@ -512,7 +512,7 @@ TEST_CASE("JobLifecycle: a moved replica gets a port on its new node and frees t
     REQUIRE(worker->state == v1::REPLICA_STATE_STOPPING);
     CHECK(p.Held("node-b", worker->port));
     p.life.RecordExit(job, worker, testing::ExitedSignal(job->RunIdOf(*worker), 15), p.now, &fx);
-    p.life.ContinueMove(job, worker, p.now, &fx);
+    p.life.moves().ContinueMove(job, worker, p.now, &fx);
     REQUIRE(worker->node == "node-c");
     CHECK(PortsOf(*worker) == std::pair<int32_t, int32_t>{20002, 0});  // not the other job's
     CHECK(p.PortsHeld("node-b") == 0);
