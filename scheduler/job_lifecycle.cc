@@ -467,7 +467,7 @@ void JobLifecycle::Retry(Job* job, const RetryDecision& d, absl::Time now, Effec
   job->budgets_used = d.budgets_used;
   job->gang_restarting = false;
   StopLiveReplicas(job, "job retrying", now, fx);
-  RestoreWorld(job);
+  elastic_.RestoreWorld(job);
   const absl::Time next = now + absl::Milliseconds(d.delay_ms);
   job->next_attempt_time = next;
   job->queue_time = now;
@@ -501,6 +501,20 @@ void JobLifecycle::Redispatch(Job* job, const RetryDecision& d, absl::Time now, 
 
 void JobLifecycle::PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx, bool new_run) {
   moves_.PlaceMoved(job, r, now, fx, new_run);
+}
+
+bool JobLifecycle::WaitForRoom(Job* job, Replica* r, const std::string& room, bool new_run,
+                               absl::Time now, Effects* fx) {
+  return elastic_.WaitForRoom(job, r, room, new_run, now, fx);
+}
+
+void JobLifecycle::GrowBack(Job* job, absl::Time now, Effects* fx) {
+  elastic_.GrowBack(job, now, fx);
+}
+
+absl::Status JobLifecycle::RequestGrow(Job* job, const std::string& actor, absl::Time now,
+                                       Effects* fx) {
+  return elastic_.RequestGrow(job, actor, now, fx);
 }
 
 void JobLifecycle::MoveReplicasOff(const std::string& node, MoveCause cause, const std::string& why,

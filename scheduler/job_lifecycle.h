@@ -23,12 +23,12 @@
 // Thread-safety: none; owned by the core.
 #pragma once
 
-#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/time/time.h"
 #include "scheduler/admission_queue.h"
+#include "scheduler/elastic_pools.h"
 #include "scheduler/gang_episodes.h"
 #include "scheduler/job_table.h"
 #include "scheduler/launch_env.h"
@@ -53,7 +53,8 @@ class JobLifecycle : private LifecycleOps {
         timers_(timers),
         binding_(&nodes->book()),
         gang_(this, nodes, &binding_, timers, skew),
-        moves_(this, jobs, nodes, &gang_) {}
+        moves_(this, jobs, nodes, &gang_),
+        elastic_(this, &moves_, &gang_, &binding_, timers) {}
 
   JobLifecycle(const JobLifecycle&) = delete;
   JobLifecycle& operator=(const JobLifecycle&) = delete;
@@ -120,12 +121,13 @@ class JobLifecycle : private LifecycleOps {
   // Time limits: scheduling.timeout, due restarts, launchTimeout, hangTimeout, elastic waits.
   void Tick(absl::Time now, Effects* fx);
 
-  // --- Elastic pools (elastic_resizes.cc) ----------------------------------------------------
+  // --- Elastic pools (ElasticPools) ----------------------------------------------------------
 
-  // ResizeJob: restarts the gang of a RUNNING job whose elastic pools shrank, so that it grows
-  // back with every removed replica there is room for (charged to nothing). FAILED_PRECONDITION,
-  // saying why, when the job has no elastic pool, is not RUNNING, is restarting already, runs
-  // every replica, or no node has room for any removed replica. `actor` names who asked.
+  // ResizeJob (ElasticPools::RequestGrow): restarts the gang of a RUNNING job whose elastic pools
+  // shrank, so that it grows back with every removed replica there is room for (charged to
+  // nothing). FAILED_PRECONDITION, saying why, when the job has no elastic pool, is not RUNNING,
+  // is restarting already, runs every replica, or no node has room for any removed replica.
+  // `actor` names who asked.
   absl::Status RequestGrow(Job* job, const std::string& actor, absl::Time now, Effects* fx);
 
   // --- Moves (ReplicaMoves) ------------------------------------------------------------------
@@ -145,6 +147,8 @@ class JobLifecycle : private LifecycleOps {
   GangEpisodes& gang() { return gang_; }
   // Replicas that leave their node; see replica_moves.h.
   ReplicaMoves& moves() { return moves_; }
+  // The elastic pools' waits, shrinks and grow-backs; see elastic_pools.h.
+  ElasticPools& elastic() { return elastic_; }
 
  private:
   // The only writers of replica state and node, and of job state.
@@ -179,25 +183,10 @@ class JobLifecycle : private LifecycleOps {
   // Routed to ReplicaMoves::PlaceMoved.
   void PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx, bool new_run) override;
 
-  // --- Elastic pools (elastic_resizes.cc) ----------------------------------------------------
-
-  // A moving replica of an elastic pool found no room (`room` says why) while its gang restarts:
-  // when the pool may go on without it and every replica waiting already, it waits PENDING until
-  // elasticWait has passed (true). False: the pool cannot shrink; the caller re-dispatches.
+  // Routed to ElasticPools::WaitForRoom and GrowBack.
   bool WaitForRoom(Job* job, Replica* r, const std::string& room, bool new_run, absl::Time now,
                    Effects* fx) override;
-  // On each tick of a restarting gang: places waiting replicas that have room now, and shrinks
-  // the pools of those whose wait is over.
-  void ElasticStep(Job* job, absl::Time now, Effects* fx);
-  // As a gang starts again: adds back every REMOVED replica there is room for.
   void GrowBack(Job* job, absl::Time now, Effects* fx) override;
-  // A new attempt runs every replica of the spec: REMOVED ones are PENDING again.
-  void RestoreWorld(Job* job);
-  // Records one Resize per pool of `changed` (the replicas removed or added, by pool) against
-  // the pools' sizes `before`, with a JobResized event.
-  void RecordResizes(Job* job, const std::map<std::string, int32_t>& before,
-                     const std::map<std::string, std::vector<std::string>>& changed,
-                     const std::string& why, absl::Time now, Effects* fx);
 
   JobTable* const jobs_;
   NodeRegistry* const nodes_;
@@ -206,6 +195,7 @@ class JobLifecycle : private LifecycleOps {
   ReplicaBinding binding_;
   GangEpisodes gang_;
   ReplicaMoves moves_;
+  ElasticPools elastic_;
 };
 
 }  // namespace trainctl::sched

@@ -35,7 +35,7 @@ void JobLifecycle::Tick(absl::Time now, Effects* fx) {
     if (GangEpisodes::IsGang(*job)) {
       // A gang starts again as one; a settled failure is decided as one episode.
       gang_.DecideSettled(job, now, fx);
-      ElasticStep(job, now, fx);
+      elastic_.Step(job, now, fx);
       gang_.MaybeRelaunch(job, now, fx);
     }
     for (Replica& r : job->replicas) {
