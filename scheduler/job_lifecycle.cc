@@ -169,7 +169,7 @@ void JobLifecycle::StopLiveReplicas(Job* job, const std::string& reason, absl::T
     if (!IsLive(r.state)) continue;
     SetReplicaState(job, &r, v1::REPLICA_STATE_STOPPING);
     r.message = reason;
-    SendStop(*job, r, job->policy.stop_grace_ms, reason, fx);
+    SendStop(*job, r, absl::Milliseconds(job->policy.stop_grace_ms), reason, fx);
     AddEvent(fx, now, job, r.name, r.node, "ReplicaStopping", reason);
     RecordRun(*job, r, fx);
   }
@@ -261,7 +261,7 @@ void JobLifecycle::ApplyStockout(Job* job, const RetryDecision& d, absl::Time no
     return;
   }
   job->budgets_used = d.budgets_used;
-  job->next_attempt_time = now + absl::Milliseconds(d.delay_ms);
+  job->next_attempt_time = now + d.delay;
   timers_->WakeAt(*job->next_attempt_time);
   AddEvent(fx, now, job, "", "", d.job_event_type, d.job_event);
   Touch(job, now, fx);
@@ -408,9 +408,9 @@ void JobLifecycle::Restart(Job* job, Replica* r, const RetryDecision& d, absl::T
   r->restart_count++;
   r->charged_restarts = d.charged_restarts;
   r->last_progress_time.reset();
-  if (d.delay_ms > 0) {
+  if (d.delay > absl::ZeroDuration()) {
     SetReplicaState(job, r, v1::REPLICA_STATE_RESTARTING);
-    r->next_start_time = now + absl::Milliseconds(d.delay_ms);
+    r->next_start_time = now + d.delay;
     timers_->WakeAt(*r->next_start_time);
     return;
   }
@@ -468,7 +468,7 @@ void JobLifecycle::Retry(Job* job, const RetryDecision& d, absl::Time now, Effec
   job->gang_restarting = false;
   StopLiveReplicas(job, "job retrying", now, fx);
   elastic_.RestoreWorld(job);
-  const absl::Time next = now + absl::Milliseconds(d.delay_ms);
+  const absl::Time next = now + d.delay;
   job->next_attempt_time = next;
   job->queue_time = now;
   const size_t n = job->attempts.size();
@@ -518,8 +518,9 @@ absl::Status JobLifecycle::RequestGrow(Job* job, const std::string& actor, absl:
 }
 
 void JobLifecycle::MoveReplicasOff(const std::string& node, MoveCause cause, const std::string& why,
-                                   int64_t grace_ms, bool node_gone, absl::Time now, Effects* fx) {
-  moves_.MoveReplicasOff(node, cause, why, grace_ms, node_gone, now, fx);
+                                   std::optional<absl::Duration> grace, bool node_gone,
+                                   absl::Time now, Effects* fx) {
+  moves_.MoveReplicasOff(node, cause, why, grace, node_gone, now, fx);
   // Moves free room on the node and may queue jobs again.
   queue_->Wake();
 }
@@ -546,9 +547,9 @@ void JobLifecycle::SendLaunch(const Job& job, const Replica& r, const GangView& 
   fx->commands.push_back({r.node, std::move(msg), PoolLaunchOf(job, r.pool)});
 }
 
-void JobLifecycle::SendStop(const Job& job, const Replica& r, int64_t grace_ms,
+void JobLifecycle::SendStop(const Job& job, const Replica& r, absl::Duration grace,
                             const std::string& reason, Effects* fx) {
-  fx->commands.push_back({r.node, StopMessage(job.RunIdOf(r), grace_ms, reason)});
+  fx->commands.push_back({r.node, StopMessage(job.RunIdOf(r), grace, reason)});
 }
 
 }  // namespace trainctl::sched

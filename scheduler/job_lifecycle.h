@@ -23,6 +23,7 @@
 // Thread-safety: none; owned by the core.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -133,10 +134,11 @@ class JobLifecycle : private LifecycleOps {
   // --- Moves (ReplicaMoves) ------------------------------------------------------------------
 
   // Moves every replica of live jobs off `node` (ReplicaMoves::MoveReplicasOff), and stops what
-  // other jobs still hold there. `grace_ms` < 0: each job's stopGracePeriod. `node_gone`: its
+  // other jobs still hold there. `grace` unset: each job's stopGracePeriod. `node_gone`: its
   // processes are out of reach.
   void MoveReplicasOff(const std::string& node, MoveCause cause, const std::string& why,
-                       int64_t grace_ms, bool node_gone, absl::Time now, Effects* fx);
+                       std::optional<absl::Duration> grace, bool node_gone, absl::Time now,
+                       Effects* fx);
 
   // --- Parts ---------------------------------------------------------------------------------
 
@@ -177,7 +179,7 @@ class JobLifecycle : private LifecycleOps {
   void SendLaunch(const Job& job, const Replica& r, Effects* fx);
   // The same with `view` (GangViewOf the job now), for launching many replicas of one job.
   void SendLaunch(const Job& job, const Replica& r, const GangView& view, Effects* fx);
-  void SendStop(const Job& job, const Replica& r, int64_t grace_ms, const std::string& reason,
+  void SendStop(const Job& job, const Replica& r, absl::Duration grace, const std::string& reason,
                 Effects* fx) override;
 
   // Routed to ReplicaMoves::PlaceMoved.

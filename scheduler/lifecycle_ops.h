@@ -36,8 +36,8 @@ class LifecycleOps {
   virtual void Redispatch(Job* job, const RetryDecision& d, absl::Time now, Effects* fx) = 0;
   // A CANCELLING job whose replicas all stopped ends CANCELLED; nothing for any other job.
   virtual void MaybeFinishCancel(Job* job, absl::Time now, Effects* fx) = 0;
-  // Asks `r`'s agent to stop its run within `grace_ms`.
-  virtual void SendStop(const Job& job, const Replica& r, int64_t grace_ms,
+  // Asks `r`'s agent to stop its run within `grace`.
+  virtual void SendStop(const Job& job, const Replica& r, absl::Duration grace,
                         const std::string& reason, Effects* fx) = 0;
   // Marks `r` STARTING on its node and sends the launch; moves it when its node no longer keeps
   // replicas.

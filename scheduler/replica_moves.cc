@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -57,7 +58,8 @@ std::string DescribeNoRoom(const Replica& r, const std::string& from, const Node
 }
 
 void ReplicaMoves::MoveReplicasOff(const std::string& node, MoveCause cause, const std::string& why,
-                                   int64_t grace_ms, bool node_gone, absl::Time now, Effects* fx) {
+                                   std::optional<absl::Duration> grace, bool node_gone,
+                                   absl::Time now, Effects* fx) {
   for (const std::string& id : jobs_->ActiveIds()) {
     Job* job = jobs_->Find(id);
     for (Replica& r : job->replicas) {
@@ -73,7 +75,7 @@ void ReplicaMoves::MoveReplicasOff(const std::string& node, MoveCause cause, con
         if (node_gone && r.state != v1::REPLICA_STATE_RESTARTING) {
           life_->SetReplicaState(job, &r, v1::REPLICA_STATE_FAILED);
         }
-        Move(job, &r, cause, why, grace_ms, now, fx);
+        Move(job, &r, cause, why, grace, now, fx);
       } else if (node_gone) {
         // A stop in flight on a node that is gone: the process is out of reach, so the replica
         // is done here. A move waiting for its stop goes on now.
@@ -100,7 +102,7 @@ void ReplicaMoves::MoveReplicasOff(const std::string& node, MoveCause cause, con
 }
 
 void ReplicaMoves::Move(Job* job, Replica* r, MoveCause cause, const std::string& why,
-                        int64_t grace_ms, absl::Time now, Effects* fx) {
+                        std::optional<absl::Duration> grace, absl::Time now, Effects* fx) {
   r->move_cause = cause;
   r->move_reason = why;
   if (GangEpisodes::IsGang(*job) && !job->gang_restarting) {
@@ -119,7 +121,8 @@ void ReplicaMoves::Move(Job* job, Replica* r, MoveCause cause, const std::string
     // Its process can still be reached: a graceful stop first (SIGTERM, a last checkpoint).
     life_->SetReplicaState(job, r, v1::REPLICA_STATE_STOPPING);
     r->message = absl::StrCat("moving: ", why);
-    life_->SendStop(*job, *r, grace_ms >= 0 ? grace_ms : job->policy.stop_grace_ms, why, fx);
+    life_->SendStop(*job, *r, grace.value_or(absl::Milliseconds(job->policy.stop_grace_ms)), why,
+                    fx);
     AddEvent(fx, now, job, r->name, r->node, "ReplicaStopping",
              absl::StrCat(why, ": stopping it gracefully to move it to another node"));
     Touch(job, now, fx);

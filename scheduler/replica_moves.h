@@ -19,12 +19,13 @@
 // other than through LifecycleOps, or decide what a failure means (the retry engine does).
 //
 //   ReplicaMoves moves(&ops, &jobs, &nodes, &gang);
-//   moves.MoveReplicasOff("node-a", MoveCause::kDrain, why, -1, /*node_gone=*/false, now, &fx);
+//   moves.MoveReplicasOff("node-a", MoveCause::kDrain, why, std::nullopt, /*node_gone=*/false,
+//                         now, &fx);
 //
 // Thread-safety: none; owned by the job lifecycle.
 #pragma once
 
-#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/time/time.h"
@@ -50,14 +51,15 @@ class ReplicaMoves {
   ReplicaMoves& operator=(const ReplicaMoves&) = delete;
 
   // Moves every replica of live jobs off `node`, and stops what other jobs still hold there.
-  // `grace_ms` < 0: each job's stopGracePeriod. `node_gone`: its processes are out of reach (their
+  // `grace` unset: each job's stopGracePeriod. `node_gone`: its processes are out of reach (their
   // runs are stale there, and a stop in flight is over at once).
   void MoveReplicasOff(const std::string& node, MoveCause cause, const std::string& why,
-                       int64_t grace_ms, bool node_gone, absl::Time now, Effects* fx);
+                       std::optional<absl::Duration> grace, bool node_gone, absl::Time now,
+                       Effects* fx);
   // Moves the replica off its node for `cause`: a graceful stop first when its process can be
-  // reached (grace_ms < 0: the job's stopGracePeriod), else at once.
-  void Move(Job* job, Replica* r, MoveCause cause, const std::string& why, int64_t grace_ms,
-            absl::Time now, Effects* fx);
+  // reached (within `grace`; unset: the job's stopGracePeriod), else at once.
+  void Move(Job* job, Replica* r, MoveCause cause, const std::string& why,
+            std::optional<absl::Duration> grace, absl::Time now, Effects* fx);
   // A move's graceful stop has finished: the replica is STOPPED and placed elsewhere.
   void ContinueMove(Job* job, Replica* r, absl::Time now, Effects* fx);
   // Starts a replica whose move is due on the best other schedulable node, or re-dispatches the

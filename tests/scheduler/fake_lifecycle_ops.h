@@ -4,7 +4,6 @@
 // holds no resources, sends no command and ends no attempt.
 #pragma once
 
-#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,7 +17,7 @@ class FakeLifecycleOps : public LifecycleOps {
   // One SendStop.
   struct Stop {
     std::string replica;
-    int64_t grace_ms = 0;
+    absl::Duration grace;
     std::string reason;
   };
 
@@ -34,9 +33,9 @@ class FakeLifecycleOps : public LifecycleOps {
     redispatched.push_back(d);
   }
   void MaybeFinishCancel(Job*, absl::Time, Effects*) override { ++finish_cancels; }
-  void SendStop(const Job&, const Replica& r, int64_t grace_ms, const std::string& reason,
+  void SendStop(const Job&, const Replica& r, absl::Duration grace, const std::string& reason,
                 Effects*) override {
-    stops.push_back({r.name, grace_ms, reason});
+    stops.push_back({r.name, grace, reason});
     stopped.push_back(r.name);
   }
   void LaunchOnItsNode(Job*, Replica* r, absl::Time, Effects*) override {

@@ -119,7 +119,7 @@ TEST_CASE("GangEpisodes: a restart stops the others, then relaunches all once du
   REQUIRE(g.ops.applied.size() == 1);
   RetryDecision d;
   d.action = Decision::kRestartGang;
-  d.delay_ms = 2000;
+  d.delay = absl::Seconds(2);
   d.summary = "exited with code 134";
   g.R("chief-0")->state = v1::REPLICA_STATE_FAILED;
   g.gang.Restart(&g.job, g.R("chief-0"), d, g.now, &fx);

@@ -79,11 +79,11 @@ struct Moving {
 TEST_CASE("ReplicaMoves: a running replica is stopped gracefully first, with the grace asked for") {
   Moving m;
   Effects fx;
-  m.moves.Move(m.job, m.R("chief-0"), MoveCause::kDrain, "node node-a is draining: upgrade", 30'000,
-               m.now, &fx);
+  m.moves.Move(m.job, m.R("chief-0"), MoveCause::kDrain, "node node-a is draining: upgrade",
+               absl::Seconds(30), m.now, &fx);
   REQUIRE(m.ops.stops.size() == 1);
   CHECK(m.ops.stops[0].replica == "chief-0");
-  CHECK(m.ops.stops[0].grace_ms == 30'000);
+  CHECK(m.ops.stops[0].grace == absl::Seconds(30));
   CHECK(m.ops.stops[0].reason == "node node-a is draining: upgrade");
   CHECK(m.R("chief-0")->state == v1::REPLICA_STATE_STOPPING);
   CHECK(m.R("chief-0")->move_cause == MoveCause::kDrain);
@@ -93,11 +93,11 @@ TEST_CASE("ReplicaMoves: a running replica is stopped gracefully first, with the
   CHECK(testing::HasEvent(fx, "ReplicaStopping", "stopping it gracefully to move it"));
 
   // No grace asked for: the job's stopGracePeriod.
-  m.moves.Move(m.job, m.R("worker-0"), MoveCause::kUnhealthy, "node node-a failed its check", -1,
-               m.now, &fx);
+  m.moves.Move(m.job, m.R("worker-0"), MoveCause::kUnhealthy, "node node-a failed its check",
+               std::nullopt, m.now, &fx);
   REQUIRE(m.ops.stops.size() == 2);
   CHECK(m.ops.stops[1].replica == "worker-0");
-  CHECK(m.ops.stops[1].grace_ms == 12'000);
+  CHECK(m.ops.stops[1].grace == absl::Seconds(12));
 }
 
 TEST_CASE("ReplicaMoves: the target is the best other node, never the one the replica leaves") {
@@ -119,7 +119,8 @@ TEST_CASE("ReplicaMoves: once stopped, the replica starts on its target as a new
   Moving m;
   Effects fx;
   Replica* chief = m.R("chief-0");
-  m.moves.Move(m.job, chief, MoveCause::kDrain, "node node-a is draining: upgrade", -1, m.now, &fx);
+  m.moves.Move(m.job, chief, MoveCause::kDrain, "node node-a is draining: upgrade", std::nullopt,
+               m.now, &fx);
   m.moves.ContinueMove(m.job, chief, m.now, &fx);
   CHECK(m.ops.nodes_set == std::vector<std::pair<std::string, std::string>>{{"chief-0", "node-b"}});
   CHECK(chief->node == "node-b");
@@ -139,7 +140,8 @@ TEST_CASE("ReplicaMoves: with no other node with room, the job goes back for re-
   Effects fx;
   Replica* chief = m.R("chief-0");
   m.DisconnectAllBut("node-a");
-  m.moves.Move(m.job, chief, MoveCause::kDrain, "node node-a is draining: upgrade", -1, m.now, &fx);
+  m.moves.Move(m.job, chief, MoveCause::kDrain, "node node-a is draining: upgrade", std::nullopt,
+               m.now, &fx);
   m.moves.ContinueMove(m.job, chief, m.now, &fx);
   // The elastic pools were asked first, then the retry engine's answer was handed on.
   REQUIRE(m.ops.waits.size() == 1);
@@ -164,8 +166,8 @@ TEST_CASE("ReplicaMoves: an elastic pool that lets the replica wait keeps the jo
   m.ops.wait_for_room = true;
   m.DisconnectAllBut("node-a");
   Replica* worker = m.R("worker-0");
-  m.moves.Move(m.job, worker, MoveCause::kUnhealthy, "node node-a failed its check", -1, m.now,
-               &fx);
+  m.moves.Move(m.job, worker, MoveCause::kUnhealthy, "node node-a failed its check", std::nullopt,
+               m.now, &fx);
   m.moves.ContinueMove(m.job, worker, m.now, &fx);
   REQUIRE(m.ops.waits.size() == 1);
   CHECK_THAT(m.ops.waits[0].second, Catch::StartsWith("needs 1 cpu"));
@@ -179,7 +181,7 @@ TEST_CASE("ReplicaMoves: a node that is gone: its runs are stale and its replica
   Effects fx;
   const std::string chief_run = m.job->RunIdOf(*m.R("chief-0"));
   const std::string worker_run = m.job->RunIdOf(*m.R("worker-0"));
-  m.moves.MoveReplicasOff("node-a", MoveCause::kLost, "node node-a was lost", -1,
+  m.moves.MoveReplicasOff("node-a", MoveCause::kLost, "node node-a was lost", std::nullopt,
                           /*node_gone=*/true, m.now, &fx);
   CHECK(m.ops.stops.empty());  // nothing to stop: the processes are out of reach
   CHECK(m.nodes.Find("node-a")->stale_runs == std::set<std::string>{chief_run, worker_run});
@@ -195,15 +197,15 @@ TEST_CASE("ReplicaMoves: a node that is gone: its runs are stale and its replica
 TEST_CASE("ReplicaMoves: a node that is not gone: its replicas are stopped to move") {
   Moving m;
   Effects fx;
-  m.moves.MoveReplicasOff("node-a", MoveCause::kDrain, "node node-a is draining", 5'000,
+  m.moves.MoveReplicasOff("node-a", MoveCause::kDrain, "node node-a is draining", absl::Seconds(5),
                           /*node_gone=*/false, m.now, &fx);
   REQUIRE(m.ops.stops.size() == 2);
-  CHECK(m.ops.stops[0].grace_ms == 5'000);
-  CHECK(m.ops.stops[1].grace_ms == 5'000);
+  CHECK(m.ops.stops[0].grace == absl::Seconds(5));
+  CHECK(m.ops.stops[1].grace == absl::Seconds(5));
   CHECK(m.nodes.Find("node-a")->stale_runs.empty());
   CHECK(m.ops.launched.empty());
   // A second call does not stop them again.
-  m.moves.MoveReplicasOff("node-a", MoveCause::kDrain, "node node-a is draining", 5'000,
+  m.moves.MoveReplicasOff("node-a", MoveCause::kDrain, "node node-a is draining", absl::Seconds(5),
                           /*node_gone=*/false, m.now, &fx);
   CHECK(m.ops.stops.size() == 2);
 }
@@ -212,8 +214,9 @@ TEST_CASE("ReplicaMoves: a stop in flight on a node that is gone is over at once
   Moving m;
   Effects fx;
   // chief-0 was stopping to move; then its node is gone: its move goes on now.
-  m.moves.Move(m.job, m.R("chief-0"), MoveCause::kDrain, "node node-a is draining", -1, m.now, &fx);
-  m.moves.MoveReplicasOff("node-a", MoveCause::kLost, "node node-a was lost", -1,
+  m.moves.Move(m.job, m.R("chief-0"), MoveCause::kDrain, "node node-a is draining", std::nullopt,
+               m.now, &fx);
+  m.moves.MoveReplicasOff("node-a", MoveCause::kLost, "node node-a was lost", std::nullopt,
                           /*node_gone=*/true, m.now, &fx);
   CHECK(m.ops.launched == std::vector<std::string>{"chief-0", "worker-0"});
   CHECK(m.R("chief-0")->node == "node-b");
@@ -223,7 +226,7 @@ TEST_CASE("ReplicaMoves: a stop in flight on a node that is gone is over at once
   Moving c;
   c.job->state = v1::JOB_STATE_CANCELLING;
   for (Replica& r : c.job->replicas) r.state = v1::REPLICA_STATE_STOPPING;
-  c.moves.MoveReplicasOff("node-a", MoveCause::kLost, "node node-a was lost", -1,
+  c.moves.MoveReplicasOff("node-a", MoveCause::kLost, "node node-a was lost", std::nullopt,
                           /*node_gone=*/true, c.now, &fx);
   CHECK(c.R("chief-0")->state == v1::REPLICA_STATE_STOPPED);
   CHECK(c.R("worker-0")->state == v1::REPLICA_STATE_STOPPED);
@@ -237,8 +240,8 @@ TEST_CASE("ReplicaMoves: moving one replica of a gang restarts the gang, chargin
   REQUIRE(GangEpisodes::IsGang(*m.job));
   Effects fx;
   Replica* worker = m.R("worker-0");
-  m.moves.Move(m.job, worker, MoveCause::kUnhealthy, "node node-a failed its check", -1, m.now,
-               &fx);
+  m.moves.Move(m.job, worker, MoveCause::kUnhealthy, "node node-a failed its check", std::nullopt,
+               m.now, &fx);
   CHECK(m.job->gang_restarting);
   REQUIRE(m.job->current()->gang_restarts.size() == 1);
   CHECK_FALSE(m.job->current()->gang_restarts[0].charged);
