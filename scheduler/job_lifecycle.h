@@ -10,9 +10,13 @@
 //   ReplicaBinding  what each replica holds on its node: resources, ports, GPUs (replica_binding.h)
 //   GangEpisodes    GANG jobs' failure episodes: settle, root cause, stop, restart together
 //                   (gang_episodes.h)
+//   ReplicaMoves    replicas that leave their node: the graceful stop, the target (through the
+//                   placement pipeline), placing it or re-dispatching the job (replica_moves.h)
+//   ElasticPools    elastic pools: the wait for room, the shrink, the grow-back, ResizeJob
+//                   (elastic_pools.h)
 // The parts ask the lifecycle for state changes and launches through LifecycleOps
-// (lifecycle_ops.h). Moves (replica_moves.cc, which asks the placement policy for the target) and
-// elastic pools (elastic_resizes.cc) are still the lifecycle's own methods. Its own files:
+// (lifecycle_ops.h); the lifecycle routes the calls of one part that another carries out
+// (PlaceMoved to ReplicaMoves, WaitForRoom and GrowBack to ElasticPools). Its own files:
 // job_lifecycle_timeouts.cc (Tick: time limits) and job_lifecycle_adopt_runs.cc (Reconcile: an
 // agent's runs after it registers).
 //
