@@ -216,10 +216,9 @@ absl::StatusOr<v1::Node> Core::DrainNode(const std::string& name, const std::str
                                          absl::Duration deadline, absl::Time now, Effects* fx) {
   absl::StatusOr<std::string> why = nodes_.Drain(name, reason, deadline, now, fx);
   if (!why.ok()) return why.status();
-  // JobLifecycle still takes the grace in ms.
-  const int64_t deadline_ms = absl::ToInt64Milliseconds(deadline);
-  lifecycle_.MoveReplicasOff(name, MoveCause::kDrain, *why, deadline_ms > 0 ? deadline_ms : -1,
-                             /*node_gone=*/false, now, fx);
+  std::optional<absl::Duration> grace;  // unset: each job's stopGracePeriod
+  if (deadline > absl::ZeroDuration()) grace = deadline;
+  lifecycle_.MoveReplicasOff(name, MoveCause::kDrain, *why, grace, /*node_gone=*/false, now, fx);
   CheckNodes(now, fx);  // an empty node is drained at once
   return GetNode(name);
 }
@@ -238,7 +237,8 @@ absl::StatusOr<v1::Node> Core::RevokeNode(const std::string& name, const std::st
                                           absl::Time now, Effects* fx) {
   absl::StatusOr<std::string> why = nodes_.Revoke(name, reason, now, fx);
   if (!why.ok()) return why.status();
-  lifecycle_.MoveReplicasOff(name, MoveCause::kLost, *why, -1, /*node_gone=*/true, now, fx);
+  lifecycle_.MoveReplicasOff(name, MoveCause::kLost, *why, std::nullopt, /*node_gone=*/true, now,
+                             fx);
   return GetNode(name);
 }
 
@@ -295,7 +295,7 @@ void Core::CheckReported(const std::string& node, const v1::CheckRun& run, absl:
   if (run.passed() || run.phase() != "periodic" || !out.isolated) return;
   lifecycle_.MoveReplicasOff(
       node, MoveCause::kUnhealthy,
-      absl::StrCat("node ", node, " failed its periodic check: ", FailedItems(run)), -1,
+      absl::StrCat("node ", node, " failed its periodic check: ", FailedItems(run)), std::nullopt,
       /*node_gone=*/false, now, fx);
 }
 
@@ -352,8 +352,8 @@ void Core::CheckNodes(absl::Time now, Effects* fx) {
   // LOST now; their replicas move only once their agents have fenced them (node_health.h).
   nodes_.DetectLost(now, fx);
   for (const NodeRegistry::Lost& lost : nodes_.DueMoves(now, fx)) {
-    lifecycle_.MoveReplicasOff(lost.node, MoveCause::kLost, lost.why, -1, /*node_gone=*/true, now,
-                               fx);
+    lifecycle_.MoveReplicasOff(lost.node, MoveCause::kLost, lost.why, std::nullopt,
+                               /*node_gone=*/true, now, fx);
   }
   CheckMaintenance(now, fx);
   nodes_.FinishDrains(now, fx);
@@ -362,7 +362,7 @@ void Core::CheckNodes(absl::Time now, Effects* fx) {
 void Core::CheckMaintenance(absl::Time now, Effects* fx) {
   nodes_.EndMaintenance(now, fx);
   for (const NodeRegistry::Lost& drained : nodes_.StartMaintenance(now, fx)) {
-    lifecycle_.MoveReplicasOff(drained.node, MoveCause::kDrain, drained.why, -1,
+    lifecycle_.MoveReplicasOff(drained.node, MoveCause::kDrain, drained.why, std::nullopt,
                                /*node_gone=*/false, now, fx);
   }
   const absl::Time next = nodes_.NextMaintenanceChange(now);

@@ -1,5 +1,5 @@
 // Elastic pools: the facts about a job's world that shrinking and growing it needs, as pure
-// functions over the spec and the job (the lifecycle's part is elastic_resizes.cc).
+// functions over the spec and the job (the lifecycle's part is ElasticPools, elastic_pools.h).
 //
 // A pool with `elastic: {minReplicas: N}` may run with fewer replicas than its replicaCount, never
 // fewer than N. A replica left out is REMOVED: it holds nothing and has rank -1. The world is the

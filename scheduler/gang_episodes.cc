@@ -135,7 +135,7 @@ void GangEpisodes::DecideRoot(Job* job, Replica* r, const Failure& failure, absl
 
 void GangEpisodes::Restart(Job* job, Replica* cause, const RetryDecision& d, absl::Time now,
                            Effects* fx) {
-  const absl::Time due = now + absl::Milliseconds(d.delay_ms);
+  const absl::Time due = now + d.delay;
   const bool failed = d.action == Decision::kRestartGang;
   RootCause rc;
   rc.replica = cause->name;
@@ -186,7 +186,7 @@ std::vector<Replica*> GangEpisodes::Stop(Job* job, const Replica* skip, const st
     if (IsLive(o.state)) {
       life_->SetReplicaState(job, &o, v1::REPLICA_STATE_STOPPING);
       o.message = why;
-      life_->SendStop(*job, o, job->policy.stop_grace_ms, why, fx);
+      life_->SendStop(*job, o, absl::Milliseconds(job->policy.stop_grace_ms), why, fx);
       AddEvent(fx, now, job, o.name, o.node, "ReplicaStopping",
                absl::StrCat(why, ": stopping it to start every replica together"));
       RecordRun(*job, o, fx);

@@ -169,7 +169,7 @@ void JobLifecycle::StopLiveReplicas(Job* job, const std::string& reason, absl::T
     if (!IsLive(r.state)) continue;
     SetReplicaState(job, &r, v1::REPLICA_STATE_STOPPING);
     r.message = reason;
-    SendStop(*job, r, job->policy.stop_grace_ms, reason, fx);
+    SendStop(*job, r, absl::Milliseconds(job->policy.stop_grace_ms), reason, fx);
     AddEvent(fx, now, job, r.name, r.node, "ReplicaStopping", reason);
     RecordRun(*job, r, fx);
   }
@@ -261,7 +261,7 @@ void JobLifecycle::ApplyStockout(Job* job, const RetryDecision& d, absl::Time no
     return;
   }
   job->budgets_used = d.budgets_used;
-  job->next_attempt_time = now + absl::Milliseconds(d.delay_ms);
+  job->next_attempt_time = now + d.delay;
   timers_->WakeAt(*job->next_attempt_time);
   AddEvent(fx, now, job, "", "", d.job_event_type, d.job_event);
   Touch(job, now, fx);
@@ -320,7 +320,7 @@ bool JobLifecycle::FinishStop(Job* job, Replica* r, const v1::ReplicaExited& exi
                               Effects* fx) {
   switch (StopKindOf(*job, *r, exited)) {
     case StopKind::kForMove:
-      ContinueMove(job, r, now, fx);
+      moves_.ContinueMove(job, r, now, fx);
       return true;
     case StopKind::kForGang:
       gang_.ConfirmStop(job, r, exited, now, fx);
@@ -349,15 +349,6 @@ void JobLifecycle::ConfirmStop(Job* job, Replica* r, const v1::ReplicaExited& ex
   MaybeFinishCancel(job, now, fx);
   jobs_->RefreshActive(*job);
   queue_->Wake();
-}
-
-void JobLifecycle::ContinueMove(Job* job, Replica* r, absl::Time now, Effects* fx) {
-  // A move's graceful stop has finished: start it elsewhere.
-  SetReplicaState(job, r, v1::REPLICA_STATE_STOPPED);
-  AddEvent(fx, now, job, r->name, r->node, "ReplicaStopped",
-           absl::StrCat("process stopped to move (", r->move_reason, ")"));
-  RecordRun(*job, *r, fx);
-  PlaceMoved(job, r, now, fx, /*new_run=*/true);
 }
 
 void JobLifecycle::EndRun(Job* job, Replica* r, const Failure& failure, absl::Time now,
@@ -417,9 +408,9 @@ void JobLifecycle::Restart(Job* job, Replica* r, const RetryDecision& d, absl::T
   r->restart_count++;
   r->charged_restarts = d.charged_restarts;
   r->last_progress_time.reset();
-  if (d.delay_ms > 0) {
+  if (d.delay > absl::ZeroDuration()) {
     SetReplicaState(job, r, v1::REPLICA_STATE_RESTARTING);
-    r->next_start_time = now + absl::Milliseconds(d.delay_ms);
+    r->next_start_time = now + d.delay;
     timers_->WakeAt(*r->next_start_time);
     return;
   }
@@ -476,8 +467,8 @@ void JobLifecycle::Retry(Job* job, const RetryDecision& d, absl::Time now, Effec
   job->budgets_used = d.budgets_used;
   job->gang_restarting = false;
   StopLiveReplicas(job, "job retrying", now, fx);
-  RestoreWorld(job);
-  const absl::Time next = now + absl::Milliseconds(d.delay_ms);
+  elastic_.RestoreWorld(job);
+  const absl::Time next = now + d.delay;
   job->next_attempt_time = next;
   job->queue_time = now;
   const size_t n = job->attempts.size();
@@ -498,6 +489,40 @@ void JobLifecycle::Fail(Job* job, const RetryDecision& d, absl::Time now, Effect
   }
   RecordAttemptEnd(job, d, now, fx);
   End(job, v1::JOB_STATE_FAILED, d.error, d.error.message, now, fx);
+}
+
+void JobLifecycle::Redispatch(Job* job, const RetryDecision& d, absl::Time now, Effects* fx) {
+  if (d.action == Decision::kRedispatch) {
+    Retry(job, d, now, fx);
+  } else {
+    Fail(job, d, now, fx);
+  }
+}
+
+void JobLifecycle::PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx, bool new_run) {
+  moves_.PlaceMoved(job, r, now, fx, new_run);
+}
+
+bool JobLifecycle::WaitForRoom(Job* job, Replica* r, const std::string& room, bool new_run,
+                               absl::Time now, Effects* fx) {
+  return elastic_.WaitForRoom(job, r, room, new_run, now, fx);
+}
+
+void JobLifecycle::GrowBack(Job* job, absl::Time now, Effects* fx) {
+  elastic_.GrowBack(job, now, fx);
+}
+
+absl::Status JobLifecycle::RequestGrow(Job* job, const std::string& actor, absl::Time now,
+                                       Effects* fx) {
+  return elastic_.RequestGrow(job, actor, now, fx);
+}
+
+void JobLifecycle::MoveReplicasOff(const std::string& node, MoveCause cause, const std::string& why,
+                                   std::optional<absl::Duration> grace, bool node_gone,
+                                   absl::Time now, Effects* fx) {
+  moves_.MoveReplicasOff(node, cause, why, grace, node_gone, now, fx);
+  // Moves free room on the node and may queue jobs again.
+  queue_->Wake();
 }
 
 void JobLifecycle::SendLaunch(const Job& job, const Replica& r, Effects* fx) {
@@ -522,9 +547,9 @@ void JobLifecycle::SendLaunch(const Job& job, const Replica& r, const GangView& 
   fx->commands.push_back({r.node, std::move(msg), PoolLaunchOf(job, r.pool)});
 }
 
-void JobLifecycle::SendStop(const Job& job, const Replica& r, int64_t grace_ms,
+void JobLifecycle::SendStop(const Job& job, const Replica& r, absl::Duration grace,
                             const std::string& reason, Effects* fx) {
-  fx->commands.push_back({r.node, StopMessage(job.RunIdOf(r), grace_ms, reason)});
+  fx->commands.push_back({r.node, StopMessage(job.RunIdOf(r), grace, reason)});
 }
 
 }  // namespace trainctl::sched

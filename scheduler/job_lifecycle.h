@@ -10,9 +10,13 @@
 //   ReplicaBinding  what each replica holds on its node: resources, ports, GPUs (replica_binding.h)
 //   GangEpisodes    GANG jobs' failure episodes: settle, root cause, stop, restart together
 //                   (gang_episodes.h)
+//   ReplicaMoves    replicas that leave their node: the graceful stop, the target (through the
+//                   placement pipeline), placing it or re-dispatching the job (replica_moves.h)
+//   ElasticPools    elastic pools: the wait for room, the shrink, the grow-back, ResizeJob
+//                   (elastic_pools.h)
 // The parts ask the lifecycle for state changes and launches through LifecycleOps
-// (lifecycle_ops.h). Moves (replica_moves.cc, which asks the placement policy for the target) and
-// elastic pools (elastic_resizes.cc) are still the lifecycle's own methods. Its own files:
+// (lifecycle_ops.h); the lifecycle routes the calls of one part that another carries out
+// (PlaceMoved to ReplicaMoves, WaitForRoom and GrowBack to ElasticPools). Its own files:
 // job_lifecycle_timeouts.cc (Tick: time limits) and job_lifecycle_adopt_runs.cc (Reconcile: an
 // agent's runs after it registers).
 //
@@ -23,29 +27,24 @@
 // Thread-safety: none; owned by the core.
 #pragma once
 
-#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/time/time.h"
 #include "scheduler/admission_queue.h"
+#include "scheduler/elastic_pools.h"
 #include "scheduler/gang_episodes.h"
 #include "scheduler/job_table.h"
 #include "scheduler/launch_env.h"
 #include "scheduler/lifecycle_ops.h"
 #include "scheduler/node_registry.h"
 #include "scheduler/replica_binding.h"
+#include "scheduler/replica_moves.h"
 #include "scheduler/retry_engine.h"
 #include "scheduler/timers.h"
 
 namespace trainctl::sched {
-
-// `t` as RFC 3339 text, for event reasons.
-std::string When(absl::Time t);
-
-// What replica `r` needs and why each node but `from` cannot take it, for errors about a move or
-// a grow that found no room: "needs 4 cpu, 100 MiB, 0 gpus, 1 ports; node-b: 1 cpu, ...".
-std::string DescribeNoRoom(const Replica& r, const std::string& from, const NodeRegistry& nodes);
 
 class JobLifecycle : private LifecycleOps {
  public:
@@ -58,7 +57,9 @@ class JobLifecycle : private LifecycleOps {
         queue_(queue),
         timers_(timers),
         binding_(&nodes->book()),
-        gang_(this, nodes, &binding_, timers, skew) {}
+        gang_(this, nodes, &binding_, timers, skew),
+        moves_(this, jobs, nodes, &gang_),
+        elastic_(this, &moves_, &gang_, &binding_, timers) {}
 
   JobLifecycle(const JobLifecycle&) = delete;
   JobLifecycle& operator=(const JobLifecycle&) = delete;
@@ -111,7 +112,6 @@ class JobLifecycle : private LifecycleOps {
   // as a consequence of the failure being handled.
   void ConfirmStop(Job* job, Replica* r, const v1::ReplicaExited& exited, absl::Time now,
                    Effects* fx);
-  void ContinueMove(Job* job, Replica* r, absl::Time now, Effects* fx);
 
   // Asks the retry engine what the end of `r`'s run means, and carries out its decision.
   void EndRun(Job* job, Replica* r, const Failure& failure, absl::Time now, Effects* fx);
@@ -126,20 +126,23 @@ class JobLifecycle : private LifecycleOps {
   // Time limits: scheduling.timeout, due restarts, launchTimeout, hangTimeout, elastic waits.
   void Tick(absl::Time now, Effects* fx);
 
-  // --- Elastic pools (elastic_resizes.cc) ----------------------------------------------------
+  // --- Elastic pools (ElasticPools) ----------------------------------------------------------
 
-  // ResizeJob: restarts the gang of a RUNNING job whose elastic pools shrank, so that it grows
-  // back with every removed replica there is room for (charged to nothing). FAILED_PRECONDITION,
-  // saying why, when the job has no elastic pool, is not RUNNING, is restarting already, runs
-  // every replica, or no node has room for any removed replica. `actor` names who asked.
+  // ResizeJob (ElasticPools::RequestGrow): restarts the gang of a RUNNING job whose elastic pools
+  // shrank, so that it grows back with every removed replica there is room for (charged to
+  // nothing). FAILED_PRECONDITION, saying why, when the job has no elastic pool, is not RUNNING,
+  // is restarting already, runs every replica, or no node has room for any removed replica.
+  // `actor` names who asked.
   absl::Status RequestGrow(Job* job, const std::string& actor, absl::Time now, Effects* fx);
 
-  // --- Moves (replica_moves.cc) --------------------------------------------------------------
+  // --- Moves (ReplicaMoves) ------------------------------------------------------------------
 
-  // Moves every replica of live jobs off `node`, and stops what other jobs still hold there.
-  // `grace_ms` < 0: each job's stopGracePeriod. `node_gone`: its processes are out of reach.
+  // Moves every replica of live jobs off `node` (ReplicaMoves::MoveReplicasOff), and stops what
+  // other jobs still hold there. `grace` unset: each job's stopGracePeriod. `node_gone`: its
+  // processes are out of reach.
   void MoveReplicasOff(const std::string& node, MoveCause cause, const std::string& why,
-                       int64_t grace_ms, bool node_gone, absl::Time now, Effects* fx);
+                       std::optional<absl::Duration> grace, bool node_gone, absl::Time now,
+                       Effects* fx);
 
   // --- Parts ---------------------------------------------------------------------------------
 
@@ -148,19 +151,23 @@ class JobLifecycle : private LifecycleOps {
   const ReplicaBinding& binding() const { return binding_; }
   // The failure episodes of GANG jobs; see gang_episodes.h.
   GangEpisodes& gang() { return gang_; }
+  // Replicas that leave their node; see replica_moves.h.
+  ReplicaMoves& moves() { return moves_; }
+  // The elastic pools' waits, shrinks and grow-backs; see elastic_pools.h.
+  ElasticPools& elastic() { return elastic_; }
 
  private:
   // The only writers of replica state and node, and of job state.
   void SetReplicaState(Job* job, Replica* r, v1::ReplicaState state) override;
   // Carries out the retry engine's decision about the end of `r`'s run.
   void Apply(Job* job, Replica* r, const RetryDecision& d, absl::Time now, Effects* fx) override;
-  void SetNode(const Job& job, Replica* r, const std::string& node);
+  void SetNode(const Job& job, Replica* r, const std::string& node) override;
 
   void SetJobState(Job* job, v1::JobState state, const std::string& reason, absl::Time now,
                    Effects* fx);
 
   void StopLiveReplicas(Job* job, const std::string& reason, absl::Time now, Effects* fx);
-  void MaybeFinishCancel(Job* job, absl::Time now, Effects* fx);
+  void MaybeFinishCancel(Job* job, absl::Time now, Effects* fx) override;
   void MaybeMarkRunning(Job* job, absl::Time now, Effects* fx);
   void Restart(Job* job, Replica* r, const RetryDecision& d, absl::Time now, Effects* fx);
   // Marks the replica STARTING on its node and sends the launch; moves it when its node no
@@ -171,54 +178,21 @@ class JobLifecycle : private LifecycleOps {
   // first in line.
   void Retry(Job* job, const RetryDecision& d, absl::Time now, Effects* fx);
   void Fail(Job* job, const RetryDecision& d, absl::Time now, Effects* fx);
+  // A move found no room: Retry for kRedispatch, else Fail.
+  void Redispatch(Job* job, const RetryDecision& d, absl::Time now, Effects* fx) override;
   void SendLaunch(const Job& job, const Replica& r, Effects* fx);
   // The same with `view` (GangViewOf the job now), for launching many replicas of one job.
   void SendLaunch(const Job& job, const Replica& r, const GangView& view, Effects* fx);
-  void SendStop(const Job& job, const Replica& r, int64_t grace_ms, const std::string& reason,
+  void SendStop(const Job& job, const Replica& r, absl::Duration grace, const std::string& reason,
                 Effects* fx) override;
 
-  // Moves the replica off its node for `cause`: a graceful stop first when its process can be
-  // reached (grace_ms < 0: the job's stopGracePeriod), else at once.
-  void Move(Job* job, Replica* r, MoveCause cause, const std::string& why, int64_t grace_ms,
-            absl::Time now, Effects* fx);
-  // Starts a replica whose move is due on the best other schedulable node, or re-dispatches the
-  // job when none has room. `new_run` false: the replica's restart count already names a run not
-  // launched yet (an in-place restart whose node cannot take it).
+  // Routed to ReplicaMoves::PlaceMoved.
   void PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx, bool new_run) override;
 
-  // The node `r` would move to now: the best schedulable node with room (the job's policy:
-  // SPREAD or BINPACK), never `from`, within the topology domain of node `domain_of` when the job
-  // packs, and not one whose maintenance window starts before the job's expected end. "" when
-  // none has room, and then `no_room` (may be null) says why.
-  std::string MoveTarget(const Job& job, const Replica& r, const std::string& from,
-                         const std::string& domain_of, absl::Time now,
-                         std::string* no_room = nullptr) const;
-  // Puts a moving replica on `to` and starts it there (or, in a gang restart, readies it to start
-  // with the others). `new_run` as for PlaceMoved.
-  void MoveTo(Job* job, Replica* r, const std::string& to, absl::Time now, Effects* fx,
-              bool new_run);
-  // Adds `node` to the current attempt's nodes.
-  void NoteAttemptNode(Job* job, const std::string& node, Effects* fx);
-
-  // --- Elastic pools (elastic_resizes.cc) ----------------------------------------------------
-
-  // A moving replica of an elastic pool found no room (`room` says why) while its gang restarts:
-  // when the pool may go on without it and every replica waiting already, it waits PENDING until
-  // elasticWait has passed (true). False: the pool cannot shrink; the caller re-dispatches.
+  // Routed to ElasticPools::WaitForRoom and GrowBack.
   bool WaitForRoom(Job* job, Replica* r, const std::string& room, bool new_run, absl::Time now,
-                   Effects* fx);
-  // On each tick of a restarting gang: places waiting replicas that have room now, and shrinks
-  // the pools of those whose wait is over.
-  void ElasticStep(Job* job, absl::Time now, Effects* fx);
-  // As a gang starts again: adds back every REMOVED replica there is room for.
+                   Effects* fx) override;
   void GrowBack(Job* job, absl::Time now, Effects* fx) override;
-  // A new attempt runs every replica of the spec: REMOVED ones are PENDING again.
-  void RestoreWorld(Job* job);
-  // Records one Resize per pool of `changed` (the replicas removed or added, by pool) against
-  // the pools' sizes `before`, with a JobResized event.
-  void RecordResizes(Job* job, const std::map<std::string, int32_t>& before,
-                     const std::map<std::string, std::vector<std::string>>& changed,
-                     const std::string& why, absl::Time now, Effects* fx);
 
   JobTable* const jobs_;
   NodeRegistry* const nodes_;
@@ -226,6 +200,8 @@ class JobLifecycle : private LifecycleOps {
   Timers* const timers_;
   ReplicaBinding binding_;
   GangEpisodes gang_;
+  ReplicaMoves moves_;
+  ElasticPools elastic_;
 };
 
 }  // namespace trainctl::sched

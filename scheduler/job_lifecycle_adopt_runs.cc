@@ -19,8 +19,9 @@ void JobLifecycle::Reconcile(const v1::Register& reg, absl::Time now, Effects* f
     auto [job, r] = jobs_->CurrentRun(run.run_id());
     if (job == nullptr || r->node != node || IsTerminal(r->state)) {
       if (run.running()) {
-        fx->commands.push_back({node, StopMessage(run.run_id(), kDefaultStopGraceMs,
-                                                  "the scheduler no longer wants this run")});
+        fx->commands.push_back(
+            {node, StopMessage(run.run_id(), absl::Milliseconds(kDefaultStopGraceMs),
+                               "the scheduler no longer wants this run")});
         AddEvent(fx, now, nullptr, "", node, "OrphanStopped",
                  absl::StrCat("run ", run.run_id(), " is not wanted any more; stopping it"));
       }
@@ -34,7 +35,7 @@ void JobLifecycle::Reconcile(const v1::Register& reg, absl::Time now, Effects* f
       RecordRun(*job, *r, fx);
       MaybeMarkRunning(job, now, fx);
     } else if (r->state == v1::REPLICA_STATE_STOPPING && run.running()) {
-      SendStop(*job, *r, job->policy.stop_grace_ms, r->message, fx);
+      SendStop(*job, *r, absl::Milliseconds(job->policy.stop_grace_ms), r->message, fx);
     }
   }
 

@@ -28,14 +28,14 @@ void JobLifecycle::Tick(absl::Time now, Effects* fx) {
     const RetryPolicy& policy = job->policy;
     if (policy.timeout_ms > 0 && job->start_time &&
         now >= *job->start_time + absl::Milliseconds(policy.timeout_ms)) {
-      const JobError error = DeadlineError(policy.timeout_ms);
+      const JobError error = DeadlineError(absl::Milliseconds(policy.timeout_ms));
       End(job, v1::JOB_STATE_FAILED, error, error.message, now, fx);
       continue;
     }
     if (GangEpisodes::IsGang(*job)) {
       // A gang starts again as one; a settled failure is decided as one episode.
       gang_.DecideSettled(job, now, fx);
-      ElasticStep(job, now, fx);
+      elastic_.Step(job, now, fx);
       gang_.MaybeRelaunch(job, now, fx);
     }
     for (Replica& r : job->replicas) {
@@ -61,7 +61,8 @@ void JobLifecycle::Tick(absl::Time now, Effects* fx) {
         if (last && now - *last >= absl::Milliseconds(policy.hang_timeout_ms)) {
           SetReplicaState(job, &r, v1::REPLICA_STATE_STOPPING);
           r.message = absl::StrCat("hung: no progress since ", When(*last));
-          SendStop(*job, r, policy.stop_grace_ms, "hung: no progress within hangTimeout", fx);
+          SendStop(*job, r, absl::Milliseconds(policy.stop_grace_ms),
+                   "hung: no progress within hangTimeout", fx);
           AddEvent(fx, now, job, r.name, r.node, "ReplicaStopping",
                    absl::StrCat("no progress since ", When(*last),
                                 " (hangTimeout): stopping it to restart it"));

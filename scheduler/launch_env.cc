@@ -251,13 +251,18 @@ v1::LaunchReplica BuildReplicaLaunch(const Job& job, int replica_index,
   return BuildReplicaLaunch(job, replica_index, GangViewOf(job, nodes));
 }
 
-v1::SchedulerMessage StopMessage(const std::string& run_id, int64_t grace_ms,
+v1::SchedulerMessage StopMessage(const std::string& run_id, absl::Duration grace,
                                  const std::string& reason) {
   v1::SchedulerMessage msg;
   msg.mutable_stop()->set_run_id(run_id);
-  msg.mutable_stop()->set_grace_period_ms(static_cast<int32_t>(grace_ms));
+  msg.mutable_stop()->set_grace_period_ms(static_cast<int32_t>(absl::ToInt64Milliseconds(grace)));
   msg.mutable_stop()->set_reason(reason);
   return msg;
+}
+
+v1::SchedulerMessage StopMessage(const std::string& run_id, int64_t grace_ms,
+                                 const std::string& reason) {
+  return StopMessage(run_id, absl::Milliseconds(grace_ms), reason);
 }
 
 }  // namespace trainctl::sched

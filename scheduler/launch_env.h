@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "model/model.h"
 
 namespace trainctl::sched {
@@ -74,7 +75,11 @@ std::shared_ptr<const v1::LaunchReplica> PoolLaunchOf(const Job& job, const std:
 v1::LaunchReplica BuildLaunch(const Job& job, int replica_index,
                               const std::map<std::string, Node>& nodes);
 
-// The command that stops a run: SIGTERM to its process group, `grace_ms`, then SIGKILL.
+// The command that stops a run: SIGTERM to its process group, `grace`, then SIGKILL. The agent
+// gets the grace in whole milliseconds.
+v1::SchedulerMessage StopMessage(const std::string& run_id, absl::Duration grace,
+                                 const std::string& reason);
+// The same with the grace in milliseconds.
 v1::SchedulerMessage StopMessage(const std::string& run_id, int64_t grace_ms,
                                  const std::string& reason);
 

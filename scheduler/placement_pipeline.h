@@ -29,7 +29,7 @@
 //     every node first (kShortfallFirst): only a gang that fits there but not off the windowed
 //     nodes is named MAINTENANCE, in a second pass. Both are dry runs on a copy of the published
 //     free nodes.
-//   - Moves, elastic growth and `resize` (replica_moves.cc, elastic_resizes.cc) place one replica
+//   - Moves, elastic growth and `resize` (ReplicaMoves, ElasticPools) place one replica
 //     (PlaceReplica): windows judged by the job's start (ExpectedEnd(spec, start, now)), never
 //     the replica's current node, and with packWithin only the domain of the node its gang runs
 //     in. A replica that finds room only on windowed nodes is told so (MaintenanceNoRoom).

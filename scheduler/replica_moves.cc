@@ -1,13 +1,17 @@
-// JobLifecycle: replicas that leave their node — drained, lost or unhealthy hosts, agents that
-// shut down, in-place restarts whose node no longer keeps replicas (R4, R13, R14, R18).
+// ReplicaMoves (replica_moves.h): replicas that leave their node — drained, lost or unhealthy
+// hosts, agents that shut down, in-place restarts whose node no longer keeps replicas (R4, R13,
+// R14, R18).
+#include "scheduler/replica_moves.h"
+
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/enum_names.h"
-#include "scheduler/job_lifecycle.h"
 #include "scheduler/maintenance.h"
 #include "scheduler/node_health.h"
 #include "scheduler/node_registry.h"
@@ -53,8 +57,9 @@ std::string DescribeNoRoom(const Replica& r, const std::string& from, const Node
   return out;
 }
 
-void JobLifecycle::MoveReplicasOff(const std::string& node, MoveCause cause, const std::string& why,
-                                   int64_t grace_ms, bool node_gone, absl::Time now, Effects* fx) {
+void ReplicaMoves::MoveReplicasOff(const std::string& node, MoveCause cause, const std::string& why,
+                                   std::optional<absl::Duration> grace, bool node_gone,
+                                   absl::Time now, Effects* fx) {
   for (const std::string& id : jobs_->ActiveIds()) {
     Job* job = jobs_->Find(id);
     for (Replica& r : job->replicas) {
@@ -68,13 +73,13 @@ void JobLifecycle::MoveReplicasOff(const std::string& node, MoveCause cause, con
       const bool live = IsLive(job->state);
       if (live && !r.moving() && r.state != v1::REPLICA_STATE_STOPPING) {
         if (node_gone && r.state != v1::REPLICA_STATE_RESTARTING) {
-          SetReplicaState(job, &r, v1::REPLICA_STATE_FAILED);
+          life_->SetReplicaState(job, &r, v1::REPLICA_STATE_FAILED);
         }
-        Move(job, &r, cause, why, grace_ms, now, fx);
+        Move(job, &r, cause, why, grace, now, fx);
       } else if (node_gone) {
         // A stop in flight on a node that is gone: the process is out of reach, so the replica
         // is done here. A move waiting for its stop goes on now.
-        SetReplicaState(job, &r, v1::REPLICA_STATE_STOPPED);
+        life_->SetReplicaState(job, &r, v1::REPLICA_STATE_STOPPED);
         r.pid = 0;
         r.end_time = now;
         r.message = absl::StrCat("gone with node ", node);
@@ -88,17 +93,16 @@ void JobLifecycle::MoveReplicasOff(const std::string& node, MoveCause cause, con
         if (live && r.moving()) {
           PlaceMoved(job, &r, now, fx, /*new_run=*/true);
         } else {
-          MaybeFinishCancel(job, now, fx);
+          life_->MaybeFinishCancel(job, now, fx);
           jobs_->RefreshActive(*job);
         }
       }
     }
   }
-  queue_->Wake();
 }
 
-void JobLifecycle::Move(Job* job, Replica* r, MoveCause cause, const std::string& why,
-                        int64_t grace_ms, absl::Time now, Effects* fx) {
+void ReplicaMoves::Move(Job* job, Replica* r, MoveCause cause, const std::string& why,
+                        std::optional<absl::Duration> grace, absl::Time now, Effects* fx) {
   r->move_cause = cause;
   r->move_reason = why;
   if (GangEpisodes::IsGang(*job) && !job->gang_restarting) {
@@ -109,15 +113,16 @@ void JobLifecycle::Move(Job* job, Replica* r, MoveCause cause, const std::string
     d.move_reason = why;
     d.rule = why;
     d.summary = absl::StrCat("had to leave node ", r->node);
-    gang_.Restart(job, r, d, now, fx);
+    gang_->Restart(job, r, d, now, fx);
     // The restart may have ended the attempt: a peer that had to move found no room.
     if (!IsLive(job->state)) return;
   }
   if (IsLive(r->state)) {
     // Its process can still be reached: a graceful stop first (SIGTERM, a last checkpoint).
-    SetReplicaState(job, r, v1::REPLICA_STATE_STOPPING);
+    life_->SetReplicaState(job, r, v1::REPLICA_STATE_STOPPING);
     r->message = absl::StrCat("moving: ", why);
-    SendStop(*job, *r, grace_ms >= 0 ? grace_ms : job->policy.stop_grace_ms, why, fx);
+    life_->SendStop(*job, *r, grace.value_or(absl::Milliseconds(job->policy.stop_grace_ms)), why,
+                    fx);
     AddEvent(fx, now, job, r->name, r->node, "ReplicaStopping",
              absl::StrCat(why, ": stopping it gracefully to move it to another node"));
     Touch(job, now, fx);
@@ -127,7 +132,9 @@ void JobLifecycle::Move(Job* job, Replica* r, MoveCause cause, const std::string
   // No process to stop. A restarting replica's restart count names a run not launched yet: that
   // run starts on the new node. Any other ran here, and its run ends.
   const bool launched = r->state != v1::REPLICA_STATE_RESTARTING;
-  if (r->state != v1::REPLICA_STATE_FAILED) SetReplicaState(job, r, v1::REPLICA_STATE_STOPPED);
+  if (r->state != v1::REPLICA_STATE_FAILED) {
+    life_->SetReplicaState(job, r, v1::REPLICA_STATE_STOPPED);
+  }
   r->pid = 0;
   r->next_start_time.reset();
   r->message = absl::StrCat("moving: ", why);
@@ -138,7 +145,16 @@ void JobLifecycle::Move(Job* job, Replica* r, MoveCause cause, const std::string
   PlaceMoved(job, r, now, fx, /*new_run=*/launched);
 }
 
-std::string JobLifecycle::MoveTarget(const Job& job, const Replica& r, const std::string& from,
+void ReplicaMoves::ContinueMove(Job* job, Replica* r, absl::Time now, Effects* fx) {
+  // A move's graceful stop has finished: start it elsewhere.
+  life_->SetReplicaState(job, r, v1::REPLICA_STATE_STOPPED);
+  AddEvent(fx, now, job, r->name, r->node, "ReplicaStopped",
+           absl::StrCat("process stopped to move (", r->move_reason, ")"));
+  RecordRun(*job, *r, fx);
+  PlaceMoved(job, r, now, fx, /*new_run=*/true);
+}
+
+std::string ReplicaMoves::MoveTarget(const Job& job, const Replica& r, const std::string& from,
                                      const std::string& domain_of, absl::Time now,
                                      std::string* no_room) const {
   // The placement pipeline's single replica: its pool's selection, its gang's domain, never the
@@ -160,20 +176,20 @@ std::string JobLifecycle::MoveTarget(const Job& job, const Replica& r, const std
   return "";
 }
 
-void JobLifecycle::NoteAttemptNode(Job* job, const std::string& node, Effects* fx) {
+void ReplicaMoves::NoteAttemptNode(Job* job, const std::string& node, Effects* fx) {
   Attempt* a = job->current();
   if (a == nullptr || std::find(a->nodes.begin(), a->nodes.end(), node) != a->nodes.end()) return;
   a->nodes.push_back(node);
   fx->attempts.insert({job->id, a->number});
 }
 
-void JobLifecycle::PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx, bool new_run) {
+void ReplicaMoves::PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx, bool new_run) {
   const std::string from = r->node;
   std::string room;
   const std::string to = MoveTarget(*job, *r, from, from, now, &room);
   if (to.empty()) {
     // An elastic pool may go on without it, after a wait for room.
-    if (WaitForRoom(job, r, room, new_run, now, fx)) return;
+    if (life_->WaitForRoom(job, r, room, new_run, now, fx)) return;
     // Like a move that finds no room: the job is re-dispatched, and its new attempt waits in
     // the queue (behind a MAINTENANCE blocker when only windowed nodes have room).
     const RetryDecision d =
@@ -181,21 +197,17 @@ void JobLifecycle::PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx,
     r->move_cause = MoveCause::kNone;
     r->move_reason.clear();
     fx->tally.failures.push_back({d.failure_class, d.action});
-    if (d.action == Decision::kRedispatch) {
-      Retry(job, d, now, fx);
-    } else {
-      Fail(job, d, now, fx);
-    }
+    life_->Redispatch(job, d, now, fx);
     return;
   }
   MoveTo(job, r, to, now, fx, new_run);
 }
 
-void JobLifecycle::MoveTo(Job* job, Replica* r, const std::string& to, absl::Time now, Effects* fx,
+void ReplicaMoves::MoveTo(Job* job, Replica* r, const std::string& to, absl::Time now, Effects* fx,
                           bool new_run) {
   const std::string from = r->node;
   const std::string why = r->move_reason;
-  SetNode(*job, r, to);
+  life_->SetNode(*job, r, to);
   if (new_run) r->restart_count++;
   r->moves++;
   r->move_cause = MoveCause::kNone;
@@ -212,11 +224,11 @@ void JobLifecycle::MoveTo(Job* job, Replica* r, const std::string& to, absl::Tim
                         r->rank, ", not charged to its restart budget"));
   if (GangEpisodes::IsGang(*job) && job->gang_restarting) {
     // It starts again with the rest of its gang.
-    SetReplicaState(job, r, v1::REPLICA_STATE_RESTARTING);
+    life_->SetReplicaState(job, r, v1::REPLICA_STATE_RESTARTING);
     r->next_start_time = now;
-    gang_.MaybeRelaunch(job, now, fx);
+    gang_->MaybeRelaunch(job, now, fx);
   } else {
-    LaunchOnItsNode(job, r, now, fx);
+    life_->LaunchOnItsNode(job, r, now, fx);
   }
   jobs_->RefreshActive(*job);
 }

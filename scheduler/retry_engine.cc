@@ -8,6 +8,9 @@
 namespace trainctl::sched {
 namespace {
 
+// A delay in seconds, as the explanations give it: "1.5" for 1500ms.
+double DelaySeconds(absl::Duration d) { return absl::ToInt64Milliseconds(d) / 1000.0; }
+
 // A decision whose budgets start as the job's.
 RetryDecision Start(const Job& job) {
   RetryDecision d;
@@ -25,10 +28,10 @@ RetryDecision RetryOrFail(const RetryPolicy& p, const Job& job, RetryDecision d,
   if (used < max) {
     d.action = Decision::kRetryJob;
     (internal ? d.budgets_used.internal_retries : d.budgets_used.job_retries) = used + 1;
-    d.delay_ms = BackoffDelayMs(p.retry_backoff, used + 1);
+    d.delay = absl::Milliseconds(BackoffDelayMs(p.retry_backoff, used + 1));
     absl::StrAppend(&d.explanation, "; ", why, ": retrying the job as attempt ",
                     job.attempts.size() + 1, " (", budget, " ", used + 1, " of ", max, " used) in ",
-                    d.delay_ms / 1000.0, "s");
+                    DelaySeconds(d.delay), "s");
   } else {
     d.action = Decision::kFailJob;
     absl::StrAppend(&d.explanation, "; ", why, ", and ", budget, " (", max,
@@ -57,7 +60,8 @@ RetryDecision RestartOrRetry(const RetryPolicy& p, const Job& job, const Replica
     d.charged_restarts = charge ? charged + 1 : charged;
     d.charged = charge;
     const int nth = r.restart_count + 1;  // restarts in this attempt, this one included
-    d.delay_ms = nth <= 1 ? 0 : BackoffDelayMs(p.restart_backoff, nth - 1);
+    d.delay = nth <= 1 ? absl::ZeroDuration()
+                       : absl::Milliseconds(BackoffDelayMs(p.restart_backoff, nth - 1));
     absl::StrAppend(
         &d.explanation,
         gang ? absl::StrCat("; restarting the whole gang of ", WorldSize(job),
@@ -66,7 +70,7 @@ RetryDecision RestartOrRetry(const RetryPolicy& p, const Job& job, const Replica
         charge ? absl::StrCat("restart ", d.charged_restarts, " of ", p.max_replica_restarts,
                               gang ? absl::StrCat(", charged to ", r.name) : "")
                : std::string("not charged"),
-        ") in ", d.delay_ms / 1000.0, "s");
+        ") in ", DelaySeconds(d.delay), "s");
     return d;
   }
   return RetryOrFail(p, job, d, /*internal=*/false,
@@ -205,11 +209,11 @@ RetryDecision DecideOnStockout(const Job& job, const std::string& what) {
   }
   d.action = Decision::kRetryJob;
   d.budgets_used.capacity_retries = used + 1;
-  d.delay_ms = BackoffDelayMs(p.retry_backoff, used + 1);
+  d.delay = absl::Milliseconds(BackoffDelayMs(p.retry_backoff, used + 1));
   d.job_event_type = "CapacityRetry";
   d.job_event =
       absl::StrCat("no healthy capacity within placementTimeout: ", what, "; capacity retry ",
-                   used + 1, " of ", p.max_capacity_retries, " in ", d.delay_ms / 1000.0, "s");
+                   used + 1, " of ", p.max_capacity_retries, " in ", DelaySeconds(d.delay), "s");
   return d;
 }
 
@@ -221,12 +225,13 @@ JobError CapacityError(const std::string& what) {
   return e;
 }
 
-JobError DeadlineError(int64_t timeout_ms) {
+JobError DeadlineError(absl::Duration timeout) {
   JobError e;
   e.code = absl::StatusCode::kDeadlineExceeded;
   e.reason = FailureClass::kDeadline;
-  e.message = absl::StrCat("Job exceeded its timeout of ", timeout_ms / 1000,
-                           "s (scheduling.timeout) and was stopped.");
+  e.message =
+      absl::StrCat("Job exceeded its timeout of ", absl::ToInt64Milliseconds(timeout) / 1000,
+                   "s (scheduling.timeout) and was stopped.");
   return e;
 }
 

@@ -12,7 +12,7 @@
 // (faultTolerance.jobRetryNum). Moves off drained, lost or unhealthy hosts charge none of them.
 //
 //   RetryDecision d = DecideOnFailure(job.policy, job, replica, failure, now);
-//   d.action == Decision::kRestartReplica; d.delay_ms == 0; d.charged_restarts == 1
+//   d.action == Decision::kRestartReplica; d.delay == absl::ZeroDuration(); d.charged_restarts == 1
 #pragma once
 
 #include <cstdint>
@@ -35,7 +35,7 @@ struct RetryDecision {
   bool charged = false;
   bool progress_reset = false;
   // Delay before the restart or the new attempt.
-  int64_t delay_ms = 0;
+  absl::Duration delay = absl::ZeroDuration();
   // The job's budgets after the charge (unchanged when nothing was charged).
   Budgets budgets_used;
   // For kFailJob, and the cause of a kRetryJob or kRedispatch: code, message, replica, node,
@@ -88,7 +88,7 @@ RetryDecision DecideNoRoomForMove(const Job& job, const Replica& replica, const 
                                   MoveCause cause, const std::string& why, const std::string& room);
 
 // The job could not be placed within placementTimeout because the healthy cluster cannot hold
-// it even when idle (`what` it lacks): a capacity retry after a backoff (kRetryJob, delay_ms),
+// it even when idle (`what` it lacks): a capacity retry after a backoff (kRetryJob, delay),
 // or kFailJob when maxCapacityRetries is used up (R8).
 RetryDecision DecideOnStockout(const Job& job, const std::string& what);
 
@@ -96,8 +96,8 @@ RetryDecision DecideOnStockout(const Job& job, const std::string& what);
 // "Resources are insufficient in cluster: <what>."
 JobError CapacityError(const std::string& what);
 
-// The error of a job that ran past scheduling.timeout.
-JobError DeadlineError(int64_t timeout_ms);
+// The error of a job that ran past scheduling.timeout (`timeout`).
+JobError DeadlineError(absl::Duration timeout);
 
 // The error of a job that waited `waited` in the queue past its queue timeout (`timeout`), for a
 // retry or not, and what it was waiting for.

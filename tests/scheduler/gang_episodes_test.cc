@@ -10,42 +10,17 @@
 #include <vector>
 
 #include "scheduler/job_validation.h"
+#include "tests/scheduler/fake_lifecycle_ops.h"
 #include "tests/scheduler/test_util.h"
 
 namespace trainctl::sched {
 namespace {
 
-// Records every call; changes replica states as the lifecycle would, and nothing else.
-class FakeOps : public LifecycleOps {
- public:
-  void SetReplicaState(Job*, Replica* r, v1::ReplicaState state) override { r->state = state; }
-  void Apply(Job*, Replica* r, const RetryDecision& d, absl::Time, Effects*) override {
-    applied.push_back({r->name, d.action});
-  }
-  void SendStop(const Job&, const Replica& r, int64_t, const std::string&, Effects*) override {
-    stopped.push_back(r.name);
-  }
-  void LaunchOnItsNode(Job*, Replica* r, absl::Time, Effects*) override {
-    r->state = v1::REPLICA_STATE_STARTING;
-    launched.push_back(r->name);
-  }
-  void PlaceMoved(Job*, Replica* r, absl::Time, Effects*, bool new_run) override {
-    moved.push_back({r->name, new_run});
-  }
-  void GrowBack(Job*, absl::Time, Effects*) override { ++grow_backs; }
-
-  std::vector<std::pair<std::string, Decision>> applied;
-  std::vector<std::string> stopped;
-  std::vector<std::string> launched;
-  std::vector<std::pair<std::string, bool>> moved;
-  int grow_backs = 0;
-};
-
 struct Episode {
   NodeRegistry nodes{NodePolicy{}};
   ReplicaBinding binding{&nodes.book()};
   Timers timers;
-  FakeOps ops;
+  testing::FakeLifecycleOps ops;
   GangEpisodes gang{&ops, &nodes, &binding, &timers, absl::Seconds(1)};
   Job job;
   absl::Time now = kT0;
@@ -144,7 +119,7 @@ TEST_CASE("GangEpisodes: a restart stops the others, then relaunches all once du
   REQUIRE(g.ops.applied.size() == 1);
   RetryDecision d;
   d.action = Decision::kRestartGang;
-  d.delay_ms = 2000;
+  d.delay = absl::Seconds(2);
   d.summary = "exited with code 134";
   g.R("chief-0")->state = v1::REPLICA_STATE_FAILED;
   g.gang.Restart(&g.job, g.R("chief-0"), d, g.now, &fx);

@@ -221,7 +221,7 @@ TEST_CASE("JobLifecycle: a replica moved off a lost node leaves a stale run ther
   const std::string old_run = job->RunIdOf(job->replicas[0]);
   Effects fx;
   p.nodes.Disconnect("node-a", p.now, &fx);
-  p.life.MoveReplicasOff("node-a", MoveCause::kLost, "node node-a was lost", -1,
+  p.life.MoveReplicasOff("node-a", MoveCause::kLost, "node node-a was lost", std::nullopt,
                          /*node_gone=*/true, p.now, &fx);
   const Replica& chief = job->replicas[0];
   CHECK(p.nodes.Find("node-a")->stale_runs == std::set<std::string>{old_run});
@@ -242,7 +242,8 @@ TEST_CASE("JobLifecycle: a move with a reachable process stops it gracefully fir
   Job* job = p.Submit(1);
   p.Run(job, {"node-a", "node-b"});
   Effects fx;
-  p.life.MoveReplicasOff("node-a", MoveCause::kUnhealthy, "node node-a failed its check", 30'000,
+  p.life.MoveReplicasOff("node-a", MoveCause::kUnhealthy, "node node-a failed its check",
+                         absl::Seconds(30),
                          /*node_gone=*/false, p.now, &fx);
   Replica* chief = &job->replicas[0];
   CHECK(chief->state == v1::REPLICA_STATE_STOPPING);
@@ -255,7 +256,7 @@ TEST_CASE("JobLifecycle: a move with a reachable process stops it gracefully fir
   const v1::ReplicaExited exited = testing::ExitedSignal(job->RunIdOf(*chief), 15);
   REQUIRE(p.life.StopKindOf(*job, *chief, exited) == JobLifecycle::StopKind::kForMove);
   p.life.RecordExit(job, chief, exited, p.now, &fx);
-  p.life.ContinueMove(job, chief, p.now, &fx);
+  p.life.moves().ContinueMove(job, chief, p.now, &fx);
   CHECK(chief->node == "node-c");
   CHECK(chief->state == v1::REPLICA_STATE_STARTING);
   CHECK(p.nodes.UsageOf("node-a").replicas == 0);
@@ -274,7 +275,7 @@ TEST_CASE("JobLifecycle: no room for a moved replica re-dispatches the job, char
   FullCluster c(/*retry_num=*/3);
   Effects fx;
   c.nodes.Disconnect("node-a", c.now, &fx);
-  c.life.MoveReplicasOff("node-a", MoveCause::kLost, "node node-a was lost", -1,
+  c.life.MoveReplicasOff("node-a", MoveCause::kLost, "node node-a was lost", std::nullopt,
                          /*node_gone=*/true, c.now, &fx);
   CHECK(c.job->state == v1::JOB_STATE_QUEUED);
   CHECK(c.job->budgets_used.redispatches == 1);
@@ -288,7 +289,8 @@ TEST_CASE("JobLifecycle: no room for a moved replica re-dispatches the job, char
 TEST_CASE("JobLifecycle: no room and re-dispatch off fails the job with error,exiting") {
   FullCluster c(/*retry_num=*/0);
   Effects fx;
-  c.life.MoveReplicasOff("node-a", MoveCause::kUnhealthy, "node node-a failed its check", -1,
+  c.life.MoveReplicasOff("node-a", MoveCause::kUnhealthy, "node node-a failed its check",
+                         std::nullopt,
                          /*node_gone=*/true, c.now, &fx);
   CHECK(c.job->state == v1::JOB_STATE_FAILED);
   CHECK(c.job->error.message ==
@@ -304,7 +306,7 @@ TEST_CASE("JobLifecycle: a move with no room says why each other node could not 
   FullCluster c(/*retry_num=*/3);
   Effects fx;
   c.nodes.Disconnect("node-b", c.now, &fx);
-  c.life.MoveReplicasOff("node-a", MoveCause::kLost, "node node-a was lost", -1,
+  c.life.MoveReplicasOff("node-a", MoveCause::kLost, "node node-a was lost", std::nullopt,
                          /*node_gone=*/true, c.now, &fx);
   REQUIRE(c.job->state == v1::JOB_STATE_QUEUED);
   CHECK_THAT(c.job->attempts[0].reason,
@@ -317,12 +319,13 @@ TEST_CASE("JobLifecycle: a drain with no room re-dispatches uncharged, and never
   FullCluster c(/*retry_num=*/0);
   Effects fx;
   REQUIRE(c.nodes.Drain("node-a", "upgrade", absl::ZeroDuration(), c.now, &fx).ok());
-  c.life.MoveReplicasOff("node-a", MoveCause::kDrain, "node node-a is draining: upgrade", -1,
+  c.life.MoveReplicasOff("node-a", MoveCause::kDrain, "node node-a is draining: upgrade",
+                         std::nullopt,
                          /*node_gone=*/false, c.now, &fx);
   Replica* chief = &c.job->replicas[0];
   REQUIRE(chief->state == v1::REPLICA_STATE_STOPPING);
   c.life.RecordExit(c.job, chief, testing::ExitedSignal(c.job->RunIdOf(*chief), 15), c.now, &fx);
-  c.life.ContinueMove(c.job, chief, c.now, &fx);
+  c.life.moves().ContinueMove(c.job, chief, c.now, &fx);
   CHECK(c.job->state == v1::JOB_STATE_QUEUED);
   CHECK(c.job->budgets_used.redispatches == 0);
   CHECK(c.job->attempts[0].failure_class == FailureClass::kMaintenance);
@@ -374,7 +377,8 @@ TEST_CASE("JobLifecycle: a restarting replica moved off its node keeps its pendi
 
   Effects moved;
   REQUIRE(p.nodes.Drain("node-b", "upgrade", absl::ZeroDuration(), p.now, &moved).ok());
-  p.life.MoveReplicasOff("node-b", MoveCause::kDrain, "node node-b is draining: upgrade", -1,
+  p.life.MoveReplicasOff("node-b", MoveCause::kDrain, "node node-b is draining: upgrade",
+                         std::nullopt,
                          /*node_gone=*/false, p.now, &moved);
   CHECK(worker->node == "node-c");
   CHECK(worker->restart_count == 2);  // run 2 is launched, on node-c
@@ -484,7 +488,7 @@ TEST_CASE("JobLifecycle: a moved replica gets a port on its new node and frees t
     p.Run(job, {"node-a", "node-b"});
     Effects fx;
     p.nodes.Disconnect("node-a", p.now, &fx);
-    p.life.MoveReplicasOff("node-a", MoveCause::kLost, "node node-a was lost", -1,
+    p.life.MoveReplicasOff("node-a", MoveCause::kLost, "node node-a was lost", std::nullopt,
                            /*node_gone=*/true, p.now, &fx);
     const Replica& chief = job->replicas[0];
     REQUIRE(chief.node == "node-c");
@@ -506,13 +510,14 @@ TEST_CASE("JobLifecycle: a moved replica gets a port on its new node and frees t
     p.Run(other, {"node-c"});
     Effects fx;
     REQUIRE(p.nodes.Drain("node-b", "upgrade", absl::ZeroDuration(), p.now, &fx).ok());
-    p.life.MoveReplicasOff("node-b", MoveCause::kDrain, "node node-b is draining: upgrade", -1,
+    p.life.MoveReplicasOff("node-b", MoveCause::kDrain, "node node-b is draining: upgrade",
+                           std::nullopt,
                            /*node_gone=*/false, p.now, &fx);
     Replica* worker = &job->replicas[1];
     REQUIRE(worker->state == v1::REPLICA_STATE_STOPPING);
     CHECK(p.Held("node-b", worker->port));
     p.life.RecordExit(job, worker, testing::ExitedSignal(job->RunIdOf(*worker), 15), p.now, &fx);
-    p.life.ContinueMove(job, worker, p.now, &fx);
+    p.life.moves().ContinueMove(job, worker, p.now, &fx);
     REQUIRE(worker->node == "node-c");
     CHECK(PortsOf(*worker) == std::pair<int32_t, int32_t>{20002, 0});  // not the other job's
     CHECK(p.PortsHeld("node-b") == 0);

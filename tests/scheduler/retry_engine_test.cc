@@ -188,7 +188,7 @@ TEST_CASE("DecideOnFailure follows the design's decision table") {
       CHECK(d.action == row.action);
       CHECK(FailureClassName(d.failure_class) == row.failure_class);
       CHECK(d.rule.rfind(row.rule, 0) == 0);
-      CHECK(d.delay_ms == row.delay_ms);
+      CHECK(d.delay == absl::Milliseconds(row.delay_ms));
       if (row.action == Decision::kFailJob || row.action == Decision::kRetryJob) {
         CHECK(static_cast<int>(d.error.code) == row.code);
         CHECK(d.error.replica == s.r().name());
@@ -251,7 +251,7 @@ TEST_CASE("exit-code rules override the classification, first match wins") {
   d = s.Decide(Exit(Code(7)));
   CHECK(d.action == Decision::kRestartReplica);
   CHECK(d.charged_restarts == 5);
-  CHECK(d.delay_ms == 16000);  // backoff still applies: 1s * 2^4
+  CHECK(d.delay == absl::Seconds(16));  // backoff still applies: 1s * 2^4
 }
 
 TEST_CASE("progress resets the restart budget after a stable period (progress-aware budgets)") {

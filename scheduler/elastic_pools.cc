@@ -1,9 +1,8 @@
-// JobLifecycle: elastic pools (elastic.h). A replica that had to leave its node while its gang
-// restarts and finds no room waits up to scheduling.elasticWait for a node with room; then its
-// pool shrinks without it (REMOVED) and the gang starts again smaller. Removed replicas come back
-// at a later gang start that finds room for them, which ResizeJob can ask for at once. Every
-// change restarts the gang, is charged to no budget, and is recorded as a Resize of the attempt
-// with a JobResized event; a new attempt runs every replica again.
+// ElasticPools (elastic_pools.h): a replica of an elastic pool that finds no room waits for it,
+// then its pool shrinks without it; removed replicas come back at a gang start with room, or at
+// once on ResizeJob.
+#include "scheduler/elastic_pools.h"
+
 #include <map>
 #include <string>
 #include <vector>
@@ -14,11 +13,10 @@
 #include "common/enum_names.h"
 #include "common/time_util.h"
 #include "scheduler/elastic.h"
-#include "scheduler/job_lifecycle.h"
 
 namespace trainctl::sched {
 
-bool JobLifecycle::WaitForRoom(Job* job, Replica* r, const std::string& room, bool new_run,
+bool ElasticPools::WaitForRoom(Job* job, Replica* r, const std::string& room, bool new_run,
                                absl::Time now, Effects* fx) {
   if (!GangEpisodes::IsGang(*job) || !job->gang_restarting || !IsLive(job->state)) return false;
   const v1::WorkerPool* pool = PoolOf(*job, *r);
@@ -33,9 +31,9 @@ bool JobLifecycle::WaitForRoom(Job* job, Replica* r, const std::string& room, bo
   if (staying < min) return false;
   // Its restart count names the run it starts next, wherever that is.
   if (new_run) r->restart_count++;
-  SetReplicaState(job, r, v1::REPLICA_STATE_PENDING);
+  life_->SetReplicaState(job, r, v1::REPLICA_STATE_PENDING);
   // It is leaving its node: what it remembers there (ports, devices) is not its own any more.
-  binding_.Leave(r);
+  binding_->Leave(r);
   r->pid = 0;
   r->next_start_time.reset();
   const int64_t wait_ms = job->policy.elastic_wait_ms;
@@ -53,13 +51,13 @@ bool JobLifecycle::WaitForRoom(Job* job, Replica* r, const std::string& room, bo
   return true;
 }
 
-void JobLifecycle::ElasticStep(Job* job, absl::Time now, Effects* fx) {
+void ElasticPools::Step(Job* job, absl::Time now, Effects* fx) {
   if (!job->gang_restarting || !IsLive(job->state)) return;
   std::vector<Replica*> leaving;
   for (Replica& r : job->replicas) {
     if (r.state != v1::REPLICA_STATE_PENDING || !r.elastic_wait_until) continue;
-    if (const std::string to = MoveTarget(*job, r, r.node, r.node, now); !to.empty()) {
-      MoveTo(job, &r, to, now, fx, /*new_run=*/false);
+    if (const std::string to = moves_->MoveTarget(*job, r, r.node, r.node, now); !to.empty()) {
+      moves_->MoveTo(job, &r, to, now, fx, /*new_run=*/false);
       if (!IsLive(job->state)) return;
     } else if (now >= *r.elastic_wait_until) {
       leaving.push_back(&r);
@@ -74,7 +72,7 @@ void JobLifecycle::ElasticStep(Job* job, absl::Time now, Effects* fx) {
   for (Replica* r : leaving) {
     removed[r->pool].push_back(r->name);
     why.push_back(absl::StrCat(r->name, " had to leave node ", r->node, " (", r->move_reason, ")"));
-    SetReplicaState(job, r, v1::REPLICA_STATE_REMOVED);
+    life_->SetReplicaState(job, r, v1::REPLICA_STATE_REMOVED);
     r->elastic_wait_until.reset();
     r->move_cause = MoveCause::kNone;
     r->move_reason.clear();
@@ -86,10 +84,10 @@ void JobLifecycle::ElasticStep(Job* job, absl::Time now, Effects* fx) {
                 absl::StrCat(absl::StrJoin(why, "; "), ", and no node had room within ",
                              FormatDuration(job->policy.elastic_wait_ms)),
                 now, fx);
-  gang_.MaybeRelaunch(job, now, fx);
+  gang_->MaybeRelaunch(job, now, fx);
 }
 
-void JobLifecycle::GrowBack(Job* job, absl::Time now, Effects* fx) {
+void ElasticPools::GrowBack(Job* job, absl::Time now, Effects* fx) {
   if (WorldSize(*job) == static_cast<int32_t>(job->replicas.size())) return;
   const std::map<std::string, int32_t> before = PoolSizes(*job);
   std::map<std::string, std::vector<std::string>> added;
@@ -98,17 +96,17 @@ void JobLifecycle::GrowBack(Job* job, absl::Time now, Effects* fx) {
   const std::string domain_of = job->replicas.front().node;
   for (Replica& r : job->replicas) {
     if (r.state != v1::REPLICA_STATE_REMOVED) continue;
-    const std::string to = MoveTarget(*job, r, "", domain_of, now);
+    const std::string to = moves_->MoveTarget(*job, r, "", domain_of, now);
     if (to.empty()) continue;
-    SetNode(*job, &r, to);
-    SetReplicaState(job, &r, v1::REPLICA_STATE_RESTARTING);
+    life_->SetNode(*job, &r, to);
+    life_->SetReplicaState(job, &r, v1::REPLICA_STATE_RESTARTING);
     r.next_start_time = now;
     r.exit_code.reset();
     r.signal.reset();
     r.oom_killed = false;
     r.end_time.reset();
     r.message = absl::StrCat("added back on ", to, ": its pool ", r.pool, " grows");
-    NoteAttemptNode(job, to, fx);
+    ReplicaMoves::NoteAttemptNode(job, to, fx);
     added[r.pool].push_back(r.name);
     where.push_back(absl::StrCat(r.name, " on ", to));
   }
@@ -118,18 +116,18 @@ void JobLifecycle::GrowBack(Job* job, absl::Time now, Effects* fx) {
                 now, fx);
 }
 
-void JobLifecycle::RestoreWorld(Job* job) {
+void ElasticPools::RestoreWorld(Job* job) {
   bool removed = false;
   for (Replica& r : job->replicas) {
     r.elastic_wait_until.reset();
     if (r.state != v1::REPLICA_STATE_REMOVED) continue;
-    SetReplicaState(job, &r, v1::REPLICA_STATE_PENDING);
+    life_->SetReplicaState(job, &r, v1::REPLICA_STATE_PENDING);
     removed = true;
   }
   if (removed) RenumberRanks(job);
 }
 
-void JobLifecycle::RecordResizes(Job* job, const std::map<std::string, int32_t>& before,
+void ElasticPools::RecordResizes(Job* job, const std::map<std::string, int32_t>& before,
                                  const std::map<std::string, std::vector<std::string>>& changed,
                                  const std::string& why, absl::Time now, Effects* fx) {
   const std::map<std::string, int32_t> after = PoolSizes(*job);
@@ -156,7 +154,7 @@ void JobLifecycle::RecordResizes(Job* job, const std::map<std::string, int32_t>&
   Touch(job, now, fx);
 }
 
-absl::Status JobLifecycle::RequestGrow(Job* job, const std::string& actor, absl::Time now,
+absl::Status ElasticPools::RequestGrow(Job* job, const std::string& actor, absl::Time now,
                                        Effects* fx) {
   if (!IsElastic(job->spec)) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -181,7 +179,7 @@ absl::Status JobLifecycle::RequestGrow(Job* job, const std::string& actor, absl:
   for (const Replica& r : job->replicas) {
     if (r.state != v1::REPLICA_STATE_REMOVED) continue;
     std::string no_room;
-    if (!MoveTarget(*job, r, "", job->replicas.front().node, now, &no_room).empty()) {
+    if (!moves_->MoveTarget(*job, r, "", job->replicas.front().node, now, &no_room).empty()) {
       room = true;
       break;
     }
@@ -202,8 +200,8 @@ absl::Status JobLifecycle::RequestGrow(Job* job, const std::string& actor, absl:
     a->gang_restarts.push_back({job->gang_generation + 1, now, rc, "resize", false});
     fx->attempts.insert({job->id, a->number});
   }
-  const std::vector<Replica*> placed_elsewhere =
-      gang_.Stop(job, nullptr, absl::StrCat("restarting the gang to grow it: ", who), now, now, fx);
+  const std::vector<Replica*> placed_elsewhere = gang_->Stop(
+      job, nullptr, absl::StrCat("restarting the gang to grow it: ", who), now, now, fx);
   AddEvent(fx, now, job, "", "", "GangRestarting",
            absl::StrCat("restarting all ", WorldSize(*job), " replicas together as gang ",
                         "generation ", job->gang_generation + 1, " to grow the job (", who,
@@ -212,9 +210,9 @@ absl::Status JobLifecycle::RequestGrow(Job* job, const std::string& actor, absl:
   Touch(job, now, fx);
   for (Replica* o : placed_elsewhere) {
     if (!IsLive(job->state)) return absl::OkStatus();
-    PlaceMoved(job, o, now, fx, /*new_run=*/false);
+    moves_->PlaceMoved(job, o, now, fx, /*new_run=*/false);
   }
-  gang_.MaybeRelaunch(job, now, fx);
+  gang_->MaybeRelaunch(job, now, fx);
   return absl::OkStatus();
 }
 
