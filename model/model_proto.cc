@@ -433,6 +433,7 @@ v1::Quota QuotaToProto(const Quota& q) {
   }
   p.set_run_as_user(q.run_as_user);
   return p;
+}
 
 // --- Nodes -------------------------------------------------------------------------------------
 

@@ -145,10 +145,6 @@ Quota AdmissionQueue::EffectiveQuota(const std::string& project) const {
   return q;
 }
 
-v1::Quota AdmissionQueue::QuotaOf(const std::string& project) const {
-  return QuotaToProto(EffectiveQuota(project));
-}
-
 // --- The pass ------------------------------------------------------------------------------------
 
 AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry, absl::Time now,

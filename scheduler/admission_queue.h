@@ -131,9 +131,6 @@ class AdmissionQueue {
   }
   // The project's effective quota: its own, or the default, with `project` set.
   Quota EffectiveQuota(const std::string& project) const;
-  // The same as the API's message (model_proto's QuotaToProto), for the launch message's
-  // run_as_user; callers that decide use EffectiveQuota.
-  v1::Quota QuotaOf(const std::string& project) const;
   // A project with its effective quota, usage and queued jobs, as of now.
   v1::Project ProjectView(const std::string& project) const;
   // Projects that have a quota row, a queued job or an admitted job.

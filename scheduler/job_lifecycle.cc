@@ -533,7 +533,7 @@ void JobLifecycle::SendLaunch(const Job& job, const Replica& r, const GangView& 
   v1::SchedulerMessage msg;
   *msg.mutable_launch() = BuildReplicaLaunch(job, static_cast<int>(&r - job.replicas.data()), view);
   // The user is the project quota's as of this launch (see LaunchReplica.run_as_user).
-  msg.mutable_launch()->set_run_as_user(queue_->QuotaOf(job.project).run_as_user());
+  msg.mutable_launch()->set_run_as_user(queue_->EffectiveQuota(job.project).run_as_user);
   // A project's uid is given at its first submit; a job submitted before trainctl gave uids
   // gets one at its next launch, committed with it. With none left in the range, the launch
   // carries none and the agent runs it as its --default-run-as-user, else as nobody, as before.

@@ -260,9 +260,4 @@ v1::SchedulerMessage StopMessage(const std::string& run_id, absl::Duration grace
   return msg;
 }
 
-v1::SchedulerMessage StopMessage(const std::string& run_id, int64_t grace_ms,
-                                 const std::string& reason) {
-  return StopMessage(run_id, absl::Milliseconds(grace_ms), reason);
-}
-
 }  // namespace trainctl::sched

@@ -79,9 +79,6 @@ v1::LaunchReplica BuildLaunch(const Job& job, int replica_index,
 // gets the grace in whole milliseconds.
 v1::SchedulerMessage StopMessage(const std::string& run_id, absl::Duration grace,
                                  const std::string& reason);
-// The same with the grace in milliseconds.
-v1::SchedulerMessage StopMessage(const std::string& run_id, int64_t grace_ms,
-                                 const std::string& reason);
 
 // The cluster spec JSON of the job's current placement, as seen from `replica_index`.
 // vertex=false: {"cluster":{"chief":["h:p"],"worker":[...]},"task":{"type":"worker","index":1},

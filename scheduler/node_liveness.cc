@@ -94,7 +94,7 @@ void NodeLiveness::Returned(Node* node, const std::string& how, absl::Time now, 
                           "stopped on it"));
   }
   for (const std::string& run_id : node->stale_runs) {
-    fx->commands.push_back({node->name, StopMessage(run_id, kDefaultStopGraceMs,
+    fx->commands.push_back({node->name, StopMessage(run_id, absl::Milliseconds(kDefaultStopGraceMs),
                                                     "moved to another node while this node "
                                                     "was lost")});
   }

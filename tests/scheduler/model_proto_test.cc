@@ -286,6 +286,7 @@ TEST_CASE("a quota's unset limits stay unset, and its zeros stay set") {
   CHECK(Differences(zeros, back).empty());
   // The stored row is the same bytes.
   CHECK(back.SerializeAsString() == zeros.SerializeAsString());
+}
 
 TEST_CASE("a node's status with every field set maps to NodeStatus and back unchanged") {
   v1::Node node;

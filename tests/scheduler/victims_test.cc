@@ -11,7 +11,7 @@ namespace {
 
 const absl::Time kNow = absl::FromUnixSeconds(1'800'000'000);
 
-VictimCandidate Job(const std::string& id, const std::string& project, int32_t priority,
+VictimCandidate Candidate(const std::string& id, const std::string& project, int32_t priority,
                     int64_t gpus) {
   VictimCandidate c;
   c.job_id = id;
@@ -57,15 +57,15 @@ std::vector<std::string> Ids(const std::optional<std::vector<std::string>>& set)
 
 TEST_CASE("victims: borrowers go before lower priority, then least work lost, then latest start",
           "[victims]") {
-  VictimCandidate borrower_high = Job("borrower-high", "b", 10, 1);
+  VictimCandidate borrower_high = Candidate("borrower-high", "b", 10, 1);
   borrower_high.borrower = true;
-  VictimCandidate own_low = Job("own-low", "lender", 1, 1);
-  VictimCandidate own_mid_much_lost = Job("own-mid-much", "lender", 5, 1);
+  VictimCandidate own_low = Candidate("own-low", "lender", 1, 1);
+  VictimCandidate own_mid_much_lost = Candidate("own-mid-much", "lender", 5, 1);
   own_mid_much_lost.gpu_seconds_lost = 3600;
-  VictimCandidate own_mid_little_lost = Job("own-mid-little", "lender", 5, 1);
+  VictimCandidate own_mid_little_lost = Candidate("own-mid-little", "lender", 5, 1);
   own_mid_little_lost.gpu_seconds_lost = 60;
   own_mid_little_lost.cpu_seconds_lost = 1e9;  // CPUs count only between equal GPU losses
-  VictimCandidate own_mid_early = Job("own-mid-early", "lender", 5, 1);
+  VictimCandidate own_mid_early = Candidate("own-mid-early", "lender", 5, 1);
   own_mid_early.gpu_seconds_lost = 3600;
   own_mid_early.started = kNow - absl::Hours(5);
 
@@ -82,7 +82,7 @@ TEST_CASE("victims: the set is minimal, dropping the victims taken first that ar
           "[victims]") {
   // In the order taken: two 1-GPU borrowers, then a 4-GPU one. The job needs 4 GPUs: after the
   // third it fits, and then neither of the first two is needed.
-  VictimCandidate a = Job("a", "b", 0, 1), b = Job("b", "b", 1, 1), c = Job("c", "b", 2, 4);
+  VictimCandidate a = Candidate("a", "b", 0, 1), b = Candidate("b", "b", 1, 1), c = Candidate("c", "b", 2, 4);
   for (VictimCandidate* v : {&a, &b, &c}) v->borrower = true;
   GpuRoom room{4, {}};
   auto set = ChooseVictims({c, b, a}, std::ref(room));
@@ -96,7 +96,7 @@ TEST_CASE("victims: the set is minimal, dropping the victims taken first that ar
 }
 
 TEST_CASE("victims: nobody is preempted when the job would still not fit", "[victims]") {
-  VictimCandidate a = Job("a", "b", 0, 2), b = Job("b", "b", 0, 2);
+  VictimCandidate a = Candidate("a", "b", 0, 2), b = Candidate("b", "b", 0, 2);
   a.borrower = b.borrower = true;
   GpuRoom room{8, {}};
   CHECK_FALSE(ChooseVictims({a, b}, std::ref(room)).has_value());
@@ -107,7 +107,7 @@ TEST_CASE("victims: nobody is preempted when the job would still not fit", "[vic
 TEST_CASE("victims: the fit is not asked before the victims hold the shortfall", "[victims]") {
   std::vector<VictimCandidate> small;
   for (int i = 0; i < 10; ++i) {
-    small.push_back(Job("j" + std::to_string(i), "b", i, 1));
+    small.push_back(Candidate("j" + std::to_string(i), "b", i, 1));
     small.back().borrower = true;
   }
   GpuRoom room{6, {}};
@@ -123,7 +123,7 @@ TEST_CASE("victims: the fit is not asked before the victims hold the shortfall",
 TEST_CASE("victims: who may be a victim", "[victims]") {
   Preemptor lender = Lender(5);
 
-  VictimCandidate borrowed = Job("borrowed", "b", 9, 1);
+  VictimCandidate borrowed = Candidate("borrowed", "b", 9, 1);
   borrowed.borrower = true;
   CHECK(MayPreempt(lender, borrowed, kNow));
 
@@ -151,7 +151,7 @@ TEST_CASE("victims: who may be a victim", "[victims]") {
     CHECK(MayPreempt(lender, borrowed, kNow));
   }
   SECTION("only a borrowing project of the same cohort, for a job within its own quota") {
-    VictimCandidate lent = Job("lent", "c", 0, 1);
+    VictimCandidate lent = Candidate("lent", "c", 0, 1);
     CHECK(WhyNotVictim(lender, lent, kNow) == "project c borrows nothing");
     borrowed.cohort = "other";
     CHECK(WhyNotVictim(lender, borrowed, kNow) == "project b is not in lender's cohort");
@@ -162,7 +162,7 @@ TEST_CASE("victims: who may be a victim", "[victims]") {
           "reclaim for it");
   }
   SECTION("within a project: only with preemptWithinProject, only lower priority") {
-    VictimCandidate own = Job("own", "lender", 4, 1);
+    VictimCandidate own = Candidate("own", "lender", 4, 1);
     CHECK(WhyNotVictim(lender, own, kNow) ==
           "project lender does not preempt its own jobs (preemptWithinProject: never)");
     lender.within_project = WithinProjectPolicy::kLowerPriority;
@@ -176,7 +176,7 @@ TEST_CASE("victims: who may be a victim", "[victims]") {
     CHECK(MayPreempt(lender, own, kNow));
   }
   SECTION("never the waiting job itself") {
-    VictimCandidate self = Job("waiting", "lender", 0, 1);
+    VictimCandidate self = Candidate("waiting", "lender", 0, 1);
     lender.within_project = WithinProjectPolicy::kLowerPriority;
     CHECK(WhyNotVictim(lender, self, kNow) == "it is the waiting job");
   }
@@ -185,7 +185,7 @@ TEST_CASE("victims: who may be a victim", "[victims]") {
 TEST_CASE("victims: two waiting jobs never preempt for the same room", "[victims]") {
   // One borrower's job holds the 4 GPUs both lenders' jobs need. The first takes it; the core
   // marks it being preempted, and the second then finds no victim.
-  VictimCandidate borrowed = Job("borrowed", "b", 0, 4);
+  VictimCandidate borrowed = Candidate("borrowed", "b", 0, 4);
   borrowed.borrower = true;
   Preemptor first = Lender(), second = Lender();
   second.job_id = "second";
@@ -206,7 +206,7 @@ TEST_CASE("victims: two waiting jobs never preempt for the same room", "[victims
 TEST_CASE("victims: placement decides, not only the sums", "[victims]") {
   // A 4-GPU replica needs one node with 4 GPUs free. Two 2-GPU victims on different nodes free
   // 4 GPUs in all but no node with 4; the one 4-GPU victim does.
-  VictimCandidate x = Job("x", "b", 0, 2), y = Job("y", "b", 0, 2), z = Job("z", "b", 5, 4);
+  VictimCandidate x = Candidate("x", "b", 0, 2), y = Candidate("y", "b", 0, 2), z = Candidate("z", "b", 5, 4);
   x.allocations = {{"n1", Res{0, 0, 2}}};
   y.allocations = {{"n2", Res{0, 0, 2}}};
   z.allocations = {{"n3", Res{0, 0, 4}}};
