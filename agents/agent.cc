@@ -438,6 +438,7 @@ void Agent::Handle(const trainctl::v1::SchedulerMessage& message) {
       }
       break;
     }
+    case trainctl::v1::SchedulerMessage::kNotice:
     case trainctl::v1::SchedulerMessage::kForgetJobs: {
       absl::MutexLock lock(&mu_);
       commands_.push_back(message);
@@ -481,6 +482,17 @@ void Agent::WorkerLoop() {
       absl::Status status = runtime_->Stop(stop.run_id(), stop.grace_period_ms(), stop.reason());
       if (!status.ok())
         spdlog::warn("run {}: cannot stop: {}", stop.run_id(), std::string(status.message()));
+    } else if (command.has_notice()) {
+      const trainctl::v1::NoticeReplica& notice = command.notice();
+      LogScope scope = LogScope::ForRun(notice.run_id());
+      absl::Status status = runtime_->Notice(notice);
+      if (absl::IsNotFound(status)) {
+        spdlog::info("ignoring a {} notice for run {}, which this agent does not know",
+                     notice.kind(), notice.run_id());
+      } else if (!status.ok()) {
+        spdlog::warn("run {}: cannot deliver a {} notice: {}", notice.run_id(), notice.kind(),
+                     std::string(status.message()));
+      }
     } else {
       ForgetJobLogs(command);
     }

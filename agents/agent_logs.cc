@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "agents/agent.h"
 #include "agents/log_retention.h"
+#include "agents/preemption_notice.h"
 #include "agents/run_files.h"
 #include "agents/shim/log_cap.h"
 #include "common/log_context.h"
@@ -54,6 +55,9 @@ void Agent::RemoveLogsOf(const std::vector<std::string>& job_ids, const std::str
       spdlog::warn("job {}: cannot remove its logs: {}", job_id, std::string(s.message()));
     } else {
       spdlog::info("job {}: removed its logs ({})", job_id, why);
+    }
+    if (absl::Status s = RemoveJobNotices(options_.work_dir, job_id); !s.ok()) {
+      spdlog::warn("job {}: cannot remove its notices: {}", job_id, std::string(s.message()));
     }
   }
 }

@@ -17,7 +17,8 @@
 // oom_killed too, a CPU quota, pids.max, a cpuset under Options::cpu_policy static, and no access
 // to the device nodes of GPUs that are not its own. Every process gets TRAINCTL_PROGRESS_FILE, a
 // file in its working directory; touching it, or writing into the checkpoint directory, is
-// reported as a ReplicaProgress.
+// reported as a ReplicaProgress. Every process also gets TRAINCTL_PREEMPTION_NOTICE, the path of
+// the file a notice writes (preemption_notice.h; Notice()).
 //
 // Users (Options::run_as, run_user.h): a launcher running as root starts each replica as the
 // user its policy picks for the launch, never as root unless the policy allows it; the run's
@@ -118,6 +119,11 @@ class ProcessLauncher final : public ReplicaRuntime {
   // Stops every run that has not exited, like Stop(), for the agent's own reasons (shutdown):
   // their exit reports do not say stopped_by_request, since the scheduler did not ask.
   void StopAll(int64_t grace_ms, const std::string& reason) override ABSL_LOCKS_EXCLUDED(mu_);
+
+  // See ReplicaRuntime::Notice. The file is owned by the owner of the run's working directory
+  // (the replica's user) when the launcher runs as root; the signal goes through the run's shim,
+  // like a stop's. Delivery is recorded in the run's directory, so an adopting launcher keeps it.
+  absl::Status Notice(const trainctl::v1::NoticeReplica& notice) override ABSL_LOCKS_EXCLUDED(mu_);
 
   // Stops every run that is launching or running and not being stopped yet, like StopAll(),
   // because the agent fenced (agent.h): their exit reports say fenced. Returns how many. Until

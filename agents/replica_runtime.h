@@ -135,6 +135,13 @@ class ReplicaRuntime {
   // Stops every run that has not exited, like Stop(), for the agent's own reasons (shutdown,
   // --stop-replicas): the reports do not say stopped_by_request.
   virtual void StopAll(int64_t grace_ms, const std::string& reason) = 0;
+  // A notice (NoticeReplica): the run must checkpoint and exit by its deadline. Writes the run's
+  // notice file (TRAINCTL_PREEMPTION_NOTICE, preemption_notice.h) and sends notice.signal (0:
+  // none) to the replica's process group; the replica keeps running. The same notice again (same
+  // kind and deadline) writes and signals nothing, also in a later runtime. OK when the run
+  // already ended or is being stopped (nothing is done); UNAVAILABLE while it is still starting;
+  // NOT_FOUND for an unknown run id; INVALID_ARGUMENT for a malformed notice.
+  virtual absl::Status Notice(const trainctl::v1::NoticeReplica& notice) = 0;
 
   // The agent lost the scheduler for too long: stops every run not yet being stopped (their
   // reports say fenced) and returns how many; until Unfence(), every new launch is refused as a

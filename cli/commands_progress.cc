@@ -43,6 +43,7 @@ absl::StatusOr<v1::ReportProgressRequest> RequestFromArgs(const ParsedArgs& args
                                                    args.Get("message").size()));
   }
   request.set_message(args.Get("message"));
+  request.set_checkpoint(args.GetBool("checkpoint"));
   return request;
 }
 
@@ -67,8 +68,12 @@ Command ProgressCommand() {
       "Each report restarts the replica's hang timeout (scheduling.hangTimeout). Inside a\n"
       "replica nothing else is needed: the job and replica come from TRAINCTL_JOB_ID and\n"
       "TRAINCTL_REPLICA_NAME, and the server, its CA and a token for this job's progress from\n"
-      "TRAINCTL_SERVER, TRAINCTL_CA and TRAINCTL_TOKEN, which the agent sets. Prints nothing.",
+      "TRAINCTL_SERVER, TRAINCTL_CA and TRAINCTL_TOKEN, which the agent sets. Prints nothing.\n"
+      "After a notice (TRAINCTL_PREEMPTION_NOTICE), --checkpoint tells the scheduler the\n"
+      "replica has saved its state and may be stopped before the notice's deadline.",
       {{"step", 0, FlagSpec::Kind::kValue, "N", "", "The training step reached"},
+       {"checkpoint", 0, FlagSpec::Kind::kBool, "", "",
+        "The replica finished writing a checkpoint"},
        {"message", 0, FlagSpec::Kind::kValue, "TEXT", "", "A note, at most 256 bytes"},
        {"job", 0, FlagSpec::Kind::kValue, "ID", "", "The job (default: $TRAINCTL_JOB_ID)"},
        {"replica", 0, FlagSpec::Kind::kValue, "NAME", "",

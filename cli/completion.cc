@@ -383,6 +383,10 @@ ValueCompletion CompleteFlagValue(const FlagSpec& flag) {
     out.words = EnumWords(v1::Role_descriptor(), "ROLE_");
   } else if (flag.name == "strategy") {
     out.words = {"strict", "best-effort"};  // quota_flags.cc's spellings of the two strategies
+  } else if (flag.name == "reclaim") {
+    out.words = {"never", "lower-priority", "any"};  // quota_flags.cc's spellings
+  } else if (flag.name == "preempt-within-project") {
+    out.words = {"never", "lower-priority"};
   } else if (flag.value_name == "FILE") {
     out.kind = ValueCompletion::Kind::kFiles;
     return out;

@@ -116,6 +116,12 @@ std::vector<FlagSpec> QuotaSetFlags() {
        "The user its replicas run as on agents running as root, unless the agent's --run-as "
        "names the project (\"\": the project's own uid, or the agent's --default-run-as-user "
        "where set; root needs the agent's --allow-root-replicas too)"},
+      {"reclaim", 0, Kind::kValue, "POLICY", "",
+       "Take back quota lent to the cohort by preempting borrowers' jobs: never, "
+       "lower-priority (only jobs of lower priority than the waiting one) or any"},
+      {"preempt-within-project", 0, Kind::kValue, "POLICY", "",
+       "Whether a higher-priority job preempts lower-priority jobs of the same project: never "
+       "or lower-priority"},
   };
 }
 
@@ -139,6 +145,29 @@ absl::Status OverlayQuotaFlags(const ParsedArgs& args, v1::Quota* quota) {
       quota->set_queueing_strategy(v1::QUEUEING_STRATEGY_BEST_EFFORT_FIFO);
     } else {
       return BadFlagValue("--strategy", "strict or best-effort", args.Get("strategy"));
+    }
+  }
+  if (args.IsSet("reclaim")) {
+    const std::string v = absl::AsciiStrToLower(args.Get("reclaim"));
+    if (v == "never") {
+      quota->set_reclaim(v1::RECLAIM_POLICY_NEVER);
+    } else if (v == "lower-priority") {
+      quota->set_reclaim(v1::RECLAIM_POLICY_LOWER_PRIORITY);
+    } else if (v == "any") {
+      quota->set_reclaim(v1::RECLAIM_POLICY_ANY);
+    } else {
+      return BadFlagValue("--reclaim", "never, lower-priority or any", args.Get("reclaim"));
+    }
+  }
+  if (args.IsSet("preempt-within-project")) {
+    const std::string v = absl::AsciiStrToLower(args.Get("preempt-within-project"));
+    if (v == "never") {
+      quota->set_preempt_within_project(v1::WITHIN_PROJECT_PREEMPTION_NEVER);
+    } else if (v == "lower-priority") {
+      quota->set_preempt_within_project(v1::WITHIN_PROJECT_PREEMPTION_LOWER_PRIORITY);
+    } else {
+      return BadFlagValue("--preempt-within-project", "never or lower-priority",
+                          args.Get("preempt-within-project"));
     }
   }
   if (args.IsSet("starvation-limit")) {

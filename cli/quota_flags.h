@@ -20,8 +20,8 @@
 namespace trainctl::cli {
 
 // --gpus, --cpu, --memory-mb, --max-running-jobs (a number or "unlimited"), --cohort,
-// --borrow-gpus, --borrow-cpu, --borrow-memory-mb, --strategy, --starvation-limit and
-// --run-as-user.
+// --borrow-gpus, --borrow-cpu, --borrow-memory-mb, --strategy, --starvation-limit,
+// --run-as-user, --reclaim and --preempt-within-project.
 std::vector<FlagSpec> QuotaSetFlags();
 
 // Whether `args` holds any of QuotaSetFlags().
@@ -30,7 +30,8 @@ bool HasQuotaSetFlags(const ParsedArgs& args);
 // Sets the fields of `quota` named by the QuotaSetFlags given in `args` and leaves the others as
 // they are: a limit flag sets the limit ("unlimited" clears it), --cohort "" leaves the cohort,
 // a --borrow-* flag sets that part of the borrowing limit (0: borrow none), --strategy is strict
-// or best-effort, --run-as-user "" clears the user. INVALID_ARGUMENT naming the flag when a value
+// or best-effort, --run-as-user "" clears the user, --reclaim is never, lower-priority or any,
+// --preempt-within-project never or lower-priority. INVALID_ARGUMENT naming the flag when a value
 // has the wrong form.
 absl::Status OverlayQuotaFlags(const ParsedArgs& args, v1::Quota* quota);
 

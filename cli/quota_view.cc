@@ -58,6 +58,23 @@ std::string StrategyText(const v1::Quota& quota) {
                       FormatDuration(DurationToMs(quota.starvation_limit())), ")");
 }
 
+std::string ReclaimText(const v1::Quota& quota) {
+  switch (quota.reclaim()) {
+    case v1::RECLAIM_POLICY_LOWER_PRIORITY:
+      return "lower-priority";
+    case v1::RECLAIM_POLICY_ANY:
+      return "any";
+    default:
+      return "never";
+  }
+}
+
+std::string PreemptWithinProjectText(const v1::Quota& quota) {
+  return quota.preempt_within_project() == v1::WITHIN_PROJECT_PREEMPTION_LOWER_PRIORITY
+             ? "lower-priority within the project"
+             : "never within the project";
+}
+
 std::string ResourcesText(const v1::Resources& r, const std::string& none) {
   std::vector<std::string> parts;
   if (r.gpus() != 0) parts.push_back(absl::StrCat(r.gpus(), r.gpus() == 1 ? " gpu" : " gpus"));
@@ -88,6 +105,9 @@ std::string RenderProject(const v1::Project& project) {
   if (!q.cohort().empty()) {
     fields.emplace_back("May borrow", ResourcesText(q.borrowing_limit(), "nothing"));
   }
+  // Whether it takes lent quota back, and whether its jobs preempt each other.
+  fields.emplace_back("Reclaim", ReclaimText(q));
+  fields.emplace_back("Preemption", PreemptWithinProjectText(q));
   // The user its replicas run as on agents running as root (agents' --run-as entries win), and
   // the uid of its own they run under where no user is named.
   fields.emplace_back("Run as", q.run_as_user().empty() ? "project uid" : q.run_as_user());

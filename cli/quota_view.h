@@ -46,12 +46,19 @@ std::string UsedOfLimitText(const std::string& used, bool has_limit, const std::
 // "strict FIFO", or "best-effort FIFO (starvation limit 10m0s)".
 std::string StrategyText(const v1::Quota& quota);
 
+// Quota.reclaim in words: "never" (also unset), "lower-priority" or "any".
+std::string ReclaimText(const v1::Quota& quota);
+
+// Quota.preemptWithinProject in words: "never within the project" (also unset) or
+// "lower-priority within the project".
+std::string PreemptWithinProjectText(const v1::Quota& quota);
+
 // "2 gpus, 1.5 cpu, 1024 MiB": the non-zero amounts of `r`; `none` when all are zero.
 std::string ResourcesText(const v1::Resources& r, const std::string& none);
 
 // `quota get -o table`: "Key: value" lines for the project, cohort, strategy, each limit as used
-// of limit, running and queued jobs, what it borrows and may borrow. A project without a quota of
-// its own says "(default quota)" after its name.
+// of limit, running and queued jobs, what it borrows and may borrow, its preemption policies. A
+// project without a quota of its own says "(default quota)" after its name.
 std::string RenderProject(const v1::Project& project);
 
 // The project in `format`, as `quota get` and `quota set` print it.

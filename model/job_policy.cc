@@ -57,6 +57,12 @@ RetryPolicy RetryPolicy::FromSpec(const v1::Scheduling& s) {
   p.gang = s.restart_scope() == v1::RESTART_SCOPE_GANG;
   p.settle_window_ms = DurationToMs(s.settle_window());
   p.elastic_wait_ms = DurationToMs(s.elastic_wait());
+  p.preemptible = !s.has_preemptible() || s.preemptible();
+  p.min_runtime_ms = DurationToMs(s.min_runtime());
+  if (auto n = ParseSignal(s.preemption_signal())) p.preemption_signal = *n;
+  if (s.has_preemption_grace_period()) {
+    p.preemption_grace_ms = DurationToMs(s.preemption_grace_period());
+  }
   return p;
 }
 

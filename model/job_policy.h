@@ -2,6 +2,7 @@
 // parsed. The retry engine, the admission queue and the timers read this, never the spec.
 #pragma once
 
+#include <csignal>
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -60,6 +61,13 @@ struct RetryPolicy {
   // Elastic pools: how long a replica that had to leave its node waits for room before its pool
   // shrinks without it (scheduling.elasticWait).
   int64_t elastic_wait_ms = 0;
+  // Preemption (scheduling.preemptible, minRuntime, preemptionSignal, preemptionGracePeriod):
+  // whether the job may be a victim, how long its attempt must have run first, the signal number
+  // its replicas get with a notice (NoticeReplica.signal) and how long they have to exit.
+  bool preemptible = true;
+  int64_t min_runtime_ms = 0;
+  int preemption_signal = SIGTERM;
+  int64_t preemption_grace_ms = 300'000;
 
   // REQUIRES: `s` passed ValidateJobSpec and ApplyDefaults.
   static RetryPolicy FromSpec(const v1::Scheduling& s);

@@ -160,6 +160,27 @@ absl::Status ValidateBackoff(const std::string& path, const v1::Backoff& b) {
   return absl::OkStatus();
 }
 
+// scheduling.preemptionSignal, minRuntime and preemptionGracePeriod.
+absl::Status ValidatePreemption(const v1::Scheduling& s) {
+  if (!s.preemption_signal().empty() && !ParseSignal(s.preemption_signal())) {
+    return Invalid("scheduling.preemptionSignal",
+                   absl::StrCat("is not a signal: \"", s.preemption_signal(),
+                                "\"; use a name like SIGTERM or a number like 15"));
+  }
+  TC_RETURN_IF_ERROR(ValidateDuration("scheduling.minRuntime", s.min_runtime(), 366LL * 86400));
+  const google::protobuf::Duration& grace = s.preemption_grace_period();
+  if (!ValidateDuration("scheduling.preemptionGracePeriod", grace, 3600).ok()) {
+    const bool whole_ms = grace.seconds() >= 0 && grace.nanos() >= 0 &&
+                          grace.nanos() <= 999'999'999 && grace.nanos() % 1'000'000 == 0;
+    return Invalid(
+        "scheduling.preemptionGracePeriod",
+        absl::StrCat("must be 0s..1h, got ",
+                     whole_ms ? FormatDurationExact(DurationToMs(grace))
+                              : absl::StrCat(grace.seconds(), "s and ", grace.nanos(), "ns")));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateScheduling(const v1::JobSpec& spec) {
   const v1::Scheduling& s = spec.scheduling();
   TC_RETURN_IF_ERROR(ValidateDuration("scheduling.stopGracePeriod", s.stop_grace_period(), 3600));
@@ -221,6 +242,7 @@ absl::Status ValidateScheduling(const v1::JobSpec& spec) {
   }
   TC_RETURN_IF_ERROR(ValidateDuration("scheduling.settleWindow", s.settle_window(), 60));
   TC_RETURN_IF_ERROR(ValidateDuration("scheduling.queueTimeout", s.queue_timeout(), 366LL * 86400));
+  TC_RETURN_IF_ERROR(ValidatePreemption(s));
   return ValidateElasticJob(spec);
 }
 
@@ -374,6 +396,12 @@ void ApplyDefaults(v1::JobSpec* spec) {
     int replicas = 0;
     for (const v1::WorkerPool& p : spec->worker_pools()) replicas += p.replica_count();
     s->set_restart_scope(replicas > 1 ? v1::RESTART_SCOPE_GANG : v1::RESTART_SCOPE_REPLICA);
+  }
+  if (!s->has_preemptible()) s->set_preemptible(true);
+  if (!s->has_min_runtime()) *s->mutable_min_runtime() = MsToDuration(0);
+  if (s->preemption_signal().empty()) s->set_preemption_signal(kDefaultPreemptionSignal);
+  if (!s->has_preemption_grace_period()) {
+    *s->mutable_preemption_grace_period() = MsToDuration(kDefaultPreemptionGraceMs);
   }
   if (IsElastic(*spec) && !s->has_elastic_wait()) {
     *s->mutable_elastic_wait() = MsToDuration(kDefaultElasticWaitMs);

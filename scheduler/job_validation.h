@@ -27,6 +27,9 @@ inline constexpr int kMaxLabels = 32;
 // inside the 4 MiB a gRPC message may have by default.
 inline constexpr size_t kMaxSpecBytes = size_t{1} << 20;
 inline constexpr int kDefaultStopGraceMs = 10'000;
+// scheduling.preemptionSignal and preemptionGracePeriod when unset.
+inline constexpr char kDefaultPreemptionSignal[] = "SIGTERM";
+inline constexpr int kDefaultPreemptionGraceMs = 300'000;
 inline constexpr char kDefaultProject[] = "default";
 // faultTolerance.jobRetryNum when unset: re-dispatch on host faults, up to the most R19 allows.
 // A host fault is never the job's doing, and each re-dispatch leaves the failing host isolated,
@@ -51,7 +54,8 @@ absl::StatusOr<std::string> CheckpointDirUnder(const std::string& dir,
 //   CheckpointRootOf("/ckpt/teama/run", {"/ckpt/", "/ckpt/teama"}) == "/ckpt/teama"
 std::string CheckpointRootOf(const std::string& dir, const std::vector<std::string>& roots);
 
-// Fills documented defaults (project, stop grace period, restart scope, ...). The settle window
+// Fills documented defaults (project, stop grace period, restart scope, preemptible, preemption
+// signal and grace period, ...). The settle window
 // is left to the caller, whose default is a server flag. REQUIRES: ValidateJobSpec(spec).ok().
 void ApplyDefaults(v1::JobSpec* spec);
 

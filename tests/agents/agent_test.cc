@@ -157,6 +157,59 @@ TEST_CASE("signs of progress reach the scheduler", "[agent]") {
   CHECK(progress->replica_progress().time_ms() > 0);
 }
 
+TEST_CASE("a notice reaches the replica once, also after the agent restarts", "[agent]") {
+  AgentFixture f;
+  REQUIRE(f.scheduler().Next(IsRegister));
+  // On SIGUSR1: counts, prints the notice, and says in its progress file that it checkpointed.
+  const std::string script =
+      "n=0; trap 'n=$((n+1)); echo \"usr1 $n\"; cat \"$TRAINCTL_PREEMPTION_NOTICE\"; "
+      "echo \"{\\\"step\\\": 7, \\\"checkpoint\\\": true}\" > \"$TRAINCTL_PROGRESS_FILE\"' USR1; "
+      "trap 'echo \"term after $n\"; exit 0' TERM; while :; do sleep 0.01; done";
+  f.scheduler().Send(Launch("worker-0", {"sh", "-c", script}));
+  std::optional<AgentMessage> started = f.scheduler().Next(IsStarted);
+  REQUIRE(started);
+  f.scheduler().Send(Ack(started->seq()));
+  const std::string run = "j-agent/1/worker-0/0";
+  const std::string log = f.work_dir() + "/logs/j-agent/attempt-1/worker-0.restart-0.log";
+
+  SchedulerMessage notice;
+  notice.mutable_notice()->set_run_id(run);
+  notice.mutable_notice()->set_kind("preemption");
+  notice.mutable_notice()->set_preempting_job("j-big");
+  notice.mutable_notice()->set_deadline_ms(1'796'403'600'000);
+  notice.mutable_notice()->set_signal(SIGUSR1);
+  f.scheduler().Send(notice);
+  REQUIRE(WaitUntil([&] {
+    return testing::ReadFile(log).find("\"preemptingJob\":\"j-big\"") != std::string::npos;
+  }));
+  CHECK(testing::ReadFile(log).find("usr1 1\n{\"kind\":\"preemption\"") != std::string::npos);
+  std::optional<AgentMessage> checkpoint = f.scheduler().Next([](const AgentMessage& m) {
+    return m.has_replica_progress() && m.replica_progress().checkpoint();
+  });
+  REQUIRE(checkpoint);
+  CHECK(checkpoint->replica_progress().run_id() == run);
+  CHECK(checkpoint->replica_progress().step() == 7);
+
+  // A new agent adopts the replica; the scheduler sends the same notice again, then stops it.
+  f.Restart();
+  REQUIRE(f.scheduler().Next(IsRegister));
+  f.scheduler().Send(notice);
+  f.scheduler().Send(notice);
+  SchedulerMessage stop;
+  stop.mutable_stop()->set_run_id(run);
+  stop.mutable_stop()->set_grace_period_ms(10'000);
+  f.scheduler().Send(stop);
+  std::optional<AgentMessage> exited = f.scheduler().Next(IsExited);
+  REQUIRE(exited);
+  CHECK(exited->replica_exited().exit_code() == 0);
+  CHECK(exited->replica_exited().output_tail().find("term after 1") != std::string::npos);
+
+  // A notice for a run this agent does not know is ignored.
+  SchedulerMessage unknown = notice;
+  unknown.mutable_notice()->set_run_id("j-agent/1/nobody/0");
+  f.scheduler().Send(unknown);
+}
+
 TEST_CASE("a reconnect keeps replicas running and lists them in Register", "[agent]") {
   AgentFixture f;
   REQUIRE(f.scheduler().Next(IsRegister));

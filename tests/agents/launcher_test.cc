@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "agents/preemption_notice.h"
 #include "agents/proc_stats.h"
 #include "tests/agents/test_util.h"
 
@@ -486,6 +487,63 @@ TEST_CASE("touching the progress file or writing a checkpoint is progress", "[la
   CHECK(f.progress()[1].time_ms() > f.progress()[0].time_ms());
   CHECK(f.launcher().Stop(launch.run_id(), 0, "test").ok());
   REQUIRE(f.WaitExit(launch.run_id()));
+}
+
+TEST_CASE("a notice writes the replica's notice file and signals it once", "[launcher]") {
+  LauncherFixture f;
+  // Says where its notice file is and that it does not exist yet; on each SIGUSR1 prints the
+  // count and the file; on SIGTERM prints the count and exits.
+  const std::string script =
+      "n=0; [ -e \"$TRAINCTL_PREEMPTION_NOTICE\" ] || echo \"no notice at "
+      "$TRAINCTL_PREEMPTION_NOTICE\"; "
+      "trap 'n=$((n+1)); echo \"usr1 $n\"; cat \"$TRAINCTL_PREEMPTION_NOTICE\"' USR1; "
+      "trap 'echo \"term after $n\"; exit 0' TERM; echo ready; while :; do sleep 0.01; done";
+  LaunchReplica launch = f.Launch("worker-0", {"sh", "-c", script});
+  const std::string run = launch.run_id();
+  f.launcher().Launch(launch);
+  REQUIRE(WaitUntil([&] { return absl::StrContains(ReadFile(f.LogPath("worker-0")), "ready"); }));
+  const std::string path = f.work_dir() + "/notices/j-test/attempt-1/worker-0.restart-0.json";
+  CHECK(absl::StrContains(ReadFile(f.LogPath("worker-0")), "no notice at " + path));
+
+  trainctl::v1::NoticeReplica notice;
+  notice.set_run_id(run);
+  notice.set_kind("preemption");
+  notice.set_reason("job j-big needs 8 gpus");
+  notice.set_preempting_job("j-big");
+  notice.set_deadline_ms(1'796'403'600'000);
+  notice.set_signal(SIGUSR1);
+  REQUIRE(f.launcher().Notice(notice).ok());
+  REQUIRE(WaitUntil([&] {
+    return absl::StrContains(ReadFile(f.LogPath("worker-0")), "\"signal\":\"SIGUSR1\"}");
+  }));
+  const std::string log = ReadFile(f.LogPath("worker-0"));
+  CHECK(absl::StrContains(log, "usr1 1\n" + NoticeJson(notice)));
+  CHECK(ReadFile(path) == NoticeJson(notice));
+
+  // The same notice again (a reconnect, a scheduler restart): nothing is written or sent.
+  trainctl::v1::NoticeReplica again = notice;
+  again.set_reason("said again");
+  REQUIRE(f.launcher().Notice(again).ok());
+  CHECK(ReadFile(path) == NoticeJson(notice));
+  // A new notice (another deadline) is delivered.
+  trainctl::v1::NoticeReplica sooner = notice;
+  sooner.set_kind("drain");
+  sooner.set_deadline_ms(notice.deadline_ms() - 1000);
+  REQUIRE(f.launcher().Notice(sooner).ok());
+  REQUIRE(WaitUntil([&] { return absl::StrContains(ReadFile(f.LogPath("worker-0")), "usr1 2"); }));
+  CHECK(ReadFile(path) == NoticeJson(sooner));
+
+  // Unknown runs are refused as unknown; the replica kept running all along.
+  trainctl::v1::NoticeReplica unknown = notice;
+  unknown.set_run_id("j-test/1/nobody/0");
+  CHECK(absl::IsNotFound(f.launcher().Notice(unknown)));
+  REQUIRE(f.launcher().Stop(run, 10'000, "test").ok());
+  std::optional<ReplicaExited> exit = f.WaitExit(run);
+  REQUIRE(exit);
+  CHECK(exit->exit_code() == 0);
+  CHECK(absl::StrContains(exit->output_tail(), "term after 2"));
+  // After its end a notice does nothing.
+  CHECK(f.launcher().Notice(notice).ok());
 }
 
 TEST_CASE("injected launch failures fail the first launches as the host's", "[launcher]") {

@@ -42,6 +42,10 @@ class RecordingRuntime final : public ReplicaRuntime {
     return absl::OkStatus();
   }
   void StopAll(int64_t, const std::string& reason) override { Note("stop all: " + reason); }
+  absl::Status Notice(const trainctl::v1::NoticeReplica& notice) override {
+    Note(absl::StrCat("notice ", notice.run_id(), " ", notice.kind(), " ", notice.signal()));
+    return absl::OkStatus();
+  }
   int Fence(int64_t, const std::string&) override { return 0; }
   void Unfence() override {}
   void RefuseFencedLaunch(const std::string&, const std::string&) override {}
@@ -157,6 +161,16 @@ TEST_CASE("the agent runs replicas through the runtime its options build", "[age
   REQUIRE(log);
   CHECK(log->log_data().request_id() == 5);
   CHECK(log->log_data().data() == "from the recording runtime\n");
+
+  // A notice reaches the runtime as it is; one for a run the agent never had, too (the
+  // runtime answers NOT_FOUND and the agent goes on).
+  SchedulerMessage notice;
+  notice.mutable_notice()->set_run_id(run);
+  notice.mutable_notice()->set_kind("preemption");
+  notice.mutable_notice()->set_deadline_ms(1'800'000'000'000);
+  notice.mutable_notice()->set_signal(10);
+  f.scheduler().Send(notice);
+  REQUIRE(WaitUntil([&] { return runtime->Called("notice " + run + " preemption 10"); }));
 
   f.scheduler().Send(Stop(run));
   REQUIRE(WaitUntil([&] { return runtime->Called("stop " + run + " 5000 "); }));

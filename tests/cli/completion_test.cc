@@ -76,6 +76,18 @@ TEST_CASE("state, role and strategy flags complete to words the CLI accepts", "[
     v1::Quota quota;
     CHECK(OverlayQuotaFlags(args, &quota).ok());
   }
+  for (const FlagSpec& f : quota_flags) {
+    if (f.name != "reclaim" && f.name != "preempt-within-project") continue;
+    ValueCompletion policies = CompleteFlagValue(f);
+    CHECK(policies.words.size() == (f.name == "reclaim" ? 3u : 2u));
+    for (const std::string& w : policies.words) {
+      INFO(f.name << " " << w);
+      ParsedArgs args;
+      REQUIRE(ParseArgs({"--" + f.name, w}, quota_flags, {}, &args).ok());
+      v1::Quota quota;
+      CHECK(OverlayQuotaFlags(args, &quota).ok());
+    }
+  }
 }
 
 TEST_CASE("FILE values complete to files, DIR values to directories, bool flags take none",

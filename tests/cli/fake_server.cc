@@ -163,6 +163,19 @@ class FakeJobService final : public v1::JobService::Service {
     return grpc::Status::OK;
   }
 
+  // Records the request; every job accepts progress.
+  grpc::Status ReportProgress(grpc::ServerContext*, const v1::ReportProgressRequest* request,
+                              v1::ReportProgressResponse*) override {
+    absl::MutexLock lock(&mu_);
+    last_progress_ = *request;
+    return grpc::Status::OK;
+  }
+
+  v1::ReportProgressRequest LastProgressRequest() const {
+    absl::MutexLock lock(&mu_);
+    return last_progress_;
+  }
+
  private:
   grpc::Status Find(const std::string& id, v1::Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = jobs_.find(id);
@@ -173,10 +186,11 @@ class FakeJobService final : public v1::JobService::Service {
     return grpc::Status::OK;
   }
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   std::map<std::string, v1::Job> jobs_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int> watch_calls_ ABSL_GUARDED_BY(mu_);
   int created_ ABSL_GUARDED_BY(mu_) = 0;
+  v1::ReportProgressRequest last_progress_ ABSL_GUARDED_BY(mu_);
   int growing_calls_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
@@ -368,6 +382,10 @@ bool Fixture::LastNodeRequest(google::protobuf::Message* request) const {
 }
 
 int Fixture::NodeRequests() const { return services_->cluster.NodeRequests(); }
+
+v1::ReportProgressRequest Fixture::LastProgressRequest() const {
+  return services_->jobs.LastProgressRequest();
+}
 
 v1::SetQuotaRequest Fixture::LastSetQuotaRequest() const {
   return services_->quota.LastSetQuotaRequest();

@@ -58,6 +58,8 @@ class Fixture {
   bool LastNodeRequest(google::protobuf::Message* request) const;
   // How many GetNode, CordonNode, UncordonNode and DrainNode requests the fake has served.
   int NodeRequests() const;
+  // The last ReportProgress request the fake served.
+  v1::ReportProgressRequest LastProgressRequest() const;
   // The last SetQuota request the fake served.
   v1::SetQuotaRequest LastSetQuotaRequest() const;
 

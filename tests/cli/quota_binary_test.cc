@@ -66,6 +66,8 @@ TEST_CASE("quota get shows each limit as used of limit", "[binary][quota]") {
         "Queued jobs:   2\n"
         "Borrowed:      nothing\n"
         "May borrow:    2 gpus\n"
+        "Reclaim:       never\n"
+        "Preemption:    never within the project\n"
         "Run as:        project uid\n"
         "Project uid:   65536 (trainctl-team-a)\n");
 
@@ -80,6 +82,8 @@ TEST_CASE("quota get shows each limit as used of limit", "[binary][quota]") {
         "Running jobs:  1 / unlimited\n"
         "Queued jobs:   1\n"
         "Borrowed:      1 gpu\n"
+        "Reclaim:       never\n"
+        "Preemption:    never within the project\n"
         "Run as:        project uid\n"
         "Project uid:   none yet (given at its first job)\n");
 
@@ -122,6 +126,8 @@ TEST_CASE("quota set overlays its flags onto the quota in force", "[binary][quot
         "Queued jobs:   0\n"
         "Borrowed:      nothing\n"
         "May borrow:    2 gpus, 4 cpu\n"
+        "Reclaim:       never\n"
+        "Preemption:    never within the project\n"
         "Run as:        project uid\n"
         "Project uid:   none yet (given at its first job)\n");
 
@@ -230,6 +236,29 @@ TEST_CASE("help lists queue, quota and projects", "[binary][quota]") {
   CHECK_THAT(quota.out, Catch::Contains("--max-running-jobs N") &&
                             Catch::Contains("--starvation-limit D") &&
                             Catch::Contains("--borrow-memory-mb N"));
+}
+
+TEST_CASE("quota set sends the preemption policies", "[binary][quota]") {
+  Result set = Fake().Run(
+      "quota set team-s --reclaim lower-priority --preempt-within-project lower-priority");
+  INFO(set.err);
+  REQUIRE(set.exit_status == 0);
+  const v1::Quota sent = Fake().LastSetQuotaRequest().quota();
+  CHECK(sent.reclaim() == v1::RECLAIM_POLICY_LOWER_PRIORITY);
+  CHECK(sent.preempt_within_project() == v1::WITHIN_PROJECT_PREEMPTION_LOWER_PRIORITY);
+  CHECK(sent.gpus() == 8);  // kept
+  CHECK_THAT(set.out, Catch::Contains("Reclaim:       lower-priority\n"
+                                      "Preemption:    lower-priority within the project\n"));
+
+  Result bad = Fake().Run("quota set team-s --reclaim sometimes");
+  CHECK(bad.exit_status == 2);
+  CHECK(bad.err ==
+        "error: INVALID_ARGUMENT: --reclaim must be never, lower-priority or any, got "
+        "\"sometimes\"\n");
+
+  Result help = Fake().Run("quota set --help");
+  CHECK(help.exit_status == 0);
+  CHECK_THAT(help.out, Catch::Contains("--reclaim") && Catch::Contains("--preempt-within-project"));
 }
 
 }  // namespace

@@ -112,6 +112,10 @@ TEST_CASE("OverlayQuotaFlags names the flag whose value has the wrong form", "[q
            {{"--borrow-cpu", "x"}, "--borrow-cpu must be a number of cores, got \"x\""},
            {{"--strategy", "fifo"}, "--strategy must be strict or best-effort, got \"fifo\""},
            {{"--starvation-limit", "-5m"}, "--starvation-limit must be a duration such as 10m"},
+           {{"--reclaim", "always"},
+            "--reclaim must be never, lower-priority or any, got \"always\""},
+           {{"--preempt-within-project", "any"},
+            "--preempt-within-project must be never or lower-priority, got \"any\""},
        }) {
     INFO(c.argv[0] << " " << c.argv[1]);
     v1::Quota q = Current();
@@ -121,10 +125,31 @@ TEST_CASE("OverlayQuotaFlags names the flag whose value has the wrong form", "[q
   }
 }
 
+TEST_CASE("OverlayQuotaFlags sets the preemption policies", "[quota_flags]") {
+  v1::Quota q = Current();
+  REQUIRE(OverlayQuotaFlags(ParseQuotaSet({"--reclaim", "lower-priority"}), &q).ok());
+  CHECK(q.reclaim() == v1::RECLAIM_POLICY_LOWER_PRIORITY);
+  CHECK(q.preempt_within_project() == v1::WITHIN_PROJECT_PREEMPTION_UNSPECIFIED);  // untouched
+  REQUIRE(OverlayQuotaFlags(
+              ParseQuotaSet({"--reclaim=ANY", "--preempt-within-project", "lower-priority"}), &q)
+              .ok());
+  CHECK(q.reclaim() == v1::RECLAIM_POLICY_ANY);
+  CHECK(q.preempt_within_project() == v1::WITHIN_PROJECT_PREEMPTION_LOWER_PRIORITY);
+  REQUIRE(OverlayQuotaFlags(ParseQuotaSet({"--gpus", "3"}), &q).ok());
+  CHECK(q.reclaim() == v1::RECLAIM_POLICY_ANY);  // kept
+  REQUIRE(OverlayQuotaFlags(
+              ParseQuotaSet({"--reclaim", "never", "--preempt-within-project", "never"}), &q)
+              .ok());
+  CHECK(q.reclaim() == v1::RECLAIM_POLICY_NEVER);
+  CHECK(q.preempt_within_project() == v1::WITHIN_PROJECT_PREEMPTION_NEVER);
+}
+
 TEST_CASE("HasQuotaSetFlags sees any quota flag", "[quota_flags]") {
   CHECK(!HasQuotaSetFlags(ParseQuotaSet({})));
   CHECK(HasQuotaSetFlags(ParseQuotaSet({"--starvation-limit", "5m"})));
   CHECK(HasQuotaSetFlags(ParseQuotaSet({"--cohort="})));
+  CHECK(HasQuotaSetFlags(ParseQuotaSet({"--reclaim", "any"})));
+  CHECK(HasQuotaSetFlags(ParseQuotaSet({"--preempt-within-project", "never"})));
 }
 
 }  // namespace

@@ -95,6 +95,8 @@ TEST_CASE("RenderProject shows the quota, usage and borrowing", "[quota_view]") 
   p.mutable_quota()->set_memory_mb(65536);
   p.mutable_quota()->set_cohort("research");
   p.mutable_quota()->set_run_as_user("trainer");
+  p.mutable_quota()->set_reclaim(v1::RECLAIM_POLICY_LOWER_PRIORITY);
+  p.mutable_quota()->set_preempt_within_project(v1::WITHIN_PROJECT_PREEMPTION_LOWER_PRIORITY);
   p.mutable_quota()->mutable_borrowing_limit()->set_gpus(4);
   p.mutable_in_use()->set_gpus(10);
   p.mutable_in_use()->set_cpu(2.5);
@@ -113,6 +115,8 @@ TEST_CASE("RenderProject shows the quota, usage and borrowing", "[quota_view]") 
         "Queued jobs:   5\n"
         "Borrowed:      2 gpus\n"
         "May borrow:    4 gpus\n"
+        "Reclaim:       lower-priority\n"
+        "Preemption:    lower-priority within the project\n"
         "Run as:        trainer\n"
         "Project uid:   65600 (trainctl-team-a)\n");
 
@@ -129,6 +133,8 @@ TEST_CASE("RenderProject shows the quota, usage and borrowing", "[quota_view]") 
         "Running jobs:  0 / 1\n"
         "Queued jobs:   0\n"
         "Borrowed:      nothing\n"
+        "Reclaim:       never\n"
+        "Preemption:    never within the project\n"
         "Run as:        project uid\n"
         "Project uid:   none yet (given at its first job)\n");
 }

@@ -139,5 +139,31 @@ TEST_CASE("cancel prints the id and the new state", "[binary]") {
   CHECK(cancel.out == id + " CANCELLED\n");
 }
 
+TEST_CASE("progress sends the step and a finished checkpoint", "[binary]") {
+  Result plain = Fake().Run("progress --job j-ok --replica worker-0 --step 120");
+  INFO(plain.err);
+  REQUIRE(plain.exit_status == 0);
+  CHECK(plain.out.empty());
+  v1::ReportProgressRequest sent = Fake().LastProgressRequest();
+  CHECK(sent.job_id() == "j-ok");
+  CHECK(sent.replica() == "worker-0");
+  CHECK(sent.step() == 120);
+  CHECK_FALSE(sent.checkpoint());
+
+  Result checkpoint = Fake().Run("progress --job j-ok --replica worker-0 --step 130 --checkpoint");
+  INFO(checkpoint.err);
+  REQUIRE(checkpoint.exit_status == 0);
+  sent = Fake().LastProgressRequest();
+  CHECK(sent.step() == 130);
+  CHECK(sent.checkpoint());
+
+  Result help = Fake().Run("progress --help");
+  CHECK(help.exit_status == 0);
+  CHECK_THAT(help.out + help.err, Catch::Contains("--checkpoint"));
+
+  Result bad = Fake().Run("progress --job j-ok --replica worker-0 --checkpoint=maybe");
+  CHECK(bad.exit_status == 2);
+}
+
 }  // namespace
 }  // namespace trainctl::cli

@@ -68,6 +68,30 @@ std::string ErrorOf(absl::string_view text) {
   return std::string(spec.status().message());
 }
 
+TEST_CASE("ParseJobSpec reads the preemption fields of scheduling", "[spec_parse]") {
+  absl::StatusOr<v1::JobSpec> spec = ParseJobSpec(R"(
+displayName: preemptible
+scheduling:
+  preemptible: false
+  minRuntime: 10m
+  preemptionSignal: SIGUSR1
+  preemption_grace_period: 2m
+workerPools:
+  - name: chief
+    replicaCount: 1
+    command: [train.py]
+)");
+  REQUIRE(spec.ok());
+  const v1::Scheduling& s = spec->scheduling();
+  CHECK(s.has_preemptible());
+  CHECK_FALSE(s.preemptible());
+  CHECK(DurationToMs(s.min_runtime()) == 600'000);
+  CHECK(s.preemption_signal() == "SIGUSR1");
+  CHECK(DurationToMs(s.preemption_grace_period()) == 120'000);
+  CHECK_THAT(ErrorOf("scheduling: {preemptible: maybe}"),
+             Catch::StartsWith("scheduling.preemptible: expected true or false, got"));
+}
+
 TEST_CASE("ParseJobSpec reads a full YAML spec", "[spec_parse]") {
   absl::StatusOr<v1::JobSpec> spec = ParseJobSpec(kFullYaml);
   REQUIRE(spec.ok());

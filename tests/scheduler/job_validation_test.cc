@@ -2,10 +2,13 @@
 #include "scheduler/job_validation.h"
 
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "common/time_util.h"
+#include "model/job_policy.h"
 #include "tests/scheduler/test_util.h"
 
 namespace trainctl::sched {
@@ -77,6 +80,34 @@ TEST_CASE("ValidateJobSpec names the field and the rule") {
       {"nanos out of range",
        [](v1::JobSpec* s) { s->mutable_scheduling()->mutable_hang_timeout()->set_nanos(2e9); },
        "scheduling.hangTimeout must be between 0s and 31622400s, got 0s and 2000000000ns"},
+      {"preemption grace of two hours",
+       [](v1::JobSpec* s) {
+         s->mutable_scheduling()->mutable_preemption_grace_period()->set_seconds(7200);
+       },
+       "scheduling.preemptionGracePeriod must be 0s..1h, got 2h"},
+      {"negative preemption grace",
+       [](v1::JobSpec* s) {
+         s->mutable_scheduling()->mutable_preemption_grace_period()->set_seconds(-5);
+       },
+       "scheduling.preemptionGracePeriod must be 0s..1h, got -5s and 0ns"},
+      {"preemption grace of exactly one hour",
+       [](v1::JobSpec* s) {
+         s->mutable_scheduling()->mutable_preemption_grace_period()->set_seconds(3600);
+       },
+       ""},
+      {"preemption grace of 0s",
+       [](v1::JobSpec* s) { s->mutable_scheduling()->mutable_preemption_grace_period(); }, ""},
+      {"unknown preemption signal",
+       [](v1::JobSpec* s) { s->mutable_scheduling()->set_preemption_signal("SIGNOPE"); },
+       "scheduling.preemptionSignal is not a signal: \"SIGNOPE\"; use a name like SIGTERM or a "
+       "number like 15"},
+      {"preemption signal by short name",
+       [](v1::JobSpec* s) { s->mutable_scheduling()->set_preemption_signal("usr1"); }, ""},
+      {"min runtime past a year",
+       [](v1::JobSpec* s) {
+         s->mutable_scheduling()->mutable_min_runtime()->set_seconds(400LL * 86400);
+       },
+       "scheduling.minRuntime must be between 0s and 31622400s, got 34560000s and 0ns"},
       {"queue timeout past a year",
        [](v1::JobSpec* s) {
          s->mutable_scheduling()->mutable_queue_timeout()->set_seconds(400LL * 86400);
@@ -112,6 +143,57 @@ TEST_CASE("ApplyDefaults fills project and stop grace period") {
   ApplyDefaults(&spec);
   CHECK(spec.project() == "default");
   CHECK(spec.scheduling().stop_grace_period().seconds() == 10);
+}
+
+TEST_CASE("ApplyDefaults fills the preemption fields", "[job_validation]") {
+  v1::JobSpec spec = testing::Spec(0);
+  ApplyDefaults(&spec);
+  const v1::Scheduling& s = spec.scheduling();
+  CHECK(s.has_preemptible());
+  CHECK(s.preemptible());
+  CHECK(s.has_min_runtime());
+  CHECK(DurationToMs(s.min_runtime()) == 0);
+  CHECK(s.preemption_signal() == "SIGTERM");
+  CHECK(DurationToMs(s.preemption_grace_period()) == 300'000);
+
+  v1::JobSpec mine = testing::Spec(0);
+  mine.mutable_scheduling()->set_preemptible(false);
+  mine.mutable_scheduling()->set_preemption_signal("SIGUSR1");
+  *mine.mutable_scheduling()->mutable_preemption_grace_period() = MsToDuration(30'000);
+  *mine.mutable_scheduling()->mutable_min_runtime() = MsToDuration(600'000);
+  REQUIRE(ValidateJobSpec(mine).ok());
+  ApplyDefaults(&mine);
+  CHECK_FALSE(mine.scheduling().preemptible());
+  CHECK(mine.scheduling().preemption_signal() == "SIGUSR1");
+  CHECK(DurationToMs(mine.scheduling().preemption_grace_period()) == 30'000);
+  CHECK(DurationToMs(mine.scheduling().min_runtime()) == 600'000);
+}
+
+TEST_CASE("the job policy resolves the preemption fields", "[job_validation]") {
+  v1::JobSpec spec = testing::Spec(0);
+  ApplyDefaults(&spec);
+  RetryPolicy p = RetryPolicy::ForJob(spec);
+  CHECK(p.preemptible);
+  CHECK(p.min_runtime_ms == 0);
+  CHECK(p.preemption_signal == SIGTERM);
+  CHECK(p.preemption_grace_ms == 300'000);
+
+  spec.mutable_scheduling()->set_preemptible(false);
+  spec.mutable_scheduling()->set_preemption_signal("10");
+  *spec.mutable_scheduling()->mutable_preemption_grace_period() = MsToDuration(0);
+  *spec.mutable_scheduling()->mutable_min_runtime() = MsToDuration(90'000);
+  p = RetryPolicy::ForJob(spec);
+  CHECK_FALSE(p.preemptible);
+  CHECK(p.preemption_signal == 10);
+  CHECK(p.preemption_grace_ms == 0);
+  CHECK(p.min_runtime_ms == 90'000);
+
+  // A spec stored before the fields existed (no defaults filled for them).
+  v1::Scheduling old;
+  RetryPolicy from_old = RetryPolicy::FromSpec(old);
+  CHECK(from_old.preemptible);
+  CHECK(from_old.preemption_signal == SIGTERM);
+  CHECK(from_old.preemption_grace_ms == 300'000);
 }
 
 TEST_CASE("a NUL byte anywhere in a spec is refused naming the field", "[job_validation]") {
