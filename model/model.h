@@ -67,6 +67,7 @@ enum class FailureClass {
   kDeadline,     // scheduling.timeout or queueTimeout passed
   kHostFault,    // a host check failed (R16 scenarios 1-3)
   kMaintenance,  // a drain found no room for a moved replica
+  kPreempted,    // its replicas were taken back for another job or a lender's quota (victims.h)
 };
 
 // What is done about a replica's end or a job's failure. The stored ones (Attempt.decision) are
@@ -81,6 +82,7 @@ enum class Decision {
   kRetryJob,        // a new attempt
   kRedispatch,      // a new attempt on other hosts after a host fault, first in the queue (R17)
   kFailJob,
+  kPreempt,  // preempted: back to the queue in its own place, charged to no budget
 };
 
 // Why a replica leaves its node.
@@ -221,6 +223,21 @@ struct Attempt {
   std::vector<Resize> resizes;
 };
 
+// A preemption of a job (v1::Preemption): who takes its replicas back, why, until when its
+// replicas may checkpoint.
+struct Preemption {
+  // The waiting job it makes room for.
+  std::string by;
+  // "job j-2 (priority 10) of project team-a needs 8 gpus: project team-a reclaims ..."
+  std::string reason;
+  absl::Time decided;
+  // The end of the notice's grace period (scheduling.preemptionGracePeriod).
+  absl::Time deadline;
+  // The attempt it ends: while that attempt is the job's current one and the job is PENDING or
+  // RUNNING, the preemption is under way (JobLifecycle::Preempting).
+  int32_t attempt = 0;
+};
+
 struct Job {
   std::string id;
   std::string display_name;
@@ -266,6 +283,14 @@ struct Job {
   // Each pool's part of its launch messages (its argv and env), by pool name, built at the first
   // launch and shared by every launch of the job (PoolLaunchOf). Derived from the spec.
   mutable std::map<std::string, std::shared_ptr<const v1::LaunchReplica>> pool_launches;
+  // How many times it was preempted, over all attempts.
+  int32_t preemptions = 0;
+  // The latest preemption. While the job is PENDING or RUNNING, the preemption is under way.
+  std::optional<Preemption> preemption;
+  // The last checkpoint a replica reported (ReportProgress.checkpoint, the progress file).
+  std::optional<absl::Time> last_checkpoint;
+  // How long it waited in the queue after its preemptions: scheduling.timeout does not count it.
+  absl::Duration preempted_wait;
 
   // The current attempt's number; 0 before the first placement.
   int32_t current_attempt() const { return attempts.empty() ? 0 : attempts.back().number; }
@@ -445,10 +470,24 @@ struct Tally {
     std::string project;
     v1::JobState state = v1::JOB_STATE_UNSPECIFIED;
   };
+  // A job of `project` was chosen as a victim: `reason` is "reclaim" (its lender takes back
+  // quota) or "priority" (a higher-priority job of its own project).
+  struct Preempted {
+    std::string project;
+    std::string reason;
+  };
+  // A preemption's attempt ended, `took` after the decision (the notice's grace, cut short by a
+  // checkpoint or the replicas' exits).
+  struct PreemptionEnded {
+    std::string project;
+    absl::Duration took;
+  };
   std::vector<Failure> failures;
   std::vector<Admission> admissions;
   std::vector<FirstRun> first_runs;
   std::vector<End> ends;
+  std::vector<Preempted> preempted;
+  std::vector<PreemptionEnded> preemption_ends;
 };
 
 // What one turn of the core decided, beyond its own in-memory state: rows to persist and
@@ -522,6 +561,9 @@ struct Quota {
   std::optional<absl::Duration> starvation_limit;
   // The user the project's replicas run as (see v1::Quota.run_as_user); "" for none.
   std::string run_as_user;
+  // Preemption (v1::Quota.reclaim, preempt_within_project; victims.h): UNSPECIFIED is NEVER.
+  v1::ReclaimPolicy reclaim = v1::RECLAIM_POLICY_UNSPECIFIED;
+  v1::WithinProjectPreemption preempt_within_project = v1::WITHIN_PROJECT_PREEMPTION_UNSPECIFIED;
 };
 
 }  // namespace trainctl::sched

@@ -23,6 +23,7 @@ constexpr ClassName kClassNames[] = {
     {FailureClass::kDeadline, "DEADLINE"},
     {FailureClass::kHostFault, "HOST_FAULT"},
     {FailureClass::kMaintenance, "MAINTENANCE"},
+    {FailureClass::kPreempted, "PREEMPTED"},
 };
 
 struct DecisionNameRow {
@@ -39,6 +40,7 @@ constexpr DecisionNameRow kDecisionNames[] = {
     {Decision::kRetryJob, "RETRY_JOB"},
     {Decision::kRedispatch, "REDISPATCH"},
     {Decision::kFailJob, "FAIL_JOB"},
+    {Decision::kPreempt, "PREEMPT"},
 };
 
 struct MoveCauseRow {
@@ -348,6 +350,22 @@ v1::Job ToProto(const Job& job) {
   out.set_gang_generation(job.gang_generation);
   if (job.root_cause) *out.mutable_root_cause() = ToProto(*job.root_cause);
   out.set_gang_restarting(job.gang_restarting);
+  out.set_preemptions(job.preemptions);
+  if (job.preemption) {
+    v1::Preemption* pre = out.mutable_preemption();
+    pre->set_preempting_job(job.preemption->by);
+    pre->set_reason(job.preemption->reason);
+    *pre->mutable_decision_time() = ToProtoTime(job.preemption->decided);
+    *pre->mutable_deadline() = ToProtoTime(job.preemption->deadline);
+    pre->set_attempt(job.preemption->attempt);
+  }
+  if (job.preempted_wait != absl::ZeroDuration()) {
+    const int64_t seconds = absl::ToInt64Seconds(job.preempted_wait);
+    out.mutable_preempted_wait()->set_seconds(seconds);
+    out.mutable_preempted_wait()->set_nanos(static_cast<int32_t>(
+        absl::ToInt64Nanoseconds(job.preempted_wait - absl::Seconds(seconds))));
+  }
+  if (job.last_checkpoint) *out.mutable_last_checkpoint_time() = ToProtoTime(*job.last_checkpoint);
   return out;
 }
 
@@ -391,6 +409,19 @@ absl::StatusOr<Job> JobFromProto(const v1::Job& p) {
     job.root_cause = std::move(rc);
   }
   job.gang_restarting = p.gang_restarting();
+  job.preemptions = p.preemptions();
+  if (p.has_preemption()) {
+    Preemption pre;
+    pre.by = p.preemption().preempting_job();
+    pre.reason = p.preemption().reason();
+    pre.decided = FromProtoTime(p.preemption().decision_time());
+    pre.deadline = FromProtoTime(p.preemption().deadline());
+    pre.attempt = p.preemption().attempt();
+    job.preemption = std::move(pre);
+  }
+  job.preempted_wait =
+      absl::Seconds(p.preempted_wait().seconds()) + absl::Nanoseconds(p.preempted_wait().nanos());
+  job.last_checkpoint = OptionalTime(p.has_last_checkpoint_time(), p.last_checkpoint_time());
   return job;
 }
 
@@ -412,6 +443,8 @@ Quota QuotaFromProto(const v1::Quota& p) {
                          absl::Nanoseconds(p.starvation_limit().nanos());
   }
   q.run_as_user = p.run_as_user();
+  q.reclaim = p.reclaim();
+  q.preempt_within_project = p.preempt_within_project();
   return q;
 }
 
@@ -432,6 +465,8 @@ v1::Quota QuotaToProto(const Quota& q) {
         absl::ToInt64Nanoseconds(*q.starvation_limit - absl::Seconds(seconds))));
   }
   p.set_run_as_user(q.run_as_user);
+  p.set_reclaim(q.reclaim);
+  p.set_preempt_within_project(q.preempt_within_project);
   return p;
 }
 

@@ -10,6 +10,7 @@
 #include "common/time_util.h"
 #include "scheduler/job_validation.h"
 #include "scheduler/placement_kind.h"
+#include "scheduler/preemption_policy.h"
 
 namespace trainctl::sched {
 namespace {
@@ -180,6 +181,7 @@ absl::Status ValidateQuota(const v1::Quota& q) {
                "with --allow-root-replicas"
              : "agents look users up by name"));
   }
+  if (absl::Status s = ValidatePreemptionPolicy(q); !s.ok()) return s;
   return ValidateProtoDuration("quota.starvationLimit", q.starvation_limit(), 366LL * 86400);
 }
 

@@ -1,6 +1,7 @@
 #include "scheduler/admission_queue.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "model/model_proto.h"
 #include "scheduler/maintenance.h"
 #include "scheduler/node_registry.h"
@@ -19,13 +20,18 @@ std::string IdleFitKeyOfJob(const std::string& id) { return "j" + id; }
 
 }  // namespace
 
+// A job waits as a retry after a failed attempt; after a preemption it waits in its own place.
+static bool WaitsAsRetry(const Job& job) {
+  return !job.attempts.empty() && job.attempts.back().decision != Decision::kPreempt;
+}
+
 AdmissionQueue::QueueKey AdmissionQueue::KeyOf(const Job& job) {
-  return {job.attempts.empty() ? 1 : 0, -job.priority, job.create_time, job.id};
+  return {WaitsAsRetry(job) ? 0 : 1, -job.priority, job.create_time, job.id};
 }
 
 std::optional<absl::Duration> AdmissionQueue::QueueTimeoutOf(const Job& job) {
   absl::Duration timeout = absl::Milliseconds(job.policy.queue_timeout_ms);
-  if (timeout <= absl::ZeroDuration() && !job.attempts.empty()) timeout = kRetryQueueTimeout;
+  if (timeout <= absl::ZeroDuration() && WaitsAsRetry(job)) timeout = kRetryQueueTimeout;
   if (timeout <= absl::ZeroDuration()) return std::nullopt;
   return timeout;
 }
@@ -163,6 +169,15 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
   PlacementPipeline pipeline(&free, &windows);
   const std::string no_nodes = ReasonText(BlockerKind::kNoNodes, kNoNodesMissing);
   std::set<std::string> started;
+  // Preemption (preemption_search.cc): the nodes victims still hold are their preemptors' alone;
+  // victims chosen in this pass are not chosen again.
+  const bool preemption = AnyPreemptionPolicy();
+  std::set<std::string> reserved;
+  std::vector<std::string> ready;  // preemptors whose victims are gone: they go first
+  if (preemption || !preempting_.empty() || !preempting_known_) {
+    reserved = PreemptionsUnderWay(jobs, nodes, &ready);
+  }
+  std::set<std::string> taken;
   // A project's first queued job that this pass has not started: what it needs back from its
   // cohort.
   auto head_demand = [&](const std::string& project) -> std::optional<Res> {
@@ -186,10 +201,45 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
     auto next = q.upper_bound(after);
     if (next != q.end()) round.insert({*next, project});
   };
+  // Preemptors whose victims have gone take the room first.
+  for (const std::string& id : ready) {
+    const Job* job = jobs.Find(id);
+    if (job == nullptr || job->state != v1::JOB_STATE_QUEUED) continue;
+    const Quota quota = EffectiveQuota(job->project);
+    const Res demand = DemandOf(*job);
+    if (!EvaluateQuota(job->project, quota, usage[job->project], demand,
+                       Borrowable(job->project, quota, quotas_, usage, head_demand))
+             .fits_now) {
+      continue;
+    }
+    std::vector<ReplicaDemand> demands;
+    for (const Replica& r : job->replicas) demands.push_back(ReplicaDemandOf(r));
+    JobPlacement placed = pipeline.PlaceGang({&job->spec, &demands, ExpectedEnd(job->spec, now),
+                                              MaintenanceCheck::kAvoidFirst, &reserved});
+    if (!placed.ok()) continue;
+    stockout_since_.erase(job->id);
+    plan.starts.push_back({job->id, std::move(placed.nodes)});
+    started.insert(job->id);
+    usage[job->project].used += demand;
+    usage[job->project].running_jobs++;
+  }
+
   while (!round.empty()) {
     auto [key, project] = *round.begin();
     round.erase(round.begin());
     const Job& job = *jobs.Find(std::get<3>(key));
+    if (started.count(job.id) != 0) {
+      advance(project, key);
+      continue;
+    }
+    // Its victims are still checkpointing or stopping: the room they hold is its own.
+    if (auto it = preempting_.find(job.id); it != preempting_.end()) {
+      set_reason(job, ReasonText(BlockerKind::kPreempting,
+                                 absl::StrCat("waiting for ", absl::StrJoin(it->second, ", "),
+                                              " to checkpoint and stop")));
+      advance(project, key);
+      continue;
+    }
     // A retry waits for its backoff and for the last attempt's replicas to be gone; it holds
     // back nobody meanwhile.
     if (job.next_attempt_time && *job.next_attempt_time > now) {
@@ -208,8 +258,8 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
     }
     const Quota quota = EffectiveQuota(project);
     const Res demand = DemandOf(job);
-    QuotaEval qe = EvaluateQuota(project, quota, usage[project], demand,
-                                 Borrowable(project, quota, quotas_, usage, head_demand));
+    const Res borrowable = Borrowable(project, quota, quotas_, usage, head_demand);
+    QuotaEval qe = EvaluateQuota(project, quota, usage[project], demand, borrowable);
     if (!qe.fits_ever) {  // can never run under this quota: waits without blocking others
       set_reason(job, qe.blockers[0].message());
       advance(project, key);
@@ -219,7 +269,8 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
     if (qe.fits_now) {
       std::vector<ReplicaDemand> demands;
       for (const Replica& r : job.replicas) demands.push_back(ReplicaDemandOf(r));
-      JobPlacement placed = pipeline.PlaceGang({&job.spec, &demands, ExpectedEnd(job.spec, now)});
+      JobPlacement placed = pipeline.PlaceGang({&job.spec, &demands, ExpectedEnd(job.spec, now),
+                                                MaintenanceCheck::kAvoidFirst, &reserved});
       if (placed.ok()) {  // its places are taken in `free`
         stockout_since_.erase(job.id);
         plan.starts.push_back({job.id, std::move(placed.nodes)});
@@ -248,6 +299,30 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
       reason = free.empty() ? no_nodes : placed.Reason();
     } else {
       reason = qe.blockers[0].message();
+    }
+    // Blocked by capacity or quota: would preempting others let it start?
+    if (preemption) {
+      std::vector<ReplicaDemand> demands;
+      for (const Replica& r : job.replicas) demands.push_back(ReplicaDemandOf(r));
+      std::optional<AdmissionPlan::Preemption> found = SearchVictims(
+          job, quota, demands, usage, borrowable, &pipeline, jobs, taken, reserved, now);
+      if (found) {
+        std::set<std::string>& victims = preempting_[job.id];
+        for (const std::string& v : found->victims) {
+          taken.insert(v);
+          victims.insert(v);
+          for (const Replica& r : jobs.Find(v)->replicas) {
+            if (HoldsResources(r.state)) reserved.insert(r.node);
+          }
+        }
+        set_reason(job, ReasonText(BlockerKind::kPreempting,
+                                   absl::StrCat("preempting ", absl::StrJoin(found->victims, ", "),
+                                                ": ", found->reason)));
+        plan.preemptions.push_back(std::move(*found));
+        ++version_;
+        advance(project, key);
+        continue;
+      }
     }
     set_reason(job, reason);
     if (quota.queueing_strategy == v1::QUEUEING_STRATEGY_BEST_EFFORT_FIFO) {
@@ -327,6 +402,7 @@ std::shared_ptr<const QueueState> AdmissionQueue::State(const JobTable& jobs,
   state->default_quota = default_quota_;
   state->quotas = quotas_;
   state->usage = usage_;
+  state->preempting = preempting_;
   if (order_ == nullptr || !order_stale_.empty()) {
     // Work that grows with the projects, and with the queues of those that changed only.
     auto order = std::make_shared<QueueOrder>();

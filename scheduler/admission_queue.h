@@ -58,6 +58,15 @@ struct AdmissionPlan {
   std::vector<Stockout> stockouts;
   // New queue reasons (job id, reason), for jobs whose reason changed.
   std::vector<std::pair<std::string, std::string>> reasons;
+  struct Preemption {
+    // The waiting job, and the jobs it preempts (victims.h), in the order chosen.
+    std::string job_id;
+    std::vector<std::string> victims;
+    // For the victims' events: "job j-2 (priority 10) of project team-a needs ...".
+    std::string reason;
+  };
+  // Preemptions decided: the lifecycle gives each victim its notice.
+  std::vector<Preemption> preemptions;
 };
 
 class AdmissionQueue {
@@ -151,6 +160,27 @@ class AdmissionQueue {
   bool FitsIdle(const Job& job, const std::vector<ReplicaDemand>& demands,
                 const NodeRegistry& nodes);
 
+  // --- Preemption (preemption_search.cc) -----------------------------------------------------
+
+  // Whether any project's quota lets a waiting job preempt (reclaim or preemptWithinProject):
+  // without one, the pass does no preemption work at all.
+  bool AnyPreemptionPolicy() const;
+  // The victims whose removal lets the blocked `job` start (victims.h), by quota (`usage`,
+  // `borrowable` as the pass sees them) and by placement (`pipeline`'s what-if, off the
+  // `reserved` nodes), never one in `taken` (chosen for another job in this pass); nullopt when
+  // none would.
+  std::optional<AdmissionPlan::Preemption> SearchVictims(
+      const Job& job, const Quota& quota, const std::vector<ReplicaDemand>& demands,
+      const std::map<std::string, ProjectUsage>& usage, const Res& borrowable,
+      PlacementPipeline* pipeline, const JobTable& jobs, const std::set<std::string>& taken,
+      const std::set<std::string>& reserved, absl::Time now) const;
+  // Before a pass: forgets the preempting jobs whose victims are all gone (they compete again),
+  // and returns the nodes the victims still hold, which other jobs may not take meanwhile. After
+  // a restart, first finds the preemptions under way in `jobs`.
+  // Those whose victims are all gone are in `ready`: they take the room first.
+  std::set<std::string> PreemptionsUnderWay(const JobTable& jobs, const NodeRegistry& nodes,
+                                            std::vector<std::string>* ready);
+
   Quota default_quota_;
 
   std::map<std::string, Quota> quotas_;
@@ -181,6 +211,11 @@ class AdmissionQueue {
   // rest.
   mutable std::shared_ptr<const QueueOrder> order_;
   mutable std::set<std::string> order_stale_;
+  // Waiting jobs whose victims are still checkpointing or stopping, with those victims: they do
+  // not look for more, and the room their victims hold is theirs (preemption_search.cc).
+  std::map<std::string, std::set<std::string>> preempting_;
+  // Whether preempting_ was rebuilt from the jobs after a restart.
+  bool preempting_known_ = false;
 };
 
 }  // namespace trainctl::sched

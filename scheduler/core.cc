@@ -182,7 +182,7 @@ void Core::SetDefaultQuota(const Quota& quota, absl::Time now, Effects* fx) {
 }
 
 absl::Status Core::ReportProgress(const std::string& job_id, const std::string& replica,
-                                  absl::Time now, Effects* fx) {
+                                  bool checkpoint, absl::Time now, Effects* fx) {
   Job* job = jobs_.Find(job_id);
   if (job == nullptr) return absl::NotFoundError(absl::StrCat("job ", job_id, " not found"));
   Replica* r = job->FindReplica(replica);
@@ -194,6 +194,7 @@ absl::Status Core::ReportProgress(const std::string& job_id, const std::string& 
         absl::StrCat("replica ", replica, " is ", EnumShortName(r->state), ", not RUNNING"));
   }
   lifecycle_.Progress(job, r, now, now, fx);
+  if (checkpoint) lifecycle_.Checkpointed(job, now, now, fx);
   return absl::OkStatus();
 }
 
@@ -266,6 +267,18 @@ void Core::AgentRefused(const std::string& node, const std::string& why, absl::T
 v1::RegisterAck Core::AgentRegistered(const v1::Register& reg, absl::Time now, Effects* fx) {
   nodes_.Register(reg, now, fx);
   lifecycle_.Reconcile(reg, now, fx);
+  // A notice the agent may not have had (trainctld stopped after deciding a preemption and before
+  // the notice left): sent again; the agent delivers each notice once.
+  for (const std::string& id : jobs_.ActiveIds()) {
+    Job* job = jobs_.Find(id);
+    if (!JobLifecycle::Preempting(*job)) continue;
+    for (const Replica& r : job->replicas) {
+      if (r.node == reg.node() && r.state == v1::REPLICA_STATE_RUNNING) {
+        lifecycle_.SendNotices(job, now, fx);
+        break;
+      }
+    }
+  }
   if (reg.has_maintenance()) MaintenanceReported(reg.node(), reg.maintenance(), now, fx);
   v1::RegisterAck ack;
   ack.set_heartbeat_interval_ms(static_cast<int32_t>(ToMs(options_.heartbeat_interval)));
@@ -344,6 +357,7 @@ void Core::ReplicaProgress(const std::string& node, const v1::ReplicaProgress& p
   // The agent's report carries its time in ms since the epoch.
   const absl::Time t = progress.time_ms() > 0 ? FromMs(progress.time_ms()) : now;
   lifecycle_.Progress(job, r, t, now, fx);
+  if (progress.checkpoint()) lifecycle_.Checkpointed(job, t, now, fx);
 }
 
 // --- Time and placement ------------------------------------------------------------------------
@@ -416,6 +430,12 @@ size_t Core::StartAdmitted(const AdmissionPlan& plan, absl::Time now, Effects* f
     fx->tally.admissions.push_back(
         {job->project, now - job->queue_time.value_or(job->create_time)});
     lifecycle_.StartAttempt(job, start.nodes, now, fx);
+  }
+  for (const AdmissionPlan::Preemption& p : plan.preemptions) {
+    const Job* by = jobs_.Find(p.job_id);
+    for (const std::string& victim : p.victims) {
+      lifecycle_.Preempt(jobs_.Find(victim), *by, p.reason, now, fx);
+    }
   }
   for (const auto& [id, reason] : plan.reasons) {
     lifecycle_.SetQueueReason(jobs_.Find(id), reason, now, fx);

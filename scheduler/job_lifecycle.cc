@@ -207,6 +207,11 @@ void JobLifecycle::MaybeMarkRunning(Job* job, absl::Time now, Effects* fx) {
 void JobLifecycle::StartAttempt(Job* job, const std::vector<std::string>& placed, absl::Time now,
                                 Effects* fx) {
   queue_->Dequeue(*job);
+  // The time it waited after a preemption does not count toward scheduling.timeout.
+  if (!job->attempts.empty() && job->attempts.back().decision == Decision::kPreempt &&
+      job->queue_time) {
+    job->preempted_wait += now - *job->queue_time;
+  }
   Attempt attempt;
   attempt.number = static_cast<int32_t>(job->attempts.size()) + 1;
   attempt.state = v1::JOB_STATE_PENDING;
@@ -306,6 +311,7 @@ void JobLifecycle::RecordExit(Job* job, Replica* r, const v1::ReplicaExited& exi
 
 JobLifecycle::StopKind JobLifecycle::StopKindOf(const Job& job, const Replica& r,
                                                 const v1::ReplicaExited& exited) const {
+  if (Preempting(job)) return StopKind::kForPreemption;
   const bool live = IsLive(job.state);
   const bool stopping = r.state == v1::REPLICA_STATE_STOPPING;
   if (stopping && live && r.moving()) return StopKind::kForMove;
@@ -327,6 +333,9 @@ bool JobLifecycle::FinishStop(Job* job, Replica* r, const v1::ReplicaExited& exi
       return true;
     case StopKind::kStopped:
       ConfirmStop(job, r, exited, now, fx);
+      return true;
+    case StopKind::kForPreemption:
+      PreemptedExit(job, r, exited, now, fx);
       return true;
     case StopKind::kForHang:
     case StopKind::kNone:
@@ -399,6 +408,8 @@ void JobLifecycle::Apply(Job* job, Replica* r, const RetryDecision& d, absl::Tim
       break;
     case Decision::kFailJob:
       Fail(job, d, now, fx);
+      break;
+    case Decision::kPreempt:  // never the retry engine's: EndPreemptedAttempt decides it
       break;
   }
 }

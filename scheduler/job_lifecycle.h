@@ -96,11 +96,12 @@ class JobLifecycle : private LifecycleOps {
 
   // What a replica's end confirms, when trainctl had asked it to stop.
   enum class StopKind {
-    kNone,     // trainctl did not stop it: a failure (or success) for the retry engine
-    kForMove,  // stopped to move: it starts on another node now
-    kForGang,  // stopped for its gang's restart: it waits to start again with the others
-    kForHang,  // stopped by the hang detector: a failure of class HUNG
-    kStopped,  // cancel, job end, retry: not a failure
+    kNone,           // trainctl did not stop it: a failure (or success) for the retry engine
+    kForMove,        // stopped to move: it starts on another node now
+    kForGang,        // stopped for its gang's restart: it waits to start again with the others
+    kForHang,        // stopped by the hang detector: a failure of class HUNG
+    kStopped,        // cancel, job end, retry: not a failure
+    kForPreemption,  // any end of a replica of a job being preempted: not a failure
   };
   StopKind StopKindOf(const Job& job, const Replica& r, const v1::ReplicaExited& exited) const;
   // Carries out the end of a stop trainctl asked for: a move goes on, a gang restart counts the
@@ -123,8 +124,26 @@ class JobLifecycle : private LifecycleOps {
   // resends launches it never received, and ends as lost the runs it no longer has.
   void Reconcile(const v1::Register& reg, absl::Time now, Effects* fx);
 
-  // Time limits: scheduling.timeout, due restarts, launchTimeout, hangTimeout, elastic waits.
+  // Time limits: scheduling.timeout, due restarts, launchTimeout, hangTimeout, elastic waits,
+  // preemptions' grace periods.
   void Tick(absl::Time now, Effects* fx);
+
+  // --- Preemption (job_lifecycle_preemption.cc) ----------------------------------------------
+
+  // Whether `job`'s preemption is under way: its current attempt was chosen as a victim and has
+  // not ended yet.
+  static bool Preempting(const Job& job);
+  // Preempts `job` (a victim, victims.h) for the waiting job `by`: every running replica gets the
+  // notice (TRAINCTL_PREEMPTION_NOTICE and scheduling.preemptionSignal), with
+  // scheduling.preemptionGracePeriod to checkpoint and exit. With no replica running, the attempt
+  // ends at once.
+  void Preempt(Job* job, const Job& by, const std::string& reason, absl::Time now, Effects* fx);
+  // Sends the notice again to the running replicas of a job being preempted (an agent that
+  // registers again after a restart of trainctld; the agent delivers each notice once).
+  void SendNotices(Job* job, absl::Time now, Effects* fx);
+  // A replica reported a finished checkpoint at `t`: recorded; during a preemption's grace
+  // period, it ends the grace.
+  void Checkpointed(Job* job, absl::Time t, absl::Time now, Effects* fx);
 
   // --- Elastic pools (ElasticPools) ----------------------------------------------------------
 
@@ -178,6 +197,13 @@ class JobLifecycle : private LifecycleOps {
   // first in line.
   void Retry(Job* job, const RetryDecision& d, absl::Time now, Effects* fx);
   void Fail(Job* job, const RetryDecision& d, absl::Time now, Effects* fx);
+  // A replica of a job being preempted ended, with any status: stopped, never a success or a
+  // failure. When none is left running, the attempt ends.
+  void PreemptedExit(Job* job, Replica* r, const v1::ReplicaExited& exited, absl::Time now,
+                     Effects* fx);
+  // Ends the current attempt as PREEMPTED (`why` the grace ended): the replicas still running
+  // stop, and the job waits in the queue in its own place, charged to no budget.
+  void EndPreemptedAttempt(Job* job, const std::string& why, absl::Time now, Effects* fx);
   // A move found no room: Retry for kRedispatch, else Fail.
   void Redispatch(Job* job, const RetryDecision& d, absl::Time now, Effects* fx) override;
   void SendLaunch(const Job& job, const Replica& r, Effects* fx);

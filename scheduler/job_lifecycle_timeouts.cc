@@ -27,10 +27,19 @@ void JobLifecycle::Tick(absl::Time now, Effects* fx) {
     if (!IsLive(job->state)) continue;
     const RetryPolicy& policy = job->policy;
     if (policy.timeout_ms > 0 && job->start_time &&
-        now >= *job->start_time + absl::Milliseconds(policy.timeout_ms)) {
+        now >= *job->start_time + absl::Milliseconds(policy.timeout_ms) + job->preempted_wait) {
       const JobError error = DeadlineError(absl::Milliseconds(policy.timeout_ms));
       End(job, v1::JOB_STATE_FAILED, error, error.message, now, fx);
       continue;
+    }
+    if (Preempting(*job)) {
+      if (now >= job->preemption->deadline) {
+        EndPreemptedAttempt(
+            job, absl::StrCat("its grace period ended at ", When(job->preemption->deadline)), now,
+            fx);
+        continue;
+      }
+      timers_->WakeAt(job->preemption->deadline);
     }
     if (GangEpisodes::IsGang(*job)) {
       // A gang starts again as one; a settled failure is decided as one episode.

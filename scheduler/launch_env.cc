@@ -251,6 +251,20 @@ v1::LaunchReplica BuildReplicaLaunch(const Job& job, int replica_index,
   return BuildReplicaLaunch(job, replica_index, GangViewOf(job, nodes));
 }
 
+v1::SchedulerMessage NoticeMessage(const std::string& run_id, const std::string& kind,
+                                   absl::Time deadline, const std::string& by,
+                                   const std::string& reason, int32_t signal) {
+  v1::SchedulerMessage msg;
+  v1::NoticeReplica* n = msg.mutable_notice();
+  n->set_run_id(run_id);
+  n->set_deadline_ms(absl::ToUnixMillis(deadline));
+  n->set_kind(kind);
+  n->set_reason(reason);
+  n->set_preempting_job(by);
+  n->set_signal(signal);
+  return msg;
+}
+
 v1::SchedulerMessage StopMessage(const std::string& run_id, absl::Duration grace,
                                  const std::string& reason) {
   v1::SchedulerMessage msg;

@@ -80,6 +80,13 @@ v1::LaunchReplica BuildLaunch(const Job& job, int replica_index,
 v1::SchedulerMessage StopMessage(const std::string& run_id, absl::Duration grace,
                                  const std::string& reason);
 
+// The notice a running replica gets before it is stopped (agents write it to the file at
+// TRAINCTL_PREEMPTION_NOTICE, then send `signal`; 0 sends none): `kind` is "preemption", "drain"
+// or "maintenance", `by` the job it makes room for ("" for none).
+v1::SchedulerMessage NoticeMessage(const std::string& run_id, const std::string& kind,
+                                   absl::Time deadline, const std::string& by,
+                                   const std::string& reason, int32_t signal);
+
 // The cluster spec JSON of the job's current placement, as seen from `replica_index`.
 // vertex=false: {"cluster":{"chief":["h:p"],"worker":[...]},"task":{"type":"worker","index":1},
 //                "job":{"id":"j-...","attempt":1}}

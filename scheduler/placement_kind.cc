@@ -42,6 +42,8 @@ const char* BlockerWord(BlockerKind kind) {
       return "MAINTENANCE";
     case BlockerKind::kPriority:
       return "PRIORITY";
+    case BlockerKind::kPreempting:
+      return "PREEMPTING";
   }
   return "UNKNOWN";
 }

@@ -35,6 +35,8 @@ enum class BlockerKind {
   kTopology,
   kMaintenance,
   kPriority,
+  // It preempts other jobs (victims.h): their replicas checkpoint and stop to make room for it.
+  kPreempting,
 };
 
 // The blocker a failed placement is. REQUIRES: kind != kPlaced.

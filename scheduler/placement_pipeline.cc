@@ -75,21 +75,26 @@ JobPlacement PlacementPipeline::OnlyWindowed(const std::set<std::string>& avoid,
 }
 
 JobPlacement PlacementPipeline::Run(const GangRequest& request, bool dry_run) {
-  const std::set<std::string> avoid = AvoidedBy(windows_, request.expected_end);
-  if (avoid.empty()) return Attempt(request, nullptr, dry_run);
+  // Reserved nodes are never used (filter 6); windowed ones are avoided (filter 3).
+  const std::set<std::string>* reserved =
+      request.reserved != nullptr && !request.reserved->empty() ? request.reserved : nullptr;
+  std::set<std::string> avoid = AvoidedBy(windows_, request.expected_end);
+  if (avoid.empty()) return Attempt(request, reserved, dry_run);
+  const std::set<std::string> windowed = avoid;
+  if (reserved != nullptr) avoid.insert(reserved->begin(), reserved->end());
   if (request.check == MaintenanceCheck::kAvoidFirst) {
     JobPlacement placed = Attempt(request, &avoid, dry_run);
     if (placed.ok()) return placed;
     // Would it fit on the hosts it avoids too? Then only they have room: it waits for them.
-    if (Attempt(request, nullptr, /*dry_run=*/true).ok()) {
-      return OnlyWindowed(avoid, *request.expected_end);
+    if (Attempt(request, reserved, /*dry_run=*/true).ok()) {
+      return OnlyWindowed(windowed, *request.expected_end);
     }
     return placed;
   }
-  JobPlacement anywhere = Attempt(request, nullptr, /*dry_run=*/true);
+  JobPlacement anywhere = Attempt(request, reserved, /*dry_run=*/true);
   if (!anywhere.ok()) return anywhere;
   JobPlacement off_windows = Attempt(request, &avoid, dry_run);
-  if (!off_windows.ok()) return OnlyWindowed(avoid, *request.expected_end);
+  if (!off_windows.ok()) return OnlyWindowed(windowed, *request.expected_end);
   return off_windows;
 }
 

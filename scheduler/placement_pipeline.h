@@ -12,7 +12,9 @@
 //      (maintenance.h, NodesToAvoid);
 //   4. resources: cpu, memory, GPUs and ports free (FreeIndex, NodeFree::Fits);
 //   5. topology domain: packWithin keeps a gang (and a moving replica) inside one domain of a
-//      label (topology.h).
+//      label (topology.h);
+//   6. reserved: a gang does not take the nodes whose room preemption's victims are freeing for
+//      another job (GangRequest.reserved; admission_queue.h).
 // Scores, among the nodes that pass:
 //   - spread (most free first) or binpack (least free first), ties by name (FreeIndex order);
 //   - topology: the tightest domain that holds the gang first; preferWithin as few domains as
@@ -77,6 +79,9 @@ struct GangRequest {
   // avoided. nullopt: windows are not considered (the idle cluster, a stockout check).
   std::optional<absl::Time> expected_end = std::nullopt;
   MaintenanceCheck check = MaintenanceCheck::kAvoidFirst;
+  // Nodes it may not use: the room preemption's victims hold for their preemptor (filter 6);
+  // nullptr: none.
+  const std::set<std::string>* reserved = nullptr;
 };
 
 // An allocation a what-if gives back: `demand` held on `node`.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/time_util.h"
 #include "model/model_proto.h"
 #include "scheduler/placement_pipeline.h"
@@ -154,6 +155,14 @@ std::vector<v1::Blocker> BlockersOf(const QueueState& state, const QueuedJob& jo
 
 v1::QueueStatus QueueStatusOf(const QueueState& state, const QueuedJob& job, absl::Time now) {
   v1::QueueStatus qs;
+  if (auto it = state.preempting.find(job.id); it != state.preempting.end()) {
+    for (const std::string& victim : it->second) qs.add_preempting(victim);
+    *qs.add_blockers() =
+        MakeBlocker(BlockerKind::kPreempting,
+                    ReasonText(BlockerKind::kPreempting,
+                               absl::StrCat("waiting for ", absl::StrJoin(it->second, ", "),
+                                            " to checkpoint and stop to make room for it")));
+  }
   for (v1::Blocker& b : BlockersOf(state, job, now)) *qs.add_blockers() = std::move(b);
   const std::vector<std::string>& ids = state.OrderOf(job.project);
   const int32_t ahead =

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,8 @@ struct QueueState {
   std::vector<NodeFree> free;
   // Nodes with a maintenance window (maintenance.h).
   std::vector<NodeWindow> windows;
+  // Waiting jobs that preempt others, with the jobs they preempt (victims.h).
+  std::map<std::string, std::set<std::string>> preempting;
 
   // The effective quota of a project (its own, or the default).
   Quota QuotaOf(const std::string& project) const;

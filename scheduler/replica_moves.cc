@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/enum_names.h"
+#include "scheduler/launch_env.h"
 #include "scheduler/maintenance.h"
 #include "scheduler/node_health.h"
 #include "scheduler/node_registry.h"
@@ -118,11 +119,19 @@ void ReplicaMoves::Move(Job* job, Replica* r, MoveCause cause, const std::string
     if (!IsLive(job->state)) return;
   }
   if (IsLive(r->state)) {
-    // Its process can still be reached: a graceful stop first (SIGTERM, a last checkpoint).
+    // Its process can still be reached: a graceful stop first (SIGTERM, a last checkpoint). A
+    // drain (by an operator or a maintenance window) gives the running replica the notice first,
+    // the one preemption gives (TRAINCTL_PREEMPTION_NOTICE), with the drain's deadline; the stop's
+    // SIGTERM follows at once, so the notice sends no signal of its own.
+    const absl::Duration stop_grace = grace.value_or(absl::Milliseconds(job->policy.stop_grace_ms));
+    if (cause == MoveCause::kDrain && r->state == v1::REPLICA_STATE_RUNNING) {
+      fx->commands.push_back(
+          {r->node, NoticeMessage(job->RunIdOf(*r), "drain", now + stop_grace, "", why,
+                                  /*signal=*/0)});
+    }
     life_->SetReplicaState(job, r, v1::REPLICA_STATE_STOPPING);
     r->message = absl::StrCat("moving: ", why);
-    life_->SendStop(*job, *r, grace.value_or(absl::Milliseconds(job->policy.stop_grace_ms)), why,
-                    fx);
+    life_->SendStop(*job, *r, stop_grace, why, fx);
     AddEvent(fx, now, job, r->name, r->node, "ReplicaStopping",
              absl::StrCat(why, ": stopping it gracefully to move it to another node"));
     Touch(job, now, fx);

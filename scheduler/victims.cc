@@ -34,14 +34,14 @@ std::string WhyNotVictim(const Preemptor& p, const VictimCandidate& c, absl::Tim
                         FormatDurationExact(absl::ToInt64Milliseconds(c.min_runtime)));
   }
   if (c.project == p.project) {
-    if (p.within_project == WithinProjectPolicy::kNever) {
+    if (p.within_project != v1::WITHIN_PROJECT_PREEMPTION_LOWER_PRIORITY) {
       return absl::StrCat("project ", p.project,
                           " does not preempt its own jobs (preemptWithinProject: never)");
     }
     if (c.priority >= p.priority) return PriorityNotLower(p, c);
     return "";
   }
-  if (p.reclaim == ReclaimPolicy::kNever) {
+  if (p.reclaim != v1::RECLAIM_POLICY_LOWER_PRIORITY && p.reclaim != v1::RECLAIM_POLICY_ANY) {
     return absl::StrCat("project ", p.project, " does not reclaim what it lent (reclaim: never)");
   }
   if (p.cohort.empty() || c.cohort != p.cohort) {
@@ -52,7 +52,7 @@ std::string WhyNotVictim(const Preemptor& p, const VictimCandidate& c, absl::Tim
     return absl::StrCat(p.job_id, " does not fit within project ", p.project,
                         "'s own quota, so there is nothing to reclaim for it");
   }
-  if (p.reclaim == ReclaimPolicy::kLowerPriority && c.priority >= p.priority) {
+  if (p.reclaim == v1::RECLAIM_POLICY_LOWER_PRIORITY && c.priority >= p.priority) {
     return PriorityNotLower(p, c);
   }
   return "";

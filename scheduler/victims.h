@@ -34,21 +34,9 @@
 
 #include "absl/time/time.h"
 #include "model/model.h"
+#include "scheduler/placement_pipeline.h"
 
 namespace trainctl::sched {
-
-// A project's quota policy on taking back what it lent (Quota.reclaim).
-enum class ReclaimPolicy {
-  kNever,          // the default: a lender waits for the borrowers' jobs to end
-  kLowerPriority,  // borrowers' jobs of lower priority than the waiting job are victims
-  kAny,            // any borrower's job is a victim
-};
-
-// A project's quota policy inside the project (Quota.preemptWithinProject).
-enum class WithinProjectPolicy {
-  kNever,          // the default: priority only orders the queue
-  kLowerPriority,  // a waiting job preempts the project's jobs of lower priority
-};
 
 // The waiting job that looks for room.
 struct Preemptor {
@@ -57,8 +45,9 @@ struct Preemptor {
   int32_t priority = 0;
   // Its project's cohort; empty: none (nothing to reclaim).
   std::string cohort;
-  ReclaimPolicy reclaim = ReclaimPolicy::kNever;
-  WithinProjectPolicy within_project = WithinProjectPolicy::kNever;
+  // Its project's quota policies (UNSPECIFIED is NEVER).
+  v1::ReclaimPolicy reclaim = v1::RECLAIM_POLICY_NEVER;
+  v1::WithinProjectPreemption within_project = v1::WITHIN_PROJECT_PREEMPTION_NEVER;
   // Its whole demand fits within its project's own quota (usage included), without borrowing:
   // only then does it reclaim what the project lent.
   bool fits_own_quota = false;
@@ -85,7 +74,7 @@ struct VictimCandidate {
   double cpu_seconds_lost = 0;
   // What its replicas hold, in all (quota) and per node (placement).
   Res holds;
-  std::vector<std::pair<std::string, Res>> allocations;
+  std::vector<Allocation> allocations;
 };
 
 // Why a candidate may not be a victim of `preemptor` at `now`; empty when it may.

@@ -32,11 +32,8 @@ std::string DeterministicBytes(const google::protobuf::Message& m) {
 
 TEST_CASE("a job with every field set maps to the model and back unchanged") {
   v1::Job job;
-  // Job.queue_status is computed when read (QueueStatusOf) and never mapped. Job.preemptions and
-  // Job.preemption are API fields the core does not fill or map yet: once model/ maps them, they
-  // leave this list.
-  FillEveryField(&job, {"trainctl.v1.Job.queue_status", "trainctl.v1.Job.preemptions",
-                        "trainctl.v1.Job.preemption"});
+  // Job.queue_status is computed when read (QueueStatusOf) and never mapped.
+  FillEveryField(&job, {"trainctl.v1.Job.queue_status"});
   // Fields that hold an enum's name or value must hold one the model knows.
   job.mutable_error()->set_reason("OUT_OF_MEMORY");
   const char* classes[] = {"TRANSIENT", "HOST_FAULT"};
@@ -97,6 +94,7 @@ TEST_CASE("every failure class and decision round-trips through its historic nam
       {FailureClass::kDeadline, "DEADLINE"},
       {FailureClass::kHostFault, "HOST_FAULT"},
       {FailureClass::kMaintenance, "MAINTENANCE"},
+      {FailureClass::kPreempted, "PREEMPTED"},
   };
   for (const ClassRow& row : classes) {
     INFO(row.name);
@@ -121,6 +119,7 @@ TEST_CASE("every failure class and decision round-trips through its historic nam
       {Decision::kSucceedJob, "SUCCEED_JOB"},
       {Decision::kRestartReplica, "RESTART_REPLICA"},
       {Decision::kMoveReplica, "MOVE_REPLICA"},
+      {Decision::kPreempt, "PREEMPT"},
   };
   for (const DecisionRow& row : decisions) {
     INFO(row.name);
@@ -133,7 +132,7 @@ TEST_CASE("every failure class and decision round-trips through its historic nam
 
 TEST_CASE("an unknown stored name is DATA_LOSS, wherever it is stored") {
   CHECK(ParseFailureClass("transient").status().code() == absl::StatusCode::kDataLoss);
-  CHECK(ParseFailureClass("PREEMPTED").status().code() == absl::StatusCode::kDataLoss);
+  CHECK(ParseFailureClass("PREEMPTION").status().code() == absl::StatusCode::kDataLoss);
   CHECK(ParseDecision("RETRY").status().code() == absl::StatusCode::kDataLoss);
   CHECK(ParseDecision("PREEMPT_JOB").status().message() == "unknown decision \"PREEMPT_JOB\"");
 
@@ -256,6 +255,8 @@ TEST_CASE("a quota with every field set maps to the model and back unchanged") {
   CHECK(model.starvation_limit == absl::Seconds(quota.starvation_limit().seconds()) +
                                       absl::Nanoseconds(quota.starvation_limit().nanos()));
   CHECK(model.run_as_user == quota.run_as_user());
+  CHECK(model.reclaim == quota.reclaim());
+  CHECK(model.preempt_within_project == quota.preempt_within_project());
   const v1::Quota back = QuotaToProto(model);
   INFO(Differences(quota, back));
   CHECK(Differences(quota, back).empty());

@@ -20,7 +20,7 @@ VictimCandidate Candidate(const std::string& id, const std::string& project, int
   c.priority = priority;
   c.started = kNow - absl::Hours(1);
   c.holds = Res{0, 0, gpus};
-  c.allocations = {{"node-" + id, Res{0, 0, gpus}}};
+  c.allocations = {{"node-" + id, ReplicaDemand{"worker-0", Res{0, 0, gpus}, 1}}};
   return c;
 }
 
@@ -30,7 +30,7 @@ Preemptor Lender(int32_t priority = 0) {
   p.project = "lender";
   p.cohort = "research";
   p.priority = priority;
-  p.reclaim = ReclaimPolicy::kAny;
+  p.reclaim = v1::RECLAIM_POLICY_ANY;
   p.fits_own_quota = true;
   return p;
 }
@@ -142,10 +142,10 @@ TEST_CASE("victims: who may be a victim", "[victims]") {
     CHECK(WhyNotVictim(lender, borrowed, kNow) == "it is being preempted already");
   }
   SECTION("reclaim: never, lower-priority and any") {
-    lender.reclaim = ReclaimPolicy::kNever;
+    lender.reclaim = v1::RECLAIM_POLICY_NEVER;
     CHECK(WhyNotVictim(lender, borrowed, kNow) ==
           "project lender does not reclaim what it lent (reclaim: never)");
-    lender.reclaim = ReclaimPolicy::kLowerPriority;
+    lender.reclaim = v1::RECLAIM_POLICY_LOWER_PRIORITY;
     CHECK(WhyNotVictim(lender, borrowed, kNow) == "its priority 9 is not lower than waiting's 5");
     borrowed.priority = 4;
     CHECK(MayPreempt(lender, borrowed, kNow));
@@ -165,7 +165,7 @@ TEST_CASE("victims: who may be a victim", "[victims]") {
     VictimCandidate own = Candidate("own", "lender", 4, 1);
     CHECK(WhyNotVictim(lender, own, kNow) ==
           "project lender does not preempt its own jobs (preemptWithinProject: never)");
-    lender.within_project = WithinProjectPolicy::kLowerPriority;
+    lender.within_project = v1::WITHIN_PROJECT_PREEMPTION_LOWER_PRIORITY;
     CHECK(MayPreempt(lender, own, kNow));
     own.priority = 5;
     CHECK(WhyNotVictim(lender, own, kNow) == "its priority 5 is not lower than waiting's 5");
@@ -177,7 +177,7 @@ TEST_CASE("victims: who may be a victim", "[victims]") {
   }
   SECTION("never the waiting job itself") {
     VictimCandidate self = Candidate("waiting", "lender", 0, 1);
-    lender.within_project = WithinProjectPolicy::kLowerPriority;
+    lender.within_project = v1::WITHIN_PROJECT_PREEMPTION_LOWER_PRIORITY;
     CHECK(WhyNotVictim(lender, self, kNow) == "it is the waiting job");
   }
 }
@@ -207,14 +207,14 @@ TEST_CASE("victims: placement decides, not only the sums", "[victims]") {
   // A 4-GPU replica needs one node with 4 GPUs free. Two 2-GPU victims on different nodes free
   // 4 GPUs in all but no node with 4; the one 4-GPU victim does.
   VictimCandidate x = Candidate("x", "b", 0, 2), y = Candidate("y", "b", 0, 2), z = Candidate("z", "b", 5, 4);
-  x.allocations = {{"n1", Res{0, 0, 2}}};
-  y.allocations = {{"n2", Res{0, 0, 2}}};
-  z.allocations = {{"n3", Res{0, 0, 4}}};
+  x.allocations = {{"n1", ReplicaDemand{"worker-0", Res{0, 0, 2}, 1}}};
+  y.allocations = {{"n2", ReplicaDemand{"worker-0", Res{0, 0, 2}, 1}}};
+  z.allocations = {{"n3", ReplicaDemand{"worker-0", Res{0, 0, 4}, 1}}};
   for (VictimCandidate* v : {&x, &y, &z}) v->borrower = true;
   auto one_node_with_four = [](const std::vector<const VictimCandidate*>& victims) {
     std::map<std::string, int64_t> freed;
     for (const VictimCandidate* v : victims) {
-      for (const auto& [node, res] : v->allocations) freed[node] += res.gpus;
+      for (const Allocation& a : v->allocations) freed[a.node] += a.demand.need.gpus;
     }
     for (const auto& [node, gpus] : freed) {
       if (gpus >= 4) return true;
