@@ -10,39 +10,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/json_text.h"
 #include "common/signals.h"
 #include "common/time_util.h"
+#include "common/utf8.h"
 
 namespace trainctl::agent {
 namespace {
-
-// `text` as a JSON string, quotes included; invalid UTF-8 replaced first.
-std::string NoticeJsonString(absl::string_view text) {
-  std::string out = "\"";
-  for (char c : SanitizeUtf8(text)) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += absl::StrFormat("\\u%04x", static_cast<unsigned char>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
 
 absl::Status NoticeError(const std::string& what, const std::string& path) {
   return absl::InternalError(absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
@@ -123,13 +97,12 @@ absl::Status CheckNotice(const trainctl::v1::NoticeReplica& notice) {
 }
 
 std::string NoticeJson(const trainctl::v1::NoticeReplica& notice) {
-  return absl::StrCat("{\"kind\":", NoticeJsonString(notice.kind()),
-                      ",\"reason\":", NoticeJsonString(notice.reason()),
-                      ",\"preemptingJob\":", NoticeJsonString(notice.preempting_job()),
-                      ",\"deadline\":", NoticeJsonString(FormatRfc3339(notice.deadline_ms())),
+  return absl::StrCat("{\"kind\":", JsonQuoted(SanitizeUtf8(notice.kind())),
+                      ",\"reason\":", JsonQuoted(SanitizeUtf8(notice.reason())),
+                      ",\"preemptingJob\":", JsonQuoted(SanitizeUtf8(notice.preempting_job())),
+                      ",\"deadline\":", JsonQuoted(FormatRfc3339(notice.deadline_ms())),
                       ",\"deadlineUnixMs\":", notice.deadline_ms(), ",\"signal\":",
-                      NoticeJsonString(notice.signal() > 0 ? SignalName(notice.signal()) : ""),
-                      "}\n");
+                      JsonQuoted(notice.signal() > 0 ? SignalName(notice.signal()) : ""), "}\n");
 }
 
 std::string NoticeKey(const trainctl::v1::NoticeReplica& notice) {

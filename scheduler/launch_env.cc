@@ -5,35 +5,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/json_text.h"
 #include "common/time_util.h"
 #include "scheduler/elastic.h"
 
 namespace trainctl::sched {
 namespace {
-
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          absl::StrAppend(&out, "\\u00", absl::Hex(c, absl::kZeroPad2));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
 
 std::string HostOf(const std::string& node, const std::map<std::string, Node>& nodes) {
   auto it = nodes.find(node);
@@ -99,12 +76,12 @@ std::string TaskType(const Job& job, const Replica& self, bool vertex) {
 std::string ClusterSpecJson(const Job& job, int replica_index, const GangView& view, bool vertex) {
   const Replica& self = job.replicas[replica_index];
   std::string json = absl::StrCat("{\"cluster\":{", vertex ? view.vertex_cluster : view.cluster,
-                                  "},\"task\":{\"type\":", JsonString(TaskType(job, self, vertex)),
+                                  "},\"task\":{\"type\":", JsonQuoted(TaskType(job, self, vertex)),
                                   ",\"index\":", view.task_index[replica_index], "}");
   if (vertex) {
-    absl::StrAppend(&json, ",\"environment\":\"cloud\",\"job\":{\"id\":", JsonString(job.id), "}}");
+    absl::StrAppend(&json, ",\"environment\":\"cloud\",\"job\":{\"id\":", JsonQuoted(job.id), "}}");
   } else {
-    absl::StrAppend(&json, ",\"job\":{\"id\":", JsonString(job.id),
+    absl::StrAppend(&json, ",\"job\":{\"id\":", JsonQuoted(job.id),
                     ",\"attempt\":", job.current_attempt(), "}}");
   }
   return json;
@@ -120,9 +97,9 @@ std::string TfConfigJson(const Job& job, int replica_index, const GangView& view
     }
   }
   return absl::StrCat("{\"cluster\":{", view.tf_cluster,
-                      "},\"task\":{\"type\":", JsonString(task_type),
+                      "},\"task\":{\"type\":", JsonQuoted(task_type),
                       ",\"index\":", view.task_index[replica_index],
-                      "},\"environment\":\"cloud\",\"job\":{\"id\":", JsonString(job.id), "}}");
+                      "},\"environment\":\"cloud\",\"job\":{\"id\":", JsonQuoted(job.id), "}}");
 }
 
 }  // namespace
@@ -146,7 +123,7 @@ GangView GangViewOf(const Job& job, const std::map<std::string, Node>& nodes) {
     const std::string host = HostOf(r.node, nodes);
     std::vector<std::string>& pool = addrs[r.pool];
     view.task_index.push_back(static_cast<int32_t>(pool.size()));
-    pool.push_back(JsonString(absl::StrCat(host, ":", r.port)));
+    pool.push_back(JsonQuoted(absl::StrCat(host, ":", r.port)));
     if (!host.empty() && hosts.insert(host).second) view.hosts.push_back(host);
   }
   std::vector<std::string> plain, vertex, tf;
@@ -154,9 +131,9 @@ GangView GangViewOf(const Job& job, const std::map<std::string, Node>& nodes) {
     auto it = addrs.find(pools[p].name());
     const std::string list =
         absl::StrCat(":[", it == addrs.end() ? "" : absl::StrJoin(it->second, ","), "]");
-    plain.push_back(absl::StrCat(JsonString(pools[p].name()), list));
-    vertex.push_back(absl::StrCat(JsonString(absl::StrCat("workerpool", p)), list));
-    if (p < kTfClusterPools) tf.push_back(absl::StrCat(JsonString(kTfTaskType[p]), list));
+    plain.push_back(absl::StrCat(JsonQuoted(pools[p].name()), list));
+    vertex.push_back(absl::StrCat(JsonQuoted(absl::StrCat("workerpool", p)), list));
+    if (p < kTfClusterPools) tf.push_back(absl::StrCat(JsonQuoted(kTfTaskType[p]), list));
   }
   view.cluster = absl::StrJoin(plain, ",");
   view.vertex_cluster = absl::StrJoin(vertex, ",");
