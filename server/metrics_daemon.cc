@@ -105,6 +105,17 @@ DaemonMetrics::DaemonMetrics()
           "trainctl_job_submit_to_running_seconds",
           "From a job's submission to all of its replicas running for the first time, by "
           "project.",
+          {"project"}, WaitBuckets())),
+      preemptions_(registry_.AddCounter(
+          "trainctl_preemptions_total",
+          "Jobs chosen as preemption victims, by their project and why: reclaim (a lender takes "
+          "back its quota) or priority (a higher-priority job of the same project).",
+          {"project", "reason"})),
+      preemption_seconds_(registry_.AddHistogram(
+          "trainctl_preemption_seconds",
+          "From a preemption's decision to the end of its victim's attempt (every replica "
+          "exited, a checkpoint was reported, or the grace period ended), by the victim's "
+          "project.",
           {"project"}, WaitBuckets())) {
   registry_.AddGaugeFunction("trainctl_nodes", "Nodes by state and health.", {"state", "health"},
                              [this] {
@@ -181,6 +192,12 @@ void DaemonMetrics::OnCommitted(const sched::Tally& tally,
   }
   for (const sched::Tally::FirstRun& r : tally.first_runs) {
     submit_to_running_.With({r.project}).Observe(absl::ToDoubleSeconds(r.since_create));
+  }
+  for (const sched::Tally::Preempted& p : tally.preempted) {
+    preemptions_.With({p.project, p.reason}).Increment();
+  }
+  for (const sched::Tally::PreemptionEnded& p : tally.preemption_ends) {
+    preemption_seconds_.With({p.project}).Observe(absl::ToDoubleSeconds(p.took));
   }
 }
 

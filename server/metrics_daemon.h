@@ -84,6 +84,8 @@ class DaemonMetrics {
   metrics::CounterFamily& retries_;
   metrics::HistogramFamily& admission_wait_;
   metrics::HistogramFamily& submit_to_running_;
+  metrics::CounterFamily& preemptions_;
+  metrics::HistogramFamily& preemption_seconds_;
   // OnCommitted's thread only: the counter of each event type, so that counting an event takes
   // neither a lock nor an allocation.
   std::map<std::string, metrics::Counter*, std::less<>> event_counters_;

@@ -33,6 +33,8 @@ TEST_CASE("a turn's tally and events move the counters they name", "[metrics]") 
   tally.ends = {{"vision", v1::JOB_STATE_FAILED}, {"vision", v1::JOB_STATE_SUCCEEDED}};
   tally.admissions = {{"vision", absl::Seconds(2)}, {"audio", absl::Milliseconds(5)}};
   tally.first_runs = {{"vision", absl::Seconds(3)}};
+  tally.preempted = {{"audio", "reclaim"}, {"audio", "reclaim"}, {"vision", "priority"}};
+  tally.preemption_ends = {{"audio", absl::Seconds(40)}};
   std::vector<sched::Event> events(2);
   events[0].type = "JobQueued";
   events[1].type = "JobQueued";
@@ -58,6 +60,10 @@ TEST_CASE("a turn's tally and events move the counters they name", "[metrics]") 
                 {{"project", "vision"}, {"le", "5"}}) == 1);
   CHECK(e.Value("trainctl_job_admission_wait_seconds_sum", {{"project", "audio"}}) == 0.005);
   CHECK(e.Value("trainctl_job_submit_to_running_seconds_count") == 1);
+  CHECK(e.Value("trainctl_preemptions_total", {{"project", "audio"}, {"reason", "reclaim"}}) == 2);
+  CHECK(e.Value("trainctl_preemptions_total", {{"project", "vision"}, {"reason", "priority"}}) ==
+        1);
+  CHECK(e.Value("trainctl_preemption_seconds_sum", {{"project", "audio"}}) == 40);
   CHECK(e.Value("trainctl_sqlite_commit_seconds_count") == 1);
   CHECK(e.Value("trainctl_admission_pass_seconds_count") == 2);
   CHECK(e.Value("trainctl_admission_pass_seconds_sum") == Approx(0.002));
