@@ -140,7 +140,7 @@ TEST_CASE("NodeRegistry: after a restore the first check counts as a heartbeat")
   auto stored = [](const std::string& name, v1::NodeState state) {
     Node n;
     n.name = name;
-    n.connected = true;          // restored nodes start disconnected whatever was stored
+    n.connected = true;  // restored nodes start disconnected whatever was stored
     n.last_heartbeat = absl::FromUnixMillis(1000);  // long before the restart
     n.status.state = state;
     return n;

@@ -12,7 +12,7 @@ namespace {
 const absl::Time kNow = absl::FromUnixSeconds(1'800'000'000);
 
 VictimCandidate Candidate(const std::string& id, const std::string& project, int32_t priority,
-                    int64_t gpus) {
+                          int64_t gpus) {
   VictimCandidate c;
   c.job_id = id;
   c.project = project;
@@ -82,7 +82,8 @@ TEST_CASE("victims: the set is minimal, dropping the victims taken first that ar
           "[victims]") {
   // In the order taken: two 1-GPU borrowers, then a 4-GPU one. The job needs 4 GPUs: after the
   // third it fits, and then neither of the first two is needed.
-  VictimCandidate a = Candidate("a", "b", 0, 1), b = Candidate("b", "b", 1, 1), c = Candidate("c", "b", 2, 4);
+  VictimCandidate a = Candidate("a", "b", 0, 1), b = Candidate("b", "b", 1, 1),
+                  c = Candidate("c", "b", 2, 4);
   for (VictimCandidate* v : {&a, &b, &c}) v->borrower = true;
   GpuRoom room{4, {}};
   auto set = ChooseVictims({c, b, a}, std::ref(room));
@@ -206,7 +207,8 @@ TEST_CASE("victims: two waiting jobs never preempt for the same room", "[victims
 TEST_CASE("victims: placement decides, not only the sums", "[victims]") {
   // A 4-GPU replica needs one node with 4 GPUs free. Two 2-GPU victims on different nodes free
   // 4 GPUs in all but no node with 4; the one 4-GPU victim does.
-  VictimCandidate x = Candidate("x", "b", 0, 2), y = Candidate("y", "b", 0, 2), z = Candidate("z", "b", 5, 4);
+  VictimCandidate x = Candidate("x", "b", 0, 2), y = Candidate("y", "b", 0, 2),
+                  z = Candidate("z", "b", 5, 4);
   x.allocations = {{"n1", ReplicaDemand{"worker-0", Res{0, 0, 2}, 1}}};
   y.allocations = {{"n2", ReplicaDemand{"worker-0", Res{0, 0, 2}, 1}}};
   z.allocations = {{"n3", ReplicaDemand{"worker-0", Res{0, 0, 4}, 1}}};
