@@ -167,6 +167,11 @@ struct Replica {
   std::optional<absl::Time> start_time;
   std::optional<absl::Time> end_time;
   std::optional<absl::Time> last_progress_time;
+  // The training step it last reported (ReportProgress.step, the progress file); 0: none.
+  int64_t step = 0;
+  // In memory only: when a progress report last wrote the job's row. Reports in between change
+  // only memory (JobLifecycle::Progress), so a replica reporting every second costs no commit each.
+  std::optional<absl::Time> progress_written;
   // While RESTARTING: when the restart is due. While SETTLING: when its failure is decided.
   std::optional<absl::Time> next_start_time;
   // While it moves: why (cause != kNone), and the reason in words.
@@ -177,6 +182,12 @@ struct Replica {
   std::optional<absl::Time> elastic_wait_until;
 
   bool moving() const { return move_cause != MoveCause::kNone; }
+  // A new run starts with no progress: no time, no step.
+  void ForgetProgress() {
+    last_progress_time.reset();
+    step = 0;
+    progress_written.reset();
+  }
 };
 
 // One restart of a GANG job's whole gang.

@@ -182,7 +182,7 @@ void Core::SetDefaultQuota(const Quota& quota, absl::Time now, Effects* fx) {
 }
 
 absl::Status Core::ReportProgress(const std::string& job_id, const std::string& replica,
-                                  bool checkpoint, absl::Time now, Effects* fx) {
+                                  int64_t step, bool checkpoint, absl::Time now, Effects* fx) {
   Job* job = jobs_.Find(job_id);
   if (job == nullptr) return absl::NotFoundError(absl::StrCat("job ", job_id, " not found"));
   Replica* r = job->FindReplica(replica);
@@ -193,7 +193,7 @@ absl::Status Core::ReportProgress(const std::string& job_id, const std::string& 
     return absl::FailedPreconditionError(
         absl::StrCat("replica ", replica, " is ", EnumShortName(r->state), ", not RUNNING"));
   }
-  lifecycle_.Progress(job, r, now, now, fx);
+  lifecycle_.Progress(job, r, now, step, now, fx);
   if (checkpoint) lifecycle_.Checkpointed(job, now, now, fx);
   return absl::OkStatus();
 }
@@ -356,7 +356,7 @@ void Core::ReplicaProgress(const std::string& node, const v1::ReplicaProgress& p
   }
   // The agent's report carries its time in ms since the epoch.
   const absl::Time t = progress.time_ms() > 0 ? FromMs(progress.time_ms()) : now;
-  lifecycle_.Progress(job, r, t, now, fx);
+  lifecycle_.Progress(job, r, t, progress.step(), now, fx);
   if (progress.checkpoint()) lifecycle_.Checkpointed(job, t, now, fx);
 }
 

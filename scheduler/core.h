@@ -134,10 +134,10 @@ class Core {
   // The quota of every project without one of its own (CoreOptions::default_quota), replaced.
   void SetDefaultQuota(const Quota& quota, absl::Time now, Effects* fx);
   absl::StatusOr<v1::Project> SetQuota(const Quota& quota, absl::Time now, Effects* fx);
-  // Progress reported through the API, with `checkpoint` when the replica finished writing a
-  // checkpoint (which ends a preemption's grace period). NOT_FOUND for an unknown job or
-  // replica, FAILED_PRECONDITION when the replica is not running.
-  absl::Status ReportProgress(const std::string& job_id, const std::string& replica,
+  // Progress reported through the API: the step reached (0: none named), and `checkpoint` when
+  // the replica finished writing a checkpoint (which ends a preemption's grace period).
+  // NOT_FOUND for an unknown job or replica, FAILED_PRECONDITION when the replica is not running.
+  absl::Status ReportProgress(const std::string& job_id, const std::string& replica, int64_t step,
                               bool checkpoint, absl::Time now, Effects* fx);
 
   // --- Inputs from operators ---------------------------------------------------------------

@@ -155,7 +155,7 @@ void GangEpisodes::Restart(Job* job, Replica* cause, const RetryDecision& d, abs
   if (failed) {
     cause->restart_count++;
     cause->charged_restarts = d.charged_restarts;
-    cause->last_progress_time.reset();
+    cause->ForgetProgress();
     life_->SetReplicaState(job, cause, v1::REPLICA_STATE_RESTARTING);
     cause->next_start_time = due;
   }
@@ -269,7 +269,7 @@ void GangEpisodes::MaybeRelaunch(Job* job, absl::Time now, Effects* fx) {
   for (Replica& r : job->replicas) {
     if (r.state == v1::REPLICA_STATE_REMOVED) continue;
     if (!IsLive(job->state)) break;
-    r.last_progress_time.reset();
+    r.ForgetProgress();
     life_->LaunchOnItsNode(job, &r, now, fx);
   }
   Touch(job, now, fx);

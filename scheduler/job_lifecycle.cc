@@ -232,7 +232,7 @@ void JobLifecycle::StartAttempt(Job* job, const std::vector<std::string>& placed
     r->pid = 0;
     r->start_time = now;  // the launch time until confirmed
     r->end_time.reset();
-    r->last_progress_time.reset();
+    r->ForgetProgress();
     r->next_start_time.reset();
     r->moves = 0;
     r->move_cause = MoveCause::kNone;
@@ -418,7 +418,7 @@ void JobLifecycle::Restart(Job* job, Replica* r, const RetryDecision& d, absl::T
                            Effects* fx) {
   r->restart_count++;
   r->charged_restarts = d.charged_restarts;
-  r->last_progress_time.reset();
+  r->ForgetProgress();
   if (d.delay > absl::ZeroDuration()) {
     SetReplicaState(job, r, v1::REPLICA_STATE_RESTARTING);
     r->next_start_time = now + d.delay;

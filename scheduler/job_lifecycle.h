@@ -117,8 +117,9 @@ class JobLifecycle : private LifecycleOps {
   // Asks the retry engine what the end of `r`'s run means, and carries out its decision.
   void EndRun(Job* job, Replica* r, const Failure& failure, absl::Time now, Effects* fx);
 
-  // A sign of progress at `t`; earlier signs are ignored.
-  void Progress(Job* job, Replica* r, absl::Time t, absl::Time now, Effects* fx);
+  // A sign of progress at `t` (and the step reached, when > 0); earlier signs are ignored. The
+  // job's row is written at most once per ProgressWriteInterval; memory always has the latest.
+  void Progress(Job* job, Replica* r, absl::Time t, int64_t step, absl::Time now, Effects* fx);
 
   // An agent (re)registered reporting `reg.runs()`: adopts the runs wanted, stops the rest,
   // resends launches it never received, and ends as lost the runs it no longer has.
@@ -229,5 +230,9 @@ class JobLifecycle : private LifecycleOps {
   ReplicaMoves moves_;
   ElasticPools elastic_;
 };
+
+// How often progress reports may write a job's row: every 30 s, or a quarter of the hang
+// timeout when that is shorter.
+absl::Duration ProgressWriteInterval(const RetryPolicy& policy);
 
 }  // namespace trainctl::sched

@@ -13,12 +13,26 @@
 
 namespace trainctl::sched {
 
-void JobLifecycle::Progress(Job* job, Replica* r, absl::Time t, absl::Time now, Effects* fx) {
+void JobLifecycle::Progress(Job* job, Replica* r, absl::Time t, int64_t step, absl::Time now,
+                            Effects* fx) {
   if (r->state != v1::REPLICA_STATE_RUNNING) return;
   t = std::min(t, now);
   if (r->last_progress_time && t <= *r->last_progress_time) return;
   r->last_progress_time = t;
+  if (step > 0) r->step = step;
+  // The row is written at most once per ProgressWriteInterval: a scheduler that restarts reads a
+  // progress time at most that old, well within the hang timeout.
+  const absl::Duration every = ProgressWriteInterval(job->policy);
+  if (r->progress_written && now - *r->progress_written < every) return;
+  r->progress_written = now;
   Touch(job, now, fx);
+}
+
+absl::Duration ProgressWriteInterval(const RetryPolicy& policy) {
+  absl::Duration every = absl::Seconds(30);
+  if (policy.hang_timeout_ms > 0)
+    every = std::min(every, absl::Milliseconds(policy.hang_timeout_ms) / 4);
+  return every;
 }
 
 void JobLifecycle::Tick(absl::Time now, Effects* fx) {

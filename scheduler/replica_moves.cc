@@ -225,7 +225,7 @@ void ReplicaMoves::MoveTo(Job* job, Replica* r, const std::string& to, absl::Tim
   r->signal.reset();
   r->oom_killed = false;
   r->end_time.reset();
-  r->last_progress_time.reset();
+  r->ForgetProgress();
   r->elastic_wait_until.reset();
   NoteAttemptNode(job, to, fx);
   AddEvent(fx, now, job, r->name, to, "ReplicaMoved",

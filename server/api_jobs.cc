@@ -307,10 +307,11 @@ void Api::ReportProgress(const CallContext& call, const v1::ReportProgressReques
     return done(absl::InvalidArgumentError("message must be at most 256 characters and step >= 0"));
   }
   parts_.loop->Post(
-      [this, job_id = req.job_id(), replica = req.replica(), checkpoint = req.checkpoint(),
-       caller = *caller, done](Turn& t) {
+      [this, job_id = req.job_id(), replica = req.replica(), step = req.step(),
+       checkpoint = req.checkpoint(), caller = *caller, done](Turn& t) {
         absl::Status status = CheckJobProject(t, caller, Permission::kReportProgress, job_id);
-        if (status.ok()) status = t.core.ReportProgress(job_id, replica, checkpoint, t.now, t.fx);
+        if (status.ok())
+          status = t.core.ReportProgress(job_id, replica, step, checkpoint, t.now, t.fx);
         t.after_commit->push_back([status, done] {
           if (!status.ok()) return done(status);
           done(v1::ReportProgressResponse());

@@ -193,8 +193,9 @@ workerPools:
   INFO(read("progress.out"));
   INFO(c.GetJob(id).error().message());
   CHECK(read("progress.rc") == "0\n");
-  // The progress reached the job.
+  // The progress reached the job, with its step.
   CHECK(c.GetJob(id).replicas(0).has_last_progress_time());
+  CHECK(c.GetJob(id).replicas(0).step() == 7);
   // The token does nothing else: not even cancel its own job, nor report for another one.
   CHECK_THAT(read("cancel.out"),
              Catch::Contains("PERMISSION_DENIED") && Catch::Contains("allows only ReportProgress"));

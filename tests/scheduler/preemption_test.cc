@@ -129,7 +129,10 @@ TEST_CASE("preemption: a lender that reclaims takes its quota back from a borrow
   SECTION("a checkpoint reported after the notice ends the grace while the replicas run") {
     c.now += absl::Seconds(30);
     Effects reported;
-    REQUIRE(c.core.ReportProgress(borrowed, "chief-0", /*checkpoint=*/true, c.now, &reported).ok());
+    REQUIRE(
+        c.core
+            .ReportProgress(borrowed, "chief-0", /*step=*/0, /*checkpoint=*/true, c.now, &reported)
+            .ok());
     CHECK(c.Get(borrowed).state == v1::JOB_STATE_QUEUED);
     const std::vector<v1::StopReplica> stops = Stops(reported);
     REQUIRE(stops.size() == 1);  // the usual stop: SIGTERM, stopGracePeriod, SIGKILL
