@@ -45,17 +45,17 @@ std::string RenderJobDescription(const v1::Job& job, int64_t now_ms) {
   const std::string tail = OutputTailText(job.error().output_tail());
   if (!tail.empty()) absl::StrAppend(&out, "\nLast output:\n", IndentLines(tail, 2), "\n");
   if (job.replicas_size() > 0) {
-    Table replicas(
-        {"NAME", "RANK", "NODE", "PORT", "GPUS", "STATE", "RESTARTS", "MOVES", "EXIT", "MESSAGE"});
+    Table replicas({"NAME", "RANK", "NODE", "PORT", "GPUS", "STATE", "RESTARTS", "MOVES", "STEP",
+                    "EXIT", "MESSAGE"});
     for (const v1::Replica& r : job.replicas()) {
-      replicas.AddRow({r.name(), r.rank() < 0 ? "-" : absl::StrCat(r.rank()), OrDash(r.node()),
-                       ReplicaPortText(r),
-                       FormatIndexList({r.gpu_devices().begin(), r.gpu_devices().end()}),
-                       ReplicaStateName(r.state()), ReplicaRestartsText(r),
-                       r.moves() > 0 ? absl::StrCat(r.moves()) : "", ReplicaExitText(r),
-                       ReplicaNoteText(r, now_ms)});
+      replicas.AddRow(
+          {r.name(), r.rank() < 0 ? "-" : absl::StrCat(r.rank()), OrDash(r.node()),
+           ReplicaPortText(r), FormatIndexList({r.gpu_devices().begin(), r.gpu_devices().end()}),
+           ReplicaStateName(r.state()), ReplicaRestartsText(r),
+           r.moves() > 0 ? absl::StrCat(r.moves()) : "", r.step() > 0 ? absl::StrCat(r.step()) : "",
+           ReplicaExitText(r), ReplicaNoteText(r, now_ms)});
     }
-    replicas.DropEmptyColumns({"PORT", "GPUS", "MOVES"});
+    replicas.DropEmptyColumns({"PORT", "GPUS", "MOVES", "STEP"});
     absl::StrAppend(&out, Section("Replicas", replicas));
   }
   if (job.attempts_size() > 0) {

@@ -34,6 +34,30 @@ std::string NextAttemptText(const v1::Job& job, int64_t now_ms) {
   return absl::StrCat(countdown, " (", FormatRfc3339(TimestampToMs(job.next_attempt_time())), ")");
 }
 
+// The latest preemption: under way while the job is PENDING or RUNNING ("by j-b (reason); replicas
+// stop by 2026-...Z (in 4m)"), past afterwards ("by j-b at 2026-...Z (reason)").
+std::string PreemptionText(const v1::Job& job, int64_t now_ms) {
+  if (!job.has_preemption()) return "";
+  const v1::Preemption& p = job.preemption();
+  const std::string by =
+      p.preempting_job().empty() ? "by its lender" : absl::StrCat("by ", p.preempting_job());
+  const bool under_way =
+      job.state() == v1::JOB_STATE_PENDING || job.state() == v1::JOB_STATE_RUNNING;
+  if (under_way) {
+    return absl::StrCat(by, " (", p.reason(), "); replicas checkpoint and stop by ",
+                        FormatTimestamp(p.deadline()), " (", FormatCountdown(p.deadline(), now_ms),
+                        ")");
+  }
+  return absl::StrCat(by, " at ", FormatTimestamp(p.decision_time()), ", attempt ", p.attempt(),
+                      " (", p.reason(), ")");
+}
+
+// While queued: the jobs it is preempting to make room for itself.
+std::string PreemptingText(const v1::Job& job) {
+  if (job.state() != v1::JOB_STATE_QUEUED || !job.has_queue_status()) return "";
+  return absl::StrJoin(job.queue_status().preempting(), ", ");
+}
+
 }  // namespace
 
 std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
@@ -58,6 +82,10 @@ std::vector<std::pair<std::string, std::string>> JobSummaryFields(const v1::Job&
       {"Queue reason", job.queue_reason()},
       {"Next attempt", NextAttemptText(job, now_ms)},
       {"Position", PositionText(job)},
+      {"Preempting", PreemptingText(job)},
+      {"Preemptions", job.preemptions() > 0 ? absl::StrCat(job.preemptions()) : ""},
+      {"Preempted", PreemptionText(job, now_ms)},
+      {"Last checkpoint", FormatTime(job.last_checkpoint_time(), now_ms)},
       {"Created", FormatTime(job.create_time(), now_ms)},
       {"Started", FormatTime(job.start_time(), now_ms)},
       {"Ended", FormatTime(job.end_time(), now_ms)},

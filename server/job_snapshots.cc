@@ -57,8 +57,8 @@ void JobSnapshots::Publish(const std::vector<JobPtr>& jobs,
       it->second = job;
     }
     // Under the lock: a watcher subscribing meanwhile sees this state either in its first
-    // snapshot or as this push, never neither.
-    hub_->Publish(*job);
+    // snapshot or as this push, never neither. Only a watched job's queue status is computed.
+    if (hub_->Watched(job->id())) hub_->Publish(WithQueueStatus(job, queue_.get(), clock_()));
   }
 }
 
@@ -301,7 +301,8 @@ absl::Status JobSnapshots::Watch(const std::string& id, std::shared_ptr<JobWatch
     absl::MutexLock lock(&mu_);
     auto it = jobs_.find(id);
     if (it != jobs_.end()) {
-      if (watcher->Push(*it->second) && !IsTerminal(it->second->state())) {
+      if (watcher->Push(WithQueueStatus(it->second, queue_.get(), clock_())) &&
+          !IsTerminal(it->second->state())) {
         hub_->Subscribe(id, std::move(watcher));
       }
       return absl::OkStatus();

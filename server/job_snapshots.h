@@ -34,6 +34,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/time_util.h"
 #include "scheduler/queue_state.h"
 #include "server/secret_env.h"
 #include "server/watch_hub.h"
@@ -46,8 +47,10 @@ class JobSnapshots {
  public:
   using JobPtr = std::shared_ptr<const v1::Job>;
 
-  // Watchers are notified through `hub`, which must outlive this.
-  explicit JobSnapshots(WatchHub* hub) : hub_(hub) {}
+  // Watchers are notified through `hub`, which must outlive this. A watched queued job is pushed
+  // with its queue status as of `clock()` (ms since the epoch).
+  explicit JobSnapshots(WatchHub* hub, std::function<int64_t()> clock = WallNowMs)
+      : hub_(hub), clock_(std::move(clock)) {}
 
   // Reads jobs these snapshots do not hold from `archive` (not owned), showing them through
   // `redactor` as the loop shows the jobs it publishes. Set before any read.
@@ -87,7 +90,7 @@ class JobSnapshots {
   // back into these snapshots (metrics count jobs by state with it).
   void ForEach(const std::function<void(const v1::Job&)>& fn) const ABSL_LOCKS_EXCLUDED(mu_);
   // Sends the job's current snapshot to `watcher` and subscribes it to later ones (unless the
-  // job is already terminal). NOT_FOUND when unknown.
+  // job is already terminal), a queued job's with its queue status. NOT_FOUND when unknown.
   absl::Status Watch(const std::string& id, std::shared_ptr<JobWatcher> watcher)
       ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -115,6 +118,7 @@ class JobSnapshots {
   static v1::Job WithQueueStatus(const JobPtr& job, const sched::QueueState* queue, int64_t now_ms);
 
   WatchHub* const hub_;
+  const std::function<int64_t()> clock_;
   storage::JobArchive* archive_ = nullptr;
   SecretRedactor redactor_;
 

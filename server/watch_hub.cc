@@ -30,6 +30,11 @@ void WatchHub::Publish(const v1::Job& job) {
   }
 }
 
+bool WatchHub::Watched(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  return watchers_.count(job_id) > 0;
+}
+
 void WatchHub::Clear() {
   absl::MutexLock lock(&mu_);
   watchers_.clear();

@@ -30,6 +30,8 @@ class WatchHub {
  public:
   void Subscribe(const std::string& job_id, std::shared_ptr<JobWatcher> w) ABSL_LOCKS_EXCLUDED(mu_);
   void Publish(const v1::Job& job) ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether anyone watches the job.
+  bool Watched(const std::string& job_id) ABSL_LOCKS_EXCLUDED(mu_);
   // Closes every watcher (server shutdown).
   void Clear() ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -133,36 +133,87 @@
       const labels = Object.entries(spec.labels || {});
       const queue = job.queueStatus;
       const used = job.budgetsUsed || {};
-      replaceContent(summary,
-        kv([
-          ['Project', orDash(job.project)],
-          ['Priority', String(job.priority || 0)],
-          job.creator ? ['Creator', job.creator] : null,
-          ['Created', age(job.createTime)],
-          ['Started', age(job.startTime)],
-          job.endTime ? ['Ended', age(job.endTime)] : null,
-          job.startTime ? ['Runtime', fmtDurationMs((parseTime(job.endTime) || Date.now()) - parseTime(job.startTime))] : null,
-          jobState(job.state) === 'QUEUED' && job.queueReason ? ['Waiting', job.queueReason] : null,
-          queue && queue.position ? ['Queue position', String(queue.position)] : null,
-          job.nextAttemptTime ? ['Next attempt', age(job.nextAttemptTime)] : null,
-          ['Checkpoint dir', h('span', {className: 'mono'}, orDash(job.checkpointDir || spec.checkpointDir))],
-          ['Restart policy', enumName(sched.restartPolicy, 'RESTART_POLICY_')],
-          sched.restartScope ? ['Restart scope', enumName(sched.restartScope, 'RESTART_SCOPE_')] : null,
-          sched.timeout ? ['Timeout', sched.timeout] : null,
-          sched.stopGracePeriod ? ['Stop grace', sched.stopGracePeriod] : null,
-          ['Budgets used', 'retries ' + (used.jobRetries || 0) + ', internal ' + (used.internalRetries || 0) +
-                           ', capacity ' + (used.capacityRetries || 0) + ', re-dispatches ' + (used.redispatches || 0)],
-          job.gangGeneration ? ['Gang generation', String(job.gangGeneration)] : null,
-          job.rootCause ? ['Root cause', (job.rootCause.replica || '') + ': ' + (job.rootCause.summary || '') +
-                           (job.rootCause.failureClass ? ' (' + job.rootCause.failureClass + ')' : '')] : null,
-          labels.length ? ['Labels', h('span', null, labels.map(([k, v]) => h('span', {className: 'tag'}, k + '=' + v)))] : null,
-        ]),
-        h('h3', null, 'Pools'),
-        h('div', {testid: 'job-pools'}, pools.map((p) => h('div', {className: 'pool', testid: 'pool-' + p.name},
-          h('div', null, h('b', null, p.name || '?'), ' × ' + (p.replicaCount || 0),
-            h('span', {className: 'muted'}, ' · ' + resourcesText(p.resources))),
-          (p.command || p.args) ? h('code', {className: 'cmd'},
-            [].concat(p.command || [], p.args || []).map(shellQuote).join(' ')) : null))));
+      replaceContent(
+          summary, kv([
+            ['Project', orDash(job.project)],
+            ['Priority', String(job.priority || 0)],
+            job.creator ? ['Creator', job.creator] : null,
+            ['Created', age(job.createTime)],
+            ['Started', age(job.startTime)],
+            job.endTime ? ['Ended', age(job.endTime)] : null,
+            job.startTime ?
+                [
+                  'Runtime',
+                  fmtDurationMs((parseTime(job.endTime) || Date.now()) - parseTime(job.startTime))
+                ] :
+                null,
+            jobState(job.state) === 'QUEUED' && job.queueReason ? ['Waiting', job.queueReason] :
+                                                                  null,
+            queue && queue.position ? ['Queue position', String(queue.position)] : null,
+            job.nextAttemptTime ? ['Next attempt', age(job.nextAttemptTime)] : null,
+            queue && (queue.preempting || []).length && jobState(job.state) === 'QUEUED' ?
+                ['Preempting', h('span', {testid: 'job-preempting'}, queue.preempting.join(', '))] :
+                null,
+            job.preemption ?
+                ['Preempted', h('span', {testid: 'job-preempted'}, preemptionText(job))] :
+                null,
+            job.preemptions ? ['Preemptions', String(job.preemptions)] : null,
+            job.lastCheckpointTime ? ['Last checkpoint', age(job.lastCheckpointTime)] : null,
+            [
+              'Checkpoint dir',
+              h('span', {className: 'mono'}, orDash(job.checkpointDir || spec.checkpointDir))
+            ],
+            ['Restart policy', enumName(sched.restartPolicy, 'RESTART_POLICY_')],
+            sched.restartScope ? ['Restart scope', enumName(sched.restartScope, 'RESTART_SCOPE_')] :
+                                 null,
+            sched.timeout ? ['Timeout', sched.timeout] : null,
+            sched.stopGracePeriod ? ['Stop grace', sched.stopGracePeriod] : null,
+            [
+              'Budgets used',
+              'retries ' + (used.jobRetries || 0) + ', internal ' + (used.internalRetries || 0) +
+                  ', capacity ' + (used.capacityRetries || 0) + ', re-dispatches ' +
+                  (used.redispatches || 0)
+            ],
+            job.gangGeneration ? ['Gang generation', String(job.gangGeneration)] : null,
+            job.rootCause ?
+                [
+                  'Root cause',
+                  (job.rootCause.replica || '') + ': ' + (job.rootCause.summary || '') +
+                      (job.rootCause.failureClass ? ' (' + job.rootCause.failureClass + ')' : '')
+                ] :
+                null,
+            labels.length ?
+                [
+                  'Labels',
+                  h('span', null,
+                    labels.map(([k, v]) => h('span', {className: 'tag'}, k + '=' + v)))
+                ] :
+                null,
+          ]),
+          h('h3', null, 'Pools'),
+          h('div', {testid: 'job-pools'},
+            pools.map(
+                (p) =>
+                    h('div', {className: 'pool', testid: 'pool-' + p.name},
+                      h('div', null, h('b', null, p.name || '?'), ' × ' + (p.replicaCount || 0),
+                        h('span', {className: 'muted'}, ' · ' + resourcesText(p.resources))),
+                      (p.command || p.args) ?
+                          h('code', {className: 'cmd'},
+                            [].concat(p.command || [], p.args || []).map(shellQuote).join(' ')) :
+                          null))));
+    }
+
+    // The latest preemption: under way while the job is PENDING or RUNNING, past otherwise.
+    function preemptionText(j) {
+      const p = j.preemption;
+      const by = p.preemptingJob ? 'by ' + p.preemptingJob : 'by its lender';
+      const st = jobState(j.state);
+      if (st === 'PENDING' || st === 'RUNNING') {
+        return [
+          by + ' (' + (p.reason || '') + '); replicas checkpoint and stop by ', age(p.deadline, '')
+        ];
+      }
+      return [by + ', attempt ' + (p.attempt || 0) + ' (' + (p.reason || '') + ')'];
     }
 
     function shellQuote(arg) {
@@ -175,22 +226,34 @@
         replaceContent(replicasBox, h('p', {className: 'muted', testid: 'replicas-empty'}, 'Not placed yet.'));
         return;
       }
-      replaceContent(replicasBox, h('table', {className: 'grid', testid: 'replicas-table'},
-        h('thead', null, h('tr', null, ['Name', 'Rank', 'State', 'Node', 'Restarts', 'Exit', 'Started', 'Message']
-          .map((t) => h('th', null, t)))),
-        h('tbody', null, replicas.map((r) => {
-          const st = replicaState(r.state);
-          return h('tr', {testid: 'replica-row-' + r.name, 'data-state': st},
-            h('td', {className: 'mono'}, r.name),
-            h('td', {className: 'num'}, String(r.rank || 0)),
-            h('td', null, badge(st, st, 'replica-state-' + r.name)),
-            h('td', null, r.node ? h('a', {href: '#/nodes', className: 'plain'}, r.node) : '-'),
-            h('td', {className: 'num', title: 'charged: ' + (r.chargedRestarts || 0) + ', moves: ' + (r.moves || 0)},
-              String(r.restartCount || 0)),
-            h('td', {className: 'num', testid: 'replica-exit-' + r.name}, exitText(r)),
-            h('td', null, age(r.startTime)),
-            h('td', {className: 'note'}, r.moveReason || r.message || ''));
-        }))));
+      replaceContent(
+          replicasBox,
+          h('table', {className: 'grid', testid: 'replicas-table'},
+            h('thead', null,
+              h('tr', null,
+                [
+                  'Name', 'Rank', 'State', 'Node', 'Restarts', 'Step', 'Exit', 'Started', 'Message'
+                ].map((t) => h('th', null, t)))),
+            h('tbody', null, replicas.map((r) => {
+              const st = replicaState(r.state);
+              return h(
+                  'tr', {testid: 'replica-row-' + r.name, 'data-state': st},
+                  h('td', {className: 'mono'}, r.name),
+                  h('td', {className: 'num'}, String(r.rank || 0)),
+                  h('td', null, badge(st, st, 'replica-state-' + r.name)),
+                  h('td', null,
+                    r.node ? h('a', {href: '#/nodes', className: 'plain'}, r.node) : '-'),
+                  h('td', {
+                    className: 'num',
+                    title: 'charged: ' + (r.chargedRestarts || 0) + ', moves: ' + (r.moves || 0)
+                  },
+                    String(r.restartCount || 0)),
+                  h('td', {className: 'num', testid: 'replica-step-' + r.name},
+                    Number(r.step) > 0 ? String(r.step) : ''),
+                  h('td', {className: 'num', testid: 'replica-exit-' + r.name}, exitText(r)),
+                  h('td', null, age(r.startTime)),
+                  h('td', {className: 'note'}, r.moveReason || r.message || ''));
+            }))));
     }
 
     function renderAttempts() {

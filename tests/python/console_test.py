@@ -39,7 +39,7 @@ import urllib.request
 HERE = os.path.dirname(os.path.realpath(__file__))
 sys.path.insert(0, HERE)
 
-from minicluster import MiniCluster  # noqa: E402  pylint: disable=wrong-import-position
+from minicluster import MiniCluster, eventually  # noqa: E402  pylint: disable=wrong-import-position
 
 EXIT_SKIP = 77
 CHROMIUM = "/usr/bin/chromium"
@@ -394,6 +394,64 @@ def check_projects_page(b, base):
     b.screenshot("projects.png")
 
 
+def check_preemption(b, base, cluster):
+    """A lender that reclaims its quota preempts a borrower's job: the queue and the waiting job's
+    page name the job it preempts, the victim's page says by whom and until when. One node of 4
+    cores is left (the nodes page drained the other): the lender owns 4, the borrower borrows 3."""
+    for args in (("lender", "--cpu", "4", "--cohort", "console", "--reclaim", "any"),
+                 ("borrower", "--cpu", "0", "--cohort", "console", "--borrow-cpu", "4")):
+        done = cluster.cli("quota", "set", *args)
+        check(done.returncode == 0, f"quota set {args[0]} failed: {done.stderr}")
+    # The borrower ignores the notice's signal, so its preemption stays under way for the grace.
+    victim_spec = {
+        "displayName": "console-borrower", "project": "borrower",
+        "workerPools": [{"name": name, "replicaCount": 1,
+                         "command": ["/bin/sh", "-c", "trap '' USR1; while :; do sleep 0.2; done"],
+                         "resources": {"cpu": 1.5, "memoryMb": "64"}} for name in ("chief", "worker")],
+        "scheduling": {"stopGracePeriod": "1s", "preemptionSignal": "SIGUSR1",
+                       "preemptionGracePeriod": "600s"},
+    }
+    status, victim = rest(base, "POST", "/v1/jobs", {"spec": victim_spec})
+    check(status == 200, f"POST /v1/jobs (the borrower) answered {status}: {victim}")
+    victim_id = victim["id"]
+    check(eventually(lambda: rest(base, "GET", f"/v1/jobs/{victim_id}")[1].get("state") ==
+                     "JOB_STATE_RUNNING", timeout=JOB_DEADLINE),
+          f"the borrower's job {victim_id} never ran: "
+          f"{rest(base, 'GET', f'/v1/jobs/{victim_id}')[1].get('queueReason')}")
+    urgent_spec = {
+        "displayName": "console-lender", "project": "lender",
+        "workerPools": [{"name": "chief", "replicaCount": 1, "command": ["/bin/true"],
+                         "resources": {"cpu": 2, "memoryMb": "64"}}],
+    }
+    status, urgent = rest(base, "POST", "/v1/jobs", {"spec": urgent_spec})
+    check(status == 200, f"POST /v1/jobs (the lender) answered {status}: {urgent}")
+    urgent_id = urgent["id"]
+
+    b.open(base + "/#/queue")
+    b.wait(f"the queue row of {urgent_id} to name the job it preempts",
+           lambda: victim_id in (b.text(f"queue-row-{urgent_id}") or "") and
+           "PREEMPTING" in (b.text(f"queue-row-{urgent_id}") or ""),
+           last=lambda: b.text("queue-body"))
+    b.screenshot("queue-preempting.png")
+    b.open(base + f"/#/jobs/{urgent_id}")
+    b.wait(f"the page of {urgent_id} to show Preempting {victim_id}",
+           lambda: b.text("job-preempting") == victim_id, last=lambda: b.text("job-summary"))
+    b.open(base + f"/#/jobs/{victim_id}")
+    b.wait(f"the page of {victim_id} to show the preemption under way",
+           lambda: (b.text("job-preempted") or "").startswith(f"by {urgent_id} ("),
+           last=lambda: b.text("job-summary"))
+    check("checkpoint and stop by" in (b.text("job-preempted") or ""),
+          f"the preemption shows no deadline: {b.text('job-preempted')!r}")
+    b.expect_no_banner(f"#/jobs/{victim_id}")
+    b.screenshot("job-preempted.png")
+    # Cancelling the victim ends its preemption: the lender's job runs and succeeds.
+    status, body = rest(base, "POST", f"/v1/jobs/{victim_id}:cancel", {})
+    check(status == 200, f"cancelling {victim_id} answered {status}: {body}")
+    check(eventually(lambda: rest(base, "GET", f"/v1/jobs/{urgent_id}")[1].get("state") ==
+                     "JOB_STATE_SUCCEEDED", timeout=JOB_DEADLINE),
+          f"the lender's job {urgent_id} did not succeed once {victim_id} was cancelled")
+
+
 def save_cluster_logs(cluster, artifacts):
     for path in [cluster.daemon_log()] + [cluster.agent_log(i) for i in range(cluster.agents)]:
         if os.path.exists(path):
@@ -428,6 +486,7 @@ def main():
                                   ("#/nodes", check_nodes_page, (browser, base)),
                                   ("#/queue", check_queue_page, (browser, base)),
                                   ("#/projects", check_projects_page, (browser, base)),
+                                  ("preemption", check_preemption, (browser, base, cluster)),
                                   ("deleting the job", check_job_delete,
                                    (browser, base, job_id))):
             fn(*fn_args)

@@ -256,5 +256,26 @@ TEST_CASE("a watcher gets the current snapshot, then every publication until a t
   CHECK(snapshots.Watch("j-9", late).code() == absl::StatusCode::kNotFound);
 }
 
+TEST_CASE("a watched queued job comes with its queue status: its position, whom it preempts") {
+  WatchHub hub;
+  JobSnapshots snapshots(&hub, [] { return int64_t{5000}; });
+  auto queue = std::make_shared<sched::QueueState>();
+  queue->order = sched::MakeQueueOrder({{"default", {"j-0", "j-1"}}});
+  queue->free.push_back({"node-a", {8, 8192, 1}});
+  queue->preempting["j-1"] = {"j-victim"};
+  snapshots.Publish(
+      {MakeJob("j-0", 1000, v1::JOB_STATE_QUEUED), MakeJob("j-1", 1001, v1::JOB_STATE_QUEUED)},
+      queue);
+  auto watcher = std::make_shared<Recorder>();
+  REQUIRE(snapshots.Watch("j-1", watcher).ok());
+  snapshots.Publish({MakeJob("j-1", 1001, v1::JOB_STATE_QUEUED)}, nullptr);
+  REQUIRE(watcher->seen.size() == 2);
+  for (const v1::Job& seen : watcher->seen) {
+    CHECK(seen.queue_status().position() == 2);
+    REQUIRE(seen.queue_status().preempting_size() == 1);
+    CHECK(seen.queue_status().preempting(0) == "j-victim");
+  }
+}
+
 }  // namespace
 }  // namespace trainctl::server
