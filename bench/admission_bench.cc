@@ -8,54 +8,28 @@
 // which nothing fits, with the queue full: with every project at its quota, and then with the
 // quotas lifted, the cluster full, 980 more nodes without GPUs and a maintenance window ahead on
 // one node (every waiting job, expected to run 24 h, avoids that node, and the pass asks whether
-// only it has room).
+// only it has room). Then the same decisions on 1,000 nodes with and without preemption policies,
+// and passes that decide a preemption (admission_preemption.cc).
 //
 //   build/bin/bench_admission
 #include <chrono>
 #include <cstdio>
-#include <deque>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "bench/admission_setup.h"
 #include "common/time_util.h"
 #include "scheduler/core.h"
-#include "scheduler/device_pool.h"
 
 namespace {
 
+using trainctl::bench::ConfirmLaunches;
+using trainctl::bench::Node;
+using trainctl::bench::OneGpuJob;
 using trainctl::sched::Core;
 using trainctl::sched::Effects;
 namespace v1 = trainctl::v1;
-
-// A node of `gpus` synthetic GPUs (minor -1), listed as trainctl-agent --gpus N lists them.
-v1::Register Node(int i, int gpus = 32) {
-  v1::Register r;
-  r.set_node(absl::StrCat("node-", i));
-  r.set_address("127.0.0.1");
-  r.mutable_allocatable()->set_cpu(256);
-  r.mutable_allocatable()->set_memory_mb(1 << 20);
-  r.mutable_allocatable()->set_gpus(gpus);
-  *r.mutable_capacity() = r.allocatable();
-  for (v1::GpuDevice& d : trainctl::sched::SyntheticDevices(gpus)) {
-    *r.add_gpu_devices() = std::move(d);
-  }
-  r.set_agent_instance("bench");
-  return r;
-}
-
-v1::JobSpec OneGpuJob(int project) {
-  v1::JobSpec spec;
-  spec.set_display_name("bench");
-  spec.set_project(absl::StrCat("project-", project));
-  v1::WorkerPool* p = spec.add_worker_pools();
-  p->set_name("chief");
-  p->set_replica_count(1);
-  p->add_command("/bin/true");
-  p->mutable_resources()->set_cpu(1);
-  p->mutable_resources()->set_gpus(1);
-  return spec;
-}
 
 }  // namespace
 
@@ -80,23 +54,10 @@ int main() {
       (void)core.SubmitJob(OneGpuJob(p), now, &fx);
     }
   }
-  std::deque<std::pair<std::string, std::string>> running;  // (run id, node)
-  auto confirm = [&](const Effects& e) {
-    for (const trainctl::sched::Command& c : e.commands) {
-      const std::string& node = c.node;
-      const v1::SchedulerMessage& msg = c.message;
-      if (!msg.has_launch()) continue;
-      v1::ReplicaStarted s;
-      s.set_run_id(msg.launch().run_id());
-      s.set_pid(1);
-      Effects ignored;
-      core.ReplicaStarted(node, s, now, &ignored);
-      running.push_back({msg.launch().run_id(), node});
-    }
-  };
+  trainctl::bench::Running running;
   Effects first;
   core.Schedule(now, &first);
-  confirm(first);
+  ConfirmLaunches(core, first, now, &running);
   std::printf("queued %d jobs in %d projects; %zu admitted at start (quota 8 gpus each)\n",
               kProjects * kJobsPerProject, kProjects, running.size());
 
@@ -119,27 +80,10 @@ int main() {
   // A pass in which nothing fits: every project is at its quota.
   const double idle_us = mean_pass_us(2000, 8);
 
-  int admitted = 0;
-  double passes = 0;  // seconds in the admission passes alone (Core::PlanAdmissions)
-  auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < kDecisions && !running.empty(); ++i) {
-    auto [run, node] = running.front();
-    running.pop_front();
-    v1::ReplicaExited exited;
-    exited.set_run_id(run);
-    exited.set_exit_code(0);
-    Effects e;
-    now += absl::Milliseconds(1);
-    core.ReplicaExited(node, exited, now, &e);
-    const auto pass_start = std::chrono::steady_clock::now();
-    const trainctl::sched::AdmissionPlan plan = core.PlanAdmissions(now);
-    passes += std::chrono::duration<double>(std::chrono::steady_clock::now() - pass_start).count();
-    core.StartAdmitted(plan, now, &e);
-    size_t before = running.size();
-    confirm(e);
-    admitted += static_cast<int>(running.size() - before);
-  }
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const trainctl::bench::Decisions d =
+      trainctl::bench::EndAndAdmit(core, kDecisions, &now, &running);
+  const int admitted = d.admitted;
+  const double secs = d.seconds, passes = d.passes;
   std::printf(
       "%d admission decisions in %.3f s: %.0f decisions/s (%.1f us each), with ~%d jobs "
       "queued\n",
@@ -165,7 +109,7 @@ int main() {
     (void)core.SetQuota(q, now, &fill);
   }
   core.Schedule(now, &fill);
-  confirm(fill);
+  ConfirmLaunches(core, fill, now, &running);
   v1::SetNodeMaintenanceRequest window;
   window.set_name("node-0");
   *window.mutable_start_time() = trainctl::MsToTimestamp(absl::ToUnixMillis(now + absl::Hours(1)));
@@ -178,5 +122,6 @@ int main() {
       "GPUs), %d jobs waiting for room and a maintenance window ahead on one node: %.1f us\n",
       running.size(), kNodes, kCpuNodes,
       kProjects * kJobsPerProject - admitted - static_cast<int>(running.size()), full_us);
-  return admitted == kDecisions ? 0 : 1;
+  if (admitted != kDecisions) return 1;
+  return trainctl::bench::BenchPreemption();
 }

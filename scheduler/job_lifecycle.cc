@@ -55,7 +55,7 @@ void JobLifecycle::SetReplicaState(Job* job, Replica* r, v1::ReplicaState state)
   } else if (!held && holds) {
     binding_.Bind(*job, r);
     queue_->Hold(job->project, r->need);
-    jobs_->MarkActive(job->id);
+    jobs_->MarkActive(*job);
   }
 }
 

@@ -68,8 +68,8 @@ std::pair<Job*, Replica*> JobTable::CurrentRun(const std::string& run_id) {
 }
 
 void JobTable::Erase(const std::string& id) {
+  if (auto it = jobs_.find(id); it != jobs_.end()) SetActive(it->second, false);
   jobs_.erase(id);
-  active_.erase(id);
   // Run ids start "<job id>/".
   const std::string stem = id + "/";
   auto it = run_nodes_.lower_bound(stem);
@@ -81,11 +81,29 @@ void JobTable::Erase(const std::string& id) {
 void JobTable::RefreshActive(const Job& job) {
   bool holds = IsAdmitted(job.state);
   for (const Replica& r : job.replicas) holds |= HoldsResources(r.state);
-  if (holds) {
+  SetActive(job, holds);
+}
+
+void JobTable::SetActive(const Job& job, bool active) {
+  if (active) {
+    // The table's own Job, whatever `job` is a reference to.
+    const Job* stored = Find(job.id);
+    if (stored == nullptr) return;
     active_.insert(job.id);
-  } else {
-    active_.erase(job.id);
+    active_by_project_[job.project][job.id] = stored;
+    return;
   }
+  active_.erase(job.id);
+  auto it = active_by_project_.find(job.project);
+  if (it == active_by_project_.end()) return;
+  it->second.erase(job.id);
+  if (it->second.empty()) active_by_project_.erase(it);
+}
+
+const std::map<std::string, const Job*>& JobTable::ActiveOf(const std::string& project) const {
+  static const auto* const kNone = new std::map<std::string, const Job*>();
+  auto it = active_by_project_.find(project);
+  return it == active_by_project_.end() ? *kNone : it->second;
 }
 
 std::vector<std::string> JobTable::ActiveIds() const {

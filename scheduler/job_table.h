@@ -59,10 +59,13 @@ class JobTable {
   // Keeps the active set in step with the job's state and its replicas.
   void RefreshActive(const Job& job);
   // Marks the job active (a replica of it holds resources now).
-  void MarkActive(const std::string& id) { active_.insert(id); }
+  void MarkActive(const Job& job) { SetActive(job, true); }
   // The ids of active jobs, copied (for loops that may change the set).
   std::vector<std::string> ActiveIds() const;
   const std::set<std::string>& active() const { return active_; }
+  // The active jobs of one project, by id (preemption's victims are searched among a few
+  // projects' jobs, every pass).
+  const std::map<std::string, const Job*>& ActiveOf(const std::string& project) const;
 
   // Remembers where a run was launched.
   void NoteRun(const std::string& run_id, const std::string& node) { run_nodes_[run_id] = node; }
@@ -77,9 +80,13 @@ class JobTable {
   const std::map<std::string, Job>& all() const { return jobs_; }
 
  private:
+  // Adds the job to, or removes it from, the active set and its project's.
+  void SetActive(const Job& job, bool active);
+
   std::mt19937_64 rng_;
   std::map<std::string, Job> jobs_;
   std::set<std::string> active_;
+  std::map<std::string, std::map<std::string, const Job*>> active_by_project_;
   std::map<std::string, std::string> run_nodes_;
   absl::Time last_create_ = absl::InfinitePast();
 };

@@ -114,35 +114,57 @@ std::optional<AdmissionPlan::Preemption> AdmissionQueue::SearchVictims(
   preemptor.within_project = quota.preempt_within_project;
   preemptor.fits_own_quota = FitsOwnQuota(quota, usage_of(job.project), demand);
 
-  std::vector<VictimCandidate> candidates;
-  for (const std::string& id : jobs.active()) {
-    const Job* c = jobs.Find(id);
-    if (c == nullptr || !IsLive(c->state) || c->attempts.empty()) continue;
-    const Quota cq = c->project == job.project ? quota : EffectiveQuota(c->project);
-    VictimCandidate v;
-    v.job_id = c->id;
-    v.project = c->project;
-    v.cohort = cq.cohort;
-    v.priority = c->priority;
-    v.borrower = AnyBorrowed(Borrowed(cq, usage_of(c->project).used));
-    v.preemptible = c->policy.preemptible;
-    v.being_preempted = JobLifecycle::Preempting(*c) || taken.count(c->id) != 0;
-    v.started = c->attempts.back().start_time.value_or(now);
-    v.min_runtime = absl::Milliseconds(c->policy.min_runtime_ms);
-    if (!MayPreempt(preemptor, v, now)) continue;
-    // Work lost: what it holds, times the time since its last checkpoint or progress report.
-    absl::Time since = v.started;
-    if (c->last_checkpoint) since = std::max(since, *c->last_checkpoint);
-    for (const Replica& r : c->replicas) {
-      if (!HoldsResources(r.state)) continue;
-      v.holds += r.need;
-      v.allocations.push_back({r.node, ReplicaDemandOf(r)});
-      if (r.last_progress_time) since = std::max(since, *r.last_progress_time);
+  // Only the active jobs of projects that may hold a victim: its own, when it preempts within
+  // it; borrowers of its cohort, when it reclaims and fits its own quota (WhyNotVictim says why
+  // no other job is one). A pass costs its blocked jobs times these, not times every active job.
+  struct Source {
+    const std::string* project;
+    const Quota* quota;
+    bool borrower;  // it borrows from its cohort now: its jobs go first
+  };
+  std::vector<Source> projects;
+  if (PreemptsWithin(quota)) {
+    projects.push_back(
+        {&job.project, &quota, AnyBorrowed(Borrowed(quota, usage_of(job.project).used))});
+  }
+  if (Reclaims(quota) && !quota.cohort.empty() && preemptor.fits_own_quota) {
+    for (const auto& [project, u] : usage) {
+      if (project == job.project) continue;
+      const Quota* cq = FindQuota(project);
+      if (cq == nullptr) cq = &default_quota_;
+      if (cq->cohort != quota.cohort || !AnyBorrowed(Borrowed(*cq, u.used))) continue;
+      projects.push_back({&project, cq, true});
     }
-    const double seconds = absl::ToDoubleSeconds(std::max(now - since, absl::ZeroDuration()));
-    v.gpu_seconds_lost = static_cast<double>(v.holds.gpus) * seconds;
-    v.cpu_seconds_lost = v.holds.cpu * seconds;
-    candidates.push_back(std::move(v));
+  }
+  std::vector<VictimCandidate> candidates;
+  for (const Source& p : projects) {
+    for (const auto& [id, c] : jobs.ActiveOf(*p.project)) {
+      if (!IsLive(c->state) || c->attempts.empty()) continue;
+      VictimCandidate v;
+      v.job_id = c->id;
+      v.project = c->project;
+      v.cohort = p.quota->cohort;
+      v.priority = c->priority;
+      v.borrower = p.borrower;
+      v.preemptible = c->policy.preemptible;
+      v.being_preempted = JobLifecycle::Preempting(*c) || taken.count(c->id) != 0;
+      v.started = c->attempts.back().start_time.value_or(now);
+      v.min_runtime = absl::Milliseconds(c->policy.min_runtime_ms);
+      if (!MayPreempt(preemptor, v, now)) continue;
+      // Work lost: what it holds, times the time since its last checkpoint or progress report.
+      absl::Time since = v.started;
+      if (c->last_checkpoint) since = std::max(since, *c->last_checkpoint);
+      for (const Replica& r : c->replicas) {
+        if (!HoldsResources(r.state)) continue;
+        v.holds += r.need;
+        v.allocations.push_back({r.node, ReplicaDemandOf(r)});
+        if (r.last_progress_time) since = std::max(since, *r.last_progress_time);
+      }
+      const double seconds = absl::ToDoubleSeconds(std::max(now - since, absl::ZeroDuration()));
+      v.gpu_seconds_lost = static_cast<double>(v.holds.gpus) * seconds;
+      v.cpu_seconds_lost = v.holds.cpu * seconds;
+      candidates.push_back(std::move(v));
+    }
   }
   if (candidates.empty()) return std::nullopt;
 

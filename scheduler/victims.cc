@@ -10,11 +10,6 @@ namespace trainctl::sched {
 
 namespace {
 
-std::string PriorityNotLower(const Preemptor& p, const VictimCandidate& c) {
-  return absl::StrCat("its priority ", c.priority, " is not lower than ", p.job_id, "'s ",
-                      p.priority);
-}
-
 // Whether the taken victims hold at least `shortfall` in all.
 bool Covers(const std::vector<const VictimCandidate*>& victims, const Res& shortfall) {
   Res sum;
@@ -24,36 +19,82 @@ bool Covers(const std::vector<const VictimCandidate*>& victims, const Res& short
 
 }  // namespace
 
-std::string WhyNotVictim(const Preemptor& p, const VictimCandidate& c, absl::Time now) {
-  if (c.job_id == p.job_id) return "it is the waiting job";
-  if (!c.preemptible) return "scheduling.preemptible is false";
-  if (c.being_preempted) return "it is being preempted already";
-  if (now - c.started < c.min_runtime) {
-    return absl::StrCat("it has run ", FormatDuration(absl::ToInt64Milliseconds(now - c.started)),
-                        " of its minRuntime ",
-                        FormatDurationExact(absl::ToInt64Milliseconds(c.min_runtime)));
-  }
+namespace {
+
+// Why a candidate may not be a victim, as a code: MayPreempt asks every active job of a few
+// projects in every pass, and only WhyNotVictim needs the words.
+enum class NotVictim {
+  kMay,
+  kItself,
+  kNotPreemptible,
+  kBeingPreempted,
+  kMinRuntime,
+  kWithinNever,
+  kPriorityNotLower,
+  kReclaimNever,
+  kOtherCohort,
+  kBorrowsNothing,
+  kOverOwnQuota,
+};
+
+NotVictim Check(const Preemptor& p, const VictimCandidate& c, absl::Time now) {
+  if (c.job_id == p.job_id) return NotVictim::kItself;
+  if (!c.preemptible) return NotVictim::kNotPreemptible;
+  if (c.being_preempted) return NotVictim::kBeingPreempted;
+  if (now - c.started < c.min_runtime) return NotVictim::kMinRuntime;
   if (c.project == p.project) {
     if (p.within_project != v1::WITHIN_PROJECT_PREEMPTION_LOWER_PRIORITY) {
-      return absl::StrCat("project ", p.project,
-                          " does not preempt its own jobs (preemptWithinProject: never)");
+      return NotVictim::kWithinNever;
     }
-    if (c.priority >= p.priority) return PriorityNotLower(p, c);
-    return "";
+    return c.priority >= p.priority ? NotVictim::kPriorityNotLower : NotVictim::kMay;
   }
   if (p.reclaim != v1::RECLAIM_POLICY_LOWER_PRIORITY && p.reclaim != v1::RECLAIM_POLICY_ANY) {
-    return absl::StrCat("project ", p.project, " does not reclaim what it lent (reclaim: never)");
+    return NotVictim::kReclaimNever;
   }
-  if (p.cohort.empty() || c.cohort != p.cohort) {
-    return absl::StrCat("project ", c.project, " is not in ", p.project, "'s cohort");
-  }
-  if (!c.borrower) return absl::StrCat("project ", c.project, " borrows nothing");
-  if (!p.fits_own_quota) {
-    return absl::StrCat(p.job_id, " does not fit within project ", p.project,
-                        "'s own quota, so there is nothing to reclaim for it");
-  }
+  if (p.cohort.empty() || c.cohort != p.cohort) return NotVictim::kOtherCohort;
+  if (!c.borrower) return NotVictim::kBorrowsNothing;
+  if (!p.fits_own_quota) return NotVictim::kOverOwnQuota;
   if (p.reclaim == v1::RECLAIM_POLICY_LOWER_PRIORITY && c.priority >= p.priority) {
-    return PriorityNotLower(p, c);
+    return NotVictim::kPriorityNotLower;
+  }
+  return NotVictim::kMay;
+}
+
+}  // namespace
+
+bool MayPreempt(const Preemptor& p, const VictimCandidate& c, absl::Time now) {
+  return Check(p, c, now) == NotVictim::kMay;
+}
+
+std::string WhyNotVictim(const Preemptor& p, const VictimCandidate& c, absl::Time now) {
+  switch (Check(p, c, now)) {
+    case NotVictim::kMay:
+      return "";
+    case NotVictim::kItself:
+      return "it is the waiting job";
+    case NotVictim::kNotPreemptible:
+      return "scheduling.preemptible is false";
+    case NotVictim::kBeingPreempted:
+      return "it is being preempted already";
+    case NotVictim::kMinRuntime:
+      return absl::StrCat("it has run ", FormatDuration(absl::ToInt64Milliseconds(now - c.started)),
+                          " of its minRuntime ",
+                          FormatDurationExact(absl::ToInt64Milliseconds(c.min_runtime)));
+    case NotVictim::kWithinNever:
+      return absl::StrCat("project ", p.project,
+                          " does not preempt its own jobs (preemptWithinProject: never)");
+    case NotVictim::kPriorityNotLower:
+      return absl::StrCat("its priority ", c.priority, " is not lower than ", p.job_id, "'s ",
+                          p.priority);
+    case NotVictim::kReclaimNever:
+      return absl::StrCat("project ", p.project, " does not reclaim what it lent (reclaim: never)");
+    case NotVictim::kOtherCohort:
+      return absl::StrCat("project ", c.project, " is not in ", p.project, "'s cohort");
+    case NotVictim::kBorrowsNothing:
+      return absl::StrCat("project ", c.project, " borrows nothing");
+    case NotVictim::kOverOwnQuota:
+      return absl::StrCat(p.job_id, " does not fit within project ", p.project,
+                          "'s own quota, so there is nothing to reclaim for it");
   }
   return "";
 }

@@ -80,10 +80,8 @@ struct VictimCandidate {
 // Why a candidate may not be a victim of `preemptor` at `now`; empty when it may.
 std::string WhyNotVictim(const Preemptor& preemptor, const VictimCandidate& candidate,
                          absl::Time now);
-inline bool MayPreempt(const Preemptor& preemptor, const VictimCandidate& candidate,
-                       absl::Time now) {
-  return WhyNotVictim(preemptor, candidate, now).empty();
-}
+// Whether it may (WhyNotVictim would be empty), without building the words.
+bool MayPreempt(const Preemptor& preemptor, const VictimCandidate& candidate, absl::Time now);
 
 // The order victims are taken in: true when `a` goes before `b`.
 bool VictimOrder(const VictimCandidate& a, const VictimCandidate& b);

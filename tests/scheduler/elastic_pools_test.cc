@@ -67,7 +67,7 @@ struct Pools {
       j.replicas.push_back(std::move(r));
     }
     job = jobs.Insert(std::move(j));
-    jobs.MarkActive(job->id);
+    jobs.MarkActive(*job);
     for (Replica& r : job->replicas) binding.Bind(*job, &r);
   }
   Replica* R(const std::string& name) { return job->FindReplica(name); }

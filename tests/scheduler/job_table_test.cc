@@ -159,10 +159,40 @@ TEST_CASE("JobTable: the active set holds admitted jobs and jobs whose replicas 
   running->state = v1::JOB_STATE_SUCCEEDED;
   for (Replica& r : running->replicas) r.state = v1::REPLICA_STATE_SUCCEEDED;
   jobs.RefreshActive(*running);
-  jobs.MarkActive("j-queued");
+  jobs.MarkActive(*jobs.Find("j-queued"));
   CHECK(jobs.ActiveIds() == std::vector<std::string>{"j-queued", "j-retrying"});
   jobs.RefreshActive(*jobs.Find("j-queued"));  // it holds nothing after all
   CHECK(jobs.active() == std::set<std::string>{"j-retrying"});
+}
+
+TEST_CASE("JobTable: the active jobs of each project") {
+  JobTable jobs(1);
+  jobs.Insert(Placed(MakeJob("j-a1", 0, "a"), 1));
+  jobs.Insert(Placed(MakeJob("j-a2", 1, "a"), 1));
+  jobs.Insert(Placed(MakeJob("j-b1", 2, "b"), 1));
+  jobs.Insert(MakeJob("j-b2", 3, "b"));  // queued: not active
+  const auto ids = [&jobs](const std::string& project) {
+    std::set<std::string> out;
+    for (const auto& [id, job] : jobs.ActiveOf(project)) {
+      CHECK(job == jobs.Find(id));
+      out.insert(id);
+    }
+    return out;
+  };
+  CHECK(ids("a") == std::set<std::string>{"j-a1", "j-a2"});
+  CHECK(ids("b") == std::set<std::string>{"j-b1"});
+  CHECK(ids("c").empty());
+
+  Job* done = jobs.Find("j-b1");
+  done->state = v1::JOB_STATE_SUCCEEDED;
+  for (Replica& r : done->replicas) r.state = v1::REPLICA_STATE_SUCCEEDED;
+  jobs.RefreshActive(*done);
+  CHECK(ids("b").empty());
+  jobs.MarkActive(*jobs.Find("j-b2"));
+  CHECK(ids("b") == std::set<std::string>{"j-b2"});
+  jobs.Erase("j-a1");
+  CHECK(ids("a") == std::set<std::string>{"j-a2"});
+  CHECK(jobs.active() == std::set<std::string>{"j-a2", "j-b2"});
 }
 
 TEST_CASE("JobTable: LocateRun finds the node of a run, or says why not") {

@@ -64,7 +64,7 @@ struct Moving {
       j.replicas.push_back(std::move(r));
     }
     job = jobs.Insert(std::move(j));
-    jobs.MarkActive(job->id);
+    jobs.MarkActive(*job);
   }
   Replica* R(const std::string& name) { return job->FindReplica(name); }
   // Every node but `keep` goes away.
