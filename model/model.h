@@ -22,6 +22,7 @@
 #include "absl/time/time.h"
 #include "common/job_states.h"
 #include "model/job_policy.h"
+#include "model/usage_ledger.h"
 #include "trainctl/v1/agent.pb.h"
 #include "trainctl/v1/job.pb.h"
 
@@ -499,6 +500,12 @@ struct Tally {
   std::vector<End> ends;
   std::vector<Preempted> preempted;
   std::vector<PreemptionEnded> preemption_ends;
+  // A project's fair-share ledger as written this turn, with its share then (fair_share.h).
+  struct FairShareSeen {
+    UsageLedger usage;
+    double share = 0;
+  };
+  std::vector<FairShareSeen> fair_shares;
 };
 
 // What one turn of the core decided, beyond its own in-memory state: rows to persist and
@@ -520,6 +527,8 @@ struct Effects {
   std::set<std::string> quotas;
   // Projects given their replica uid (project_uids.h) this turn.
   std::set<std::string> project_uids;
+  // Projects' fair-share ledgers to write (fair_share.h: at most once a minute each).
+  std::vector<UsageLedger> usage_ledgers;
   // Jobs deleted, with their attempts, runs and events.
   std::vector<std::string> deleted_jobs;
   // For metrics only; not part of empty(): nothing in it is persisted or sent.
@@ -528,7 +537,7 @@ struct Effects {
   bool empty() const {
     return jobs.empty() && attempts.empty() && runs.empty() && nodes.empty() &&
            deleted_nodes.empty() && events.empty() && commands.empty() && quotas.empty() &&
-           project_uids.empty() && deleted_jobs.empty();
+           project_uids.empty() && usage_ledgers.empty() && deleted_jobs.empty();
   }
 };
 
@@ -575,6 +584,10 @@ struct Quota {
   // Preemption (v1::Quota.reclaim, preempt_within_project; victims.h): UNSPECIFIED is NEVER.
   v1::ReclaimPolicy reclaim = v1::RECLAIM_POLICY_UNSPECIFIED;
   v1::WithinProjectPreemption preempt_within_project = v1::WITHIN_PROJECT_PREEMPTION_UNSPECIFIED;
+  // Fair share (v1::Quota.weight; fair_share.h): its share is its usage divided by this. Unset: 1.
+  std::optional<double> weight;
+
+  double WeightOr1() const { return weight.value_or(1.0); }
 };
 
 }  // namespace trainctl::sched

@@ -447,6 +447,7 @@ Quota QuotaFromProto(const v1::Quota& p) {
   q.run_as_user = p.run_as_user();
   q.reclaim = p.reclaim();
   q.preempt_within_project = p.preempt_within_project();
+  if (p.has_weight()) q.weight = p.weight();
   return q;
 }
 
@@ -469,6 +470,7 @@ v1::Quota QuotaToProto(const Quota& q) {
   p.set_run_as_user(q.run_as_user);
   p.set_reclaim(q.reclaim);
   p.set_preempt_within_project(q.preempt_within_project);
+  if (q.weight) p.set_weight(*q.weight);
   return p;
 }
 

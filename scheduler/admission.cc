@@ -182,6 +182,10 @@ absl::Status ValidateQuota(const v1::Quota& q) {
              : "agents look users up by name"));
   }
   if (absl::Status s = ValidatePreemptionPolicy(q); !s.ok()) return s;
+  if (q.has_weight() && !(q.weight() > 0 && q.weight() <= 1e6)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("quota.weight must be more than 0 and at most 1000000, got ", q.weight()));
+  }
   return ValidateProtoDuration("quota.starvationLimit", q.starvation_limit(), 366LL * 86400);
 }
 

@@ -156,6 +156,8 @@ Quota AdmissionQueue::EffectiveQuota(const std::string& project) const {
 AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry, absl::Time now,
                                    Timers* timers) {
   AdmissionPlan plan;
+  // Usage accrues whether or not a pass is needed (fair_share.h).
+  AccrueUsage(now);
   if (!pass_needed_) return plan;
   pass_needed_ = false;
   // Nothing waits: no need to index the nodes (work that grows with the cluster, every turn that
@@ -192,14 +194,35 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
     if (job.queue_reason != reason) plan.reasons.push_back({job.id, reason});
   };
 
-  // Each project offers its jobs in order; the best next job across projects goes first.
-  using Cursor = std::pair<QueueKey, std::string>;  // (next job's key, project)
+  // Each project offers its jobs in order; across projects, retries (R17) first, then the
+  // project with the lowest fair share (then the least held now, counting this pass's starts),
+  // then the job's own key: priority, submission time (fair_share.h). With fair share off both
+  // shares are 0.
+  const Res capacity = ClusterCapacity(nodes);
+  std::map<std::string, double> shares;
+  auto share_of = [&](const std::string& project) {
+    auto [it, inserted] = shares.try_emplace(project, 0.0);
+    if (inserted) {
+      it->second = fair_share_.Share(project, EffectiveQuota(project).WeightOr1(), capacity);
+    }
+    return it->second;
+  };
+  // (retry first, share, share held now, next job's key, project)
+  using Cursor = std::tuple<int32_t, double, double, QueueKey, std::string>;
   std::set<Cursor> round;
-  for (const auto& [project, q] : project_queues_) round.insert({*q.begin(), project});
+  auto offer = [&](const std::string& project, const QueueKey& key) {
+    auto u = usage.find(project);
+    const double held = u == usage.end()
+                            ? 0
+                            : fair_share_.AllocationShare(
+                                  u->second.used, EffectiveQuota(project).WeightOr1(), capacity);
+    round.insert({std::get<0>(key), share_of(project), held, key, project});
+  };
+  for (const auto& [project, q] : project_queues_) offer(project, *q.begin());
   auto advance = [&](const std::string& project, const QueueKey& after) {
     const std::set<QueueKey>& q = project_queues_.at(project);
     auto next = q.upper_bound(after);
-    if (next != q.end()) round.insert({*next, project});
+    if (next != q.end()) offer(project, *next);
   };
   // Preemptors whose victims have gone take the room first.
   for (const std::string& id : ready) {
@@ -225,7 +248,8 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
   }
 
   while (!round.empty()) {
-    auto [key, project] = *round.begin();
+    const QueueKey key = std::get<3>(*round.begin());
+    const std::string project = std::get<4>(*round.begin());
     round.erase(round.begin());
     const Job& job = *jobs.Find(std::get<3>(key));
     if (started.count(job.id) != 0) {
@@ -454,12 +478,29 @@ std::vector<std::string> AdmissionQueue::Queued(const std::string& project, int3
   return ids;
 }
 
+const Res& AdmissionQueue::ClusterCapacity(const NodeRegistry& nodes) {
+  if (capacity_version_ != nodes.shape_version() || capacity_version_ == 0) {
+    capacity_ = Res();
+    for (const NodeFree& n : nodes.IdleNodes()) capacity_ += n.free;
+    capacity_version_ = nodes.shape_version();
+  }
+  return capacity_;
+}
+
 v1::Project AdmissionQueue::ProjectView(const std::string& project) const {
   auto q = project_queues_.find(project);
   v1::Project view =
       MakeProject(project, EffectiveQuota(project), quotas_.count(project) == 0, UsageOf(project),
                   q == project_queues_.end() ? 0 : static_cast<int32_t>(q->second.size()));
   if (std::optional<uint32_t> uid = uids_.Find(project)) view.set_replica_uid(*uid);
+  // Fair share as of the last pass (its accrual, and the cluster it counted).
+  if (const UsageLedger* ledger = fair_share_.Find(project)) {
+    v1::FairShareUsage* usage = view.mutable_usage();
+    usage->set_gpu_seconds(ledger->gpu_seconds);
+    usage->set_cpu_seconds(ledger->cpu_seconds);
+    usage->set_memory_mb_seconds(ledger->memory_mb_seconds);
+    usage->set_share(fair_share_.Share(project, EffectiveQuota(project).WeightOr1(), capacity_));
+  }
   return view;
 }
 
@@ -468,6 +509,8 @@ std::set<std::string> AdmissionQueue::Projects() const {
   for (const auto& [name, q] : quotas_) names.insert(name);
   for (const auto& [name, q] : project_queues_) names.insert(name);
   for (const auto& [name, u] : usage_) names.insert(name);
+  // A project that used the cluster is listed while its fair-share usage lasts.
+  for (const auto& [name, ledger] : fair_share_.ledgers()) names.insert(name);
   return names;
 }
 

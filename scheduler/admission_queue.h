@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "scheduler/admission.h"
+#include "scheduler/fair_share.h"
 #include "scheduler/job_table.h"
 #include "scheduler/node_selection.h"
 #include "scheduler/placement.h"
@@ -73,8 +74,9 @@ class AdmissionQueue {
  public:
   // `default_quota` is every project's quota that has none of its own; projects' replica uids
   // come from `uid_range`.
-  explicit AdmissionQueue(Quota default_quota, UidRange uid_range = {})
-      : default_quota_(std::move(default_quota)), uids_(uid_range) {}
+  explicit AdmissionQueue(Quota default_quota, UidRange uid_range = {},
+                          FairShareOptions fair_share = {})
+      : default_quota_(std::move(default_quota)), uids_(uid_range), fair_share_(fair_share) {}
 
   AdmissionQueue(const AdmissionQueue&) = delete;
   AdmissionQueue& operator=(const AdmissionQueue&) = delete;
@@ -109,6 +111,12 @@ class AdmissionQueue {
   // The project's own quota row, or nullptr when it uses the default.
   const Quota* FindQuota(const std::string& project) const;
   // Each project's replica uid (shown in ProjectView).
+  // Each project's decayed usage, which orders the queue across projects (fair_share.h).
+  FairShare& fair_share() { return fair_share_; }
+  // Brings the fair-share ledgers to `now` with what projects hold now: called before anything
+  // changes what they hold (each turn's start), and by every pass.
+  void AccrueUsage(absl::Time now) { fair_share_.Accrue(usage_, now); }
+  const FairShare& fair_share() const { return fair_share_; }
   ProjectUids& uids() { return uids_; }
   const ProjectUids& uids() const { return uids_; }
 
@@ -142,7 +150,7 @@ class AdmissionQueue {
   Quota EffectiveQuota(const std::string& project) const;
   // A project with its effective quota, usage and queued jobs, as of now.
   v1::Project ProjectView(const std::string& project) const;
-  // Projects that have a quota row, a queued job or an admitted job.
+  // Projects that have a quota row, a queued job, an admitted job or fair-share usage.
   std::set<std::string> Projects() const;
 
  private:
@@ -180,11 +188,18 @@ class AdmissionQueue {
   // Those whose victims are all gone are in `ready`: they take the room first.
   std::set<std::string> PreemptionsUnderWay(const JobTable& jobs, const NodeRegistry& nodes,
                                             std::vector<std::string>* ready);
+  // The allocatable total of the connected schedulable nodes, kept until their shape changes.
+  const Res& ClusterCapacity(const NodeRegistry& nodes);
 
   Quota default_quota_;
 
   std::map<std::string, Quota> quotas_;
   ProjectUids uids_;
+  FairShare fair_share_;
+  // The allocatable total of the connected schedulable nodes (fair share's denominators), as of
+  // capacity_version_ (NodeRegistry::shape_version()).
+  Res capacity_;
+  uint64_t capacity_version_ = 0;
   std::map<std::string, ProjectUsage> usage_;
   // Replicas holding resources, per project: a project with none holds exactly nothing (no
   // float residue of cpu sums), and leaves usage_ once it has no admitted job either.

@@ -21,7 +21,7 @@ Core::Core(CoreOptions options)
     : options_(std::move(options)),
       jobs_(options_.id_seed),
       nodes_(options_.nodes),
-      queue_(options_.default_quota, options_.replica_uid_range),
+      queue_(options_.default_quota, options_.replica_uid_range, options_.fair_share),
       lifecycle_(&jobs_, &nodes_, &queue_, &timers_, options_.skew_tolerance) {}
 
 void Core::Restore(std::vector<Job> jobs, std::vector<Node> nodes,
@@ -419,6 +419,11 @@ AdmissionPlan Core::PlanAdmissions(absl::Time now) {
 }
 
 size_t Core::StartAdmitted(const AdmissionPlan& plan, absl::Time now, Effects* fx) {
+  for (UsageLedger& row : queue_.fair_share().DueRows(now)) {
+    const double share = queue_.ProjectView(row.project).usage().share();
+    fx->tally.fair_shares.push_back({row, share});
+    fx->usage_ledgers.push_back(std::move(row));
+  }
   for (const AdmissionPlan::Stockout& s : plan.stockouts) {
     Job* job = jobs_.Find(s.job_id);
     const RetryDecision d = DecideOnStockout(*job, s.missing);

@@ -66,6 +66,9 @@ struct CoreOptions {
   // Failures whose exit times are this close count as simultaneous when the root cause of a
   // gang's failure is chosen (agents' clocks and reports disagree a little).
   absl::Duration skew_tolerance = absl::Seconds(1);
+  // Fair share across projects (fair_share.h; trainctld --fair-share, --fair-share-half-life,
+  // --fair-share-resource-weights).
+  FairShareOptions fair_share;
 };
 
 class Core {
@@ -85,6 +88,14 @@ class Core {
   // The project's replica uid, if it has one (project_uids.h).
   std::optional<uint32_t> ProjectUid(const std::string& project) const {
     return queue_.uids().Find(project);
+  }
+  // Brings the projects' fair-share ledgers to `now` (fair_share.h). The shell calls it at the
+  // start of each turn, before anything changes what replicas hold, so that the time between two
+  // turns is charged to what was held in it; each admission pass calls it too.
+  void AccrueUsage(absl::Time now) { queue_.AccrueUsage(now); }
+  // The projects' stored fair-share ledgers (fair_share.h).
+  void RestoreUsageLedgers(std::vector<UsageLedger> rows) {
+    queue_.fair_share().Restore(std::move(rows));
   }
   // The projects' stored replica uids (project_uids.h).
   void RestoreProjectUids(std::map<std::string, uint32_t> uids) {

@@ -64,6 +64,15 @@ std::vector<FlagGroup> DaemonFlagGroups() {
         {"clock-skew-tolerance", 0, Kind::kValue, "D", "",
          "GANG jobs: failures whose exit times are this close count as simultaneous, and one "
          "that is not the user's is then the root cause (default 1s; 0s..10s)"},
+        {"fair-share", 0, Kind::kValue, "on|off", "",
+         "across projects, take the next job from the project with the lowest fair share (its "
+         "decayed usage over its quota's weight); off: by priority, then submission time "
+         "(default on)"},
+        {"fair-share-half-life", 0, Kind::kValue, "D", "",
+         "usage counts half after this long (default 7d; 1h..3650d)"},
+        {"fair-share-resource-weights", 0, Kind::kValue, "gpu=W,cpu=W,memory=W", "",
+         "how much a fraction of the cluster's GPUs, CPUs and memory counts in a project's usage; "
+         "the dominant one counts (default gpu=1,cpu=1,memory=1)"},
         {"job-retention", 0, Kind::kValue, "D", "",
          "jobs that ended longer ago are deleted, with their attempts, runs and events, a few at "
          "a time (default 90d; 0: keep every job; `trainctl delete` deletes one sooner)"},

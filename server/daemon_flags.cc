@@ -21,6 +21,32 @@
 namespace trainctl::server {
 namespace {
 
+// --fair-share-resource-weights "gpu=1,cpu=0.5,memory=0.25": any of the three, each 0..1000; the
+// ones not named keep their value; not all 0.
+absl::Status ParseResourceWeights(const std::string& text, DaemonFlags* f) {
+  const std::string expected = "gpu=W,cpu=W,memory=W with each W from 0 to 1000, not all 0";
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    double w = 0;
+    if (!absl::SimpleAtod(kv.second, &w) || !(w >= 0 && w <= 1000)) {
+      return BadFlagValue("--fair-share-resource-weights", expected, text);
+    }
+    if (kv.first == "gpu") {
+      f->fair_share_gpu_weight = w;
+    } else if (kv.first == "cpu") {
+      f->fair_share_cpu_weight = w;
+    } else if (kv.first == "memory") {
+      f->fair_share_memory_weight = w;
+    } else {
+      return BadFlagValue("--fair-share-resource-weights", expected, text);
+    }
+  }
+  if (f->fair_share_gpu_weight + f->fair_share_cpu_weight + f->fair_share_memory_weight <= 0) {
+    return BadFlagValue("--fair-share-resource-weights", expected, text);
+  }
+  return absl::OkStatus();
+}
+
 // `uri` with the password of its user part ("postgres://u:PASS@h/db") and of a `password=`
 // parameter replaced by "<redacted>", so that --print-config and the SIGHUP log never show it.
 std::string RedactUriPassword(const std::string& uri) {
@@ -265,6 +291,19 @@ absl::StatusOr<DaemonFlags> FromParsed(const ParsedArgs& parsed) {
                         ParseDurationFlag("--clock-skew-tolerance", text, 0, 10'000,
                                           "a duration between 0s and 10s, e.g. 1s"));
   }
+  if (std::string text = parsed.Get("fair-share"); !text.empty()) {
+    if (text != "on" && text != "off") return BadFlagValue("--fair-share", "on or off", text);
+    f.fair_share = text == "on";
+  }
+  if (std::string text = parsed.Get("fair-share-half-life"); !text.empty()) {
+    TC_ASSIGN_OR_RETURN(
+        f.fair_share_half_life_ms,
+        ParseDurationFlag("--fair-share-half-life", text, 3'600'000, 3650 * 86'400'000LL,
+                          "a duration between 1h and 3650d, e.g. 7d"));
+  }
+  if (std::string text = parsed.Get("fair-share-resource-weights"); !text.empty()) {
+    TC_RETURN_IF_ERROR(ParseResourceWeights(text, &f));
+  }
   if (std::string text = parsed.Get("job-retention"); !text.empty()) {
     TC_ASSIGN_OR_RETURN(f.job_retention_ms,
                         ParseDurationFlag("--job-retention", text, 0, 3650 * 86'400'000LL,
@@ -394,6 +433,11 @@ std::vector<std::pair<std::string, std::string>> DaemonConfigEntries(const Daemo
       {"flap-window", FormatDurationExact(f.flap_window_ms)},
       {"settle-window", FormatDurationExact(f.settle_window_ms)},
       {"clock-skew-tolerance", FormatDurationExact(f.skew_tolerance_ms)},
+      {"fair-share", f.fair_share ? "on" : "off"},
+      {"fair-share-half-life", FormatDurationExact(f.fair_share_half_life_ms)},
+      {"fair-share-resource-weights",
+       absl::StrCat("gpu=", f.fair_share_gpu_weight, ",cpu=", f.fair_share_cpu_weight,
+                    ",memory=", f.fair_share_memory_weight)},
       {"job-retention", FormatDurationExact(f.job_retention_ms)},
       {"finished-job-cache", FormatDurationExact(f.finished_job_cache_ms)},
       {"finished-job-cache-jobs", absl::StrCat(f.finished_job_cache_jobs)},

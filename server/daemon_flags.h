@@ -79,6 +79,13 @@ struct DaemonFlags {
   int64_t settle_window_ms = 3000;
   // 0s to 10s: CoreOptions::skew_tolerance_ms.
   int64_t skew_tolerance_ms = 1000;
+  // --fair-share on|off, --fair-share-half-life (1h to 3650d), --fair-share-resource-weights
+  // gpu=W,cpu=W,memory=W (each 0 to 1000, not all 0): CoreOptions::fair_share.
+  bool fair_share = true;
+  int64_t fair_share_half_life_ms = 7 * 86'400'000LL;
+  double fair_share_gpu_weight = 1;
+  double fair_share_cpu_weight = 1;
+  double fair_share_memory_weight = 1;
   // Terminal jobs that ended longer ago are deleted: 0 (never), or 1s to 3650d.
   int64_t job_retention_ms = 90 * 86'400'000LL;
   // Terminal jobs leave memory this long after their last change: 0s to 30d.

@@ -19,6 +19,11 @@ DaemonOptions DaemonOptionsFromFlags(const DaemonFlags& flags) {
   core.nodes.flap_window = absl::Milliseconds(flags.flap_window_ms);
   core.settle_window = absl::Milliseconds(flags.settle_window_ms);
   core.skew_tolerance = absl::Milliseconds(flags.skew_tolerance_ms);
+  core.fair_share.enabled = flags.fair_share;
+  core.fair_share.half_life = absl::Milliseconds(flags.fair_share_half_life_ms);
+  core.fair_share.gpu_weight = flags.fair_share_gpu_weight;
+  core.fair_share.cpu_weight = flags.fair_share_cpu_weight;
+  core.fair_share.memory_weight = flags.fair_share_memory_weight;
   core.nodes.ports = flags.port_range;
   options.job_retention_ms = flags.job_retention_ms;
   options.finished_job_cache_ms = flags.finished_job_cache_ms;

@@ -116,7 +116,18 @@ DaemonMetrics::DaemonMetrics()
           "From a preemption's decision to the end of its victim's attempt (every replica "
           "exited, a checkpoint was reported, or the grace period ended), by the victim's "
           "project.",
-          {"project"}, WaitBuckets())) {
+          {"project"}, WaitBuckets())),
+      fair_share_(registry_.AddGauge(
+          "trainctl_project_fair_share",
+          "Each project's fair share: its dominant decayed usage over the cluster, divided by its "
+          "weight; across projects the lowest goes first. Updated at most once a minute.",
+          {"project"})),
+      fair_share_usage_(registry_.AddGauge(
+          "trainctl_project_usage_seconds",
+          "Each project's decayed usage: what its replicas held times the time they held it, "
+          "each second halved every --fair-share-half-life, by resource (gpu, cpu, memory_mb). "
+          "Updated at most once a minute.",
+          {"project", "resource"})) {
   registry_.AddGaugeFunction("trainctl_nodes", "Nodes by state and health.", {"state", "health"},
                              [this] {
                                absl::MutexLock lock(&mu_);
@@ -198,6 +209,12 @@ void DaemonMetrics::OnCommitted(const sched::Tally& tally,
   }
   for (const sched::Tally::PreemptionEnded& p : tally.preemption_ends) {
     preemption_seconds_.With({p.project}).Observe(absl::ToDoubleSeconds(p.took));
+  }
+  for (const sched::Tally::FairShareSeen& f : tally.fair_shares) {
+    fair_share_.With({f.usage.project}).Set(f.share);
+    fair_share_usage_.With({f.usage.project, "gpu"}).Set(f.usage.gpu_seconds);
+    fair_share_usage_.With({f.usage.project, "cpu"}).Set(f.usage.cpu_seconds);
+    fair_share_usage_.With({f.usage.project, "memory_mb"}).Set(f.usage.memory_mb_seconds);
   }
 }
 

@@ -86,6 +86,8 @@ class DaemonMetrics {
   metrics::HistogramFamily& submit_to_running_;
   metrics::CounterFamily& preemptions_;
   metrics::HistogramFamily& preemption_seconds_;
+  metrics::GaugeFamily& fair_share_;
+  metrics::GaugeFamily& fair_share_usage_;
   // OnCommitted's thread only: the counter of each event type, so that counting an event takes
   // neither a lock nor an allocation.
   std::map<std::string, metrics::Counter*, std::less<>> event_counters_;

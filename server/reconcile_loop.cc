@@ -135,6 +135,8 @@ void ReconcileLoop::RunTurn(std::vector<Item> items) {
   std::vector<storage::TokenRow> tokens;
   const int64_t now_ms = clock_();
   Turn turn{*core_, *store_, absl::FromUnixMillis(now_ms), &fx, &after, &tokens};
+  // Fair share: the time since the last turn is charged to what replicas held in it.
+  core_->AccrueUsage(turn.now);
   for (Item& item : items) item.work(turn);
   if (retention_ms_ > 0 && now_ms >= next_retention_ms_) ExpireJobs(turn);
   if (now_ms - last_tick_ms_ >= kTickIntervalMs) {
@@ -178,6 +180,7 @@ void ReconcileLoop::RunTurn(std::vector<Item> items) {
   for (const std::string& project : fx.project_uids) {
     batch.project_uids.emplace_back(project, *core_->ProjectUid(project));
   }
+  batch.project_usage = std::move(fx.usage_ledgers);
   batch.tokens = std::move(tokens);
   batch.deleted_jobs = std::move(fx.deleted_jobs);
   const auto commit_start = std::chrono::steady_clock::now();

@@ -34,6 +34,7 @@ absl::StatusOr<LoadedState> LoadState(storage::Store& store, const sched::CoreOp
   out.core->Restore(std::move(jobs), std::move(snap->nodes), snap->runs, std::move(quotas));
   out.core->RestoreLastCreate(absl::FromUnixMillis(snap->last_create_ms));
   out.core->RestoreProjectUids(std::move(snap->project_uids));
+  out.core->RestoreUsageLedgers(std::move(snap->project_usage));
   out.tokens = std::move(snap->tokens);
   return out;
 }

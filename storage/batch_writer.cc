@@ -120,6 +120,16 @@ absl::Status WriteBatch(Cache& cache, const BatchSql& sql, Batch& batch) {
                              batch.project_uids, [](auto& st, const auto& row) {
                                return st.Run({row.first, int64_t{row.second}});
                              }));
+  TC_RETURN_IF_ERROR(RunEach(
+      cache,
+      "INSERT INTO project_usage (project, gpu_seconds, cpu_seconds, memory_mb_seconds, as_of_ms) "
+      "VALUES (?,?,?,?,?) ON CONFLICT(project) DO UPDATE SET gpu_seconds=excluded.gpu_seconds, "
+      "cpu_seconds=excluded.cpu_seconds, memory_mb_seconds=excluded.memory_mb_seconds, "
+      "as_of_ms=excluded.as_of_ms",
+      batch.project_usage, [](auto& st, const sched::UsageLedger& u) {
+        return st.Run({u.project, u.gpu_seconds, u.cpu_seconds, u.memory_mb_seconds,
+                       absl::ToUnixMillis(u.as_of)});
+      }));
   // Last: rows this turn wrote for a job it then deleted go too.
   for (const char* sql :
        {"DELETE FROM events WHERE job_id = ?", "DELETE FROM replica_runs WHERE job_id = ?",

@@ -158,6 +158,16 @@ inline constexpr const char* kPgMigrations[] = {
       uid     BIGINT NOT NULL UNIQUE
     );
     )sql",
+    // 13 -> 14: each project's fair-share ledger (schema.h).
+    R"sql(
+    CREATE TABLE project_usage (
+      project           TEXT COLLATE "C" PRIMARY KEY,
+      gpu_seconds       DOUBLE PRECISION NOT NULL,
+      cpu_seconds       DOUBLE PRECISION NOT NULL,
+      memory_mb_seconds DOUBLE PRECISION NOT NULL,
+      as_of_ms          BIGINT NOT NULL
+    );
+    )sql",
 };
 
 // The SQLSTATE of trainctl_fence's error: this trainctld's lease epoch is no longer current.

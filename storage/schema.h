@@ -162,6 +162,17 @@ inline constexpr const char* kMigrations[] = {
       uid     INTEGER NOT NULL UNIQUE
     );
     )sql",
+    // 13 -> 14: each project's fair-share ledger (scheduler/fair_share.h): its decayed usage in
+    // GPU-, CPU- and MiB-seconds as of as_of_ms, written at most once a minute.
+    R"sql(
+    CREATE TABLE project_usage (
+      project           TEXT PRIMARY KEY,
+      gpu_seconds       REAL NOT NULL,
+      cpu_seconds       REAL NOT NULL,
+      memory_mb_seconds REAL NOT NULL,
+      as_of_ms          INTEGER NOT NULL
+    );
+    )sql",
 };
 
 }  // namespace trainctl::storage

@@ -103,6 +103,21 @@ absl::StatusOr<Snapshot> LoadSnapshot(Cache& cache, const SnapshotSql& sql, int6
     }));
   }
   {
+    TC_ASSIGN_OR_RETURN(auto* st, cache.Get("SELECT project, gpu_seconds, cpu_seconds, "
+                                            "memory_mb_seconds, as_of_ms FROM project_usage"));
+    TC_RETURN_IF_ERROR(st->Bind({}));
+    TC_RETURN_IF_ERROR(ForEachRow(*st, [&](auto& row) -> absl::Status {
+      sched::UsageLedger u;
+      u.project = row.Text(0);
+      u.gpu_seconds = row.Double(1);
+      u.cpu_seconds = row.Double(2);
+      u.memory_mb_seconds = row.Double(3);
+      u.as_of = absl::FromUnixMillis(row.Int(4));
+      snap.project_usage.push_back(std::move(u));
+      return absl::OkStatus();
+    }));
+  }
+  {
     TC_ASSIGN_OR_RETURN(auto* st, cache.Get(sql.tokens_oldest_first));
     TC_RETURN_IF_ERROR(st->Bind({}));
     TC_RETURN_IF_ERROR(ForEachRow(*st, [&](auto& row) -> absl::Status {

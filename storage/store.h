@@ -56,6 +56,8 @@ struct Snapshot {
   std::vector<v1::Quota> quotas;
   // Each project's replica uid.
   std::map<std::string, uint32_t> project_uids;
+  // Each project's fair-share ledger.
+  std::vector<sched::UsageLedger> project_usage;
   // Every API token, oldest first.
   std::vector<TokenRow> tokens;
   // Fingerprints of certificates revoked for nodes since deleted (a live node's are in its row).
@@ -80,6 +82,8 @@ struct Batch {
   // (project, uid) rows to insert: projects given their replica uid. A project's uid never
   // changes, and no two projects share one: either is a failed commit.
   std::vector<std::pair<std::string, uint32_t>> project_uids;
+  // Fair-share ledger rows to upsert, keyed by their project.
+  std::vector<sched::UsageLedger> project_usage;
   // Token rows to upsert, keyed by their id.
   std::vector<TokenRow> tokens;
   // Jobs to delete with their attempts, runs and events (after everything above is written).
@@ -88,7 +92,7 @@ struct Batch {
   bool empty() const {
     return jobs.empty() && attempts.empty() && runs.empty() && nodes.empty() &&
            deleted_nodes.empty() && events.empty() && quotas.empty() && project_uids.empty() &&
-           tokens.empty() && deleted_jobs.empty();
+           project_usage.empty() && tokens.empty() && deleted_jobs.empty();
   }
 };
 
@@ -101,7 +105,7 @@ struct EndedJob {
 class Store {
  public:
   // The schema version this build writes.
-  static constexpr int kSchemaVersion = 13;
+  static constexpr int kSchemaVersion = 14;
 
   virtual ~Store() = default;
 

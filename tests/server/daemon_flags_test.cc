@@ -208,6 +208,15 @@ TEST_CASE("a bad trainctld command line is an error that says what to give", "[d
       {With({"-x"}), "unknown flag -x"},
       {With({"--help=maybe"}), "unknown flag --help"},
       {With({"--listen"}), "--listen needs a value"},
+      {With({"--fair-share", "yes"}), "--fair-share must be on or off, got \"yes\""},
+      {With({"--fair-share-half-life", "10m"}),
+       "--fair-share-half-life must be a duration between 1h and 3650d, e.g. 7d, got \"10m\""},
+      {With({"--fair-share-resource-weights", "gpu=1,disk=2"}),
+       "--fair-share-resource-weights must be gpu=W,cpu=W,memory=W with each W from 0 to 1000, "
+       "not all 0, got \"gpu=1,disk=2\""},
+      {With({"--fair-share-resource-weights", "gpu=0,cpu=0,memory=0"}),
+       "--fair-share-resource-weights must be gpu=W,cpu=W,memory=W with each W from 0 to 1000, "
+       "not all 0, got \"gpu=0,cpu=0,memory=0\""},
       {With({"--job-retention", "500ms"}),
        "--job-retention must be 0 (keep every job) or at least 1s, got \"500ms\""},
       {With({"--job-retention", "3651d"}),
@@ -346,6 +355,24 @@ TEST_CASE("checkpoint roots are absolute directories", "[daemon_flags]") {
   CHECK(ParseDaemonFlags({"--data-dir", "/d", "--checkpoint-allowed-roots", "/ok,rel"})
             .status()
             .message() == "--checkpoint-allowed-roots: \"rel\" is not an absolute directory");
+}
+
+TEST_CASE("trainctld's fair share: on, 7d, every resource weighing 1 by default",
+          "[daemon_flags]") {
+  absl::StatusOr<DaemonFlags> defaults = ParseDaemonFlags({"--data-dir=/d"});
+  REQUIRE(defaults.ok());
+  CHECK(defaults->fair_share);
+  CHECK(defaults->fair_share_half_life_ms == 7 * 86'400'000LL);
+  CHECK(defaults->fair_share_gpu_weight == 1);
+  absl::StatusOr<DaemonFlags> set =
+      ParseDaemonFlags({"--data-dir=/d", "--fair-share=off", "--fair-share-half-life", "2d",
+                        "--fair-share-resource-weights", "cpu=0.25,memory=0"});
+  REQUIRE(set.ok());
+  CHECK_FALSE(set->fair_share);
+  CHECK(set->fair_share_half_life_ms == 2 * 86'400'000LL);
+  CHECK(set->fair_share_gpu_weight == 1);
+  CHECK(set->fair_share_cpu_weight == 0.25);
+  CHECK(set->fair_share_memory_weight == 0);
 }
 
 TEST_CASE("trainctld --replica-uid-range is FIRST-LAST, 65536-99999 by default", "[daemon_flags]") {

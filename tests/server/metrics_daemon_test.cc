@@ -35,6 +35,12 @@ TEST_CASE("a turn's tally and events move the counters they name", "[metrics]") 
   tally.first_runs = {{"vision", absl::Seconds(3)}};
   tally.preempted = {{"audio", "reclaim"}, {"audio", "reclaim"}, {"vision", "priority"}};
   tally.preemption_ends = {{"audio", absl::Seconds(40)}};
+  sched::Tally::FairShareSeen seen;
+  seen.usage.project = "vision";
+  seen.usage.gpu_seconds = 7200;
+  seen.usage.memory_mb_seconds = 1024;
+  seen.share = 0.25;
+  tally.fair_shares = {seen};
   std::vector<sched::Event> events(2);
   events[0].type = "JobQueued";
   events[1].type = "JobQueued";
@@ -64,6 +70,11 @@ TEST_CASE("a turn's tally and events move the counters they name", "[metrics]") 
   CHECK(e.Value("trainctl_preemptions_total", {{"project", "vision"}, {"reason", "priority"}}) ==
         1);
   CHECK(e.Value("trainctl_preemption_seconds_sum", {{"project", "audio"}}) == 40);
+  CHECK(e.Value("trainctl_project_fair_share", {{"project", "vision"}}) == 0.25);
+  CHECK(e.Value("trainctl_project_usage_seconds", {{"project", "vision"}, {"resource", "gpu"}}) ==
+        7200);
+  CHECK(e.Value("trainctl_project_usage_seconds",
+                {{"project", "vision"}, {"resource", "memory_mb"}}) == 1024);
   CHECK(e.Value("trainctl_sqlite_commit_seconds_count") == 1);
   CHECK(e.Value("trainctl_admission_pass_seconds_count") == 2);
   CHECK(e.Value("trainctl_admission_pass_seconds_sum") == Approx(0.002));

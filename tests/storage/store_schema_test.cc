@@ -124,6 +124,7 @@ TEST_CASE("a database at schema version 1 migrates to the current one and keeps 
   Batch b;
   b.quotas.push_back(quota);
   b.project_uids = {{"team-a", 65536}};  // schema 13
+  b.project_usage.emplace_back().project = "team-a";  // schema 14
   REQUIRE((*store)->Commit(b).ok());
   store->reset();
   auto again = SqliteStore::Open(db);
@@ -133,6 +134,7 @@ TEST_CASE("a database at schema version 1 migrates to the current one and keeps 
   REQUIRE(snap->quotas.size() == 1);
   CHECK(snap->quotas[0].gpus() == 2);
   CHECK(snap->project_uids == std::map<std::string, uint32_t>{{"team-a", 65536}});
+  REQUIRE(snap->project_usage.size() == 1);
   CHECK(snap->jobs.size() == 1);
   again->reset();
 
