@@ -122,6 +122,9 @@ std::vector<FlagSpec> QuotaSetFlags() {
       {"preempt-within-project", 0, Kind::kValue, "POLICY", "",
        "Whether a higher-priority job preempts lower-priority jobs of the same project: never "
        "or lower-priority"},
+      {"weight", 0, Kind::kValue, "W", "",
+       "Fair share: its share is its decayed usage divided by W, and across projects the "
+       "lowest share goes first (default 1; more than 0, at most 1000000)"},
   };
 }
 
@@ -169,6 +172,14 @@ absl::Status OverlayQuotaFlags(const ParsedArgs& args, v1::Quota* quota) {
       return BadFlagValue("--preempt-within-project", "never or lower-priority",
                           args.Get("preempt-within-project"));
     }
+  }
+  if (args.IsSet("weight")) {
+    double w = 0;
+    if (!absl::SimpleAtod(args.Get("weight"), &w) || !(w > 0 && w <= 1e6)) {
+      return BadFlagValue("--weight", "a number more than 0 and at most 1000000, e.g. 2",
+                          args.Get("weight"));
+    }
+    quota->set_weight(w);
   }
   if (args.IsSet("starvation-limit")) {
     absl::StatusOr<int64_t> ms =

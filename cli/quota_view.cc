@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/time_util.h"
 
@@ -12,6 +13,20 @@ namespace {
 // "4/8", or "4/-" without a limit.
 std::string Cell(const std::string& used, bool has_limit, const std::string& limit) {
   return absl::StrCat(used, "/", has_limit ? limit : "-");
+}
+
+// "1.5" or "0.25": a weight or a share, without float noise.
+std::string Number(double v) { return absl::StrFormat("%.4g", v); }
+
+// "12.5 GPU-h, 40 CPU-h, 80 GiB-h", the decayed usage in hours; "none" without any.
+std::string UsageText(const v1::FairShareUsage& u) {
+  std::vector<std::string> parts;
+  if (u.gpu_seconds() > 0) parts.push_back(absl::StrCat(Number(u.gpu_seconds() / 3600), " GPU-h"));
+  if (u.cpu_seconds() > 0) parts.push_back(absl::StrCat(Number(u.cpu_seconds() / 3600), " CPU-h"));
+  if (u.memory_mb_seconds() > 0) {
+    parts.push_back(absl::StrCat(Number(u.memory_mb_seconds() / 3600 / 1024), " GiB-h"));
+  }
+  return parts.empty() ? "none" : absl::StrJoin(parts, ", ");
 }
 
 }  // namespace
@@ -105,6 +120,10 @@ std::string RenderProject(const v1::Project& project) {
   if (!q.cohort().empty()) {
     fields.emplace_back("May borrow", ResourcesText(q.borrowing_limit(), "nothing"));
   }
+  // Fair share: its weight, its decayed usage and its share (lower goes first).
+  fields.emplace_back("Weight", Number(q.has_weight() ? q.weight() : 1));
+  fields.emplace_back("Usage", absl::StrCat(UsageText(project.usage()), " (decayed)"));
+  fields.emplace_back("Share", Number(project.usage().share()));
   // Whether it takes lent quota back, and whether its jobs preempt each other.
   fields.emplace_back("Reclaim", ReclaimText(q));
   fields.emplace_back("Preemption", PreemptWithinProjectText(q));
@@ -133,11 +152,13 @@ std::vector<std::string> ProjectRow(const v1::Project& project) {
           Cell(absl::StrCat(used.memory_mb()), q.has_memory_mb(), absl::StrCat(q.memory_mb())),
           Cell(absl::StrCat(project.running_jobs()), q.has_max_running_jobs(),
                absl::StrCat(q.max_running_jobs())),
-          absl::StrCat(project.queued_jobs())};
+          absl::StrCat(project.queued_jobs()),
+          Number(q.has_weight() ? q.weight() : 1),
+          Number(project.usage().share())};
 }
 
 std::string RenderProjectList(const google::protobuf::RepeatedPtrField<v1::Project>& projects) {
-  Table table({"NAME", "COHORT", "GPUS", "CPU", "MEMORY", "RUNNING", "QUEUED"});
+  Table table({"NAME", "COHORT", "GPUS", "CPU", "MEMORY", "RUNNING", "QUEUED", "WEIGHT", "SHARE"});
   for (const v1::Project& p : projects) table.AddRow(ProjectRow(p));
   return table.Render();
 }

@@ -66,6 +66,9 @@ TEST_CASE("quota get shows each limit as used of limit", "[binary][quota]") {
         "Queued jobs:   2\n"
         "Borrowed:      nothing\n"
         "May borrow:    2 gpus\n"
+        "Weight:        1\n"
+        "Usage:         none (decayed)\n"
+        "Share:         0\n"
         "Reclaim:       never\n"
         "Preemption:    never within the project\n"
         "Run as:        project uid\n"
@@ -82,6 +85,9 @@ TEST_CASE("quota get shows each limit as used of limit", "[binary][quota]") {
         "Running jobs:  1 / unlimited\n"
         "Queued jobs:   1\n"
         "Borrowed:      1 gpu\n"
+        "Weight:        1\n"
+        "Usage:         none (decayed)\n"
+        "Share:         0\n"
         "Reclaim:       never\n"
         "Preemption:    never within the project\n"
         "Run as:        project uid\n"
@@ -126,6 +132,9 @@ TEST_CASE("quota set overlays its flags onto the quota in force", "[binary][quot
         "Queued jobs:   0\n"
         "Borrowed:      nothing\n"
         "May borrow:    2 gpus, 4 cpu\n"
+        "Weight:        1\n"
+        "Usage:         none (decayed)\n"
+        "Share:         0\n"
         "Reclaim:       never\n"
         "Preemption:    never within the project\n"
         "Run as:        project uid\n"
@@ -186,10 +195,10 @@ TEST_CASE("projects shows used/limit per project", "[binary][quota]") {
   INFO(projects.err);
   REQUIRE(projects.exit_status == 0);
   CHECK(projects.out ==
-        "NAME     COHORT     GPUS   CPU    MEMORY    RUNNING   QUEUED\n"
-        "team-a   research   4/8    8/32   16384/-   1/4       2\n"
-        "team-s   research   0/8    0/16   0/65536   0/-       0\n"
-        "vision   -          2/-    0/-    0/-       1/-       1\n");
+        "NAME     COHORT     GPUS   CPU    MEMORY    RUNNING   QUEUED   WEIGHT   SHARE\n"
+        "team-a   research   4/8    8/32   16384/-   1/4       2        1        0\n"
+        "team-s   research   0/8    0/16   0/65536   0/-       0        1        0\n"
+        "vision   -          2/-    0/-    0/-       1/-       1        1        0\n");
   for (const char* format : {"json", "yaml"}) {
     Result listed = Fake().Run(absl::StrCat("projects -o ", format));
     REQUIRE(listed.exit_status == 0);

@@ -116,6 +116,8 @@ TEST_CASE("OverlayQuotaFlags names the flag whose value has the wrong form", "[q
             "--reclaim must be never, lower-priority or any, got \"always\""},
            {{"--preempt-within-project", "any"},
             "--preempt-within-project must be never or lower-priority, got \"any\""},
+           {{"--weight", "0"}, "--weight must be a number more than 0 and at most 1000000"},
+           {{"--weight", "heavy"}, "--weight must be a number more than 0"},
        }) {
     INFO(c.argv[0] << " " << c.argv[1]);
     v1::Quota q = Current();
@@ -142,6 +144,15 @@ TEST_CASE("OverlayQuotaFlags sets the preemption policies", "[quota_flags]") {
               .ok());
   CHECK(q.reclaim() == v1::RECLAIM_POLICY_NEVER);
   CHECK(q.preempt_within_project() == v1::WITHIN_PROJECT_PREEMPTION_NEVER);
+}
+
+TEST_CASE("OverlayQuotaFlags sets the fair-share weight", "[quota_flags]") {
+  v1::Quota q = Current();
+  CHECK_FALSE(q.has_weight());
+  REQUIRE(OverlayQuotaFlags(ParseQuotaSet({"--weight", "2.5"}), &q).ok());
+  CHECK(q.weight() == 2.5);
+  REQUIRE(OverlayQuotaFlags(ParseQuotaSet({"--gpus", "3"}), &q).ok());
+  CHECK(q.weight() == 2.5);  // kept
 }
 
 TEST_CASE("HasQuotaSetFlags sees any quota flag", "[quota_flags]") {

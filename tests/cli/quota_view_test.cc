@@ -104,6 +104,10 @@ TEST_CASE("RenderProject shows the quota, usage and borrowing", "[quota_view]") 
   p.set_running_jobs(2);
   p.set_queued_jobs(5);
   p.set_replica_uid(65600);
+  p.mutable_quota()->set_weight(2);
+  p.mutable_usage()->set_gpu_seconds(36000);
+  p.mutable_usage()->set_cpu_seconds(1800);
+  p.mutable_usage()->set_share(0.0125);
   CHECK(RenderProject(p) ==
         "Project:       team-a\n"
         "Cohort:        research\n"
@@ -115,6 +119,9 @@ TEST_CASE("RenderProject shows the quota, usage and borrowing", "[quota_view]") 
         "Queued jobs:   5\n"
         "Borrowed:      2 gpus\n"
         "May borrow:    4 gpus\n"
+        "Weight:        2\n"
+        "Usage:         10 GPU-h, 0.5 CPU-h (decayed)\n"
+        "Share:         0.0125\n"
         "Reclaim:       lower-priority\n"
         "Preemption:    lower-priority within the project\n"
         "Run as:        trainer\n"
@@ -133,6 +140,9 @@ TEST_CASE("RenderProject shows the quota, usage and borrowing", "[quota_view]") 
         "Running jobs:  0 / 1\n"
         "Queued jobs:   0\n"
         "Borrowed:      nothing\n"
+        "Weight:        1\n"
+        "Usage:         none (decayed)\n"
+        "Share:         0\n"
         "Reclaim:       never\n"
         "Preemption:    never within the project\n"
         "Run as:        project uid\n"
@@ -148,17 +158,19 @@ TEST_CASE("ProjectRow shows used/limit, a dash for no limit", "[quota_view]") {
   p.mutable_in_use()->set_memory_mb(2048);
   p.set_queued_jobs(3);
   CHECK(ProjectRow(p) ==
-        std::vector<std::string>{"team-a", "-", "4/8", "0/0.5", "2048/-", "0/0", "3"});
+        std::vector<std::string>{"team-a", "-", "4/8", "0/0.5", "2048/-", "0/0", "3", "1", "0"});
 
   v1::ListProjectsResponse response;
   *response.add_projects() = p;
   v1::Project b = MakeProject("vision");
   b.mutable_quota()->set_cohort("research");
+  b.mutable_quota()->set_weight(0.5);
+  b.mutable_usage()->set_share(1.25);
   *response.add_projects() = b;
   CHECK(RenderProjectList(response.projects()) ==
-        "NAME     COHORT     GPUS   CPU     MEMORY   RUNNING   QUEUED\n"
-        "team-a   -          4/8    0/0.5   2048/-   0/0       3\n"
-        "vision   research   0/-    0/-     0/-      0/-       0\n");
+        "NAME     COHORT     GPUS   CPU     MEMORY   RUNNING   QUEUED   WEIGHT   SHARE\n"
+        "team-a   -          4/8    0/0.5   2048/-   0/0       3        1        0\n"
+        "vision   research   0/-    0/-     0/-      0/-       0        0.5      1.25\n");
   auto yaml = FormatProjects(response, OutputFormat::kYaml);
   REQUIRE(yaml.ok());
   v1::ListProjectsResponse back;
