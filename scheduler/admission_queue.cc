@@ -198,25 +198,23 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
   // project with the lowest fair share (then the least held now, counting this pass's starts),
   // then the job's own key: priority, submission time (fair_share.h). With fair share off both
   // shares are 0.
-  const Res capacity = ClusterCapacity(nodes);
-  std::map<std::string, double> shares;
-  auto share_of = [&](const std::string& project) {
-    auto [it, inserted] = shares.try_emplace(project, 0.0);
-    if (inserted) {
-      it->second = fair_share_.Share(project, EffectiveQuota(project).WeightOr1(), capacity);
-    }
+  ClusterCapacity(nodes);
+  // (share, weight) of each project offered, computed once per pass.
+  std::map<std::string, std::pair<double, double>> shares;
+  auto share_of = [&](const std::string& project) -> const std::pair<double, double>& {
+    auto [it, inserted] = shares.try_emplace(project);
+    if (inserted) it->second = {ShareOf(project), WeightOf(project)};
     return it->second;
   };
   // (retry first, share, share held now, next job's key, project)
   using Cursor = std::tuple<int32_t, double, double, QueueKey, std::string>;
   std::set<Cursor> round;
   auto offer = [&](const std::string& project, const QueueKey& key) {
+    const auto& [share, weight] = share_of(project);
     auto u = usage.find(project);
-    const double held = u == usage.end()
-                            ? 0
-                            : fair_share_.AllocationShare(
-                                  u->second.used, EffectiveQuota(project).WeightOr1(), capacity);
-    round.insert({std::get<0>(key), share_of(project), held, key, project});
+    const double held =
+        u == usage.end() ? 0 : fair_share_.AllocationShare(u->second.used, weight, capacity_);
+    round.insert({std::get<0>(key), share, held, key, project});
   };
   for (const auto& [project, q] : project_queues_) offer(project, *q.begin());
   auto advance = [&](const std::string& project, const QueueKey& after) {
@@ -487,6 +485,15 @@ const Res& AdmissionQueue::ClusterCapacity(const NodeRegistry& nodes) {
   return capacity_;
 }
 
+double AdmissionQueue::WeightOf(const std::string& project) const {
+  const Quota* q = FindQuota(project);
+  return (q != nullptr ? *q : default_quota_).WeightOr1();
+}
+
+double AdmissionQueue::ShareOf(const std::string& project) const {
+  return fair_share_.Share(project, WeightOf(project), capacity_);
+}
+
 v1::Project AdmissionQueue::ProjectView(const std::string& project) const {
   auto q = project_queues_.find(project);
   v1::Project view =
@@ -499,7 +506,7 @@ v1::Project AdmissionQueue::ProjectView(const std::string& project) const {
     usage->set_gpu_seconds(ledger->gpu_seconds);
     usage->set_cpu_seconds(ledger->cpu_seconds);
     usage->set_memory_mb_seconds(ledger->memory_mb_seconds);
-    usage->set_share(fair_share_.Share(project, EffectiveQuota(project).WeightOr1(), capacity_));
+    usage->set_share(ShareOf(project));
   }
   return view;
 }

@@ -113,6 +113,8 @@ class AdmissionQueue {
   // Each project's replica uid (shown in ProjectView).
   // Each project's decayed usage, which orders the queue across projects (fair_share.h).
   FairShare& fair_share() { return fair_share_; }
+  // The project's fair share (fair_share.h) over the cluster as the last pass counted it.
+  double ShareOf(const std::string& project) const;
   // Brings the fair-share ledgers to `now` with what projects hold now: called before anything
   // changes what they hold (each turn's start), and by every pass.
   void AccrueUsage(absl::Time now) { fair_share_.Accrue(usage_, now); }
@@ -188,6 +190,8 @@ class AdmissionQueue {
   // Those whose victims are all gone are in `ready`: they take the room first.
   std::set<std::string> PreemptionsUnderWay(const JobTable& jobs, const NodeRegistry& nodes,
                                             std::vector<std::string>* ready);
+  // The project's quota's fair-share weight (1 unless set), without copying the quota.
+  double WeightOf(const std::string& project) const;
   // The allocatable total of the connected schedulable nodes, kept until their shape changes.
   const Res& ClusterCapacity(const NodeRegistry& nodes);
 

@@ -420,7 +420,7 @@ AdmissionPlan Core::PlanAdmissions(absl::Time now) {
 
 size_t Core::StartAdmitted(const AdmissionPlan& plan, absl::Time now, Effects* fx) {
   for (UsageLedger& row : queue_.fair_share().DueRows(now)) {
-    const double share = queue_.ProjectView(row.project).usage().share();
+    const double share = queue_.ShareOf(row.project);
     fx->tally.fair_shares.push_back({row, share});
     fx->usage_ledgers.push_back(std::move(row));
   }
