@@ -79,6 +79,7 @@ void AdmissionQueue::Dequeue(const Job& job) {
   stockout_since_.erase(job.id);
   blocked_since_.erase(job.id);
   idle_fits_.erase(IdleFitKeyOfJob(job.id));
+  if (reservation_ && reservation_->job_id == job.id) DropReservation();
 }
 
 // --- Usage ---------------------------------------------------------------------------------------
@@ -180,6 +181,22 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
     reserved = PreemptionsUnderWay(jobs, nodes, &ready);
   }
   std::set<std::string> taken;
+  // The nodes a job keeps off: preemption's, and the reservation's unless it backfills
+  // (reservation.h): its timeout ends by the reservation's expected start.
+  std::set<std::string> fenced;
+  bool fenced_stale = true;
+  auto keep_off = [&](const Job& job) -> const std::set<std::string>* {
+    if (!reservation_ || reservation_->job_id == job.id ||
+        MayBackfill(*reservation_, LatestEnd(TimeoutClockOf(job), now))) {
+      return &reserved;
+    }
+    if (fenced_stale) {
+      fenced = reserved;
+      fenced.insert(reservation_->nodes.begin(), reservation_->nodes.end());
+      fenced_stale = false;
+    }
+    return &fenced;
+  };
   // A project's first queued job that this pass has not started: what it needs back from its
   // cohort.
   auto head_demand = [&](const std::string& project) -> std::optional<Res> {
@@ -288,12 +305,20 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
       continue;
     }
     std::string reason;
+    // Blocked by capacity, not by its quota (a reservation is only for such a job).
+    bool capacity = false;
+    std::vector<ReplicaDemand> demands;
     if (qe.fits_now) {
-      std::vector<ReplicaDemand> demands;
       for (const Replica& r : job.replicas) demands.push_back(ReplicaDemandOf(r));
-      JobPlacement placed = pipeline.PlaceGang({&job.spec, &demands, ExpectedEnd(job.spec, now),
-                                                MaintenanceCheck::kAvoidFirst, &reserved});
+      const std::set<std::string>* off = keep_off(job);
+      const GangRequest request{&job.spec, &demands, ExpectedEnd(job.spec, now),
+                                MaintenanceCheck::kAvoidFirst, off};
+      JobPlacement placed = pipeline.PlaceGang(request);
       if (placed.ok()) {  // its places are taken in `free`
+        if (reservation_ && reservation_->job_id == job.id) {
+          DropReservation();
+          fenced_stale = true;
+        }
         stockout_since_.erase(job.id);
         plan.starts.push_back({job.id, std::move(placed.nodes)});
         started.insert(job.id);
@@ -308,6 +333,16 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
         advance(project, key);
         continue;
       }
+      if (off == &fenced &&
+          pipeline.CheckGang({&job.spec, &demands, request.expected_end, request.check, &reserved})
+              .ok()) {
+        // It fits only on the reservation's nodes, and would not end before its job starts.
+        set_reason(job, ReservationReason(*reservation_));
+        if (quota.queueing_strategy == v1::QUEUEING_STRATEGY_BEST_EFFORT_FIFO) {
+          advance(project, key);  // a later job of its project may backfill
+        }
+        continue;
+      }
       const std::string& missing = placed.missing;
       if (IsStockout(job, demands, missing, nodes, now, timers, &plan)) {
         // Too large for the healthy cluster even when idle: waiting for other jobs would not
@@ -319,13 +354,19 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
         continue;
       }
       reason = free.empty() ? no_nodes : placed.Reason();
+      capacity = !free.empty();
     } else {
       reason = qe.blockers[0].message();
+      if (reservation_ && reservation_->job_id == job.id) {
+        DropReservation();  // its quota holds it now, not the cluster
+        fenced_stale = true;
+      }
     }
     // Blocked by capacity or quota: would preempting others let it start?
     if (preemption) {
-      std::vector<ReplicaDemand> demands;
-      for (const Replica& r : job.replicas) demands.push_back(ReplicaDemandOf(r));
+      if (demands.empty()) {
+        for (const Replica& r : job.replicas) demands.push_back(ReplicaDemandOf(r));
+      }
       std::optional<AdmissionPlan::Preemption> found = SearchVictims(
           job, quota, demands, usage, borrowable, &pipeline, jobs, taken, reserved, now);
       if (found) {
@@ -337,6 +378,7 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
             if (HoldsResources(r.state)) reserved.insert(r.node);
           }
         }
+        fenced_stale = true;
         set_reason(job, ReasonText(BlockerKind::kPreempting,
                                    absl::StrCat("preempting ", absl::StrJoin(found->victims, ", "),
                                                 ": ", found->reason)));
@@ -344,6 +386,13 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
         ++version_;
         advance(project, key);
         continue;
+      }
+    }
+    if (capacity) {
+      Reserve(job, demands, jobs, free, windows, reserved, nodes.shape_version(), now, timers);
+      fenced_stale = true;
+      if (reservation_ && reservation_->job_id == job.id) {
+        reason = absl::StrCat(reason, "; ", ReservedText(*reservation_));
       }
     }
     set_reason(job, reason);
@@ -425,6 +474,7 @@ std::shared_ptr<const QueueState> AdmissionQueue::State(const JobTable& jobs,
   state->quotas = quotas_;
   state->usage = usage_;
   state->preempting = preempting_;
+  state->reservation = reservation_;
   if (order_ == nullptr || !order_stale_.empty()) {
     // Work that grows with the projects, and with the queues of those that changed only.
     auto order = std::make_shared<QueueOrder>();

@@ -33,6 +33,7 @@
 #include "scheduler/placement_pipeline.h"
 #include "scheduler/project_uids.h"
 #include "scheduler/queue_state.h"
+#include "scheduler/reservation.h"
 #include "scheduler/timers.h"
 #include "scheduler/topology.h"
 
@@ -73,10 +74,18 @@ struct AdmissionPlan {
 class AdmissionQueue {
  public:
   // `default_quota` is every project's quota that has none of its own; projects' replica uids
-  // come from `uid_range`.
-  explicit AdmissionQueue(Quota default_quota, UidRange uid_range = {},
-                          FairShareOptions fair_share = {})
-      : default_quota_(std::move(default_quota)), uids_(uid_range), fair_share_(fair_share) {}
+  // come from `uid_range`. A gang blocked on capacity for `reservation_after` gets the cluster's
+  // reservation (reservation.h); nullopt: never.
+  explicit AdmissionQueue(
+      Quota default_quota, UidRange uid_range = {}, FairShareOptions fair_share = {},
+      std::optional<absl::Duration> reservation_after = kDefaultReservationAfter)
+      : default_quota_(std::move(default_quota)),
+        uids_(uid_range),
+        fair_share_(fair_share),
+        reservation_after_(reservation_after) {}
+
+  // trainctld --reservation-after's default.
+  static constexpr absl::Duration kDefaultReservationAfter = absl::Minutes(10);
 
   AdmissionQueue(const AdmissionQueue&) = delete;
   AdmissionQueue& operator=(const AdmissionQueue&) = delete;
@@ -154,6 +163,8 @@ class AdmissionQueue {
   v1::Project ProjectView(const std::string& project) const;
   // Projects that have a quota row, a queued job, an admitted job or fair-share usage.
   std::set<std::string> Projects() const;
+  // The cluster's reservation (reservation.h), or nullptr while no job holds one.
+  const Reservation* reservation() const { return reservation_ ? &*reservation_ : nullptr; }
 
  private:
   // Queue order: retrying jobs first (R17), then higher priority, then earlier creation, then id.
@@ -190,6 +201,21 @@ class AdmissionQueue {
   // Those whose victims are all gone are in `ready`: they take the room first.
   std::set<std::string> PreemptionsUnderWay(const JobTable& jobs, const NodeRegistry& nodes,
                                             std::vector<std::string>* ready);
+  // --- Reservations (admission_reservation.cc) ----------------------------------------------
+
+  // The job `job`, blocked on capacity at `now` (not by its quota, not a stockout), gets the
+  // reservation once it has waited reservation_after_, unless another job holds it; one it holds
+  // is made again once its expected start passed. `free` is the pass's book (this pass's starts
+  // taken), `reserved` the nodes preemption's victims free for others.
+  void Reserve(const Job& job, const std::vector<ReplicaDemand>& demands, const JobTable& jobs,
+               const FreeIndex& free, const std::vector<NodeWindow>& windows,
+               const std::set<std::string>& reserved, uint64_t shape_version, absl::Time now,
+               Timers* timers);
+  // Drops the reservation (its job started, left the queue or waits for its quota).
+  void DropReservation();
+  // The room of every admitted job, with the latest it ends.
+  static std::vector<RunningRoom> RunningRooms(const JobTable& jobs, absl::Time now);
+
   // The project's quota's fair-share weight (1 unless set), without copying the quota.
   double WeightOf(const std::string& project) const;
   // The allocatable total of the connected schedulable nodes, kept until their shape changes.
@@ -235,6 +261,10 @@ class AdmissionQueue {
   std::map<std::string, std::set<std::string>> preempting_;
   // Whether preempting_ was rebuilt from the jobs after a restart.
   bool preempting_known_ = false;
+  std::optional<absl::Duration> reservation_after_;
+  // The one job whose room is kept (reservation.h); in memory only: after a restart the job,
+  // still blocked, gets it again at the first pass.
+  std::optional<Reservation> reservation_;
 };
 
 }  // namespace trainctl::sched

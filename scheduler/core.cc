@@ -21,7 +21,8 @@ Core::Core(CoreOptions options)
     : options_(std::move(options)),
       jobs_(options_.id_seed),
       nodes_(options_.nodes),
-      queue_(options_.default_quota, options_.replica_uid_range, options_.fair_share),
+      queue_(options_.default_quota, options_.replica_uid_range, options_.fair_share,
+             options_.reservation_after),
       lifecycle_(&jobs_, &nodes_, &queue_, &timers_, options_.skew_tolerance) {}
 
 void Core::Restore(std::vector<Job> jobs, std::vector<Node> nodes,
@@ -474,6 +475,31 @@ std::vector<v1::Job> Core::ListQueue(const std::string& project, int32_t limit,
     *out.back().mutable_queue_status() = QueueStatusOf(*state, QueuedJobOf(job), now);
   }
   return out;
+}
+
+namespace {
+
+void MarkReserved(const Reservation* reservation, v1::Node* node) {
+  if (reservation == nullptr || !reservation->Holds(node->name())) return;
+  v1::NodeReservation* r = node->mutable_reservation();
+  r->set_job_id(reservation->job_id);
+  if (reservation->expected_start) {
+    *r->mutable_expected_start_time() = ToProtoTime(*reservation->expected_start);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<v1::Node> Core::GetNode(const std::string& name) const {
+  absl::StatusOr<v1::Node> node = nodes_.View(name);
+  if (node.ok()) MarkReserved(queue_.reservation(), &*node);
+  return node;
+}
+
+std::vector<v1::Node> Core::ListNodes() const {
+  std::vector<v1::Node> views = nodes_.Views();
+  for (v1::Node& node : views) MarkReserved(queue_.reservation(), &node);
+  return views;
 }
 
 v1::Job Core::View(const Job& job, absl::Time now) const {

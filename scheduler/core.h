@@ -69,6 +69,9 @@ struct CoreOptions {
   // Fair share across projects (fair_share.h; trainctld --fair-share, --fair-share-half-life,
   // --fair-share-resource-weights).
   FairShareOptions fair_share;
+  // How long a gang blocked on capacity waits before the cluster keeps room for it
+  // (reservation.h; trainctld --reservation-after); nullopt: never.
+  std::optional<absl::Duration> reservation_after = AdmissionQueue::kDefaultReservationAfter;
 };
 
 class Core {
@@ -243,8 +246,9 @@ class Core {
   const Node* FindNode(const std::string& name) const { return nodes_.Find(name); }
   const std::map<std::string, Node>& nodes() const { return nodes_.nodes(); }
   // The API view of a node. NOT_FOUND for an unknown node.
-  absl::StatusOr<v1::Node> GetNode(const std::string& name) const { return nodes_.View(name); }
-  std::vector<v1::Node> ListNodes() const { return nodes_.Views(); }
+  // Nodes as the registry sees them, with the reservation that keeps them (reservation.h).
+  absl::StatusOr<v1::Node> GetNode(const std::string& name) const;
+  std::vector<v1::Node> ListNodes() const;
 
   // The quota row of a project, or nullptr when it uses the default quota.
   const Quota* FindQuota(const std::string& project) const { return queue_.FindQuota(project); }

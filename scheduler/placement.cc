@@ -81,6 +81,13 @@ void TakeFrom(NodeFree* node, const ReplicaDemand& demand) {
   if (demand.need.gpus > 0) node->free_gpu_indices.clear();
 }
 
+void GiveBackTo(NodeFree* node, const ReplicaDemand& demand) {
+  node->free += demand.need;
+  node->free_ports += demand.ports;
+  // Which GPUs come back is not known here: the messages leave them out.
+  if (demand.need.gpus > 0) node->free_gpu_indices.clear();
+}
+
 ReplicaDemand ReplicaDemandOf(const Replica& r) { return {r.name, r.need, PortsNeeded(r.rank)}; }
 
 int ChooseNode(const ReplicaDemand& demand, const std::vector<NodeFree>& nodes,

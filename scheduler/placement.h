@@ -47,6 +47,9 @@ struct GangOptions {
 // `node` after `demand` was placed on it: less free, and its free GPU indices no longer known.
 void TakeFrom(NodeFree* node, const ReplicaDemand& demand);
 
+// `node` after `demand` was given back to it (the opposite of TakeFrom).
+void GiveBackTo(NodeFree* node, const ReplicaDemand& demand);
+
 // What a replica of the model demands of its node.
 ReplicaDemand ReplicaDemandOf(const Replica& r);
 

@@ -44,6 +44,8 @@ const char* BlockerWord(BlockerKind kind) {
       return "PRIORITY";
     case BlockerKind::kPreempting:
       return "PREEMPTING";
+    case BlockerKind::kReservation:
+      return "RESERVATION";
   }
   return "UNKNOWN";
 }

@@ -37,6 +37,8 @@ enum class BlockerKind {
   kPriority,
   // It preempts other jobs (victims.h): their replicas checkpoint and stop to make room for it.
   kPreempting,
+  // The room it fits in is kept for the job that holds the reservation (reservation.h).
+  kReservation,
 };
 
 // The blocker a failed placement is. REQUIRES: kind != kPlaced.

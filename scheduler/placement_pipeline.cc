@@ -137,10 +137,7 @@ ReleasedView::ReleasedView(FreeIndex* book, const std::vector<Allocation>& relea
     bool seen = false;
     for (const auto& [index, before] : saved_) seen |= index == i;
     if (!seen) saved_.push_back({i, node});
-    node.free += a.demand.need;
-    node.free_ports += a.demand.ports;
-    // Which GPUs come back is not known here: the messages leave them out.
-    if (a.demand.need.gpus > 0) node.free_gpu_indices.clear();
+    GiveBackTo(&node, a.demand);
     book_->Reset(i, std::move(node));
   }
 }

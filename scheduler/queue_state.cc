@@ -23,6 +23,7 @@ QueuedJob QueuedJobOf(const Job& job) {
     q.demands.push_back(ReplicaDemandOf(r));
   }
   q.placement_spec = PlacementSpecOf(job.spec);
+  q.timeout = TimeoutClockOf(job);
   return q;
 }
 
@@ -42,6 +43,7 @@ QueuedJob QueuedJobOf(const v1::Job& job) {
     q.demands.push_back({r.name(), needs[r.pool()], PortsNeeded(r.rank())});
   }
   q.placement_spec = PlacementSpecOf(job.spec());
+  q.timeout = TimeoutClockOf(job);
   return q;
 }
 
@@ -145,10 +147,21 @@ std::vector<v1::Blocker> BlockersOf(const QueueState& state, const QueuedJob& jo
     // (placement_pipeline.h).
     FreeIndex free(state.free);
     PlacementPipeline pipeline(&free, &state.windows);
-    JobPlacement placed =
-        pipeline.CheckGang({job.placement_spec.get(), &job.demands, now + job.expected_duration,
-                            MaintenanceCheck::kShortfallFirst});
-    if (!placed.ok()) add(BlockerOf(placed.kind), placed.Reason());
+    const GangRequest request{job.placement_spec.get(), &job.demands, now + job.expected_duration,
+                              MaintenanceCheck::kShortfallFirst};
+    JobPlacement placed = pipeline.CheckGang(request);
+    if (!placed.ok()) {
+      add(BlockerOf(placed.kind), placed.Reason());
+    } else if (const std::optional<Reservation>& r = state.reservation;
+               r && r->job_id != job.id && !MayBackfill(*r, LatestEnd(job.timeout, now))) {
+      // It fits, but only on the reservation's nodes?
+      const std::set<std::string> kept(r->nodes.begin(), r->nodes.end());
+      GangRequest off = request;
+      off.reserved = &kept;
+      if (!pipeline.CheckGang(off).ok()) {
+        add(BlockerKind::kReservation, ReservationReason(*r));
+      }
+    }
   }
   return out;
 }
@@ -164,6 +177,12 @@ v1::QueueStatus QueueStatusOf(const QueueState& state, const QueuedJob& job, abs
                                             " to checkpoint and stop to make room for it")));
   }
   for (v1::Blocker& b : BlockersOf(state, job, now)) *qs.add_blockers() = std::move(b);
+  if (state.reservation && state.reservation->job_id == job.id) {
+    for (const std::string& node : state.reservation->nodes) qs.add_reserved_nodes(node);
+    if (state.reservation->expected_start) {
+      *qs.mutable_expected_start_time() = ToProtoTime(*state.reservation->expected_start);
+    }
+  }
   const std::vector<std::string>& ids = state.OrderOf(job.project);
   const int32_t ahead =
       static_cast<int32_t>(std::find(ids.begin(), ids.end(), job.id) - ids.begin());

@@ -25,6 +25,7 @@
 #include "scheduler/admission.h"
 #include "scheduler/maintenance.h"
 #include "scheduler/placement.h"
+#include "scheduler/reservation.h"
 
 namespace trainctl::sched {
 
@@ -43,6 +44,8 @@ struct QueuedJob {
   // What its spec asks of nodes beyond resources (node selections, scheduling.placement), or
   // nullptr when nothing (PlacementSpecOf).
   std::shared_ptr<const v1::JobSpec> placement_spec = nullptr;
+  // Its scheduling.timeout: whether it may start on the reservation's nodes (reservation.h).
+  TimeoutClock timeout;
 };
 
 QueuedJob QueuedJobOf(const Job& job);
@@ -77,6 +80,8 @@ struct QueueState {
   std::vector<NodeWindow> windows;
   // Waiting jobs that preempt others, with the jobs they preempt (victims.h).
   std::map<std::string, std::set<std::string>> preempting;
+  // The cluster's reservation, if a job holds one (reservation.h).
+  std::optional<Reservation> reservation;
 
   // The effective quota of a project (its own, or the default).
   Quota QuotaOf(const std::string& project) const;
