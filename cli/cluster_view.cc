@@ -5,6 +5,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "cli/job_view.h"
 #include "cli/node_view.h"
 #include "cli/states.h"
 #include "common/flag_values.h"
@@ -46,6 +47,16 @@ absl::StatusOr<NodesOutput> ParseNodesOutput(absl::string_view text) {
   return NodesOutput{*format, false};
 }
 
+// The queued job the node is kept for and its expected start: "j-abc from 10:00:00Z (in 4m)",
+// "j-abc (start unknown)"; "" when none.
+std::string ReservedForText(const v1::Node& node, int64_t now_ms) {
+  if (!node.has_reservation()) return "";
+  const v1::NodeReservation& r = node.reservation();
+  if (!r.has_expected_start_time()) return absl::StrCat(r.job_id(), " (start unknown)");
+  return absl::StrCat(r.job_id(), " from ", FormatTimestamp(r.expected_start_time()), " (",
+                      FormatCountdown(r.expected_start_time(), now_ms), ")");
+}
+
 std::vector<std::string> NodeRow(const v1::Node& node, bool wide, int64_t now_ms) {
   std::vector<std::string> row = {node.name(), NodeStateName(node.state()),
                                   NodeHealthName(node.health())};
@@ -57,6 +68,7 @@ std::vector<std::string> NodeRow(const v1::Node& node, bool wide, int64_t now_ms
   }
   if (wide) {
     row.push_back(node.agent_version().empty() ? "-" : node.agent_version());
+    row.push_back(ReservedForText(node, now_ms));  // dropped when no node is reserved
     row.push_back(node.state_reason());
   }
   return row;
@@ -71,6 +83,7 @@ std::string RenderNodeList(const google::protobuf::RepeatedPtrField<v1::Node>& n
   }
   if (wide) {
     header.push_back("AGENT");
+    header.push_back("RESERVED");
     header.push_back("REASON");
   }
   // A MAINTENANCE column while some node has a window.
@@ -83,6 +96,7 @@ std::string RenderNodeList(const google::protobuf::RepeatedPtrField<v1::Node>& n
     if (windows) row.push_back(node.has_maintenance() ? MaintenanceText(node, now_ms) : "-");
     table.AddRow(std::move(row));
   }
+  if (wide) table.DropEmptyColumns({"RESERVED"});  // while some node is kept for a job
   return table.Render();
 }
 

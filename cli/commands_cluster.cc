@@ -73,7 +73,8 @@ Command NodesCommand() {
       "until its checks pass) or LOST (no heartbeat; its replicas were moved). HEALTH is the\n"
       "result of its latest checks: HEALTHY, UNHEALTHY or UNKNOWN. CPU, MEMORY and GPUS show\n"
       "what is free of what trainctl may place on the node. -o wide adds ADDRESS, AGENT (the\n"
-      "agent's version) and REASON (why the node is in its state).\n"
+      "agent's version), RESERVED (the queued job the node is kept for, and when it is expected\n"
+      "to start) and REASON (why the node is in its state).\n"
       "'trainctl node describe NODE' shows one node's checks, config and events.",
       {{"output", 'o', FlagSpec::Kind::kValue, "FORMAT", "table",
         "Output format: table, wide, json or yaml"}},

@@ -58,6 +58,18 @@ std::string PreemptingText(const v1::Job& job) {
   return absl::StrJoin(job.queue_status().preempting(), ", ");
 }
 
+// While queued with the cluster's reservation: "node-a, node-b; expected to start at ... (in
+// 4m)", or "...; start unknown (a job it waits for has no scheduling.timeout)".
+std::string ReservedNodesText(const v1::Job& job, int64_t now_ms) {
+  const std::string start = ExpectedStartText(job, now_ms);
+  if (start.empty()) return "";
+  const std::string nodes = absl::StrJoin(job.queue_status().reserved_nodes(), ", ");
+  if (start == "unknown") {
+    return absl::StrCat(nodes, "; start unknown (a job it waits for has no scheduling.timeout)");
+  }
+  return absl::StrCat(nodes, "; expected to start at ", start);
+}
+
 }  // namespace
 
 std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
@@ -83,6 +95,7 @@ std::vector<std::pair<std::string, std::string>> JobSummaryFields(const v1::Job&
       {"Next attempt", NextAttemptText(job, now_ms)},
       {"Position", PositionText(job)},
       {"Preempting", PreemptingText(job)},
+      {"Reserved", ReservedNodesText(job, now_ms)},
       {"Preemptions", job.preemptions() > 0 ? absl::StrCat(job.preemptions()) : ""},
       {"Preempted", PreemptionText(job, now_ms)},
       {"Last checkpoint", FormatTime(job.last_checkpoint_time(), now_ms)},
@@ -91,6 +104,16 @@ std::vector<std::pair<std::string, std::string>> JobSummaryFields(const v1::Job&
       {"Ended", FormatTime(job.end_time(), now_ms)},
       {"Checkpoints", job.checkpoint_dir()},
   };
+}
+
+std::string ExpectedStartText(const v1::Job& job, int64_t now_ms) {
+  if (job.state() != v1::JOB_STATE_QUEUED || job.queue_status().reserved_nodes().empty()) {
+    return "";
+  }
+  const v1::QueueStatus& qs = job.queue_status();
+  if (!qs.has_expected_start_time()) return "unknown";
+  return absl::StrCat(FormatTimestamp(qs.expected_start_time()), " (",
+                      FormatCountdown(qs.expected_start_time(), now_ms), ")");
 }
 
 std::string PositionText(const v1::Job& job) {

@@ -36,6 +36,10 @@ std::vector<std::pair<std::string, std::string>> JobSummaryFields(const v1::Job&
 // "3 in team-a (2 jobs ahead: j-a, j-b)", "1 in team-a (first in line)"; "" otherwise.
 std::string PositionText(const v1::Job& job);
 
+// While the job is queued and holds the cluster's reservation: when it is expected to start,
+// "2026-12-04T10:00:00Z (in 4m)", or "unknown" (a job it waits for has no timeout); "" otherwise.
+std::string ExpectedStartText(const v1::Job& job, int64_t now_ms);
+
 // While the job is queued: "\nWaiting for:\n" and the message of every blocker, one per line,
 // indented by two spaces; "" when it is not queued or nothing blocks it.
 std::string RenderWaitingFor(const v1::Job& job);

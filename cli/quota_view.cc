@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "cli/job_view.h"
 #include "common/time_util.h"
 
 namespace trainctl::cli {
@@ -45,12 +46,15 @@ std::string WaitingText(const v1::Job& job, int64_t now_ms) {
 }
 
 std::string RenderQueue(const google::protobuf::RepeatedPtrField<v1::Job>& jobs, int64_t now_ms) {
-  Table table({"POSITION", "ID", "NAME", "PROJECT", "PRIORITY", "WAITING", "REASON"});
+  // START, while a job holds the cluster's reservation: when it is expected to start (as squeue
+  // --start); "-" for the others (one reservation at a time).
+  Table table({"POSITION", "ID", "NAME", "PROJECT", "PRIORITY", "WAITING", "START", "REASON"});
   for (const v1::Job& job : jobs) {
     table.AddRow({absl::StrCat(job.queue_status().position()), job.id(), job.display_name(),
                   job.project(), absl::StrCat(job.priority()), WaitingText(job, now_ms),
-                  BlockerSummary(job)});
+                  ExpectedStartText(job, now_ms), BlockerSummary(job)});
   }
+  table.DropEmptyColumns({"START"});
   return table.Render();
 }
 

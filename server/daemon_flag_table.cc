@@ -73,6 +73,11 @@ std::vector<FlagGroup> DaemonFlagGroups() {
         {"fair-share-resource-weights", 0, Kind::kValue, "gpu=W,cpu=W,memory=W", "",
          "how much a fraction of the cluster's GPUs, CPUs and memory counts in a project's usage; "
          "the dominant one counts (default gpu=1,cpu=1,memory=1)"},
+        {"reservation-after", 0, Kind::kValue, "D|off", "",
+         "a job blocked on capacity (not its quota) this long gets the cluster's reservation: "
+         "the nodes where it would start soonest are kept for it, and another job starts there "
+         "only if its scheduling.timeout ends before then; one job at a time (default 10m; "
+         "0s..30d; off: never)"},
         {"job-retention", 0, Kind::kValue, "D", "",
          "jobs that ended longer ago are deleted, with their attempts, runs and events, a few at "
          "a time (default 90d; 0: keep every job; `trainctl delete` deletes one sooner)"},

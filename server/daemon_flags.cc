@@ -304,6 +304,15 @@ absl::StatusOr<DaemonFlags> FromParsed(const ParsedArgs& parsed) {
   if (std::string text = parsed.Get("fair-share-resource-weights"); !text.empty()) {
     TC_RETURN_IF_ERROR(ParseResourceWeights(text, &f));
   }
+  if (std::string text = parsed.Get("reservation-after"); !text.empty()) {
+    if (text == "off") {
+      f.reservation_after_ms = -1;
+    } else {
+      TC_ASSIGN_OR_RETURN(f.reservation_after_ms,
+                          ParseDurationFlag("--reservation-after", text, 0, 30 * 86'400'000LL,
+                                            "a duration between 0s and 30d, e.g. 10m, or off"));
+    }
+  }
   if (std::string text = parsed.Get("job-retention"); !text.empty()) {
     TC_ASSIGN_OR_RETURN(f.job_retention_ms,
                         ParseDurationFlag("--job-retention", text, 0, 3650 * 86'400'000LL,
@@ -438,6 +447,8 @@ std::vector<std::pair<std::string, std::string>> DaemonConfigEntries(const Daemo
       {"fair-share-resource-weights",
        absl::StrCat("gpu=", f.fair_share_gpu_weight, ",cpu=", f.fair_share_cpu_weight,
                     ",memory=", f.fair_share_memory_weight)},
+      {"reservation-after",
+       f.reservation_after_ms < 0 ? "off" : FormatDurationExact(f.reservation_after_ms)},
       {"job-retention", FormatDurationExact(f.job_retention_ms)},
       {"finished-job-cache", FormatDurationExact(f.finished_job_cache_ms)},
       {"finished-job-cache-jobs", absl::StrCat(f.finished_job_cache_jobs)},

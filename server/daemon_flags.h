@@ -86,6 +86,8 @@ struct DaemonFlags {
   double fair_share_gpu_weight = 1;
   double fair_share_cpu_weight = 1;
   double fair_share_memory_weight = 1;
+  // --reservation-after D|off (0s..30d; default 10m): CoreOptions::reservation_after; -1: off.
+  int64_t reservation_after_ms = 600'000;
   // Terminal jobs that ended longer ago are deleted: 0 (never), or 1s to 3650d.
   int64_t job_retention_ms = 90 * 86'400'000LL;
   // Terminal jobs leave memory this long after their last change: 0s to 30d.

@@ -24,6 +24,11 @@ DaemonOptions DaemonOptionsFromFlags(const DaemonFlags& flags) {
   core.fair_share.gpu_weight = flags.fair_share_gpu_weight;
   core.fair_share.cpu_weight = flags.fair_share_cpu_weight;
   core.fair_share.memory_weight = flags.fair_share_memory_weight;
+  if (flags.reservation_after_ms >= 0) {
+    core.reservation_after = absl::Milliseconds(flags.reservation_after_ms);
+  } else {
+    core.reservation_after.reset();
+  }
   core.nodes.ports = flags.port_range;
   options.job_retention_ms = flags.job_retention_ms;
   options.finished_job_cache_ms = flags.finished_job_cache_ms;

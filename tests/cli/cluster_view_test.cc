@@ -57,10 +57,10 @@ TEST_CASE("NodeRow shows state, health, free/allocatable resources and the heart
   CHECK(NodeRow(lost, false, kNowMs) == std::vector<std::string>{"node-b", "LOST", "UNKNOWN",
                                                                  "3.5/4", "3968/4096Mi", "6/8", "1",
                                                                  "-"});
-  // Wide: ADDRESS after HEALTH, AGENT and REASON at the end.
-  CHECK(NodeRow(lost, true, kNowMs) == std::vector<std::string>{"node-b", "LOST", "UNKNOWN", "-",
-                                                                "3.5/4", "3968/4096Mi", "6/8", "1",
-                                                                "-", "-", "no heartbeat for 30s"});
+  // Wide: ADDRESS after HEALTH, AGENT, RESERVED and REASON at the end.
+  CHECK(NodeRow(lost, true, kNowMs) ==
+        std::vector<std::string>{"node-b", "LOST", "UNKNOWN", "-", "3.5/4", "3968/4096Mi", "6/8",
+                                 "1", "-", "-", "", "no heartbeat for 30s"});
   // A server that reports no node states.
   v1::Node old = MakeNode("node-c", v1::NODE_STATE_UNSPECIFIED, v1::NODE_HEALTH_UNSPECIFIED, 0);
   CHECK(NodeRow(old, false, kNowMs)[1] == "-");
@@ -89,6 +89,28 @@ TEST_CASE("RenderNodeList adds a MAINTENANCE column while some node has a window
   CHECK(MaintenanceText(*planned, kNowMs) ==
         "now, until " + FormatRfc3339(kNowMs - 60'000 + 2 * 3'600'000) + " (BIOS update)");
   CHECK(MaintenanceText(response.nodes(0), kNowMs).empty());
+}
+
+TEST_CASE("nodes -o wide adds a RESERVED column while a node is kept for a queued job",
+          "[cluster_view]") {
+  v1::ListNodesResponse response;
+  *response.add_nodes() = MakeNode("node-a", v1::NODE_STATE_READY, v1::NODE_HEALTH_HEALTHY, 3000);
+  *response.add_nodes() = MakeNode("node-b", v1::NODE_STATE_READY, v1::NODE_HEALTH_HEALTHY, 3000);
+  CHECK(RenderNodeList(response.nodes(), true, kNowMs).find("RESERVED") == std::string::npos);
+  v1::NodeReservation* r = response.mutable_nodes(1)->mutable_reservation();
+  r->set_job_id("j-gang");
+  *r->mutable_expected_start_time() = MsToTimestamp(kNowMs + 4 * 60'000);
+  const std::string table = RenderNodeList(response.nodes(), true, kNowMs);
+  CHECK_THAT(table, Catch::Contains("RESERVED"));
+  CHECK_THAT(table,
+             Catch::Contains("j-gang from " + FormatRfc3339(kNowMs + 4 * 60'000) + " (in 4m)"));
+  // node-a is kept for nobody.
+  CHECK_THAT(table, Catch::Contains("3s ago      -       -\n"));
+  r->clear_expected_start_time();
+  CHECK_THAT(RenderNodeList(response.nodes(), true, kNowMs),
+             Catch::Contains("j-gang (start unknown)"));
+  // The plain table has no such column.
+  CHECK(RenderNodeList(response.nodes(), false, kNowMs).find("RESERVED") == std::string::npos);
 }
 
 TEST_CASE("RenderNodeList renders a header and one row per node", "[cluster_view]") {

@@ -211,6 +211,9 @@ TEST_CASE("a bad trainctld command line is an error that says what to give", "[d
       {With({"--fair-share", "yes"}), "--fair-share must be on or off, got \"yes\""},
       {With({"--fair-share-half-life", "10m"}),
        "--fair-share-half-life must be a duration between 1h and 3650d, e.g. 7d, got \"10m\""},
+      {With({"--reservation-after", "forever"}),
+       "--reservation-after must be a duration between 0s and 30d, e.g. 10m, or off, got "
+       "\"forever\""},
       {With({"--fair-share-resource-weights", "gpu=1,disk=2"}),
        "--fair-share-resource-weights must be gpu=W,cpu=W,memory=W with each W from 0 to 1000, "
        "not all 0, got \"gpu=1,disk=2\""},
@@ -357,7 +360,7 @@ TEST_CASE("checkpoint roots are absolute directories", "[daemon_flags]") {
             .message() == "--checkpoint-allowed-roots: \"rel\" is not an absolute directory");
 }
 
-TEST_CASE("trainctld's fair share: on, 7d, every resource weighing 1 by default",
+TEST_CASE("trainctld's fair share: on, 7d, every resource weighing 1; --reservation-after 10m",
           "[daemon_flags]") {
   absl::StatusOr<DaemonFlags> defaults = ParseDaemonFlags({"--data-dir=/d"});
   REQUIRE(defaults.ok());
@@ -373,6 +376,11 @@ TEST_CASE("trainctld's fair share: on, 7d, every resource weighing 1 by default"
   CHECK(set->fair_share_gpu_weight == 1);
   CHECK(set->fair_share_cpu_weight == 0.25);
   CHECK(set->fair_share_memory_weight == 0);
+
+  CHECK(defaults->reservation_after_ms == 600'000);
+  CHECK(ParseDaemonFlags({"--data-dir=/d", "--reservation-after=off"})->reservation_after_ms == -1);
+  CHECK(ParseDaemonFlags({"--data-dir=/d", "--reservation-after=30s"})->reservation_after_ms ==
+        30'000);
 }
 
 TEST_CASE("trainctld --replica-uid-range is FIRST-LAST, 65536-99999 by default", "[daemon_flags]") {
