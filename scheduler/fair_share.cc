@@ -106,4 +106,26 @@ double FairShare::AllocationShare(const Res& held, double weight, const Res& cap
          weight;
 }
 
+bool BeyondCohortShare(const std::string& project, const Quota& quota,
+                       const std::map<std::string, Quota>& quotas, const Res& used) {
+  if (quota.cohort.empty()) return false;
+  Res nominal;
+  double weights = 0;
+  auto add = [&](const Quota& q) {
+    nominal.gpus += q.gpus.value_or(0);
+    nominal.cpu += q.cpu.value_or(0);
+    nominal.memory_mb += q.memory_mb.value_or(0);
+    weights += q.WeightOr1();
+  };
+  for (const auto& [name, q] : quotas) {
+    if (name != project && q.cohort == quota.cohort) add(q);
+  }
+  add(quota);
+  const double fraction = quota.WeightOr1() / weights;
+  return (nominal.gpus > 0 && static_cast<double>(used.gpus) > fraction * nominal.gpus) ||
+         (nominal.cpu > 0 && used.cpu > fraction * nominal.cpu) ||
+         (nominal.memory_mb > 0 &&
+          static_cast<double>(used.memory_mb) > fraction * static_cast<double>(nominal.memory_mb));
+}
+
 }  // namespace trainctl::sched

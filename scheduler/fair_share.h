@@ -87,4 +87,12 @@ class FairShare {
   std::optional<absl::Time> last_accrual_;
 };
 
+// Whether `project` (with `quota`) holds more than its fair share of its cohort: on some resource
+// the cohort's members have nominal quota of, `used` is more than their sum times the project's
+// weight over the sum of the members' weights (`quotas`: the projects' own quotas; the project
+// counts whether or not it has a row). False without a cohort. Preemption takes the jobs of such a
+// borrower first (victims.h).
+bool BeyondCohortShare(const std::string& project, const Quota& quota,
+                       const std::map<std::string, Quota>& quotas, const Res& used);
+
 }  // namespace trainctl::sched

@@ -121,11 +121,14 @@ std::optional<AdmissionPlan::Preemption> AdmissionQueue::SearchVictims(
     const std::string* project;
     const Quota* quota;
     bool borrower;  // it borrows from its cohort now: its jobs go first
+    bool beyond;    // a borrower beyond its fair share of the cohort: before the others
   };
   std::vector<Source> projects;
   if (PreemptsWithin(quota)) {
-    projects.push_back(
-        {&job.project, &quota, AnyBorrowed(Borrowed(quota, usage_of(job.project).used))});
+    const Res used = usage_of(job.project).used;
+    const bool borrower = AnyBorrowed(Borrowed(quota, used));
+    projects.push_back({&job.project, &quota, borrower,
+                        borrower && BeyondCohortShare(job.project, quota, quotas_, used)});
   }
   if (Reclaims(quota) && !quota.cohort.empty() && preemptor.fits_own_quota) {
     for (const auto& [project, u] : usage) {
@@ -133,7 +136,7 @@ std::optional<AdmissionPlan::Preemption> AdmissionQueue::SearchVictims(
       const Quota* cq = FindQuota(project);
       if (cq == nullptr) cq = &default_quota_;
       if (cq->cohort != quota.cohort || !AnyBorrowed(Borrowed(*cq, u.used))) continue;
-      projects.push_back({&project, cq, true});
+      projects.push_back({&project, cq, true, BeyondCohortShare(project, *cq, quotas_, u.used)});
     }
   }
   std::vector<VictimCandidate> candidates;
@@ -146,6 +149,7 @@ std::optional<AdmissionPlan::Preemption> AdmissionQueue::SearchVictims(
       v.cohort = p.quota->cohort;
       v.priority = c->priority;
       v.borrower = p.borrower;
+      v.beyond_fair_share = p.beyond;
       v.preemptible = c->policy.preemptible;
       v.being_preempted = JobLifecycle::Preempting(*c) || taken.count(c->id) != 0;
       v.started = c->attempts.back().start_time.value_or(now);

@@ -100,11 +100,13 @@ std::string WhyNotVictim(const Preemptor& p, const VictimCandidate& c, absl::Tim
 }
 
 bool VictimOrder(const VictimCandidate& a, const VictimCandidate& b) {
-  // Borrowers first (true before false), lower priority, less work lost, started later, id.
-  // The start times trade places: the later start goes first.
-  return std::tie(b.borrower, a.priority, a.gpu_seconds_lost, a.cpu_seconds_lost, b.started,
-                  a.job_id) < std::tie(a.borrower, b.priority, b.gpu_seconds_lost,
-                                       b.cpu_seconds_lost, a.started, b.job_id);
+  // Borrowers first (true before false), those beyond their fair share of the cohort first,
+  // lower priority, less work lost, started later, id. The start times trade places: the later
+  // start goes first.
+  return std::tie(b.borrower, b.beyond_fair_share, a.priority, a.gpu_seconds_lost,
+                  a.cpu_seconds_lost, b.started,
+                  a.job_id) < std::tie(a.borrower, a.beyond_fair_share, b.priority,
+                                       b.gpu_seconds_lost, b.cpu_seconds_lost, a.started, b.job_id);
 }
 
 std::optional<std::vector<std::string>> ChooseVictims(

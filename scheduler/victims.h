@@ -9,7 +9,8 @@
 //     lets higher priority preempt lower (preemptWithinProject), or of a project of its cohort
 //     that borrows when the waiting job's project takes back what it lent (reclaim) and the
 //     waiting job fits within its project's own quota;
-//   - in which order victims are taken (VictimOrder): borrowers first, then lower priority, then
+//   - in which order victims are taken (VictimOrder): borrowers first (those beyond their fair
+//     share of the cohort before those within it), then lower priority, then
 //     the least work lost (allocated GPUs, then CPUs, times the time since the job's last
 //     checkpoint or progress report), then the most recently started;
 //   - the set (ChooseVictims): victims are added in that order until the waiting job fits, its
@@ -61,6 +62,9 @@ struct VictimCandidate {
   int32_t priority = 0;
   // Its project uses more than its own quota (borrows from the cohort).
   bool borrower = false;
+  // A borrower whose project holds more than its fair share of the cohort (BeyondCohortShare,
+  // fair_share.h): taken before the borrowers within theirs.
+  bool beyond_fair_share = false;
   // scheduling.preemptible (default true).
   bool preemptible = true;
   // It is being preempted already (for another waiting job): its room is that job's.

@@ -196,5 +196,34 @@ TEST_CASE("fair share: projects with no history take turns within one pass") {
   CHECK(started == std::set<std::string>{a[0], b[0]});
 }
 
+TEST_CASE("fair share: a borrower beyond its weighted share of the cohort's nominal quota") {
+  // Cohort "research": lender 8 GPUs, weight 2; b and c 0 GPUs, weight 1 each. Fair shares of
+  // the 8 GPUs: lender 4, b 2, c 2.
+  std::map<std::string, Quota> quotas;
+  auto add = [&](const std::string& name, int32_t gpus, double weight) {
+    Quota q;
+    q.project = name;
+    q.gpus = gpus;
+    q.cohort = "research";
+    q.weight = weight;
+    quotas[name] = q;
+  };
+  add("lender", 8, 2);
+  add("b", 0, 1);
+  add("c", 0, 1);
+  CHECK_FALSE(BeyondCohortShare("b", quotas.at("b"), quotas, Res{0, 0, 2}));
+  CHECK(BeyondCohortShare("b", quotas.at("b"), quotas, Res{0, 0, 3}));
+  CHECK_FALSE(BeyondCohortShare("lender", quotas.at("lender"), quotas, Res{0, 0, 4}));
+  // A resource no member has quota of does not count; no cohort: never.
+  CHECK_FALSE(BeyondCohortShare("c", quotas.at("c"), quotas, Res{64, 0, 1}));
+  Quota alone;
+  alone.project = "alone";
+  CHECK_FALSE(BeyondCohortShare("alone", alone, quotas, Res{0, 0, 100}));
+  // A project without a row of its own counts with the quota it has (the default's cohort).
+  Quota joiner = quotas.at("c");
+  joiner.project = "d";
+  CHECK(BeyondCohortShare("d", joiner, quotas, Res{0, 0, 2}));  // 8 / 5 = 1.6 GPUs
+}
+
 }  // namespace
 }  // namespace trainctl::sched

@@ -239,3 +239,64 @@ TEST_CASE("preemption: within a project, a higher-priority job preempts a lower 
 
 }  // namespace
 }  // namespace trainctl::sched::testing
+
+namespace trainctl::sched::testing {
+namespace {
+
+TEST_CASE(
+    "preemption: a borrower beyond its fair share of the cohort is a victim before one "
+    "within it",
+    "[preemption]") {
+  // 8 GPUs; lender (6 GPUs, reclaims any), wide and narrow (1 GPU each, may borrow 8), one cohort
+  // of weight 1 each: fair shares of 8/3 GPUs.
+  Core core{TestOptions(9)};
+  absl::Time now = kT0;
+  Effects fx;
+  core.AgentRegistered(Reg("node-g", 16, 65536, 8), now, &fx);
+  auto quota = [&](const std::string& project, int32_t gpus, v1::ReclaimPolicy reclaim) {
+    Quota q;
+    q.project = project;
+    q.gpus = gpus;
+    q.cohort = "research";
+    q.reclaim = reclaim;
+    q.borrowing_limit.gpus = 8;
+    q.has_borrowing_limit = true;
+    REQUIRE(core.SetQuota(q, now, &fx).ok());
+  };
+  quota("lender", 6, v1::RECLAIM_POLICY_ANY);
+  quota("wide", 1, v1::RECLAIM_POLICY_NEVER);
+  quota("narrow", 1, v1::RECLAIM_POLICY_NEVER);
+  auto run = [&](const v1::JobSpec& spec) {
+    Effects ran;
+    absl::StatusOr<const Job*> job = core.SubmitJob(spec, now, &ran);
+    REQUIRE(job.ok());
+    const std::string id = (*job)->id;
+    core.Schedule(now, &ran);
+    for (const v1::LaunchReplica& l : Launches(ran)) {
+      Effects started;
+      core.ReplicaStarted("node-g", Started(l.run_id()), now, &started);
+    }
+    return id;
+  };
+  // wide holds 4 GPUs (beyond 8/3), from earlier, with more work to lose; narrow holds 2 (within)
+  // and started last: on priority, work lost and start alone it would go first.
+  const std::string wide = run(GpuJob("wide", 0, 4));
+  REQUIRE(core.FindJob(wide)->state == v1::JOB_STATE_RUNNING);
+  now += absl::Minutes(30);
+  const std::string narrow = run(GpuJob("narrow", 0, 2));
+  REQUIRE(core.FindJob(narrow)->state == v1::JOB_STATE_RUNNING);
+  now += absl::Minutes(1);
+  Effects submitted;
+  absl::StatusOr<const Job*> urgent = core.SubmitJob(GpuJob("lender", 0, 4), now, &submitted);
+  REQUIRE(urgent.ok());
+  core.Schedule(now, &submitted);
+  // 2 GPUs are free: either victim would do. The one beyond its share goes.
+  const std::vector<v1::NoticeReplica> notices = Notices(submitted);
+  REQUIRE(notices.size() == 1);
+  CHECK(notices[0].run_id() == core.FindJob(wide)->RunIdOf(core.FindJob(wide)->replicas[0]));
+  CHECK(core.FindJob(wide)->preemption.has_value());
+  CHECK_FALSE(core.FindJob(narrow)->preemption.has_value());
+}
+
+}  // namespace
+}  // namespace trainctl::sched::testing

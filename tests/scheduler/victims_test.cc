@@ -78,6 +78,26 @@ TEST_CASE("victims: borrowers go before lower priority, then least work lost, th
                                           "own-mid-much", "own-mid-early"});
 }
 
+TEST_CASE("victims: a borrower beyond its fair share of the cohort goes before one within it",
+          "[victims]") {
+  // Within its share, lower priority and less work lost: it would go first on those alone.
+  VictimCandidate within = Candidate("within", "b", 0, 1);
+  within.borrower = true;
+  VictimCandidate beyond = Candidate("beyond", "c", 10, 4);
+  beyond.borrower = true;
+  beyond.beyond_fair_share = true;
+  beyond.gpu_seconds_lost = 1e6;
+  VictimCandidate own = Candidate("own", "lender", 0, 1);
+  std::vector<VictimCandidate> all = {own, within, beyond};
+  std::sort(all.begin(), all.end(), VictimOrder);
+  std::vector<std::string> order;
+  for (const VictimCandidate& c : all) order.push_back(c.job_id);
+  CHECK(order == std::vector<std::string>{"beyond", "within", "own"});
+  // So the job that needs one GPU takes the borrower beyond its share alone.
+  GpuRoom room{1, {}};
+  CHECK(Ids(ChooseVictims({within, beyond}, std::ref(room))) == std::vector<std::string>{"beyond"});
+}
+
 TEST_CASE("victims: the set is minimal, dropping the victims taken first that are not needed",
           "[victims]") {
   // In the order taken: two 1-GPU borrowers, then a 4-GPU one. The job needs 4 GPUs: after the
