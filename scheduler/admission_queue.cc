@@ -197,6 +197,10 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
     }
     return &fenced;
   };
+  // The first job in this pass's order that waited long enough for the reservation while another
+  // job held it.
+  const Job* candidate = nullptr;
+  std::vector<ReplicaDemand> candidate_demands;
   // A project's first queued job that this pass has not started: what it needs back from its
   // cohort.
   auto head_demand = [&](const std::string& project) -> std::optional<Res> {
@@ -388,8 +392,15 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
         continue;
       }
     }
-    if (capacity) {
-      Reserve(job, demands, jobs, free, windows, reserved, nodes.shape_version(), now, timers);
+    // A job ahead of it in this pass's order waits for the reservation that was given up in
+    // this pass: it takes it at the pass's end.
+    if (capacity && (reservation_ || candidate == nullptr)) {
+      if (!Reserve(job, demands, jobs, free, windows, reserved, nodes.shape_version(), now,
+                   timers) &&
+          candidate == nullptr) {
+        candidate = &job;
+        candidate_demands = demands;
+      }
       fenced_stale = true;
       if (reservation_ && reservation_->job_id == job.id) {
         reason = absl::StrCat(reason, "; ", ReservedText(*reservation_));
@@ -404,6 +415,12 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
         advance(project, key);  // later jobs may go past it, for now
       }
     }
+  }
+  // The reservation's job started in this pass: the first job in this pass's order that waited
+  // long enough takes it over.
+  if (!reservation_ && candidate != nullptr) {
+    Reserve(*candidate, candidate_demands, jobs, free, windows, reserved, nodes.shape_version(),
+            now, timers);
   }
   return plan;
 }

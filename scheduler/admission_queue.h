@@ -205,9 +205,10 @@ class AdmissionQueue {
 
   // The job `job`, blocked on capacity at `now` (not by its quota, not a stockout), gets the
   // reservation once it has waited reservation_after_, unless another job holds it; one it holds
-  // is made again once its expected start passed. `free` is the pass's book (this pass's starts
-  // taken), `reserved` the nodes preemption's victims free for others.
-  void Reserve(const Job& job, const std::vector<ReplicaDemand>& demands, const JobTable& jobs,
+  // is made again once its expected start passed or the nodes changed. `free` is the pass's book
+  // (this pass's starts taken), `reserved` the nodes preemption's victims free for others.
+  // Returns false when the job waited long enough but another job holds the reservation.
+  bool Reserve(const Job& job, const std::vector<ReplicaDemand>& demands, const JobTable& jobs,
                const FreeIndex& free, const std::vector<NodeWindow>& windows,
                const std::set<std::string>& reserved, uint64_t shape_version, absl::Time now,
                Timers* timers);

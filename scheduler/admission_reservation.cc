@@ -28,23 +28,23 @@ std::vector<RunningRoom> AdmissionQueue::RunningRooms(const JobTable& jobs, absl
   return rooms;
 }
 
-void AdmissionQueue::Reserve(const Job& job, const std::vector<ReplicaDemand>& demands,
+bool AdmissionQueue::Reserve(const Job& job, const std::vector<ReplicaDemand>& demands,
                              const JobTable& jobs, const FreeIndex& free,
                              const std::vector<NodeWindow>& windows,
                              const std::set<std::string>& reserved, uint64_t shape_version,
                              absl::Time now, Timers* timers) {
-  if (!reservation_after_) return;
-  if (reservation_ && reservation_->job_id != job.id) return;  // one at a time
+  if (!reservation_after_) return true;
   const absl::Time since = job.queue_time.value_or(job.create_time);
   if (now - since < *reservation_after_) {
     timers->WakeAt(since + *reservation_after_);
-    return;
+    return true;
   }
+  if (reservation_ && reservation_->job_id != job.id) return false;  // one at a time
   // Kept until the nodes change or its expected start passes without room (a job overran its
   // grace period, a node went away): then made again from what runs now.
   if (reservation_ && reservation_->shape_version == shape_version &&
       (!reservation_->expected_start || now < *reservation_->expected_start)) {
-    return;
+    return true;
   }
   std::optional<Reservation> made = PlanReservation(
       job.id, job.spec, demands, free.nodes(), windows, RunningRooms(jobs, now), &reserved, now);
@@ -60,6 +60,7 @@ void AdmissionQueue::Reserve(const Job& job, const std::vector<ReplicaDemand>& d
     ++version_;
   }
   reservation_ = std::move(made);
+  return true;
 }
 
 }  // namespace trainctl::sched
