@@ -9,7 +9,8 @@
 // quotas lifted, the cluster full, 980 more nodes without GPUs and a maintenance window ahead on
 // one node (every waiting job, expected to run 24 h, avoids that node, and the pass asks whether
 // only it has room). Then the same decisions on 1,000 nodes with and without preemption policies,
-// and passes that decide a preemption (admission_preemption.cc).
+// and passes that decide a preemption (admission_preemption.cc); and the decisions with fair share
+// and a gang's reservation on, beside both off (admission_reservation.cc).
 //
 //   build/bin/bench_admission
 #include <chrono>
@@ -123,5 +124,6 @@ int main() {
       running.size(), kNodes, kCpuNodes,
       kProjects * kJobsPerProject - admitted - static_cast<int>(running.size()), full_us);
   if (admitted != kDecisions) return 1;
-  return trainctl::bench::BenchPreemption();
+  if (trainctl::bench::BenchPreemption() != 0) return 1;
+  return trainctl::bench::BenchReservation();
 }

@@ -104,4 +104,9 @@ inline Decisions EndAndAdmit(sched::Core& core, int decisions, absl::Time* now, 
 // was made.
 int BenchPreemption();
 
+// bench_admission's third part (admission_reservation.cc): the decision loop with fair share and
+// reservations off and on, a gang's reservation in place. 0 when the reservation was made and
+// most decisions were.
+int BenchReservation();
+
 }  // namespace trainctl::bench

@@ -216,6 +216,7 @@ class AdmissionQueue {
   void DropReservation();
   // The room of every admitted job, with the latest it ends.
   static std::vector<RunningRoom> RunningRooms(const JobTable& jobs, absl::Time now);
+  static RunningRoom RoomOf(const Job& job, absl::Time now);
 
   // The project's quota's fair-share weight (1 unless set), without copying the quota.
   double WeightOf(const std::string& project) const;

@@ -12,20 +12,26 @@ void AdmissionQueue::DropReservation() {
 
 std::vector<RunningRoom> AdmissionQueue::RunningRooms(const JobTable& jobs, absl::Time now) {
   std::vector<RunningRoom> rooms;
-  for (const std::string& id : jobs.active()) {
-    const Job* job = jobs.Find(id);
-    if (job == nullptr) continue;
-    RunningRoom room;
-    // A live job ends by its timeout at the latest; one that stops (cancelled, a queued retry's
-    // last replicas) is taken to end now.
-    const bool live = job->state == v1::JOB_STATE_PENDING || job->state == v1::JOB_STATE_RUNNING;
-    room.end = live ? LatestEnd(TimeoutClockOf(*job), now) : std::optional<absl::Time>(now);
-    for (const Replica& r : job->replicas) {
-      if (HoldsResources(r.state)) room.allocations.push_back({r.node, ReplicaDemandOf(r)});
+  rooms.reserve(jobs.active().size());
+  for (const auto& [project, active] : jobs.active_by_project()) {
+    for (const auto& [id, job] : active) {
+      rooms.push_back(RoomOf(*job, now));
+      if (rooms.back().allocations.empty()) rooms.pop_back();
     }
-    if (!room.allocations.empty()) rooms.push_back(std::move(room));
   }
   return rooms;
+}
+
+RunningRoom AdmissionQueue::RoomOf(const Job& job, absl::Time now) {
+  RunningRoom room;
+  // A live job ends by its timeout at the latest; one that stops (cancelled, a queued retry's
+  // last replicas) is taken to end now.
+  const bool live = job.state == v1::JOB_STATE_PENDING || job.state == v1::JOB_STATE_RUNNING;
+  room.end = live ? LatestEnd(TimeoutClockOf(job), now) : std::optional<absl::Time>(now);
+  for (const Replica& r : job.replicas) {
+    if (HoldsResources(r.state)) room.allocations.push_back({r.node, ReplicaDemandOf(r)});
+  }
+  return room;
 }
 
 bool AdmissionQueue::Reserve(const Job& job, const std::vector<ReplicaDemand>& demands,

@@ -66,6 +66,10 @@ class JobTable {
   // The active jobs of one project, by id (preemption's victims are searched among a few
   // projects' jobs, every pass).
   const std::map<std::string, const Job*>& ActiveOf(const std::string& project) const;
+  // Every active job, by project and id, without a lookup per job.
+  const std::map<std::string, std::map<std::string, const Job*>>& active_by_project() const {
+    return active_by_project_;
+  }
 
   // Remembers where a run was launched.
   void NoteRun(const std::string& run_id, const std::string& node) { run_nodes_[run_id] = node; }
