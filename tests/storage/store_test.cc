@@ -310,11 +310,13 @@ TEST_CASE("every stored field of a node, its status message whole, survives a re
   n.agent_instance = "i-4711";
   n.registered = absl::FromUnixMillis(1700000000123);
   n.last_heartbeat = absl::FromUnixMillis(1700000004567);
-  // Every field of its status: the API Node's fields from `state` on.
+  // Every field of its status: the API Node's fields from `state` on, but `reservation` (the
+  // admission queue's, never stored).
   v1::Node status;
   testing::FillEveryField(&status);
-  for (const char* field : {"name", "address", "connected", "capacity", "allocatable", "free",
-                            "labels", "replicas", "last_heartbeat_time", "register_time"}) {
+  for (const char* field :
+       {"name", "address", "connected", "capacity", "allocatable", "free", "labels", "replicas",
+        "last_heartbeat_time", "register_time", "reservation"}) {
     status.GetReflection()->ClearField(&status, status.GetDescriptor()->FindFieldByName(field));
   }
   n.status = sched::NodeStatusFromProto(status);
