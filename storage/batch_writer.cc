@@ -130,6 +130,18 @@ absl::Status WriteBatch(Cache& cache, const BatchSql& sql, Batch& batch) {
         return st.Run({u.project, u.gpu_seconds, u.cpu_seconds, u.memory_mb_seconds,
                        absl::ToUnixMillis(u.as_of)});
       }));
+  TC_RETURN_IF_ERROR(RunEach(
+      cache,
+      "INSERT INTO project_secrets (project, name, sealed, size, update_ms) VALUES (?,?,?,?,?) "
+      "ON CONFLICT(project, name) DO UPDATE SET sealed=excluded.sealed, size=excluded.size, "
+      "update_ms=excluded.update_ms",
+      batch.secrets, [](auto& st, const SecretRow& r) {
+        return st.Run({r.project, r.name, Blob{r.sealed}, r.size, r.update_ms});
+      }));
+  TC_RETURN_IF_ERROR(RunEach(cache, "DELETE FROM project_secrets WHERE project = ? AND name = ?",
+                             batch.deleted_secrets, [](auto& st, const auto& key) {
+                               return st.Run({key.first, key.second});
+                             }));
   // Last: rows this turn wrote for a job it then deleted go too.
   for (const char* sql :
        {"DELETE FROM events WHERE job_id = ?", "DELETE FROM replica_runs WHERE job_id = ?",

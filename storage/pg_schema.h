@@ -168,6 +168,17 @@ inline constexpr const char* kPgMigrations[] = {
       as_of_ms          BIGINT NOT NULL
     );
     )sql",
+    // 14 -> 15: projects' sealed secrets (schema.h).
+    R"sql(
+    CREATE TABLE project_secrets (
+      project   TEXT COLLATE "C" NOT NULL,
+      name      TEXT COLLATE "C" NOT NULL,
+      sealed    BYTEA NOT NULL,
+      size      BIGINT NOT NULL,
+      update_ms BIGINT NOT NULL,
+      PRIMARY KEY (project, name)
+    );
+    )sql",
 };
 
 // The SQLSTATE of trainctl_fence's error: this trainctld's lease epoch is no longer current.

@@ -173,6 +173,18 @@ inline constexpr const char* kMigrations[] = {
       as_of_ms          INTEGER NOT NULL
     );
     )sql",
+    // 14 -> 15: the secrets projects keep for their jobs (server/secret_box.h): each value sealed
+    // with AES-256-GCM under the key beside the database, never in the clear.
+    R"sql(
+    CREATE TABLE project_secrets (
+      project   TEXT NOT NULL,
+      name      TEXT NOT NULL,
+      sealed    BLOB NOT NULL,
+      size      INTEGER NOT NULL,
+      update_ms INTEGER NOT NULL,
+      PRIMARY KEY (project, name)
+    );
+    )sql",
 };
 
 }  // namespace trainctl::storage

@@ -118,6 +118,21 @@ absl::StatusOr<Snapshot> LoadSnapshot(Cache& cache, const SnapshotSql& sql, int6
     }));
   }
   {
+    TC_ASSIGN_OR_RETURN(auto* st, cache.Get("SELECT project, name, sealed, size, update_ms FROM "
+                                            "project_secrets ORDER BY project, name"));
+    TC_RETURN_IF_ERROR(st->Bind({}));
+    TC_RETURN_IF_ERROR(ForEachRow(*st, [&](auto& row) -> absl::Status {
+      SecretRow r;
+      r.project = row.Text(0);
+      r.name = row.Text(1);
+      r.sealed = row.Bytes(2);
+      r.size = row.Int(3);
+      r.update_ms = row.Int(4);
+      snap.secrets.push_back(std::move(r));
+      return absl::OkStatus();
+    }));
+  }
+  {
     TC_ASSIGN_OR_RETURN(auto* st, cache.Get(sql.tokens_oldest_first));
     TC_RETURN_IF_ERROR(st->Bind({}));
     TC_RETURN_IF_ERROR(ForEachRow(*st, [&](auto& row) -> absl::Status {

@@ -9,8 +9,9 @@
 // per project that has its own), tokens (API tokens: the hash of each secret and its ApiToken
 // message), revoked_certificates (those of deleted nodes), project_uids (each project's replica
 // uid, written once: scheduler/project_uids.h), the append-only events table,
-// leader_lease (one row: who leads trainctld sharing a PostgreSQL store, storage/pg_lease.h), and
-// cluster_secrets (secrets every trainctld of the cluster shares, by name).
+// leader_lease (one row: who leads trainctld sharing a PostgreSQL store, storage/pg_lease.h),
+// cluster_secrets (secrets every trainctld of the cluster shares, by name), and project_secrets
+// (the secrets projects keep for their jobs, each value sealed: server/secret_box.h).
 // The schema is versioned (kSchemaVersion, the same numbers in both dialects); opening a store
 // applies every pending migration in order, each in its own transaction, and refuses a database
 // written by a newer trainctld.
@@ -46,6 +47,16 @@ struct TokenRow {
   std::string hash;
 };
 
+// A project's secret as stored: its value sealed (server/secret_box.h), never in the clear, with
+// the size of the value and when it was last set.
+struct SecretRow {
+  std::string project;
+  std::string name;
+  std::string sealed;
+  int64_t size = 0;
+  int64_t update_ms = 0;
+};
+
 // The whole persisted state, as loaded at start-up.
 struct Snapshot {
   // Each job with its attempts, oldest first.
@@ -58,6 +69,8 @@ struct Snapshot {
   std::map<std::string, uint32_t> project_uids;
   // Each project's fair-share ledger.
   std::vector<sched::UsageLedger> project_usage;
+  // Every project secret, by project and name.
+  std::vector<SecretRow> secrets;
   // Every API token, oldest first.
   std::vector<TokenRow> tokens;
   // Fingerprints of certificates revoked for nodes since deleted (a live node's are in its row).
@@ -84,6 +97,10 @@ struct Batch {
   std::vector<std::pair<std::string, uint32_t>> project_uids;
   // Fair-share ledger rows to upsert, keyed by their project.
   std::vector<sched::UsageLedger> project_usage;
+  // Project secret rows to upsert, keyed by (project, name), and (project, name) of those to
+  // delete (after the upserts).
+  std::vector<SecretRow> secrets;
+  std::vector<std::pair<std::string, std::string>> deleted_secrets;
   // Token rows to upsert, keyed by their id.
   std::vector<TokenRow> tokens;
   // Jobs to delete with their attempts, runs and events (after everything above is written).
@@ -92,7 +109,8 @@ struct Batch {
   bool empty() const {
     return jobs.empty() && attempts.empty() && runs.empty() && nodes.empty() &&
            deleted_nodes.empty() && events.empty() && quotas.empty() && project_uids.empty() &&
-           project_usage.empty() && tokens.empty() && deleted_jobs.empty();
+           project_usage.empty() && secrets.empty() && deleted_secrets.empty() && tokens.empty() &&
+           deleted_jobs.empty();
   }
 };
 
@@ -105,7 +123,7 @@ struct EndedJob {
 class Store {
  public:
   // The schema version this build writes.
-  static constexpr int kSchemaVersion = 14;
+  static constexpr int kSchemaVersion = 15;
 
   virtual ~Store() = default;
 

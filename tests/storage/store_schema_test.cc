@@ -125,6 +125,7 @@ TEST_CASE("a database at schema version 1 migrates to the current one and keeps 
   b.quotas.push_back(quota);
   b.project_uids = {{"team-a", 65536}};               // schema 13
   b.project_usage.emplace_back().project = "team-a";  // schema 14
+  b.secrets.push_back({"team-a", "WANDB", "sealed", 6, 1000});  // schema 15
   REQUIRE((*store)->Commit(b).ok());
   store->reset();
   auto again = SqliteStore::Open(db);
@@ -135,6 +136,7 @@ TEST_CASE("a database at schema version 1 migrates to the current one and keeps 
   CHECK(snap->quotas[0].gpus() == 2);
   CHECK(snap->project_uids == std::map<std::string, uint32_t>{{"team-a", 65536}});
   REQUIRE(snap->project_usage.size() == 1);
+  REQUIRE(snap->secrets.size() == 1);
   CHECK(snap->jobs.size() == 1);
   again->reset();
 
