@@ -56,8 +56,9 @@ TEST_CASE(
   std::vector<std::string> stream;
   for (int i = 0; i < 4; ++i) stream.push_back(c.Submit(Small("stream", "2", "60s")));
   for (const std::string& id : stream) c.WaitForState(id, v1::JOB_STATE_RUNNING);
-  for (int i = 0; i < 16; ++i) stream.push_back(c.Submit(Small("stream", "2", "60s")));
+  // The gang is queued before the rest of the stream, so it is the first to have waited 1 s.
   const std::string gang = c.Submit(Gang(4));
+  for (int i = 0; i < 16; ++i) stream.push_back(c.Submit(Small("stream", "2", "60s")));
 
   // Reserved once it waited 1s: both nodes, with an expected start.
   const v1::Job reserved = c.WaitForJob(
