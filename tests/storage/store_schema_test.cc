@@ -123,8 +123,8 @@ TEST_CASE("a database at schema version 1 migrates to the current one and keeps 
   quota.set_gpus(2);
   Batch b;
   b.quotas.push_back(quota);
-  b.project_uids = {{"team-a", 65536}};               // schema 13
-  b.project_usage.emplace_back().project = "team-a";  // schema 14
+  b.project_uids = {{"team-a", 65536}};                         // schema 13
+  b.project_usage.emplace_back().project = "team-a";            // schema 14
   b.secrets.push_back({"team-a", "WANDB", "sealed", 6, 1000});  // schema 15
   REQUIRE((*store)->Commit(b).ok());
   store->reset();
