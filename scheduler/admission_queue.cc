@@ -183,17 +183,18 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
   std::set<std::string> taken;
   // The nodes a job keeps off: preemption's, and the reservation's unless it backfills
   // (reservation.h): its timeout ends by the reservation's expected start.
+  // Built again only when the reservation or preemption's nodes changed (both bump version_).
   std::set<std::string> fenced;
-  bool fenced_stale = true;
+  std::optional<uint64_t> fenced_version;
   auto keep_off = [&](const Job& job) -> const std::set<std::string>* {
     if (!reservation_ || reservation_->job_id == job.id ||
         MayBackfill(*reservation_, LatestEnd(TimeoutClockOf(job), now))) {
       return &reserved;
     }
-    if (fenced_stale) {
+    if (fenced_version != version_) {
       fenced = reserved;
       fenced.insert(reservation_->nodes.begin(), reservation_->nodes.end());
-      fenced_stale = false;
+      fenced_version = version_;
     }
     return &fenced;
   };
@@ -319,10 +320,7 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
                                 MaintenanceCheck::kAvoidFirst, off};
       JobPlacement placed = pipeline.PlaceGang(request);
       if (placed.ok()) {  // its places are taken in `free`
-        if (reservation_ && reservation_->job_id == job.id) {
-          DropReservation();
-          fenced_stale = true;
-        }
+        if (reservation_ && reservation_->job_id == job.id) DropReservation();
         stockout_since_.erase(job.id);
         plan.starts.push_back({job.id, std::move(placed.nodes)});
         started.insert(job.id);
@@ -363,7 +361,6 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
       reason = qe.blockers[0].message();
       if (reservation_ && reservation_->job_id == job.id) {
         DropReservation();  // its quota holds it now, not the cluster
-        fenced_stale = true;
       }
     }
     // Blocked by capacity or quota: would preempting others let it start?
@@ -382,7 +379,6 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
             if (HoldsResources(r.state)) reserved.insert(r.node);
           }
         }
-        fenced_stale = true;
         set_reason(job, ReasonText(BlockerKind::kPreempting,
                                    absl::StrCat("preempting ", absl::StrJoin(found->victims, ", "),
                                                 ": ", found->reason)));
@@ -401,7 +397,6 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
         candidate = &job;
         candidate_demands = demands;
       }
-      fenced_stale = true;
       if (reservation_ && reservation_->job_id == job.id) {
         reason = absl::StrCat(reason, "; ", ReservedText(*reservation_));
       }
@@ -553,8 +548,7 @@ const Res& AdmissionQueue::ClusterCapacity(const NodeRegistry& nodes) {
 }
 
 double AdmissionQueue::WeightOf(const std::string& project) const {
-  const Quota* q = FindQuota(project);
-  return (q != nullptr ? *q : default_quota_).WeightOr1();
+  return QuotaOrDefault(project).WeightOr1();
 }
 
 double AdmissionQueue::ShareOf(const std::string& project) const {

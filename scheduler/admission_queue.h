@@ -119,6 +119,11 @@ class AdmissionQueue {
   void SetDefaultQuota(const Quota& quota, absl::Time now, Effects* fx);
   // The project's own quota row, or nullptr when it uses the default.
   const Quota* FindQuota(const std::string& project) const;
+  // The project's own quota row, or the default (whose `project` is not set), without a copy.
+  const Quota& QuotaOrDefault(const std::string& project) const {
+    const Quota* q = FindQuota(project);
+    return q != nullptr ? *q : default_quota_;
+  }
   // Each project's replica uid (shown in ProjectView).
   // Each project's decayed usage, which orders the queue across projects (fair_share.h).
   FairShare& fair_share() { return fair_share_; }

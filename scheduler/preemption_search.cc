@@ -133,8 +133,7 @@ std::optional<AdmissionPlan::Preemption> AdmissionQueue::SearchVictims(
   if (Reclaims(quota) && !quota.cohort.empty() && preemptor.fits_own_quota) {
     for (const auto& [project, u] : usage) {
       if (project == job.project) continue;
-      const Quota* cq = FindQuota(project);
-      if (cq == nullptr) cq = &default_quota_;
+      const Quota* cq = &QuotaOrDefault(project);
       if (cq->cohort != quota.cohort || !AnyBorrowed(Borrowed(*cq, u.used))) continue;
       projects.push_back({&project, cq, true, BeyondCohortShare(project, *cq, quotas_, u.used)});
     }

@@ -35,7 +35,8 @@ TimeoutClock TimeoutClockOf(const v1::Job& job) {
                   absl::Nanoseconds(job.preempted_wait().nanos());
   }
   if (job.state() == v1::JOB_STATE_QUEUED && job.attempts_size() > 0 &&
-      job.attempts(job.attempts_size() - 1).decision() == "PREEMPT" && job.has_queue_time()) {
+      job.attempts(job.attempts_size() - 1).decision() == DecisionName(Decision::kPreempt) &&
+      job.has_queue_time()) {
     clock.paused_at = FromProtoTime(job.queue_time());
   }
   return clock;
