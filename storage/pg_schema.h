@@ -179,6 +179,31 @@ inline constexpr const char* kPgMigrations[] = {
       PRIMARY KEY (project, name)
     );
     )sql",
+    // 15 -> 16: working directories, their chunks and their uses (schema.h).
+    R"sql(
+    CREATE TABLE workdirs (
+      project   TEXT COLLATE "C" NOT NULL,
+      digest    TEXT COLLATE "C" NOT NULL,
+      size      BIGINT NOT NULL,
+      upload_ms BIGINT NOT NULL,
+      complete  BIGINT NOT NULL,
+      PRIMARY KEY (project, digest)
+    );
+    CREATE TABLE workdir_chunks (
+      project TEXT COLLATE "C" NOT NULL,
+      digest  TEXT COLLATE "C" NOT NULL,
+      seq     BIGINT NOT NULL,
+      data    BYTEA NOT NULL,
+      PRIMARY KEY (project, digest, seq)
+    );
+    CREATE TABLE workdir_uses (
+      project TEXT COLLATE "C" NOT NULL,
+      digest  TEXT COLLATE "C" NOT NULL,
+      job_id  TEXT COLLATE "C" NOT NULL,
+      add_ms  BIGINT NOT NULL,
+      PRIMARY KEY (project, digest, job_id)
+    );
+    )sql",
 };
 
 // The SQLSTATE of trainctl_fence's error: this trainctld's lease epoch is no longer current.

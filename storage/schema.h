@@ -185,6 +185,33 @@ inline constexpr const char* kMigrations[] = {
       PRIMARY KEY (project, name)
     );
     )sql",
+    // 15 -> 16: the working directories jobs are submitted with (storage/workdir_store.h): each
+    // archive once per (project, digest), in chunks of at most 1 MiB numbered from 0, complete
+    // once its last chunk is written; and which jobs use each, so that it goes with the last.
+    R"sql(
+    CREATE TABLE workdirs (
+      project   TEXT NOT NULL,
+      digest    TEXT NOT NULL,           -- "sha256:<hex>" of the archive
+      size      INTEGER NOT NULL,
+      upload_ms INTEGER NOT NULL,
+      complete  INTEGER NOT NULL,        -- 1 once every chunk is written, else 0
+      PRIMARY KEY (project, digest)
+    );
+    CREATE TABLE workdir_chunks (
+      project TEXT NOT NULL,
+      digest  TEXT NOT NULL,
+      seq     INTEGER NOT NULL,
+      data    BLOB NOT NULL,
+      PRIMARY KEY (project, digest, seq)
+    );
+    CREATE TABLE workdir_uses (
+      project TEXT NOT NULL,
+      digest  TEXT NOT NULL,
+      job_id  TEXT NOT NULL,             -- a jobs row, or one about to be (or deleted since)
+      add_ms  INTEGER NOT NULL,
+      PRIMARY KEY (project, digest, job_id)
+    );
+    )sql",
 };
 
 }  // namespace trainctl::storage

@@ -10,8 +10,10 @@
 // message), revoked_certificates (those of deleted nodes), project_uids (each project's replica
 // uid, written once: scheduler/project_uids.h), the append-only events table,
 // leader_lease (one row: who leads trainctld sharing a PostgreSQL store, storage/pg_lease.h),
-// cluster_secrets (secrets every trainctld of the cluster shares, by name), and project_secrets
-// (the secrets projects keep for their jobs, each value sealed: server/secret_box.h).
+// cluster_secrets (secrets every trainctld of the cluster shares, by name), project_secrets
+// (the secrets projects keep for their jobs, each value sealed: server/secret_box.h), and
+// workdirs, workdir_chunks and workdir_uses (jobs' working directories, which WorkdirStore
+// reads and writes on a connection of its own: storage/workdir_store.h).
 // The schema is versioned (kSchemaVersion, the same numbers in both dialects); opening a store
 // applies every pending migration in order, each in its own transaction, and refuses a database
 // written by a newer trainctld.
@@ -123,7 +125,7 @@ struct EndedJob {
 class Store {
  public:
   // The schema version this build writes.
-  static constexpr int kSchemaVersion = 15;
+  static constexpr int kSchemaVersion = 16;
 
   virtual ~Store() = default;
 
