@@ -76,6 +76,11 @@ Agent::Agent(Options options)
       instance_(RandomInstanceId()),
       checker_(options_.checks, options_.node, options_.work_dir, options_.probe),
       check_config_(DescribeCheckConfig(options_.checks)),
+      workdirs_(options_.work_dir + "/workdirs",
+                [this](const std::string& job_id, const std::string& digest,
+                       const std::function<absl::Status(absl::string_view)>& sink) {
+                  return FetchWorkdir(job_id, digest, sink);
+                }),
       heartbeat_interval_(kDefaultHeartbeat),
       runtime_([this] {
         ReplicaRuntime::Options runtime_options;
@@ -115,6 +120,10 @@ Agent::Agent(Options options)
         runtime_options.on_exited = [this](trainctl::v1::ReplicaExited exited) {
           if (options_.metrics != nullptr) options_.metrics->OnExited(exited);
           OnExited(std::move(exited));
+        };
+        runtime_options.prepare_workdir = [this](const trainctl::v1::LaunchReplica& launch,
+                                                 std::optional<gid_t> group) {
+          return workdirs_.Prepare(launch.job_id(), launch.workdir_digest(), group);
         };
         if (options_.checks.preflight) {
           runtime_options.preflight = [this](const trainctl::v1::LaunchReplica& launch) {

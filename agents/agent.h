@@ -104,6 +104,7 @@
 #include "agents/report_buffer.h"
 #include "agents/report_journal.h"
 #include "agents/scheduler_link.h"
+#include "agents/workdir_cache.h"
 #include "common/version.h"
 #include "trainctl/v1/agent.grpc.pb.h"
 
@@ -289,6 +290,11 @@ class Agent {
   void Answered(uint64_t seq) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // "fenced: no word from the scheduler for 3.2s": why the fence holds at `now`.
   std::string FenceReason(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Streams the archive of `job_id`'s workdir `digest` from the scheduler the agent's stream is
+  // with (AgentService.FetchWorkdir, on a channel of its own) to `sink` (agent_connect.cc).
+  absl::Status FetchWorkdir(const std::string& job_id, const std::string& digest,
+                            const std::function<absl::Status(absl::string_view)>& sink)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Sleeps `d` unless the agent stops first.
   void SleepUnlessStopped(absl::Duration d) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -301,6 +307,8 @@ class Agent {
   std::map<std::string, std::string> check_config_ ABSL_GUARDED_BY(mu_);
   // Used by the worker thread's preflights; thread-safe itself.
   PreflightCache preflight_cache_;
+  // Jobs' working directories on this node (fetched through FetchWorkdir); thread-safe itself.
+  WorkdirCache workdirs_;
 
   // No lock: used by the Run() thread only.
   SchedulerLink link_ = MakeLink(options_);

@@ -49,6 +49,42 @@ std::shared_ptr<grpc::Channel> MakeChannel(const Agent::Options& options,
 
 }  // namespace
 
+absl::Status Agent::FetchWorkdir(const std::string& job_id, const std::string& digest,
+                                 const std::function<absl::Status(absl::string_view)>& sink) {
+  std::string address;
+  {
+    absl::MutexLock lock(&mu_);
+    address = stream_address_;
+  }
+  if (address.empty()) return absl::UnavailableError("no stream to a scheduler");
+  std::unique_ptr<trainctl::v1::AgentService::Stub> stub =
+      trainctl::v1::AgentService::NewStub(MakeChannel(options_, address));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(10));
+  trainctl::v1::FetchWorkdirRequest req;
+  req.set_node(options_.node);
+  req.set_job_id(job_id);
+  req.set_digest(digest);
+  std::unique_ptr<grpc::ClientReader<trainctl::v1::WorkdirChunk>> reader =
+      stub->FetchWorkdir(&context, req);
+  trainctl::v1::WorkdirChunk chunk;
+  absl::Status written;
+  while (written.ok() && reader->Read(&chunk)) written = sink(chunk.data());
+  if (!written.ok()) {
+    context.TryCancel();
+    reader->Finish();
+    return written;
+  }
+  const grpc::Status status = reader->Finish();
+  if (status.ok()) return absl::OkStatus();
+  const absl::Status why(static_cast<absl::StatusCode>(status.error_code()),
+                         absl::StrCat("fetching the working directory of job ", job_id, " from ",
+                                      address, ": ", status.error_message()));
+  // The user's error stays the user's; anything else is the host's (retried as internal).
+  return why.code() == absl::StatusCode::kInvalidArgument ? absl::UnavailableError(why.message())
+                                                          : why;
+}
+
 SchedulerLink Agent::MakeLink(const Options& options) {
   return SchedulerLink(options.scheduler, [&options](const std::string& address) {
     return MakeChannel(options, address);

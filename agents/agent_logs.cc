@@ -59,6 +59,10 @@ void Agent::RemoveLogsOf(const std::vector<std::string>& job_ids, const std::str
     if (absl::Status s = RemoveJobNotices(options_.work_dir, job_id); !s.ok()) {
       spdlog::warn("job {}: cannot remove its notices: {}", job_id, std::string(s.message()));
     }
+    if (absl::Status s = workdirs_.Forget(job_id); !s.ok()) {
+      spdlog::warn("job {}: cannot remove its working directory: {}", job_id,
+                   std::string(s.message()));
+    }
   }
 }
 

@@ -259,8 +259,11 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
     ReportLaunchFailure(run_id, absl::InternalError(valid.message()), -1);
     return;
   }
-  if (launch.argv().empty()) {
-    ReportLaunchFailure(run_id, absl::InvalidArgumentError("empty command"), -1);
+  if (launch.argv().empty() || !launch.prepare_error().empty()) {
+    ReportLaunchFailure(run_id,
+                        absl::InvalidArgumentError(launch.argv().empty() ? "empty command"
+                                                                         : launch.prepare_error()),
+                        -1);
     return;
   }
   if (options_.preflight) {
@@ -275,6 +278,19 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
   if (!user.ok()) {
     ReportLaunchFailure(run_id, user.status(), -1);
     return;
+  }
+  // The replica starts in its job's working directory when it has one (read-only), else in its
+  // own; the progress file and notices stay in the writable one (TRAINCTL_RUN_DIR).
+  absl::StatusOr<std::string> start_dir = working_dir;
+  if (!launch.workdir_digest().empty()) {
+    start_dir = options_.prepare_workdir
+                    ? options_.prepare_workdir(
+                          launch, *user ? std::optional<gid_t>((*user)->gid) : std::nullopt)
+                    : absl::UnavailableError("this agent cannot fetch working directories");
+    if (!start_dir.ok()) {
+      ReportLaunchFailure(run_id, start_dir.status(), -1);
+      return;
+    }
   }
   const std::string log_path = RunLogPath(options_.work_dir, parts);
   const std::string progress_file = working_dir + "/" + kProgressFileName;
@@ -307,6 +323,7 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
   request.argv.assign(launch.argv().begin(), launch.argv().end());
   std::map<std::string, std::string> overlay(launch.env().begin(), launch.env().end());
   overlay.emplace("TRAINCTL_PROGRESS_FILE", progress_file);
+  overlay.emplace("TRAINCTL_RUN_DIR", working_dir);
   overlay.emplace("TRAINCTL_PREEMPTION_NOTICE", NoticePath(options_.work_dir, parts));
   overlay.insert(options_.replica_env.begin(), options_.replica_env.end());
   std::vector<std::string> base =
@@ -314,7 +331,7 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
   if (*user) base = WithUserEnvironment(std::move(base), **user);
   request.env = MergeEnvironment(base, overlay);
   absl::StatusOr<std::string> exec_path =
-      ResolveCommand(request.argv[0], SearchPathOf(request.env), working_dir);
+      ResolveCommand(request.argv[0], SearchPathOf(request.env), *start_dir);
   if (!exec_path.ok()) {
     ReportLaunchFailure(run_id, exec_path.status(), log_fd);
     close(log_fd);
@@ -322,7 +339,7 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
   }
   request.exec_path = *exec_path;
   request.user = *user;
-  request.working_dir = working_dir;
+  request.working_dir = *start_dir;
   request.log_fd = log_fd;
   request.log_path = log_path;
   request.max_log_bytes = options_.max_log_bytes;
@@ -377,37 +394,6 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
     SignalLocked(run_id, run, run.kill_at <= absl::Now() ? SIGKILL : SIGTERM);
     Wake();
   }
-}
-
-void ProcessLauncher::ReportLaunchFailure(const std::string& run_id, const absl::Status& error,
-                                          int log_fd, const trainctl::v1::CheckRun* preflight,
-                                          bool fenced) {
-  LogScope log_scope = LogScope::ForRun(run_id);
-  const bool is_user = error.code() == absl::StatusCode::kInvalidArgument;
-  spdlog::info("run {}: launch failed ({}): {}", run_id, is_user ? "user error" : "host error",
-               std::string(error.message()));
-  if (log_fd >= 0) {
-    std::string line = absl::StrCat("trainctl-agent: ", error.message(), "\n");
-    ssize_t ignored = write(log_fd, line.data(), line.size());
-    (void)ignored;
-  }
-  trainctl::v1::ReplicaExited exited;
-  exited.set_run_id(run_id);
-  exited.set_launch_failed(true);
-  exited.set_launch_error(SanitizeUtf8(error.message()));
-  exited.set_launch_error_is_user(is_user);
-  exited.set_fenced(fenced);
-  exited.set_end_time_ms(WallNowMs());
-  if (preflight != nullptr) {
-    exited.set_preflight_failed(true);
-    *exited.mutable_checks() = *preflight;
-  }
-  if (options_.on_exited) options_.on_exited(exited);
-  absl::MutexLock lock(&mu_);
-  Run& run = runs_[run_id];
-  run.state = RunState::kExited;
-  exited_order_.push_back(run_id);
-  ForgetOldRunsLocked();
 }
 
 void ProcessLauncher::SignalLocked(const std::string& run_id, Run& run, int sig) {

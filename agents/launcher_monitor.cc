@@ -361,4 +361,35 @@ void ProcessLauncher::ForgetOldRunsLocked() {
   }
 }
 
+void ProcessLauncher::ReportLaunchFailure(const std::string& run_id, const absl::Status& error,
+                                          int log_fd, const trainctl::v1::CheckRun* preflight,
+                                          bool fenced) {
+  LogScope log_scope = LogScope::ForRun(run_id);
+  const bool is_user = error.code() == absl::StatusCode::kInvalidArgument;
+  spdlog::info("run {}: launch failed ({}): {}", run_id, is_user ? "user error" : "host error",
+               std::string(error.message()));
+  if (log_fd >= 0) {
+    std::string line = absl::StrCat("trainctl-agent: ", error.message(), "\n");
+    ssize_t ignored = write(log_fd, line.data(), line.size());
+    (void)ignored;
+  }
+  trainctl::v1::ReplicaExited exited;
+  exited.set_run_id(run_id);
+  exited.set_launch_failed(true);
+  exited.set_launch_error(SanitizeUtf8(error.message()));
+  exited.set_launch_error_is_user(is_user);
+  exited.set_fenced(fenced);
+  exited.set_end_time_ms(WallNowMs());
+  if (preflight != nullptr) {
+    exited.set_preflight_failed(true);
+    *exited.mutable_checks() = *preflight;
+  }
+  if (options_.on_exited) options_.on_exited(exited);
+  absl::MutexLock lock(&mu_);
+  Run& run = runs_[run_id];
+  run.state = RunState::kExited;
+  exited_order_.push_back(run_id);
+  ForgetOldRunsLocked();
+}
+
 }  // namespace trainctl::agent

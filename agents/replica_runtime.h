@@ -55,6 +55,10 @@ class ReplicaRuntime {
   // Runs (or looks up) the launch's preflight; nullopt lets it start.
   using PreflightCallback =
       std::function<std::optional<PreflightFailure>(const trainctl::v1::LaunchReplica&)>;
+  // The directory a launch with a workdir_digest starts in (its job's unpacked working
+  // directory), readable by `group` when set; an error fails the launch (see workdir_cache.h).
+  using WorkdirCallback = std::function<absl::StatusOr<std::string>(
+      const trainctl::v1::LaunchReplica&, std::optional<gid_t> group)>;
 
   // What the agent gives a runtime: where the node keeps runs, where reports go, and the node's
   // limits on every run. A runtime ignores what it has no use for.
@@ -101,6 +105,9 @@ class ReplicaRuntime {
     std::vector<trainctl::v1::GpuDevice> gpu_inventory;
     // Optional; called by Launch() on its caller's thread before anything of the run is created.
     PreflightCallback preflight;
+    // Called by Launch() on its caller's thread for a launch with a workdir_digest; unset, such
+    // a launch fails.
+    WorkdirCallback prepare_workdir;
     // Who replicas run as when the runtime runs as root (run_user.h).
     RunAsPolicy run_as;
     // The most bytes of each run's log the disk keeps (--max-log-mb; agents/shim/log_cap.h): the

@@ -110,6 +110,8 @@ void Client::UseCurrent() {
   quota_ = v1::QuotaService::NewStub(channel_);
   auth_ = v1::AuthService::NewStub(channel_);
   admin_ = v1::AdminService::NewStub(channel_);
+  secrets_ = v1::SecretService::NewStub(channel_);
+  workdirs_ = v1::WorkdirService::NewStub(channel_);
 }
 
 absl::Status Client::FindLeader(std::chrono::milliseconds within) {

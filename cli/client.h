@@ -116,6 +116,8 @@ class Client {
   v1::AuthService::Stub& auth() { return *auth_; }
   // AdminService (version, backups), on the same channel.
   v1::AdminService::Stub& admin() { return *admin_; }
+  v1::SecretService::Stub& secrets() { return *secrets_; }
+  v1::WorkdirService::Stub& workdirs() { return *workdirs_; }
 
   // Sets the per-RPC deadline (kRpcTimeout) on a context for a unary call.
   static void PrepareUnary(grpc::ClientContext* context);
@@ -145,6 +147,8 @@ class Client {
   std::unique_ptr<v1::QuotaService::Stub> quota_;
   std::unique_ptr<v1::AuthService::Stub> auth_;
   std::unique_ptr<v1::AdminService::Stub> admin_;
+  std::unique_ptr<v1::SecretService::Stub> secrets_;
+  std::unique_ptr<v1::WorkdirService::Stub> workdirs_;
 };
 
 // The bearer token: `flag_value` (--token), else the first line of `file` (--token-file), else

@@ -61,5 +61,7 @@ Command WhoAmICommand();
 absl::StatusOr<int> RunAdminBackup(const std::string& path, bool force, Client& client);
 // commands_version.cc
 Command VersionCommand();
+// commands_secret.cc
+Command SecretCommand();
 
 }  // namespace trainctl::cli

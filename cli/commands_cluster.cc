@@ -102,7 +102,8 @@ Command EventsCommand() {
       "             NodeDrainStarted, NodeDrained, NodeShutdown, NodeMaintenanceScheduled,\n"
       "             NodeMaintenanceCleared, NodeMaintenanceEnded\n"
       "  scheduler: LeaderElected (a trainctld took the leader lease of a shared PostgreSQL\n"
-      "             store)",
+      "             store)\n"
+      "  secrets:   SecretSet, SecretDeleted (a project's secret, never its value)",
       {{"node", 0, FlagSpec::Kind::kValue, "NODE", "", "Only events of this node"},
        {"type", 0, FlagSpec::Kind::kValue, "TYPE", "",
         "Only events of this exact type, e.g. ReplicaExited"},

@@ -11,6 +11,7 @@
 #include "cli/output.h"
 #include "cli/retry.h"
 #include "cli/states.h"
+#include "cli/workdir_upload.h"
 #include "common/flag_values.h"
 #include "common/spec_parse.h"
 #include "common/status_macros.h"
@@ -45,6 +46,19 @@ absl::StatusOr<int> RunSubmit(const ParsedArgs& args, Client& client) {
   }
   v1::CreateJobRequest request;
   TC_ASSIGN_OR_RETURN(*request.mutable_spec(), ParseJobSpecFile(args.Get("filename")));
+  if (args.IsSet("workdir")) {
+    TC_ASSIGN_OR_RETURN(
+        const int64_t max_mb,
+        ParseWholeNumberFlag<int64_t>(
+            "--max-workdir-mb", args.IsSet("max-workdir-mb") ? args.Get("max-workdir-mb") : "100",
+            1, 10240));
+    const std::string project =
+        request.spec().project().empty() ? "default" : request.spec().project();
+    TC_ASSIGN_OR_RETURN(*request.mutable_spec()->mutable_workdir(),
+                        UploadWorkdir(client, project, args.Get("workdir"), max_mb << 20));
+  } else if (args.IsSet("max-workdir-mb")) {
+    return absl::InvalidArgumentError("--max-workdir-mb goes with --workdir DIR");
+  }
   request.set_request_id(args.IsSet("request-id") ? args.Get("request-id") : NewRequestId());
   v1::Job job;
   grpc::Status status;
@@ -184,7 +198,13 @@ Command SubmitCommand() {
                    {{"filename", 'f', FlagSpec::Kind::kValue, "FILE", "",
                      "Job spec file (YAML or JSON); - reads stdin. Required"},
                     {"request-id", 0, FlagSpec::Kind::kValue, "ID", "",
-                     "Idempotency key: 1..64 letters, digits, . _ : - (default: a new UUID)"}},
+                     "Idempotency key: 1..64 letters, digits, . _ : - (default: a new UUID)"},
+                    {"workdir", 0, FlagSpec::Kind::kValue, "DIR", "",
+                     "Ship DIR with the job: every replica starts in a read-only copy of it "
+                     "(.trainctlignore, gitignore syntax, leaves files out)"},
+                    {"max-workdir-mb", 0, FlagSpec::Kind::kValue, "N", "",
+                     "The most DIR's files may hold, in MiB (default 100; trainctld has its own "
+                     "cap)"}},
                    0,
                    0};
   return {std::move(spec), &RunSubmit};

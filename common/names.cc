@@ -1,6 +1,7 @@
 #include "common/names.h"
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/strip.h"
 
 namespace trainctl {
 
@@ -25,6 +26,22 @@ bool IsUserName(absl::string_view name) {
   if (name.empty() || name.size() > 32 || name[0] == '-') return false;
   for (char c : name) {
     if (!(absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-')) return false;
+  }
+  return true;
+}
+
+bool IsSecretName(absl::string_view name) {
+  if (name.empty() || name.size() > 253 || !absl::ascii_isalnum(name[0])) return false;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(c) && c != '_' && c != '.' && c != '-') return false;
+  }
+  return true;
+}
+
+bool IsSha256Digest(absl::string_view digest) {
+  if (!absl::ConsumePrefix(&digest, "sha256:") || digest.size() != 64) return false;
+  for (char c : digest) {
+    if (!absl::ascii_isdigit(c) && !(c >= 'a' && c <= 'f')) return false;
   }
   return true;
 }

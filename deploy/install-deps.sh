@@ -8,6 +8,7 @@ packages=(
   libabsl-dev libsqlite3-dev libspdlog-dev libyaml-cpp-dev libsystemd-dev catch2
   libcpp-httplib-dev  # trainctld's REST API and web console
   libjemalloc-dev  # trainctld's allocator
+  libarchive-dev  # job workdir archives: packed by the CLI, unpacked by the agent
   musl-tools  # trainctl-shim's C library (agents/CMakeLists.txt)
   libpq-dev postgresql  # the PostgreSQL store (--store), and the real server its tests start
   python3-torch  # /usr/bin/python3 with torch: the PyTorch DDP example and its tests (label torch)

@@ -54,6 +54,35 @@ absl::Status ValidateResources(const std::string& path, const v1::Resources& r) 
   return absl::OkStatus();
 }
 
+// The most secretRefs entries a pool may have.
+constexpr int kMaxSecretRefs = 64;
+
+absl::Status ValidateSecretRefs(const std::string& path, const v1::WorkerPool& pool) {
+  if (pool.secret_refs_size() > kMaxSecretRefs) {
+    return Invalid(path + ".secretRefs",
+                   absl::StrCat("holds at most ", kMaxSecretRefs, " entries"));
+  }
+  for (const auto& [var, name] : pool.secret_refs()) {
+    std::string p = absl::StrCat(path, ".secretRefs[\"", var, "\"]");
+    if (!IsEnvName(var)) return Invalid(p, "is not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)");
+    if (absl::StartsWith(var, "TRAINCTL_")) {
+      return Invalid(p, "uses the reserved prefix TRAINCTL_; trainctl sets these itself");
+    }
+    if (IsDeviceVariable(var)) {
+      return Invalid(p, "is set by trainctl for each replica (its GPUs and host-local ranks)");
+    }
+    if (pool.env().count(var) > 0) {
+      return Invalid(p, absl::StrCat("is also set by ", path, ".env; set it in one place"));
+    }
+    if (!IsSecretName(name)) {
+      return Invalid(p, absl::StrCat("must name a secret: 1 to 253 characters of A-Z, a-z, 0-9, "
+                                     "'_', '.' and '-', starting with a letter or digit; got \"",
+                                     name.substr(0, 300), "\""));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidatePool(const std::string& path, int index, const v1::WorkerPool& pool) {
   if (!IsDnsLabel(pool.name(), 40)) {
     return Invalid(path + ".name",
@@ -111,6 +140,7 @@ absl::Status ValidatePool(const std::string& path, int index, const v1::WorkerPo
                      absl::StrCat("\"", pool.secret_env(i), "\" is not a key of ", path, ".env"));
     }
   }
+  TC_RETURN_IF_ERROR(ValidateSecretRefs(path, pool));
   TC_RETURN_IF_ERROR(ValidateNodeSelection(path, pool));
   TC_RETURN_IF_ERROR(ValidateElastic(path, index, pool));
   return ValidateResources(path + ".resources", pool.resources());
@@ -322,6 +352,12 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
   }
   if (spec.priority() < -1000 || spec.priority() > 1000) {
     return Invalid("priority", absl::StrCat("must be -1000..1000, got ", spec.priority()));
+  }
+  if (!spec.workdir().empty() && !IsSha256Digest(spec.workdir())) {
+    return Invalid("workdir", absl::StrCat("must be an upload's digest, \"sha256:\" and 64 "
+                                           "lowercase hex digits (trainctl submit --workdir DIR "
+                                           "uploads one); got \"",
+                                           spec.workdir().substr(0, 80), "\""));
   }
   if (spec.worker_pools().empty()) {
     return Invalid("workerPools", "must hold at least one pool (pool 0 is the primary replica)");

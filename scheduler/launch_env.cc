@@ -188,6 +188,7 @@ v1::LaunchReplica BuildReplicaLaunch(const Job& job, int replica_index, const Ga
   launch.set_restart(r.restart_count);
   launch.set_checkpoint_dir(job.checkpoint_dir);
   launch.set_checkpoint_root(job.checkpoint_root);
+  launch.set_workdir_digest(job.spec.workdir());
   if (pool != nullptr) *launch.mutable_resources() = pool->resources();
   auto& env = *launch.mutable_env();
   env["TRAINCTL_JOB_ID"] = job.id;

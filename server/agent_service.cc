@@ -157,32 +157,7 @@ class AgentSession : public Reactor {
   // With authentication: whether the stream's certificate lets it register `node`. Without:
   // OK.
   absl::Status CheckIdentity(const std::string& node) const {
-    if (!auth_.required) return absl::OkStatus();
-    if (!certificate_.has_value()) {
-      return absl::UnauthenticatedError(
-          "this scheduler accepts agents only with a client certificate signed by its "
-          "--agent-ca: start trainctl-agent with --tls-cert and --tls-key (made by `trainctld "
-          "pki issue-agent DIR NODE`)");
-    }
-    if (certificate_->organizational_unit != kAgentUnit) {
-      return absl::PermissionDeniedError(
-          absl::StrCat("the client certificate (CN=", certificate_->common_name,
-                       ") is not an agent certificate (OU=", kAgentUnit,
-                       "); issue one with `trainctld pki "
-                       "issue-agent DIR ",
-                       node, "`"));
-    }
-    if (certificate_->common_name != node) {
-      return absl::PermissionDeniedError(absl::StrCat("the client certificate is for node '",
-                                                      certificate_->common_name,
-                                                      "'; it cannot register as '", node, "'"));
-    }
-    if (auth_.revoked != nullptr && auth_.revoked->Contains(certificate_->fingerprint)) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          "node ", node, "'s certificate ", certificate_->fingerprint,
-          " was revoked; issue a new one with `trainctld pki issue-agent DIR ", node, "`"));
-    }
-    return absl::OkStatus();
+    return CheckAgentIdentity(auth_, certificate_, node);
   }
 
   // Ends the stream for a Register refused for its identity: a log line and an event row.
@@ -355,6 +330,37 @@ grpc::ServerBidiReactor<v1::AgentMessage, v1::SchedulerMessage>* AgentServiceImp
   }
   return new AgentSession(loop_, registry_, ctx->peer(), auth_, VerifiedPeerCertificate(*ctx),
                           &refusals_, &new_nodes_, *std::move(slot), leader_epoch_);
+}
+
+absl::Status CheckAgentIdentity(const AgentAuth& auth,
+                                const std::optional<CertificateInfo>& certificate,
+                                const std::string& node) {
+  if (!auth.required) return absl::OkStatus();
+  if (!certificate.has_value()) {
+    return absl::UnauthenticatedError(
+        "this scheduler accepts agents only with a client certificate signed by its "
+        "--agent-ca: start trainctl-agent with --tls-cert and --tls-key (made by `trainctld "
+        "pki issue-agent DIR NODE`)");
+  }
+  if (certificate->organizational_unit != kAgentUnit) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("the client certificate (CN=", certificate->common_name,
+                     ") is not an agent certificate (OU=", kAgentUnit,
+                     "); issue one with `trainctld pki "
+                     "issue-agent DIR ",
+                     node, "`"));
+  }
+  if (certificate->common_name != node) {
+    return absl::PermissionDeniedError(absl::StrCat("the client certificate is for node '",
+                                                    certificate->common_name,
+                                                    "'; it cannot register as '", node, "'"));
+  }
+  if (auth.revoked != nullptr && auth.revoked->Contains(certificate->fingerprint)) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "node ", node, "'s certificate ", certificate->fingerprint,
+        " was revoked; issue a new one with `trainctld pki issue-agent DIR ", node, "`"));
+  }
+  return absl::OkStatus();
 }
 
 bool RefusalEvents::ShouldRecord(const std::string& node, const std::string& why, absl::Time now) {

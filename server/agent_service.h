@@ -14,6 +14,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "absl/synchronization/mutex.h"
@@ -22,6 +23,7 @@
 #include "server/peer_limits.h"
 #include "server/reconcile_loop.h"
 #include "server/transport_security.h"
+#include "storage/workdir_store.h"
 #include "trainctl/v1/agent.grpc.pb.h"
 
 namespace trainctl::server {
@@ -42,7 +44,16 @@ class RefusalEvents {
   std::map<std::string, absl::Time> last_ ABSL_GUARDED_BY(mu_);
 };
 
-class AgentServiceImpl final : public v1::AgentService::CallbackService {
+// With authentication: whether a client certificate lets its holder act as agent `node`
+// (OK without). UNAUTHENTICATED or PERMISSION_DENIED saying what is wrong and how to fix it.
+absl::Status CheckAgentIdentity(const AgentAuth& auth,
+                                const std::optional<CertificateInfo>& certificate,
+                                const std::string& node);
+
+// Connect is served by gRPC's callback API; FetchWorkdir (agent_workdirs.cc) by its synchronous
+// one: it streams from the WorkdirStore a chunk at a time, on the call's own thread.
+class AgentServiceImpl final
+    : public v1::AgentService::WithCallbackMethod_Connect<v1::AgentService::Service> {
  public:
   // `max_streams_per_peer`: agent streams one host may hold at once
   // (--max-agent-streams-per-peer); `max_new_nodes_per_peer`: nodes of unknown names one host
@@ -60,6 +71,11 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
 
   grpc::ServerBidiReactor<v1::AgentMessage, v1::SchedulerMessage>* Connect(
       grpc::CallbackServerContext* ctx) override;
+  grpc::Status FetchWorkdir(grpc::ServerContext* ctx, const v1::FetchWorkdirRequest* req,
+                            grpc::ServerWriter<v1::WorkdirChunk>* writer) override;
+
+  // Where FetchWorkdir reads from (not owned); unset, it is FAILED_PRECONDITION.
+  void set_workdirs(storage::WorkdirStore* workdirs) { workdirs_ = workdirs; }
 
  private:
   const int64_t leader_epoch_;
@@ -69,6 +85,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
   RefusalEvents refusals_;
   PeerStreamLimiter streams_;
   NewNodeLimiter new_nodes_;
+  storage::WorkdirStore* workdirs_ = nullptr;
 };
 
 }  // namespace trainctl::server

@@ -28,11 +28,13 @@
 #include "server/authorizer.h"
 #include "server/job_snapshots.h"
 #include "server/peer_limits.h"
+#include "server/project_secrets.h"
 #include "server/reconcile_loop.h"
 #include "server/tokens.h"
 #include "server/transport_security.h"
 #include "server/watch_hub.h"
 #include "storage/job_archive.h"
+#include "storage/workdir_store.h"
 #include "trainctl/v1/admin.pb.h"
 #include "trainctl/v1/job.pb.h"
 
@@ -78,6 +80,14 @@ class Api {
     storage::JobArchive* archive = nullptr;
     // The agent protocol's version GetVersion reports; 0: it reports none.
     int32_t agent_protocol_version = 0;
+    // The projects' secrets; null: SecretService is FAILED_PRECONDITION and so is a submit that
+    // refers to a secret.
+    ProjectSecrets* secrets = nullptr;
+    // The uploaded working directories; null: WorkdirService is FAILED_PRECONDITION and so is a
+    // submit with a workdir.
+    storage::WorkdirStore* workdirs = nullptr;
+    // The largest upload (--max-workdir-mb).
+    int64_t max_workdir_bytes = int64_t{100} << 20;
   };
   explicit Api(Parts parts);
 
@@ -136,6 +146,26 @@ class Api {
                    Reply<v1::ApiToken> done);
   void WhoAmI(const CallContext& call, const v1::WhoAmIRequest& req, Reply<v1::ApiToken> done);
 
+  // --- SecretService (api_secrets.cc) ------------------------------------------------------
+  void SetSecret(const CallContext& call, const v1::SetSecretRequest& req, Reply<v1::Secret> done);
+  void ListSecrets(const CallContext& call, const v1::ListSecretsRequest& req,
+                   Reply<v1::ListSecretsResponse> done);
+  void DeleteSecret(const CallContext& call, const v1::DeleteSecretRequest& req,
+                    Reply<v1::Secret> done);
+
+  // --- WorkdirService (api_workdirs.cc; the upload's stream is the transport's) -------------
+  void GetWorkdir(const CallContext& call, const v1::GetWorkdirRequest& req,
+                  Reply<v1::Workdir> done);
+  // Checks an upload's first message (project, digest, size) for `caller`: INVALID_ARGUMENT
+  // naming the field, PERMISSION_DENIED outside the caller's projects.
+  absl::Status CheckUpload(const Caller& caller, const v1::UploadWorkdirRequest& first) const;
+  // Stores an upload whose bytes `next` yields (WorkdirStore::Put), checking them against the
+  // first message's digest and size; the reply says whether the project held it already.
+  absl::StatusOr<v1::Workdir> StoreUpload(
+      const v1::UploadWorkdirRequest& first,
+      const std::function<absl::StatusOr<bool>(std::string*)>& next) const;
+  int64_t max_workdir_bytes() const { return parts_.max_workdir_bytes; }
+
   // --- AdminService (api_admin.cc; Backup streams a file and is the gRPC service's own) -----
   void GetVersion(const CallContext& call, const v1::GetVersionRequest& req,
                   Reply<v1::VersionInfo> done);
@@ -146,6 +176,13 @@ class Api {
   absl::StatusOr<Caller> Authorize(const CallContext& call, Route route) const;
 
  private:
+  // OK when this trainctld keeps secrets; FAILED_PRECONDITION saying how to make it.
+  absl::Status SecretsKept() const;
+  // Every secretRefs entry of `spec` names a secret its project holds: INVALID_ARGUMENT naming
+  // the field otherwise.
+  absl::Status CheckSecretRefs(const v1::JobSpec& spec) const;
+  // spec.workdir, when set, is a complete upload of the spec's project.
+  absl::Status CheckWorkdir(const v1::JobSpec& spec) const;
   // Authorizer::CheckProject, or OK without an authorizer.
   absl::Status CheckProject(const Caller& caller, Permission p, const std::string& project) const;
   // CheckProject for the project of job `job_id`, held by the core or only in the database (OK

@@ -104,16 +104,24 @@ void Api::CreateJob(const CallContext& call, const v1::CreateJobRequest& req, Re
   }
   sched::CreateRequestKey key{req.request_id(), ""};
   if (!key.id.empty()) key.spec_hash = SpecHash(req.spec());
+  // A database read: here, not in the loop's turn.
+  if (absl::Status s = CheckWorkdir(req.spec()); !s.ok()) return done(s);
   parts_.loop->Post(
       [this, spec = req.spec(), key = std::move(key), name = caller->name, done](Turn& t) {
         absl::StatusOr<v1::Job> reply = absl::InternalError("no reply");
         absl::StatusOr<std::optional<v1::Job>> created = FindCreated(t, name, key);
         if (!created.ok() || created->has_value()) {
           reply = created.ok() ? **std::move(created) : absl::StatusOr<v1::Job>(created.status());
+        } else if (absl::Status refs = CheckSecretRefs(spec); !refs.ok()) {
+          reply = refs;
         } else {
           const size_t first = t.fx->events.size();
           absl::StatusOr<const sched::Job*> job = t.core.SubmitJob(spec, t.now, t.fx, name, key);
           StampActor(t.fx, first, name);
+          if (job.ok() && !(*job)->spec.workdir().empty()) {
+            t.writes->workdir_uses.push_back(
+                {(*job)->project, (*job)->spec.workdir(), (*job)->id, absl::ToUnixMillis(t.now)});
+          }
           reply = JobReply(job, parts_.loop->redactor());
         }
         t.after_commit->push_back([reply = std::move(reply), done] { done(reply); });

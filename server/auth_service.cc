@@ -62,7 +62,7 @@ void StoreToken(ReconcileLoop* loop, TokenRegistry* tokens, storage::TokenRow ro
                 std::function<void(const absl::Status&)> done) {
   loop->Post(
       [=](Turn& t) {
-        t.tokens->push_back(row);
+        t.writes->tokens.push_back(row);
         const size_t first = t.fx->events.size();
         sched::AddEvent(t.fx, t.now, nullptr, "", "", event_type, reason);
         StampActor(t.fx, first, actor);

@@ -20,7 +20,8 @@ std::string RoleName(v1::Role role) { return absl::AsciiStrToLower(EnumShortName
 
 bool ProjectScoped(Permission p) {
   return p == Permission::kSubmit || p == Permission::kCancel || p == Permission::kDeleteJobs ||
-         p == Permission::kReadLogs || p == Permission::kReportProgress;
+         p == Permission::kReadLogs || p == Permission::kReportProgress ||
+         p == Permission::kManageSecrets;
 }
 
 }  // namespace
@@ -51,6 +52,8 @@ absl::string_view PermissionName(Permission p) {
       return "whoami";
     case Permission::kBackup:
       return "backup";
+    case Permission::kManageSecrets:
+      return "manage-secrets";
   }
   return "unknown";
 }
@@ -87,6 +90,11 @@ const std::vector<RouteInfo>& Routes() {
       {Route::kWhoAmI, "trainctl.v1.AuthService/WhoAmI", Permission::kWhoAmI},
       {Route::kGetVersion, "trainctl.v1.AdminService/GetVersion", Permission::kWhoAmI},
       {Route::kBackup, "trainctl.v1.AdminService/Backup", Permission::kBackup},
+      {Route::kSetSecret, "trainctl.v1.SecretService/SetSecret", Permission::kManageSecrets},
+      {Route::kListSecrets, "trainctl.v1.SecretService/ListSecrets", Permission::kManageSecrets},
+      {Route::kDeleteSecret, "trainctl.v1.SecretService/DeleteSecret", Permission::kManageSecrets},
+      {Route::kUploadWorkdir, "trainctl.v1.WorkdirService/UploadWorkdir", Permission::kSubmit},
+      {Route::kGetWorkdir, "trainctl.v1.WorkdirService/GetWorkdir", Permission::kSubmit},
   };
   return kRoutes;
 }

@@ -48,6 +48,7 @@ enum class Permission {
   kManageTokens,    // create, list, revoke tokens
   kWhoAmI,          // any valid token: who am I, trainctld's version
   kBackup,          // copy the database (it holds secrets): admins only
+  kManageSecrets,   // set, list and delete a project's secrets (project-scoped)
 };
 
 // "read", "submit", ... as errors name them.
@@ -82,6 +83,11 @@ enum class Route {
   kWhoAmI,
   kGetVersion,
   kBackup,
+  kSetSecret,
+  kListSecrets,
+  kDeleteSecret,
+  kUploadWorkdir,
+  kGetWorkdir,
 };
 
 struct RouteInfo {

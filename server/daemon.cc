@@ -148,6 +148,29 @@ absl::Status Daemon::LoadStateAndLoop() {
     }
   }
   tokens_.Load(state->tokens);
+  // Jobs whose use of a working directory a crash kept from being recorded (ReconcileLoop).
+  for (const auto& [id, job] : state->core->jobs()) {
+    if (job.spec.workdir().empty()) continue;
+    if (absl::Status used =
+            opened_->workdirs->AddUse(job.project, job.spec.workdir(), id, WallNowMs());
+        !used.ok()) {
+      return Fail(Failure::kLogged, Described(used));
+    }
+  }
+  // The key stays beside SQLite's database; PostgreSQL's trainctlds share one they are given.
+  if (opened_->pg == nullptr || !flags_.secret_key_file.empty()) {
+    const std::string key_file =
+        !flags_.secret_key_file.empty() ? flags_.secret_key_file : flags_.data_dir + "/secrets.key";
+    absl::StatusOr<std::unique_ptr<ProjectSecrets>> secrets = OpenProjectSecrets(
+        *opened_->store, key_file, opened_->pg == nullptr, std::move(state->secrets));
+    if (!secrets.ok()) return Fail(Failure::kLogged, Described(secrets.status()));
+    secrets_ = *std::move(secrets);
+  } else if (!state->secrets.empty()) {
+    spdlog::warn(
+        "the database holds {} project secrets, but without --secret-key-file this "
+        "trainctld cannot open them: launches that need one fail",
+        state->secrets.size());
+  }
   for (const std::string& fp : state->revoked_certificates) revocations_.Add(fp);
 
   // The loop's proof of life: systemd's watchdog pings (WatchdogSec=), and a log line when it
@@ -201,6 +224,8 @@ absl::Status Daemon::LoadStateAndLoop() {
     replica_tokens_.emplace(*std::move(loaded));
     loop_->set_replica_tokens(&*replica_tokens_);
   }
+  loop_->set_project_secrets(secrets_.get());
+  loop_->set_workdirs(opened_->workdirs.get());
   return absl::OkStatus();
 }
 
@@ -209,13 +234,17 @@ void Daemon::MakeServices() {
                       replica_tokens_ ? &*replica_tokens_ : nullptr);
   api_.emplace(Api::Parts{loop_.get(), &registry_, &snapshots_, WallNowMs, &*authorizer_, &tokens_,
                           &revocations_, options_.api, opened_->archive.get(),
-                          kAgentProtocolVersion});
+                          kAgentProtocolVersion, secrets_.get(), opened_->workdirs.get(),
+                          flags_.max_workdir_mb << 20});
   job_service_.emplace(&*api_);
   agent_service_.emplace(loop_.get(), &registry_, AgentAuth{flags_.tls(), &revocations_},
                          flags_.max_agent_streams_per_peer, flags_.max_new_nodes_per_peer,
                          lead_ ? lead_->epoch : 0);
+  agent_service_->set_workdirs(opened_->workdirs.get());
   cluster_service_.emplace(&*api_);
   quota_service_.emplace(&*api_);
+  secret_service_.emplace(&*api_);
+  workdir_service_.emplace(&*api_);
   auth_service_.emplace(&*api_);
   admin_service_.emplace(&*api_, flags_.data_dir, /*sqlite=*/opened_->sqlite != nullptr);
 }
@@ -239,6 +268,8 @@ absl::Status Daemon::Listen() {
   builder.RegisterService(&*quota_service_);
   builder.RegisterService(&*auth_service_);
   builder.RegisterService(&*admin_service_);
+  builder.RegisterService(&*secret_service_);
+  builder.RegisterService(&*workdir_service_);
   // Agents hold their stream for days: keep it alive through idle NATs and notice dead peers.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 20000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
@@ -246,6 +277,8 @@ absl::Status Daemon::Listen() {
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   loop_->Start();
   loop_started_ = true;
+  // Only the leader deletes: a standby's view of which jobs exist may lag.
+  workdir_sweeper_.emplace(opened_->workdirs.get(), absl::Minutes(1), absl::Hours(1));
   if (lead_) {
     loop_->Post([reason = lead_->reason](Turn& t) {
       sched::AddEvent(t.fx, t.now, nullptr, "", "", "LeaderElected", reason);
@@ -336,6 +369,7 @@ void Daemon::Shutdown() {
   // Streams end first (watches here; agents' and log follows at the deadline), so that clients
   // and agents connected cannot hold the stop: trainctld is gone within a second.
   hub_.Clear();
+  workdir_sweeper_.reset();
   if (rest_) rest_->Stop();
   if (server_ != nullptr) {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));

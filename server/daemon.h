@@ -56,13 +56,16 @@
 #include "server/job_snapshots.h"
 #include "server/leadership.h"
 #include "server/metrics_daemon.h"
+#include "server/project_data.h"
 #include "server/quota_service.h"
 #include "server/reconcile_loop.h"
 #include "server/replica_tokens.h"
 #include "server/rest/rest_server.h"
+#include "server/secret_service.h"
 #include "server/tokens.h"
 #include "server/transport_security.h"
 #include "server/watch_hub.h"
+#include "server/workdir_service.h"
 
 namespace trainctl::server {
 
@@ -152,6 +155,11 @@ class Daemon {
   bool loop_started_ = false;
   std::unique_ptr<DaemonReloader> config_;
   std::optional<ReplicaTokens> replica_tokens_;
+  // Null with PostgreSQL and no --secret-key-file.
+  std::unique_ptr<ProjectSecrets> secrets_;
+  std::optional<WorkdirSweeper> workdir_sweeper_;
+  std::optional<SecretServiceImpl> secret_service_;
+  std::optional<WorkdirServiceImpl> workdir_service_;
   std::optional<Authorizer> authorizer_;
   std::optional<Api> api_;
   std::optional<JobServiceImpl> job_service_;

@@ -110,6 +110,13 @@ std::vector<FlagGroup> DaemonFlagGroups() {
          "env entries of jobs whose names match are secrets, like those a pool lists in "
          "secretEnv: replicas get them, reads show \"<redacted>\" (default "
          "*_SECRET*,*_TOKEN*,*_PASSWORD*,*_KEY; none: only secretEnv)"},
+        {"secret-key-file", 0, Kind::kValue, "FILE", "",
+         "the key (32 bytes, mode 0600) project secrets are sealed with (default "
+         "DATA_DIR/secrets.key, made at the first start; with --store postgres required for "
+         "secrets, and the same file on every trainctld)"},
+        {"max-workdir-mb", 0, Kind::kValue, "N", "",
+         "the largest working directory a job may be submitted with (trainctl submit --workdir), "
+         "in MiB (default 100; 1..10240)"},
         {"log-level", 0, Kind::kValue, "LEVEL", "",
          "trace, debug, info, warn, error (default info)"},
         {"log-format", 0, Kind::kValue, "FORMAT", "",

@@ -377,6 +377,11 @@ absl::StatusOr<DaemonFlags> FromParsed(const ParsedArgs& parsed) {
     TC_RETURN_IF_ERROR(SecretRedactor::Parse(text).status());
     f.secret_env_patterns = text;
   }
+  f.secret_key_file = parsed.Get("secret-key-file");
+  if (std::string text = parsed.Get("max-workdir-mb"); !text.empty()) {
+    TC_ASSIGN_OR_RETURN(f.max_workdir_mb,
+                        ParseWholeNumberFlag<int64_t>("--max-workdir-mb", text, 1, 10240));
+  }
   if (std::string text = parsed.Get("port-range"); !text.empty()) {
     TC_ASSIGN_OR_RETURN(f.port_range, ParsePortRange(text));
   }
@@ -458,6 +463,8 @@ std::vector<std::pair<std::string, std::string>> DaemonConfigEntries(const Daemo
       {"max-new-nodes-per-peer", absl::StrCat(f.max_new_nodes_per_peer)},
       {"max-watches-per-peer", absl::StrCat(f.max_watches_per_peer)},
       {"secret-env-pattern", f.secret_env_patterns},
+      {"secret-key-file", f.secret_key_file},
+      {"max-workdir-mb", absl::StrCat(f.max_workdir_mb)},
       {"log-level", f.log_level},
       {"log-format", f.log_format},
       {"tls-cert", f.tls_cert},

@@ -116,6 +116,11 @@ struct DaemonFlags {
   int64_t max_new_nodes_per_peer = 16;
   // Env names that are secrets in every job (SecretRedactor::Parse); checked by the parser.
   std::string secret_env_patterns = kDefaultSecretEnvPatterns;
+  // The key project secrets are sealed with; "": DATA_DIR/secrets.key with SQLite, and no
+  // project secrets with PostgreSQL.
+  std::string secret_key_file;
+  // The largest working directory upload, in MiB: 1..10240.
+  int64_t max_workdir_mb = 100;
 
   bool tls() const { return !tls_cert.empty(); }
 };

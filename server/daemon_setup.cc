@@ -18,7 +18,9 @@
 #include "server/pki.h"
 #include "storage/pg_job_archive.h"
 #include "storage/pg_lease.h"
+#include "storage/pg_workdir_store.h"
 #include "storage/sqlite_job_archive.h"
+#include "storage/sqlite_workdir_store.h"
 
 namespace trainctl::server {
 
@@ -72,6 +74,10 @@ absl::StatusOr<OpenedStore> OpenStore(const DaemonFlags& flags, const std::strin
         storage::PgJobArchive::Open(flags.store);
     if (!archive.ok()) return archive.status();
     opened.archive = *std::move(archive);
+    absl::StatusOr<std::unique_ptr<storage::PgWorkdirStore>> workdirs =
+        storage::PgWorkdirStore::Open(flags.store, storage::LeaseApplicationName(instance));
+    if (!workdirs.ok()) return workdirs.status();
+    opened.workdirs = *std::move(workdirs);
     return opened;
   }
   opened.name = flags.data_dir + "/trainctl.db";
@@ -84,6 +90,10 @@ absl::StatusOr<OpenedStore> OpenStore(const DaemonFlags& flags, const std::strin
       storage::SqliteJobArchive::Open(opened.name);
   if (!archive.ok()) return archive.status();
   opened.archive = *std::move(archive);
+  absl::StatusOr<std::unique_ptr<storage::SqliteWorkdirStore>> workdirs =
+      storage::SqliteWorkdirStore::Open(opened.name);
+  if (!workdirs.ok()) return workdirs.status();
+  opened.workdirs = *std::move(workdirs);
   return opened;
 }
 

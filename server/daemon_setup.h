@@ -19,6 +19,7 @@
 #include "storage/pg_store.h"
 #include "storage/sqlite_store.h"
 #include "storage/store.h"
+#include "storage/workdir_store.h"
 
 namespace trainctl::server {
 
@@ -42,6 +43,8 @@ struct OpenedStore {
   // The same store when it is PostgreSQL's (its fence), else null.
   storage::PgStore* pg = nullptr;
   std::unique_ptr<storage::JobArchive> archive;
+  // The working directories, on a connection of their own.
+  std::unique_ptr<storage::WorkdirStore> workdirs;
   // What logs call it: the file, or "the PostgreSQL store" (a URI may hold a password).
   std::string name;
 };

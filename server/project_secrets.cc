@@ -1,14 +1,12 @@
 #include "server/project_secrets.h"
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/names.h"
 
 namespace trainctl::server {
 
 absl::Status ProjectSecrets::ValidateName(const std::string& name) {
-  bool ok = !name.empty() && name.size() <= 253 && absl::ascii_isalnum(name[0]);
-  for (char c : name) ok &= absl::ascii_isalnum(c) || c == '_' || c == '.' || c == '-';
-  if (ok) return absl::OkStatus();
+  if (IsSecretName(name)) return absl::OkStatus();
   return absl::InvalidArgumentError(
       absl::StrCat("secret name must be 1 to 253 characters of A-Z, a-z, 0-9, '_', '.' and '-', "
                    "starting with a letter or digit, got \"",

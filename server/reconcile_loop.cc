@@ -12,6 +12,7 @@
 #include "model/model_proto.h"
 #include "server/agent_registry.h"
 #include "server/job_snapshots.h"
+#include "server/launch_secrets.h"
 #include "server/metrics_daemon.h"
 
 namespace trainctl::server {
@@ -132,9 +133,9 @@ void ReconcileLoop::Run() {
 void ReconcileLoop::RunTurn(std::vector<Item> items) {
   sched::Effects fx;
   std::vector<std::function<void()>> after;
-  std::vector<storage::TokenRow> tokens;
+  TurnWrites writes;
   const int64_t now_ms = clock_();
-  Turn turn{*core_, *store_, absl::FromUnixMillis(now_ms), &fx, &after, &tokens};
+  Turn turn{*core_, *store_, absl::FromUnixMillis(now_ms), &fx, &after, &writes};
   // Fair share: the time since the last turn is charged to what replicas held in it.
   core_->AccrueUsage(turn.now);
   for (Item& item : items) item.work(turn);
@@ -181,7 +182,9 @@ void ReconcileLoop::RunTurn(std::vector<Item> items) {
     batch.project_uids.emplace_back(project, *core_->ProjectUid(project));
   }
   batch.project_usage = std::move(fx.usage_ledgers);
-  batch.tokens = std::move(tokens);
+  batch.tokens = std::move(writes.tokens);
+  batch.secrets = std::move(writes.secrets);
+  batch.deleted_secrets = std::move(writes.deleted_secrets);
   batch.deleted_jobs = std::move(fx.deleted_jobs);
   const auto commit_start = std::chrono::steady_clock::now();
   absl::Status committed = store_->Commit(batch);
@@ -189,6 +192,17 @@ void ReconcileLoop::RunTurn(std::vector<Item> items) {
     // Nothing of this turn may be seen, sent or acknowledged.
     RecoverFromFailedCommit(items, committed);
     return;
+  }
+  // After the job: a crash in between leaves a live job without its use, which trainctld's
+  // start records again (Daemon::LoadStateAndLoop).
+  for (const storage::WorkdirUse& use : writes.workdir_uses) {
+    absl::Status used = workdirs_ != nullptr
+                            ? workdirs_->AddUse(use.project, use.digest, use.job_id, use.add_ms)
+                            : absl::OkStatus();
+    if (!used.ok()) {
+      spdlog::warn("job {}: cannot record its use of the working directory {}: {}", use.job_id,
+                   use.digest, used.ToString());
+    }
   }
   if (metrics_ != nullptr) {
     metrics_->OnCommit(
@@ -201,12 +215,13 @@ void ReconcileLoop::RunTurn(std::vector<Item> items) {
     spdlog::info("event {} job={} replica={} node={}: {}", e.type, e.job_id, e.replica, e.node,
                  e.reason);
   }
-  if (replica_tokens_ != nullptr) {
-    for (sched::Command& c : fx.commands) {
-      if (!c.message.has_launch()) continue;
-      v1::LaunchReplica* launch = c.message.mutable_launch();
+  for (sched::Command& c : fx.commands) {
+    if (!c.message.has_launch()) continue;
+    v1::LaunchReplica* launch = c.message.mutable_launch();
+    if (replica_tokens_ != nullptr) {
       (*launch->mutable_env())["TRAINCTL_TOKEN"] = replica_tokens_->Mint(launch->job_id());
     }
+    AddSecretValues(*core_, secrets_, launch);
   }
   if (!batch.deleted_jobs.empty()) snapshots_->Remove(batch.deleted_jobs);
   NoteEnded(batch.jobs, batch.deleted_jobs);
@@ -306,8 +321,8 @@ void ReconcileLoop::ExpireJobs(Turn& t) {
 void ReconcileLoop::RunRefusingTurn(std::vector<Item> items, const absl::Status& why) {
   sched::Effects fx;
   std::vector<std::function<void()>> after;
-  std::vector<storage::TokenRow> tokens;
-  Turn turn{*core_, *store_, absl::FromUnixMillis(clock_()), &fx, &after, &tokens};
+  TurnWrites writes;
+  Turn turn{*core_, *store_, absl::FromUnixMillis(clock_()), &fx, &after, &writes};
   for (Item& item : items) {
     if (item.read_only) {
       item.work(turn);

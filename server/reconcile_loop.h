@@ -50,15 +50,27 @@
 #include "common/latency_histogram.h"
 #include "scheduler/core.h"
 #include "server/outbox.h"
+#include "server/project_secrets.h"
 #include "server/replica_tokens.h"
 #include "server/secret_env.h"
 #include "storage/store.h"
+#include "storage/workdir_store.h"
 
 namespace trainctl::server {
 
 class AgentRegistry;
 class DaemonMetrics;
 class JobSnapshots;
+
+// Rows a turn's work writes in the turn's transaction, beside the core's.
+struct TurnWrites {
+  std::vector<storage::TokenRow> tokens;
+  std::vector<storage::SecretRow> secrets;
+  // (project, name) of secrets to delete.
+  std::vector<std::pair<std::string, std::string>> deleted_secrets;
+  // Jobs created with a working directory.
+  std::vector<storage::WorkdirUse> workdir_uses;
+};
 
 // What a posted item sees during its turn.
 struct Turn {
@@ -70,8 +82,8 @@ struct Turn {
   // Run after the commit, on the Outbox's thread, in order (after the turn's commands). Must not
   // block, and must not touch the core.
   std::vector<std::function<void()>>* after_commit;
-  // API token rows to write in this turn's transaction.
-  std::vector<storage::TokenRow>* tokens;
+  // Rows to write in this turn's transaction.
+  TurnWrites* writes;
 };
 
 class ReconcileLoop {
@@ -112,6 +124,12 @@ class ReconcileLoop {
   // With authentication: each launch gets its job's replica token as TRAINCTL_TOKEN (not owned;
   // null: none).
   void set_replica_tokens(const ReplicaTokens* tokens) { replica_tokens_ = tokens; }
+  // Launches get the values of their pools' secretRefs from `secrets` (not owned); unset, a
+  // launch that needs one fails.
+  void set_project_secrets(const ProjectSecrets* secrets) { secrets_ = secrets; }
+  // Where the uses of working directories (TurnWrites::workdir_uses) are recorded once their
+  // jobs committed (not owned; may be null).
+  void set_workdirs(storage::WorkdirStore* workdirs) { workdirs_ = workdirs; }
   const SecretRedactor& redactor() const { return redactor_; }
   // Set before Start(). Without a reloader a failed commit aborts the process.
   void set_reloader(Reloader reloader) { reloader_ = std::move(reloader); }
@@ -169,6 +187,8 @@ class ReconcileLoop {
 
   SecretRedactor redactor_;
   const ReplicaTokens* replica_tokens_ = nullptr;
+  const ProjectSecrets* secrets_ = nullptr;
+  storage::WorkdirStore* workdirs_ = nullptr;
   DaemonMetrics* metrics_ = nullptr;
   Reloader reloader_;
   WriteStateListener write_listener_;

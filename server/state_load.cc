@@ -36,6 +36,7 @@ absl::StatusOr<LoadedState> LoadState(storage::Store& store, const sched::CoreOp
   out.core->RestoreProjectUids(std::move(snap->project_uids));
   out.core->RestoreUsageLedgers(std::move(snap->project_usage));
   out.tokens = std::move(snap->tokens);
+  out.secrets = std::move(snap->secrets);
   return out;
 }
 

@@ -19,6 +19,8 @@ namespace trainctl::server {
 struct LoadedState {
   std::unique_ptr<sched::Core> core;
   std::vector<storage::TokenRow> tokens;
+  // Every project secret, sealed.
+  std::vector<storage::SecretRow> secrets;
   // Fingerprints of every revoked certificate: those of live nodes and of deleted ones.
   std::vector<std::string> revoked_certificates;
 };

@@ -1,5 +1,6 @@
-// The REST routes: one per RPC of JobService, QuotaService, ClusterService and AuthService, and
-// AdminService's GetVersion (a backup streams a database file: gRPC only), in
+// The REST routes: one per RPC of JobService, QuotaService, ClusterService, AuthService and
+// SecretService, and AdminService's GetVersion (a backup streams a database file, and a workdir
+// upload a tar archive: gRPC only), in
 // Google's resource style (`GET /v1/jobs/{id}`, `POST /v1/jobs/{id}:cancel`). Each names its RPC,
 // its request and response messages and where the request comes from (path, query, body), so
 // that the server dispatches with it and the OpenAPI document (openapi.h) is written from it:

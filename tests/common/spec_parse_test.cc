@@ -144,7 +144,7 @@ TEST_CASE("ParseJobSpec names the field of every error", "[spec_parse]") {
   const Case cases[] = {
       {"workerPools:\n- name: a\n  resouces: {}\n",
        "workerPools[0].resouces: unknown field; known fields: name, replicaCount, command, args, "
-       "env, resources, secretEnv, nodeSelector, nodeAffinity, elastic"},
+       "env, resources, secretEnv, nodeSelector, nodeAffinity, elastic, secretRefs"},
       {"workerPools:\n- name: a\n- replicaCount: abc\n",
        "workerPools[1].replicaCount: expected an integer, got \"abc\""},
       {"workerPools:\n- replicaCount: 1.5\n",
@@ -168,7 +168,7 @@ TEST_CASE("ParseJobSpec names the field of every error", "[spec_parse]") {
       {"labels: {a: 1, a: 2}\n", "labels[\"a\"]: duplicate key"},
       {"bogus: 1\n",
        "bogus: unknown field; known fields: displayName, project, priority, workerPools, "
-       "scheduling, checkpointDir, labels, faultTolerance"},
+       "scheduling, checkpointDir, labels, faultTolerance, workdir"},
   };
   for (const Case& c : cases) {
     INFO(c.text);
