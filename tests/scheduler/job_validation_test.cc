@@ -63,6 +63,36 @@ TEST_CASE("ValidateJobSpec names the field and the rule") {
          s->mutable_worker_pools(0)->add_secret_env("API_KEY");
        },
        "workerPools[0].secretEnv[1] \"API_KEY\" is not a key of workerPools[0].env"},
+      {"secret ref",
+       [](v1::JobSpec* s) {
+         (*s->mutable_worker_pools(0)->mutable_secret_refs())["WANDB_API_KEY"] = "wandb.token-1";
+       },
+       ""},
+      {"secret ref with a bad variable",
+       [](v1::JobSpec* s) { (*s->mutable_worker_pools(1)->mutable_secret_refs())["1X"] = "w"; },
+       "workerPools[1].secretRefs[\"1X\"] is not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)"},
+      {"secret ref to a reserved variable",
+       [](v1::JobSpec* s) {
+         (*s->mutable_worker_pools(0)->mutable_secret_refs())["TRAINCTL_TOKEN"] = "w";
+       },
+       "workerPools[0].secretRefs[\"TRAINCTL_TOKEN\"] uses the reserved prefix TRAINCTL_; "
+       "trainctl sets these itself"},
+      {"secret ref also in env",
+       [](v1::JobSpec* s) {
+         (*s->mutable_worker_pools(0)->mutable_env())["API_KEY"] = "x";
+         (*s->mutable_worker_pools(0)->mutable_secret_refs())["API_KEY"] = "api";
+       },
+       "workerPools[0].secretRefs[\"API_KEY\"] is also set by workerPools[0].env; set it in one "
+       "place"},
+      {"secret ref with a bad name",
+       [](v1::JobSpec* s) { (*s->mutable_worker_pools(0)->mutable_secret_refs())["K"] = "-x"; },
+       "workerPools[0].secretRefs[\"K\"] must name a secret: 1 to 253 characters of A-Z, a-z, "
+       "0-9, '_', '.' and '-', starting with a letter or digit; got \"-x\""},
+      {"a workdir digest", [](v1::JobSpec* s) { s->set_workdir("sha256:" + std::string(64, 'a')); },
+       ""},
+      {"a workdir that is not a digest", [](v1::JobSpec* s) { s->set_workdir("./src"); },
+       "workdir must be an upload's digest, \"sha256:\" and 64 lowercase hex digits (trainctl "
+       "submit --workdir DIR uploads one); got \"./src\""},
       {"bad project", [](v1::JobSpec* s) { s->set_project("Team A"); },
        "project must be 1..63 characters of a-z, 0-9 and '-'; got \"Team A\""},
       {"priority", [](v1::JobSpec* s) { s->set_priority(5000); },

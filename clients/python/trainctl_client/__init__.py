@@ -1,4 +1,6 @@
-"""trainctl_client: a small Python client of the trainctl job API, for pipelines and scripts.
+"""trainctl_client: a small Python client of the trainctl job API, for pipelines and scripts:
+jobs (Client.submit, wait, logs...), their shipped working directories (submit(spec,
+workdir=DIR); the packing is in trainctl_client.workdir) and project secrets (set_secret...).
 
 It needs Debian's python3-grpcio and python3-protobuf, and the stubs generated from
 proto/trainctl/v1/*.proto (the build writes them to build/clients/python/gen). They are found on
@@ -15,5 +17,6 @@ if _stubs and os.path.abspath(_stubs) not in sys.path:
 
 # pylint: disable=wrong-import-position
 from trainctl_client.client import TERMINAL_STATES, Client, state_name  # noqa: E402
+from trainctl_client.workdir import WorkdirError  # noqa: E402
 
-__all__ = ["Client", "TERMINAL_STATES", "state_name"]
+__all__ = ["Client", "TERMINAL_STATES", "WorkdirError", "state_name"]

@@ -1,13 +1,19 @@
-"""A small Python client of the trainctl job API (trainctl.v1.JobService) over gRPC.
+"""A small Python client of the trainctl job API (trainctl.v1.JobService, and SecretService
+and WorkdirService for project secrets and shipped working directories) over gRPC.
 
     client = Client("127.0.0.1:7070")              # or "a:7070,b:7070": trainctld replicas
     job = client.submit({"displayName": "hello", "workerPools": [...]})
     job = client.wait(job.id)                      # follows WatchJob to a terminal state
     print(client.logs(job.id, job.replicas[0].name).decode())
+    job = client.submit(spec, workdir="./src")     # replicas start in a copy of ./src
+    client.set_secret("team-a", "wandb", "...")    # for workerPools[].secretRefs
 
 Specs are dicts in protobuf's JSON mapping (the shape of spec files and of
 `trainctl get -o json`), or JobSpec messages. submit() sends a request id (AIP-155) and retries
 a create that may not have arrived with that same id, so a retry never creates a second job.
+submit(spec, workdir=DIR) first ships DIR (less what its .trainctlignore lists; see workdir.py)
+as a tar archive, unless the job's project holds those bytes already, and every replica starts
+in a read-only copy of it.
 
 The generated stubs (trainctl/v1/job_pb2.py, job_pb2_grpc.py) must be importable: put the
 directory that holds `trainctl/` on sys.path, or name it in $TRAINCTL_PYTHON_STUBS before this
@@ -24,8 +30,10 @@ from google.protobuf import json_format
 
 from trainctl.v1 import job_pb2
 from trainctl.v1 import job_pb2_grpc
+from trainctl_client import workdir as _workdir
+from trainctl_client.workdir import WorkdirError
 
-__all__ = ["Client", "TERMINAL_STATES", "state_name"]
+__all__ = ["Client", "TERMINAL_STATES", "WorkdirError", "state_name"]
 
 # The states a job never leaves.
 TERMINAL_STATES = frozenset((job_pb2.JOB_STATE_SUCCEEDED, job_pb2.JOB_STATE_FAILED,
@@ -48,6 +56,12 @@ _RPC_TIMEOUT = 30.0
 _CONNECT_TIMEOUT = 15.0
 # ReadLogs chunk size.
 _LOG_CHUNK = 1 << 20
+# The most data one UploadWorkdir message carries.
+_UPLOAD_CHUNK = 1 << 20
+# An upload may take _RPC_TIMEOUT plus a second per this many bytes.
+_UPLOAD_MIN_RATE = 1 << 20
+# The project of a spec that names none.
+_DEFAULT_PROJECT = "default"
 # The trailer in which a standby trainctld names the leader's address.
 _LEADER_TRAILER = "trainctl-leader"
 # Redirects followed at once in a row; after that, the usual backoff.
@@ -121,6 +135,23 @@ def _spec_json(value, descriptor):
     return out
 
 
+def _upload_requests(project, archive):
+    """The UploadWorkdir messages of a packed archive: the first names the project, digest and
+    size, and each carries up to 1 MiB of the archive, in order. Read by offset, so that the
+    messages of an abandoned try never move those of the next."""
+    offset = 0
+    while True:
+        data = archive.read_at(offset, _UPLOAD_CHUNK)
+        if not data:
+            return
+        if offset == 0:
+            yield job_pb2.UploadWorkdirRequest(project=project, digest=archive.digest,
+                                               size_bytes=archive.size, data=data)
+        else:
+            yield job_pb2.UploadWorkdirRequest(data=data)
+        offset += len(data)
+
+
 def _backoff(attempt):
     """Seconds to pause before retry number `attempt` (0, 1, ...): exponential, jittered."""
     delay = min(_INITIAL_BACKOFF * (2 ** min(attempt, 16)), _MAX_BACKOFF)
@@ -167,6 +198,8 @@ class Client:
             self._channels[address] = channel
         self.address = address
         self._jobs = job_pb2_grpc.JobServiceStub(channel)
+        self._secrets = job_pb2_grpc.SecretServiceStub(channel)
+        self._workdirs = job_pb2_grpc.WorkdirServiceStub(channel)
 
     def _follow(self, error):
         """After `error` from a call to self.address: True to send it again at once.
@@ -206,14 +239,21 @@ class Client:
 
     # --- Calls ---------------------------------------------------------------------------------
 
-    def _unary(self, method, request, retries):
-        """Calls JobService's `method` (its name), sending it again on UNAVAILABLE or
-        DEADLINE_EXCEEDED, and at once to the leader a standby names."""
+    def _unary(self, method, request, retries, service="_jobs"):
+        """Calls `method` (its name) of `service` (the attribute of its stub: _jobs, _secrets,
+        _workdirs), sending it again on UNAVAILABLE or DEADLINE_EXCEEDED, and at once to the
+        leader a standby names."""
+        return self._retrying(
+            lambda: getattr(getattr(self, service), method)(request, metadata=self._metadata,
+                                                            timeout=_RPC_TIMEOUT), retries)
+
+    def _retrying(self, call, retries):
+        """call()'s result: call() makes one try on the stubs of self.address; it is tried again
+        as _unary says."""
         attempt = 0
         while True:
             try:
-                result = getattr(self._jobs, method)(request, metadata=self._metadata,
-                                                     timeout=_RPC_TIMEOUT)
+                result = call()
                 self._redirects = 0
                 return result
             except grpc.RpcError as e:
@@ -224,11 +264,18 @@ class Client:
             time.sleep(_backoff(attempt))
             attempt += 1
 
-    def submit(self, spec, request_id=None, retries=5):
+    def submit(self, spec, request_id=None, retries=5, workdir=None, max_workdir_mb=100):
         """Creates a job from `spec` (a JSON-mapping dict or a JobSpec); returns the Job.
 
         A dict may write durations as spec files do ("5m", "1h30m", "500ms"). A dict that is no
         JobSpec raises google.protobuf.json_format.ParseError, naming the field.
+
+        workdir: a directory to ship with the job (as upload_workdir() does, in the spec's
+        project, "default" when it names none); the job's spec.workdir is then its digest, and
+        every replica starts in a read-only copy of it. At most `max_workdir_mb` MiB of files
+        (1..10240), less what its .trainctlignore lists. WorkdirError, before anything is sent,
+        for a directory that cannot be shipped: missing, not a directory, a file that cannot be
+        read, or too large (naming the largest files). A JobSpec given is not changed.
 
         The request carries `request_id` (a new UUID when None). A create that failed with
         UNAVAILABLE or DEADLINE_EXCEEDED may still have created the job, so it is sent again
@@ -241,6 +288,13 @@ class Client:
         else:
             message = json_format.ParseDict(_spec_json(spec, job_pb2.JobSpec.DESCRIPTOR),
                                             job_pb2.JobSpec())
+        if workdir is not None:
+            shipped = self.upload_workdir(workdir, message.project or _DEFAULT_PROJECT,
+                                          max_workdir_mb=max_workdir_mb, retries=retries)
+            copy = job_pb2.JobSpec()
+            copy.CopyFrom(message)
+            copy.workdir = shipped.digest
+            message = copy
         request = job_pb2.CreateJobRequest(spec=message,
                                            request_id=request_id or str(uuid.uuid4()))
         return self._unary("CreateJob", request, retries)
@@ -266,6 +320,68 @@ class Client:
         after a reply that was lost may find the job gone already: NOT_FOUND.
         """
         self._unary("DeleteJob", job_pb2.DeleteJobRequest(id=job_id), retries)
+
+    # --- Working directories -------------------------------------------------------------------
+
+    def upload_workdir(self, directory, project=_DEFAULT_PROJECT, max_workdir_mb=100,
+                       retries=5):
+        """Ships `directory` to the project for jobs to run in; returns the Workdir (its digest,
+        "sha256:<hex>", is what JobSpec.workdir takes). submit(spec, workdir=DIR) calls it.
+
+        The directory is scanned (leaving out what its .trainctlignore lists, in gitignore
+        syntax), packed deterministically into a tar archive in a temporary file and hashed.
+        When the project holds that digest already (GetWorkdir), nothing is sent and the held
+        Workdir comes back; otherwise the archive is streamed (UploadWorkdir, 1 MiB a message),
+        and streamed again from its start on UNAVAILABLE or DEADLINE_EXCEEDED, up to `retries`
+        times. WorkdirError, before anything is sent, for a missing directory, one that is not a
+        directory, a file or directory that cannot be read, or more than `max_workdir_mb` MiB
+        (1..10240) of files, naming the 5 largest; ValueError for a bad max_workdir_mb;
+        grpc.RpcError for a refusal (INVALID_ARGUMENT: larger than trainctld's --max-workdir-mb).
+        """
+        if isinstance(max_workdir_mb, bool) or not isinstance(max_workdir_mb, int) or \
+                not 1 <= max_workdir_mb <= 10240:
+            raise ValueError(f"max_workdir_mb: a whole number of MiB, 1..10240, not "
+                             f"{max_workdir_mb!r}")
+        manifest = _workdir.scan(directory, max_workdir_mb << 20)
+        with _workdir.pack(directory, manifest) as archive:
+            try:
+                return self._unary("GetWorkdir", job_pb2.GetWorkdirRequest(
+                    project=project, digest=archive.digest), retries, service="_workdirs")
+            except grpc.RpcError as e:
+                if e.code() != grpc.StatusCode.NOT_FOUND:
+                    raise
+            timeout = _RPC_TIMEOUT + archive.size / _UPLOAD_MIN_RATE
+            return self._retrying(
+                lambda: self._workdirs.UploadWorkdir(_upload_requests(project, archive),
+                                                     metadata=self._metadata, timeout=timeout),
+                retries)
+
+    # --- Project secrets -----------------------------------------------------------------------
+
+    def set_secret(self, project, name, value, retries=5):
+        """Creates or replaces the project's secret `name` (1..253 of [A-Za-z0-9_.-], starting
+        with a letter or digit) with `value` (1 byte..64 KiB of UTF-8 without NUL), for jobs to
+        name in workerPools[].secretRefs; returns the Secret (name and size, never the value).
+        grpc.RpcError INVALID_ARGUMENT for a bad name or value, PERMISSION_DENIED for a caller
+        who may not manage the project's secrets."""
+        return self._unary("SetSecret", job_pb2.SetSecretRequest(
+            project=project, name=name, value=value), retries, service="_secrets")
+
+    def list_secrets(self, project, retries=5):
+        """The project's secrets (Secret messages: name, size_bytes, update_time; no value), by
+        name."""
+        response = self._unary("ListSecrets", job_pb2.ListSecretsRequest(project=project),
+                               retries, service="_secrets")
+        return list(response.secrets)
+
+    def delete_secret(self, project, name, retries=5):
+        """Deletes the project's secret; returns it as it was. grpc.RpcError NOT_FOUND when the
+        project has no such secret (also for a retry after a reply that was lost). Jobs that
+        name it fail their next launch with an error naming it."""
+        return self._unary("DeleteSecret", job_pb2.DeleteSecretRequest(project=project, name=name),
+                           retries, service="_secrets")
+
+    # --- Watching and logs ---------------------------------------------------------------------
 
     def wait(self, job_id, timeout=None):
         """Follows WatchJob until the job is SUCCEEDED, FAILED or CANCELLED; returns that Job.
