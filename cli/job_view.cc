@@ -1,6 +1,8 @@
 #include "cli/job_view.h"
 
+#include <map>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -103,7 +105,21 @@ std::vector<std::pair<std::string, std::string>> JobSummaryFields(const v1::Job&
       {"Started", FormatTime(job.start_time(), now_ms)},
       {"Ended", FormatTime(job.end_time(), now_ms)},
       {"Checkpoints", job.checkpoint_dir()},
+      {"Workdir", job.spec().workdir()},
+      {"Secrets", SecretRefsText(job.spec())},
   };
+}
+
+std::string SecretRefsText(const v1::JobSpec& spec) {
+  std::vector<std::string> refs;
+  for (const v1::WorkerPool& pool : spec.worker_pools()) {
+    // Sorted: a proto map's order is not.
+    std::map<std::string, std::string> sorted(pool.secret_refs().begin(), pool.secret_refs().end());
+    for (const auto& [var, name] : sorted) {
+      refs.push_back(absl::StrCat(pool.name(), ": ", var, " from ", name));
+    }
+  }
+  return absl::StrJoin(refs, ", ");
 }
 
 std::string ExpectedStartText(const v1::Job& job, int64_t now_ms) {

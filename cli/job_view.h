@@ -35,6 +35,9 @@ std::vector<std::pair<std::string, std::string>> JobSummaryFields(const v1::Job&
 // While the job is queued: its place in its project's queue and the first jobs ahead of it,
 // "3 in team-a (2 jobs ahead: j-a, j-b)", "1 in team-a (first in line)"; "" otherwise.
 std::string PositionText(const v1::Job& job);
+// The pools' secretRefs, "chief: WANDB_API_KEY from wandb, ..."; "" without any. Names only:
+// trainctld never returns a value.
+std::string SecretRefsText(const v1::JobSpec& spec);
 
 // While the job is queued and holds the cluster's reservation: when it is expected to start,
 // "2026-12-04T10:00:00Z (in 4m)", or "unknown" (a job it waits for has no timeout); "" otherwise.

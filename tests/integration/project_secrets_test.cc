@@ -149,5 +149,39 @@ TEST_CASE("a project's secret reaches its replicas and no reader", "[integration
   CHECK(absl::StrContains(gone.err, "project team-a has no secret \"wandb\""));
 }
 
+TEST_CASE("a secret deleted under a running job fails its next launch, naming it",
+          "[integration][secrets]") {
+  MiniCluster c(1);
+  REQUIRE(c.Cli({"secret", "set", "api", "--project", "default", "--from-literal", kFirstValue})
+              .exit_code == 0);
+  // Exits 1 once DIR/go exists; its restart needs the secret again.
+  CliResult submitted = c.Cli({"submit", "-f", c.WriteFile("restarts.yaml", c.Spec(R"(
+displayName: restarts-without-its-secret
+workerPools:
+- name: chief
+  replicaCount: 1
+  command: [WORKLOAD, --wait-file, DIR/go, --exit, "1"]
+  secretRefs: {API_KEY: api}
+  resources: {cpu: 0.1, memoryMb: 16}
+scheduling:
+  restartPolicy: RESTART_POLICY_ON_FAILURE
+  maxReplicaRestarts: 3
+  maxJobRetries: 0
+)"))});
+  INFO(submitted.err);
+  REQUIRE(submitted.exit_code == 0);
+  const std::string id(absl::StripAsciiWhitespace(submitted.out));
+  c.WaitForState(id, v1::JOB_STATE_RUNNING);
+  CliResult deleted = c.Cli({"secret", "delete", "api", "--project", "default"});
+  INFO(deleted.err);
+  REQUIRE(deleted.exit_code == 0);
+  CHECK(absl::StrContains(deleted.out, "secret api of project default deleted"));
+  std::ofstream(c.dir() + "/go") << "go\n";
+  const v1::Job failed = c.WaitForState(id, v1::JOB_STATE_FAILED);
+  INFO(failed.DebugString());
+  CHECK(absl::StrContains(c.Cli({"describe", id}).out, "secret \"api\" for API_KEY"));
+  CHECK(absl::StrContains(failed.error().message(), "project default has no secret named api"));
+}
+
 }  // namespace
 }  // namespace trainctl::testing
