@@ -4,85 +4,38 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
-#include "common/sha256.h"
+#include "common/status_macros.h"
 #include "server/grpc_unary.h"
+#include "server/upload_check.h"
 
 namespace trainctl::server {
-namespace {
+namespace workdir_service_internal {
 
 // The most one message may carry.
 constexpr size_t kMaxMessageData = size_t{1} << 20;
 
-// Yields an upload's bytes in store-sized chunks (WorkdirStore::Put's `next`), reading messages
-// as it needs them and checking each against the first; the last call checks the digest and size.
-class UploadBytes {
- public:
-  UploadBytes(grpc::ServerReader<v1::UploadWorkdirRequest>* reader,
-              const v1::UploadWorkdirRequest& first)
-      : reader_(reader), first_(first) {}
-
-  absl::Status Take(const v1::UploadWorkdirRequest& msg) {
-    if ((!msg.project().empty() && msg.project() != first_.project()) ||
-        (!msg.digest().empty() && msg.digest() != first_.digest()) ||
-        (msg.size_bytes() != 0 && msg.size_bytes() != first_.size_bytes())) {
-      return absl::InvalidArgumentError(
-          "a later message of the upload names another project, digest or size than the first");
-    }
-    if (msg.data().size() > kMaxMessageData) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("a message carries ", msg.data().size(), " bytes, at most 1 MiB"));
-    }
-    received_ += static_cast<int64_t>(msg.data().size());
-    if (received_ > first_.size_bytes()) {
-      return absl::InvalidArgumentError(absl::StrCat("the upload sent more than the ",
-                                                     first_.size_bytes(), " bytes it announced"));
-    }
-    hash_.Update(msg.data());
-    buffer_.append(msg.data());
-    return absl::OkStatus();
+// A message of the upload, checked against the first (a later one may repeat its announcement).
+absl::Status CheckUploadMessage(const v1::UploadWorkdirRequest& msg,
+                                const v1::UploadWorkdirRequest& first) {
+  if ((!msg.project().empty() && msg.project() != first.project()) ||
+      (!msg.digest().empty() && msg.digest() != first.digest()) ||
+      (msg.size_bytes() != 0 && msg.size_bytes() != first.size_bytes())) {
+    return absl::InvalidArgumentError(
+        "a later message of the upload names another project, digest or size than the first");
   }
-
-  absl::StatusOr<bool> Next(std::string* chunk) {
-    const size_t want = static_cast<size_t>(storage::kWorkdirChunkBytes);
-    v1::UploadWorkdirRequest msg;
-    while (buffer_.size() < want && !ended_) {
-      if (!reader_->Read(&msg)) {
-        ended_ = true;
-        break;
-      }
-      if (absl::Status s = Take(msg); !s.ok()) return s;
-    }
-    const size_t n = std::min(want, buffer_.size());
-    chunk->assign(buffer_, 0, n);
-    buffer_.erase(0, n);
-    if (!ended_ || !buffer_.empty()) return true;
-    if (received_ != first_.size_bytes()) {
-      return absl::InvalidArgumentError(absl::StrCat("the upload ended after ", received_,
-                                                     " of the ", first_.size_bytes(),
-                                                     " bytes it announced"));
-    }
-    if (const std::string got = absl::StrCat("sha256:", hash_.HexDigest());
-        got != first_.digest()) {
-      return absl::InvalidArgumentError(absl::StrCat("the bytes received hash to ", got,
-                                                     ", not the announced ", first_.digest()));
-    }
-    return false;
+  if (msg.data().size() > kMaxMessageData) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a message carries ", msg.data().size(), " bytes, at most 1 MiB"));
   }
+  return absl::OkStatus();
+}
 
- private:
-  grpc::ServerReader<v1::UploadWorkdirRequest>* const reader_;
-  const v1::UploadWorkdirRequest& first_;
-  std::string buffer_;
-  Sha256 hash_;
-  int64_t received_ = 0;
-  bool ended_ = false;
-};
-
-}  // namespace
+}  // namespace workdir_service_internal
 
 grpc::Status WorkdirServiceImpl::UploadWorkdir(grpc::ServerContext* ctx,
                                                grpc::ServerReader<v1::UploadWorkdirRequest>* reader,
                                                v1::Workdir* resp) {
+  using workdir_service_internal::CheckUploadMessage;
   const CallContext call = CallContextOf(*ctx);
   absl::StatusOr<Caller> caller = api_->Authorize(call, Route::kUploadWorkdir);
   if (!caller.ok()) return ToGrpcStatus(caller.status());
@@ -95,10 +48,19 @@ grpc::Status WorkdirServiceImpl::UploadWorkdir(grpc::ServerContext* ctx,
   v1::UploadWorkdirRequest head;
   head.set_data(std::move(*first.mutable_data()));
   first.clear_data();
-  UploadBytes bytes(reader, first);
-  if (absl::Status s = bytes.Take(head); !s.ok()) return ToGrpcStatus(s);
-  absl::StatusOr<v1::Workdir> stored =
-      api_->StoreUpload(first, [&bytes](std::string* chunk) { return bytes.Next(chunk); });
+  UploadCheck check(first.digest(), first.size_bytes());
+  if (absl::Status s = CheckUploadMessage(head, first); !s.ok()) return ToGrpcStatus(s);
+  if (absl::Status s = check.Add(head.data()); !s.ok()) return ToGrpcStatus(s);
+  // Reads messages as the store wants bytes, each checked against the first.
+  auto more = [&]() -> absl::StatusOr<bool> {
+    v1::UploadWorkdirRequest msg;
+    if (!reader->Read(&msg)) return false;
+    TC_RETURN_IF_ERROR(CheckUploadMessage(msg, first));
+    TC_RETURN_IF_ERROR(check.Add(msg.data()));
+    return true;
+  };
+  absl::StatusOr<v1::Workdir> stored = api_->StoreUpload(
+      first, [&check, &more](std::string* chunk) { return check.Next(chunk, more); });
   if (!stored.ok()) {
     spdlog::info("upload of {} for project {} refused: {}", first.digest(), first.project(),
                  stored.status().ToString());

@@ -5,8 +5,9 @@
 //
 // The first message names the project, digest and size (checked, with the caller's right to
 // submit in the project, before any byte is stored); later ones may repeat them (they must then
-// match) and carry the data. The bytes are hashed as they come: an upload whose digest or size
-// does not match what it announced is refused and nothing of it is kept.
+// match) and carry the data. The bytes are hashed as they come (UploadCheck, upload_check.h, as
+// the REST upload's are): an upload whose digest or size does not match what it announced is
+// refused and nothing of it is kept.
 #pragma once
 
 #include "server/api.h"

@@ -143,16 +143,37 @@ class Writer {
       tmpl = m.suffix().str();
     }
     const std::string body = r.body;
-    if (body.empty()) {
-      // Every other field of the request is a query parameter.
+    const std::string consumes = r.consumes;
+    // Every field of the request not in the path (nor in `skip`) as a query parameter.
+    auto query = [&](const std::set<std::string>& skip) {
       for (int i = 0; i < r.request->field_count(); ++i) {
         const pb::FieldDescriptor* f = r.request->field(i);
         if (in_path.count(f->json_name()) > 0 || in_path.count(f->name()) > 0) continue;
+        if (skip.count(f->name()) > 0) continue;
         pb::Struct* p = params->add_values()->mutable_struct_value();
         Set(p, "name", f->json_name());
         Set(p, "in", "query");
         FieldSchema(f, Obj(p, "schema"));
       }
+    };
+    if (consumes != "application/json") {
+      // The body is raw bytes, read as they come: the request's `body` field, its Content-Length
+      // the `length_field`.
+      query({body, r.length_field});
+      pb::Struct* length = params->add_values()->mutable_struct_value();
+      Set(length, "name", "Content-Length");
+      Set(length, "in", "header");
+      (*length->mutable_fields())["required"].set_bool_value(true);
+      Set(length, "description", absl::StrCat("the request's ", r.length_field));
+      Set(Obj(length, "schema"), "type", "integer");
+      pb::Struct* request_body = Obj(op, "requestBody");
+      (*request_body->mutable_fields())["required"].set_bool_value(true);
+      Set(request_body, "description", absl::StrCat("the request's ", body));
+      pb::Struct* schema = Obj(Obj(Obj(request_body, "content"), consumes), "schema");
+      Set(schema, "type", "string");
+      Set(schema, "format", "binary");
+    } else if (body.empty()) {
+      query({});
       for (const std::string& extra : r.extra_params) {
         pb::Struct* p = params->add_values()->mutable_struct_value();
         Set(p, "name", extra);

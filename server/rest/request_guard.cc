@@ -155,21 +155,19 @@ std::optional<Refusal> CheckContentType(const RequestFacts& request) {
   if (request.content_type.has_value()) {
     absl::string_view media = *request.content_type;
     media = media.substr(0, media.find(';'));
-    if (absl::AsciiStrToLower(absl::StripAsciiWhitespace(media)) == "application/json") {
+    if (absl::AsciiStrToLower(absl::StripAsciiWhitespace(media)) == request.body_type) {
       return std::nullopt;
     }
   }
   const std::string got = request.content_type.has_value()
                               ? absl::StrCat("\"", *request.content_type, "\"")
                               : std::string("none");
-  return Refusal{415,
-                 absl::InvalidArgumentError(absl::StrCat(
-                     request.method,
-                     " needs Content-Type: application/json (also with an empty body), "
-                     "got ",
-                     got,
-                     ": a web page of another site can send other types without the "
-                     "browser asking first; with curl, add -H 'Content-Type: application/json'"))};
+  return Refusal{415, absl::InvalidArgumentError(absl::StrCat(
+                          request.method, " needs Content-Type: ", request.body_type,
+                          " (also with an empty body), got ", got,
+                          ": a web page of another site can send other types without the "
+                          "browser asking first; with curl, add -H 'Content-Type: ",
+                          request.body_type, "'"))};
 }
 
 }  // namespace

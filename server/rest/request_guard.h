@@ -15,9 +15,10 @@
 //      the scheme served with a name of trainctld's and the port it is bound to, or any scheme
 //      and port with a name of --http-allowed-hosts (a load balancer may serve HTTPS before a
 //      plaintext trainctld). "null" (a sandboxed frame, a file) is no origin of trainctld's.
-//   3. Content-Type (POST, PUT, PATCH, DELETE, also with an empty body): application/json,
-//      parameters allowed. A form, or a fetch() that needs no CORS preflight, can send only
-//      text/plain, application/x-www-form-urlencoded or multipart/form-data.
+//   3. Content-Type (POST, PUT, PATCH, DELETE, also with an empty body): the type the route
+//      takes (RequestFacts::body_type): application/json, or application/x-tar for a workdir
+//      upload; parameters allowed. A form, or a fetch() that needs no CORS preflight, can send
+//      only text/plain, application/x-www-form-urlencoded or multipart/form-data.
 //
 // A refusal names the check and how to pass it: 403 PERMISSION_DENIED for Host and Origin, 415
 // (INVALID_ARGUMENT) for Content-Type. The checks are pure: the server gathers what they need.
@@ -59,6 +60,9 @@ struct RequestFacts {
   std::optional<std::string> host;
   std::optional<std::string> origin;
   std::optional<std::string> content_type;
+  // The media type the request's route takes (Route::consumes); lower case, never a type a page
+  // of another site can send without a preflight.
+  std::string body_type = "application/json";
 };
 
 struct Refusal {

@@ -3,15 +3,20 @@
 // Every request passes request_guard.h's checks first (Host, Origin, Content-Type), so that a
 // web page of another site cannot drive the API through a browser. Every route of routes.h
 // calls the same Api the gRPC services call, so both transports authorize, validate and decide
-// alike; bodies are the protobuf JSON mapping, errors google.rpc.Status JSON with their HTTP
-// status. `GET /v1/openapi.json` describes every route; `GET /` serves the console
+// alike; bodies are the protobuf JSON mapping, read whole under max_body_bytes, except a workdir
+// upload's (a tar archive, read as it comes under --max-workdir-mb, routes.h); errors are
+// google.rpc.Status JSON with their HTTP status. cpp-httplib reads no body itself: a route reads
+// it, and what no route read (a request refused) is discarded after the reply is decided, so
+// that the client reads the reply; `Expect: 100-continue` is answered with the refusals that need
+// no body. `GET /v1/openapi.json` describes every route; `GET /` serves the console
 // (console_assets.h), and `GET /metrics` trainctld's metrics (RestOptions::metrics,
 // metrics_daemon.h).
 //
 // Threads: cpp-httplib serves each connection on a thread of one pool. Long-lived streams (job
-// watches as server-sent events, log follows) hold their thread while they last, so the pool has
-// max_streams threads for them plus kOrdinaryThreads for everything else, and a stream past
-// max_streams is refused with 429: ordinary requests are served however many streams are open.
+// watches as server-sent events, log follows, workdir uploads) hold their thread while they last,
+// so the pool has max_streams threads for them plus kOrdinaryThreads for everything else, and a
+// stream past max_streams is refused with 429: ordinary requests are served however many streams
+// are open.
 //
 // Thread-safe: Start once, Stop once (or let the destructor stop it).
 #pragma once
@@ -39,7 +44,7 @@ struct RestOptions {
   std::string listen = "127.0.0.1:7080";
   // Long-lived streams served at once.
   int64_t max_streams = 64;
-  // The largest request body accepted (413 past it).
+  // The largest JSON request body accepted (413 past it).
   int64_t max_body_bytes = int64_t{4} << 20;
   // PEM files: serve HTTPS. Both or neither.
   std::string tls_cert;

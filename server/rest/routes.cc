@@ -9,6 +9,7 @@
 #include "common/job_states.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "server/rest/workdir_upload.h"
 
 namespace trainctl::server::rest {
 namespace {
@@ -223,6 +224,17 @@ Route Custom(const char* method, const char* path, const char* rpc, const pb::De
                body,   summary, produces, std::move(extra), handle};
 }
 
+// `r`, whose body is not JSON but of type `consumes`, read as it comes: its bytes are the
+// request's `body` field, their Content-Length its `length_field`.
+// `check_first` checks the request before its body is read.
+Route RawBody(Route r, const char* consumes, const char* length_field,
+              absl::Status (*check_first)(Api*, const HttpRequest&)) {
+  r.consumes = consumes;
+  r.length_field = length_field;
+  r.check_first = check_first;
+  return r;
+}
+
 std::vector<Route> MakeRoutes() {
   return {
       Custom("POST", "/v1/jobs", "trainctl.v1.JobService/CreateJob",
@@ -286,6 +298,22 @@ std::vector<Route> MakeRoutes() {
       Unary("DELETE", "/v1/projects/{project}/secrets/{name}",
             "trainctl.v1.SecretService/DeleteSecret", "", "Delete a project's secret.",
             &Api::DeleteSecret),
+      Unary("GET", "/v1/projects/{project}/workdirs/{digest}",
+            "trainctl.v1.WorkdirService/GetWorkdir", "",
+            "A working directory the project holds, by its digest (\"sha256:...\", the colon as it "
+            "is or as %3A).",
+            &Api::GetWorkdir),
+      RawBody(Custom("POST", "/v1/projects/{project}/workdirs",
+                     "trainctl.v1.WorkdirService/UploadWorkdir",
+                     v1::UploadWorkdirRequest::descriptor(), v1::Workdir::descriptor(), "data",
+                     "Upload a job's working directory for JobSpec.workdir: the body is a tar "
+                     "archive (Content-Type: application/x-tar) of at most trainctld's "
+                     "--max-workdir-mb, with its Content-Length, and ?digest=sha256:<hex> its "
+                     "SHA-256. Project, digest and size are checked before the body is read; bytes "
+                     "that do not match are refused and nothing is kept. Uploading what the "
+                     "project holds already stores nothing (deduplicated).",
+                     "application/json", {}, &UploadWorkdir),
+              "application/x-tar", "size_bytes", &CheckWorkdirUpload),
       Unary("GET", "/v1/queue", "trainctl.v1.QuotaService/ListQueue", "",
             "Queued jobs in admission order, with their blockers.", &Api::ListQueue),
       Unary("POST", "/v1/tokens", "trainctl.v1.AuthService/CreateToken", "*",
@@ -307,9 +335,10 @@ absl::Status StreamRegistry::Acquire() {
   absl::MutexLock lock(&mu_);
   if (stopping_) return absl::UnavailableError("trainctld is shutting down");
   if (open_ >= max_) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "trainctld serves ", max_,
-        " HTTP streams (watches, log follows) at once, its --http-max-streams; try again later"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("trainctld serves ", max_,
+                     " HTTP streams (watches, log follows, uploads) at once, its "
+                     "--http-max-streams; try again later"));
   }
   ++open_;
   return absl::OkStatus();

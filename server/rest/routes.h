@@ -1,16 +1,24 @@
-// The REST routes: one per RPC of JobService, QuotaService, ClusterService, AuthService and
-// SecretService, and AdminService's GetVersion (a backup streams a database file, and a workdir
-// upload a tar archive: gRPC only), in
-// Google's resource style (`GET /v1/jobs/{id}`, `POST /v1/jobs/{id}:cancel`). Each names its RPC,
-// its request and response messages and where the request comes from (path, query, body), so
-// that the server dispatches with it and the OpenAPI document (openapi.h) is written from it:
-// a route cannot be served without being documented.
+// The REST routes: one per RPC of JobService, QuotaService, ClusterService, AuthService,
+// SecretService and WorkdirService, and AdminService's GetVersion (a backup streams a database
+// file: gRPC only), in Google's resource style (`GET /v1/jobs/{id}`, `POST /v1/jobs/{id}:cancel`).
+// Each names its RPC, its request and response messages and where the request comes from (path,
+// query, body), so that the server dispatches with it and the OpenAPI document (openapi.h) is
+// written from it: a route cannot be served without being documented.
 //
 // Path parameters and query parameters are the JSON names of the request's fields ("{jobId}");
-// a path parameter may name a nested field ("{project=quota.project}").
+// a path parameter may name a nested field ("{project=quota.project}"). A parameter's value may
+// hold ':' ("/v1/projects/p/workdirs/sha256:...") only where no route matches the path with
+// parameters without one: ':' starts a custom verb first (rest_server.cc).
+//
+// Bodies are JSON, read whole under --max-request-bytes, except a workdir upload's
+// (`POST /v1/projects/{project}/workdirs?digest=sha256:...`, workdir_upload.h): a tar archive
+// (application/x-tar, its Content-Length required) that the route reads as it comes, under
+// --max-workdir-mb, into the WorkdirStore (Route::consumes, HttpRequest::read_body).
 #pragma once
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -43,9 +51,20 @@ class StreamRegistry {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 };
 
+// Reads a request's body as it comes, calling `receive` with each piece (a few KiB); false when
+// the body could not be read whole (the client left or stalled, or `receive` returned false).
+// Called at most once.
+using BodyReader =
+    std::function<bool(const std::function<bool(const char* data, size_t size)>& receive)>;
+
 // One request, as the routes see it.
 struct HttpRequest {
+  // The whole body, for routes that consume JSON.
   std::string body;
+  // For a route that consumes another type: its Content-Length (-1: none) and a reader of its
+  // body (`body` stays empty). What the route does not read is discarded after its reply.
+  int64_t content_length = -1;
+  BodyReader read_body;
   // Path parameters (by field path) and query parameters.
   Params params;
   CallContext call;
@@ -79,6 +98,16 @@ struct Route {
   // Query parameters that are not fields of the request.
   std::vector<std::string> extra_params;
   std::function<HttpReply(Api* api, StreamRegistry* streams, HttpRequest& req)> handle;
+  // The body's media type: "application/json" (read whole, under --max-request-bytes), or
+  // another for a route that reads its body as it comes (HttpRequest::read_body, under a cap of
+  // its own): its bytes are then the request's `body` field, and the field `length_field` is its
+  // Content-Length, required.
+  const char* consumes = "application/json";
+  const char* length_field = "";
+  // For such a route: the checks made before its body is read (the caller's right, the
+  // parameters, the Content-Length), which also answer `Expect: 100-continue`, so that a client
+  // that asks first sends no body to be refused. `req` has no body reader.
+  absl::Status (*check_first)(Api* api, const HttpRequest& req) = nullptr;
 };
 
 // Every route, in the order they are documented.
