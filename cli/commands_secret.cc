@@ -58,6 +58,10 @@ absl::StatusOr<int> PrintSecrets(const std::vector<v1::Secret>& secrets, OutputF
 absl::StatusOr<int> RunSecret(const ParsedArgs& args, Client& client) {
   TC_ASSIGN_OR_RETURN(OutputFormat format, ParseOutputFormat(args.Get("output")));
   const std::string& action = args.args()[0];
+  if (action != "set" && action != "list" && action != "delete") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown secret action \"", action, "\"; use secret set, secret list or secret delete"));
+  }
   const std::string project = args.Get("project");
   if (project.empty()) return absl::InvalidArgumentError("--project is required");
   const bool has_value = args.IsSet("from-file") || args.IsSet("from-literal");
@@ -77,10 +81,6 @@ absl::StatusOr<int> RunSecret(const ParsedArgs& args, Client& client) {
       return kExitOk;
     }
     return PrintSecrets({response.secrets().begin(), response.secrets().end()}, format);
-  }
-  if (action != "set" && action != "delete") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown secret action \"", action, "\"; use secret set, secret list or secret delete"));
   }
   if (args.args().size() != 2) {
     return absl::InvalidArgumentError(absl::StrCat("secret ", action, " needs the secret's NAME"));
