@@ -31,16 +31,22 @@ struct PackOutput {
   const std::function<absl::Status(absl::string_view)>* sink = nullptr;
   Sha256 hash;
   absl::Status sink_status;
+  // After a failure: every byte libarchive still writes is dropped. libarchive is never told of
+  // a failure (archive_write_fail, or a callback's -1): a FATAL archive's free skips its close
+  // and leaks the buffers of its filters.
+  bool discard = false;
 };
 
 la_ssize_t WriteToSink(struct archive* a, void* client, const void* buffer, size_t length) {
+  (void)a;
   auto* out = static_cast<PackOutput*>(client);
+  if (out->discard) return static_cast<la_ssize_t>(length);
   const absl::string_view bytes(static_cast<const char*>(buffer), length);
   absl::Status s = (*out->sink)(bytes);
   if (!s.ok()) {
     out->sink_status = std::move(s);
-    archive_set_error(a, EIO, "the sink failed");
-    return -1;
+    out->discard = true;
+    return static_cast<la_ssize_t>(length);
   }
   out->hash.Update(bytes);
   return static_cast<la_ssize_t>(length);
@@ -166,6 +172,7 @@ absl::Status WriteEntries(struct archive* a, const PackOutput& out, const std::s
     } else {
       TC_RETURN_IF_ERROR(WriteHeader(a, out, e));
     }
+    if (!out.sink_status.ok()) return out.sink_status;
   }
   if (archive_write_close(a) != ARCHIVE_OK) return ArchiveError(a, out, "finishing the archive");
   return absl::OkStatus();
@@ -189,10 +196,13 @@ absl::StatusOr<PackedWorkdir> Pack(const std::string& dir, const WorkdirManifest
     return ArchiveError(a.get(), out, "starting the archive");
   }
   int64_t files = 0;
-  if (absl::Status s = WriteEntries(a.get(), out, dir, manifest, &files); !s.ok()) {
+  absl::Status written = WriteEntries(a.get(), out, dir, manifest, &files);
+  // A sink that failed on the last block is known only once the archive is closed.
+  if (written.ok() && !out.sink_status.ok()) written = out.sink_status;
+  if (!written.ok()) {
     // Nothing more for the sink: no end-of-archive blocks after a failure.
-    archive_write_fail(a.get());
-    return s;
+    out.discard = true;
+    return written;
   }
   PackedWorkdir packed;
   packed.size = out.hash.size();
