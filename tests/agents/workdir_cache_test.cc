@@ -18,6 +18,8 @@
 namespace trainctl::agent {
 namespace workdir_cache_test {
 
+using ::trainctl::agent::testing::TempDir;
+
 // The bytes of a tar of a directory holding train.sh with `content`, and their digest.
 struct Archive {
   std::string bytes;
