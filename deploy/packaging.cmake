@@ -9,9 +9,9 @@
 #                   /etc/trainctl/agent.yaml
 #   trainctl        (component cli)    /usr/bin/trainctl and its bash and zsh completion
 # Each package depends on what dpkg-shlibdeps finds its programs link, plus what its maintainer
-# scripts (deploy/debian/<package>/) call. The configs are conffiles. Included from the top
-# CMakeLists.txt; installs nothing by itself outside a package build (`cmake --install` with a
-# DESTDIR stages the same tree).
+# scripts (deploy/debian/<package>/) call; trainctl-agent recommends the container tools.
+# The configs are conffiles. Included from the top CMakeLists.txt; installs nothing by itself
+# outside a package build (`cmake --install` with a DESTDIR stages the same tree).
 
 set(TRAINCTL_PACKAGE_MAINTAINER "trainctl developers <trainctl@example.org>"
     CACHE STRING "The Maintainer field of the Debian packages")
@@ -111,6 +111,10 @@ config /etc/trainctl/trainctld.yaml, and makes the trainctl system user
 that trainctld runs as.")
 
 set(CPACK_DEBIAN_AGENT_PACKAGE_NAME trainctl-agent)
+# Replicas that name a container image: the agent pulls it with skopeo, unpacks it with umoci
+# (agents/image_cache.h) and runs it with runc. Recommended: hosts that run only host processes
+# need none of them.
+set(CPACK_DEBIAN_AGENT_PACKAGE_RECOMMENDS "skopeo, umoci, runc")
 set(CPACK_DEBIAN_AGENT_PACKAGE_CONTROL_EXTRA
     ${TRAINCTL_DEB_DIR}/trainctl-agent/conffiles ${TRAINCTL_DEB_DIR}/trainctl-agent/postinst
     ${TRAINCTL_DEB_DIR}/trainctl-agent/prerm ${TRAINCTL_DEB_DIR}/trainctl-agent/postrm)
