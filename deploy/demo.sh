@@ -43,9 +43,9 @@ if [ "${1:-}" = "stop" ]; then
 fi
 
 echo "==> installing dependencies"
-bash deploy/install-deps.sh
+bash deploy/install-deps.sh --build
 echo "==> building"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRAINCTL_BUILD_TESTS=OFF >/dev/null
 cmake --build build -j"$(nproc)" --target trainctld trainctl-agent trainctl
 bin="$root/build/bin"
 

@@ -58,8 +58,9 @@ timed() {
 }
 
 main_build() {
+  # Tests on, also in a build dir deploy/demo.sh configured without them.
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_UNITY_BUILD=ON \
-    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" >/dev/null
+    -DTRAINCTL_BUILD_TESTS=ON "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" >/dev/null
   cmake --build build -j"$jobs"
 }
 main_tests() { ctest --test-dir build -j"$jobs" --output-on-failure; }
