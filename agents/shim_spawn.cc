@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "agents/pidfd.h"
 #include "agents/shim/shim_protocol.h"
+#include "agents/spawn.h"
 #include "agents/unique_fd.h"
 
 namespace trainctl::agent {
@@ -29,14 +30,6 @@ constexpr int kFirstFreeFd = 5;
 // the child never finds a source fd already in place (where it would keep its close-on-exec flag)
 // or overwritten by an earlier dup2.
 int HighCopy(int fd) { return fcntl(fd, F_DUPFD_CLOEXEC, kFirstFreeFd); }
-
-std::vector<char*> CStrings(const std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  out.reserve(strings.size() + 1);
-  for (const std::string& s : strings) out.push_back(const_cast<char*>(s.c_str()));
-  out.push_back(nullptr);
-  return out;
-}
 
 absl::Status Errno(const std::string& what) {
   return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
@@ -89,8 +82,8 @@ std::string DefaultShimPath() {
 
 absl::StatusOr<SpawnedShim> SpawnShim(const ShimRequest& request) {
   const std::vector<std::string> args = ShimArgv(request);
-  std::vector<char*> argv = CStrings(args);
-  std::vector<char*> envp = CStrings(request.env);
+  std::vector<char*> argv = CStringArray(args);
+  std::vector<char*> envp = CStringArray(request.env);
 
   UniqueFd null_fd(open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (null_fd.get() < 0) return Errno("open /dev/null");

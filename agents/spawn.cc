@@ -109,6 +109,8 @@ bool BecomeUser(const ChildUser& user) {
   _exit(127);
 }
 
+}  // namespace
+
 std::vector<char*> CStringArray(const std::vector<std::string>& strings) {
   std::vector<char*> out;
   out.reserve(strings.size() + 1);
@@ -116,8 +118,6 @@ std::vector<char*> CStringArray(const std::vector<std::string>& strings) {
   out.push_back(nullptr);
   return out;
 }
-
-}  // namespace
 
 absl::StatusOr<std::string> ResolveCommand(const std::string& command,
                                            const std::string& search_path,

@@ -58,6 +58,10 @@ struct SpawnRequest {
 // child is left behind.
 absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request);
 
+// `strings` as execve's argv or envp: pointers into them, then a null. Valid while `strings` is
+// unchanged.
+std::vector<char*> CStringArray(const std::vector<std::string>& strings);
+
 // Finds the file execve() should run for `command`, like execvp(): a command with a '/' is taken
 // as a path (relative to `working_dir`); otherwise each directory of `search_path`
 // (colon-separated, an empty entry meaning `working_dir`) is tried in order. Returns an absolute

@@ -65,14 +65,6 @@ void ReapTool(pid_t pid, int* status) {
   }
 }
 
-std::vector<char*> CStrings(const std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  out.reserve(strings.size() + 1);
-  for (const std::string& s : strings) out.push_back(const_cast<char*>(s.c_str()));
-  out.push_back(nullptr);
-  return out;
-}
-
 // Starts the tool with `out_fd` and `err_fd` as its stdout and stderr. Sets `error` on failure.
 pid_t SpawnTool(const ToolRequest& request, int out_fd, int err_fd, std::string* error) {
   if (request.argv.empty()) {
@@ -105,8 +97,8 @@ pid_t SpawnTool(const ToolRequest& request, int out_fd, int err_fd, std::string*
   if (!request.working_dir.empty()) {
     posix_spawn_file_actions_addchdir_np(&actions, request.working_dir.c_str());
   }
-  std::vector<char*> argv = CStrings(request.argv);
-  std::vector<char*> envp = CStrings(request.env);
+  std::vector<char*> argv = CStringArray(request.argv);
+  std::vector<char*> envp = CStringArray(request.env);
   pid_t pid = -1;
   const int rc = posix_spawn(&pid, path->c_str(), &actions, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);

@@ -20,6 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/agent_registry.h"
+#include "server/job_snapshots.h"
 #include "server/peer_limits.h"
 #include "server/reconcile_loop.h"
 #include "server/transport_security.h"
@@ -74,8 +75,12 @@ class AgentServiceImpl final
   grpc::Status FetchWorkdir(grpc::ServerContext* ctx, const v1::FetchWorkdirRequest* req,
                             grpc::ServerWriter<v1::WorkdirChunk>* writer) override;
 
-  // Where FetchWorkdir reads from (not owned); unset, it is FAILED_PRECONDITION.
-  void set_workdirs(storage::WorkdirStore* workdirs) { workdirs_ = workdirs; }
+  // Where FetchWorkdir reads the archives from and which jobs' nodes it checks against (not
+  // owned); unset, it is FAILED_PRECONDITION.
+  void set_workdirs(storage::WorkdirStore* workdirs, const JobSnapshots* snapshots) {
+    workdirs_ = workdirs;
+    snapshots_ = snapshots;
+  }
 
  private:
   const int64_t leader_epoch_;
@@ -86,6 +91,7 @@ class AgentServiceImpl final
   PeerStreamLimiter streams_;
   NewNodeLimiter new_nodes_;
   storage::WorkdirStore* workdirs_ = nullptr;
+  const JobSnapshots* snapshots_ = nullptr;
 };
 
 }  // namespace trainctl::server

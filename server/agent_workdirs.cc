@@ -1,45 +1,40 @@
 // AgentService.FetchWorkdir: a job's working directory for the agent of a node that holds, or is
 // about to hold, one of the job's replicas. The node proves who it is as its stream does (its
-// certificate, with authentication); the job's state in the core says whether the node may have
-// the job's files (a node that never held the job gets PERMISSION_DENIED: one project's code is
-// not another node's to read). The archive is streamed from the WorkdirStore a chunk at a time.
+// certificate, with authentication); the job as the reconcile loop last published it says whether
+// the node may have the job's files (a node that holds none of its replicas gets PERMISSION_DENIED:
+// one project's code is not another node's to read). The archive is streamed from the
+// WorkdirStore a chunk at a time.
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "common/grpc_status.h"
+#include "common/time_util.h"
 #include "server/agent_service.h"
 
 namespace trainctl::server {
 namespace {
 
-// The job's project when `node` holds one of its replicas and `digest` is its workdir.
-absl::StatusOr<std::string> WorkdirHolder(ReconcileLoop* loop, const v1::FetchWorkdirRequest& req) {
-  absl::Notification answered;
-  absl::StatusOr<std::string> project = absl::InternalError("no answer");
-  loop->PostRead(
-      [&](Turn& t) {
-        const sched::Job* job = t.core.FindJob(req.job_id());
-        if (job == nullptr) {
-          project = absl::NotFoundError(absl::StrCat("job ", req.job_id(), " is gone"));
-        } else if (job->spec.workdir() != req.digest()) {
-          project = absl::NotFoundError(
-              absl::StrCat("job ", req.job_id(), " has no working directory ", req.digest()));
-        } else {
-          bool holds = false;
-          for (const sched::Replica& r : job->replicas) holds |= r.node == req.node();
-          project = holds ? absl::StatusOr<std::string>(job->project)
-                          : absl::PermissionDeniedError(absl::StrCat(
-                                "node ", req.node(), " holds no replica of job ", req.job_id()));
-        }
-        t.after_commit->push_back([&answered] { answered.Notify(); });
-      },
-      [&](const absl::Status& why) {
-        project = why;
-        answered.Notify();
-      });
-  answered.WaitForNotification();
-  return project;
+// The job's project when `node` holds one of its replicas and `digest` is its workdir, from the
+// published snapshots: a turn publishes a placement before its launches are sent, so a node asks
+// only after it is there, and the check never waits for the loop.
+absl::StatusOr<std::string> WorkdirHolder(const JobSnapshots& snapshots,
+                                          const v1::FetchWorkdirRequest& req) {
+  absl::StatusOr<v1::Job> job = snapshots.Get(req.job_id(), WallNowMs());
+  if (!job.ok()) {
+    if (absl::IsNotFound(job.status())) {
+      return absl::NotFoundError(absl::StrCat("job ", req.job_id(), " is gone"));
+    }
+    return job.status();
+  }
+  if (job->spec().workdir() != req.digest()) {
+    return absl::NotFoundError(
+        absl::StrCat("job ", req.job_id(), " has no working directory ", req.digest()));
+  }
+  for (const v1::Replica& r : job->replicas()) {
+    if (r.node() == req.node()) return job->spec().project();
+  }
+  return absl::PermissionDeniedError(
+      absl::StrCat("node ", req.node(), " holds no replica of job ", req.job_id()));
 }
 
 }  // namespace
@@ -53,11 +48,11 @@ grpc::Status AgentServiceImpl::FetchWorkdir(grpc::ServerContext* ctx,
                  who.ToString());
     return ToGrpcStatus(who);
   }
-  if (workdirs_ == nullptr) {
+  if (workdirs_ == nullptr || snapshots_ == nullptr) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         "this trainctld keeps no working directories");
   }
-  absl::StatusOr<std::string> project = WorkdirHolder(loop_, *req);
+  absl::StatusOr<std::string> project = WorkdirHolder(*snapshots_, *req);
   if (!project.ok()) return ToGrpcStatus(project.status());
   absl::StatusOr<std::optional<storage::WorkdirInfo>> info =
       workdirs_->Get(*project, req->digest());

@@ -101,13 +101,9 @@ void Api::DeleteSecret(const CallContext& call, const v1::DeleteSecretRequest& r
   parts_.loop->Post(
       [secrets = parts_.secrets, project = req.project(), name = req.name(), actor = caller->name,
        done](Turn& t) {
-        std::optional<SecretInfo> held;
-        for (const SecretInfo& info : secrets->List(project)) {
-          if (info.name == name) held = info;
-        }
-        if (!held) {
-          absl::Status missing = secrets->CheckExists(project, name);
-          t.after_commit->push_back([missing, done] { done(missing); });
+        absl::StatusOr<SecretInfo> held = secrets->Find(project, name);
+        if (!held.ok()) {
+          t.after_commit->push_back([missing = held.status(), done] { done(missing); });
           return;
         }
         const size_t first = t.fx->events.size();

@@ -148,15 +148,6 @@ absl::Status Daemon::LoadStateAndLoop() {
     }
   }
   tokens_.Load(state->tokens);
-  // Jobs whose use of a working directory a crash kept from being recorded (ReconcileLoop).
-  for (const auto& [id, job] : state->core->jobs()) {
-    if (job.spec.workdir().empty()) continue;
-    if (absl::Status used =
-            opened_->workdirs->AddUse(job.project, job.spec.workdir(), id, WallNowMs());
-        !used.ok()) {
-      return Fail(Failure::kLogged, Described(used));
-    }
-  }
   // The key stays beside SQLite's database; PostgreSQL's trainctlds share one they are given.
   if (opened_->pg == nullptr || !flags_.secret_key_file.empty()) {
     const std::string key_file =
@@ -225,7 +216,6 @@ absl::Status Daemon::LoadStateAndLoop() {
     loop_->set_replica_tokens(&*replica_tokens_);
   }
   loop_->set_project_secrets(secrets_.get());
-  loop_->set_workdirs(opened_->workdirs.get());
   return absl::OkStatus();
 }
 
@@ -240,7 +230,7 @@ void Daemon::MakeServices() {
   agent_service_.emplace(loop_.get(), &registry_, AgentAuth{flags_.tls(), &revocations_},
                          flags_.max_agent_streams_per_peer, flags_.max_new_nodes_per_peer,
                          lead_ ? lead_->epoch : 0);
-  agent_service_->set_workdirs(opened_->workdirs.get());
+  agent_service_->set_workdirs(opened_->workdirs.get(), &snapshots_);
   cluster_service_.emplace(&*api_);
   quota_service_.emplace(&*api_);
   secret_service_.emplace(&*api_);

@@ -72,6 +72,19 @@ std::vector<SecretInfo> ProjectSecrets::List(const std::string& project) const {
   return out;
 }
 
+absl::StatusOr<SecretInfo> ProjectSecrets::Find(const std::string& project,
+                                                const std::string& name) const {
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = rows_.find({project, name});
+    if (it != rows_.end()) {
+      const storage::SecretRow& r = it->second;
+      return SecretInfo{r.project, r.name, r.size, r.update_ms};
+    }
+  }
+  return CheckExists(project, name);  // NOT_FOUND, worded as everywhere
+}
+
 absl::StatusOr<std::string> ProjectSecrets::Open(const std::string& project,
                                                  const std::string& name) const {
   std::string sealed;

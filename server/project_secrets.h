@@ -61,6 +61,8 @@ class ProjectSecrets {
 
   // The project's secrets (all projects' with an empty `project`), by project and name.
   std::vector<SecretInfo> List(const std::string& project) const;
+  // The secret's SecretInfo; NOT_FOUND as CheckExists says.
+  absl::StatusOr<SecretInfo> Find(const std::string& project, const std::string& name) const;
   // The value, for a launch; NOT_FOUND naming the project and secret when there is none,
   // DATA_LOSS when it does not open with this key.
   absl::StatusOr<std::string> Open(const std::string& project, const std::string& name) const;

@@ -185,6 +185,7 @@ void ReconcileLoop::RunTurn(std::vector<Item> items) {
   batch.tokens = std::move(writes.tokens);
   batch.secrets = std::move(writes.secrets);
   batch.deleted_secrets = std::move(writes.deleted_secrets);
+  batch.workdir_uses = std::move(writes.workdir_uses);
   batch.deleted_jobs = std::move(fx.deleted_jobs);
   const auto commit_start = std::chrono::steady_clock::now();
   absl::Status committed = store_->Commit(batch);
@@ -192,17 +193,6 @@ void ReconcileLoop::RunTurn(std::vector<Item> items) {
     // Nothing of this turn may be seen, sent or acknowledged.
     RecoverFromFailedCommit(items, committed);
     return;
-  }
-  // After the job: a crash in between leaves a live job without its use, which trainctld's
-  // start records again (Daemon::LoadStateAndLoop).
-  for (const storage::WorkdirUse& use : writes.workdir_uses) {
-    absl::Status used = workdirs_ != nullptr
-                            ? workdirs_->AddUse(use.project, use.digest, use.job_id, use.add_ms)
-                            : absl::OkStatus();
-    if (!used.ok()) {
-      spdlog::warn("job {}: cannot record its use of the working directory {}: {}", use.job_id,
-                   use.digest, used.ToString());
-    }
   }
   if (metrics_ != nullptr) {
     metrics_->OnCommit(

@@ -68,7 +68,7 @@ struct TurnWrites {
   std::vector<storage::SecretRow> secrets;
   // (project, name) of secrets to delete.
   std::vector<std::pair<std::string, std::string>> deleted_secrets;
-  // Jobs created with a working directory.
+  // Jobs created with a working directory (Batch::workdir_uses).
   std::vector<storage::WorkdirUse> workdir_uses;
 };
 
@@ -127,9 +127,6 @@ class ReconcileLoop {
   // Launches get the values of their pools' secretRefs from `secrets` (not owned); unset, a
   // launch that needs one fails.
   void set_project_secrets(const ProjectSecrets* secrets) { secrets_ = secrets; }
-  // Where the uses of working directories (TurnWrites::workdir_uses) are recorded once their
-  // jobs committed (not owned; may be null).
-  void set_workdirs(storage::WorkdirStore* workdirs) { workdirs_ = workdirs; }
   const SecretRedactor& redactor() const { return redactor_; }
   // Set before Start(). Without a reloader a failed commit aborts the process.
   void set_reloader(Reloader reloader) { reloader_ = std::move(reloader); }
@@ -188,7 +185,6 @@ class ReconcileLoop {
   SecretRedactor redactor_;
   const ReplicaTokens* replica_tokens_ = nullptr;
   const ProjectSecrets* secrets_ = nullptr;
-  storage::WorkdirStore* workdirs_ = nullptr;
   DaemonMetrics* metrics_ = nullptr;
   Reloader reloader_;
   WriteStateListener write_listener_;

@@ -142,6 +142,13 @@ absl::Status WriteBatch(Cache& cache, const BatchSql& sql, Batch& batch) {
                              batch.deleted_secrets, [](auto& st, const auto& key) {
                                return st.Run({key.first, key.second});
                              }));
+  TC_RETURN_IF_ERROR(
+      RunEach(cache,
+              "INSERT INTO workdir_uses (project, digest, job_id, add_ms) VALUES (?,?,?,?) "
+              "ON CONFLICT (project, digest, job_id) DO NOTHING",
+              batch.workdir_uses, [](auto& st, const WorkdirUse& u) {
+                return st.Run({u.project, u.digest, u.job_id, u.add_ms});
+              }));
   // Last: rows this turn wrote for a job it then deleted go too.
   for (const char* sql :
        {"DELETE FROM events WHERE job_id = ?", "DELETE FROM replica_runs WHERE job_id = ?",

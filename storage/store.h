@@ -39,6 +39,7 @@
 
 #include "absl/status/statusor.h"
 #include "model/model.h"
+#include "storage/workdir_store.h"
 #include "trainctl/v1/job.pb.h"
 
 namespace trainctl::storage {
@@ -103,6 +104,9 @@ struct Batch {
   // delete (after the upserts).
   std::vector<SecretRow> secrets;
   std::vector<std::pair<std::string, std::string>> deleted_secrets;
+  // Jobs created with a working directory: their uses, inserted unless already there, in the
+  // transaction that creates the jobs.
+  std::vector<WorkdirUse> workdir_uses;
   // Token rows to upsert, keyed by their id.
   std::vector<TokenRow> tokens;
   // Jobs to delete with their attempts, runs and events (after everything above is written).
@@ -111,8 +115,8 @@ struct Batch {
   bool empty() const {
     return jobs.empty() && attempts.empty() && runs.empty() && nodes.empty() &&
            deleted_nodes.empty() && events.empty() && quotas.empty() && project_uids.empty() &&
-           project_usage.empty() && secrets.empty() && deleted_secrets.empty() && tokens.empty() &&
-           deleted_jobs.empty();
+           project_usage.empty() && secrets.empty() && deleted_secrets.empty() &&
+           workdir_uses.empty() && tokens.empty() && deleted_jobs.empty();
   }
 };
 

@@ -11,7 +11,7 @@
 //
 //   absl::StatusOr<std::unique_ptr<SqliteWorkdirStore>> store = SqliteWorkdirStore::Open(db);
 //   (*store)->Put(info, [&](std::string* chunk) { ... return more; });
-//   (*store)->AddUse("team-a", digest, "j-1", now_ms);   // once the job committed
+//   (*store)->AddUse("team-a", digest, "j-1", now_ms);   // the Batch's workdir_uses do this
 //   (*store)->Read("team-a", digest, [&](const std::string& chunk) { ...; return OkStatus(); });
 //   (*store)->Sweep(now_ms, grace_ms);                     // periodically, by the leader
 //
@@ -47,8 +47,8 @@ struct WorkdirInfo {
   int64_t upload_ms = 0;
 };
 
-// A job that uses a workdir: recorded (AddUse) once the job's creation committed, and again for
-// every live job at trainctld's start, so a crash in between loses no use.
+// A job that uses a workdir: written in the transaction that creates the job (Batch::workdir_uses),
+// so no crash leaves a job without its use.
 struct WorkdirUse {
   std::string project;
   std::string digest;

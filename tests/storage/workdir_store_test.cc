@@ -372,6 +372,28 @@ TEST_CASE("Sweep deletes what no job uses after the grace, and uses once their j
   CHECK(swept->empty());
 }
 
+TEST_CASE("a job's use is written in the commit that creates the job, once", "[backend][workdir]") {
+  TestStore db;
+  std::unique_ptr<Store> main = db.Open();
+  std::unique_ptr<WorkdirStore> store = OpenWorkdirs(db);
+  PutOk(*store, Info(kDigestA, 10, 1'000), Archive(kBig, 3).substr(0, 10));
+  Batch created;
+  created.jobs.push_back(reopen::MakeJob("j-1", 1'000));
+  created.workdir_uses.push_back({"team-a", kDigestA, "j-1", 1'000});
+  REQUIRE(main->Commit(created).ok());
+  CHECK(Rows(db, "workdir_uses") == 1);
+  // Written again (a retried create): still one.
+  Batch again;
+  again.workdir_uses.push_back({"team-a", kDigestA, "j-1", 5'000});
+  REQUIRE(main->Commit(again).ok());
+  CHECK(Rows(db, "workdir_uses") == 1);
+  // Long past the grace, the job's upload stays while the job does.
+  absl::StatusOr<std::vector<WorkdirInfo>> swept = store->Sweep(500'000, 10'000);
+  REQUIRE(swept.ok());
+  CHECK(swept->empty());
+  CHECK(store->Get("team-a", kDigestA)->has_value());
+}
+
 TEST_CASE("Sweep deletes an old partial upload, and a large workdir batch by batch",
           "[backend][workdir]") {
   TestStore db;
