@@ -81,6 +81,7 @@ Agent::Agent(Options options)
                        const std::function<absl::Status(absl::string_view)>& sink) {
                   return FetchWorkdir(job_id, digest, sink);
                 }),
+      image_cache_(OpenImageCache(options_)),
       heartbeat_interval_(kDefaultHeartbeat),
       runtime_([this] {
         ReplicaRuntime::Options runtime_options;
@@ -130,10 +131,12 @@ Agent::Agent(Options options)
             return Preflight(launch);
           };
         }
-        if (options_.runtime) return options_.runtime(std::move(runtime_options));
-        return std::unique_ptr<ReplicaRuntime>(
-            std::make_unique<ProcessLauncher>(std::move(runtime_options)));
+        return MakeRuntime(std::move(runtime_options));
       }()) {
+  {
+    absl::MutexLock lock(&prepull_sink_->mu);
+    prepull_sink_->agent = this;
+  }
   {
     absl::MutexLock lock(&mu_);
     spdlog::info("checks: {}", absl::StrJoin(check_config_, ", ", absl::PairFormatter(": ")));
@@ -179,6 +182,10 @@ Agent::Agent(Options options)
 }
 
 Agent::~Agent() {
+  {
+    absl::MutexLock lock(&prepull_sink_->mu);
+    prepull_sink_->agent = nullptr;
+  }
   {
     absl::MutexLock lock(&mu_);
     worker_exit_ = true;
@@ -257,6 +264,7 @@ trainctl::v1::AgentMessage Agent::StartStream() {
   *reg.mutable_capacity() = options_.capacity;
   *reg.mutable_allocatable() = options_.allocatable;
   reg.mutable_labels()->insert(options_.labels.begin(), options_.labels.end());
+  if (image_cache_ != nullptr) (*reg.mutable_labels())[kImagesLabel] = "true";
   for (const trainctl::v1::GpuDevice& d : options_.gpu_devices) *reg.add_gpu_devices() = d;
   reg.set_agent_version(kVersion);
   reg.set_protocol_version(kAgentProtocolVersion);
@@ -453,6 +461,9 @@ void Agent::Handle(const trainctl::v1::SchedulerMessage& message) {
       commands_.push_back(message);
       break;
     }
+    case trainctl::v1::SchedulerMessage::kPrepullImage:
+      Prepull(message.prepull_image());
+      break;
     case trainctl::v1::SchedulerMessage::kRunChecks: {
       spdlog::info("the scheduler asked for a check run");
       absl::MutexLock lock(&mu_);

@@ -94,9 +94,11 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "agents/agent_image_flags.h"
 #include "agents/agent_metrics.h"
 #include "agents/fence_timer.h"
 #include "agents/host_checks.h"
+#include "agents/image_cache.h"
 #include "agents/leader_guard.h"
 #include "agents/maintenance_file.h"
 #include "agents/node_checks.h"
@@ -177,8 +179,11 @@ class Agent {
     // connected to the scheduler or not: the agent's watchdog. Optional.
     std::function<void()> alive;
     // Builds the runtime that runs the node's replicas from the agent's options for it
-    // (replica_runtime.h); null: a ProcessLauncher (launcher.h), trainctl-agent's.
+    // (replica_runtime.h); null: a ContainerRuntime (container_runtime.h) where the node can run
+    // images (it is then labelled trainctl.io/images=true), else a ProcessLauncher (launcher.h).
     ReplicaRuntime::Factory runtime;
+    // Replicas in images: the cache, registries, binds, CDI (agent_image_flags.h).
+    ImageFlags images;
     // Where launches, exits and check runs are counted (--metrics-listen; not owned, must
     // outlive the agent); null: nowhere.
     AgentMetrics* metrics = nullptr;
@@ -255,6 +260,15 @@ class Agent {
   void Handle(const trainctl::v1::SchedulerMessage& message) ABSL_LOCKS_EXCLUDED(mu_);
   void WorkerLoop() ABSL_LOCKS_EXCLUDED(mu_);
   // Options::checks.preflight: the launch's preflight, from the cache or run now.
+  // The node's image cache per options.images, or null (logged why) when it runs no images.
+  static std::shared_ptr<ImageCache> OpenImageCache(const Options& options);
+  // The runtime of the node's replicas (see Options::runtime).
+  std::unique_ptr<ReplicaRuntime> MakeRuntime(ReplicaRuntime::Options runtime_options);
+  // Answers a PrepullImage from a thread of its own.
+  void Prepull(const trainctl::v1::PrepullImage& request) ABSL_LOCKS_EXCLUDED(mu_);
+  // The settings of the node's containers.
+  ContainerSettings ContainerSettingsOf() const;
+
   std::optional<ReplicaRuntime::PreflightFailure> Preflight(
       const trainctl::v1::LaunchReplica& launch) ABSL_LOCKS_EXCLUDED(mu_);
   // Runs the exit checks for the exits in pending_exits_ and reports them.
@@ -309,6 +323,16 @@ class Agent {
   PreflightCache preflight_cache_;
   // Jobs' working directories on this node (fetched through FetchWorkdir); thread-safe itself.
   WorkdirCache workdirs_;
+
+  // The node's images (image_cache.h); null when it runs none (agent_images.cc says why).
+  const std::shared_ptr<ImageCache> image_cache_;
+  // Where answers of prepulls go: the agent's outbox until the agent is destroyed, nowhere after
+  // (a prepull's thread may outlive the agent).
+  struct PrepullSink {
+    absl::Mutex mu;
+    Agent* agent ABSL_GUARDED_BY(mu) = nullptr;
+  };
+  const std::shared_ptr<PrepullSink> prepull_sink_ = std::make_shared<PrepullSink>();
 
   // No lock: used by the Run() thread only.
   SchedulerLink link_ = MakeLink(options_);

@@ -32,7 +32,7 @@ std::string MaxLogMb(int64_t bytes) {
 
 std::vector<std::pair<std::string, std::string>> AgentConfigEntries(const AgentFlags& f) {
   const HostCheckConfig& host = f.checks.host;
-  return {
+  std::vector<std::pair<std::string, std::string>> entries = {
       {"scheduler", f.scheduler},
       {"node", f.node},
       {"work-dir", f.work_dir},
@@ -84,6 +84,8 @@ std::vector<std::pair<std::string, std::string>> AgentConfigEntries(const AgentF
       {"startup-script", f.checks.startup_script},
       {"startup-script-timeout", Ms(f.checks.startup_script_timeout)},
   };
+  for (auto& entry : ImageConfigEntries(f.images)) entries.push_back(std::move(entry));
+  return entries;
 }
 
 std::string AgentConfigText(const AgentFlags& f) {

@@ -33,6 +33,7 @@ absl::StatusOr<Agent::Options> AgentOptionsFromFlags(const AgentFlags& flags) {
   options.heartbeat_ack_timeout = flags.heartbeat_ack_timeout;
   options.node = flags.node;
   options.labels = flags.labels;
+  options.images = flags.images;
   options.pass_env = flags.pass_env;
   if (!flags.tls_ca.empty()) {
     options.tls_ca_path = flags.tls_ca;

@@ -190,6 +190,7 @@ std::vector<FlagGroup> AgentFlagGroups() {
          "{\"start\": \"2026-12-01T02:00:00Z\", \"duration\": \"2h\", \"reason\": \"BIOS "
          "update\"}: reported to the scheduler as the node's maintenance window, and again at "
          "each heartbeat after it changed (absent or empty: no window)"}}},
+      ImageFlagGroup(),
       {"Host checks (thresholds are this host's; each passes when strictly above):",
        {{"check", 0, Kind::kBool, "", "",
          "run the host check items once, print one \"item ...\" line each and exit 0 if all "
@@ -353,7 +354,7 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
       return Store(ParseAgentDuration(f, v, allow_zero), out);
     };
   };
-  const std::map<std::string, Setter> setters = {
+  std::map<std::string, Setter> setters = {
       {"--scheduler", text(&flags.scheduler)},
       {"--node", text(&flags.node)},
       {"--work-dir", text(&flags.work_dir)},
@@ -494,6 +495,7 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
          return absl::OkStatus();
        }},
   };
+  for (auto& [name, setter] : ImageFlagSetters(&flags.images)) setters.emplace(name, setter);
   const std::vector<FlagSpec> specs = AllFlags(AgentFlagGroups());
   ParsedArgs parsed;
   absl::Status status = ParseArgs(args, specs, {}, &parsed);

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "agents/agent_image_flags.h"
 #include "agents/cpu_manager.h"
 #include "agents/host_checks.h"
 #include "agents/job_scratch.h"
@@ -99,6 +100,8 @@ struct AgentFlags {
   // --preflight, --health-check-*, and --startup-script*. Programs are made absolute by
   // ResolvePrograms().
   NodeCheckConfig checks;
+  // Replicas in container images (agent_image_flags.h).
+  ImageFlags images;
 };
 
 // Parses the arguments after the program name, under the config file of --config FILE if given

@@ -330,14 +330,17 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
       options_.base_environment.empty() ? CurrentEnvironment() : options_.base_environment;
   if (*user) base = WithUserEnvironment(std::move(base), **user);
   request.env = MergeEnvironment(base, overlay);
-  absl::StatusOr<std::string> exec_path =
-      ResolveCommand(request.argv[0], SearchPathOf(request.env), *start_dir);
-  if (!exec_path.ok()) {
-    ReportLaunchFailure(run_id, exec_path.status(), log_fd);
-    close(log_fd);
-    return;
+  const bool in_container = !launch.image().empty();
+  if (!in_container) {
+    absl::StatusOr<std::string> exec_path =
+        ResolveCommand(request.argv[0], SearchPathOf(request.env), *start_dir);
+    if (!exec_path.ok()) {
+      ReportLaunchFailure(run_id, exec_path.status(), log_fd);
+      close(log_fd);
+      return;
+    }
+    request.exec_path = *exec_path;
   }
-  request.exec_path = *exec_path;
   request.user = *user;
   request.working_dir = *start_dir;
   request.log_fd = log_fd;
@@ -353,6 +356,15 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
   request.private_tmp = std::move(isolation.private_tmp);
   request.cgroup_join_paths = std::move(isolation.join_paths);
   request.memory_events = std::move(isolation.memory_events);
+  if (in_container) {
+    absl::Status container = ContainerRequestOf(launch, std::move(overlay), isolation, &request);
+    if (!container.ok()) {
+      isolation_.Release(run_id);
+      ReportLaunchFailure(run_id, container, log_fd);
+      close(log_fd);
+      return;
+    }
+  }
   RunRecord record;
   record.run_id = run_id;
   record.boot_id = BootId();
@@ -373,6 +385,7 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
   }
   close(log_fd);
   if (!shim.ok()) {
+    if (in_container && options_.on_run_end) options_.on_run_end(run_id);
     isolation_.Release(run_id);
     ReportLaunchFailure(run_id, absl::InternalError(shim.status().message()), -1);
     return;

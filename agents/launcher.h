@@ -76,6 +76,7 @@
 #include "agents/replica_runtime.h"
 #include "agents/run_isolation.h"
 #include "agents/run_records.h"
+#include "agents/shim_spawn.h"
 #include "trainctl/v1/agent.pb.h"
 
 namespace trainctl::agent {
@@ -210,6 +211,11 @@ class ProcessLauncher final : public ReplicaRuntime {
   void ReportLaunchFailure(const std::string& run_id, const absl::Status& error, int log_fd,
                            const trainctl::v1::CheckRun* preflight = nullptr, bool fenced = false)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Turns `request` into one whose shim runs the replica in a container (container_launch.h),
+  // through Options::prepare_container. `env`: the replica's own variables.
+  absl::Status ContainerRequestOf(const trainctl::v1::LaunchReplica& launch,
+                                  std::map<std::string, std::string> env,
+                                  const RunIsolation::Prepared& isolation, ShimRequest* request);
   // Stop(); `by_request` says whether the scheduler asked.
   absl::Status StopLocked(const std::string& run_id, int64_t grace_ms, const std::string& reason,
                           bool by_request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -336,6 +336,8 @@ void ProcessLauncher::ReportEnd(const std::string& run_id) {
     spdlog::warn("run {}: the kernel killed it for exceeding its memory cgroup's limit", run_id);
     exited.set_oom_killed(true);
   }
+  // A container's cgroup lies in the run's: it goes first.
+  if (options_.on_run_end) options_.on_run_end(run_id);
   // Exclusive CPUs are free only once the run's cgroups (and whatever was left in them) are gone,
   // and a relaunch must find them free; other runs are reported first, since removing cgroups
   // takes a while and the scheduler waits for the exit.

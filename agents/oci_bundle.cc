@@ -351,8 +351,8 @@ runtime::Spec BuildContainerSpec(const ContainerRequest& req) {
   }
 
   runtime::Linux* linux_config = spec.mutable_linux_config();
-  for (const char* type : {"pid", "ipc", "uts", "mount"})
-    linux_config->add_namespaces()->set_type(type);
+  for (const char* type : {"ipc", "mount"}) linux_config->add_namespaces()->set_type(type);
+  if (!req.hostname.empty()) linux_config->add_namespaces()->set_type("uts");
   if (!req.cgroups_path.empty()) linux_config->set_cgroups_path(req.cgroups_path);
   runtime::Resources* resources = linux_config->mutable_resources();
   AddDeviceRule(false, "", -1, -1, "rwm", resources);

@@ -4,8 +4,11 @@
 //
 // The container BuildContainerSpec describes:
 //   - root: ContainerRequest::rootfs (the replica's overlay, or the image's rootfs read-only).
-//   - namespaces: pid, ipc, uts and mount of its own; the host's network (a replica needs the
-//     host's interfaces and the ports allocated to it) and user namespace (no user namespace: the
+//   - namespaces: ipc and mount of its own, and uts when a hostname is asked for; the host's
+//     network (a replica needs the host's interfaces and the ports allocated to it), process ids
+//     (signals from the host reach the replica as they reach a host process: a pid 1 of a
+//     namespace of its own would ignore SIGTERM without a handler; and NCCL's CUDA IPC between
+//     the replicas of a host needs one pid namespace) and user namespace (no user namespace: the
 //     uid and gid are the host's). /etc/resolv.conf and /etc/hosts are the host's, read-only
 //     (runc fails when the host lacks one).
 //   - the mounts `runc spec` writes (/proc, /dev, /dev/pts, /dev/shm, /dev/mqueue, /sys and
@@ -87,7 +90,7 @@ struct ContainerRequest {
   uint32_t uid = 0;
   uint32_t gid = 0;
   std::vector<uint32_t> additional_gids;
-  // The container's hostname in its own UTS namespace; "" keeps the host's.
+  // The container's hostname in a UTS namespace of its own; "" keeps the host's (and namespace).
   std::string hostname;
   // The checkpoint directory, the job's working directory (read-only), the run directory, the
   // job's /tmp and /dev/shm, operator-allowed host paths, ... In any order.

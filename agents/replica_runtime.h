@@ -32,6 +32,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "agents/container_launch.h"
 #include "agents/cpu_manager.h"
 #include "agents/job_scratch.h"
 #include "agents/run_cgroup.h"
@@ -59,6 +60,10 @@ class ReplicaRuntime {
   // directory), readable by `group` when set; an error fails the launch (see workdir_cache.h).
   using WorkdirCallback = std::function<absl::StatusOr<std::string>(
       const trainctl::v1::LaunchReplica&, std::optional<gid_t> group)>;
+  // For a launch with an image: what the launcher decided for the run goes in (its image left
+  // for the callback to fill), the runc command its shim is to run comes out
+  // (container_launch.h); an error fails the launch.
+  using ContainerCallback = std::function<absl::StatusOr<PreparedContainer>(ContainerInputs)>;
 
   // What the agent gives a runtime: where the node keeps runs, where reports go, and the node's
   // limits on every run. A runtime ignores what it has no use for.
@@ -108,6 +113,12 @@ class ReplicaRuntime {
     // Called by Launch() on its caller's thread for a launch with a workdir_digest; unset, such
     // a launch fails.
     WorkdirCallback prepare_workdir;
+    // Called by Launch() on its caller's thread for a launch with an image; unset, such a launch
+    // fails.
+    ContainerCallback prepare_container;
+    // Called once for every run whose end is reported, or whose launch failed after
+    // prepare_container succeeded, before its cgroups are removed: for RemoveContainer.
+    std::function<void(const std::string& run_id)> on_run_end;
     // Who replicas run as when the runtime runs as root (run_user.h).
     RunAsPolicy run_as;
     // The most bytes of each run's log the disk keeps (--max-log-mb; agents/shim/log_cap.h): the

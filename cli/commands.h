@@ -17,7 +17,7 @@ namespace trainctl::cli {
 
 // Exit statuses.
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitJobFailed = 1;  // only `wait`: the job ended FAILED or CANCELLED
+inline constexpr int kExitJobFailed = 1;  // `wait`: FAILED or CANCELLED; `node prepull`: failed
 inline constexpr int kExitError = 2;      // usage, spec, RPC errors and timeouts
 
 struct Command {

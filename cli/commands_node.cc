@@ -1,5 +1,6 @@
-// node describe|cordon|uncordon|drain|revoke|delete: ClusterService requests on one node, then
-// print.
+// node describe|cordon|uncordon|drain|revoke|delete|maintenance: ClusterService requests on one
+// node, then print; node prepull: PrepullImage on the nodes that run images.
+#include <chrono>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +16,8 @@ namespace {
 
 // How many of the node's newest events describe shows.
 constexpr int kNodeDescribeEvents = 20;
+// How long trainctld waits for the nodes of a prepull without --timeout.
+constexpr int64_t kDefaultPrepullWaitMs = 10 * 60'000;
 
 absl::StatusOr<int> RunDescribe(const std::string& name, OutputFormat format, Client& client) {
   v1::Node node;
@@ -67,10 +70,31 @@ absl::StatusOr<v1::Node> Change(NodeAction action, const ParsedArgs& args, Clien
           client.cluster().SetNodeMaintenance(&context, MaintenanceRequestFromArgs(args), &node);
       break;
     case NodeAction::kDescribe:
-      return absl::InternalError("node describe changes nothing");
+    case NodeAction::kPrepull:
+      return absl::InternalError("node describe and node prepull change no node");
   }
   if (!status.ok()) return client.ToStatus(status);
   return node;
+}
+
+// node prepull: waits as long as the server does (the request's timeout, else its 10m default)
+// and a minute more; exits 1 when any node failed.
+absl::StatusOr<int> RunPrepull(const ParsedArgs& args, OutputFormat format, Client& client) {
+  const v1::PrepullImageRequest request = PrepullRequestFromArgs(args);
+  const int64_t wait_ms =
+      (request.has_timeout() ? DurationToMs(request.timeout()) : kDefaultPrepullWaitMs) + 60'000;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(wait_ms));
+  v1::PrepullImageResponse resp;
+  grpc::Status status = client.cluster().PrepullImage(&context, request, &resp);
+  if (!status.ok()) return client.ToStatus(status);
+  if (format == OutputFormat::kTable) {
+    std::cout << RenderPrepullResults(resp) << std::flush;
+  } else {
+    TC_ASSIGN_OR_RETURN(std::string text, MessageToFormat(resp, format));
+    std::cout << text << std::flush;
+  }
+  return AnyPrepullFailed(resp) ? kExitJobFailed : kExitOk;
 }
 
 absl::StatusOr<int> RunNode(const ParsedArgs& args, Client& client) {
@@ -82,6 +106,7 @@ absl::StatusOr<int> RunNode(const ParsedArgs& args, Client& client) {
   TC_ASSIGN_OR_RETURN(NodeAction action, CheckNodeArgs(args));
   TC_ASSIGN_OR_RETURN(OutputFormat format, ParseOutputFormat(args.Get("output")));
   if (action == NodeAction::kDescribe) return RunDescribe(args.args()[1], format, client);
+  if (action == NodeAction::kPrepull) return RunPrepull(args, format, client);
   TC_ASSIGN_OR_RETURN(v1::Node node, Change(action, args, client));
   if (format == OutputFormat::kTable && action == NodeAction::kDelete) {
     std::cout << "node " << node.name() << " deleted" << std::endl;
@@ -101,8 +126,9 @@ absl::StatusOr<int> RunNode(const ParsedArgs& args, Client& client) {
 Command NodeCommand() {
   CommandSpec spec{
       "node",
-      "describe|cordon|uncordon|drain|revoke|delete|maintenance NODE",
-      "Show one node in detail, or cordon, uncordon, drain, revoke, delete or schedule it",
+      "describe|cordon|uncordon|drain|revoke|delete|maintenance NODE | prepull IMAGE",
+      "Show one node in detail, or cordon, uncordon, drain, revoke, delete or schedule it; "
+      "prepull an image",
       absl::StrCat(
           "Subcommands:\n", NodeSubcommandList(),
           "\n"
@@ -128,10 +154,19 @@ Command NodeCommand() {
           "node; at the start it is drained like `node drain`, and after the window it is\n"
           "uncordoned and takes work again once its checks pass.\n"
           "\n"
+          "prepull (operator or admin) has the agents of nodes that run images (label\n"
+          "trainctl.io/images=true; --node names them, else every connected one) pull IMAGE\n"
+          "into their cache, so that a job's gang does not wait for it, and waits until each\n"
+          "answered or --timeout (default 10m) passed. A private registry's credentials come\n"
+          "from a project secret: --project P --pull-secret S (the caller must be allowed to\n"
+          "submit in P). It prints NODE DIGEST SIZE ERROR per node and exits 1 when a node\n"
+          "failed.\n"
+          "\n"
           "cordon, uncordon, drain and revoke print the node's state afterwards, e.g.\n"
           "  node node-1 DRAINING: kernel upgrade (2 replicas moving)\n"
           "With -o json or yaml they print the Node, and describe prints\n"
-          "{\"node\": Node, \"events\": [its 20 newest events]}."),
+          "{\"node\": Node, \"events\": [its 20 newest events]}; prepull prints the\n"
+          "PrepullImageResponse."),
       NodeFlags(),
       0,
       2};

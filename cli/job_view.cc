@@ -107,7 +107,21 @@ std::vector<std::pair<std::string, std::string>> JobSummaryFields(const v1::Job&
       {"Checkpoints", job.checkpoint_dir()},
       {"Workdir", job.spec().workdir()},
       {"Secrets", SecretRefsText(job.spec())},
+      {"Images", ImagesText(job.spec())},
   };
+}
+
+std::string ImagesText(const v1::JobSpec& spec) {
+  std::vector<std::string> images;
+  for (const v1::WorkerPool& pool : spec.worker_pools()) {
+    if (pool.image().empty()) continue;
+    std::string text = absl::StrCat(pool.name(), ": ", pool.image());
+    if (pool.image_pull_policy() == v1::IMAGE_PULL_POLICY_ALWAYS) {
+      absl::StrAppend(&text, " (pull ALWAYS)");
+    }
+    images.push_back(std::move(text));
+  }
+  return absl::StrJoin(images, ", ");
 }
 
 std::string SecretRefsText(const v1::JobSpec& spec) {

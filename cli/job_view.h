@@ -27,7 +27,7 @@ std::string RenderJobSummary(const v1::Job& job, int64_t now_ms);
 // The summary's fields, in order: id, name, project, priority, state, the error (message, its
 // failure class as "Reason", the replica and node it comes from), the queue reason and, while
 // queued for a retry, when the next attempt may start, a queued job's position (PositionText);
-// times and the checkpoint directory.
+// times, the checkpoint directory, the workdir, secretRefs and the pools' images.
 // Fields the job does not have are empty (RenderFields leaves them out).
 std::vector<std::pair<std::string, std::string>> JobSummaryFields(const v1::Job& job,
                                                                   int64_t now_ms);
@@ -38,6 +38,9 @@ std::string PositionText(const v1::Job& job);
 // The pools' secretRefs, "chief: WANDB_API_KEY from wandb, ..."; "" without any. Names only:
 // trainctld never returns a value.
 std::string SecretRefsText(const v1::JobSpec& spec);
+// The images the pools run in, "worker: registry:5000/team/train:1.4 (pull ALWAYS), ..."; a pool
+// without one (it runs on the host) is left out, and "" when none has one.
+std::string ImagesText(const v1::JobSpec& spec);
 
 // While the job is queued and holds the cluster's reservation: when it is expected to start,
 // "2026-12-04T10:00:00Z (in 4m)", or "unknown" (a job it waits for has no timeout); "" otherwise.

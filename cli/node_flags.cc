@@ -35,6 +35,8 @@ constexpr Subcommand kSubcommands[] = {
      "Refuse its agent's certificate from now on"},
     {NodeAction::kDelete, "delete", "delete NODE [--reason TEXT]",
      "Forget a node whose agent is gone (admin)"},
+    {NodeAction::kPrepull, "prepull", "prepull IMAGE [--node NODE ...]",
+     "Pull an image into nodes' caches ahead of a job"},
 };
 
 const Subcommand& Find(NodeAction action) {
@@ -59,8 +61,14 @@ absl::Status RejectFlags(const ParsedArgs& args, NodeAction action) {
           absl::StrCat("node ", name, " takes no --", flag, "; it is for node maintenance"));
     }
   }
-  if (args.IsSet("reason") &&
-      (action == NodeAction::kDescribe || action == NodeAction::kUncordon)) {
+  for (const char* flag : {"node", "project", "pull-secret", "timeout"}) {
+    if (args.IsSet(flag) && action != NodeAction::kPrepull) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("node ", name, " takes no --", flag, "; it is for node prepull"));
+    }
+  }
+  if (args.IsSet("reason") && (action == NodeAction::kDescribe || action == NodeAction::kUncordon ||
+                               action == NodeAction::kPrepull)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "node ", name,
         " takes no --reason; it is for node cordon, node drain, node revoke, node delete and node "
@@ -124,6 +132,22 @@ absl::Status CheckMaintenance(const ParsedArgs& args, NodeAction action) {
       .status();
 }
 
+absl::Status CheckPrepull(const ParsedArgs& args, NodeAction action) {
+  if (action != NodeAction::kPrepull) return absl::OkStatus();
+  for (const std::string& node : args.GetAll("node")) {
+    if (node.empty()) return absl::InvalidArgumentError("--node is empty: give a node's name");
+  }
+  if (args.Get("project").empty() != args.Get("pull-secret").empty()) {
+    return absl::InvalidArgumentError(
+        "--project and --pull-secret go together: the project secret that holds the registry's "
+        "credentials, e.g. --project team-a --pull-secret regcred");
+  }
+  if (!args.IsSet("timeout")) return absl::OkStatus();
+  return ParseDurationFlag("--timeout", args.Get("timeout"), 1'000, 3'600'000,
+                           "how long to wait for the nodes, 1s..1h, e.g. 20m")
+      .status();
+}
+
 absl::Status CheckDeadline(const ParsedArgs& args) {
   if (!args.IsSet("deadline")) return absl::OkStatus();
   absl::StatusOr<int64_t> ms = ParseDurationFlag(
@@ -154,6 +178,14 @@ std::vector<FlagSpec> NodeFlags() {
       {"duration", 0, Kind::kValue, "DURATION", "",
        "maintenance: how long the host is down, e.g. 2h (1m..720h)"},
       {"clear", 0, Kind::kBool, "", "", "maintenance: remove the node's window"},
+      {"node", 0, Kind::kList, "NODE", "",
+       "prepull: a node to pull on; repeat for more (default: every connected node that runs "
+       "images)"},
+      {"project", 0, Kind::kValue, "PROJECT", "", "prepull: the project of --pull-secret"},
+      {"pull-secret", 0, Kind::kValue, "SECRET", "",
+       "prepull: the project secret with the registry's credentials (default: anonymous)"},
+      {"timeout", 0, Kind::kValue, "DURATION", "",
+       "prepull: how long to wait for the nodes, 1s..1h (default 10m)"},
       {"output", 'o', Kind::kValue, "FORMAT", "table",
        "Output format: table, json or yaml (json: the proto's JSON mapping)"},
   };
@@ -183,6 +215,11 @@ std::string NodeSubcommandList() {
 absl::StatusOr<NodeAction> CheckNodeArgs(const ParsedArgs& args) {
   absl::StatusOr<NodeAction> action = ParseNodeAction(args.args()[0]);
   if (!action.ok()) return action.status();
+  if (*action == NodeAction::kPrepull && (args.args().size() < 2 || args.args()[1].empty())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node prepull needs the image: trainctl node ", Find(*action).usage,
+                     ", e.g. trainctl node prepull registry:5000/team/train:1.4"));
+  }
   if (args.args().size() < 2 || args.args()[1].empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("node ", Find(*action).name, " needs the node's name: trainctl node ",
@@ -192,6 +229,7 @@ absl::StatusOr<NodeAction> CheckNodeArgs(const ParsedArgs& args) {
   if (absl::Status s = CheckReason(args, *action); !s.ok()) return s;
   if (absl::Status s = CheckDeadline(args); !s.ok()) return s;
   if (absl::Status s = CheckMaintenance(args, *action); !s.ok()) return s;
+  if (absl::Status s = CheckPrepull(args, *action); !s.ok()) return s;
   if (absl::StatusOr<OutputFormat> format = ParseOutputFormat(args.Get("output")); !format.ok()) {
     return format.status();
   }
@@ -249,6 +287,20 @@ v1::SetNodeMaintenanceRequest MaintenanceRequestFromArgs(const ParsedArgs& args)
   }
   if (absl::StatusOr<int64_t> ms = ParseDurationMs(args.Get("duration")); ms.ok()) {
     *request.mutable_duration() = MsToDuration(*ms);
+  }
+  return request;
+}
+
+v1::PrepullImageRequest PrepullRequestFromArgs(const ParsedArgs& args) {
+  v1::PrepullImageRequest request;
+  request.set_image(args.args()[1]);
+  for (const std::string& node : args.GetAll("node")) request.add_nodes(node);
+  request.set_project(args.Get("project"));
+  request.set_image_pull_secret(args.Get("pull-secret"));
+  if (args.IsSet("timeout")) {
+    if (absl::StatusOr<int64_t> ms = ParseDurationMs(args.Get("timeout")); ms.ok()) {
+      *request.mutable_timeout() = MsToDuration(*ms);
+    }
   }
   return request;
 }

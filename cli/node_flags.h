@@ -7,6 +7,7 @@
 //   trainctl node revoke NODE [--reason TEXT]
 //   trainctl node delete NODE [--reason TEXT]
 //   trainctl node maintenance NODE --at RFC3339 --duration DURATION --reason TEXT | --clear
+//   trainctl node prepull IMAGE [--node NODE ...] [--project P --pull-secret S] [--timeout D]
 //
 // Everything here is checked before any RPC, so that a mistyped command line never reaches the
 // server half-right:
@@ -28,13 +29,22 @@
 
 namespace trainctl::cli {
 
-enum class NodeAction { kDescribe, kCordon, kUncordon, kDrain, kRevoke, kDelete, kMaintenance };
+enum class NodeAction {
+  kDescribe,
+  kCordon,
+  kUncordon,
+  kDrain,
+  kRevoke,
+  kDelete,
+  kMaintenance,
+  kPrepull,  // its positional argument is the image, not a node
+};
 
 // DrainNodeRequest.reason and CordonNodeRequest.reason allow at most this many characters.
 inline constexpr size_t kMaxNodeReasonChars = 1024;
 
-// --reason, --deadline, --at, --duration, --clear and -o, for every subcommand (CheckNodeArgs says
-// which takes which).
+// --reason, --deadline, --at, --duration, --clear, --node, --project, --pull-secret, --timeout and
+// -o, for every subcommand (CheckNodeArgs says which takes which).
 std::vector<FlagSpec> NodeFlags();
 
 // "describe", "cordon", "uncordon", "drain", "revoke" or "delete"; INVALID_ARGUMENT with
@@ -48,7 +58,9 @@ std::string NodeSubcommandList();
 // Checks the command line of `node SUBCOMMAND NODE [flags]` (args()[0] is the subcommand) and
 // returns the subcommand. INVALID_ARGUMENT, with a message that says what to type instead, for: an
 // unknown subcommand, a missing NODE, a flag the subcommand does not take, drain without a
-// --reason, a reason over kMaxNodeReasonChars, and a --deadline that is not a positive duration.
+// --reason, a reason over kMaxNodeReasonChars, a --deadline that is not a positive duration, and
+// for prepull: a missing IMAGE, --project without --pull-secret or the other way round, an empty
+// --node, a --timeout outside 1s..1h.
 // REQUIRES: args has at least one positional argument.
 absl::StatusOr<NodeAction> CheckNodeArgs(const ParsedArgs& args);
 
@@ -59,5 +71,7 @@ v1::DrainNodeRequest DrainRequestFromArgs(const ParsedArgs& args);
 v1::RevokeNodeRequest RevokeRequestFromArgs(const ParsedArgs& args);
 v1::DeleteNodeRequest DeleteRequestFromArgs(const ParsedArgs& args);
 v1::SetNodeMaintenanceRequest MaintenanceRequestFromArgs(const ParsedArgs& args);
+// The image is args()[1]; --timeout unset leaves the server's default (10m).
+v1::PrepullImageRequest PrepullRequestFromArgs(const ParsedArgs& args);
 
 }  // namespace trainctl::cli

@@ -68,4 +68,12 @@ absl::StatusOr<std::string> FormatNodeDescription(const v1::Node& node,
 // ISOLATED says why: "node node-1 ISOLATED: stays out until its checks pass: <state reason>".
 std::string NodeActionLine(NodeAction action, const v1::Node& node);
 
+// `node prepull -o table`: a NODE DIGEST SIZE ERROR table, one row per node in the order given,
+// SIZE in decimal units ("1.2 GB"); DIGEST and SIZE are "-" for a node that failed, ERROR "-" for
+// one that did not.
+std::string RenderPrepullResults(const v1::PrepullImageResponse& resp);
+
+// Whether any node of `resp` failed (node prepull then exits 1).
+bool AnyPrepullFailed(const v1::PrepullImageResponse& resp);
+
 }  // namespace trainctl::cli

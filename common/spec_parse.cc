@@ -75,6 +75,21 @@ std::string EnumValuePrefix(const EnumDescriptor* type) {
   return prefix + "_";
 }
 
+// "IfNotPresent" -> "IF_NOT_PRESENT": a value name written in CamelCase, as Kubernetes writes
+// its enums (imagePullPolicy: IfNotPresent).
+std::string CamelToUpperSnake(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (i > 0 && absl::ascii_isupper(c) &&
+        (absl::ascii_islower(text[i - 1]) || absl::ascii_isdigit(text[i - 1]))) {
+      out += '_';
+    }
+    out += absl::ascii_toupper(c);
+  }
+  return out;
+}
+
 // Parses an integer scalar within [min, max]. Integral floats ("3.0", "1e3") are accepted, as in
 // protobuf's JSON mapping.
 absl::StatusOr<int64_t> ParseInt(const YAML::Node& node, const std::string& path, int64_t min,
@@ -134,7 +149,8 @@ absl::StatusOr<const EnumValueDescriptor*> ParseEnum(const YAML::Node& node,
   const std::string prefix = EnumValuePrefix(type);
   if (node.IsScalar()) {
     const std::string upper = absl::AsciiStrToUpper(node.Scalar());
-    for (const std::string& name : {node.Scalar(), upper, prefix + upper}) {
+    const std::string snake = CamelToUpperSnake(node.Scalar());
+    for (const std::string& name : {node.Scalar(), upper, prefix + upper, prefix + snake}) {
       if (const EnumValueDescriptor* value = type->FindValueByName(name)) return value;
     }
     int number = 0;

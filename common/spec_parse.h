@@ -16,7 +16,8 @@
 //
 // Value mapping: integers are range-checked; a double accepts any number; a string field takes
 // the text of any scalar (`FOO: 1` in env gives "1"); enums take the value name with or without
-// the type prefix, in any case ("JOB_STATE_RUNNING", "RUNNING", "running") or the number;
+// the type prefix, in any case ("JOB_STATE_RUNNING", "RUNNING", "running"), in CamelCase as
+// Kubernetes writes them ("IfNotPresent" for IMAGE_PULL_POLICY_IF_NOT_PRESENT) or the number;
 // google.protobuf.Duration takes "30s", "500ms", "5m", "1h30m"; google.protobuf.Timestamp takes
 // RFC 3339; bytes take base64; a string (a map's keys too) must be valid UTF-8. A null value
 // leaves the field unset.

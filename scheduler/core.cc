@@ -23,7 +23,8 @@ Core::Core(CoreOptions options)
       nodes_(options_.nodes),
       queue_(options_.default_quota, options_.replica_uid_range, options_.fair_share,
              options_.reservation_after),
-      lifecycle_(&jobs_, &nodes_, &queue_, &timers_, options_.skew_tolerance) {}
+      lifecycle_(&jobs_, &nodes_, &queue_, &timers_, options_.skew_tolerance),
+      pulls_(&jobs_) {}
 
 void Core::Restore(std::vector<Job> jobs, std::vector<Node> nodes,
                    const std::vector<ReplicaRun>& runs, std::vector<Quota> quotas) {
@@ -359,6 +360,14 @@ void Core::ReplicaProgress(const std::string& node, const v1::ReplicaProgress& p
   const absl::Time t = progress.time_ms() > 0 ? FromMs(progress.time_ms()) : now;
   lifecycle_.Progress(job, r, t, progress.step(), now, fx);
   if (progress.checkpoint()) lifecycle_.Checkpointed(job, t, now, fx);
+}
+
+void Core::ImagePull(const std::string& node, const v1::ImagePull& pull, absl::Time now,
+                     Effects* fx) {
+  auto [job, r] = jobs_.CurrentRun(pull.run_id());
+  if (job == nullptr) return;
+  if (r->node != node) return nodes_.IgnoredReport(node, pull.run_id(), r->node, now, fx);
+  pulls_.Report(job, r, pull, now, fx);
 }
 
 // --- Time and placement ------------------------------------------------------------------------

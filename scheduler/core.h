@@ -33,6 +33,7 @@
 #include "absl/time/time.h"
 #include "model/model.h"
 #include "scheduler/admission_queue.h"
+#include "scheduler/image_pulls.h"
 #include "scheduler/job_lifecycle.h"
 #include "scheduler/job_table.h"
 #include "scheduler/node_registry.h"
@@ -213,6 +214,10 @@ class Core {
   // ignored.
   void ReplicaProgress(const std::string& node, const v1::ReplicaProgress& progress, absl::Time now,
                        Effects* fx);
+  // How the pull of a launching run's image goes (ImagePulls): the replica's message, an
+  // ImagePulling event at the first report and ImagePulled when it is ready. Unknown and stale
+  // runs, and runs that are not launching, are ignored.
+  void ImagePull(const std::string& node, const v1::ImagePull& pull, absl::Time now, Effects* fx);
 
   // --- Time and placement ------------------------------------------------------------------
 
@@ -299,6 +304,7 @@ class Core {
   AdmissionQueue queue_;
   Timers timers_;
   JobLifecycle lifecycle_;
+  ImagePulls pulls_;
 };
 
 }  // namespace trainctl::sched

@@ -117,10 +117,30 @@ Classification HostFault(const Replica& r, const v1::ReplicaExited& x, Classific
   return c;
 }
 
+// The launch's image could not be pulled because its registry could not be reached, or the pull
+// timed out (ReplicaExited.registry_unavailable): not the user's fault, not the host's. A new
+// attempt after a backoff, charged to maxCapacityRetries like a stockout. The agent's launch
+// error names the image and the registry.
+Classification RegistryUnavailable(const Replica& r, const v1::ReplicaExited& x, Classification c) {
+  c.failure_class = FailureClass::kCapacity;
+  c.rule = "default: image registry unavailable";
+  c.remedy = Remedy::kCapacityRetry;
+  c.retry_why = "its image registry could not be reached";
+  c.replica_message = absl::StrCat(c.summary, " (registry unavailable)");
+  c.error = MakeError(absl::StatusCode::kUnavailable, FailureClass::kCapacity,
+                      absl::StrCat("Replica ", r.name,
+                                   " could not start: its image registry could not be reached (",
+                                   x.launch_error(), ")."),
+                      r, x);
+  absl::StrAppend(&c.explanation, ClassTag(c.failure_class, ", image registry unavailable"));
+  return c;
+}
+
 }  // namespace
 
 bool IsCleanExit(const v1::ReplicaExited& x) {
-  return x.has_exit_code() && x.exit_code() == 0 && !x.has_signal() && !x.launch_failed();
+  return x.has_exit_code() && x.exit_code() == 0 && !x.has_signal() && !x.launch_failed() &&
+         !x.registry_unavailable();
 }
 
 bool IsHostFault(const v1::ReplicaExited& x) {
@@ -133,7 +153,9 @@ std::string DescribeExit(const v1::ReplicaExited& x) {
   if (x.fenced()) {
     return "was stopped by its agent's fence (no word from the scheduler for its fence time)";
   }
-  if (x.launch_failed()) return absl::StrCat("could not start: ", x.launch_error());
+  if (x.launch_failed() || x.registry_unavailable()) {
+    return absl::StrCat("could not start: ", x.launch_error());
+  }
   if (x.oom_killed()) return "ran out of memory";
   if (x.has_signal()) return absl::StrCat("was killed by ", SignalName(x.signal()));
   if (!x.has_exit_code()) {
@@ -156,6 +178,8 @@ Classification Classify(const RetryPolicy& p, const Replica& r, const Failure& f
   if (exit && x.node_shutdown()) return Shutdown(r, c);
   if (exit && x.fenced()) return Fenced(r, c);
   if (exit && IsHostFault(x)) return HostFault(r, x, c);
+  // Implies launch_failed; taken alone too, so that a report without it is not a success.
+  if (exit && x.registry_unavailable()) return RegistryUnavailable(r, x, c);
 
   if (exit && !x.launch_failed() && x.has_exit_code() && x.exit_code() == 0) {
     c.remedy = Remedy::kSucceed;

@@ -38,6 +38,7 @@ enum class Remedy {
   kRestartUncharged,  // restart in place, charging nothing (IGNORE rules)
   kRetryJob,          // a new attempt, charged to maxJobRetries
   kInternalRetry,     // a new attempt, charged to maxInternalRetries
+  kCapacityRetry,     // a new attempt, charged to maxCapacityRetries (an unreachable registry)
   kRedispatch,        // isolate the host, a new attempt elsewhere (faultTolerance.jobRetryNum)
   kMove,              // to another node, not charged (its agent shut down, or fenced it)
   kFail,
@@ -48,7 +49,7 @@ struct Classification {
   // What classed it: "default: transient exit code 134", "exitCodeRules[1]", ...
   std::string rule;
   Remedy remedy = Remedy::kFail;
-  // For kRetryJob and kInternalRetry: why a new attempt, in words.
+  // For kRetryJob, kInternalRetry and kCapacityRetry: why a new attempt, in words.
   std::string retry_why;
   // The error the job ends with if this failure ends it (code, message, replica, node, tail).
   JobError error;

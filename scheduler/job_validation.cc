@@ -16,6 +16,7 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 #include "scheduler/elastic.h"
+#include "scheduler/image_validation.h"
 #include "scheduler/node_selection.h"
 #include "scheduler/retry_engine.h"
 #include "scheduler/topology.h"
@@ -141,6 +142,7 @@ absl::Status ValidatePool(const std::string& path, int index, const v1::WorkerPo
     }
   }
   TC_RETURN_IF_ERROR(ValidateSecretRefs(path, pool));
+  TC_RETURN_IF_ERROR(ValidatePoolImage(path, pool));
   TC_RETURN_IF_ERROR(ValidateNodeSelection(path, pool));
   TC_RETURN_IF_ERROR(ValidateElastic(path, index, pool));
   return ValidateResources(path + ".resources", pool.resources());

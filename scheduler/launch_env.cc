@@ -189,7 +189,15 @@ v1::LaunchReplica BuildReplicaLaunch(const Job& job, int replica_index, const Ga
   launch.set_checkpoint_dir(job.checkpoint_dir);
   launch.set_checkpoint_root(job.checkpoint_root);
   launch.set_workdir_digest(job.spec.workdir());
-  if (pool != nullptr) *launch.mutable_resources() = pool->resources();
+  if (pool != nullptr) {
+    *launch.mutable_resources() = pool->resources();
+    // Its image, if any; the pull secret's value is added just before the launch is sent
+    // (server/launch_secrets.h), never here.
+    launch.set_image(pool->image());
+    launch.set_image_pull_always(!pool->image().empty() &&
+                                 pool->image_pull_policy() == v1::IMAGE_PULL_POLICY_ALWAYS);
+    *launch.mutable_mounts() = pool->mounts();
+  }
   auto& env = *launch.mutable_env();
   env["TRAINCTL_JOB_ID"] = job.id;
   env["TRAINCTL_ATTEMPT"] = absl::StrCat(attempt);

@@ -60,8 +60,9 @@ struct GangView {
 GangView GangViewOf(const Job& job, const std::map<std::string, Node>& nodes);
 
 // The launch of one replica without its pool's argv and env (those are PoolLaunchOf's): what
-// differs from one replica to the next. The agent gets Command::Take() of the two. `view` is
-// GangViewOf(job) for the job's placement now.
+// differs from one replica to the next, and its pool's resources, image, image_pull_always and
+// mounts (image_credentials is left to the server: server/launch_secrets.h). The agent gets
+// Command::Take() of the two. `view` is GangViewOf(job) for the job's placement now.
 // REQUIRES: every replica of `job` has a node, and each such node is in `nodes`.
 v1::LaunchReplica BuildReplicaLaunch(const Job& job, int replica_index, const GangView& view);
 v1::LaunchReplica BuildReplicaLaunch(const Job& job, int replica_index,

@@ -82,11 +82,17 @@ absl::Status ValidateNodeSelection(const std::string& path, const v1::WorkerPool
   return absl::OkStatus();
 }
 
+bool CanRunImages(const NodeLabels* labels) {
+  const std::string* have = ValueOf(labels, kImagesLabel);
+  return have != nullptr && *have == "true";
+}
+
 bool HasNodeSelection(const v1::WorkerPool& pool) {
-  return pool.node_selector_size() > 0 || pool.node_affinity_size() > 0;
+  return pool.node_selector_size() > 0 || pool.node_affinity_size() > 0 || !pool.image().empty();
 }
 
 bool MatchesNodeSelection(const v1::WorkerPool& pool, const NodeLabels* labels) {
+  if (!pool.image().empty() && !CanRunImages(labels)) return false;
   for (const auto& [key, value] : pool.node_selector()) {
     const std::string* have = ValueOf(labels, key);
     if (have == nullptr || *have != value) return false;
@@ -116,9 +122,29 @@ std::string DescribeNodeSelection(const v1::WorkerPool& pool) {
   return absl::StrJoin(parts, ", ");
 }
 
+std::string NoNodeMatches(int index, const v1::WorkerPool& pool,
+                          const std::vector<NodeFree>& nodes) {
+  const std::string which = absl::StrCat("workerPools[", index, "] (", pool.name(), ")");
+  const std::string images = absl::StrCat("can run images (label ", kImagesLabel, "=true)");
+  const bool own_rules = pool.node_selector_size() > 0 || pool.node_affinity_size() > 0;
+  if (pool.image().empty() ||
+      (own_rules && std::any_of(nodes.begin(), nodes.end(),
+                                [](const NodeFree& n) { return CanRunImages(n.labels.get()); }))) {
+    // No image, or nodes that can run images exist: the pool's own rules leave none of them.
+    std::string out = absl::StrCat("no schedulable node matches ", which, " node selection ",
+                                   DescribeNodeSelection(pool));
+    if (!pool.image().empty()) absl::StrAppend(&out, " and ", images);
+    return out;
+  }
+  return absl::StrCat("no schedulable node ", images, " for ", which);
+}
+
 const std::vector<char>* NodeMasks::For(const v1::WorkerPool& pool) {
   if (!HasNodeSelection(pool)) return nullptr;
-  auto [it, inserted] = masks_.try_emplace(DescribeNodeSelection(pool));
+  // The image's rule is not in DescribeNodeSelection: it marks the key with a '=' first, which
+  // no label key (nor so a description) starts with.
+  auto [it, inserted] = masks_.try_emplace(
+      absl::StrCat(pool.image().empty() ? "" : "=images ", DescribeNodeSelection(pool)));
   if (inserted) {
     it->second.resize(nodes_->size());
     for (size_t i = 0; i < nodes_->size(); ++i) {

@@ -18,24 +18,50 @@ RetryDecision Start(const Job& job) {
   return d;
 }
 
-// Charges a job retry (or an internal retry) and decides RETRY_JOB, or FAIL_JOB when that
-// budget is used up.
-RetryDecision RetryOrFail(const RetryPolicy& p, const Job& job, RetryDecision d, bool internal,
+// The budgets a new attempt after a replica's failure may be charged to.
+enum class RetryBudget {
+  kJob,       // maxJobRetries
+  kInternal,  // maxInternalRetries
+  kCapacity,  // maxCapacityRetries: the launch's image registry could not be reached
+};
+
+// Charges a new attempt to `budget` and decides RETRY_JOB, or FAIL_JOB when that budget is used
+// up. A capacity retry also has the job's CapacityRetry or CapacityExhausted event.
+RetryDecision RetryOrFail(const RetryPolicy& p, const Job& job, RetryDecision d, RetryBudget budget,
                           const std::string& why) {
-  const int used = internal ? job.budgets_used.internal_retries : job.budgets_used.job_retries;
-  const int max = internal ? p.max_internal_retries : p.max_job_retries;
-  const char* budget = internal ? "maxInternalRetries" : "maxJobRetries";
+  int32_t* charge = budget == RetryBudget::kInternal   ? &d.budgets_used.internal_retries
+                    : budget == RetryBudget::kCapacity ? &d.budgets_used.capacity_retries
+                                                       : &d.budgets_used.job_retries;
+  const int used = *charge;
+  const int max = budget == RetryBudget::kInternal   ? p.max_internal_retries
+                  : budget == RetryBudget::kCapacity ? p.max_capacity_retries
+                                                     : p.max_job_retries;
+  const char* name = budget == RetryBudget::kInternal   ? "maxInternalRetries"
+                     : budget == RetryBudget::kCapacity ? "maxCapacityRetries"
+                                                        : "maxJobRetries";
+  const bool capacity = budget == RetryBudget::kCapacity;
   if (used < max) {
     d.action = Decision::kRetryJob;
-    (internal ? d.budgets_used.internal_retries : d.budgets_used.job_retries) = used + 1;
+    *charge = used + 1;
     d.delay = absl::Milliseconds(BackoffDelayMs(p.retry_backoff, used + 1));
     absl::StrAppend(&d.explanation, "; ", why, ": retrying the job as attempt ",
-                    job.attempts.size() + 1, " (", budget, " ", used + 1, " of ", max, " used) in ",
+                    job.attempts.size() + 1, " (", name, " ", used + 1, " of ", max, " used) in ",
                     DelaySeconds(d.delay), "s");
+    if (capacity) {
+      d.job_event_type = "CapacityRetry";
+      d.job_event = absl::StrCat(d.error.message, " Capacity retry ", used + 1, " of ", max,
+                                 " (maxCapacityRetries) in ", DelaySeconds(d.delay), "s.");
+    }
   } else {
     d.action = Decision::kFailJob;
-    absl::StrAppend(&d.explanation, "; ", why, ", and ", budget, " (", max,
+    absl::StrAppend(&d.explanation, "; ", why, ", and ", name, " (", max,
                     ") is used up: failing the job");
+    if (capacity) {
+      absl::StrAppend(&d.error.message, " It could not be reached through ", used,
+                      " capacity retries (maxCapacityRetries ", max, ").");
+      d.job_event_type = "CapacityExhausted";
+      d.job_event = d.error.message;
+    }
   }
   return d;
 }
@@ -73,7 +99,7 @@ RetryDecision RestartOrRetry(const RetryPolicy& p, const Job& job, const Replica
         ") in ", DelaySeconds(d.delay), "s");
     return d;
   }
-  return RetryOrFail(p, job, d, /*internal=*/false,
+  return RetryOrFail(p, job, d, RetryBudget::kJob,
                      absl::StrCat("it failed again after its ", p.max_replica_restarts,
                                   " restarts (maxReplicaRestarts)"));
 }
@@ -136,9 +162,11 @@ RetryDecision DecideOnFailure(const RetryPolicy& p, const Job& job, const Replic
     case Remedy::kRestartUncharged:
       return RestartOrRetry(p, job, r, d, /*charge=*/false, now);
     case Remedy::kRetryJob:
-      return RetryOrFail(p, job, d, /*internal=*/false, c.retry_why);
+      return RetryOrFail(p, job, d, RetryBudget::kJob, c.retry_why);
     case Remedy::kInternalRetry:
-      return RetryOrFail(p, job, d, /*internal=*/true, c.retry_why);
+      return RetryOrFail(p, job, d, RetryBudget::kInternal, c.retry_why);
+    case Remedy::kCapacityRetry:
+      return RetryOrFail(p, job, d, RetryBudget::kCapacity, c.retry_why);
     case Remedy::kRedispatch:
       return Redispatch(job, d, c.error, /*charged=*/true);
     case Remedy::kMove:

@@ -8,8 +8,9 @@
 //
 // Budgets are kept apart per failure kind (the thing no peer does): in-place restarts per replica
 // (maxReplicaRestarts), job retries (maxJobRetries), internal-error retries
-// (maxInternalRetries), capacity retries (maxCapacityRetries) and re-dispatches after host faults
-// (faultTolerance.jobRetryNum). Moves off drained, lost or unhealthy hosts charge none of them.
+// (maxInternalRetries), capacity retries (maxCapacityRetries: stockouts, and launches whose image
+// registry could not be reached) and re-dispatches after host faults (faultTolerance.jobRetryNum).
+// Moves off drained, lost or unhealthy hosts charge none of them.
 //
 //   RetryDecision d = DecideOnFailure(job.policy, job, replica, failure, now);
 //   d.action == Decision::kRestartReplica; d.delay == absl::ZeroDuration(); d.charged_restarts == 1

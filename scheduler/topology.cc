@@ -134,6 +134,8 @@ std::shared_ptr<const v1::JobSpec> PlacementSpecOf(const v1::JobSpec& spec) {
     p->set_name(pool.name());
     *p->mutable_node_selector() = pool.node_selector();
     *p->mutable_node_affinity() = pool.node_affinity();
+    // A pool with an image runs on nodes that can run images only (node_selection.h).
+    p->set_image(pool.image());
   }
   return out;
 }
@@ -227,8 +229,7 @@ JobPlacement PlaceJob(const v1::JobSpec& spec, const std::vector<ReplicaDemand>&
     const std::vector<char>* mask = masks->For(pool);
     if (mask != nullptr && NodeMasks::None(*mask)) {
       out.kind = PlacementKind::kNodeSelector;
-      out.missing = absl::StrCat("no schedulable node matches workerPools[", p, "] (", pool.name(),
-                                 ") node selection ", DescribeNodeSelection(pool));
+      out.missing = NoNodeMatches(p, pool, free->nodes());
       return out;
     }
     options.eligible.push_back(mask);

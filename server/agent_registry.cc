@@ -135,8 +135,45 @@ void AgentRegistry::CompleteLog(const v1::LogData& data) {
   }
 }
 
-void AgentRegistry::ExpireLogRequests() {
+void AgentRegistry::RequestPrepull(const std::string& node, v1::PrepullImage req,
+                                   std::chrono::steady_clock::time_point deadline,
+                                   PrepullCallback done) {
+  std::shared_ptr<AgentChannel> ch;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = channels_.find(node);
+    if (it != channels_.end()) {
+      ch = it->second.channel;
+      req.set_request_id(next_request_id_++);
+      pending_prepulls_[req.request_id()] = {node, deadline, std::move(done)};
+    }
+  }
+  if (!ch) {
+    v1::ImagePrepulled answer;
+    answer.set_error("not connected");
+    done(answer);
+    return;
+  }
+  v1::SchedulerMessage msg;
+  *msg.mutable_prepull_image() = std::move(req);
+  ch->Send(msg);
+}
+
+void AgentRegistry::CompletePrepull(const v1::ImagePrepulled& answer) {
+  PrepullCallback done;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = pending_prepulls_.find(answer.request_id());
+    if (it == pending_prepulls_.end()) return;  // expired already
+    done = std::move(it->second.done);
+    pending_prepulls_.erase(it);
+  }
+  done(answer);
+}
+
+void AgentRegistry::ExpireRequests() {
   std::vector<std::pair<std::string, LogCallback>> expired;
+  std::vector<std::pair<std::string, PrepullCallback>> unanswered;
   {
     absl::MutexLock lock(&mu_);
     const auto now = std::chrono::steady_clock::now();
@@ -149,10 +186,26 @@ void AgentRegistry::ExpireLogRequests() {
         ++it;
       }
     }
+    for (auto it = pending_prepulls_.begin(); it != pending_prepulls_.end();) {
+      const bool gone = channels_.count(it->second.node) == 0;
+      if (gone || now >= it->second.deadline) {
+        unanswered.push_back(
+            {gone ? "its agent disconnected before it answered" : "no answer before the deadline",
+             std::move(it->second.done)});
+        it = pending_prepulls_.erase(it);
+      } else {
+        ++it;
+      }
+    }
   }
   for (auto& [node, done] : expired) {
     done(absl::UnavailableError(
         absl::StrCat("node ", node, " did not answer the log read in time; retry")));
+  }
+  for (auto& [why, done] : unanswered) {
+    v1::ImagePrepulled answer;
+    answer.set_error(why);
+    done(answer);
   }
 }
 

@@ -6,7 +6,8 @@
 // old stream has not noticed yet) or once the old stream has been silent for `takeover_after`
 // (two missed heartbeats); any other claim is refused, so a rogue client cannot unseat a live
 // agent and stop its replicas. Log reads are requests on the agent's stream answered by LogData;
-// each waits at most kLogReadTimeout.
+// each waits at most kLogReadTimeout. Image prepulls (`trainctl node prepull`) are requests
+// answered by ImagePrepulled; each waits until the deadline its caller gives.
 //
 // Thread-safety: every method may be called from any thread. No callback (a channel's Send or
 // Close, a LogCallback) runs with the registry's lock held, so they may call back into it.
@@ -41,6 +42,8 @@ class AgentChannel {
 class AgentRegistry {
  public:
   using LogCallback = std::function<void(absl::StatusOr<v1::LogData>)>;
+  // The agent's answer to a prepull, or one made here: `error` set when it did not answer.
+  using PrepullCallback = std::function<void(const v1::ImagePrepulled&)>;
   static constexpr std::chrono::seconds kLogReadTimeout{10};
 
   // `takeover_after`: how long a connected node's stream must have been silent before a stream
@@ -75,14 +78,31 @@ class AgentRegistry {
       ABSL_LOCKS_EXCLUDED(mu_);
   // Completes the request LogData answers.
   void CompleteLog(const v1::LogData& data) ABSL_LOCKS_EXCLUDED(mu_);
-  // Fails requests older than kLogReadTimeout, and those whose node went away.
-  void ExpireLogRequests() ABSL_LOCKS_EXCLUDED(mu_);
+  // Asks `node` to pull an image into its cache (its request id set here); `done` runs exactly
+  // once, on some thread: with the agent's answer, or at once with the error "not connected",
+  // or with "no answer before the deadline" once `deadline` passed, or with "its agent
+  // disconnected before it answered" when the node's stream went away.
+  void RequestPrepull(const std::string& node, v1::PrepullImage req,
+                      std::chrono::steady_clock::time_point deadline, PrepullCallback done)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Completes the request ImagePrepulled answers, if it still waits.
+  void CompletePrepull(const v1::ImagePrepulled& answer) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Fails log reads older than kLogReadTimeout, prepulls past their deadline, and both when
+  // their node went away. The reconcile loop calls it after every turn.
+  void ExpireRequests() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct PendingLog {
     std::string node;
     std::chrono::steady_clock::time_point deadline;
     LogCallback done;
+  };
+
+  struct PendingPrepull {
+    std::string node;
+    std::chrono::steady_clock::time_point deadline;
+    PrepullCallback done;
   };
 
   // A node's stream, the agent process behind it, and when it was last heard from.
@@ -96,6 +116,8 @@ class AgentRegistry {
   absl::Mutex mu_;
   std::map<std::string, Stream> channels_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, PendingLog> pending_logs_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, PendingPrepull> pending_prepulls_ ABSL_GUARDED_BY(mu_);
+  // Log reads and prepulls draw their request ids from it.
   uint64_t next_request_id_ ABSL_GUARDED_BY(mu_) = 1;
 };
 

@@ -293,6 +293,16 @@ class AgentSession : public Reactor {
       case v1::AgentMessage::kLogData:
         registry_->CompleteLog(m.log_data());
         break;
+      case v1::AgentMessage::kImagePull: {
+        // Best effort, like progress: not journaled, not acknowledged.
+        std::string node = node_;
+        v1::ImagePull pull = m.image_pull();
+        loop_->Post([node, pull](Turn& t) { t.core.ImagePull(node, pull, t.now, t.fx); });
+        break;
+      }
+      case v1::AgentMessage::kImagePrepulled:
+        registry_->CompletePrepull(m.image_prepulled());
+        break;
       case v1::AgentMessage::MSG_NOT_SET:
         break;
     }

@@ -136,6 +136,10 @@ class Api {
                           Reply<v1::Node> done);
   void RevokeNode(const CallContext& call, const v1::RevokeNodeRequest& req, Reply<v1::Node> done);
   void DeleteNode(const CallContext& call, const v1::DeleteNodeRequest& req, Reply<v1::Node> done);
+  // api_prepull.cc: asks the agents of the nodes to pull an image, and replies once each
+  // answered or the request's deadline passed.
+  void PrepullImage(const CallContext& call, const v1::PrepullImageRequest& req,
+                    Reply<v1::PrepullImageResponse> done);
 
   // --- AuthService --------------------------------------------------------------------------
   void CreateToken(const CallContext& call, const v1::CreateTokenRequest& req,
@@ -178,9 +182,14 @@ class Api {
  private:
   // OK when this trainctld keeps secrets; FAILED_PRECONDITION saying how to make it.
   absl::Status SecretsKept() const;
-  // Every secretRefs entry of `spec` names a secret its project holds: INVALID_ARGUMENT naming
-  // the field otherwise.
+  // Every secretRefs entry of `spec`, and each pool's imagePullSecret (with an image), names a
+  // secret its project holds: INVALID_ARGUMENT naming the field otherwise.
   absl::Status CheckSecretRefs(const v1::JobSpec& spec) const;
+  // A prepull's registry credentials: the value of its imagePullSecret in its project, which the
+  // caller must be allowed to submit to; "" without a secret. INVALID_ARGUMENT naming the field,
+  // PERMISSION_DENIED, NOT_FOUND for a secret the project does not hold.
+  absl::StatusOr<std::string> PrepullCredentials(const Caller& caller,
+                                                 const v1::PrepullImageRequest& req) const;
   // spec.workdir, when set, is a complete upload of the spec's project.
   absl::Status CheckWorkdir(const v1::JobSpec& spec) const;
   // Authorizer::CheckProject, or OK without an authorizer.

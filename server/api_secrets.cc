@@ -4,6 +4,7 @@
 // committed. Admins and the project's members may use them (Permission::kManageSecrets).
 #include "absl/strings/str_cat.h"
 #include "common/names.h"
+#include "common/status_macros.h"
 #include "common/time_util.h"
 #include "common/utf8.h"
 #include "model/model.h"
@@ -121,18 +122,27 @@ void Api::DeleteSecret(const CallContext& call, const v1::DeleteSecretRequest& r
 
 absl::Status Api::CheckSecretRefs(const v1::JobSpec& spec) const {
   const std::string& project = spec.project().empty() ? sched::kDefaultProject : spec.project();
+  auto check = [&](const std::string& field, const std::string& name) -> absl::Status {
+    if (!ProjectSecrets::ValidateName(name).ok()) return absl::OkStatus();  // validation names it
+    if (parts_.secrets == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(field, ": ", SecretsKept().message()));
+    }
+    if (!parts_.secrets->CheckExists(project, name).ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ": project ", project, " has no secret \"", name,
+          "\"; set it with `trainctl secret set ", name, " --project ", project, " ...`"));
+    }
+    return absl::OkStatus();
+  };
   for (int i = 0; i < spec.worker_pools_size(); ++i) {
-    for (const auto& [var, name] : spec.worker_pools(i).secret_refs()) {
-      if (!ProjectSecrets::ValidateName(name).ok()) continue;  // the spec's validation names it
-      const std::string field = absl::StrCat("workerPools[", i, "].secretRefs[", var, "]");
-      if (parts_.secrets == nullptr) {
-        return absl::FailedPreconditionError(absl::StrCat(field, ": ", SecretsKept().message()));
-      }
-      if (!parts_.secrets->CheckExists(project, name).ok()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            field, ": project ", project, " has no secret \"", name,
-            "\"; set it with `trainctl secret set ", name, " --project ", project, " ...`"));
-      }
+    const v1::WorkerPool& pool = spec.worker_pools(i);
+    for (const auto& [var, name] : pool.secret_refs()) {
+      TC_RETURN_IF_ERROR(check(absl::StrCat("workerPools[", i, "].secretRefs[", var, "]"), name));
+    }
+    // Without an image the spec's validation refuses the field itself.
+    if (!pool.image().empty() && !pool.image_pull_secret().empty()) {
+      TC_RETURN_IF_ERROR(
+          check(absl::StrCat("workerPools[", i, "].imagePullSecret"), pool.image_pull_secret()));
     }
   }
   return absl::OkStatus();

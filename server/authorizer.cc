@@ -84,6 +84,7 @@ const std::vector<RouteInfo>& Routes() {
       {Route::kDeleteNode, "trainctl.v1.ClusterService/DeleteNode", Permission::kDeleteNodes},
       {Route::kSetNodeMaintenance, "trainctl.v1.ClusterService/SetNodeMaintenance",
        Permission::kOperateNodes},
+      {Route::kPrepullImage, "trainctl.v1.ClusterService/PrepullImage", Permission::kOperateNodes},
       {Route::kCreateToken, "trainctl.v1.AuthService/CreateToken", Permission::kManageTokens},
       {Route::kListTokens, "trainctl.v1.AuthService/ListTokens", Permission::kManageTokens},
       {Route::kRevokeToken, "trainctl.v1.AuthService/RevokeToken", Permission::kManageTokens},

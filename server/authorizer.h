@@ -42,7 +42,7 @@ enum class Permission {
   kCancel,          // cancel a job (project-scoped)
   kDeleteJobs,      // delete a job that ended (project-scoped)
   kReportProgress,  // report a replica's progress (project-scoped)
-  kOperateNodes,    // cordon, uncordon, drain, revoke
+  kOperateNodes,    // cordon, uncordon, drain, revoke, prepull images
   kDeleteNodes,     // forget a node
   kSetQuota,        // quotas
   kManageTokens,    // create, list, revoke tokens
@@ -77,6 +77,7 @@ enum class Route {
   kRevokeNode,
   kDeleteNode,
   kSetNodeMaintenance,
+  kPrepullImage,
   kCreateToken,
   kListTokens,
   kRevokeToken,

@@ -57,4 +57,10 @@ grpc::ServerUnaryReactor* ClusterServiceImpl::DeleteNode(grpc::CallbackServerCon
   return Unary(api_, &Api::DeleteNode, ctx, req, resp);
 }
 
+grpc::ServerUnaryReactor* ClusterServiceImpl::PrepullImage(grpc::CallbackServerContext* ctx,
+                                                           const v1::PrepullImageRequest* req,
+                                                           v1::PrepullImageResponse* resp) {
+  return Unary(api_, &Api::PrepullImage, ctx, req, resp);
+}
+
 }  // namespace trainctl::server

@@ -20,6 +20,7 @@ class ClusterServiceImpl final : public DiagnosingService<v1::ClusterService> {
     Diagnose("RevokeNode", &ClusterServiceImpl::RevokeNode);
     Diagnose("DeleteNode", &ClusterServiceImpl::DeleteNode);
     Diagnose("SetNodeMaintenance", &ClusterServiceImpl::SetNodeMaintenance);
+    Diagnose("PrepullImage", &ClusterServiceImpl::PrepullImage);
   }
 
   grpc::ServerUnaryReactor* ListNodes(grpc::CallbackServerContext* ctx,
@@ -44,6 +45,9 @@ class ClusterServiceImpl final : public DiagnosingService<v1::ClusterService> {
   grpc::ServerUnaryReactor* SetNodeMaintenance(grpc::CallbackServerContext* ctx,
                                                const v1::SetNodeMaintenanceRequest* req,
                                                v1::Node* resp) override;
+  grpc::ServerUnaryReactor* PrepullImage(grpc::CallbackServerContext* ctx,
+                                         const v1::PrepullImageRequest* req,
+                                         v1::PrepullImageResponse* resp) override;
 
  private:
   Api* const api_;

@@ -224,7 +224,7 @@ void ReconcileLoop::RunTurn(std::vector<Item> items) {
     for (const std::string& id : batch.deleted_jobs) forget.mutable_forget_jobs()->add_job_ids(id);
     registry_->Broadcast(forget);
   }
-  registry_->ExpireLogRequests();
+  registry_->ExpireRequests();
   ForgetEnded(now_ms);
 }
 
@@ -322,7 +322,7 @@ void ReconcileLoop::RunRefusingTurn(std::vector<Item> items, const absl::Status&
   }
   // Reads change nothing to commit; their replies go out now.
   for (auto& f : after) f();
-  registry_->ExpireLogRequests();
+  registry_->ExpireRequests();
 }
 
 void ReconcileLoop::RecoverFromFailedCommit(std::vector<Item>& items, const absl::Status& why) {

@@ -24,16 +24,17 @@ constexpr std::chrono::seconds kKeepAlive(15);
 // How often a log follow asks the agent again while the log does not grow.
 constexpr std::chrono::milliseconds kFollowPoll(250);
 
-// Runs one Api operation and waits for its reply.
+// Runs one Api operation and waits for its reply, at most `wait`.
 template <class Req, class Resp>
 absl::StatusOr<Resp> Call(Api* api, void (Api::*op)(const CallContext&, const Req&, Reply<Resp>),
-                          const CallContext& call, const Req& req) {
+                          const CallContext& call, const Req& req,
+                          std::chrono::seconds wait = kCallTimeout) {
   auto reply = std::make_shared<std::promise<absl::StatusOr<Resp>>>();
   std::future<absl::StatusOr<Resp>> got = reply->get_future();
   (api->*op)(call, req, [reply](absl::StatusOr<Resp> r) { reply->set_value(std::move(r)); });
-  if (got.wait_for(kCallTimeout) != std::future_status::ready) {
+  if (got.wait_for(wait) != std::future_status::ready) {
     return absl::UnavailableError(
-        absl::StrCat("trainctld did not answer within ", kCallTimeout.count(), "s"));
+        absl::StrCat("trainctld did not answer within ", wait.count(), "s"));
   }
   return got.get();
 }
@@ -216,6 +217,20 @@ HttpReply ReadLogs(Api* api, StreamRegistry* streams, HttpRequest& req) {
   return reply;
 }
 
+// POST /v1/nodes:prepull: answered once every node answered or the request's timeout (default
+// 10m) passed, so it waits that long and kCallTimeout more, not kCallTimeout alone.
+HttpReply PrepullImage(Api* api, StreamRegistry*, HttpRequest& req) {
+  v1::PrepullImageRequest message;
+  if (absl::Status s = ParseRequest(req, "*", {}, &message); !s.ok()) return ErrorReply(s);
+  const int64_t seconds = message.timeout().seconds();
+  const std::chrono::seconds wait =
+      std::chrono::seconds(seconds > 0 && seconds <= 3600 ? seconds + 1 : 600) + kCallTimeout;
+  absl::StatusOr<v1::PrepullImageResponse> resp =
+      Call(api, &Api::PrepullImage, req.call, message, wait);
+  if (!resp.ok()) return ErrorReply(resp.status());
+  return JsonReply(*resp);
+}
+
 Route Custom(const char* method, const char* path, const char* rpc, const pb::Descriptor* request,
              const pb::Descriptor* response, const char* body, const char* summary,
              const char* produces, std::vector<std::string> extra,
@@ -281,6 +296,11 @@ std::vector<Route> MakeRoutes() {
             "Revoke the node's agent certificate.", &Api::RevokeNode),
       Unary("DELETE", "/v1/nodes/{name}", "trainctl.v1.ClusterService/DeleteNode", "",
             "Forget a node that is gone.", &Api::DeleteNode),
+      Custom("POST", "/v1/nodes:prepull", "trainctl.v1.ClusterService/PrepullImage",
+             v1::PrepullImageRequest::descriptor(), v1::PrepullImageResponse::descriptor(), "*",
+             "Pull an image into the cache of nodes that run images, ahead of a job; answered "
+             "once every node answered or the timeout (default 10m) passed.",
+             "application/json", {}, &PrepullImage),
       Unary("GET", "/v1/events", "trainctl.v1.ClusterService/ListEvents", "",
             "The event log, oldest first.", &Api::ListEvents),
       Unary("GET", "/v1/projects", "trainctl.v1.QuotaService/ListProjects", "",

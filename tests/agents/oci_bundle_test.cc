@@ -79,7 +79,7 @@ ContainerRequest SampleRequest() {
   return req;
 }
 
-TEST_CASE("a container spec: host network, own pid/ipc/uts/mount, no capabilities", "[oci]") {
+TEST_CASE("a container spec: host network and pids, own ipc/uts/mount, no capabilities", "[oci]") {
   runtime::Spec spec = BuildContainerSpec(SampleRequest());
   CHECK(spec.oci_version() == kOciVersion);
   CHECK(spec.root().path() == "/var/lib/trainctl-agent/runs/r1/rootfs");
@@ -107,7 +107,7 @@ TEST_CASE("a container spec: host network, own pid/ipc/uts/mount, no capabilitie
     namespaces.push_back(ns.type());
     CHECK(ns.path().empty());
   }
-  CHECK(namespaces == std::vector<std::string>{"pid", "ipc", "uts", "mount"});
+  CHECK(namespaces == std::vector<std::string>{"ipc", "mount", "uts"});
   CHECK(spec.linux_config().cgroups_path() == "/trainctl/runs/j1_1_worker-0_0");
 
   // runc spec's mounts, the host's name resolution, the request's binds; parents first; the
@@ -183,6 +183,10 @@ TEST_CASE("a root container keeps runc spec's three capabilities and its PATH", 
   runtime::Spec spec = BuildContainerSpec(req);
   CHECK(spec.root().readonly());
   CHECK(spec.hostname().empty());
+  // No hostname: the host's, and no UTS namespace (runc refuses a hostname without one).
+  REQUIRE(spec.linux_config().namespaces_size() == 2);
+  CHECK(spec.linux_config().namespaces(0).type() == "ipc");
+  CHECK(spec.linux_config().namespaces(1).type() == "mount");
   CHECK(std::vector<std::string>(spec.process().env().begin(), spec.process().env().end()) ==
         std::vector<std::string>{"PATH=/opt/bin"});
   const runtime::Capabilities& caps = spec.process().capabilities();

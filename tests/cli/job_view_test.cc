@@ -87,6 +87,29 @@ TEST_CASE("RenderJobDetails shows the queue reason of a queued job", "[job_view]
   CHECK_THAT(text, !Catch::Contains("Replicas:"));
 }
 
+TEST_CASE("RenderJobDetails shows each pool's image, and ALWAYS as its pull policy", "[job_view]") {
+  v1::Job job = MakeJob("j-i", v1::JOB_STATE_RUNNING, 0, 0, 1000);
+  v1::WorkerPool* chief = job.mutable_spec()->add_worker_pools();
+  chief->set_name("chief");
+  chief->set_image("registry:5000/team/train:1.4");
+  chief->set_image_pull_policy(v1::IMAGE_PULL_POLICY_ALWAYS);
+  chief->set_image_pull_secret("registry-creds");
+  job.mutable_spec()->add_worker_pools()->set_name("host");  // runs on the host: not listed
+  v1::WorkerPool* worker = job.mutable_spec()->add_worker_pools();
+  worker->set_name("worker");
+  const std::string pinned = "team/train@sha256:" + std::string(64, 'f');
+  worker->set_image(pinned);
+  worker->set_image_pull_policy(v1::IMAGE_PULL_POLICY_IF_NOT_PRESENT);
+  CHECK(ImagesText(job.spec()) ==
+        "chief: registry:5000/team/train:1.4 (pull ALWAYS), worker: " + pinned);
+  CHECK_THAT(RenderJobDetails(job, kNowMs),
+             Catch::Contains("\nImages:    chief: registry:5000/team/train:1.4 (pull ALWAYS), "));
+  // Without images, no line at all.
+  job.mutable_spec()->clear_worker_pools();
+  CHECK(ImagesText(job.spec()).empty());
+  CHECK_THAT(RenderJobDetails(job, kNowMs), !Catch::Contains("Images"));
+}
+
 TEST_CASE("PositionText says where a queued job stands in its project", "[job_view]") {
   v1::Job job = MakeJob("j-q", v1::JOB_STATE_QUEUED, 0, 0, 1000);
   job.set_project("team-a");

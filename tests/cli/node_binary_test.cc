@@ -277,7 +277,9 @@ TEST_CASE("node without a known subcommand lists the subcommands", "[binary][nod
       "  revoke NODE [--reason TEXT]                      Refuse its agent's certificate from now "
       "on\n"
       "  delete NODE [--reason TEXT]                      Forget a node whose agent is gone "
-      "(admin)\n";
+      "(admin)\n"
+      "  prepull IMAGE [--node NODE ...]                  Pull an image into nodes' caches ahead "
+      "of a job\n";
   Result none = Fake().Run("node");
   CHECK(none.exit_status == 2);
   CHECK(none.out.empty());
@@ -295,7 +297,7 @@ TEST_CASE("node without a known subcommand lists the subcommands", "[binary][nod
   CHECK_THAT(help.out,
              Catch::StartsWith("Usage:\n  trainctl node "
                                "describe|cordon|uncordon|drain|revoke|delete|maintenance NODE "
-                               "[flags]\n"));
+                               "| prepull IMAGE [flags]\n"));
   CHECK_THAT(help.out, Catch::Contains("Subcommands:\n" + list));
   for (const char* flag : {"--reason TEXT", "--deadline DURATION", "-o, --output FORMAT"}) {
     CHECK_THAT(help.out, Catch::Contains(flag));
@@ -305,7 +307,7 @@ TEST_CASE("node without a known subcommand lists the subcommands", "[binary][nod
   CHECK_THAT(
       Fixture::RunBinary("--help").out,
       Catch::Contains("\n  node         Show one node in detail, or cordon, uncordon, drain, "
-                      "revoke, delete or schedule it\n"));
+                      "revoke, delete or schedule it; prepull an image\n"));
 }
 
 TEST_CASE("node prints the server's errors", "[binary][node]") {

@@ -138,10 +138,13 @@ TEST_CASE("ParseNodeAction lists the subcommands", "[node_flags]") {
       "  revoke NODE [--reason TEXT]                      Refuse its agent's certificate from now "
       "on\n"
       "  delete NODE [--reason TEXT]                      Forget a node whose agent is gone "
-      "(admin)");
+      "(admin)\n"
+      "  prepull IMAGE [--node NODE ...]                  Pull an image into nodes' caches ahead "
+      "of a job");
   CHECK(ParseNodeAction("revoke").value() == NodeAction::kRevoke);
   CHECK(ParseNodeAction("delete").value() == NodeAction::kDelete);
-  CHECK_THAT(NodeSubcommandList(), Catch::EndsWith("whose agent is gone (admin)\n"));
+  CHECK(ParseNodeAction("prepull").value() == NodeAction::kPrepull);
+  CHECK_THAT(NodeSubcommandList(), Catch::EndsWith("caches ahead of a job\n"));
 }
 
 TEST_CASE("The requests carry the node, the reason and the deadline", "[node_flags]") {

@@ -144,7 +144,8 @@ TEST_CASE("ParseJobSpec names the field of every error", "[spec_parse]") {
   const Case cases[] = {
       {"workerPools:\n- name: a\n  resouces: {}\n",
        "workerPools[0].resouces: unknown field; known fields: name, replicaCount, command, args, "
-       "env, resources, secretEnv, nodeSelector, nodeAffinity, elastic, secretRefs"},
+       "env, resources, secretEnv, nodeSelector, nodeAffinity, elastic, secretRefs, image, "
+       "imagePullPolicy, imagePullSecret, mounts"},
       {"workerPools:\n- name: a\n- replicaCount: abc\n",
        "workerPools[1].replicaCount: expected an integer, got \"abc\""},
       {"workerPools:\n- replicaCount: 1.5\n",
@@ -174,6 +175,58 @@ TEST_CASE("ParseJobSpec names the field of every error", "[spec_parse]") {
     INFO(c.text);
     CHECK(ErrorOf(c.text) == c.error);
   }
+}
+
+TEST_CASE("ParseJobSpec reads a pool's image, pull policy, pull secret and mounts",
+          "[spec_parse]") {
+  absl::StatusOr<v1::JobSpec> spec = ParseJobSpec(R"(
+workerPools:
+- name: chief
+  image: registry:5000/team/train:1.4
+  imagePullPolicy: ALWAYS
+  imagePullSecret: registry-creds
+  mounts:
+  - {hostPath: /datasets/imagenet, path: /data, readOnly: true}
+  - hostPath: /scratch
+    path: /scratch
+- name: worker
+  image: team/train@sha256:0000000000000000000000000000000000000000000000000000000000000000
+)");
+  REQUIRE(spec.ok());
+  const v1::WorkerPool& chief = spec->worker_pools(0);
+  CHECK(chief.image() == "registry:5000/team/train:1.4");
+  CHECK(chief.image_pull_policy() == v1::IMAGE_PULL_POLICY_ALWAYS);
+  CHECK(chief.image_pull_secret() == "registry-creds");
+  REQUIRE(chief.mounts_size() == 2);
+  CHECK(chief.mounts(0).host_path() == "/datasets/imagenet");
+  CHECK(chief.mounts(0).path() == "/data");
+  CHECK(chief.mounts(0).read_only());
+  CHECK(chief.mounts(1).path() == "/scratch");
+  CHECK_FALSE(chief.mounts(1).read_only());
+  CHECK(spec->worker_pools(1).image_pull_policy() == v1::IMAGE_PULL_POLICY_UNSPECIFIED);
+
+  // The policy by its short name, its full name, or as Kubernetes writes it.
+  const std::pair<const char*, v1::ImagePullPolicy> policies[] = {
+      {"IF_NOT_PRESENT", v1::IMAGE_PULL_POLICY_IF_NOT_PRESENT},
+      {"IMAGE_PULL_POLICY_IF_NOT_PRESENT", v1::IMAGE_PULL_POLICY_IF_NOT_PRESENT},
+      {"IfNotPresent", v1::IMAGE_PULL_POLICY_IF_NOT_PRESENT},
+      {"if_not_present", v1::IMAGE_PULL_POLICY_IF_NOT_PRESENT},
+      {"Always", v1::IMAGE_PULL_POLICY_ALWAYS},
+      {"IMAGE_PULL_POLICY_ALWAYS", v1::IMAGE_PULL_POLICY_ALWAYS},
+  };
+  for (const auto& [text, policy] : policies) {
+    INFO(text);
+    absl::StatusOr<v1::JobSpec> parsed =
+        ParseJobSpec(absl::StrCat("workerPools:\n- imagePullPolicy: ", text, "\n"));
+    REQUIRE(parsed.ok());
+    CHECK(parsed->worker_pools(0).image_pull_policy() == policy);
+  }
+  CHECK(ErrorOf("workerPools:\n- imagePullPolicy: Never\n") ==
+        "workerPools[0].imagePullPolicy: expected one of IF_NOT_PRESENT, ALWAYS, got \"Never\"");
+  CHECK(ErrorOf("workerPools:\n- mounts: [{hostPath: /a, target: /b}]\n") ==
+        "workerPools[0].mounts[0].target: unknown field; known fields: hostPath, path, readOnly");
+  CHECK(ErrorOf("workerPools:\n- mounts: {hostPath: /a}\n") ==
+        "workerPools[0].mounts: expected a sequence, got a mapping");
 }
 
 // Found by tests/fuzz/spec_parse_fuzz: such a spec was accepted, then refused by the server.

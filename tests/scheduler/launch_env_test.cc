@@ -160,5 +160,48 @@ TEST_CASE("TF_CONFIG names pools by position as Vertex AI does") {
                      "\"]},\"task\":{\"type\":\"chief\",\"index\":0}", tail));
 }
 
+TEST_CASE("a launch carries its pool's image, pull policy and mounts, never credentials") {
+  v1::Job job = PlacedJob();
+  v1::WorkerPool* worker = job.mutable_spec()->mutable_worker_pools(1);
+  worker->set_image("registry:5000/team/train:1.4");
+  worker->set_image_pull_policy(v1::IMAGE_PULL_POLICY_ALWAYS);
+  worker->set_image_pull_secret("registry-creds");
+  v1::ImageMount* data = worker->add_mounts();
+  data->set_host_path("/datasets/imagenet");
+  data->set_path("/data");
+  data->set_read_only(true);
+  v1::ImageMount* out = worker->add_mounts();
+  out->set_host_path("/scratch/out");
+  out->set_path("/out");
+
+  for (int i : {1, 2}) {
+    INFO("replica " << i);
+    v1::LaunchReplica l = BuildLaunch(*JobFromProto(job), i, Nodes());
+    CHECK(l.image() == "registry:5000/team/train:1.4");
+    CHECK(l.image_pull_always());
+    // Resolved from the secret just before the launch is sent (server/launch_secrets.h).
+    CHECK(l.image_credentials().empty());
+    REQUIRE(l.mounts_size() == 2);
+    CHECK(l.mounts(0).host_path() == "/datasets/imagenet");
+    CHECK(l.mounts(0).path() == "/data");
+    CHECK(l.mounts(0).read_only());
+    CHECK(l.mounts(1).path() == "/out");
+    CHECK_FALSE(l.mounts(1).read_only());
+    CHECK(l.argv(0) == "python3");
+  }
+  // The chief's pool has none: it runs on the host.
+  v1::LaunchReplica chief = BuildLaunch(*JobFromProto(job), 0, Nodes());
+  CHECK(chief.image().empty());
+  CHECK_FALSE(chief.image_pull_always());
+  CHECK(chief.mounts().empty());
+
+  // IF_NOT_PRESENT, and the default, do not ask the registry every time.
+  for (v1::ImagePullPolicy policy :
+       {v1::IMAGE_PULL_POLICY_IF_NOT_PRESENT, v1::IMAGE_PULL_POLICY_UNSPECIFIED}) {
+    worker->set_image_pull_policy(policy);
+    CHECK_FALSE(BuildLaunch(*JobFromProto(job), 1, Nodes()).image_pull_always());
+  }
+}
+
 }  // namespace
 }  // namespace trainctl::sched

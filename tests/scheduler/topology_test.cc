@@ -353,5 +353,85 @@ TEST_CASE("AdmissionQueue: a selector no node satisfies keeps the job queued wit
         "no schedulable node matches workerPools[0] (chief) node selection gpu.type=h100");
 }
 
+TEST_CASE("a pool with an image goes only to nodes that can run images, and its reason says so") {
+  v1::WorkerPool imaged = PoolWith({});
+  imaged.set_image("registry:5000/team/train:1.4");
+  std::vector<NodeFree> nodes = {LabelledNode("plain", 64, {}),
+                                 LabelledNode("a100", 64, {{"gpu.type", "a100"}}),
+                                 LabelledNode("said-no", 64, {{kImagesLabel, "false"}})};
+  JobPlacement none = Place(GangOf(1, 1, imaged), nodes);
+  CHECK(none.kind == PlacementKind::kNodeSelector);
+  CHECK(none.Reason() ==
+        "NODE_SELECTOR: no schedulable node can run images (label trainctl.io/images=true) for "
+        "workerPools[0] (worker)");
+  // The same pool without its image runs anywhere.
+  v1::WorkerPool plain = imaged;
+  plain.clear_image();
+  CHECK(Place(GangOf(1, 1, plain), nodes).ok());
+
+  nodes.push_back(LabelledNode("runs-images", 4, {{kImagesLabel, "true"}}));
+  JobPlacement two = Place(GangOf(2, 2, imaged), nodes);
+  REQUIRE(two.ok());
+  CHECK(two.nodes == std::vector<std::string>{"runs-images", "runs-images"});
+  JobPlacement three = Place(GangOf(3, 2, imaged), nodes);
+  CHECK(three.kind == PlacementKind::kCapacity);
+
+  // Its own selection on top: the image's rule is named after it.
+  v1::WorkerPool selected = PoolWith({{"gpu.type", "a100"}});
+  selected.set_image("team/train");
+  JobPlacement neither = Place(GangOf(1, 1, selected), nodes);
+  CHECK(neither.kind == PlacementKind::kNodeSelector);
+  CHECK(neither.Reason() ==
+        "NODE_SELECTOR: no schedulable node matches workerPools[0] (worker) node selection "
+        "gpu.type=a100 and can run images (label trainctl.io/images=true)");
+  // With no node that can run images at all, that is what it says.
+  nodes.pop_back();
+  CHECK(Place(GangOf(1, 1, selected), nodes).Reason() ==
+        "NODE_SELECTOR: no schedulable node can run images (label trainctl.io/images=true) for "
+        "workerPools[0] (worker)");
+
+  // The rule in the pieces the other callers use.
+  const NodeLabels yes = {{kImagesLabel, "true"}};
+  const NodeLabels no = {{"gpu.type", "a100"}};
+  CHECK(HasNodeSelection(imaged));
+  CHECK(MatchesNodeSelection(imaged, &yes));
+  CHECK_FALSE(MatchesNodeSelection(imaged, &no));
+  CHECK_FALSE(MatchesNodeSelection(imaged, nullptr));
+  CHECK(MatchesNodeSelection(plain, nullptr));
+  CHECK(DescribeNodeSelection(imaged).empty());
+}
+
+TEST_CASE("an image pool's placement spec, blockers and moves keep to nodes that run images") {
+  Gang g = GangOf(1, 1);
+  g.spec.mutable_worker_pools(0)->set_image("team/train");
+  std::shared_ptr<const v1::JobSpec> placement = PlacementSpecOf(g.spec);
+  REQUIRE(placement != nullptr);  // an image asks something of nodes
+  CHECK(placement->worker_pools(0).image() == "team/train");
+
+  QueueState state;
+  state.free = {LabelledNode("n1", 8, {})};
+  QueuedJob job;
+  job.id = "j-1";
+  job.project = "p";
+  job.demands = g.demands;
+  job.placement_spec = placement;
+  bool named = false;
+  for (const v1::Blocker& b : BlockersOf(state, job, kT0)) {
+    named |= b.kind() == "NODE_SELECTOR" &&
+             b.message() ==
+                 "NODE_SELECTOR: no schedulable node can run images (label "
+                 "trainctl.io/images=true) for workerPools[0] (worker)";
+  }
+  CHECK(named);
+
+  const std::vector<NodeFree> nodes = {LabelledNode("n1", 8, {}),
+                                       LabelledNode("n2", 8, {{kImagesLabel, "true"}})};
+  std::vector<std::string> kept;
+  for (const NodeFree& n : NodesForMove(g.spec, &g.spec.worker_pools(0), nullptr, nodes)) {
+    kept.push_back(n.name);
+  }
+  CHECK(kept == std::vector<std::string>{"n2"});
+}
+
 }  // namespace
 }  // namespace trainctl::sched

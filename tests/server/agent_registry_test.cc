@@ -1,8 +1,10 @@
 // Which stream owns a node's name: a second stream takes a connected node over only from the
-// same agent process, or once the first has been silent for the takeover time.
+// same agent process, or once the first has been silent for the takeover time. And image
+// prepulls: sent with fresh request ids, matched to their answers, failed at their deadline.
 #include "server/agent_registry.h"
 
 #include <catch2/catch.hpp>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -11,9 +13,13 @@ namespace {
 
 class FakeChannel : public AgentChannel {
  public:
-  void Enqueue(sched::Command) override { ++sent; }
+  void Enqueue(sched::Command cmd) override {
+    ++sent;
+    last = std::move(cmd).Take();
+  }
   void Close(const std::string& why) override { closed = why; }
   int sent = 0;
+  v1::SchedulerMessage last;
   std::string closed;
 };
 
@@ -66,6 +72,58 @@ TEST_CASE("a silent stream's node may be taken over by a restarted agent", "[age
   // A stream registering again on itself is no takeover.
   CHECK(registry.Attach("node-a", restarted, "instance-2").ok());
   CHECK(restarted->closed.empty());
+}
+
+TEST_CASE("prepulls: answered by request id, else failed at the deadline or disconnect",
+          "[agent_registry]") {
+  AgentRegistry registry(std::chrono::hours(1));
+  auto a = std::make_shared<FakeChannel>();
+  auto b = std::make_shared<FakeChannel>();
+  REQUIRE(registry.Attach("node-a", a, "instance-a").ok());
+  REQUIRE(registry.Attach("node-b", b, "instance-b").ok());
+  std::map<std::string, v1::ImagePrepulled> answers;
+  auto answer_to = [&answers](const std::string& node) {
+    return [&answers, node](const v1::ImagePrepulled& r) {
+      CHECK(answers.count(node) == 0);  // exactly once
+      answers[node] = r;
+    };
+  };
+  v1::PrepullImage req;
+  req.set_image("127.0.0.1:5000/x:1");
+  req.set_credentials("bob:hunter2");
+  const auto now = std::chrono::steady_clock::now();
+  registry.RequestPrepull("node-a", req, now + std::chrono::hours(1), answer_to("node-a"));
+  registry.RequestPrepull("node-b", req, now + std::chrono::hours(1), answer_to("node-b"));
+  registry.RequestPrepull("node-c", req, now + std::chrono::hours(1), answer_to("node-c"));
+  registry.RequestPrepull("node-a", req, now - std::chrono::seconds(1), answer_to("late"));
+  // Not connected: answered at once, nothing sent.
+  CHECK(answers["node-c"].error() == "not connected");
+  // Each connected agent got the request with a fresh id, the image and the credentials.
+  REQUIRE(a->last.has_prepull_image());
+  REQUIRE(b->last.has_prepull_image());
+  CHECK(b->last.prepull_image().image() == "127.0.0.1:5000/x:1");
+  CHECK(b->last.prepull_image().credentials() == "bob:hunter2");
+  const uint64_t b_id = b->last.prepull_image().request_id();
+  CHECK(b_id != a->last.prepull_image().request_id());
+
+  v1::ImagePrepulled done;
+  done.set_request_id(b_id);
+  done.set_digest("sha256:abc");
+  done.set_bytes(42);
+  registry.CompletePrepull(done);
+  CHECK(answers["node-b"].digest() == "sha256:abc");
+  CHECK(answers["node-b"].bytes() == 42);
+  registry.CompletePrepull(done);  // a repeated answer is dropped
+
+  // The expiry fails the one past its deadline; node-a's first request waits on.
+  registry.ExpireRequests();
+  CHECK(answers["late"].error() == "no answer before the deadline");
+  CHECK(answers.count("node-a") == 0);
+  // Its agent goes away: the request fails then.
+  CHECK(registry.Detach("node-a", a.get()));
+  registry.ExpireRequests();
+  CHECK(answers["node-a"].error() == "its agent disconnected before it answered");
+  CHECK(answers.size() == 4);
 }
 
 }  // namespace

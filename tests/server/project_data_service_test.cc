@@ -1,7 +1,7 @@
 // WorkdirService, SecretService and AgentService.FetchWorkdir of an in-process trainctld (real
 // SQLite store, gRPC over loopback): every way an upload is refused and leaves nothing, the
-// submit-time checks of a spec's workdir and secretRefs, the fetch refused to a node without the
-// job, and the secrets' key checked against the database at start.
+// submit-time checks of a spec's workdir, secretRefs and imagePullSecret, the fetch refused to a
+// node without the job, and the secrets' key checked against the database at start.
 #include <grpcpp/grpcpp.h>
 #include <sys/stat.h>
 
@@ -246,6 +246,18 @@ TEST_CASE("secrets: validated, never returned, and referenced only in their proj
     job.mutable_spec()->set_project("team-a");
     grpc::ClientContext create_ctx2;
     REQUIRE(s.jobs->CreateJob(&create_ctx2, job, &created).ok());
+    CHECK_FALSE(absl::StrContains(created.DebugString(), "hf-value-1"));
+    // An image's pull secret is checked the same way.
+    v1::CreateJobRequest imaged = Job("team-b");
+    imaged.mutable_spec()->mutable_worker_pools(0)->set_image("registry:5000/team/train:1.4");
+    imaged.mutable_spec()->mutable_worker_pools(0)->set_image_pull_secret("hf");
+    grpc::ClientContext image_ctx;
+    CheckRefused(s.jobs->CreateJob(&image_ctx, imaged, &created),
+                 "workerPools[0].imagePullSecret: project team-b has no secret \"hf\"");
+    imaged.mutable_spec()->set_project("team-a");
+    grpc::ClientContext image_ctx2;
+    REQUIRE(s.jobs->CreateJob(&image_ctx2, imaged, &created).ok());
+    CHECK(created.spec().worker_pools(0).image_pull_secret() == "hf");
     CHECK_FALSE(absl::StrContains(created.DebugString(), "hf-value-1"));
 
     grpc::ClientContext delete_ctx;
