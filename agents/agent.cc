@@ -60,6 +60,19 @@ Agent::Options WithCheckDefaults(Agent::Options options) {
   return options;
 }
 
+// The checker's configuration: options.checks, with the item container-runtime on a node that
+// runs images.
+NodeCheckConfig CheckConfigOf(const Agent::Options& options, bool runs_images) {
+  NodeCheckConfig checks = options.checks;
+  if (runs_images) {
+    ContainerCheckConfig container;
+    container.runc = options.images.runc;
+    container.image_dir = ImageDirOf(options.images, options.work_dir);
+    checks.container_runtime = std::move(container);
+  }
+  return checks;
+}
+
 // The exit status as a shell reports it: the exit code, or 128+N for a run killed by signal N.
 // nullopt for a run that never started or whose status is unknown (an adopted run).
 std::optional<int> ExitStatus(const trainctl::v1::ReplicaExited& exited) {
@@ -74,14 +87,15 @@ std::optional<int> ExitStatus(const trainctl::v1::ReplicaExited& exited) {
 Agent::Agent(Options options)
     : options_(WithCheckDefaults(std::move(options))),
       instance_(RandomInstanceId()),
-      checker_(options_.checks, options_.node, options_.work_dir, options_.probe),
-      check_config_(DescribeCheckConfig(options_.checks)),
+      image_cache_(OpenImageCache(options_)),
+      checker_(CheckConfigOf(options_, image_cache_ != nullptr), options_.node, options_.work_dir,
+               options_.probe),
+      check_config_(DescribeCheckConfig(checker_.config())),
       workdirs_(options_.work_dir + "/workdirs",
                 [this](const std::string& job_id, const std::string& digest,
                        const std::function<absl::Status(absl::string_view)>& sink) {
                   return FetchWorkdir(job_id, digest, sink);
                 }),
-      image_cache_(OpenImageCache(options_)),
       heartbeat_interval_(kDefaultHeartbeat),
       runtime_([this] {
         ReplicaRuntime::Options runtime_options;

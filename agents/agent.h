@@ -315,7 +315,10 @@ class Agent {
   // Constant after construction.
   const Options options_;
   const std::string instance_;
-  // Thread-safe; its host thresholds change at SetHostChecks.
+  // The node's images (image_cache.h); null when it runs none (agent_images.cc says why).
+  const std::shared_ptr<ImageCache> image_cache_;
+  // Thread-safe; its host thresholds change at SetHostChecks. With image_cache_, it has the item
+  // container-runtime.
   NodeChecker checker_;
   // Register.config; SetHostChecks replaces it.
   std::map<std::string, std::string> check_config_ ABSL_GUARDED_BY(mu_);
@@ -324,8 +327,6 @@ class Agent {
   // Jobs' working directories on this node (fetched through FetchWorkdir); thread-safe itself.
   WorkdirCache workdirs_;
 
-  // The node's images (image_cache.h); null when it runs none (agent_images.cc says why).
-  const std::shared_ptr<ImageCache> image_cache_;
   // Where answers of prepulls go: the agent's outbox until the agent is destroyed, nowhere after
   // (a prepull's thread may outlive the agent).
   struct PrepullSink {

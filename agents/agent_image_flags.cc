@@ -57,6 +57,10 @@ absl::StatusOr<std::vector<std::string>> ParseDirs(const std::string& flag, cons
 
 }  // namespace
 
+std::string ImageDirOf(const ImageFlags& flags, const std::string& work_dir) {
+  return flags.dir.empty() ? work_dir + "/images" : flags.dir;
+}
+
 FlagGroup ImageFlagGroup() {
   return {
       "Replicas in container images (a pool with `image`; runc runs them, skopeo pulls, umoci\n"

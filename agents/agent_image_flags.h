@@ -39,6 +39,9 @@ struct ImageFlags {
   std::string runc = "runc";
 };
 
+// Where the node's images are kept: --image-dir, else <work_dir>/images.
+std::string ImageDirOf(const ImageFlags& flags, const std::string& work_dir);
+
 // The flags' group as --help lists it.
 FlagGroup ImageFlagGroup();
 

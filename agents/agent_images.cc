@@ -17,7 +17,7 @@ namespace {
 
 ImageCache::Options CacheOptions(const Agent::Options& options) {
   ImageCache::Options cache;
-  cache.dir = options.images.dir.empty() ? options.work_dir + "/images" : options.images.dir;
+  cache.dir = ImageDirOf(options.images, options.work_dir);
   cache.max_bytes = options.images.cache_bytes;
   cache.insecure_registries = options.images.insecure_registries;
   cache.pull_timeout = options.images.pull_timeout;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_join.h"
 #include "agents/launcher.h"
 #include "agents/preemption_notice.h"
 #include "agents/run_files.h"
@@ -23,6 +24,20 @@ absl::Status ProcessLauncher::ContainerRequestOf(const trainctl::v1::LaunchRepli
   ContainerInputs in;
   in.launch = &launch;
   in.user = request->user;
+  // Inside, the devices are the container's own, which CUDA may number from 0 (what the host
+  // calls GPU 2 may be the container's 0): its GPUs are named by UUID where the node knows them,
+  // which means the same GPU whichever way they are counted.
+  std::vector<std::string> uuids;
+  for (int32_t index : launch.gpu_devices()) {
+    for (const trainctl::v1::GpuDevice& gpu : options_.gpu_inventory) {
+      if (gpu.index() == index && !gpu.uuid().empty()) uuids.push_back(gpu.uuid());
+    }
+  }
+  if (!uuids.empty() && uuids.size() == static_cast<size_t>(launch.gpu_devices_size())) {
+    const std::string visible = absl::StrJoin(uuids, ",");
+    env["CUDA_VISIBLE_DEVICES"] = visible;
+    env["NVIDIA_VISIBLE_DEVICES"] = visible;
+  }
   in.env = std::move(env);
   in.start_dir = request->working_dir;
   in.writable_dirs.push_back(RunWorkingDir(options_.work_dir, parts));

@@ -1,5 +1,6 @@
 #include "agents/node_checks.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -90,6 +91,12 @@ std::map<std::string, std::string> DescribeCheckConfig(const NodeCheckConfig& co
   out["health-check-timeout"] = absl::FormatDuration(config.health_check_timeout);
   out["startup-script"] = OrNone(config.startup_script);
   out["startup-script-timeout"] = absl::FormatDuration(config.startup_script_timeout);
+  out["container-runtime"] =
+      config.container_runtime
+          ? absl::StrCat("runc ", config.container_runtime->runc, ", image dir ",
+                         config.container_runtime->image_dir, ", timeout ",
+                         absl::FormatDuration(config.container_runtime->timeout))
+          : "off (the node runs no images)";
   return out;
 }
 
@@ -110,6 +117,9 @@ trainctl::v1::CheckRun NodeChecker::RunPreflight(const trainctl::v1::LaunchRepli
     if (request.gpu_devices.empty()) request.gpus_needed = launch.resources().gpus();
   }
   std::vector<CheckResult> results = RunChecks(host(), *probe_, request);
+  if (config_.container_runtime && !launch.image().empty()) {
+    results.push_back(CheckContainerRuntime(*config_.container_runtime));
+  }
   trainctl::v1::CheckRun run = MakeCheckRun("preflight", results, WallNowMs());
   run.set_job_id(launch.job_id());
   run.set_run_id(launch.run_id());
@@ -120,17 +130,36 @@ trainctl::v1::CheckRun NodeChecker::RunPreflight(const trainctl::v1::LaunchRepli
 trainctl::v1::CheckRun NodeChecker::ForReplica(trainctl::v1::CheckRun shared,
                                                const trainctl::v1::LaunchReplica& launch) const {
   shared.set_run_id(launch.run_id());
-  if (config_.synthetic_gpus || launch.gpu_devices().empty()) return shared;
-  CheckRequest request;
-  request.gpu_devices.assign(launch.gpu_devices().begin(), launch.gpu_devices().end());
-  const CheckResult gpus = CheckGpus(request, *probe_);
+  // Checked again for this launch: its GPUs, and the container runtime the run for a launch
+  // without an image did not check.
+  std::vector<CheckResult> again;
+  if (!config_.synthetic_gpus && !launch.gpu_devices().empty()) {
+    CheckRequest request;
+    request.gpu_devices.assign(launch.gpu_devices().begin(), launch.gpu_devices().end());
+    again.push_back(CheckGpus(request, *probe_));
+  }
+  if (config_.container_runtime && !launch.image().empty() &&
+      std::none_of(shared.items().begin(), shared.items().end(),
+                   [](const trainctl::v1::CheckResult& item) {
+                     return item.item() == kContainerRuntimeItem;
+                   })) {
+    again.push_back(CheckContainerRuntime(*config_.container_runtime));
+    *shared.add_items() = ToProto(again.back());
+  }
+  if (again.empty()) return shared;
   bool passed = true;
+  std::vector<CheckResult> failed;
+  for (const CheckResult& result : again) {
+    if (!result.passed) failed.push_back(result);
+  }
   for (trainctl::v1::CheckResult& item : *shared.mutable_items()) {
-    if (item.item() == gpus.item) item = ToProto(gpus);
+    for (const CheckResult& result : again) {
+      if (item.item() == result.item) item = ToProto(result);
+    }
     passed = passed && item.passed();
   }
   shared.set_passed(passed);
-  if (!gpus.passed) Log(absl::StrCat("preflight check for ", launch.run_id(), ": "), {gpus});
+  if (!failed.empty()) Log(absl::StrCat("preflight check for ", launch.run_id(), ": "), failed);
   return shared;
 }
 
@@ -139,6 +168,9 @@ trainctl::v1::CheckRun NodeChecker::RunHealthChecks(const std::string& phase,
   CheckRequest request;
   if (!config_.synthetic_gpus) request.gpu_devices = config_.gpu_devices;
   std::vector<CheckResult> results = RunChecks(host(), *probe_, request);
+  if (config_.container_runtime) {
+    results.push_back(CheckContainerRuntime(*config_.container_runtime));
+  }
   if (!config_.health_check_program.empty()) {
     results.push_back(RunProgramItem("health-program", config_.health_check_program,
                                      config_.health_check_timeout, cancelled));

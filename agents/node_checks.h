@@ -5,11 +5,16 @@
 //   "startup"   the startup script (item "startup-script")          before every Register after
 //                                                                   a registered stream was lost
 //   "preflight" the host items for the job: dns of its hostnames,   before a job attempt's first
-//               disk-size, ulimit, gpu-check of its GPUs            replica starts here
+//               disk-size, ulimit, gpu-check of its GPUs, and       replica starts here
+//               container-runtime for a launch with an image
 //   "periodic"  the host items (no hostnames; gpu-check of every    every health check interval
-//               GPU the node offers) and the health program
+//               GPU the node offers), container-runtime, and the
+//               health program
 //   "exit"      the same as "periodic"                              after a replica exited
 //                                                                   abnormally
+//
+// The item container-runtime (container_check.h) exists only on a node that runs images
+// (NodeCheckConfig::container_runtime set).
 //
 // Every run is logged one line per item (host_checks.h's "item <name> passed|failed: ..."),
 // after a context such as "periodic check: ". The health program and the startup script get
@@ -34,6 +39,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "agents/container_check.h"
 #include "agents/host_checks.h"
 #include "trainctl/v1/agent.pb.h"
 
@@ -58,6 +64,9 @@ struct NodeCheckConfig {
   // Run before registering (item "startup-script"); empty: none.
   std::string startup_script;
   absl::Duration startup_script_timeout = absl::Minutes(5);
+  // The item container-runtime: set on a node that runs images (the agent sets it when its image
+  // cache opened); nullopt: no such item.
+  std::optional<ContainerCheckConfig> container_runtime;
 };
 
 // The proto of a check item.
@@ -81,7 +90,7 @@ bool IsAbnormalExit(const trainctl::v1::ReplicaExited& exited);
 // Register.config: the check configuration in words, for `trainctl node describe`. Keys:
 // "disk-size root", "disk-size shm", "disk-size cache", "ulimit", "gpu-check", "preflight",
 // "health-check-interval", "health-check-program", "health-check-timeout", "startup-script",
-// "startup-script-timeout".
+// "startup-script-timeout", "container-runtime".
 std::map<std::string, std::string> DescribeCheckConfig(const NodeCheckConfig& config);
 
 class NodeChecker {
@@ -100,18 +109,22 @@ class NodeChecker {
   HostCheckConfig host() const ABSL_LOCKS_EXCLUDED(host_mu_);
 
   // The preflight for a launch: the host items for launch.hostnames() and the launch's own GPUs
-  // (launch.gpu_devices(); by count, resources.gpus, from a scheduler that sends none). job_id and
-  // run_id are the launch's.
+  // (launch.gpu_devices(); by count, resources.gpus, from a scheduler that sends none), and
+  // container-runtime when the launch has an image (launch.image()) and the node runs images.
+  // job_id and run_id are the launch's.
   trainctl::v1::CheckRun RunPreflight(const trainctl::v1::LaunchReplica& launch) const;
 
   // The preflight `shared` of the launch's attempt (run for another of its replicas), as it
   // holds for `launch`: its gpu-check item checked again for the launch's own GPUs, and the run
-  // failed when they are missing. Unchanged (but for run_id) for a launch without GPUs or on a
-  // node with synthetic ones: the rest of the host is the same for every replica.
+  // failed when they are missing; container-runtime added when the launch has an image and
+  // `shared` (run for a launch without one) has no such item. Unchanged (but for run_id) for a
+  // launch without GPUs or on a node with synthetic ones: the rest of the host is the same for
+  // every replica.
   trainctl::v1::CheckRun ForReplica(trainctl::v1::CheckRun shared,
                                     const trainctl::v1::LaunchReplica& launch) const;
 
-  // The periodic set (host items and the health program) as `phase` ("periodic" or "exit").
+  // The periodic set (host items, container-runtime, the health program) as `phase` ("periodic"
+  // or "exit").
   trainctl::v1::CheckRun RunHealthChecks(const std::string& phase,
                                          const Cancelled& cancelled) const;
 

@@ -11,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "agents/agent.h"
+#include "agents/container_runtime.h"
 #include "agents/launcher.h"
 #include "agents/proc_stats.h"
 #include "agents/run_records.h"
@@ -321,6 +323,37 @@ TEST_CASE("RunChecks asks for a check run now, even with periodic checks off", "
   CHECK(report->check_report().run().passed());
   CHECK(report->check_report().run().items_size() == 5);
   CHECK(f.probe().root_probes == 1);
+}
+
+TEST_CASE("an agent that runs images checks its container runtime", "[agent][checks]") {
+  // What the agent needs to run images, but for a runc that does not work.
+  ContainerSettings settings;
+  settings.runc = "/bin/false";
+  if (const absl::Status usable = CheckImageSupport(settings, ImageCache::Options());
+      !usable.ok()) {
+    WARN("images: " << usable.message() << "; skipped");
+    return;
+  }
+  AgentFixture f([](Agent::Options& o) {
+    o.images.disabled = false;
+    o.images.runc = "/bin/false";
+  });
+  std::optional<AgentMessage> reg = f.scheduler().Next(IsRegister);
+  REQUIRE(reg);
+  CHECK(reg->register_().labels().at("trainctl.io/images") == "true");
+  CHECK(reg->register_().config().at("container-runtime") ==
+        absl::StrCat("runc /bin/false, image dir ", f.work_dir(), "/images, timeout 5s"));
+  SchedulerMessage request;
+  request.mutable_run_checks();
+  f.scheduler().Send(request);
+  std::optional<AgentMessage> report =
+      f.scheduler().Next([](const AgentMessage& m) { return IsCheckReport(m, "periodic"); });
+  REQUIRE(report);
+  const trainctl::v1::CheckRun& run = report->check_report().run();
+  CHECK_FALSE(run.passed());
+  REQUIRE(run.items_size() == 6);
+  CHECK(run.items(5).item() == "container-runtime");
+  CHECK(absl::StrContains(run.items(5).message(), "`/bin/false --version` failed"));
 }
 
 TEST_CASE("a restarted agent adopts the replicas an earlier one left running", "[agent][orphans]") {

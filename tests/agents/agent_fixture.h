@@ -204,6 +204,9 @@ class AgentFixture {
     // The fake scheduler answers no heartbeat unless a test sends the ack: no ack deadline
     // unless a test sets one.
     options.heartbeat_ack_timeout = absl::ZeroDuration();
+    // Host replicas only, whatever tools the host has (its check runs then have no item
+    // container-runtime); a test that wants images turns them on.
+    options.images.disabled = true;
     if (customize) customize(options);
     options_ = options;
     agent_ = std::make_unique<Agent>(options);

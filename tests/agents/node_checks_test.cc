@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "common/time_util.h"
 #include "tests/agents/fake_host_probe.h"
 #include "tests/agents/test_util.h"
@@ -225,6 +226,54 @@ TEST_CASE("a shared preflight is checked again for each replica's own GPUs", "[n
   // A replica without GPUs shares the run as it is.
   second.clear_gpu_devices();
   CHECK(f.Make().ForReplica(shared, second).passed());
+}
+
+TEST_CASE("container-runtime: on a node that runs images, for launches with an image",
+          "[node_checks]") {
+  NodeCheckerFixture f;
+  TempDir images;
+  CHECK(DescribeCheckConfig(f.config()).at("container-runtime") == "off (the node runs no images)");
+  f.config().container_runtime = ContainerCheckConfig{"/bin/false", images.path()};
+  CHECK(DescribeCheckConfig(f.config()).at("container-runtime") ==
+        "runc /bin/false, image dir " + images.path() + ", timeout 5s");
+  const std::vector<std::string> host_items = {"dns", "disk-size root", "disk-size shm",
+                                               "disk-size cache", "gpu-check"};
+  std::vector<std::string> with_runtime = host_items;
+  with_runtime.push_back("container-runtime");
+
+  trainctl::v1::LaunchReplica plain;
+  plain.set_job_id("j-1");
+  plain.set_run_id("j-1/1/worker-0/0");
+  trainctl::v1::LaunchReplica in_image = plain;
+  in_image.set_run_id("j-1/1/chief-0/0");
+  in_image.set_image("reg:5000/team/app:1");
+
+  // A launch without an image does not need it.
+  const trainctl::v1::CheckRun shared = f.Make().RunPreflight(plain);
+  CHECK(Items(shared) == host_items);
+  CHECK(shared.passed());
+  trainctl::v1::CheckRun run = f.Make().RunPreflight(in_image);
+  CHECK(Items(run) == with_runtime);
+  CHECK_FALSE(run.passed());
+  CHECK(absl::StartsWith(DescribeFailures(run),
+                         "item container-runtime failed: `/bin/false --version` failed: exit "
+                         "status 1"));
+  CHECK(absl::EndsWith(DescribeFailures(run), "or point --runc at a working one)"));
+  // The attempt's run of a launch without an image gets it for one with an image.
+  run = f.Make().ForReplica(shared, in_image);
+  CHECK(run.run_id() == "j-1/1/chief-0/0");
+  CHECK(Items(run) == with_runtime);
+  CHECK_FALSE(run.passed());
+  CHECK(f.Make().ForReplica(shared, plain).passed());
+
+  // The periodic set has it, before the health program.
+  run = f.Make().RunHealthChecks("periodic", {});
+  CHECK(Items(run) == with_runtime);
+  CHECK_FALSE(run.passed());
+  // Not on a node without images.
+  f.config().container_runtime.reset();
+  CHECK(Items(f.Make().RunPreflight(in_image)) == host_items);
+  CHECK(Items(f.Make().RunHealthChecks("periodic", {})) == host_items);
 }
 
 TEST_CASE("health checks run the host items and the health program", "[node_checks]") {

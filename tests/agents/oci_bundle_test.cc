@@ -313,29 +313,6 @@ bool IsStaticProgram(const std::string& path) {
   return true;
 }
 
-// A character device major no driver has (not in /proc/devices), from 234..254, the range the
-// kernel hands out dynamically; -1 when all are taken.
-int UnusedCharMajor() {
-  std::ifstream in("/proc/devices");
-  std::set<int> used;
-  bool chars = false;
-  for (std::string line; std::getline(in, line);) {
-    if (line == "Character devices:") {
-      chars = true;
-    } else if (line.empty() || line == "Block devices:") {
-      chars = false;
-    } else if (int major_number = 0;
-               chars &&
-               absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(0, 4)), &major_number)) {
-      used.insert(major_number);
-    }
-  }
-  for (int m = 234; m <= 254; ++m) {
-    if (used.count(m) == 0) return m;
-  }
-  return -1;
-}
-
 struct RuncResult {
   int exit_code = -1;
   std::string output;  // stdout and stderr
@@ -402,7 +379,7 @@ TEST_CASE("runc runs the bundle: two of four CDI devices, user, env, mounts, cgr
     WARN("no static /bin/busybox (apt-get install busybox-static), skipped");
     return;
   }
-  const int major_number = UnusedCharMajor();
+  const int major_number = ::trainctl::agent::testing::UnusedCharMajor();
   if (major_number < 0) {
     WARN("no unused character device major in 234..254, skipped");
     return;

@@ -8,9 +8,12 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <sstream>
 #include <string>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "agents/run_user.h"
@@ -75,6 +78,29 @@ inline std::string ReadFile(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// A character device major no driver has (not in /proc/devices), from 234..254, the range the
+// kernel hands out dynamically; -1 when all are taken.
+inline int UnusedCharMajor() {
+  std::ifstream in("/proc/devices");
+  std::set<int> used;
+  bool chars = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line == "Character devices:") {
+      chars = true;
+    } else if (line.empty() || line == "Block devices:") {
+      chars = false;
+    } else if (int major_number = 0;
+               chars &&
+               absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(0, 4)), &major_number)) {
+      used.insert(major_number);
+    }
+  }
+  for (int m = 234; m <= 254; ++m) {
+    if (used.count(m) == 0) return m;
+  }
+  return -1;
 }
 
 }  // namespace trainctl::agent::testing

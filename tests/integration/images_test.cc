@@ -19,39 +19,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "tests/agents/oci_registry_fixture.h"
-#include "tests/agents/test_util.h"
+#include "tests/integration/image_registry.h"
 #include "tests/integration/mini_cluster.h"
 
 namespace trainctl::testing {
 namespace {
 
-using ::trainctl::agent::testing::ImageBuilder;
-using ::trainctl::agent::testing::ImageSpec;
 using ::trainctl::agent::testing::OciTestsUnavailable;
-using ::trainctl::agent::testing::TempDir;
-using ::trainctl::agent::testing::TestRegistry;
-
-// A registry with test/busy:1, a busybox image whose /etc/os-release names it.
-struct ImageRegistry {
-  TempDir dir;
-  std::unique_ptr<TestRegistry> registry;
-  std::string image;
-
-  bool Start() {
-    absl::StatusOr<std::unique_ptr<TestRegistry>> started = TestRegistry::Start(dir.path());
-    INFO((started.ok() ? "" : started.status().ToString()));
-    if (!started.ok()) return false;
-    registry = *std::move(started);
-    ImageBuilder builder(dir.path() + "/buildah");
-    ImageSpec spec;
-    spec.files["/etc/os-release"] = "ID=trainctl-test\nPRETTY_NAME=\"trainctl test image\"\n";
-    spec.env = {"IMAGE_VAR=from-image"};
-    image = registry->host() + "/test/busy:1";
-    absl::StatusOr<std::string> digest = builder.BuildAndPush(spec, image);
-    INFO((digest.ok() ? "" : digest.status().ToString()));
-    return digest.ok();
-  }
-};
 
 // A job running `script` (busybox sh) in `image`: a chief and `replicas` - 1 workers.
 std::string ImageJob(const std::string& image, const std::string& script, int replicas = 1,
@@ -66,12 +40,6 @@ std::string ImageJob(const std::string& image, const std::string& script, int re
                       "scheduling: {restartBackoff: {initial: 0.1s}, retryBackoff: {initial: "
                       "0.1s}",
                       scheduling.empty() ? "" : ", " + scheduling, "}\n");
-}
-
-int Count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
 }
 
 std::string Logs(MiniCluster& c, const std::string& id, const std::string& replica,
@@ -91,10 +59,8 @@ TEST_CASE("a gang of four in an image on two agents: its os-release, ranks, one 
   SKIP_WITHOUT_CONTAINER_TOOLS();
   ImageRegistry reg;
   REQUIRE(reg.Start());
-  ClusterOptions o;
-  o.agents = 2;
+  ClusterOptions o = ImageCluster(reg, 2);
   o.agent.cpus = 2;
-  o.agent.extra_args = {"--insecure-registry", reg.registry->host()};
   MiniCluster c(o);
   for (const char* node : {"node-0", "node-1"}) {
     v1::Node n = c.GetNode(node);
@@ -134,7 +100,7 @@ TEST_CASE("a gang of four in an image on two agents: its os-release, ranks, one 
   for (int i = 0; i < 2; ++i) {
     const std::string log = c.AgentLog(i);
     INFO(log);
-    CHECK(Count(log, " copied in ") == 1);
+    CHECK(Occurrences(log, " copied in ") == 1);
     CHECK(std::filesystem::is_empty(c.AgentWorkDir(i) + "/containers"));
   }
   // The events tell of the pull.
@@ -157,9 +123,7 @@ TEST_CASE("a replica in an image: OOM, in-place restart, agent restart, cancel",
   SKIP_WITHOUT_CONTAINER_TOOLS();
   ImageRegistry reg;
   REQUIRE(reg.Start());
-  ClusterOptions o;
-  o.agents = 1;
-  o.agent.extra_args = {"--insecure-registry", reg.registry->host()};
+  ClusterOptions o = ImageCluster(reg, 1);
   MiniCluster c(o);
 
   // Over its 64 MiB: the kernel kills it in its container's cgroup, and that is what is said.
@@ -217,9 +181,7 @@ TEST_CASE("a missing image fails naming it; an unreachable registry is a capacit
   SKIP_WITHOUT_CONTAINER_TOOLS();
   ImageRegistry reg;
   REQUIRE(reg.Start());
-  ClusterOptions o;
-  o.agents = 1;
-  o.agent.extra_args = {"--insecure-registry", reg.registry->host()};
+  ClusterOptions o = ImageCluster(reg, 1);
   MiniCluster c(o);
 
   const std::string missing = reg.registry->host() + "/test/nothere:1";
