@@ -96,9 +96,23 @@ ContainerRuntime::ContainerRuntime(Options options, Images images)
   inner_ = std::make_unique<ProcessLauncher>(std::move(options));
 }
 
+bool ContainerRuntime::Shared::Enter() {
+  absl::MutexLock lock(&mu);
+  if (closed) return false;
+  ++busy;
+  return true;
+}
+
+void ContainerRuntime::Shared::Leave() {
+  absl::MutexLock lock(&mu);
+  --busy;
+}
+
 ContainerRuntime::~ContainerRuntime() {
-  absl::MutexLock lock(&shared_->handover);
+  absl::MutexLock lock(&shared_->mu);
   shared_->closed = true;
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared_->mu) { return shared_->busy == 0; };
+  shared_->mu.Await(absl::Condition(&idle));
 }
 
 std::vector<std::string> ContainerRuntime::AdoptRecordedRuns(
@@ -158,8 +172,9 @@ void ContainerRuntime::PullThenLaunch(std::shared_ptr<Shared> shared,
     return pull;
   };
   auto tell = [&](trainctl::v1::ImagePull pull) {
-    absl::MutexLock lock(&shared->handover);
-    if (!shared->closed && images.on_pull) images.on_pull(std::move(pull));
+    if (!images.on_pull || !shared->Enter()) return;
+    images.on_pull(std::move(pull));
+    shared->Leave();
   };
   tell(pull_message(0, false));
   bool downloaded = false;
@@ -174,35 +189,50 @@ void ContainerRuntime::PullThenLaunch(std::shared_ptr<Shared> shared,
     last = absl::Now();
     tell(pull_message(progress.bytes_done, false));
   });
-  absl::MutexLock handover(&shared->handover);
-  bool ended = false;
+  const std::string& run_id = launch.run_id();
+  bool entered = false;
   {
     absl::MutexLock lock(&shared->mu);
-    ended = shared->pulling.erase(launch.run_id()) == 0;
-    if (!ended && !shared->closed && image.ok()) shared->images[launch.run_id()] = *image;
+    // Stopped meanwhile (and reported then), or the runtime is gone: nothing more to do.
+    if (shared->pulling.erase(run_id) > 0 && !shared->closed) {
+      entered = true;
+      ++shared->busy;
+      if (image.ok()) {
+        shared->images[run_id] = *image;
+        shared->handing_over[run_id];
+      }
+    }
   }
-  if (ended || shared->closed) {
-    // Stopped meanwhile (and reported then), or the runtime is gone.
+  if (!entered) {
     if (image.ok()) cache->Release(image->digest);
     return;
   }
   if (!image.ok()) {
-    spdlog::warn("run {}: {}", launch.run_id(), std::string(image.status().message()));
-    trainctl::v1::ReplicaExited exited =
-        NotStarted(launch.run_id(), std::string(image.status().message()));
+    spdlog::warn("run {}: {}", run_id, std::string(image.status().message()));
+    trainctl::v1::ReplicaExited exited = NotStarted(run_id, std::string(image.status().message()));
     exited.set_launch_error_is_user(absl::IsInvalidArgument(image.status()));
     exited.set_registry_unavailable(absl::IsUnavailable(image.status()) ||
                                     absl::IsDeadlineExceeded(image.status()));
     if (on_exited) on_exited(std::move(exited));
+    shared->Leave();
     return;
   }
   trainctl::v1::ImagePull done = pull_message(image->bytes, true);
   done.set_digest(image->digest);
   done.set_cached(!downloaded);
   if (images.on_pull) images.on_pull(std::move(done));
-  spdlog::info("run {}: image {} ready ({}{})", launch.run_id(), launch.image(), image->digest,
+  spdlog::info("run {}: image {} ready ({}{})", run_id, launch.image(), image->digest,
                downloaded ? "" : ", cached");
   inner->Launch(launch);
+  std::optional<std::pair<int64_t, std::string>> stop;
+  {
+    absl::MutexLock lock(&shared->mu);
+    auto it = shared->handing_over.find(run_id);
+    stop = std::move(it->second);
+    shared->handing_over.erase(it);
+  }
+  if (stop) inner->Stop(run_id, stop->first, stop->second).IgnoreError();
+  shared->Leave();
 }
 
 int ContainerRuntime::EndPulling(const std::function<void(trainctl::v1::ReplicaExited*)>& mark) {
@@ -217,18 +247,26 @@ int ContainerRuntime::EndPulling(const std::function<void(trainctl::v1::ReplicaE
     }
     shared_->pulling.clear();
   }
-  for (trainctl::v1::ReplicaExited& exited : ended) {
-    if (on_exited_) on_exited_(std::move(exited));
+  const int count = static_cast<int>(ended.size());
+  // Reported from a thread of their own: Fence's caller holds the lock the callback takes.
+  if (count > 0 && on_exited_ && shared_->Enter()) {
+    std::thread([shared = shared_, report = on_exited_, ended = std::move(ended)]() mutable {
+      for (trainctl::v1::ReplicaExited& exited : ended) report(std::move(exited));
+      shared->Leave();
+    }).detach();
   }
-  return static_cast<int>(ended.size());
+  return count;
 }
 
 absl::Status ContainerRuntime::Stop(const std::string& run_id, int64_t grace_ms,
                                     const std::string& reason) {
-  absl::MutexLock handover(&shared_->handover);
   std::optional<trainctl::v1::ReplicaExited> ended;
   {
     absl::MutexLock lock(&shared_->mu);
+    if (auto it = shared_->handing_over.find(run_id); it != shared_->handing_over.end()) {
+      it->second = std::make_pair(grace_ms, reason);  // Passed on once Launch() returned.
+      return absl::OkStatus();
+    }
     auto it = shared_->pulling.find(run_id);
     if (it != shared_->pulling.end()) {
       ended = NotStarted(run_id, absl::StrCat("stopped (", reason, ") while its image ",
@@ -244,10 +282,7 @@ absl::Status ContainerRuntime::Stop(const std::string& run_id, int64_t grace_ms,
 }
 
 void ContainerRuntime::StopAll(int64_t grace_ms, const std::string& reason) {
-  {
-    absl::MutexLock handover(&shared_->handover);
-    EndPulling([](trainctl::v1::ReplicaExited* e) { e->set_node_shutdown(true); });
-  }
+  EndPulling([](trainctl::v1::ReplicaExited* e) { e->set_node_shutdown(true); });
   inner_->StopAll(grace_ms, reason);
 }
 
@@ -263,11 +298,7 @@ absl::Status ContainerRuntime::Notice(const trainctl::v1::NoticeReplica& notice)
 
 int ContainerRuntime::Fence(int64_t grace_ms, const std::string& reason) {
   fenced_ = true;
-  int ended = 0;
-  {
-    absl::MutexLock handover(&shared_->handover);
-    ended = EndPulling([](trainctl::v1::ReplicaExited* e) { e->set_fenced(true); });
-  }
+  const int ended = EndPulling([](trainctl::v1::ReplicaExited* e) { e->set_fenced(true); });
   return ended + inner_->Fence(grace_ms, reason);
 }
 

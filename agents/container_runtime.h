@@ -81,25 +81,36 @@ class ContainerRuntime final : public ReplicaRuntime {
   bool WaitUntilIdle(absl::Time deadline) const override;
 
  private:
-  // What the runtime and its pull threads share; a pull thread may outlive the runtime.
+  // What the runtime and its pull threads share; a pull thread may outlive the runtime. No
+  // callback and no call into the launcher is made with `mu` held: the agent calls the runtime
+  // with its own lock held (Fence), and the callbacks take that lock.
   struct Shared {
-    // Held while a pull thread hands its launch over (or reports it), and by whatever must not
-    // run meanwhile (Stop, the destructor): a launch is always either pulling or the inner
-    // launcher's.
-    absl::Mutex handover;
-    bool closed ABSL_GUARDED_BY(handover) = false;
     absl::Mutex mu;
+    // Set by the destructor: pull threads then report nothing and launch nothing.
+    bool closed ABSL_GUARDED_BY(mu) = false;
+    // Pull threads calling back or into the launcher now; the destructor waits for none.
+    int busy ABSL_GUARDED_BY(mu) = 0;
     // Launches whose image is being pulled.
     std::map<std::string, trainctl::v1::LaunchReplica> pulling ABSL_GUARDED_BY(mu);
+    // Launches handed to the launcher, whose Launch() has not returned yet; a stop that comes
+    // meanwhile waits here (grace, reason) and is passed on once it returned.
+    std::map<std::string, std::optional<std::pair<int64_t, std::string>>> handing_over
+        ABSL_GUARDED_BY(mu);
     // The image each launched run pins.
     std::map<std::string, Image> images ABSL_GUARDED_BY(mu);
+
+    // Whether a pull thread may call back or into the launcher (then Leave() after); false once
+    // the runtime is being destroyed.
+    bool Enter() ABSL_LOCKS_EXCLUDED(mu);
+    void Leave() ABSL_LOCKS_EXCLUDED(mu);
   };
 
   // The pull of `launch`'s image, then its launch; on a thread of its own.
   static void PullThenLaunch(std::shared_ptr<Shared> shared, std::shared_ptr<ImageCache> cache,
                              Images images, ExitedCallback on_exited, ReplicaRuntime* inner,
                              trainctl::v1::LaunchReplica launch);
-  // Ends every pulling launch with the report `mark` shapes; returns how many.
+  // Ends every pulling launch with the report `mark` shapes, reported from a thread of its own;
+  // returns how many.
   int EndPulling(const std::function<void(trainctl::v1::ReplicaExited*)>& mark);
 
   const Images images_;
