@@ -65,7 +65,7 @@ TEST_CASE("launches and exits are counted by how they ended", "[agent_metrics]")
   CHECK(e.Value("trainctl_agent_launch_seconds_sum") == 0.02);
 }
 
-TEST_CASE("check results are counted by phase, item and result; gauges read the agent",
+TEST_CASE("check results are counted by phase, item and result, gauges read the agent",
           "[agent_metrics]") {
   AgentMetrics m;
   int64_t runs = 3;

@@ -251,7 +251,7 @@ TEST_CASE("an invalid spec file is left out, naming it, and the others load", "[
   CHECK(relative.status().code() == absl::StatusCode::kInvalidArgument);
 }
 
-TEST_CASE("a later directory wins; two files of one directory conflict", "[cdi]") {
+TEST_CASE("a later directory wins, two files of one directory conflict", "[cdi]") {
   TempDir dir;
   REQUIRE(!dir.path().empty());
   const std::string etc = dir.path() + "/etc";

@@ -21,7 +21,7 @@ v1::Job Queued(const std::string& id, int32_t position) {
   return job;
 }
 
-TEST_CASE("get shows the reserved nodes and the expected start; queue a START column",
+TEST_CASE("get shows the reserved nodes and the expected start, queue a START column",
           "[reservation_view]") {
   v1::Job gang = Queued("j-gang", 1);
   v1::QueueStatus* qs = gang.mutable_queue_status();

@@ -69,7 +69,7 @@ TEST_CASE("a log scope attaches job, node and replica to json lines", "[logging]
   CHECK_THAT(lines[2], Catch::EndsWith(R"("msg":"none"})"));
 }
 
-TEST_CASE("a run id's scope names its job and replica; fields stay on their thread", "[logging]") {
+TEST_CASE("a run id's scope names its job and replica, fields stay on their thread", "[logging]") {
   std::string out;
   auto logger = JsonLogger("trainctl-agent", &out);
   {

@@ -30,7 +30,7 @@ TEST_CASE("a signal's name is SIG and its abbreviation, or its number when it ha
   CHECK(SignalName(1000) == "signal 1000");
 }
 
-TEST_CASE("an enum value's short name drops its type's prefix; an unknown value is its number") {
+TEST_CASE("an enum value's short name drops its type's prefix, an unknown value is its number") {
   CHECK(EnumShortName(v1::JOB_STATE_RUNNING) == "RUNNING");
   CHECK(EnumShortName(v1::REPLICA_STATE_PENDING) == "PENDING");
   CHECK(EnumShortName(v1::NODE_STATE_DRAINING) == "DRAINING");

@@ -176,7 +176,7 @@ TEST_CASE("a replica in an image: OOM, in-place restart, agent restart, cancel",
   CHECK(std::filesystem::is_empty(containers));
 }
 
-TEST_CASE("a missing image fails naming it; an unreachable registry is a capacity retry",
+TEST_CASE("a missing image fails naming it, an unreachable registry is a capacity retry",
           "[integration][images]") {
   SKIP_WITHOUT_CONTAINER_TOOLS();
   ImageRegistry reg;

@@ -36,7 +36,7 @@ std::map<std::string, std::string> PrepullRowsByNode(const std::string& table) {
   return rows;
 }
 
-TEST_CASE("node prepull: every node that runs images pulls once; a job then finds it there",
+TEST_CASE("node prepull: every node that runs images pulls once, a job then finds it there",
           "[integration][images][prepull]") {
   if (const std::string why = ::trainctl::agent::testing::OciTestsUnavailable(); !why.empty()) {
     WARN("images: " << why << "; skipped");

@@ -102,7 +102,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "reservation: a small job with a short timeout backfills into the kept room; one "
+    "reservation: a small job with a short timeout backfills into the kept room, one "
     "without a timeout does not",
     "[integration][reservation]") {
   ClusterOptions o;

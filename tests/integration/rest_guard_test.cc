@@ -124,7 +124,7 @@ TEST_CASE("a web page of another site creates no job and drains no node over RES
   CHECK(JobCount(*http) == 1);
 }
 
-TEST_CASE("a rebound Host is refused for reads too; --http-allowed-hosts admits its names",
+TEST_CASE("a rebound Host is refused for reads too, --http-allowed-hosts admits its names",
           "[integration][rest]") {
   ClusterOptions opts;
   opts.agents = 0;

@@ -235,7 +235,7 @@ TEST_CASE(
   for (auto& [name, vars] : Envs(launches)) CHECK(vars["WORLD_SIZE"] == "3");
 }
 
-TEST_CASE("elastic: a pool at its minimum does not wait; the job is re-dispatched as before") {
+TEST_CASE("elastic: a pool at its minimum does not wait, the job is re-dispatched as before") {
   Elastic e(/*min=*/3);
   const Effects lose = e.Lose("worker-1");
   CHECK(!HasEvent(lose, "ReplicaWaitingForRoom"));

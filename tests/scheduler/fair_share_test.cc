@@ -143,7 +143,7 @@ TEST_CASE("fair share: across projects the lowest share goes first, whatever the
   }
 }
 
-TEST_CASE("fair share: a weight divides the share; priority still orders a project's own jobs") {
+TEST_CASE("fair share: a weight divides the share, priority still orders a project's own jobs") {
   OneNode c(true);
   Quota heavy;
   heavy.project = "team-a";

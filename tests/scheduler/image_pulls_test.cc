@@ -89,7 +89,7 @@ TEST_CASE("image pulls: the replica's line and one event at the start and one at
   CHECK(absl::StartsWith(f.Job(id).replicas(0).message(), "running on"));
 }
 
-TEST_CASE("image pulls: a cached image is ready at once; strangers' reports are ignored") {
+TEST_CASE("image pulls: a cached image is ready at once, strangers' reports are ignored") {
   Fixture f;
   std::string id;
   auto launches = f.SubmitAndPlace(Spec(0), &id);

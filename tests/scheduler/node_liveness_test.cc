@@ -89,7 +89,7 @@ TEST_CASE("NodeLiveness: LOST at the lost timeout, its replicas move one fence m
   CHECK(LivenessEvents(fx, "NodeFenced").size() == 1);
 }
 
-TEST_CASE("NodeLiveness: a heartbeat keeps a node; one after it was LOST brings it back") {
+TEST_CASE("NodeLiveness: a heartbeat keeps a node, one after it was LOST brings it back") {
   LivenessRig r;
   Node& a = r.Add("node-a");
   Effects fx;
@@ -172,7 +172,7 @@ TEST_CASE("NodeLiveness: after a restore the first check counts as every node's 
         std::vector<std::string>{"node-a"});
 }
 
-TEST_CASE("NodeLiveness: a registration brings a LOST node back; a revoke moves at once") {
+TEST_CASE("NodeLiveness: a registration brings a LOST node back, a revoke moves at once") {
   LivenessRig r;
   Node& a = r.Add("node-a");
   Effects fx;

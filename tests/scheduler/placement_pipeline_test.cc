@@ -222,7 +222,7 @@ TEST_CASE("pipeline: admission and blockers word a shortfall off windowed nodes 
   CHECK(blockers.missing.find("most free: 4 on node-a") != std::string::npos);
 }
 
-TEST_CASE("pipeline: CheckGang leaves the book as it was; PlaceGang takes the room") {
+TEST_CASE("pipeline: CheckGang leaves the book as it was, PlaceGang takes the room") {
   PipelineCluster c;
   FreeIndex book(c.nodes.FreeNodes());
   PlacementPipeline pipeline(&book, nullptr);

@@ -65,7 +65,7 @@ TEST_CASE("progress: the step is kept, and reports write the row at most every 3
   CHECK(f.Job(id).has_last_checkpoint_time());
 }
 
-TEST_CASE("progress: a short hang timeout writes more often; a new run forgets the step") {
+TEST_CASE("progress: a short hang timeout writes more often, a new run forgets the step") {
   RetryPolicy policy;
   CHECK(ProgressWriteInterval(policy) == absl::Seconds(30));
   policy.hang_timeout_ms = 8'000;

@@ -114,7 +114,7 @@ TEST_CASE("a project's first submit gives it a uid, which each launch of its job
   CHECK(placed.project_uids.empty());
 }
 
-TEST_CASE("a job refused at submit gives its project no uid; a full range refuses the submit",
+TEST_CASE("a job refused at submit gives its project no uid, a full range refuses the submit",
           "[project_uids]") {
   CoreOptions options = TestOptions(42);
   options.replica_uid_range = UidRange{70000, 70000};

@@ -54,7 +54,7 @@ struct Binding {
   }
 };
 
-TEST_CASE("ReplicaBinding: Bind holds resources, ports and GPUs; Unbind gives them back") {
+TEST_CASE("ReplicaBinding: Bind holds resources, ports and GPUs, Unbind gives them back") {
   Binding b;
   b.BindAll();
   CHECK(b.nodes.UsageOf("node-a").replicas == 2);
@@ -128,7 +128,7 @@ TEST_CASE("ReplicaBinding: Leave forgets the ports and GPUs of a replica that ho
   b.Check();
 }
 
-TEST_CASE("ReplicaBinding: RenewPorts gives every replica new ports; the checks see a stray one") {
+TEST_CASE("ReplicaBinding: RenewPorts gives every replica new ports, the checks see a stray one") {
   Binding b;
   b.BindAll();
   const int32_t old_port = b.chief().port;

@@ -186,7 +186,7 @@ struct Cluster {
 };
 
 TEST_CASE(
-    "reservation: a gang blocked on capacity gets its room after --reservation-after; a "
+    "reservation: a gang blocked on capacity gets its room after --reservation-after, a "
     "short timeout backfills, no timeout waits") {
   Cluster c;
   const std::string a = c.Submit(Cluster::Small("stream", 1800));  // ends by T0+30m

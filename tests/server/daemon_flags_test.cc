@@ -360,7 +360,7 @@ TEST_CASE("checkpoint roots are absolute directories", "[daemon_flags]") {
             .message() == "--checkpoint-allowed-roots: \"rel\" is not an absolute directory");
 }
 
-TEST_CASE("trainctld's fair share: on, 7d, every resource weighing 1; --reservation-after 10m",
+TEST_CASE("trainctld's fair share: on, 7d, every resource weighing 1, --reservation-after 10m",
           "[daemon_flags]") {
   absl::StatusOr<DaemonFlags> defaults = ParseDaemonFlags({"--data-dir=/d"});
   REQUIRE(defaults.ok());

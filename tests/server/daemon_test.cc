@@ -177,7 +177,7 @@ TEST_CASE("a database that is not trainctl's fails Init, naming the file", "[dae
   CHECK_FALSE(Exists(dir + "/trainctld.addr"));
 }
 
-TEST_CASE("a data dir another daemon uses fails Init; TLS files missing are a usage error",
+TEST_CASE("a data dir another daemon uses fails Init, TLS files missing are a usage error",
           "[daemon]") {
   const std::string dir = MakeDir();
   std::unique_ptr<Daemon> first = MakeDaemon(Args(dir));
@@ -198,7 +198,7 @@ TEST_CASE("a data dir another daemon uses fails Init; TLS files missing are a us
   CHECK(tls->ReportFailure(usage) == 2);
 }
 
-TEST_CASE("a reload takes a changed default quota into the options; other changes wait",
+TEST_CASE("a reload takes a changed default quota into the options, other changes wait",
           "[daemon]") {
   const std::string dir = MakeDir();
   const std::string config = MakeDir() + "/trainctld.yaml";

@@ -122,7 +122,7 @@ v1::CreateJobRequest Job(const std::string& project) {
   return req;
 }
 
-TEST_CASE("uploads: stored once per project; bytes that do not match leave nothing",
+TEST_CASE("uploads: stored once per project, bytes that do not match leave nothing",
           "[workdir][grpc]") {
   const std::string dir = NewDataDir();
   Server s(dir, {"--max-workdir-mb", "1"});

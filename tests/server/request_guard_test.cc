@@ -135,7 +135,7 @@ TEST_CASE("Origin, when present, must be one of trainctld's own") {
         403);
 }
 
-TEST_CASE("with TLS the origins are https; a listed name may come through a load balancer") {
+TEST_CASE("with TLS the origins are https, a listed name may come through a load balancer") {
   SiteNames site{"https", 7443, {}, {"trainctl.example.com"}};
   CHECK(Decide(site, {"POST", "localhost:7443", "https://localhost:7443", "application/json"})
             .first == 0);

@@ -11,7 +11,7 @@
 namespace trainctl::storage {
 namespace {
 
-TEST_CASE("projects' replica uids survive a reopen; none is shared or given twice", "[backend]") {
+TEST_CASE("projects' replica uids survive a reopen, none is shared or given twice", "[backend]") {
   TestStore db;
   {
     auto store = db.TryOpen();

@@ -524,7 +524,7 @@ TEST_CASE("a database at schema 15 gains the workdir tables when the store opens
   CHECK(*ReadAll(*store, kDigestA) == data);
 }
 
-TEST_CASE("a lost connection fails the workdir call as UNAVAILABLE; the next call reconnects",
+TEST_CASE("a lost connection fails the workdir call as UNAVAILABLE, the next call reconnects",
           "[postgres][workdir]") {
   TestStore db;
   std::unique_ptr<Store> main = db.Open();
