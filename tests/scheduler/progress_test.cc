@@ -90,7 +90,8 @@ TEST_CASE("progress: a short hang timeout writes more often, a new run forgets t
   // The run fails and the replica restarts in place: the new run has no step and no progress yet.
   Effects ended;
   f.core.ReplicaExited(node, ExitedCode(launches[0].run_id(), 1), FromMs(f.now + 4'000), &ended);
-  const v1::Replica& r = f.Job(id).replicas(0);
+  const v1::Job job = f.Job(id);
+  const v1::Replica& r = job.replicas(0);
   CHECK(r.restart_count() == 1);
   CHECK(r.step() == 0);
   CHECK_FALSE(r.has_last_progress_time());
