@@ -200,6 +200,14 @@ Agent::~Agent() {
     absl::MutexLock lock(&prepull_sink_->mu);
     prepull_sink_->agent = nullptr;
   }
+  if (image_cache_ != nullptr) {
+    image_cache_->CancelPulls();
+    absl::MutexLock lock(&prepull_sink_->mu);
+    auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(prepull_sink_->mu) {
+      return prepull_sink_->threads == 0;
+    };
+    prepull_sink_->mu.Await(absl::Condition(&done));
+  }
   {
     absl::MutexLock lock(&mu_);
     worker_exit_ = true;

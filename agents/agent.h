@@ -327,11 +327,12 @@ class Agent {
   // Jobs' working directories on this node (fetched through FetchWorkdir); thread-safe itself.
   WorkdirCache workdirs_;
 
-  // Where answers of prepulls go: the agent's outbox until the agent is destroyed, nowhere after
-  // (a prepull's thread may outlive the agent).
+  // Where answers of prepulls go: the agent's outbox until the agent is destroyed, nowhere after.
+  // The destructor cancels the pulls and waits for their threads.
   struct PrepullSink {
     absl::Mutex mu;
     Agent* agent ABSL_GUARDED_BY(mu) = nullptr;
+    int threads ABSL_GUARDED_BY(mu) = 0;
   };
   const std::shared_ptr<PrepullSink> prepull_sink_ = std::make_shared<PrepullSink>();
 

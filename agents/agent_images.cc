@@ -91,10 +91,14 @@ void Agent::Prepull(const trainctl::v1::PrepullImage& request) {
     return;
   }
   spdlog::info("prepulling {}", request.image());
-  // The thread holds the cache; the runtime may go before it ends (then nothing is answered).
+  // The thread holds the cache; the agent's destructor cancels the pull and waits for it.
   std::shared_ptr<ImageCache> cache = image_cache_;
   std::shared_ptr<PrepullSink> sink = prepull_sink_;
-  std::thread([cache, sink, request] {
+  {
+    absl::MutexLock lock(&sink->mu);
+    ++sink->threads;
+  }
+  std::thread([cache, sink, request]() mutable {
     trainctl::v1::AgentMessage reply;
     trainctl::v1::ImagePrepulled& answer = *reply.mutable_image_prepulled();
     answer.set_request_id(request.request_id());
@@ -109,7 +113,9 @@ void Agent::Prepull(const trainctl::v1::PrepullImage& request) {
       answer.set_error(std::string(image.status().message()));
       spdlog::warn("prepull of {} failed: {}", request.image(), answer.error());
     }
+    cache.reset();  // Before the agent may go.
     absl::MutexLock lock(&sink->mu);
+    --sink->threads;
     if (sink->agent == nullptr) return;
     absl::MutexLock agent_lock(&sink->agent->mu_);
     sink->agent->outbox_.push_back(std::move(reply));

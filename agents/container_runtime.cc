@@ -6,6 +6,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "agents/image_pull.h"
@@ -109,9 +110,15 @@ void ContainerRuntime::Shared::Leave() {
 }
 
 ContainerRuntime::~ContainerRuntime() {
+  {
+    absl::MutexLock lock(&shared_->mu);
+    shared_->closed = true;
+  }
+  images_.cache->CancelPulls();
   absl::MutexLock lock(&shared_->mu);
-  shared_->closed = true;
-  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared_->mu) { return shared_->busy == 0; };
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared_->mu) {
+    return shared_->busy == 0 && shared_->threads == 0;
+  };
   shared_->mu.Await(absl::Condition(&idle));
 }
 
@@ -152,6 +159,7 @@ void ContainerRuntime::Launch(const trainctl::v1::LaunchReplica& launch) {
       return;
     }
     shared_->pulling[launch.run_id()] = launch;
+    ++shared_->threads;
   }
   std::thread(&ContainerRuntime::PullThenLaunch, shared_, images_.cache, images_, on_exited_,
               inner_.get(), launch)
@@ -162,6 +170,12 @@ void ContainerRuntime::PullThenLaunch(std::shared_ptr<Shared> shared,
                                       std::shared_ptr<ImageCache> cache, Images images,
                                       ExitedCallback on_exited, ReplicaRuntime* inner,
                                       trainctl::v1::LaunchReplica launch) {
+  // Last of all, once nothing of the runtime is used any more.
+  absl::Cleanup ended = [&shared, &cache] {
+    cache.reset();
+    absl::MutexLock lock(&shared->mu);
+    --shared->threads;
+  };
   LogScope log_scope = LogScope::ForRun(launch.run_id());
   auto pull_message = [&](int64_t bytes, bool done) {
     trainctl::v1::ImagePull pull;

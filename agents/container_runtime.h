@@ -19,8 +19,9 @@
 // eviction takes an image a live replica uses. An adopting runtime (after an agent restart) pins
 // the image of every container run it adopts again, from the digest recorded with the container.
 //
-// Thread-safe, like every ReplicaRuntime. Pull threads outlive the runtime when it is destroyed
-// during a pull: they then report nothing and launch nothing.
+// Thread-safe, like every ReplicaRuntime. Destroying the runtime cancels the pulls under way
+// (ImageCache::CancelPulls: the cache is the node's, and the agent is ending) and waits for their
+// threads, which then report nothing and launch nothing.
 #pragma once
 
 #include <atomic>
@@ -90,6 +91,8 @@ class ContainerRuntime final : public ReplicaRuntime {
     bool closed ABSL_GUARDED_BY(mu) = false;
     // Pull threads calling back or into the launcher now; the destructor waits for none.
     int busy ABSL_GUARDED_BY(mu) = 0;
+    // Pull threads alive; the destructor cancels their pulls and waits for them to end.
+    int threads ABSL_GUARDED_BY(mu) = 0;
     // Launches whose image is being pulled.
     std::map<std::string, trainctl::v1::LaunchReplica> pulling ABSL_GUARDED_BY(mu);
     // Launches handed to the launcher, whose Launch() has not returned yet; a stop that comes

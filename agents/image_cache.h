@@ -80,6 +80,7 @@
 // pull. Destroy only once no call is in progress.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -181,6 +182,9 @@ class ImageCache {
   absl::Status Prefetch(const ImageRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
   // Every complete image, most recently used first.
   std::vector<CachedImage> List() ABSL_LOCKS_EXCLUDED(mu_);
+  // Kills the tools of every pull under way and of every later one: those Acquires fail
+  // (UNAVAILABLE, "cancelled") at once. For an agent that stops while pulls run.
+  void CancelPulls() { cancelled_ = true; }
 
  private:
   // A complete image.
@@ -198,6 +202,8 @@ class ImageCache {
     PullProgress progress;
   };
   using ProgressFn = std::function<void(const PullProgress&)>;
+  // Set by CancelPulls(); read by the tools' runs.
+  std::atomic<bool> cancelled_{false};
   // A pull's own work: its directory under tmp/ and what it learnt so far. Used by the pulling
   // thread alone.
   struct PullJob {

@@ -92,6 +92,9 @@ absl::Status ImageCache::PullFailure(const PullJob& job, const ToolOutcome& outc
     case ToolOutcome::End::kNotStarted:
       return absl::InternalError(
           absl::StrCat("pulling ", image, ": cannot run ", options_.skopeo, ": ", outcome.error));
+    case ToolOutcome::End::kCancelled:
+      return absl::UnavailableError(
+          absl::StrCat("pulling ", image, " was cancelled: the agent is stopping"));
     case ToolOutcome::End::kSignaled:
       return absl::InternalError(absl::StrCat("pulling ", image, ": ", options_.skopeo,
                                               " was killed by signal ", outcome.signal));
@@ -167,6 +170,7 @@ absl::StatusOr<std::string> ImageCache::Resolve(PullJob& job) {
   inspect.argv.push_back(absl::StrCat("docker://", job.ref.repository, ":", job.ref.tag));
   inspect.env = ToolEnv();
   inspect.timeout = std::max(absl::ZeroDuration(), job.deadline - absl::Now());
+  inspect.cancelled = &cancelled_;
   inspect.tick = [&] { Report(job, PullProgress::kResolving, false); };
   ToolOutcome outcome = RunTool(inspect);
   if (!outcome.ok()) return PullFailure(job, outcome);
@@ -197,6 +201,7 @@ absl::Status ImageCache::Copy(PullJob& job) {
   copy.working_dir = job.work;
   copy.env = ToolEnv();
   copy.timeout = std::max(absl::ZeroDuration(), job.deadline - absl::Now());
+  copy.cancelled = &cancelled_;
   copy.tick = [&] { Report(job, PullProgress::kDownloading, false); };
   Report(job, PullProgress::kDownloading, true);
   ToolOutcome outcome = RunTool(copy);
@@ -218,6 +223,7 @@ absl::Status ImageCache::Unpack(PullJob& job, const std::string& layout,
   unpack.working_dir = options_.dir;  // `layout` and `bundle` are relative to it.
   unpack.env = ToolEnv();
   unpack.timeout = options_.unpack_timeout;
+  unpack.cancelled = &cancelled_;
   unpack.tick = [&] { Report(job, PullProgress::kUnpacking, false); };
   Report(job, PullProgress::kUnpacking, true);
   ToolOutcome outcome = RunTool(unpack);

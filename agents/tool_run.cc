@@ -140,6 +140,8 @@ std::string ToolOutcome::Describe(absl::Duration timeout) const {
       return absl::StrCat("timed out after ", absl::FormatDuration(timeout));
     case End::kNotStarted:
       return absl::StrCat("not started: ", error);
+    case End::kCancelled:
+      return "cancelled";
   }
   return "";
 }
@@ -189,10 +191,11 @@ ToolOutcome RunTool(const ToolRequest& request) {
       break;
     }
     const absl::Time now = absl::Now();
-    if (now >= deadline) {
+    const bool cancelled = request.cancelled != nullptr && request.cancelled->load();
+    if (now >= deadline || cancelled) {
       kill(-pid, SIGKILL);
       tool_run_internal::ReapTool(pid, &status);
-      outcome.end = ToolOutcome::End::kTimedOut;
+      outcome.end = cancelled ? ToolOutcome::End::kCancelled : ToolOutcome::End::kTimedOut;
       break;
     }
     if (request.tick && now >= next_tick) {

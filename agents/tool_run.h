@@ -20,6 +20,7 @@
 // Thread-safe: no state; RunTool blocks its caller until the tool's process is reaped.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -45,6 +46,9 @@ struct ToolRequest {
   absl::Duration tick_every = absl::Milliseconds(250);
   // At most this much of stdout is kept; the rest is read and dropped.
   size_t max_stdout = size_t{16} << 20;
+  // Optional, not owned: once it is true (looked at as often as the timeout), the tool's process
+  // group is killed and the outcome is kCancelled.
+  const std::atomic<bool>* cancelled = nullptr;
 };
 
 struct ToolOutcome {
@@ -57,6 +61,8 @@ struct ToolOutcome {
     kTimedOut,
     // It could not be started; see error.
     kNotStarted,
+    // ToolRequest::cancelled became true and it was killed.
+    kCancelled,
   };
   End end = End::kNotStarted;
   int exit_code = -1;
