@@ -76,12 +76,17 @@ std::string OciTestsUnavailable() {
   for (const char* tool : {"/usr/bin/docker-registry", "/usr/bin/buildah", "/bin/busybox"}) {
     if (access(tool, X_OK) != 0) return absl::StrCat(tool, " is missing");
   }
-  for (const char* tool : {"skopeo", "umoci"}) {
+  for (const char* tool : {"skopeo", "umoci", "runc"}) {
     if (!ResolveCommand(tool, SearchPathOf(CurrentEnvironment()), "/").ok()) {
       return absl::StrCat(tool, " is missing");
     }
   }
-  return "";
+  // Agents run images only on a kernel with overlayfs (container_runtime.h).
+  std::ifstream filesystems("/proc/filesystems");
+  for (std::string line; std::getline(filesystems, line);) {
+    if (line.size() >= 8 && line.compare(line.size() - 8, 8, "\toverlay") == 0) return "";
+  }
+  return "the kernel has no overlayfs";
 }
 
 absl::StatusOr<std::string> HtpasswdLine(const std::string& user, const std::string& password) {

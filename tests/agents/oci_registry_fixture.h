@@ -35,7 +35,8 @@
 
 namespace trainctl::agent::testing {
 
-// Why the OCI tests cannot run here, or "" when they can: not root, or a tool missing.
+// Why the OCI tests cannot run here, or "" when they can: not root, a tool missing (runc too), or
+// a kernel without overlayfs.
 std::string OciTestsUnavailable();
 
 // A line of an htpasswd file for `user` and `password` (bcrypt, libxcrypt's crypt).
