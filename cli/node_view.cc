@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/states.h"
+#include "common/byte_size.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
 
@@ -268,29 +269,14 @@ std::string NodeActionLine(NodeAction action, const v1::Node& node) {
   return line;
 }
 
-namespace {
-
-// 1234567 -> "1.2 MB": decimal units, as registries count.
-std::string PrepullSize(int64_t bytes) {
-  if (bytes < 1000) return absl::StrCat(bytes, " B");
-  static constexpr const char* kUnits[] = {"kB", "MB", "GB", "TB", "PB"};
-  double value = static_cast<double>(bytes) / 1000.0;
-  size_t unit = 0;
-  while (value >= 999.95 && unit + 1 < std::size(kUnits)) {
-    value /= 1000.0;
-    ++unit;
-  }
-  return absl::StrFormat("%.1f %s", value, kUnits[unit]);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::string RenderPrepullResults(const v1::PrepullImageResponse& resp) {
   Table table({"NODE", "DIGEST", "SIZE", "ERROR"});
   for (const auto& r : resp.results()) {
     const bool failed = !r.error().empty();
     table.AddRow({r.node(), failed || r.digest().empty() ? "-" : r.digest(),
-                  failed ? "-" : PrepullSize(r.bytes()), failed ? r.error() : "-"});
+                  failed ? "-" : FormatDecimalBytes(r.bytes()), failed ? r.error() : "-"});
   }
   return table.Render();
 }

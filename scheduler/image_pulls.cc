@@ -4,21 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/byte_size.h"
 
 namespace trainctl::sched {
-
-std::string FormatPullBytes(int64_t bytes) {
-  if (bytes < 1000) return absl::StrCat(bytes, " B");
-  static constexpr const char* kUnits[] = {"kB", "MB", "GB", "TB", "PB"};
-  double value = static_cast<double>(bytes) / 1000.0;
-  size_t unit = 0;
-  // 999.95 would print as "1000.0": the next unit up says it better.
-  while (value >= 999.95 && unit + 1 < std::size(kUnits)) {
-    value /= 1000.0;
-    ++unit;
-  }
-  return absl::StrFormat("%.1f %s", value, kUnits[unit]);
-}
 
 std::string ShortDigest(const std::string& digest) {
   const size_t colon = digest.find(':');
@@ -52,17 +40,17 @@ void ImagePulls::Report(Job* job, Replica* r, const v1::ImagePull& pull, absl::T
     p.done = true;
     r->message = absl::StrCat("image ", image, " ready (", ShortDigest(pull.digest()),
                               pull.cached() ? ", cached" : "", ")");
-    AddEvent(
-        fx, now, job, r->name, r->node, "ImagePulled",
-        pull.cached()
-            ? absl::StrCat("image ", image, " was on ", r->node, " already (", pull.digest(), ", ",
-                           FormatPullBytes(pull.bytes_done()), ")")
-            : absl::StrCat("image ", image, " pulled on ", r->node, ": ", pull.digest(), ", ",
-                           FormatPullBytes(pull.bytes_done()), " (", pull.bytes_done(), " bytes)"));
+    AddEvent(fx, now, job, r->name, r->node, "ImagePulled",
+             pull.cached()
+                 ? absl::StrCat("image ", image, " was on ", r->node, " already (", pull.digest(),
+                                ", ", FormatDecimalBytes(pull.bytes_done()), ")")
+                 : absl::StrCat("image ", image, " pulled on ", r->node, ": ", pull.digest(), ", ",
+                                FormatDecimalBytes(pull.bytes_done()), " (", pull.bytes_done(),
+                                " bytes)"));
   } else {
     r->message = pull.bytes_done() > 0
                      ? absl::StrCat("pulling image ", image, " (",
-                                    FormatPullBytes(pull.bytes_done()), " so far)")
+                                    FormatDecimalBytes(pull.bytes_done()), " so far)")
                      : absl::StrCat("pulling image ", image);
     if (first) {
       AddEvent(fx, now, job, r->name, r->node, "ImagePulling",

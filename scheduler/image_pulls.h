@@ -57,9 +57,6 @@ class ImagePulls {
   std::map<std::string, Pull> runs_;
 };
 
-// 12345678 -> "12.3 MB"; decimal units, as registries and `docker pull` count.
-std::string FormatPullBytes(int64_t bytes);
-
 // "sha256:0a1b2c3d4e5f…" of "sha256:0a1b2c3d4e5f6789…": the algorithm and 12 hex digits.
 std::string ShortDigest(const std::string& digest);
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "common/byte_size.h"
 #include "common/time_util.h"
 #include "scheduler/core.h"
 #include "tests/scheduler/core_fixture.h"
@@ -139,12 +140,12 @@ TEST_CASE("image pulls: launchTimeout counts from the latest report") {
 }
 
 TEST_CASE("image pulls: sizes and digests as the replica's line shows them") {
-  CHECK(FormatPullBytes(0) == "0 B");
-  CHECK(FormatPullBytes(999) == "999 B");
-  CHECK(FormatPullBytes(1'000) == "1.0 kB");
-  CHECK(FormatPullBytes(12'345'678) == "12.3 MB");
-  CHECK(FormatPullBytes(999'960) == "1.0 MB");
-  CHECK(FormatPullBytes(1'500'000'000'000) == "1.5 TB");
+  CHECK(FormatDecimalBytes(0) == "0 B");
+  CHECK(FormatDecimalBytes(999) == "999 B");
+  CHECK(FormatDecimalBytes(1'000) == "1.0 kB");
+  CHECK(FormatDecimalBytes(12'345'678) == "12.3 MB");
+  CHECK(FormatDecimalBytes(999'960) == "1.0 MB");
+  CHECK(FormatDecimalBytes(1'500'000'000'000) == "1.5 TB");
   CHECK(ShortDigest(kDigest) == "sha256:0123456789ab…");
   CHECK(ShortDigest("sha256:abc") == "sha256:abc");
   CHECK(ShortDigest("") == "");

@@ -23,7 +23,7 @@ namespace prepull_test {
 
 constexpr char kImage[] = "127.0.0.1:5000/team/train:1.4";
 
-// A started trainctld on a fresh data dir, and stubs to it.
+// trainctld, started on a fresh data dir, and gRPC clients of its services.
 struct Server {
   Server() {
     char tmpl[] = "/tmp/trainctl-prepull-XXXXXX";
