@@ -189,6 +189,14 @@ Agent::Agent(Options options)
         "decides whether they should",
         adopted.size());
   }
+  // Only now: a run adopted above is running, not ended, when the shipper asks.
+  if (options_.ship_logs) {
+    StartLogShipper();
+  } else {
+    spdlog::info(
+        "log shipping is off (--no-log-shipping): the replicas' logs stay on this node, and "
+        "`trainctl logs` reads them only while this agent is connected");
+  }
   worker_ = std::thread([this] { WorkerLoop(); });
   exit_checker_ = std::thread([this] { ExitCheckLoop(); });
   if (options_.delay_exit_status >= 0) exit_delayer_ = std::thread([this] { DelayedExitLoop(); });
@@ -196,6 +204,7 @@ Agent::Agent(Options options)
 }
 
 Agent::~Agent() {
+  if (log_shipper_ != nullptr) log_shipper_->Stop();
   {
     absl::MutexLock lock(&prepull_sink_->mu);
     prepull_sink_->agent = nullptr;
@@ -402,32 +411,38 @@ void Agent::Handle(const trainctl::v1::SchedulerMessage& message) {
   switch (message.msg_case()) {
     case trainctl::v1::SchedulerMessage::kRegisterAck: {
       int32_t ms = message.register_ack().heartbeat_interval_ms();
-      absl::MutexLock lock(&mu_);
-      registered_ = true;
-      heartbeat_interval_ = ms > 0 ? absl::Milliseconds(ms) : kDefaultHeartbeat;
-      next_heartbeat_ = std::min(next_heartbeat_, absl::Now() + heartbeat_interval_);
-      ack_.SetInterval(heartbeat_interval_);
-      ack_.Answered(register_seq_);
-      const trainctl::v1::RegisterAck& ack = message.register_ack();
-      fence_.Configure(absl::Milliseconds(ack.fence_after_ms()),
-                       absl::Milliseconds(ack.fence_grace_ms()));
-      Answered(register_seq_);
-      // The worker removes the logs of jobs past the retention (log_retention.h).
-      if (ack.job_retention_ms() > 0) commands_.push_back(message);
-      spdlog::info(
-          "registration acknowledged; heartbeat every {}; lost timeout {}; fence after {} "
-          "without an answer; reconnect after {} without an ack",
-          absl::FormatDuration(heartbeat_interval_),
-          absl::FormatDuration(absl::Milliseconds(ack.lost_timeout_ms())),
-          fence_.armed() ? absl::FormatDuration(fence_.fence_after()) : std::string("never"),
-          ack_.timeout() > absl::ZeroDuration() ? absl::FormatDuration(ack_.timeout())
-                                                : std::string("never"));
-      if (ack_.timeout() > absl::ZeroDuration() && ack_.timeout() < 2 * heartbeat_interval_) {
-        spdlog::warn(
-            "--heartbeat-ack-timeout {} is under two heartbeat intervals ({} each): a late ack "
-            "makes the agent reconnect",
-            absl::FormatDuration(ack_.timeout()), absl::FormatDuration(heartbeat_interval_));
+      std::string address;
+      {
+        absl::MutexLock lock(&mu_);
+        registered_ = true;
+        address = stream_address_;
+        heartbeat_interval_ = ms > 0 ? absl::Milliseconds(ms) : kDefaultHeartbeat;
+        next_heartbeat_ = std::min(next_heartbeat_, absl::Now() + heartbeat_interval_);
+        ack_.SetInterval(heartbeat_interval_);
+        ack_.Answered(register_seq_);
+        const trainctl::v1::RegisterAck& ack = message.register_ack();
+        fence_.Configure(absl::Milliseconds(ack.fence_after_ms()),
+                         absl::Milliseconds(ack.fence_grace_ms()));
+        Answered(register_seq_);
+        // The worker removes the logs of jobs past the retention (log_retention.h).
+        if (ack.job_retention_ms() > 0) commands_.push_back(message);
+        spdlog::info(
+            "registration acknowledged; heartbeat every {}; lost timeout {}; fence after {} "
+            "without an answer; reconnect after {} without an ack",
+            absl::FormatDuration(heartbeat_interval_),
+            absl::FormatDuration(absl::Milliseconds(ack.lost_timeout_ms())),
+            fence_.armed() ? absl::FormatDuration(fence_.fence_after()) : std::string("never"),
+            ack_.timeout() > absl::ZeroDuration() ? absl::FormatDuration(ack_.timeout())
+                                                  : std::string("never"));
+        if (ack_.timeout() > absl::ZeroDuration() && ack_.timeout() < 2 * heartbeat_interval_) {
+          spdlog::warn(
+              "--heartbeat-ack-timeout {} is under two heartbeat intervals ({} each): a late ack "
+              "makes the agent reconnect",
+              absl::FormatDuration(ack_.timeout()), absl::FormatDuration(heartbeat_interval_));
+        }
       }
+      // After mu_: the shipper leaves a stream to another scheduler (a failover).
+      if (log_shipper_ != nullptr) log_shipper_->Registered(address);
       break;
     }
     case trainctl::v1::SchedulerMessage::kHeartbeatAck: {

@@ -73,7 +73,9 @@
 // thread per stream handles SchedulerMessages (acks, log reads, check requests), and one more
 // watches its ack deadline (AckWatch); one worker thread runs launches (with their preflight)
 // and stops in arrival order; one thread runs the periodic checks, one the exit checks and one
-// the fence; the runtime's threads add reports.
+// the fence; the runtime's threads add reports. One more (log_shipper.h; off with
+// Options::ship_logs false) ships the runs' logs on a stream of its own to the scheduler the
+// control stream is registered with.
 // Thread-safety: call Run() once, and Shutdown() once, from another thread; every other method from
 // any thread.
 #pragma once
@@ -100,6 +102,7 @@
 #include "agents/host_checks.h"
 #include "agents/image_cache.h"
 #include "agents/leader_guard.h"
+#include "agents/log_shipper.h"
 #include "agents/maintenance_file.h"
 #include "agents/node_checks.h"
 #include "agents/replica_runtime.h"
@@ -163,6 +166,10 @@ class Agent {
     std::string job_tmpfs_size = kDefaultJobTmpfsSize;
     // The most bytes of each run's log kept on disk (--max-log-mb); 0: no cap.
     int64_t max_log_bytes = shim::kDefaultLogLimit;
+    // Ship every run's log to the scheduler's copy (log_shipper.h; --no-log-shipping turns it
+    // off), looking for new bytes every log_ship_interval (--log-ship-interval).
+    bool ship_logs = true;
+    absl::Duration log_ship_interval = absl::Milliseconds(200);
     CpuPolicy cpu_policy = CpuPolicy::kNone;
     int min_shared_cpus = 1;
     // Test hook: hold the exit of every run whose status is `delay_exit_status` (0..255; a run
@@ -311,6 +318,10 @@ class Agent {
       ABSL_LOCKS_EXCLUDED(mu_);
   // Sleeps `d` unless the agent stops first.
   void SleepUnlessStopped(absl::Duration d) ABSL_LOCKS_EXCLUDED(mu_);
+  // Starts log_shipper_, shipping to the scheduler the stream is registered with on channels
+  // MakeChannel makes (agent_connect.cc). After the runtime adopted the runs of an earlier agent:
+  // a run still running must never look ended.
+  void StartLogShipper() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Constant after construction.
   const Options options_;
@@ -403,6 +414,9 @@ class Agent {
   // leftover replicas) runs first.
   // The replicas (replica_runtime.h): a ProcessLauncher unless Options::runtime builds another.
   const std::unique_ptr<ReplicaRuntime> runtime_;
+  // Ships the runs' logs (Options::ship_logs); null when off. Set by the constructor, stopped
+  // by Shutdown() and the destructor (before runtime_ goes, which it asks about runs).
+  std::unique_ptr<LogShipper> log_shipper_;
   // No lock: the threads are started and joined by the constructor and destructor, and
   // health_checker_ by the Run() thread, before the destructor joins it (Run() has returned).
   std::thread worker_;

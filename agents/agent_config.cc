@@ -58,6 +58,8 @@ std::vector<std::pair<std::string, std::string>> AgentConfigEntries(const AgentF
       {"log-level", f.log_level},
       {"log-format", f.log_format},
       {"max-log-mb", MaxLogMb(f.max_log_bytes)},
+      {"no-log-shipping", Bool(f.no_log_shipping)},
+      {"log-ship-interval", Ms(f.log_ship_interval)},
       {"metrics-listen", f.metrics_listen},
       {"inject-launch-failures", absl::StrCat(f.inject_launch_failures)},
       {"inject-exit-report-delay",

@@ -1,7 +1,8 @@
 // Agent: the connection to the scheduler (agent.h). Run() dials the address the SchedulerLink
 // picks (scheduler_link.h: one of --scheduler's, or the leader a standby named), runs one stream
 // from Register to its end (RunStream), and dials again: at once after a standby named the
-// leader, else after a backoff. AckWatch leaves a stream whose acks are overdue.
+// leader, else after a backoff. AckWatch leaves a stream whose acks are overdue. The log shipper
+// (log_shipper.h) dials the scheduler the stream is registered with on a channel of its own.
 #include <grpcpp/grpcpp.h>
 
 #include <memory>
@@ -83,6 +84,27 @@ absl::Status Agent::FetchWorkdir(const std::string& job_id, const std::string& d
   // The user's error stays the user's; anything else is the host's (retried as internal).
   return why.code() == absl::StatusCode::kInvalidArgument ? absl::UnavailableError(why.message())
                                                           : why;
+}
+
+void Agent::StartLogShipper() {
+  LogShipper::Options shipping;
+  shipping.node = options_.node;
+  shipping.work_dir = options_.work_dir;
+  shipping.interval = options_.log_ship_interval;
+  shipping.initial_backoff = options_.initial_backoff;
+  shipping.max_backoff = options_.max_backoff;
+  shipping.metrics = options_.metrics;
+  // The scheduler the agent's stream is registered with, as FetchWorkdir dials it; none between
+  // streams.
+  shipping.address = [this] {
+    absl::MutexLock lock(&mu_);
+    return registered_ && context_ != nullptr && !stream_broken_ ? stream_address_ : std::string();
+  };
+  shipping.channel = [this](const std::string& address) { return MakeChannel(options_, address); };
+  // With no lock of the agent's held: the runtime takes its own.
+  shipping.ended = [this](const std::string& run_id) { return runtime_->LogFinal(run_id); };
+  log_shipper_ = std::make_unique<LogShipper>(std::move(shipping));
+  log_shipper_->Start();
 }
 
 SchedulerLink Agent::MakeLink(const Options& options) {

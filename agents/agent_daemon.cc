@@ -48,6 +48,8 @@ absl::StatusOr<Agent::Options> AgentOptionsFromFlags(const AgentFlags& flags) {
   options.pids_max = flags.pids_max;
   options.job_tmpfs_size = flags.job_tmpfs_size;
   options.max_log_bytes = flags.max_log_bytes;
+  options.ship_logs = !flags.no_log_shipping;
+  options.log_ship_interval = flags.log_ship_interval;
   options.cpu_policy = flags.cpu_policy;
   options.min_shared_cpus = std::max(1, static_cast<int>(std::ceil(flags.reserve_cpu)));
   options.delay_exit_status = flags.delay_exit_status;

@@ -160,6 +160,11 @@ std::vector<FlagGroup> AgentFlagGroups() {
          "first and the last half stay and `trainctl logs` shows one line saying how many bytes "
          "of the middle were dropped; fractions allowed, at least 0.0625; 0 for no cap "
          "(default: 1024)"},
+        {"no-log-shipping", 0, Kind::kBool, "", "",
+         "do not ship the replicas' logs to trainctld, whose copy outlives this node: `trainctl "
+         "logs` then reads only from connected agents (default: false)"},
+        {"log-ship-interval", 0, Kind::kValue, "D", "",
+         "how often the replicas' new log output is shipped to trainctld (default: 200ms)"},
         {"inject-launch-failures", 0, Kind::kValue, "N", "",
          "testing only: fail the first N launches as the host's fault, -1 for every launch "
          "(default: 0)"},
@@ -377,6 +382,8 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
        }},
       {"--log-format", text(&flags.log_format)},
       {"--max-log-mb", [&](auto& f, auto& v) { return ParseMaxLogMb(f, v, &flags.max_log_bytes); }},
+      {"--no-log-shipping", boolean(&flags.no_log_shipping)},
+      {"--log-ship-interval", duration(&flags.log_ship_interval, false)},
       {"--stop-replicas", boolean(&flags.stop_replicas)},
       {"--stop-grace", duration(&flags.stop_grace, true)},
       {"--shim", text(&flags.shim)},

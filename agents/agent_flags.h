@@ -72,6 +72,10 @@ struct AgentFlags {
   std::string log_format = "text";
   // --max-log-mb in bytes: the most of each run's log kept on disk; 0: no cap.
   int64_t max_log_bytes = shim::kDefaultLogLimit;
+  // --no-log-shipping: the runs' logs are not shipped to trainctld's copy (log_shipper.h).
+  bool no_log_shipping = false;
+  // --log-ship-interval: how often new log bytes are looked for and shipped.
+  absl::Duration log_ship_interval = absl::Milliseconds(200);
   // Test hook: fail the first N launches as host errors; -1: all.
   int inject_launch_failures = 0;
   // Test hook (--inject-exit-report-delay CODE:DURATION): hold the exit report of every run that

@@ -47,7 +47,26 @@ AgentMetrics::AgentMetrics()
           "trainctl_agent_check_results_total",
           "Host check results, by phase (startup, preflight, periodic, exit), item and result "
           "(passed, failed).",
-          {"phase", "item", "result"})) {}
+          {"phase", "item", "result"})),
+      log_shipped_bytes_(registry_
+                             .AddCounter("trainctl_agent_log_shipped_bytes_total",
+                                         "Bytes of the replicas' logs trainctld took into its "
+                                         "copy (AgentService.ShipLogs).",
+                                         {})
+                             .With({})),
+      log_ship_backlog_bytes_(
+          registry_
+              .AddGauge("trainctl_agent_log_ship_backlog_bytes",
+                        "Bytes written to the replicas' logs on this node that trainctld's copy "
+                        "does not hold yet: what a slow or absent scheduler costs on disk.",
+                        {})
+              .With({})),
+      log_ship_errors_(registry_
+                           .AddCounter("trainctl_agent_log_ship_errors_total",
+                                       "Log shipping streams to trainctld that failed (the agent "
+                                       "dials again after a backoff and resynchronises).",
+                                       {})
+                           .With({})) {}
 
 void AgentMetrics::Watch(Sources sources) {
   auto gauge = [](std::function<double()> fn) {
@@ -85,5 +104,15 @@ void AgentMetrics::OnCheckRun(const v1::CheckRun& run) {
     checks_.With({run.phase(), item.item(), item.passed() ? "passed" : "failed"}).Increment();
   }
 }
+
+void AgentMetrics::OnLogShipped(int64_t bytes) {
+  if (bytes > 0) log_shipped_bytes_.Increment(static_cast<uint64_t>(bytes));
+}
+
+void AgentMetrics::SetLogShipBacklog(int64_t bytes) {
+  log_ship_backlog_bytes_.Set(static_cast<double>(bytes));
+}
+
+void AgentMetrics::OnLogShipError() { log_ship_errors_.Increment(); }
 
 }  // namespace trainctl::agent

@@ -4,7 +4,8 @@
 // The Agent counts into it where things happen (Agent::Options::metrics): each launch command
 // carried out and how long it took, each replica started or ended, each check run by item. The
 // gauges (runs supervised, reports not acknowledged, connected) are read from the Agent at scrape
-// time through the functions given to Watch().
+// time through the functions given to Watch(); the log shipper (log_shipper.h) counts what it
+// ships and sets its backlog.
 //
 //   AgentMetrics metrics;
 //   options.metrics = &metrics;
@@ -55,6 +56,11 @@ class AgentMetrics {
   void OnExited(const v1::ReplicaExited& exited);
   // A check run finished (startup script, preflight, periodic or exit).
   void OnCheckRun(const v1::CheckRun& run);
+  // Log shipping (log_shipper.h): `bytes` of the runs' logs went into trainctld's copy; the
+  // bytes written to the logs and not in the copy yet; a ShipLogs stream failed.
+  void OnLogShipped(int64_t bytes);
+  void SetLogShipBacklog(int64_t bytes);
+  void OnLogShipError();
 
   // Every metric, in the text exposition format.
   std::string Expose() const { return registry_.Expose(); }
@@ -65,6 +71,9 @@ class AgentMetrics {
   metrics::Histogram& launch_seconds_;
   metrics::CounterFamily& exits_;
   metrics::CounterFamily& checks_;
+  metrics::Counter& log_shipped_bytes_;
+  metrics::Gauge& log_ship_backlog_bytes_;
+  metrics::Counter& log_ship_errors_;
 };
 
 }  // namespace trainctl::agent

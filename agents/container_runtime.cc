@@ -345,6 +345,16 @@ trainctl::v1::LogData ContainerRuntime::ReadLog(const std::string& run_id, int64
   return inner_->ReadLog(run_id, offset, max_bytes);
 }
 
+bool ContainerRuntime::LogFinal(const std::string& run_id) const {
+  {
+    absl::MutexLock lock(&shared_->mu);
+    if (shared_->pulling.count(run_id) > 0 || shared_->handing_over.count(run_id) > 0) {
+      return false;
+    }
+  }
+  return inner_->LogFinal(run_id);
+}
+
 std::vector<trainctl::v1::KnownRun> ContainerRuntime::KnownRuns() const {
   return inner_->KnownRuns();
 }

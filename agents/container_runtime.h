@@ -77,6 +77,9 @@ class ContainerRuntime final : public ReplicaRuntime {
   void ForgetRun(const std::string& run_id) const override;
   trainctl::v1::LogData ReadLog(const std::string& run_id, int64_t offset,
                                 int64_t max_bytes) const override;
+  // False while the run's image is pulled or its launch is handed to the launcher; then the
+  // launcher's answer.
+  bool LogFinal(const std::string& run_id) const override;
   std::vector<trainctl::v1::KnownRun> KnownRuns() const override;
   int ActiveCount() const override;
   bool WaitUntilIdle(absl::Time deadline) const override;

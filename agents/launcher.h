@@ -151,6 +151,10 @@ class ProcessLauncher final : public ReplicaRuntime {
   trainctl::v1::LogData ReadLog(const std::string& run_id, int64_t offset,
                                 int64_t max_bytes) const override ABSL_LOCKS_EXCLUDED(mu_);
 
+  // True once the run is kExited, or unknown to this launcher; false while it is launching,
+  // running or exiting (its end being reported). Defined in launcher_monitor.cc.
+  bool LogFinal(const std::string& run_id) const override ABSL_LOCKS_EXCLUDED(mu_);
+
   // Every process that runs (pid known and exit not yet reported), with running = true.
   std::vector<trainctl::v1::KnownRun> KnownRuns() const override ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -356,6 +356,13 @@ void ProcessLauncher::ReportEnd(const std::string& run_id) {
   ForgetOldRunsLocked();
 }
 
+bool ProcessLauncher::LogFinal(const std::string& run_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = runs_.find(run_id);
+  // Unknown: it ended before this launcher adopted the work dir's runs, or was forgotten since.
+  return it == runs_.end() || it->second.state == RunState::kExited;
+}
+
 void ProcessLauncher::ForgetOldRunsLocked() {
   while (exited_order_.size() > kMaxExitedRuns) {
     runs_.erase(exited_order_.front());

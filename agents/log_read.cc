@@ -37,6 +37,7 @@ absl::StatusOr<LogChunk> ReadAround(int fd, const shim::DroppedRange& dropped, i
       line_start = *last == "\n";
     }
     if (!line_start) chunk.data.insert(0, "\n");
+    chunk.plain_end = offset;
     chunk.next_offset = dropped.tail_start;
     return chunk;
   }
@@ -48,6 +49,7 @@ absl::StatusOr<LogChunk> ReadAround(int fd, const shim::DroppedRange& dropped, i
   if (!data.ok()) return data.status();
   chunk.data = *std::move(data);
   chunk.next_offset = offset + static_cast<int64_t>(chunk.data.size());
+  chunk.plain_end = chunk.next_offset;
   if (reaches_drop && chunk.next_offset == dropped.head_end) {
     if (!chunk.data.empty() && chunk.data.back() != '\n') chunk.data += '\n';
     chunk.data += DroppedMarker(dropped.tail_start - dropped.head_end, dropped.limit_bytes);

@@ -22,6 +22,11 @@ struct LogChunk {
   int64_t next_offset = 0;
   // Size of the file when the chunk was read.
   int64_t file_size = 0;
+  // Where the file's own bytes in `data` end: data's first plain_end - offset bytes are the
+  // file's [offset, plain_end). When plain_end < next_offset, the rest of `data` is the marker of
+  // the dropped range [plain_end, next_offset) (with the "\n" before it where one was added).
+  // The log shipper (log_ship_state.h) ships the two apart.
+  int64_t plain_end = 0;
 };
 
 // Reads up to `max_bytes` bytes of the log starting at `offset`. A read that reaches the dropped

@@ -180,6 +180,13 @@ class ReplicaRuntime {
   // LogData.error; request_id is left for the caller.
   virtual trainctl::v1::LogData ReadLog(const std::string& run_id, int64_t offset,
                                         int64_t max_bytes) const = 0;
+  // Whether the run can write no more to its log, so that a copy of the log that reaches the
+  // file's end is complete (the log shipper, log_shipper.h): true once the run ended, and for a
+  // run the runtime does not know (it ended before this runtime started, or was forgotten);
+  // false while it is being launched (an image pulled included), runs, or its end is being
+  // reported. Only meaningful for runs that survived an agent restart once AdoptRecordedRuns
+  // returned.
+  virtual bool LogFinal(const std::string& run_id) const = 0;
   // Every replica that runs (started, end not yet reported), with running = true.
   virtual std::vector<trainctl::v1::KnownRun> KnownRuns() const = 0;
   // How many runs are being launched or running.

@@ -4,9 +4,12 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
+#include "cli/cluster_view.h"
 #include "cli/commands.h"
 #include "cli/retry.h"
 #include "common/flag_values.h"
+#include "common/status_macros.h"
+#include "common/time_util.h"
 
 namespace trainctl::cli {
 namespace {
@@ -38,6 +41,12 @@ absl::StatusOr<int> RunLogs(const ParsedArgs& args, Client& client) {
   absl::StatusOr<int> restart = ParseWholeNumberFlag<int>("--restart", args.Get("restart"), -1);
   if (!restart.ok()) return restart.status();
   const bool follow = args.GetBool("follow");
+  int64_t since_ms = 0;
+  if (args.IsSet("since")) {
+    TC_ASSIGN_OR_RETURN(since_ms, ParseSince(args.Get("since"), WallNowMs()));
+  }
+  absl::StatusOr<int> tail = ParseWholeNumberFlag<int>("--tail", args.Get("tail"), 0, 1'000'000);
+  if (!tail.ok()) return tail.status();
 
   v1::ReadLogsRequest request;
   request.set_job_id(job_id);
@@ -52,9 +61,12 @@ absl::StatusOr<int> RunLogs(const ParsedArgs& args, Client& client) {
   request.set_max_bytes(kChunkBytes);
   request.set_attempt(*attempt);
   request.set_restart(*restart);
+  request.set_since_ms(since_ms);
+  request.set_tail_lines(*tail);
 
   bool answered = false;  // the server has answered at least once
   bool retrying = false;
+  std::string said_incomplete;
   grpc::Status status;
   RetryLoop retry;
   retry.Run([&] {
@@ -83,6 +95,14 @@ absl::StatusOr<int> RunLogs(const ParsedArgs& args, Client& client) {
       std::fflush(stdout);
     }
     request.set_offset(response.next_offset());
+    // The start they asked for is found: the next reads continue from the offset.
+    request.clear_since_ms();
+    request.clear_tail_lines();
+    if (!response.incomplete().empty() && response.incomplete() != said_incomplete) {
+      std::cerr << "trainctl: the log shown is not complete: " << response.incomplete()
+                << std::endl;
+      said_incomplete = response.incomplete();
+    }
     if (response.complete()) return RetryLoop::kDone;
     if (response.data().empty()) {
       if (!follow) return RetryLoop::kDone;
@@ -102,13 +122,20 @@ Command LogsCommand() {
       "ID",
       "Print a replica's output (stdout and stderr)",
       "Without --replica, shows the primary replica (rank 0). With -f, keeps printing new output\n"
-      "until the replica's run ends.",
+      "until the replica's run ends. The output comes from the replica's node while its agent\n"
+      "can serve it, and from trainctld's copy otherwise (the node is down or gone); when that\n"
+      "copy stops short of what the node wrote, a note on stderr says by how many bytes.\n"
+      "--since and --tail start from trainctld's copy of the log.",
       {{"replica", 'r', FlagSpec::Kind::kValue, "NAME", "",
         "Replica name, e.g. worker-1 (default: the primary replica)"},
        {"follow", 'f', FlagSpec::Kind::kBool, "", "", "Keep printing output until the run ends"},
        {"attempt", 0, FlagSpec::Kind::kValue, "N", "0", "Attempt number; 0 is the current one"},
        {"restart", 0, FlagSpec::Kind::kValue, "N", "-1",
-        "Restart number within the attempt; -1 is the latest run"}},
+        "Restart number within the attempt; -1 is the latest run"},
+       {"since", 0, FlagSpec::Kind::kValue, "WHEN", "",
+        "Start with the output written since then: a duration back from now (10m, 2h) or an "
+        "RFC3339 time"},
+       {"tail", 0, FlagSpec::Kind::kValue, "N", "0", "Start with the last N lines (0: all)"}},
       1,
       1};
   return {std::move(spec), &RunLogs};

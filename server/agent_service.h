@@ -20,6 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/agent_registry.h"
+#include "server/central_logs.h"
 #include "server/job_snapshots.h"
 #include "server/peer_limits.h"
 #include "server/reconcile_loop.h"
@@ -74,6 +75,10 @@ class AgentServiceImpl final
       grpc::CallbackServerContext* ctx) override;
   grpc::Status FetchWorkdir(grpc::ServerContext* ctx, const v1::FetchWorkdirRequest* req,
                             grpc::ServerWriter<v1::WorkdirChunk>* writer) override;
+  // Synchronous too (agent_log_shipping.cc): the store's writes happen on the call's thread.
+  grpc::Status ShipLogs(
+      grpc::ServerContext* ctx,
+      grpc::ServerReaderWriter<v1::ShipLogsResponse, v1::ShipLogsRequest>* stream) override;
 
   // Where FetchWorkdir reads the archives from and which jobs' nodes it checks against (not
   // owned); unset, it is FAILED_PRECONDITION.
@@ -81,6 +86,8 @@ class AgentServiceImpl final
     workdirs_ = workdirs;
     snapshots_ = snapshots;
   }
+  // Where ShipLogs keeps what the agents ship (not owned); unset, it is FAILED_PRECONDITION.
+  void set_logs(CentralLogs* logs) { logs_ = logs; }
 
  private:
   const int64_t leader_epoch_;
@@ -92,6 +99,7 @@ class AgentServiceImpl final
   NewNodeLimiter new_nodes_;
   storage::WorkdirStore* workdirs_ = nullptr;
   const JobSnapshots* snapshots_ = nullptr;
+  CentralLogs* logs_ = nullptr;
 };
 
 }  // namespace trainctl::server

@@ -24,6 +24,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/work_queue.h"
 #include "server/agent_registry.h"
 #include "server/authorizer.h"
 #include "server/job_snapshots.h"
@@ -34,6 +35,7 @@
 #include "server/transport_security.h"
 #include "server/watch_hub.h"
 #include "storage/job_archive.h"
+#include "storage/log_store.h"
 #include "storage/workdir_store.h"
 #include "trainctl/v1/admin.pb.h"
 #include "trainctl/v1/job.pb.h"
@@ -88,6 +90,9 @@ class Api {
     storage::WorkdirStore* workdirs = nullptr;
     // The largest upload (--max-workdir-mb).
     int64_t max_workdir_bytes = int64_t{100} << 20;
+    // trainctld's copy of the replicas' logs (server/central_logs.h); null: logs are read from
+    // the agents only.
+    storage::LogStore* logs = nullptr;
   };
   explicit Api(Parts parts);
 
@@ -204,13 +209,25 @@ class Api {
                                                      const sched::CreateRequestKey& key) const;
   // The job as the database has it (redacted); NOT_FOUND when it has none.
   absl::StatusOr<v1::Job> Stored(Turn& t, const std::string& id) const;
-  // Reads a log of a job the core no longer holds: its run from the archive, then the log from
-  // the run's node.
+  // Log reads (api_logs.cc). A job the core no longer holds: its run from the archive, then
+  // ServeLog. On log_readers_.
   void ReadStoredLogs(const Caller& caller, const v1::ReadLogsRequest& r,
                       Reply<v1::ReadLogsResponse> done);
-  // Asks `node`'s agent for the log of `run_id`, from the request's offset.
-  void RequestLog(const std::string& node, const std::string& run_id, const v1::ReadLogsRequest& r,
-                  Reply<v1::ReadLogsResponse> done);
+  // Serves the log of run `run_id` on `node` (`finished`: the run ended) from the request's
+  // offset (or its since/tail): from trainctld's copy where it holds the bytes or the node is
+  // not connected, else from the node's agent. On log_readers_.
+  void ServeLog(const std::string& node, const std::string& run_id, bool finished,
+                v1::ReadLogsRequest r, Reply<v1::ReadLogsResponse> done);
+  // Reads trainctld's copy; says what is missing when the copy stops short and the node is away.
+  void ReadCentralLog(const std::string& node, const std::string& run_id, bool finished,
+                      bool connected, const v1::ReadLogsRequest& r,
+                      Reply<v1::ReadLogsResponse> done);
+  // Asks `node`'s agent for the log of `run_id`, from the request's offset; a node that went
+  // away meanwhile is read from the copy.
+  void RequestLog(const std::string& node, const std::string& run_id, bool finished,
+                  const v1::ReadLogsRequest& r, Reply<v1::ReadLogsResponse> done);
+  // Runs `read` on log_readers_, or answers RESOURCE_EXHAUSTED when too many wait.
+  void OnLogReader(std::function<void()> read, const Reply<v1::ReadLogsResponse>& done);
   // Authorizes, runs `op` in a loop turn (its events name the caller) and replies with its node
   // (or error) once the turn committed.
   void NodeCall(const CallContext& call, Route route,
@@ -220,6 +237,9 @@ class Api {
   // When this Api was made: trainctld's start, as GetVersion reports it.
   const int64_t start_ms_;
   PeerStreamLimiter watches_;
+  // Reads of trainctld's copy of the logs and of the database, off the outbox and gRPC threads.
+  // Last: destroyed (and drained) first.
+  WorkQueue log_readers_;
 };
 
 }  // namespace trainctl::server

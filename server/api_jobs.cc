@@ -40,7 +40,8 @@ absl::StatusOr<v1::Job> JobReply(const absl::StatusOr<const sched::Job*>& job,
 Api::Api(Parts parts)
     : parts_(std::move(parts)),
       start_ms_(WallNowMs()),
-      watches_("watch streams", "--max-watches-per-peer", parts_.limits.max_watches_per_peer) {}
+      watches_("watch streams", "--max-watches-per-peer", parts_.limits.max_watches_per_peer),
+      log_readers_(2, 256) {}
 
 absl::StatusOr<Caller> Api::Authorize(const CallContext& call, Route route) const {
   if (parts_.auth == nullptr) return Caller{};
@@ -228,83 +229,6 @@ absl::StatusOr<PeerStreamLimiter::Slot> Api::WatchJob(const CallContext& call,
     return watched;
   }
   return slot;
-}
-
-void Api::ReadLogs(const CallContext& call, const v1::ReadLogsRequest& req,
-                   Reply<v1::ReadLogsResponse> done) {
-  absl::StatusOr<Caller> caller = Authorize(call, Route::kReadLogs);
-  if (!caller.ok()) return done(caller.status());
-  if (req.max_bytes() < 0 || req.max_bytes() > (4 << 20) || req.offset() < 0) {
-    return done(absl::InvalidArgumentError("maxBytes must be 0..4194304 and offset >= 0"));
-  }
-  if (parts_.registry == nullptr) {
-    return done(absl::UnavailableError("this trainctld reads no logs from agents"));
-  }
-  if (!parts_.snapshots->Holds(req.job_id()) && parts_.archive != nullptr) {
-    // Ended long ago: the database knows its runs, and the loop is not asked.
-    return ReadStoredLogs(*caller, req, std::move(done));
-  }
-  parts_.loop->PostRead(
-      [this, r = req, caller = *caller, done](Turn& t) {
-        std::string node, run_id;
-        bool finished = false;
-        // An unset restart means "latest"; `trainctl logs --restart 0` means run 0.
-        const int32_t restart = r.has_restart() ? r.restart() : -1;
-        const bool held = t.core.FindJob(r.job_id()) != nullptr;
-        absl::Status located = CheckJobProject(t, caller, Permission::kReadLogs, r.job_id());
-        if (located.ok() && held) {
-          located = t.core.LocateRun(r.job_id(), r.replica(), r.attempt(), restart, &node, &run_id,
-                                     &finished);
-        }
-        t.after_commit->push_back([this, located, held, node, run_id, r, caller, done] {
-          if (!located.ok()) return done(located);
-          // Forgotten since the check above: the database has it.
-          if (!held) return ReadStoredLogs(caller, r, done);
-          RequestLog(node, run_id, r, done);
-        });
-      },
-      done);
-}
-
-void Api::ReadStoredLogs(const Caller& caller, const v1::ReadLogsRequest& r,
-                         Reply<v1::ReadLogsResponse> done) {
-  if (parts_.archive == nullptr) {
-    return done(absl::NotFoundError(absl::StrCat("job ", r.job_id(), " not found")));
-  }
-  if (!caller.job.empty() && caller.job != r.job_id()) {
-    return done(absl::PermissionDeniedError(
-        absl::StrCat("a replica's token (job ", caller.job, ") reads its own job only")));
-  }
-  absl::StatusOr<std::optional<v1::Job>> job = parts_.archive->Get(r.job_id());
-  if (!job.ok()) return done(job.status());
-  if (!job->has_value()) {
-    return done(absl::NotFoundError(absl::StrCat("job ", r.job_id(), " not found")));
-  }
-  if (absl::Status allowed = CheckProject(caller, Permission::kReadLogs, (*job)->project());
-      !allowed.ok()) {
-    return done(allowed);
-  }
-  absl::StatusOr<storage::RunLocation> run = parts_.archive->LocateRun(
-      r.job_id(), r.replica(), r.attempt(), r.has_restart() ? r.restart() : -1);
-  if (!run.ok()) return done(run.status());
-  RequestLog(run->node, run->run_id, r, std::move(done));
-}
-
-void Api::RequestLog(const std::string& node, const std::string& run_id,
-                     const v1::ReadLogsRequest& r, Reply<v1::ReadLogsResponse> done) {
-  v1::ReadLog read;
-  read.set_run_id(run_id);
-  read.set_offset(r.offset());
-  read.set_max_bytes(std::min<int64_t>(r.max_bytes() == 0 ? (1 << 20) : r.max_bytes(),
-                                       parts_.limits.max_log_chunk));
-  parts_.registry->RequestLog(node, read, [done](absl::StatusOr<v1::LogData> data) {
-    if (!data.ok()) return done(data.status());
-    v1::ReadLogsResponse resp;
-    resp.set_data(data->data());
-    resp.set_next_offset(data->next_offset());
-    resp.set_complete(data->complete());
-    done(std::move(resp));
-  });
 }
 
 void Api::ReportProgress(const CallContext& call, const v1::ReportProgressRequest& req,

@@ -225,12 +225,19 @@ void Daemon::MakeServices() {
   api_.emplace(Api::Parts{loop_.get(), &registry_, &snapshots_, WallNowMs, &*authorizer_, &tokens_,
                           &revocations_, options_.api, opened_->archive.get(),
                           kAgentProtocolVersion, secrets_.get(), opened_->workdirs.get(),
-                          flags_.max_workdir_mb << 20});
+                          flags_.max_workdir_mb << 20, opened_->logs.get()});
   job_service_.emplace(&*api_);
   agent_service_.emplace(loop_.get(), &registry_, AgentAuth{flags_.tls(), &revocations_},
                          flags_.max_agent_streams_per_peer, flags_.max_new_nodes_per_peer,
                          lead_ ? lead_->epoch : 0);
   agent_service_->set_workdirs(opened_->workdirs.get(), &snapshots_);
+  central_logs_.emplace(
+      opened_->logs.get(),
+      CentralLogs::Options{static_cast<int64_t>(flags_.log_store_max_gb * (int64_t{1} << 30))},
+      &snapshots_, opened_->archive.get(), loop_.get(), &metrics_);
+  loop_->set_jobs_deleted_listener(
+      [logs = &*central_logs_](const std::vector<std::string>& ids) { logs->Forget(ids); });
+  agent_service_->set_logs(&*central_logs_);
   cluster_service_.emplace(&*api_);
   quota_service_.emplace(&*api_);
   secret_service_.emplace(&*api_);
@@ -365,6 +372,8 @@ void Daemon::Shutdown() {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
   }
   if (loop_started_) loop_->Stop();
+  // After the server (no ShipLogs call is left) and the loop (which tells it of deletions).
+  central_logs_.reset();
   if (!started_) return;
   // Nothing more is committed: a standby may lead at once.
   if (keeper_) keeper_->Release();

@@ -47,6 +47,7 @@
 #include "server/api.h"
 #include "server/auth_service.h"
 #include "server/authorizer.h"
+#include "server/central_logs.h"
 #include "server/cluster_service.h"
 #include "server/config_reload.h"
 #include "server/daemon_flags.h"
@@ -158,6 +159,8 @@ class Daemon {
   // Null with PostgreSQL and no --secret-key-file.
   std::unique_ptr<ProjectSecrets> secrets_;
   std::optional<WorkdirSweeper> workdir_sweeper_;
+  // trainctld's copy of the replicas' logs (after the loop, which tells it of deletions).
+  std::optional<CentralLogs> central_logs_;
   std::optional<SecretServiceImpl> secret_service_;
   std::optional<WorkdirServiceImpl> workdir_service_;
   std::optional<Authorizer> authorizer_;

@@ -117,6 +117,14 @@ std::vector<FlagGroup> DaemonFlagGroups() {
         {"max-workdir-mb", 0, Kind::kValue, "N", "",
          "the largest working directory a job may be submitted with (trainctl submit --workdir), "
          "in MiB (default 100; 1..10240)"},
+        {"log-dir", 0, Kind::kValue, "DIR", "",
+         "where trainctld keeps its copy of the replicas' logs, shipped by the agents (default "
+         "DATA_DIR/logs; with --store postgres they are kept in PostgreSQL)"},
+        {"log-store-max-gb", 0, Kind::kValue, "GB", "",
+         "the most the copy of the replicas' logs may take, in GB of 2^30 bytes (default 10): "
+         "past it the logs of the jobs that ended longest ago are deleted first, with a "
+         "LogsEvicted event; when none is left to delete, agents keep the rest until there is "
+         "room"},
         {"log-level", 0, Kind::kValue, "LEVEL", "",
          "trace, debug, info, warn, error (default info)"},
         {"log-format", 0, Kind::kValue, "FORMAT", "",

@@ -382,6 +382,21 @@ absl::StatusOr<DaemonFlags> FromParsed(const ParsedArgs& parsed) {
     TC_ASSIGN_OR_RETURN(f.max_workdir_mb,
                         ParseWholeNumberFlag<int64_t>("--max-workdir-mb", text, 1, 10240));
   }
+  f.log_dir = parsed.Get("log-dir");
+  if (!f.log_dir.empty() && f.log_dir[0] != '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--log-dir must be an absolute directory, got \"", f.log_dir, "\""));
+  }
+  if (!f.log_dir.empty() && !f.store.empty()) {
+    return absl::InvalidArgumentError(
+        "--log-dir applies to the SQLite store only: with --store postgres the replicas' logs "
+        "are kept in PostgreSQL");
+  }
+  if (std::string text = parsed.Get("log-store-max-gb"); !text.empty()) {
+    TC_ASSIGN_OR_RETURN(f.log_store_max_gb,
+                        ParseNumberFlag("--log-store-max-gb", text, NumberSign::kPositive,
+                                        "a positive number of GB (e.g. 10 or 0.5)"));
+  }
   if (std::string text = parsed.Get("port-range"); !text.empty()) {
     TC_ASSIGN_OR_RETURN(f.port_range, ParsePortRange(text));
   }
@@ -465,6 +480,8 @@ std::vector<std::pair<std::string, std::string>> DaemonConfigEntries(const Daemo
       {"secret-env-pattern", f.secret_env_patterns},
       {"secret-key-file", f.secret_key_file},
       {"max-workdir-mb", absl::StrCat(f.max_workdir_mb)},
+      {"log-dir", f.log_dir},
+      {"log-store-max-gb", absl::StrCat(f.log_store_max_gb)},
       {"log-level", f.log_level},
       {"log-format", f.log_format},
       {"tls-cert", f.tls_cert},

@@ -121,6 +121,9 @@ struct DaemonFlags {
   std::string secret_key_file;
   // The largest working directory upload, in MiB: 1..10240.
   int64_t max_workdir_mb = 100;
+  // trainctld's copy of the replicas' logs: where with SQLite ("": DATA_DIR/logs), and its cap.
+  std::string log_dir;
+  double log_store_max_gb = 10;
 
   bool tls() const { return !tls_cert.empty(); }
 };

@@ -16,8 +16,10 @@
 #include "server/auth_service.h"
 #include "server/data_dir.h"
 #include "server/pki.h"
+#include "storage/file_log_store.h"
 #include "storage/pg_job_archive.h"
 #include "storage/pg_lease.h"
+#include "storage/pg_log_store.h"
 #include "storage/pg_workdir_store.h"
 #include "storage/sqlite_job_archive.h"
 #include "storage/sqlite_workdir_store.h"
@@ -78,6 +80,10 @@ absl::StatusOr<OpenedStore> OpenStore(const DaemonFlags& flags, const std::strin
         storage::PgWorkdirStore::Open(flags.store, storage::LeaseApplicationName(instance));
     if (!workdirs.ok()) return workdirs.status();
     opened.workdirs = *std::move(workdirs);
+    absl::StatusOr<std::unique_ptr<storage::PgLogStore>> logs =
+        storage::PgLogStore::Open(flags.store, storage::LeaseApplicationName(instance));
+    if (!logs.ok()) return logs.status();
+    opened.logs = *std::move(logs);
     return opened;
   }
   opened.name = flags.data_dir + "/trainctl.db";
@@ -94,6 +100,10 @@ absl::StatusOr<OpenedStore> OpenStore(const DaemonFlags& flags, const std::strin
       storage::SqliteWorkdirStore::Open(opened.name);
   if (!workdirs.ok()) return workdirs.status();
   opened.workdirs = *std::move(workdirs);
+  absl::StatusOr<std::unique_ptr<storage::FileLogStore>> logs =
+      storage::FileLogStore::Open(flags.log_dir.empty() ? flags.data_dir + "/logs" : flags.log_dir);
+  if (!logs.ok()) return logs.status();
+  opened.logs = *std::move(logs);
   return opened;
 }
 

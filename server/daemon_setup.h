@@ -16,6 +16,7 @@
 #include "server/reconcile_loop.h"
 #include "server/tokens.h"
 #include "storage/job_archive.h"
+#include "storage/log_store.h"
 #include "storage/pg_store.h"
 #include "storage/sqlite_store.h"
 #include "storage/store.h"
@@ -45,6 +46,9 @@ struct OpenedStore {
   std::unique_ptr<storage::JobArchive> archive;
   // The working directories, on a connection of their own.
   std::unique_ptr<storage::WorkdirStore> workdirs;
+  // trainctld's copy of the replicas' logs: segment files (--log-dir) beside SQLite, rows in
+  // PostgreSQL.
+  std::unique_ptr<storage::LogStore> logs;
   // What logs call it: the file, or "the PostgreSQL store" (a URI may hold a password).
   std::string name;
 };

@@ -127,7 +127,19 @@ DaemonMetrics::DaemonMetrics()
           "Each project's decayed usage: what its replicas held times the time they held it, "
           "each second halved every --fair-share-half-life, by resource (gpu, cpu, memory_mb). "
           "Updated at most once a minute.",
-          {"project", "resource"})) {
+          {"project", "resource"})),
+      logs_received_(registry_
+                         .AddCounter("trainctl_log_received_bytes_total",
+                                     "Bytes of the replicas' logs the agents shipped into "
+                                     "trainctld's copy.",
+                                     {})
+                         .With({})),
+      logs_evicted_(registry_
+                        .AddCounter("trainctl_log_evicted_bytes_total",
+                                    "Bytes of ended jobs' logs deleted from trainctld's copy to "
+                                    "keep it under --log-store-max-gb.",
+                                    {})
+                        .With({})) {
   registry_.AddGaugeFunction("trainctl_nodes", "Nodes by state and health.", {"state", "health"},
                              [this] {
                                absl::MutexLock lock(&mu_);
@@ -233,6 +245,14 @@ void DaemonMetrics::OnNodes(const std::map<std::string, sched::Node>& nodes) {
 void DaemonMetrics::SetWritesRefused(bool refused) { writes_refused_.Set(refused ? 1 : 0); }
 
 void DaemonMetrics::SetLeaderEpoch(int64_t epoch) { leader_epoch_.Set(static_cast<double>(epoch)); }
+
+void DaemonMetrics::OnLogsReceived(int64_t bytes) {
+  logs_received_.Increment(static_cast<uint64_t>(bytes));
+}
+
+void DaemonMetrics::OnLogsEvicted(int64_t bytes) {
+  logs_evicted_.Increment(static_cast<uint64_t>(bytes));
+}
 
 std::shared_ptr<void> DaemonMetrics::ReportInFlight() {
   reports_in_flight_.Add(1);

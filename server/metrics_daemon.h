@@ -64,6 +64,9 @@ class DaemonMetrics {
   // An agent's report posted to the loop: counted in trainctl_agent_reports_in_flight until the
   // returned token (and every copy of it) is gone, after its ack is sent or its work dropped.
   std::shared_ptr<void> ReportInFlight();
+  // trainctld's copy of the replicas' logs took `bytes` from the agents, or evicted them.
+  void OnLogsReceived(int64_t bytes);
+  void OnLogsEvicted(int64_t bytes);
 
   // Every metric, in the text exposition format.
   std::string Expose() const { return registry_.Expose(); }
@@ -88,6 +91,8 @@ class DaemonMetrics {
   metrics::HistogramFamily& preemption_seconds_;
   metrics::GaugeFamily& fair_share_;
   metrics::GaugeFamily& fair_share_usage_;
+  metrics::Counter& logs_received_;
+  metrics::Counter& logs_evicted_;
   // OnCommitted's thread only: the counter of each event type, so that counting an event takes
   // neither a lock nor an allocation.
   std::map<std::string, metrics::Counter*, std::less<>> event_counters_;

@@ -223,6 +223,7 @@ void ReconcileLoop::RunTurn(std::vector<Item> items) {
     v1::SchedulerMessage forget;
     for (const std::string& id : batch.deleted_jobs) forget.mutable_forget_jobs()->add_job_ids(id);
     registry_->Broadcast(forget);
+    if (jobs_deleted_) jobs_deleted_(batch.deleted_jobs);
   }
   registry_->ExpireRequests();
   ForgetEnded(now_ms);

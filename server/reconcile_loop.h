@@ -136,6 +136,11 @@ class ReconcileLoop {
   // Where turns, commits and what each turn did are counted (not owned; null: nowhere). Set
   // before Start().
   void set_metrics(DaemonMetrics* metrics) { metrics_ = metrics; }
+  // Told the ids of the jobs a turn deleted, once it committed (trainctld's copy of their logs
+  // goes too). Called on the loop's thread: must not block.
+  void set_jobs_deleted_listener(std::function<void(const std::vector<std::string>&)> listener) {
+    jobs_deleted_ = std::move(listener);
+  }
   DaemonMetrics* metrics() const { return metrics_; }
   // Terminal jobs that ended longer ago than this are deleted (0: never). Set before Start().
   void set_job_retention_ms(int64_t ms) { retention_ms_ = ms; }
@@ -186,6 +191,7 @@ class ReconcileLoop {
   const ReplicaTokens* replica_tokens_ = nullptr;
   const ProjectSecrets* secrets_ = nullptr;
   DaemonMetrics* metrics_ = nullptr;
+  std::function<void(const std::vector<std::string>&)> jobs_deleted_;
   Reloader reloader_;
   WriteStateListener write_listener_;
   std::function<void()> alive_;

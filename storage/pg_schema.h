@@ -1,9 +1,9 @@
 // The schema of trainctld's PostgreSQL database (storage/pg_store.h), as its migrations: the
-// same tables, columns and indexes as SQLite's (storage/schema.h) at the same version numbers,
-// in PostgreSQL's dialect: BIGINT for integers and millisecond times, DOUBLE PRECISION for
-// reals, BYTEA for blobs, the "C" collation for the keys rows are ordered by (SQLite's byte
-// order), BIGSERIAL where SQLite has a rowid, and the version in the one-row
-// table schema_version (SQLite's PRAGMA user_version).
+// same tables, columns and indexes as SQLite's (storage/schema.h) at the same version numbers
+// (but for version 17's log tables, PostgreSQL's alone), in PostgreSQL's dialect: BIGINT for
+// integers and millisecond times, DOUBLE PRECISION for reals, BYTEA for blobs, the "C" collation
+// for the keys rows are ordered by (SQLite's byte order), BIGSERIAL where SQLite has a rowid, and
+// the version in the one-row table schema_version (SQLite's PRAGMA user_version).
 //
 // No PostgreSQL database ever held a schema older than kPgFirstVersion, so the first migration
 // builds that version whole; each later one takes version v to v + 1, like SQLite's, and is
@@ -202,6 +202,32 @@ inline constexpr const char* kPgMigrations[] = {
       job_id  TEXT COLLATE "C" NOT NULL,
       add_ms  BIGINT NOT NULL,
       PRIMARY KEY (project, digest, job_id)
+    );
+    )sql",
+    // 16 -> 17: trainctld's copy of the runs' logs (storage/pg_log_store.h), PostgreSQL's alone:
+    // beside SQLite they are segment files (storage/file_log_store.h), and SQLite's migration 17
+    // adds nothing. A run's row says where its copy stands; a piece's row holds the bytes of
+    // [start_offset, next_offset) of the log, or a gap's marker.
+    R"sql(
+    CREATE TABLE log_runs (
+      run_id    TEXT COLLATE "C" PRIMARY KEY,
+      job_id    TEXT COLLATE "C" NOT NULL,
+      node      TEXT NOT NULL,
+      stored    BIGINT NOT NULL,
+      file_size BIGINT NOT NULL,
+      final     BIGINT NOT NULL,
+      last_ms   BIGINT NOT NULL,
+      bytes     BIGINT NOT NULL
+    );
+    CREATE INDEX log_runs_by_job ON log_runs(job_id);
+    CREATE TABLE log_pieces (
+      run_id       TEXT COLLATE "C" NOT NULL REFERENCES log_runs(run_id),
+      start_offset BIGINT NOT NULL,
+      next_offset  BIGINT NOT NULL,
+      time_ms      BIGINT NOT NULL,
+      gap          BIGINT NOT NULL,
+      data         BYTEA NOT NULL,
+      PRIMARY KEY (run_id, start_offset)
     );
     )sql",
 };

@@ -212,6 +212,11 @@ inline constexpr const char* kMigrations[] = {
       PRIMARY KEY (project, digest, job_id)
     );
     )sql",
+    // 16 -> 17: nothing. PostgreSQL's store gains the tables of the runs' logs (pg_schema.h);
+    // beside SQLite they are segment files of their own (storage/file_log_store.h).
+    R"sql(
+    SELECT 1;
+    )sql",
 };
 
 }  // namespace trainctl::storage

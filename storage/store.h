@@ -13,7 +13,8 @@
 // cluster_secrets (secrets every trainctld of the cluster shares, by name), project_secrets
 // (the secrets projects keep for their jobs, each value sealed: server/secret_box.h), and
 // workdirs, workdir_chunks and workdir_uses (jobs' working directories, which WorkdirStore
-// reads and writes on a connection of its own: storage/workdir_store.h).
+// reads and writes on a connection of its own: storage/workdir_store.h); in PostgreSQL only,
+// log_runs and log_pieces (the runs' logs, which PgLogStore keeps: storage/pg_log_store.h).
 // The schema is versioned (kSchemaVersion, the same numbers in both dialects); opening a store
 // applies every pending migration in order, each in its own transaction, and refuses a database
 // written by a newer trainctld.
@@ -129,7 +130,7 @@ struct EndedJob {
 class Store {
  public:
   // The schema version this build writes.
-  static constexpr int kSchemaVersion = 16;
+  static constexpr int kSchemaVersion = 17;
 
   virtual ~Store() = default;
 

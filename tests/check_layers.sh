@@ -11,8 +11,8 @@
 #               server/, agents/, cli/
 #   storage/    no gRPC; nothing of scheduler/ (the model is model/), server/, agents/, cli/
 #   agents/     nothing of model/, scheduler/, storage/, server/, cli/; gRPC only in agent.h,
-#               agent.cc, agent_connect.cc and scheduler_link.* (the stream to the scheduler,
-#               trainctl_agent_lib)
+#               agent.cc, agent_connect.cc, scheduler_link.* and log_shipper.* (the streams to
+#               the scheduler, trainctl_agent_lib)
 #   cli/        nothing of model/, scheduler/, storage/, server/, agents/
 #   server/     nothing of agents/ or cli/ (other programs)
 set -euo pipefail
@@ -56,7 +56,7 @@ mapfile -t storage_files < <(sources storage)
 mapfile -t model_files < <(sources model)
 mapfile -t agent_files < <(sources agents)
 mapfile -t agent_host_files < <(sources agents agent.h agent.cc agent_connect.cc scheduler_link.h \
-  scheduler_link.cc)
+  scheduler_link.cc log_shipper.h log_shipper.cc)
 mapfile -t cli_files < <(sources cli)
 mapfile -t server_files < <(sources server)
 
@@ -75,7 +75,7 @@ check "storage is below server, agents and cli" 'server/.*|agents/.*|cli/.*' '' 
   "${storage_files[@]}"
 check "the agent shares only proto/ and common/ with the scheduler" \
   'model/.*|scheduler/.*|storage/.*|server/.*|cli/.*' '' "${agent_files[@]}"
-check "only agent.h/agent.cc, agent_connect.cc, scheduler_link.* (trainctl_agent_lib) use gRPC in agents/" "$grpc" '' \
+check "only agent.h/agent.cc, agent_connect.cc, scheduler_link.*, log_shipper.* (trainctl_agent_lib) use gRPC in agents/" "$grpc" '' \
   "${agent_host_files[@]}"
 check "the CLI talks to trainctld only through proto/" \
   'model/.*|scheduler/.*|storage/.*|server/.*|agents/.*' '' "${cli_files[@]}"

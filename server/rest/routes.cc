@@ -172,7 +172,8 @@ HttpReply WatchJob(Api* api, StreamRegistry* streams, HttpRequest& req) {
 }
 
 // GET .../logs: one ReadLogsResponse, or with follow=true the log's bytes as they come, ending
-// when the run ended and every byte went out.
+// when the run ended and every byte went out. A copy that stops short while its node is away is
+// said once, in a line of the stream, and followed on.
 HttpReply ReadLogs(Api* api, StreamRegistry* streams, HttpRequest& req) {
   v1::ReadLogsRequest message;
   if (absl::Status s = ParseRequest(req, "", {"follow"}, &message); !s.ok()) return ErrorReply(s);
@@ -201,9 +202,21 @@ HttpReply ReadLogs(Api* api, StreamRegistry* streams, HttpRequest& req) {
   reply.stream = [api, streams, call = req.call, message, first = *first,
                   place = *place](const StreamWrite& write) mutable {
     v1::ReadLogsResponse read = std::move(first);
+    // The start asked for (sinceMs, tailLines) is found by the first read; the rest continue.
+    message.clear_since_ms();
+    message.clear_tail_lines();
+    std::string said_incomplete;
     while (true) {
       if (!read.data().empty() && !write(read.data())) return;
       if (read.complete()) return;
+      if (!read.incomplete().empty() && read.incomplete() != said_incomplete) {
+        // In the text, as a capped log's dropped range is: the stream has no other channel.
+        said_incomplete = read.incomplete();
+        if (!write(
+                absl::StrCat("\n[trainctl: the log is not complete: ", said_incomplete, "]\n"))) {
+          return;
+        }
+      }
       if (read.data().empty() && !streams->Wait(kFollowPoll)) return;
       message.set_offset(read.next_offset());
       absl::StatusOr<v1::ReadLogsResponse> next = Call(api, &Api::ReadLogs, call, message);

@@ -1,5 +1,6 @@
-// Test fixture for Agent: an in-process fake scheduler (the scheduler's side of AgentService)
-// and an agent connected to it over a local port, with helpers to build scheduler messages and
+// Test fixture for Agent: an in-process fake scheduler (the scheduler's side of AgentService,
+// with an in-memory copy of the logs the agent ships) and an agent connected to it over a local
+// port, with helpers to build scheduler messages and
 // match agent messages.
 //
 //   AgentFixture f([](Agent::Options& o) { o.checks.preflight = false; });
@@ -22,6 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "agents/agent.h"
 #include "tests/agents/fake_host_probe.h"
+#include "tests/agents/fake_log_copy.h"
 #include "tests/agents/test_util.h"
 
 namespace trainctl::agent::testing {
@@ -67,6 +69,18 @@ class FakeScheduler final : public trainctl::v1::AgentService::Service {
     reader.join();
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "dropped by the test");
   }
+
+  // ShipLogs: into an in-memory copy of the agent's logs (fake_log_copy.h).
+  grpc::Status ShipLogs(grpc::ServerContext*,
+                        grpc::ServerReaderWriter<trainctl::v1::ShipLogsResponse,
+                                                 trainctl::v1::ShipLogsRequest>* stream) override {
+    trainctl::v1::ShipLogsRequest request;
+    while (stream->Read(&request)) {
+      if (!stream->Write(logs_.Take(request))) break;
+    }
+    return grpc::Status::OK;
+  }
+  FakeLogCopy& logs() { return logs_; }
 
   void Send(SchedulerMessage message) {
     absl::MutexLock lock(&mu_);
@@ -119,6 +133,7 @@ class FakeScheduler final : public trainctl::v1::AgentService::Service {
     int stream;
     AgentMessage message;
   };
+  FakeLogCopy logs_;
   absl::Mutex mu_;
   int streams_ ABSL_GUARDED_BY(mu_) = 0;
   int reader_done_ ABSL_GUARDED_BY(mu_) = 0;

@@ -57,6 +57,10 @@ class RecordingRuntime final : public ReplicaRuntime {
     data.set_complete(true);
     return data;
   }
+  bool LogFinal(const std::string& run_id) const override {
+    absl::MutexLock lock(&mu_);
+    return running_.count(run_id) == 0;
+  }
   std::vector<trainctl::v1::KnownRun> KnownRuns() const override {
     absl::MutexLock lock(&mu_);
     std::vector<trainctl::v1::KnownRun> runs;

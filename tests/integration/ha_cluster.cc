@@ -243,8 +243,10 @@ void HaCluster::WaitForConnectedNodes(int n, std::chrono::milliseconds timeout) 
   REQUIRE(ok);
 }
 
+std::string HaCluster::AgentWorkDir(int i) const { return absl::StrCat(dir_, "/", NodeName(i)); }
+
 void HaCluster::StartAgent(int i) {
-  const std::string work = absl::StrCat(dir_, "/", NodeName(i));
+  const std::string work = AgentWorkDir(i);
   std::vector<std::string> argv = {BinDir() + "/trainctl-agent",
                                    "--scheduler",
                                    Addresses(),

@@ -76,6 +76,10 @@ class HaCluster {
   // Waits until the leader counts `n` nodes READY and connected.
   void WaitForConnectedNodes(int n, std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
+  // Agent i (node-<i>) and its --work-dir.
+  Process& agent(int i) { return *agents_[i]; }
+  std::string AgentWorkDir(int i) const;
+
   v1::JobService::Stub& jobs(int k) { return *jobs_[k]; }
   v1::ClusterService::Stub& cluster(int k) { return *cluster_[k]; }
 

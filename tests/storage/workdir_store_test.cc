@@ -510,6 +510,8 @@ TEST_CASE("a database at schema 15 gains the workdir tables when the store opens
   db.Open();
   // Back to what schema 15 held.
   db.Exec("DROP TABLE workdir_uses; DROP TABLE workdir_chunks; DROP TABLE workdirs");
+  // And what later versions added (PostgreSQL's log tables, schema 17).
+  if (db.postgres()) db.Exec("DROP TABLE log_pieces; DROP TABLE log_runs");
   db.Exec(db.postgres() ? "UPDATE schema_version SET version = 15" : "PRAGMA user_version=15");
   absl::StatusOr<std::unique_ptr<WorkdirStore>> early = TryOpenWorkdirs(db);
   INFO(early.status().ToString());
@@ -517,7 +519,7 @@ TEST_CASE("a database at schema 15 gains the workdir tables when the store opens
 
   std::unique_ptr<Store> main = db.Open();
   CHECK(*main->SchemaVersion() == Store::kSchemaVersion);
-  CHECK(Store::kSchemaVersion == 16);
+  CHECK(Store::kSchemaVersion >= 16);
   std::unique_ptr<WorkdirStore> store = OpenWorkdirs(db);
   const std::string data = Archive(kBig, 15);
   PutOk(*store, Info(kDigestA, kBig, 1'000), data);

@@ -7,6 +7,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -61,7 +62,10 @@ const char kUsage[] =
     "                        step S\" and train on. SIGTERM (the notice's default signal)\n"
     "                        no longer ends the process\n"
     "  --trap-term           on SIGTERM print \"got SIGTERM\" and exit 0\n"
-    "  --ignore-term         ignore SIGTERM\n";
+    "  --ignore-term         ignore SIGTERM\n"
+    "  --flood MIB FILE      write MIB MiB to stdout as fast as it can, in 128-byte lines that\n"
+    "                        start with the wall-clock time (ns) of their write, then write\n"
+    "                        \"BYTES NANOSECONDS\" (how long the writes took) to FILE\n";
 
 [[noreturn]] void Die(const std::string& message);
 
@@ -191,6 +195,36 @@ void WaitForFile(const std::string& path) {
 
 // What --train does when the preemption notice appears (--on-notice).
 enum class OnNotice { kNone, kExit, kReport };
+
+// --flood: `mib` MiB of 128-byte lines in 64 KiB writes, each line stamped with the wall-clock
+// time of the write it goes out in (what a benchmark measures the lag of a log copy from).
+void Flood(long mib, const std::string& result_path) {
+  constexpr size_t kLine = 128;
+  constexpr size_t kLinesPerWrite = 512;
+  std::string buffer(kLine * kLinesPerWrite, 'x');
+  for (size_t i = 0; i < kLinesPerWrite; ++i) buffer[i * kLine + kLine - 1] = '\n';
+  const long long total = static_cast<long long>(mib) << 20;
+  struct timespec start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (long long written = 0; written < total;) {
+    clock_gettime(CLOCK_REALTIME, &now);
+    char stamp[32];
+    const int n = std::snprintf(stamp, sizeof(stamp), "%019lld ",
+                                static_cast<long long>(now.tv_sec) * 1000000000LL + now.tv_nsec);
+    for (size_t i = 0; i < kLinesPerWrite; ++i) buffer.replace(i * kLine, n, stamp, n);
+    const size_t size = static_cast<size_t>(std::min<long long>(buffer.size(), total - written));
+    for (size_t done = 0; done < size;) {
+      const ssize_t w = write(1, buffer.data() + done, size - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) Die(std::string("--flood: write: ") + std::strerror(errno));
+      done += static_cast<size_t>(w);
+    }
+    written += static_cast<long long>(size);
+  }
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const long long ns = (now.tv_sec - start.tv_sec) * 1000000000LL + (now.tv_nsec - start.tv_nsec);
+  std::ofstream(result_path) << total << " " << ns << "\n";
+}
 
 void OnNoticeSignal(int) {}
 
@@ -345,6 +379,9 @@ int main(int argc, char** argv) {
       RunOnce(value());
     } else if (flag == "--exclusive") {
       Exclusive(value());
+    } else if (flag == "--flood") {
+      const long mib = number();
+      Flood(mib, value());
     } else if (flag == "--pidfile") {
       WriteNumber(value(), static_cast<long>(getpid()));
     } else if (flag == "--trap-term") {
