@@ -28,7 +28,7 @@ constexpr double kEvictTo = 0.9;
 constexpr absl::Duration kOrphanSweep = absl::Hours(1);
 
 std::string Gb(int64_t bytes) {
-  return absl::StrFormat("%.10g", static_cast<double>(bytes) / (int64_t{1} << 30));
+  return absl::StrFormat("%.6g", static_cast<double>(bytes) / (int64_t{1} << 30));
 }
 
 }  // namespace central_logs_internal
@@ -210,13 +210,15 @@ void CentralLogs::KeepUnderCap() {
       spdlog::info("job {}: {}", job->job_id, reason);
       RecordEvent(job->job_id, "LogsEvicted", reason);
     }
-    if (total > options_.max_bytes) {
+    if (total > options_.max_bytes && !warned_full_) {
       spdlog::warn(
           "trainctld's log store holds {} over --log-store-max-gb {} and no ended job's logs are "
           "left to evict: agents keep the rest on their disks until there is room",
           FormatDecimalBytes(total - options_.max_bytes), Gb(options_.max_bytes));
     }
   }
+  // Said once each time the store fills up.
+  warned_full_ = options_.max_bytes > 0 && total > options_.max_bytes;
   absl::MutexLock lock(&mu_);
   stored_bytes_ = total;
 }

@@ -106,6 +106,8 @@ class CentralLogs {
   // Serializes sweeps (the sweeper's and Take's when over the cap).
   absl::Mutex sweep_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   absl::Time last_full_sweep_ ABSL_GUARDED_BY(sweep_mu_) = absl::InfinitePast();
+  // The store is over its cap with nothing left to evict (said once).
+  bool warned_full_ ABSL_GUARDED_BY(sweep_mu_) = false;
   std::thread sweeper_;
 };
 
