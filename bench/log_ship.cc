@@ -160,7 +160,7 @@ Row RunRound(bool ship, bool follow) {
   Row row;
   int64_t offset = 0;
   while (follow && offset < size) {
-    v1::ReadLogsResponse r = ReadAt(c, id, "worker-0", offset, 4 << 20);
+    v1::ReadLogsResponse r = ReadAt(c, id, "worker-0", offset, 256 << 10);
     if (!r.central() || r.data().empty()) {
       usleep(1000);
       continue;

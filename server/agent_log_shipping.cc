@@ -15,6 +15,12 @@ grpc::Status AgentServiceImpl::ShipLogs(
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         "this trainctld keeps no copy of the replicas' logs");
   }
+  absl::StatusOr<PeerStreamLimiter::Slot> slot = ship_streams_.Acquire(ctx->peer());
+  if (!slot.ok()) {
+    spdlog::warn("log shipping stream from {} refused: {}", ctx->peer(),
+                 std::string(slot.status().message()));
+    return ToGrpcStatus(slot.status());
+  }
   v1::ShipLogsRequest first;
   if (!stream->Read(&first)) return grpc::Status::OK;
   if (first.node().empty()) {

@@ -69,6 +69,7 @@ class AgentServiceImpl final
         registry_(registry),
         auth_(auth),
         streams_("agent streams", "--max-agent-streams-per-peer", max_streams_per_peer),
+        ship_streams_("log shipping streams", "--max-agent-streams-per-peer", max_streams_per_peer),
         new_nodes_(max_new_nodes_per_peer) {}
 
   grpc::ServerBidiReactor<v1::AgentMessage, v1::SchedulerMessage>* Connect(
@@ -96,6 +97,8 @@ class AgentServiceImpl final
   const AgentAuth auth_;
   RefusalEvents refusals_;
   PeerStreamLimiter streams_;
+  // ShipLogs holds a thread of the synchronous server per stream: as many per host as Connect's.
+  PeerStreamLimiter ship_streams_;
   NewNodeLimiter new_nodes_;
   storage::WorkdirStore* workdirs_ = nullptr;
   const JobSnapshots* snapshots_ = nullptr;

@@ -214,8 +214,9 @@ class Api {
   void ReadStoredLogs(const Caller& caller, const v1::ReadLogsRequest& r,
                       Reply<v1::ReadLogsResponse> done);
   // Serves the log of run `run_id` on `node` (`finished`: the run ended) from the request's
-  // offset (or its since/tail): from trainctld's copy where it holds the bytes or the node is
-  // not connected, else from the node's agent. On log_readers_.
+  // offset (or its since/tail): from trainctld's copy when it holds the whole range asked for
+  // (or the whole log) or the node is not connected, else from the node's agent. On
+  // log_readers_.
   void ServeLog(const std::string& node, const std::string& run_id, bool finished,
                 v1::ReadLogsRequest r, Reply<v1::ReadLogsResponse> done);
   // Reads trainctld's copy; says what is missing when the copy stops short and the node is away.
