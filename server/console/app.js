@@ -11,7 +11,8 @@
 // This file holds what every view shares (DOM helpers, formatting, the API client with its
 // Server-Sent Events reader, the error banner and the token bar) and the router. The views live
 // in their own files, loaded after this one by index.html: jobs.js (#/jobs), logs.js (the log
-// panel of a job page), job.js (#/jobs/{id}) and cluster.js (#/queue, #/nodes, #/projects).
+// panel of a job page), timeline.js (the runs of a job page's replicas over time), job.js
+// (#/jobs/{id}) and cluster.js (#/queue, #/nodes, #/projects).
 // They share one global object, window.trainctl: this file puts its helpers there, each view
 // file registers its view in window.trainctl.views, and the first route runs once the document
 // (and so every script) has loaded.

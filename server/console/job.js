@@ -1,8 +1,8 @@
 // job.js: the #/jobs/{id} view of the trainctl web console: one job, kept live by its watch
 // stream (Server-Sent Events, reconnecting until the job is terminal), with its error, spec,
-// replicas, attempts, events, a cancel (or, once it ended, delete) button and the log panel of
-// logs.js. Loaded after app.js and logs.js, whose helpers it takes from window.trainctl;
-// registers window.trainctl.views.job.
+// replicas, the timeline of their runs (timeline.js), attempts, events, a cancel (or, once it
+// ended, delete) button and the log panel of logs.js. Loaded after app.js, logs.js and
+// timeline.js, whose helpers it takes from window.trainctl; registers window.trainctl.views.job.
 'use strict';
 
 (function () {
@@ -10,6 +10,10 @@
   const {TERMINAL, h, clear, replaceContent, enumName, jobState, replicaState, badge, parseTime,
          fmtDurationMs, age, orDash, exitText, resourcesText, ApiError, api, sse, enc, showError,
          clearError, main, sectionTitle} = tc;
+
+  // Events read for a job page (the newest, oldest first), and the newest of them its table shows.
+  const EVENTS_READ = 2000;
+  const EVENTS_SHOWN = 500;
 
   // --- #/jobs/{id} -------------------------------------------------------------------------
 
@@ -24,6 +28,7 @@
     const eventsBox = h('div', {testid: 'job-events'}, h('p', {className: 'muted'}, 'Loading events…'));
     const liveBadge = h('span', {className: 'live', testid: 'watch-status'}, 'connecting');
     const logs = tc.logPanel(scope, id);
+    const timeline = tc.timelinePanel(scope);
 
     main.appendChild(h('section', {testid: 'job-view'},
       h('p', {className: 'crumbs'}, h('a', {href: '#/jobs'}, 'Jobs'), ' / ', id),
@@ -31,6 +36,7 @@
       h('div', {className: 'columns'},
         h('div', {className: 'col-main'},
           sectionTitle('Replicas'), replicasBox,
+          sectionTitle('Timeline'), timeline.element,
           sectionTitle('Attempts'), attemptsBox,
           sectionTitle('Logs'), logs.element,
           sectionTitle('Events'), eventsBox),
@@ -52,6 +58,7 @@
       renderReplicas();
       renderAttempts();
       logs.update(job);
+      timeline.update(job);
     }
 
     function cancelControl(state) {
@@ -292,7 +299,8 @@
         }))));
     }
 
-    // Events: reloaded when the job changes, at most once a second.
+    // Events: reloaded when the job changes, at most once a second. The timeline reads more of
+    // them than the table shows.
     let eventsDue = false;
     let eventsBusy = false;
     async function loadEvents() {
@@ -303,9 +311,12 @@
       eventsBusy = true;
       const c = scope.controller();
       try {
-        const resp = await api('GET', '/v1/events?jobId=' + enc(id) + '&limit=500', undefined, c.signal);
+        const resp = await api('GET', '/v1/events?jobId=' + enc(id) + '&limit=' + EVENTS_READ,
+                               undefined, c.signal);
         if (scope.closed) return;
-        renderEvents(resp.events || []);
+        const events = resp.events || [];
+        timeline.setEvents(events, events.length >= EVENTS_READ);
+        renderEvents(events.slice(-EVENTS_SHOWN));
       } catch (e) {
         if (!scope.closed && e.name !== 'AbortError') {
           replaceContent(eventsBox, h('p', {className: 'error-inline', testid: 'events-error'}, e.message));

@@ -8,15 +8,17 @@ submits a short job through the REST API, then in the browser:
   1. #/jobs: waits until the job's row shows SUCCEEDED;
   2. #/jobs/{id}: checks the job's state, its replica's row, at least one event row, and the
      replica's log, which holds what the job printed ("hello");
+  2b. the timeline of a second job, whose replica exits 3 once and is restarted in place: its
+     row shows two run bars, the first failed (USER_ERROR), the second succeeded;
   3. #/nodes: drains node-1 with its Drain button (a reason typed inline, then confirmed), and
      waits until the page shows it DRAINING or CORDONED and GET /v1/nodes/node-1 says so too;
   4. #/queue and #/projects: each renders its table (or its empty note) and no error banner.
 The console must log no JavaScript error, and no refusal by trainctld's Content-Security-Policy,
 on the way.
 
-Every page's screenshot goes to --artifacts (jobs.png, job.png, nodes.png, queue.png,
-projects.png); after a failure also failure.png, the page's source (page.html), the browser's
-console log (console.log) and the cluster's daemon logs.
+Every page's screenshot goes to --artifacts (jobs.png, job.png, timeline.png, nodes.png,
+queue.png, projects.png); after a failure also failure.png, the page's source (page.html), the
+browser's console log (console.log) and the cluster's daemon logs.
 
 Exit status: 0 when everything passed; 77 (ctest's SKIP_RETURN_CODE) when Chromium
 (/usr/bin/chromium), its driver (/usr/bin/chromedriver) or Selenium (python3-selenium) is not
@@ -67,6 +69,25 @@ JOB_SPEC = {
 }
 REPLICA = "chief-0"
 DRAINED_NODE = "node-1"
+
+# The timeline's job: its replica fails with status 3 on its first run (a marker file in its
+# checkpoint directory remembers it) and restartPolicy ON_FAILURE restarts it in place; its second
+# run succeeds.
+RESTART_SPEC = {
+    "displayName": "console-restart",
+    "project": "default",
+    "workerPools": [{
+        "name": "chief",
+        "replicaCount": 1,
+        "command": ["/bin/sh", "-c",
+                    'f="$TRAINCTL_CHECKPOINT_DIR/failed-once"; sleep 1; '
+                    'if [ -e "$f" ]; then echo second run; exit 0; fi; '
+                    'touch "$f"; echo first run fails; exit 3'],
+        "resources": {"cpu": 0.1, "memoryMb": "64"},
+    }],
+    "scheduling": {"restartPolicy": "RESTART_POLICY_ON_FAILURE", "stopGracePeriod": "5s",
+                   "timeout": "120s"},
+}
 
 
 class Failure(Exception):
@@ -325,6 +346,49 @@ def check_job_page(b, base, job_id):
     b.screenshot("job.png")
 
 
+def check_timeline(b, base):
+    """A replica that fails once and is restarted in place: the job page's timeline shows its
+    row with two run bars, the first failed with its class, the second succeeded."""
+    status, job = rest(base, "POST", "/v1/jobs", {"spec": RESTART_SPEC})
+    check(status == 200 and isinstance(job, dict) and job.get("id"),
+          f"POST /v1/jobs (the restarting job) answered {status}: {job}")
+    job_id = job["id"]
+    b.open(base + f"/#/jobs/{job_id}")
+    b.wait(f"the page of {job_id} to show SUCCEEDED", lambda: b.text("job-state") == "SUCCEEDED",
+           timeout=JOB_DEADLINE,
+           last=lambda: (b.text("job-state"), b.banner(),
+                         rest(base, "GET", f"/v1/jobs/{job_id}")[1]))
+    _, got = rest(base, "GET", f"/v1/jobs/{job_id}")
+    replicas = got.get("replicas") or [{}]
+    check(len(got.get("attempts") or []) == 1 and replicas[0].get("restartCount") == 1,
+          f"{job_id} was not restarted in place exactly once: {got}")
+
+    def runs():
+        return b.driver.find_elements(
+            b.By.CSS_SELECTOR,
+            f'[data-testid="timeline-row-{REPLICA}"] [data-testid^="timeline-run-{REPLICA}-"]')
+
+    def outcomes():
+        return [(r.get_attribute("data-testid"), r.get_attribute("data-outcome"),
+                 r.get_attribute("data-class")) for r in runs()]
+
+    want = [(f"timeline-run-{REPLICA}-1", "failed", "USER_ERROR"),
+            (f"timeline-run-{REPLICA}-2", "succeeded", None)]
+    b.wait(f"the timeline row of {REPLICA} to show a failed run, then a succeeded one",
+           lambda: outcomes() == want, last=lambda: (outcomes(), b.text("job-timeline")))
+    row = b.find(f"timeline-row-{REPLICA}")
+    check(row.get_attribute("data-runs") == "2",
+          f"the timeline row of {REPLICA} counts {row.get_attribute('data-runs')!r} runs, not 2")
+    tip = b.driver.execute_script(
+        "return arguments[0].querySelector('title').textContent;", runs()[0])
+    check("exited with status 3" in tip and "node-" in tip,
+          f"the first run's tooltip lacks its exit or node: {tip!r}")
+    check(b.find("timeline-note") is None or not b.find("timeline-note").is_displayed(),
+          f"the timeline shows a note for one replica: {b.text('timeline-note')!r}")
+    b.expect_no_banner(f"#/jobs/{job_id}")
+    b.screenshot("timeline.png")
+
+
 def check_job_delete(b, base, job_id):
     """Deletes the job that ended from its page: the page goes back to the list, which no longer
     shows it, and trainctld no longer knows it."""
@@ -483,6 +547,7 @@ def main():
         browser = Browser(args.artifacts)
         for step, fn, fn_args in (("#/jobs", check_jobs_page, (browser, base, job_id)),
                                   ("#/jobs/" + job_id, check_job_page, (browser, base, job_id)),
+                                  ("the job timeline", check_timeline, (browser, base)),
                                   ("#/nodes", check_nodes_page, (browser, base)),
                                   ("#/queue", check_queue_page, (browser, base)),
                                   ("#/projects", check_projects_page, (browser, base)),
