@@ -134,8 +134,8 @@ void Api::ServeLog(const std::string& node, const std::string& run_id, bool fini
   // it (the whole range asked for, or the whole log), so that either answers the same.
   const int64_t want = std::min<int64_t>(r.max_bytes() == 0 ? (1 << 20) : r.max_bytes(),
                                          parts_.limits.max_log_chunk);
-  const bool central = state->has_value() &&
-                       ((*state)->final || r.offset() + want <= (*state)->stored);
+  const bool central =
+      state->has_value() && ((*state)->final || r.offset() + want <= (*state)->stored);
   if (central || !connected) {
     return ReadCentralLog(node, run_id, finished, connected, r, std::move(done));
   }
