@@ -112,6 +112,7 @@ void Client::UseCurrent() {
   admin_ = v1::AdminService::NewStub(channel_);
   secrets_ = v1::SecretService::NewStub(channel_);
   workdirs_ = v1::WorkdirService::NewStub(channel_);
+  usage_ = v1::UsageService::NewStub(channel_);
 }
 
 absl::Status Client::FindLeader(std::chrono::milliseconds within) {

@@ -118,6 +118,8 @@ class Client {
   v1::AdminService::Stub& admin() { return *admin_; }
   v1::SecretService::Stub& secrets() { return *secrets_; }
   v1::WorkdirService::Stub& workdirs() { return *workdirs_; }
+  // UsageService (who used what), on the same channel.
+  v1::UsageService::Stub& usage() { return *usage_; }
 
   // Sets the per-RPC deadline (kRpcTimeout) on a context for a unary call.
   static void PrepareUnary(grpc::ClientContext* context);
@@ -149,6 +151,7 @@ class Client {
   std::unique_ptr<v1::AdminService::Stub> admin_;
   std::unique_ptr<v1::SecretService::Stub> secrets_;
   std::unique_ptr<v1::WorkdirService::Stub> workdirs_;
+  std::unique_ptr<v1::UsageService::Stub> usage_;
 };
 
 // The bearer token: `flag_value` (--token), else the first line of `file` (--token-file), else

@@ -63,5 +63,7 @@ absl::StatusOr<int> RunAdminBackup(const std::string& path, bool force, Client& 
 Command VersionCommand();
 // commands_secret.cc
 Command SecretCommand();
+// commands_usage.cc
+Command UsageCommand();
 
 }  // namespace trainctl::cli

@@ -67,7 +67,8 @@ int Main(int argc, char** argv) {
       SubmitCommand(),   GetCommand(),      DescribeCommand(), ListCommand(),    WaitCommand(),
       LogsCommand(),     CancelCommand(),   ResizeCommand(),   DeleteCommand(),  QueueCommand(),
       QuotaCommand(),    ProjectsCommand(), NodesCommand(),    NodeCommand(),    EventsCommand(),
-      ProgressCommand(), AdminCommand(),    WhoAmICommand(),   VersionCommand(), SecretCommand()};
+      ProgressCommand(), AdminCommand(),    WhoAmICommand(),   VersionCommand(), SecretCommand(),
+      UsageCommand()};
   const std::vector<FlagSpec> globals = GlobalFlags();
   std::vector<CommandSpec> specs;
   for (const Command& c : commands) specs.push_back(c.spec);

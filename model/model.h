@@ -506,6 +506,8 @@ struct Tally {
     double share = 0;
   };
   std::vector<FairShareSeen> fair_shares;
+  // What each project's replicas used since the last turn, undecayed (usage_rollup.h).
+  std::map<std::string, UsageAdded> usage_added;
 };
 
 // What one turn of the core decided, beyond its own in-memory state: rows to persist and
@@ -529,6 +531,9 @@ struct Effects {
   std::set<std::string> project_uids;
   // Projects' fair-share ledgers to write (fair_share.h: at most once a minute each).
   std::vector<UsageLedger> usage_ledgers;
+  // Hourly accounting rows to write (usage_rollup.h: at most once a minute each, when a run of
+  // theirs ends, and when their hour closes).
+  std::vector<UsageHour> usage_hours;
   // Jobs deleted, with their attempts, runs and events.
   std::vector<std::string> deleted_jobs;
   // For metrics only; not part of empty(): nothing in it is persisted or sent.
@@ -537,7 +542,8 @@ struct Effects {
   bool empty() const {
     return jobs.empty() && attempts.empty() && runs.empty() && nodes.empty() &&
            deleted_nodes.empty() && events.empty() && commands.empty() && quotas.empty() &&
-           project_uids.empty() && usage_ledgers.empty() && deleted_jobs.empty();
+           project_uids.empty() && usage_ledgers.empty() && usage_hours.empty() &&
+           deleted_jobs.empty();
   }
 };
 

@@ -84,13 +84,18 @@ void AdmissionQueue::Dequeue(const Job& job) {
 
 // --- Usage ---------------------------------------------------------------------------------------
 
-void AdmissionQueue::Hold(const std::string& project, const Res& need) {
+void AdmissionQueue::Hold(const UsageKey& key, const Res& need, bool run,
+                          absl::Duration queue_wait) {
+  fair_share_.rollup().Hold(key, need, run, queue_wait);
+  const std::string& project = key.project;
   ++version_;
   usage_[project].used += need;
   holders_[project]++;
 }
 
-void AdmissionQueue::Release(const std::string& project, const Res& need) {
+void AdmissionQueue::Release(const UsageKey& key, const Res& need) {
+  fair_share_.rollup().Release(key, need);
+  const std::string& project = key.project;
   ++version_;
   ProjectUsage& u = usage_[project];
   u.used -= need;

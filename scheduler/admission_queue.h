@@ -103,9 +103,11 @@ class AdmissionQueue {
 
   // --- Usage ---------------------------------------------------------------------------------
 
-  // A replica of `project` holds `need` now, or no longer does.
-  void Hold(const std::string& project, const Res& need);
-  void Release(const std::string& project, const Res& need);
+  // A replica of `key.project` holds `need` now, or no longer does; the rollup (usage_rollup.h)
+  // counts it under `key`, and a `run` (see UsageRollup::Hold) with its `queue_wait`.
+  void Hold(const UsageKey& key, const Res& need, bool run = false,
+            absl::Duration queue_wait = absl::ZeroDuration());
+  void Release(const UsageKey& key, const Res& need);
   // A job of `project` was admitted (PENDING, RUNNING, CANCELLING), or left those states.
   void Admitted(const std::string& project);
   void Released(const std::string& project);

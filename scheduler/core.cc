@@ -434,6 +434,15 @@ size_t Core::StartAdmitted(const AdmissionPlan& plan, absl::Time now, Effects* f
     fx->tally.fair_shares.push_back({row, share});
     fx->usage_ledgers.push_back(std::move(row));
   }
+  // The accounting rows the same accrual charged (usage_rollup.h).
+  UsageRollup& rollup = queue_.fair_share().rollup();
+  for (UsageHour& row : rollup.DueRows(now)) fx->usage_hours.push_back(std::move(row));
+  for (const auto& [project, added] : rollup.TakeAdded()) {
+    UsageAdded& sum = fx->tally.usage_added[project];
+    sum.gpu_seconds += added.gpu_seconds;
+    sum.cpu_seconds += added.cpu_seconds;
+    sum.memory_mb_seconds += added.memory_mb_seconds;
+  }
   for (const AdmissionPlan::Stockout& s : plan.stockouts) {
     Job* job = jobs_.Find(s.job_id);
     const RetryDecision d = DecideOnStockout(*job, s.missing);

@@ -101,6 +101,10 @@ class Core {
   void RestoreUsageLedgers(std::vector<UsageLedger> rows) {
     queue_.fair_share().Restore(std::move(rows));
   }
+  // The stored accounting rows of the latest hours (usage_rollup.h). REQUIRES: after Restore.
+  void RestoreUsageHours(std::vector<UsageHour> rows) {
+    queue_.fair_share().rollup().Restore(std::move(rows));
+  }
   // The projects' stored replica uids (project_uids.h).
   void RestoreProjectUids(std::map<std::string, uint32_t> uids) {
     queue_.uids().Restore(std::move(uids));

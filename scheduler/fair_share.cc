@@ -36,6 +36,7 @@ void FairShare::Accrue(const std::map<std::string, ProjectUsage>& held, absl::Ti
   if (!last_accrual_) last_accrual_ = now;
   if (now < *last_accrual_) return;  // a clock that stepped back: the next call goes on
   const absl::Duration elapsed = now - *last_accrual_;
+  rollup_.Accrue(*last_accrual_, now);
   const double seconds = DecayedSeconds(elapsed, options_.half_life);
   for (auto& [project, ledger] : ledgers_) {
     // Each ledger decays from its own time (a restored one may be older than this process).

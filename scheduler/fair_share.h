@@ -16,6 +16,10 @@
 //   double share = fs.Share("team-a", 2.0, capacity);    // lower goes first
 //   for (const UsageLedger& row : fs.DueRows(now)) ...  // at most once a minute per project
 //
+// The same accrual charges the rollup (usage_rollup.h): the undecayed hourly usage per project,
+// creator, node and labels that accounting reads. One record of usage, not two: fair share's
+// ledgers and the rollup's rows are charged by one call over one interval.
+//
 // The accrual between two calls charges the allocation held at the later call: trainctld's loop
 // calls it at the start of every turn, before the turn changes what replicas hold (and every
 // admission pass calls it again), so each interval is charged what was held in it.
@@ -31,6 +35,7 @@
 #include "absl/time/time.h"
 #include "model/model.h"
 #include "scheduler/admission.h"
+#include "scheduler/usage_rollup.h"
 
 namespace trainctl::sched {
 
@@ -59,8 +64,14 @@ class FairShare {
   void Restore(std::vector<UsageLedger> rows);
 
   // Brings every ledger to `now`: decays what it had, and adds what each project in `held` holds
-  // now for the time since the last accrual (decayed as it accrued).
+  // now for the time since the last accrual (decayed as it accrued); charges the rollup's rows
+  // with what its keys hold over the same interval, undecayed.
   void Accrue(const std::map<std::string, ProjectUsage>& held, absl::Time now);
+
+  // The hourly accounting rows the accrual charges (usage_rollup.h). Its keys' holds are kept
+  // by the admission queue (Hold/Release) beside `held`.
+  UsageRollup& rollup() { return rollup_; }
+  const UsageRollup& rollup() const { return rollup_; }
 
   // The ledgers changed since they were last written and not written within kWriteEvery; marks
   // them written.
@@ -82,6 +93,7 @@ class FairShare {
 
   FairShareOptions options_;
   std::map<std::string, UsageLedger> ledgers_;
+  UsageRollup rollup_;
   // When each ledger was last written; absent: never.
   std::map<std::string, absl::Time> written_;
   std::optional<absl::Time> last_accrual_;

@@ -25,6 +25,11 @@ std::string EventTypeOf(v1::JobState state) {
 
 }  // namespace
 
+UsageKey UsageKeyOf(const Job& job, const Replica& r) {
+  std::map<std::string, std::string> labels(job.spec.labels().begin(), job.spec.labels().end());
+  return UsageKey{job.project, job.creator, r.node, EncodeUsageLabels(labels)};
+}
+
 std::string When(absl::Time t) { return FormatRfc3339(ToMs(t)); }
 
 void JobLifecycle::Restore() {
@@ -32,7 +37,7 @@ void JobLifecycle::Restore() {
     for (const Replica& r : job.replicas) {
       if (!HoldsResources(r.state)) continue;
       binding_.Restore(job, r);
-      queue_->Hold(job.project, r.need);
+      queue_->Hold(UsageKeyOf(job, r), r.need);
     }
     if (IsAdmitted(job.state)) queue_->Admitted(job.project);
     if (job.state == v1::JOB_STATE_QUEUED) queue_->Enqueue(job);
@@ -51,17 +56,25 @@ void JobLifecycle::SetReplicaState(Job* job, Replica* r, v1::ReplicaState state)
   r->state = state;
   if (held && !holds) {
     binding_.Unbind(*r);
-    queue_->Release(job->project, r->need);
+    queue_->Release(UsageKeyOf(*job, *r), r->need);
   } else if (!held && holds) {
     binding_.Bind(*job, r);
-    queue_->Hold(job->project, r->need);
+    // A run placed from the queue (a new attempt) waited since its submission or retry.
+    const absl::Duration queue_wait =
+        job->queue_time && job->current() != nullptr && job->current()->start_time
+            ? *job->current()->start_time - *job->queue_time
+            : absl::ZeroDuration();
+    queue_->Hold(UsageKeyOf(*job, *r), r->need, /*run=*/true, queue_wait);
     jobs_->MarkActive(*job);
   }
 }
 
 void JobLifecycle::SetNode(const Job& job, Replica* r, const std::string& node) {
-  // The project holds the same either way; only the node changes.
+  // The project holds the same either way; only the node changes (and the rollup's key).
+  const bool moves = HoldsResources(r->state) && r->node != node;
+  if (moves) queue_->Release(UsageKeyOf(job, *r), r->need);
   binding_.Rebind(job, r, node);
+  if (moves) queue_->Hold(UsageKeyOf(job, *r), r->need);
 }
 
 void JobLifecycle::SetJobState(Job* job, v1::JobState state, const std::string& reason,

@@ -46,6 +46,10 @@
 
 namespace trainctl::sched {
 
+// The key `r`'s usage counts under while it holds resources (usage_rollup.h): the job's project,
+// creator and labels, and `r`'s node.
+UsageKey UsageKeyOf(const Job& job, const Replica& r);
+
 class JobLifecycle : private LifecycleOps {
  public:
   // The parts it keeps in step; they must outlive it.

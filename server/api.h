@@ -162,6 +162,11 @@ class Api {
   void DeleteSecret(const CallContext& call, const v1::DeleteSecretRequest& req,
                     Reply<v1::Secret> done);
 
+  // --- UsageService (api_usage.cc) -----------------------------------------------------------
+  // Read off the loop from the database's reader; a member gets only their projects' rows.
+  void GetUsage(const CallContext& call, const v1::GetUsageRequest& req,
+                Reply<v1::GetUsageResponse> done);
+
   // --- WorkdirService (api_workdirs.cc; the upload's stream is the transport's) -------------
   void GetWorkdir(const CallContext& call, const v1::GetWorkdirRequest& req,
                   Reply<v1::Workdir> done);

@@ -96,6 +96,7 @@ const std::vector<RouteInfo>& Routes() {
       {Route::kDeleteSecret, "trainctl.v1.SecretService/DeleteSecret", Permission::kManageSecrets},
       {Route::kUploadWorkdir, "trainctl.v1.WorkdirService/UploadWorkdir", Permission::kSubmit},
       {Route::kGetWorkdir, "trainctl.v1.WorkdirService/GetWorkdir", Permission::kSubmit},
+      {Route::kGetUsage, "trainctl.v1.UsageService/GetUsage", Permission::kRead},
   };
   return kRoutes;
 }

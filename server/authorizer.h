@@ -89,6 +89,7 @@ enum class Route {
   kDeleteSecret,
   kUploadWorkdir,
   kGetWorkdir,
+  kGetUsage,
 };
 
 struct RouteInfo {

@@ -198,6 +198,7 @@ absl::Status Daemon::LoadStateAndLoop() {
   loop_->set_metrics(&metrics_);
   if (lead_) metrics_.SetLeaderEpoch(lead_->epoch);
   loop_->set_job_retention_ms(opts.job_retention_ms);
+  loop_->set_usage_retention_ms(opts.usage_retention_ms);
   loop_->set_finished_job_cache_ms(opts.finished_job_cache_ms);
   loop_->set_finished_job_cache_jobs(opts.finished_job_cache_jobs);
   // Checked by the flag parser.
@@ -240,6 +241,7 @@ void Daemon::MakeServices() {
   agent_service_->set_logs(&*central_logs_);
   cluster_service_.emplace(&*api_);
   quota_service_.emplace(&*api_);
+  usage_service_.emplace(&*api_);
   secret_service_.emplace(&*api_);
   workdir_service_.emplace(&*api_);
   auth_service_.emplace(&*api_);
@@ -263,6 +265,7 @@ absl::Status Daemon::Listen() {
   builder.RegisterService(&*agent_service_);
   builder.RegisterService(&*cluster_service_);
   builder.RegisterService(&*quota_service_);
+  builder.RegisterService(&*usage_service_);
   builder.RegisterService(&*auth_service_);
   builder.RegisterService(&*admin_service_);
   builder.RegisterService(&*secret_service_);

@@ -65,6 +65,7 @@
 #include "server/secret_service.h"
 #include "server/tokens.h"
 #include "server/transport_security.h"
+#include "server/usage_service.h"
 #include "server/watch_hub.h"
 #include "server/workdir_service.h"
 
@@ -169,6 +170,7 @@ class Daemon {
   std::optional<AgentServiceImpl> agent_service_;
   std::optional<ClusterServiceImpl> cluster_service_;
   std::optional<QuotaServiceImpl> quota_service_;
+  std::optional<UsageServiceImpl> usage_service_;
   std::optional<AuthServiceImpl> auth_service_;
   std::optional<AdminServiceImpl> admin_service_;
   std::unique_ptr<grpc::Server> server_;

@@ -81,6 +81,9 @@ std::vector<FlagGroup> DaemonFlagGroups() {
         {"job-retention", 0, Kind::kValue, "D", "",
          "jobs that ended longer ago are deleted, with their attempts, runs and events, a few at "
          "a time (default 90d; 0: keep every job; `trainctl delete` deletes one sooner)"},
+        {"usage-retention", 0, Kind::kValue, "D", "",
+         "hourly usage rows (`trainctl usage`) older than this are deleted; they outlive the "
+         "jobs they count (default 730d; 0: keep them all; 1h..3650d)"},
         {"finished-job-cache", 0, Kind::kValue, "D", "",
          "jobs that ended stay in memory this long after their last change, then are read from "
          "the database, so memory and start-up hold the live jobs, however many are kept "

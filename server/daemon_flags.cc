@@ -322,6 +322,15 @@ absl::StatusOr<DaemonFlags> FromParsed(const ParsedArgs& parsed) {
       return BadFlagValue("--job-retention", "0 (keep every job) or at least 1s", text);
     }
   }
+  if (std::string text = parsed.Get("usage-retention"); !text.empty()) {
+    TC_ASSIGN_OR_RETURN(f.usage_retention_ms,
+                        ParseDurationFlag("--usage-retention", text, 0, 3650 * 86'400'000LL,
+                                          "a duration of 0 (keep all usage) or 1h to 3650d, "
+                                          "e.g. 730d"));
+    if (f.usage_retention_ms > 0 && f.usage_retention_ms < 3'600'000) {
+      return BadFlagValue("--usage-retention", "0 (keep all usage) or at least 1h", text);
+    }
+  }
   if (std::string text = parsed.Get("finished-job-cache"); !text.empty()) {
     TC_ASSIGN_OR_RETURN(f.finished_job_cache_ms,
                         ParseDurationFlag("--finished-job-cache", text, 0, 30 * 86'400'000LL,
@@ -470,6 +479,7 @@ std::vector<std::pair<std::string, std::string>> DaemonConfigEntries(const Daemo
       {"reservation-after",
        f.reservation_after_ms < 0 ? "off" : FormatDurationExact(f.reservation_after_ms)},
       {"job-retention", FormatDurationExact(f.job_retention_ms)},
+      {"usage-retention", FormatDurationExact(f.usage_retention_ms)},
       {"finished-job-cache", FormatDurationExact(f.finished_job_cache_ms)},
       {"finished-job-cache-jobs", absl::StrCat(f.finished_job_cache_jobs)},
       {"port-range", absl::StrCat(f.port_range.lo, "-", f.port_range.hi)},

@@ -90,6 +90,8 @@ struct DaemonFlags {
   int64_t reservation_after_ms = 600'000;
   // Terminal jobs that ended longer ago are deleted: 0 (never), or 1s to 3650d.
   int64_t job_retention_ms = 90 * 86'400'000LL;
+  // Hourly usage rows older than this are deleted: 0 (never), or 1h to 3650d.
+  int64_t usage_retention_ms = 730 * 86'400'000LL;
   // Terminal jobs leave memory this long after their last change: 0s to 30d.
   int64_t finished_job_cache_ms = 10 * 60'000;
   // And at most this many of them.

@@ -31,6 +31,7 @@ DaemonOptions DaemonOptionsFromFlags(const DaemonFlags& flags) {
   }
   core.nodes.ports = flags.port_range;
   options.job_retention_ms = flags.job_retention_ms;
+  options.usage_retention_ms = flags.usage_retention_ms;
   options.finished_job_cache_ms = flags.finished_job_cache_ms;
   options.finished_job_cache_jobs = flags.finished_job_cache_jobs;
   // A log chunk's reply leaves room for its other fields.

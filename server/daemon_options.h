@@ -22,6 +22,8 @@ struct DaemonOptions {
   // jobs that ended longer ago than the cache, or beyond its count, stay in the database
   // (JobArchive reads them), so that a burst of jobs that ended at once is not read whole.
   int64_t job_retention_ms = 0;
+  // Hourly usage rows older than this are deleted (0: never).
+  int64_t usage_retention_ms = 0;
   int64_t finished_job_cache_ms = 0;
   int64_t finished_job_cache_jobs = 0;
   ApiLimits api;

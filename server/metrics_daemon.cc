@@ -4,6 +4,7 @@
 
 #include <array>
 #include <chrono>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "common/enum_names.h"
@@ -128,6 +129,21 @@ DaemonMetrics::DaemonMetrics()
           "each second halved every --fair-share-half-life, by resource (gpu, cpu, memory_mb). "
           "Updated at most once a minute.",
           {"project", "resource"})),
+      usage_gpu_(registry_.AddCounter(
+          "trainctl_usage_gpu_seconds_total",
+          "GPU-seconds allocated to each project's replicas (GPUs held times the seconds held), "
+          "undecayed, in whole seconds, since this trainctld started; `trainctl usage` keeps "
+          "them by the hour.",
+          {"project"})),
+      usage_cpu_(registry_.AddCounter(
+          "trainctl_usage_cpu_seconds_total",
+          "CPU-seconds allocated to each project's replicas, as trainctl_usage_gpu_seconds_total.",
+          {"project"})),
+      usage_memory_(
+          registry_.AddCounter("trainctl_usage_memory_mb_seconds_total",
+                               "MiB-seconds of memory allocated to each project's replicas, as "
+                               "trainctl_usage_gpu_seconds_total.",
+                               {"project"})),
       logs_received_(registry_
                          .AddCounter("trainctl_log_received_bytes_total",
                                      "Bytes of the replicas' logs the agents shipped into "
@@ -227,6 +243,23 @@ void DaemonMetrics::OnCommitted(const sched::Tally& tally,
     fair_share_usage_.With({f.usage.project, "gpu"}).Set(f.usage.gpu_seconds);
     fair_share_usage_.With({f.usage.project, "cpu"}).Set(f.usage.cpu_seconds);
     fair_share_usage_.With({f.usage.project, "memory_mb"}).Set(f.usage.memory_mb_seconds);
+  }
+  for (const auto& [project, added] : tally.usage_added) {
+    sched::UsageAdded& carry = usage_carry_[project];
+    carry.gpu_seconds += added.gpu_seconds;
+    carry.cpu_seconds += added.cpu_seconds;
+    carry.memory_mb_seconds += added.memory_mb_seconds;
+    // Whole seconds to the counters; the fraction waits for the next turn.
+    auto take = [](double* seconds) {
+      const double whole = std::floor(*seconds);
+      *seconds -= whole;
+      return static_cast<uint64_t>(whole);
+    };
+    if (const uint64_t n = take(&carry.gpu_seconds); n > 0) usage_gpu_.With({project}).Increment(n);
+    if (const uint64_t n = take(&carry.cpu_seconds); n > 0) usage_cpu_.With({project}).Increment(n);
+    if (const uint64_t n = take(&carry.memory_mb_seconds); n > 0) {
+      usage_memory_.With({project}).Increment(n);
+    }
   }
 }
 

@@ -91,11 +91,17 @@ class DaemonMetrics {
   metrics::HistogramFamily& preemption_seconds_;
   metrics::GaugeFamily& fair_share_;
   metrics::GaugeFamily& fair_share_usage_;
+  metrics::CounterFamily& usage_gpu_;
+  metrics::CounterFamily& usage_cpu_;
+  metrics::CounterFamily& usage_memory_;
   metrics::Counter& logs_received_;
   metrics::Counter& logs_evicted_;
   // OnCommitted's thread only: the counter of each event type, so that counting an event takes
   // neither a lock nor an allocation.
   std::map<std::string, metrics::Counter*, std::less<>> event_counters_;
+  // OnCommitted's thread only: each project's usage not yet counted, the fraction of a second
+  // the whole-second counters above have not taken yet.
+  std::map<std::string, sched::UsageAdded> usage_carry_;
 
   mutable absl::Mutex mu_;
   // Nodes by (state, health), and those connected, as of the last OnNodes.

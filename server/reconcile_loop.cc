@@ -182,6 +182,12 @@ void ReconcileLoop::RunTurn(std::vector<Item> items) {
     batch.project_uids.emplace_back(project, *core_->ProjectUid(project));
   }
   batch.project_usage = std::move(fx.usage_ledgers);
+  batch.usage_hours = std::move(fx.usage_hours);
+  if (usage_retention_ms_ > 0 && now_ms >= next_usage_retention_ms_) {
+    // Usage outlives its jobs: its own retention deletes the oldest hours, a batch a minute.
+    batch.expire_usage_before_ms = now_ms - usage_retention_ms_;
+    next_usage_retention_ms_ = now_ms + 60'000;
+  }
   batch.tokens = std::move(writes.tokens);
   batch.secrets = std::move(writes.secrets);
   batch.deleted_secrets = std::move(writes.deleted_secrets);

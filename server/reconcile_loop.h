@@ -145,6 +145,9 @@ class ReconcileLoop {
   // Terminal jobs that ended longer ago than this are deleted (0: never). Set before Start().
   void set_job_retention_ms(int64_t ms) { retention_ms_ = ms; }
   int64_t job_retention_ms() const { return retention_ms_; }
+  // Hourly usage rows (usage_hours) of hours older than this are deleted, at most
+  // storage::kUsageExpireBatch a minute (0: never). Set before Start().
+  void set_usage_retention_ms(int64_t ms) { usage_retention_ms_ = ms; }
   // Terminal jobs leave memory this long after their last change (0: at once). Set before
   // Start().
   void set_finished_job_cache_ms(int64_t ms) { finished_cache_ms_ = ms; }
@@ -202,11 +205,13 @@ class ReconcileLoop {
   JobSnapshots* const snapshots_;
   const Clock clock_;
   int64_t retention_ms_ = 0;
+  int64_t usage_retention_ms_ = 0;
   int64_t finished_cache_ms_ = 10 * 60'000;
   int64_t finished_cache_jobs_ = 10'000;
 
   // Loop thread only.
   int64_t next_retention_ms_ = 0;
+  int64_t next_usage_retention_ms_ = 0;
   // Where the current retention pass goes on from.
   storage::EndedJob retention_cursor_;
   int64_t last_tick_ms_ = 0;

@@ -35,6 +35,7 @@ absl::StatusOr<LoadedState> LoadState(storage::Store& store, const sched::CoreOp
   out.core->RestoreLastCreate(absl::FromUnixMillis(snap->last_create_ms));
   out.core->RestoreProjectUids(std::move(snap->project_uids));
   out.core->RestoreUsageLedgers(std::move(snap->project_usage));
+  out.core->RestoreUsageHours(std::move(snap->usage_hours));
   out.tokens = std::move(snap->tokens);
   out.secrets = std::move(snap->secrets);
   return out;

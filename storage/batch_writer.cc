@@ -8,6 +8,7 @@
 #include "storage/job_rows.h"
 #include "storage/pg_statement.h"
 #include "storage/statement.h"
+#include "storage/usage_rows.h"
 
 namespace trainctl::storage {
 namespace {
@@ -130,6 +131,24 @@ absl::Status WriteBatch(Cache& cache, const BatchSql& sql, Batch& batch) {
         return st.Run({u.project, u.gpu_seconds, u.cpu_seconds, u.memory_mb_seconds,
                        absl::ToUnixMillis(u.as_of)});
       }));
+  TC_RETURN_IF_ERROR(RunEach(
+      cache,
+      "INSERT INTO usage_hours (hour_ms, project, creator, node, labels, gpu_seconds, cpu_seconds, "
+      "memory_mb_seconds, runs, wall_seconds, queue_wait_seconds) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
+      "ON CONFLICT(hour_ms, project, creator, node, labels) DO UPDATE SET "
+      "gpu_seconds=excluded.gpu_seconds, cpu_seconds=excluded.cpu_seconds, "
+      "memory_mb_seconds=excluded.memory_mb_seconds, runs=excluded.runs, "
+      "wall_seconds=excluded.wall_seconds, queue_wait_seconds=excluded.queue_wait_seconds",
+      batch.usage_hours, [](auto& st, const sched::UsageHour& u) {
+        return st.Run({absl::ToUnixMillis(u.hour), u.key.project, u.key.creator, u.key.node,
+                       u.key.labels, u.gpu_seconds, u.cpu_seconds, u.memory_mb_seconds, u.runs,
+                       u.wall_seconds, u.queue_wait_seconds});
+      }));
+  if (batch.expire_usage_before_ms > 0) {
+    TC_RETURN_IF_ERROR(RunEach(cache, kExpireUsageSql,
+                               std::vector<int64_t>{batch.expire_usage_before_ms},
+                               [](auto& st, int64_t before) { return st.Run({before}); }));
+  }
   TC_RETURN_IF_ERROR(RunEach(
       cache,
       "INSERT INTO project_secrets (project, name, sealed, size, update_ms) VALUES (?,?,?,?,?) "

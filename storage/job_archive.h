@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "model/model.h"
 #include "storage/job_rows.h"
+#include "storage/usage_rows.h"
 #include "trainctl/v1/job.pb.h"
 
 namespace trainctl::storage {
@@ -63,6 +64,9 @@ class JobArchive {
   virtual absl::Status AddAttempts(v1::Job* job) = 0;
 
   virtual absl::StatusOr<std::vector<sched::Event>> ListEvents(const EventQuery& q) = 0;
+
+  // The hourly usage rows `q` asks for, summed per key (ReadUsage, usage_rows.h).
+  virtual absl::StatusOr<std::vector<sched::UsageHour>> ListUsage(const UsageQuery& q) = 0;
 
   // Where the log of (job, replica, attempt, restart) lives, like Core::LocateRun for a job the
   // core no longer holds: attempt 0 means the job's last attempt, restart < 0 the latest run of

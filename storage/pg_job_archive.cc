@@ -73,6 +73,12 @@ absl::StatusOr<std::vector<sched::Event>> PgJobArchive::ListEvents(const EventQu
   return ReadEvents(cache_, q);
 }
 
+absl::StatusOr<std::vector<sched::UsageHour>> PgJobArchive::ListUsage(const UsageQuery& q) {
+  absl::MutexLock lock(&mu_);
+  TC_RETURN_IF_ERROR(conn_->EnsureConnected());
+  return ReadUsage(cache_, q);
+}
+
 absl::StatusOr<RunLocation> PgJobArchive::LocateRun(const std::string& job_id,
                                                     const std::string& replica, int32_t attempt,
                                                     int32_t restart) {

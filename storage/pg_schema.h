@@ -230,6 +230,23 @@ inline constexpr const char* kPgMigrations[] = {
       PRIMARY KEY (run_id, start_offset)
     );
     )sql",
+    // 17 -> 18: the hourly usage rollup (schema.h).
+    R"sql(
+    CREATE TABLE IF NOT EXISTS usage_hours (
+      hour_ms            BIGINT NOT NULL,
+      project            TEXT COLLATE "C" NOT NULL,
+      creator            TEXT COLLATE "C" NOT NULL,
+      node               TEXT COLLATE "C" NOT NULL,
+      labels             TEXT COLLATE "C" NOT NULL,
+      gpu_seconds        DOUBLE PRECISION NOT NULL,
+      cpu_seconds        DOUBLE PRECISION NOT NULL,
+      memory_mb_seconds  DOUBLE PRECISION NOT NULL,
+      runs               BIGINT NOT NULL,
+      wall_seconds       DOUBLE PRECISION NOT NULL,
+      queue_wait_seconds DOUBLE PRECISION NOT NULL,
+      PRIMARY KEY (hour_ms, project, creator, node, labels)
+    );
+    )sql",
 };
 
 // The SQLSTATE of trainctl_fence's error: this trainctld's lease epoch is no longer current.

@@ -217,6 +217,25 @@ inline constexpr const char* kMigrations[] = {
     R"sql(
     SELECT 1;
     )sql",
+    // 17 -> 18: the hourly usage rollup (scheduler/usage_rollup.h): what each (project, creator,
+    // node, labels) used in each hour, undecayed, written whole by upsert. Kept beyond job
+    // retention; trainctld --usage-retention deletes rows by their hour.
+    R"sql(
+    CREATE TABLE IF NOT EXISTS usage_hours (
+      hour_ms            INTEGER NOT NULL,   -- the hour's start, ms since the epoch (UTC)
+      project            TEXT NOT NULL,
+      creator            TEXT NOT NULL,
+      node               TEXT NOT NULL,
+      labels             TEXT NOT NULL,      -- "k=v,k2=v2" (model/usage_ledger.h)
+      gpu_seconds        REAL NOT NULL,
+      cpu_seconds        REAL NOT NULL,
+      memory_mb_seconds  REAL NOT NULL,
+      runs               INTEGER NOT NULL,
+      wall_seconds       REAL NOT NULL,
+      queue_wait_seconds REAL NOT NULL,
+      PRIMARY KEY (hour_ms, project, creator, node, labels)
+    );
+    )sql",
 };
 
 }  // namespace trainctl::storage

@@ -10,6 +10,7 @@
 #include "storage/job_rows.h"
 #include "storage/pg_statement.h"
 #include "storage/statement.h"
+#include "storage/usage_rows.h"
 
 namespace trainctl::storage {
 namespace {
@@ -114,6 +115,19 @@ absl::StatusOr<Snapshot> LoadSnapshot(Cache& cache, const SnapshotSql& sql, int6
       u.memory_mb_seconds = row.Double(3);
       u.as_of = absl::FromUnixMillis(row.Int(4));
       snap.project_usage.push_back(std::move(u));
+      return absl::OkStatus();
+    }));
+  }
+  {
+    // The latest hour only: the rollup goes on from it while it is open (usage_rollup.h).
+    TC_ASSIGN_OR_RETURN(
+        auto* st,
+        cache.Get("SELECT hour_ms, project, creator, node, labels, gpu_seconds, cpu_seconds, "
+                  "memory_mb_seconds, runs, wall_seconds, queue_wait_seconds FROM usage_hours "
+                  "WHERE hour_ms = (SELECT MAX(hour_ms) FROM usage_hours)"));
+    TC_RETURN_IF_ERROR(st->Bind({}));
+    TC_RETURN_IF_ERROR(ForEachRow(*st, [&](auto& row) -> absl::Status {
+      snap.usage_hours.push_back(UsageHourOfRow(row));
       return absl::OkStatus();
     }));
   }

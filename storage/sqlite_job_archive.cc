@@ -68,6 +68,11 @@ absl::StatusOr<std::vector<sched::Event>> SqliteJobArchive::ListEvents(const Eve
   return ReadEvents(cache_, q);
 }
 
+absl::StatusOr<std::vector<sched::UsageHour>> SqliteJobArchive::ListUsage(const UsageQuery& q) {
+  absl::MutexLock lock(&mu_);
+  return ReadUsage(cache_, q);
+}
+
 absl::StatusOr<RunLocation> SqliteJobArchive::LocateRun(const std::string& job_id,
                                                         const std::string& replica, int32_t attempt,
                                                         int32_t restart) {

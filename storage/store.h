@@ -14,7 +14,9 @@
 // (the secrets projects keep for their jobs, each value sealed: server/secret_box.h), and
 // workdirs, workdir_chunks and workdir_uses (jobs' working directories, which WorkdirStore
 // reads and writes on a connection of its own: storage/workdir_store.h); in PostgreSQL only,
-// log_runs and log_pieces (the runs' logs, which PgLogStore keeps: storage/pg_log_store.h).
+// log_runs and log_pieces (the runs' logs, which PgLogStore keeps: storage/pg_log_store.h);
+// usage_hours (the hourly usage rollup, scheduler/usage_rollup.h; kept beyond job retention and
+// read by UsageQuery, storage/usage_query.h).
 // The schema is versioned (kSchemaVersion, the same numbers in both dialects); opening a store
 // applies every pending migration in order, each in its own transaction, and refuses a database
 // written by a newer trainctld.
@@ -73,6 +75,8 @@ struct Snapshot {
   std::map<std::string, uint32_t> project_uids;
   // Each project's fair-share ledger.
   std::vector<sched::UsageLedger> project_usage;
+  // The usage rollup's rows of the latest hour stored (scheduler/usage_rollup.h), to go on from.
+  std::vector<sched::UsageHour> usage_hours;
   // Every project secret, by project and name.
   std::vector<SecretRow> secrets;
   // Every API token, oldest first.
@@ -101,6 +105,11 @@ struct Batch {
   std::vector<std::pair<std::string, uint32_t>> project_uids;
   // Fair-share ledger rows to upsert, keyed by their project.
   std::vector<sched::UsageLedger> project_usage;
+  // Hourly usage rows to upsert whole, keyed by (hour, project, creator, node, labels).
+  std::vector<sched::UsageHour> usage_hours;
+  // When set (> 0): deletes at most kUsageExpireBatch (usage_rows.h) usage_hours rows of hours
+  // before it, oldest first (trainctld --usage-retention).
+  int64_t expire_usage_before_ms = 0;
   // Project secret rows to upsert, keyed by (project, name), and (project, name) of those to
   // delete (after the upserts).
   std::vector<SecretRow> secrets;
@@ -116,8 +125,9 @@ struct Batch {
   bool empty() const {
     return jobs.empty() && attempts.empty() && runs.empty() && nodes.empty() &&
            deleted_nodes.empty() && events.empty() && quotas.empty() && project_uids.empty() &&
-           project_usage.empty() && secrets.empty() && deleted_secrets.empty() &&
-           workdir_uses.empty() && tokens.empty() && deleted_jobs.empty();
+           project_usage.empty() && usage_hours.empty() && expire_usage_before_ms <= 0 &&
+           secrets.empty() && deleted_secrets.empty() && workdir_uses.empty() && tokens.empty() &&
+           deleted_jobs.empty();
   }
 };
 
@@ -130,7 +140,7 @@ struct EndedJob {
 class Store {
  public:
   // The schema version this build writes.
-  static constexpr int kSchemaVersion = 17;
+  static constexpr int kSchemaVersion = 18;
 
   virtual ~Store() = default;
 

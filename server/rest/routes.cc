@@ -316,6 +316,11 @@ std::vector<Route> MakeRoutes() {
              "application/json", {}, &PrepullImage),
       Unary("GET", "/v1/events", "trainctl.v1.ClusterService/ListEvents", "",
             "The event log, oldest first.", &Api::ListEvents),
+      Unary("GET", "/v1/usage", "trainctl.v1.UsageService/GetUsage", "",
+            "Who used what: allocated GPU-, CPU- and memory-seconds, runs, wall time and queue "
+            "wait, summed by ?by=project|user|node|label:KEY over the hours that overlap "
+            "[?since, ?until).",
+            &Api::GetUsage),
       Unary("GET", "/v1/projects", "trainctl.v1.QuotaService/ListProjects", "",
             "Projects with their quotas and usage.", &Api::ListProjects),
       Unary("GET", "/v1/projects/{project}/quota", "trainctl.v1.QuotaService/GetQuota", "",

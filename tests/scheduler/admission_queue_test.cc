@@ -71,12 +71,12 @@ struct Queue {
     const Job& job = *jobs.Find(id);
     queue.Dequeue(job);
     queue.Admitted(job.project);
-    queue.Hold(job.project, DemandOf(job));
+    queue.Hold(UsageKey{job.project, "", "", ""}, DemandOf(job));
   }
   // A job of `project` already runs, holding `cpu`.
   void Running(const std::string& project, double cpu) {
     queue.Admitted(project);
-    queue.Hold(project, {cpu, 0, 0});
+    queue.Hold(UsageKey{project, "", "", ""}, {cpu, 0, 0});
   }
   // A pass asked for (the core wakes the queue when something changed).
   AdmissionPlan Pass(absl::Time now) {
@@ -241,7 +241,7 @@ void Cohort(Queue* q, int a_borrows, int b_gpus, int a_holds) {
   REQUIRE(q->queue.SetQuota(a, kT0, &fx).ok());
   REQUIRE(q->queue.SetQuota(b, kT0, &fx).ok());
   q->queue.Admitted("team-a");
-  q->queue.Hold("team-a", {0, 0, a_holds});
+  q->queue.Hold(UsageKey{"team-a", "", "", ""}, {0, 0, a_holds});
 }
 
 TEST_CASE("AdmissionQueue: a cohort's unused quota is lent once") {
@@ -421,7 +421,7 @@ TEST_CASE("AdmissionQueue: queue timeouts expire oldest first, a retry's after 3
 
 TEST_CASE("AdmissionQueue: usage is counted from Hold/Release and Admitted/Released exactly") {
   Queue q;
-  for (int i = 0; i < 3; ++i) q.queue.Hold("p", {0.1, 10, 1});
+  for (int i = 0; i < 3; ++i) q.queue.Hold(UsageKey{"p", "", "", ""}, {0.1, 10, 1});
   q.queue.Admitted("p");
   CHECK(q.queue.UsageOf("p").used.memory_mb == 30);
   CHECK(q.queue.UsageOf("p").used.gpus == 3);
@@ -430,7 +430,7 @@ TEST_CASE("AdmissionQueue: usage is counted from Hold/Release and Admitted/Relea
   std::shared_ptr<const QueueState> state = q.queue.State(q.jobs, q.nodes);
   CHECK(state->UsageOf("p").used.gpus == 3);
 
-  for (int i = 0; i < 3; ++i) q.queue.Release("p", {0.1, 10, 1});
+  for (int i = 0; i < 3; ++i) q.queue.Release(UsageKey{"p", "", "", ""}, {0.1, 10, 1});
   CHECK(q.queue.UsageOf("p").used.cpu == 0);  // exactly: no float residue
   CHECK(q.queue.UsageOf("p").running_jobs == 1);
   q.queue.Released("p");

@@ -148,6 +148,10 @@ TEST_CASE("every trainctld flag sets its field", "[daemon_flags]") {
   flags = ParseDaemonFlags(With({"--job-retention", "0"}));
   REQUIRE(flags.ok());
   CHECK(flags->job_retention_ms == 0);
+  CHECK(flags->usage_retention_ms == 730 * 86'400'000LL);  // the default: two years
+  flags = ParseDaemonFlags(With({"--usage-retention", "365d"}));
+  REQUIRE(flags.ok());
+  CHECK(flags->usage_retention_ms == 365 * 86'400'000LL);
   flags = ParseDaemonFlags(With({"--finished-job-cache", "0s"}));
   REQUIRE(flags.ok());
   CHECK(flags->finished_job_cache_ms == 0);
@@ -220,6 +224,8 @@ TEST_CASE("a bad trainctld command line is an error that says what to give", "[d
       {With({"--fair-share-resource-weights", "gpu=0,cpu=0,memory=0"}),
        "--fair-share-resource-weights must be gpu=W,cpu=W,memory=W with each W from 0 to 1000, "
        "not all 0, got \"gpu=0,cpu=0,memory=0\""},
+      {With({"--usage-retention", "10m"}),
+       "--usage-retention must be 0 (keep all usage) or at least 1h, got \"10m\""},
       {With({"--job-retention", "500ms"}),
        "--job-retention must be 0 (keep every job) or at least 1s, got \"500ms\""},
       {With({"--job-retention", "3651d"}),
@@ -451,6 +457,7 @@ TEST_CASE("trainctld's usage lists every flag with its default", "[daemon_flags]
                            "--max-agent-streams-per-peer N",
                            "--max-watches-per-peer N",
                            "--job-retention D",
+                           "--usage-retention D",
                            "--lease-duration D",
                            "--advertise-address HOST:PORT",
                            "--advertise-http-address HOST:PORT",
