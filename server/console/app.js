@@ -7,12 +7,13 @@
 //   #/queue         queued jobs in admission order with what blocks each one
 //   #/nodes         nodes, with cordon, uncordon and drain
 //   #/projects      projects: quotas and what they use
+//   #/usage         what each project used over time, from the hourly usage records
 //
 // This file holds what every view shares (DOM helpers, formatting, the API client with its
 // Server-Sent Events reader, the error banner and the token bar) and the router. The views live
 // in their own files, loaded after this one by index.html: jobs.js (#/jobs), logs.js (the log
 // panel of a job page), timeline.js (the runs of a job page's replicas over time), job.js
-// (#/jobs/{id}) and cluster.js (#/queue, #/nodes, #/projects).
+// (#/jobs/{id}), cluster.js (#/queue, #/nodes, #/projects) and usage.js (#/usage).
 // They share one global object, window.trainctl: this file puts its helpers there, each view
 // file registers its view in window.trainctl.views, and the first route runs once the document
 // (and so every script) has loaded.
@@ -441,6 +442,9 @@
       } else if (section === 'projects') {
         document.title = 'Projects · trainctl';
         views.projects(viewScope);
+      } else if (section === 'usage') {
+        document.title = 'Usage · trainctl';
+        views.usage(viewScope, params);
       } else {
         main.appendChild(h('p', {className: 'empty', testid: 'not-found'},
                            'No such page: #/' + hash + '. ', h('a', {href: '#/jobs'}, 'Jobs')));

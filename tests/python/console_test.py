@@ -12,13 +12,15 @@ submits a short job through the REST API, then in the browser:
      row shows two run bars, the first failed (USER_ERROR), the second succeeded;
   3. #/nodes: drains node-1 with its Drain button (a reason typed inline, then confirmed), and
      waits until the page shows it DRAINING or CORDONED and GET /v1/nodes/node-1 says so too;
-  4. #/queue and #/projects: each renders its table (or its empty note) and no error banner.
+  4. #/queue and #/projects: each renders its table (or its empty note) and no error banner;
+  5. #/usage: the project of the first job (it held CPU for 2 s) has a row with CPU-hours above
+     zero and at least one bar in the chart (console_usage.py).
 The console must log no JavaScript error, and no refusal by trainctld's Content-Security-Policy,
 on the way.
 
 Every page's screenshot goes to --artifacts (jobs.png, job.png, timeline.png, nodes.png,
-queue.png, projects.png); after a failure also failure.png, the page's source (page.html), the
-browser's console log (console.log) and the cluster's daemon logs.
+queue.png, projects.png, usage.png); after a failure also failure.png, the page's source
+(page.html), the browser's console log (console.log) and the cluster's daemon logs.
 
 Exit status: 0 when everything passed; 77 (ctest's SKIP_RETURN_CODE) when Chromium
 (/usr/bin/chromium), its driver (/usr/bin/chromedriver) or Selenium (python3-selenium) is not
@@ -42,6 +44,7 @@ HERE = os.path.dirname(os.path.realpath(__file__))
 sys.path.insert(0, HERE)
 
 from minicluster import MiniCluster, eventually  # noqa: E402  pylint: disable=wrong-import-position
+from console_usage import check_usage_page  # noqa: E402  pylint: disable=wrong-import-position
 
 EXIT_SKIP = 77
 CHROMIUM = "/usr/bin/chromium"
@@ -62,7 +65,7 @@ JOB_SPEC = {
     "workerPools": [{
         "name": "chief",
         "replicaCount": 1,
-        "command": ["/bin/sh", "-c", "echo hello from the console test; sleep 1"],
+        "command": ["/bin/sh", "-c", "echo hello from the console test; sleep 2"],
         "resources": {"cpu": 0.1, "memoryMb": "64"},
     }],
     "scheduling": {"stopGracePeriod": "5s", "timeout": "120s"},
@@ -552,6 +555,7 @@ def main():
                                   ("#/queue", check_queue_page, (browser, base)),
                                   ("#/projects", check_projects_page, (browser, base)),
                                   ("preemption", check_preemption, (browser, base, cluster)),
+                                  ("#/usage", check_usage_page, (browser, base, "default")),
                                   ("deleting the job", check_job_delete,
                                    (browser, base, job_id))):
             fn(*fn_args)
