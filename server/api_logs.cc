@@ -17,6 +17,11 @@ namespace api_logs_internal {
 // The most lines --tail may ask for.
 constexpr int32_t kMaxTailLines = 1'000'000;
 
+// The bytes a read of `r` returns at most: maxBytes (0: 1 MiB), within what fits an answer.
+int64_t ChunkBytes(const v1::ReadLogsRequest& r, int64_t max_log_chunk) {
+  return std::min<int64_t>(r.max_bytes() == 0 ? (1 << 20) : r.max_bytes(), max_log_chunk);
+}
+
 std::string MissingWords(int64_t missing) {
   return missing > 0 ? absl::StrCat(", at least ", FormatDecimalBytes(missing), " (", missing,
                                     " bytes) short of what the node wrote")
@@ -132,8 +137,7 @@ void Api::ServeLog(const std::string& node, const std::string& run_id, bool fini
   }
   // A connected agent has every byte of its file; the copy serves the read when it holds all of
   // it (the whole range asked for, or the whole log), so that either answers the same.
-  const int64_t want = std::min<int64_t>(r.max_bytes() == 0 ? (1 << 20) : r.max_bytes(),
-                                         parts_.limits.max_log_chunk);
+  const int64_t want = api_logs_internal::ChunkBytes(r, parts_.limits.max_log_chunk);
   const bool central =
       state->has_value() && ((*state)->final || r.offset() + want <= (*state)->stored);
   if (central || !connected) {
@@ -151,10 +155,8 @@ void Api::ReadCentralLog(const std::string& node, const std::string& run_id, boo
   const std::string where =
       absl::StrCat(finished ? "the run ended on node " : "the run is on node ", node,
                    ", which is not connected");
-  absl::StatusOr<storage::LogSlice> slice =
-      parts_.logs->Read(run_id, r.offset(),
-                        std::min<int64_t>(r.max_bytes() == 0 ? (1 << 20) : r.max_bytes(),
-                                          parts_.limits.max_log_chunk));
+  absl::StatusOr<storage::LogSlice> slice = parts_.logs->Read(
+      run_id, r.offset(), api_logs_internal::ChunkBytes(r, parts_.limits.max_log_chunk));
   if (absl::IsNotFound(slice.status())) {
     resp.set_incomplete(absl::StrCat(
         where, ", and none of its log reached trainctld: it can be read once its agent is back"));
@@ -181,8 +183,7 @@ void Api::RequestLog(const std::string& node, const std::string& run_id, bool fi
   v1::ReadLog read;
   read.set_run_id(run_id);
   read.set_offset(r.offset());
-  read.set_max_bytes(std::min<int64_t>(r.max_bytes() == 0 ? (1 << 20) : r.max_bytes(),
-                                       parts_.limits.max_log_chunk));
+  read.set_max_bytes(api_logs_internal::ChunkBytes(r, parts_.limits.max_log_chunk));
   parts_.registry->RequestLog(
       node, read, [this, node, run_id, finished, r, done](absl::StatusOr<v1::LogData> data) {
         if (absl::IsUnavailable(data.status()) && parts_.logs != nullptr) {

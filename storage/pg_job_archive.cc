@@ -30,10 +30,7 @@ absl::StatusOr<T> PgJobArchive::ReadTransaction(Fn body) {
   absl::Status ended = result.ok() ? conn_->Exec("COMMIT") : absl::OkStatus();
   if (!result.ok() || !ended.ok()) {
     cache_.ResetAll();
-    if (PQstatus(conn_->raw()) == CONNECTION_OK &&
-        PQtransactionStatus(conn_->raw()) != PQTRANS_IDLE) {
-      conn_->Exec("ROLLBACK").IgnoreError();
-    }
+    conn_->RollBackOpen();
   }
   if (!ended.ok()) return ended;
   return result;

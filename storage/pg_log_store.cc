@@ -65,16 +65,8 @@ absl::StatusOr<std::unique_ptr<PgLogStore>> PgLogStore::Open(const std::string& 
                                                              const std::string& application_name) {
   TC_ASSIGN_OR_RETURN(std::unique_ptr<PgConnection> conn,
                       PgConnection::Connect(uri, application_name));
-  TC_ASSIGN_OR_RETURN(
-      std::optional<std::string> tables,
-      conn->QueryValue("SELECT count(to_regclass(t))::text FROM unnest(ARRAY['log_runs', "
-                       "'log_pieces']) AS t"));
-  if (tables != "2") {
-    return absl::FailedPreconditionError(
-        absl::StrCat(conn->where(),
-                     " has no log tables (schema version 17): open it with the store first, "
-                     "which migrates it"));
-  }
+  TC_RETURN_IF_ERROR(
+      conn->CheckTables({"log_runs", "log_pieces"}, "log tables (schema version 17)"));
   return std::unique_ptr<PgLogStore>(new PgLogStore(std::move(conn)));
 }
 
@@ -92,10 +84,7 @@ absl::Status PgLogStore::Write(const std::function<absl::Status()>& body) {
   if (s.ok()) s = conn_->Exec("COMMIT");
   if (s.ok()) return s;
   cache_.ResetAll();
-  if (PQstatus(conn_->raw()) == CONNECTION_OK &&
-      PQtransactionStatus(conn_->raw()) != PQTRANS_IDLE) {
-    conn_->Exec("ROLLBACK").IgnoreError();
-  }
+  conn_->RollBackOpen();
   return s;
 }
 

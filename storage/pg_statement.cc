@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "storage/pg_schema.h"
 
 namespace trainctl::storage {
@@ -182,6 +183,25 @@ absl::Status PgConnection::FinishPipeline() {
 void PgConnection::ForgetPrepared() {
   if (PQstatus(conn_) == CONNECTION_OK) Exec("DEALLOCATE ALL").IgnoreError();
   ++session_;
+}
+
+void PgConnection::RollBackOpen() {
+  if (PQstatus(conn_) == CONNECTION_OK && PQtransactionStatus(conn_) != PQTRANS_IDLE) {
+    Exec("ROLLBACK").IgnoreError();
+  }
+}
+
+absl::Status PgConnection::CheckTables(const std::vector<std::string>& tables,
+                                       const std::string& what) {
+  TC_ASSIGN_OR_RETURN(
+      std::optional<std::string> found,
+      QueryValue(absl::StrCat("SELECT count(to_regclass(t))::text FROM unnest(ARRAY['",
+                              absl::StrJoin(tables, "', '"), "']) AS t")));
+  if (found != std::to_string(tables.size())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        where(), " has no ", what, ": open it with the store first, which migrates it"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status PgConnection::Exec(const std::string& sql) {

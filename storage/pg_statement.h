@@ -71,6 +71,13 @@ class PgConnection {
   absl::Status Exec(const std::string& sql);
   // Runs `sql` and returns the first column of its first row ("" when there is none or NULL).
   absl::StatusOr<std::optional<std::string>> QueryValue(const std::string& sql);
+  // After a failed transaction: ROLLBACK when the session is still in it (a lost connection or a
+  // server that rolled back already needs none).
+  void RollBackOpen();
+  // OK when every one of `tables` exists; else FAILED_PRECONDITION naming `what` (e.g. "log
+  // tables (schema version 17)") and saying to open the database with the store first, which
+  // migrates it. For the stores that share the main store's database on connections of their own.
+  absl::Status CheckTables(const std::vector<std::string>& tables, const std::string& what);
 
   // The error of `res` (may be null) as a canonical status, with `what` as its context.
   absl::Status Error(const std::string& what, const pg_result* res) const;

@@ -78,10 +78,7 @@ absl::Status PgStore::WriteTransaction(Fn body) {
   if (s.ok()) s = conn_->Exec("COMMIT");
   if (s.ok()) return s;
   cache_.ResetAll();
-  if (PQstatus(conn_->raw()) == CONNECTION_OK &&
-      PQtransactionStatus(conn_->raw()) != PQTRANS_IDLE) {
-    conn_->Exec("ROLLBACK").IgnoreError();
-  }
+  conn_->RollBackOpen();
   if (IsFenced(s) && on_fenced_) on_fenced_(s);
   return s;
 }

@@ -23,16 +23,8 @@ absl::StatusOr<std::unique_ptr<PgWorkdirStore>> PgWorkdirStore::Open(
     const std::string& uri, const std::string& application_name) {
   TC_ASSIGN_OR_RETURN(std::unique_ptr<PgConnection> conn,
                       PgConnection::Connect(uri, application_name));
-  TC_ASSIGN_OR_RETURN(
-      std::optional<std::string> tables,
-      conn->QueryValue("SELECT count(to_regclass(t))::text FROM unnest(ARRAY['workdirs', "
-                       "'workdir_chunks', 'workdir_uses']) AS t"));
-  if (tables != "3") {
-    return absl::FailedPreconditionError(
-        absl::StrCat(conn->where(),
-                     " has no workdirs tables (schema version 16): open it with the store first, "
-                     "which migrates it"));
-  }
+  TC_RETURN_IF_ERROR(conn->CheckTables({"workdirs", "workdir_chunks", "workdir_uses"},
+                                       "workdirs tables (schema version 16)"));
   return std::unique_ptr<PgWorkdirStore>(new PgWorkdirStore(std::move(conn)));
 }
 
@@ -51,10 +43,7 @@ absl::Status PgWorkdirStore::Write(const std::function<absl::Status()>& body) {
   if (s.ok()) s = conn_->Exec("COMMIT");
   if (s.ok()) return s;
   cache_.ResetAll();
-  if (PQstatus(conn_->raw()) == CONNECTION_OK &&
-      PQtransactionStatus(conn_->raw()) != PQTRANS_IDLE) {
-    conn_->Exec("ROLLBACK").IgnoreError();
-  }
+  conn_->RollBackOpen();
   return s;
 }
 
