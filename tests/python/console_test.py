@@ -204,7 +204,16 @@ class Browser:
             shutil.rmtree(self.profile, ignore_errors=True)
 
     def open(self, url):
+        """Loads url; reloads it (twice at most) when Chromium dropped its scripts' requests on a
+        change of the host's network (net::ERR_NETWORK_CHANGED: tests beside it change interfaces)."""
+        seen = len(self.read_console())
         self.driver.get(url)
+        for _ in range(2):
+            if not any("ERR_NETWORK_CHANGED" in e.get("message", "")
+                       for e in self.read_console()[seen:]):
+                return
+            seen = len(self.console)
+            self.driver.refresh()
 
     def find(self, testid):
         """The element with that data-testid, or None."""
