@@ -385,8 +385,9 @@ absl::StatusOr<std::optional<LogRunState>> FileLogStore::State(const std::string
   return run->state;
 }
 
-absl::Status FileLogStore::ReadRun(const std::string& run_id,
-                                   const std::function<absl::Status(Run&)>& read) {
+absl::StatusOr<LogSlice> FileLogStore::Read(const std::string& run_id, int64_t offset,
+                                            int64_t max_bytes) {
+  TC_RETURN_IF_ERROR(CheckLogRead(run_id, offset, max_bytes));
   absl::ReaderMutexLock dir_lock(&dir_mu_);
   TC_ASSIGN_OR_RETURN(std::shared_ptr<Run> run, GetRun(run_id));
   absl::MutexLock lock(&run->mu);
@@ -394,81 +395,71 @@ absl::Status FileLogStore::ReadRun(const std::string& run_id,
   if (!run->exists) {
     return absl::NotFoundError(absl::StrCat("the store holds no log of run ", run_id));
   }
-  return read(*run);
-}
-
-absl::StatusOr<LogSlice> FileLogStore::Read(const std::string& run_id, int64_t offset,
-                                            int64_t max_bytes) {
-  TC_RETURN_IF_ERROR(CheckLogRead(run_id, offset, max_bytes));
   LogSlice slice;
-  TC_RETURN_IF_ERROR(ReadRun(run_id, [&](Run& r) -> absl::Status {
-    Run* run = &r;
-    slice.state = run->state;
-    slice.next_offset = offset;
-    std::string chunk;
-    for (size_t i = file_log_store_internal::PieceAt(run->pieces, offset); i < run->pieces.size();
-         ++i) {
-      const log_segment::PieceIndex& p = run->pieces[i];
-      if (p.next_offset == p.offset) continue;  // a gap of no length
-      if (p.gap) {
-        if (!slice.data.empty()) break;
-        TC_RETURN_IF_ERROR(log_segment::ReadAt(run->fd, p.pos, p.length, &slice.data, run->path));
-        slice.next_offset = p.next_offset;
-        break;
-      }
-      const int64_t skip = std::max<int64_t>(offset - p.offset, 0);
-      const int64_t want =
-          std::min<int64_t>(p.length - skip, max_bytes - static_cast<int64_t>(slice.data.size()));
-      TC_RETURN_IF_ERROR(
-          log_segment::ReadAt(run->fd, p.pos + skip, static_cast<size_t>(want), &chunk, run->path));
-      slice.data += chunk;
-      slice.next_offset = p.offset + skip + want;
-      if (static_cast<int64_t>(slice.data.size()) >= max_bytes) break;
+  slice.state = run->state;
+  slice.next_offset = offset;
+  std::string chunk;
+  for (size_t i = file_log_store_internal::PieceAt(run->pieces, offset); i < run->pieces.size();
+       ++i) {
+    const log_segment::PieceIndex& p = run->pieces[i];
+    if (p.next_offset == p.offset) continue;  // a gap of no length
+    if (p.gap) {
+      if (!slice.data.empty()) break;
+      TC_RETURN_IF_ERROR(log_segment::ReadAt(run->fd, p.pos, p.length, &slice.data, run->path));
+      slice.next_offset = p.next_offset;
+      break;
     }
-    return absl::OkStatus();
-  }));
+    const int64_t skip = std::max<int64_t>(offset - p.offset, 0);
+    const int64_t want =
+        std::min<int64_t>(p.length - skip, max_bytes - static_cast<int64_t>(slice.data.size()));
+    TC_RETURN_IF_ERROR(
+        log_segment::ReadAt(run->fd, p.pos + skip, static_cast<size_t>(want), &chunk, run->path));
+    slice.data += chunk;
+    slice.next_offset = p.offset + skip + want;
+    if (static_cast<int64_t>(slice.data.size()) >= max_bytes) break;
+  }
   return slice;
 }
 
 absl::StatusOr<int64_t> FileLogStore::OffsetSince(const std::string& run_id, int64_t since_ms) {
-  int64_t offset = 0;
-  TC_RETURN_IF_ERROR(ReadRun(run_id, [&](Run& run) -> absl::Status {
-    offset = run.state.stored;
-    for (const log_segment::PieceIndex& p : run.pieces) {
-      if (p.next_offset > p.offset && p.time_ms >= since_ms) {
-        offset = p.offset;
-        break;
-      }
-    }
-    return absl::OkStatus();
-  }));
-  return offset;
+  absl::ReaderMutexLock dir_lock(&dir_mu_);
+  TC_ASSIGN_OR_RETURN(std::shared_ptr<Run> run, GetRun(run_id));
+  absl::MutexLock lock(&run->mu);
+  TC_RETURN_IF_ERROR(Prepare(*run, /*index=*/true));
+  if (!run->exists) {
+    return absl::NotFoundError(absl::StrCat("the store holds no log of run ", run_id));
+  }
+  for (const log_segment::PieceIndex& p : run->pieces) {
+    if (p.next_offset > p.offset && p.time_ms >= since_ms) return p.offset;
+  }
+  return run->state.stored;
 }
 
 absl::StatusOr<int64_t> FileLogStore::TailOffset(const std::string& run_id, int lines) {
   constexpr int64_t kChunk = 64 << 10;
-  int64_t offset = 0;
-  TC_RETURN_IF_ERROR(ReadRun(run_id, [&](Run& r) -> absl::Status {
-    Run* run = &r;
-    LogTailCounter tail(lines, run->state.stored);
-    std::string chunk;
-    for (auto p = run->pieces.rbegin(); p != run->pieces.rend() && !tail.done(); ++p) {
-      if (p->gap) {
-        tail.Gap(p->offset, p->next_offset);
-        continue;
-      }
-      for (int64_t end = p->length; end > 0 && !tail.done();) {
-        const int64_t start = std::max<int64_t>(end - kChunk, 0);
-        TC_RETURN_IF_ERROR(log_segment::ReadAt(
-            run->fd, p->pos + start, static_cast<size_t>(end - start), &chunk, run->path));
-        tail.Written(p->offset + start, chunk);
-        end = start;
-      }
+  absl::ReaderMutexLock dir_lock(&dir_mu_);
+  TC_ASSIGN_OR_RETURN(std::shared_ptr<Run> run, GetRun(run_id));
+  absl::MutexLock lock(&run->mu);
+  TC_RETURN_IF_ERROR(Prepare(*run, /*index=*/true));
+  if (!run->exists) {
+    return absl::NotFoundError(absl::StrCat("the store holds no log of run ", run_id));
+  }
+  LogTailCounter tail(lines, run->state.stored);
+  std::string chunk;
+  for (auto p = run->pieces.rbegin(); p != run->pieces.rend() && !tail.done(); ++p) {
+    if (p->gap) {
+      tail.Gap(p->offset, p->next_offset);
+      continue;
     }
-    offset = tail.result();
-    return absl::OkStatus();
-  }));
-  return offset;
+    for (int64_t end = p->length; end > 0 && !tail.done();) {
+      const int64_t start = std::max<int64_t>(end - kChunk, 0);
+      TC_RETURN_IF_ERROR(log_segment::ReadAt(run->fd, p->pos + start,
+                                             static_cast<size_t>(end - start), &chunk, run->path));
+      tail.Written(p->offset + start, chunk);
+      end = start;
+    }
+  }
+  return tail.result();
 }
 
 absl::Status FileLogStore::DeleteJob(const std::string& job_id) {

@@ -37,7 +37,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -96,10 +95,6 @@ class FileLogStore final : public LogStore {
   // as its verified summary says, or loaded whole), and with `index`, its pieces indexed.
   // REQUIRES: run.mu held (not annotated: Run is not defined here).
   absl::Status Prepare(Run& run, bool index) ABSL_NO_THREAD_SAFETY_ANALYSIS
-      ABSL_LOCKS_EXCLUDED(mu_);
-  // Runs `read` on run `run_id` made ready with its index, under the locks a reader holds (the
-  // directory's shared, the run's); NOT_FOUND when the store holds no copy of it.
-  absl::Status ReadRun(const std::string& run_id, const std::function<absl::Status(Run&)>& read)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Records `state` as its run's verified summary; with null, forgets the run's.
   void SetSummary(const std::string& run_id, const std::string& job_id, const LogRunState* state)
