@@ -197,6 +197,7 @@ Agent::Agent(Options options)
         "log shipping is off (--no-log-shipping): the replicas' logs stay on this node, and "
         "`trainctl logs` reads them only while this agent is connected");
   }
+  stack_captures_ = std::make_unique<WorkQueue>(kStackCaptureThreads, kMaxStackCaptures);
   worker_ = std::thread([this] { WorkerLoop(); });
   exit_checker_ = std::thread([this] { ExitCheckLoop(); });
   if (options_.delay_exit_status >= 0) exit_delayer_ = std::thread([this] { DelayedExitLoop(); });
@@ -224,6 +225,7 @@ Agent::~Agent() {
     if (context_ != nullptr) context_->TryCancel();
   }
   worker_.join();
+  stack_captures_.reset();  // finishes the captures (and their stops) that wait
   exit_checker_.join();
   fencer_.join();
   if (exit_delayer_.joinable()) exit_delayer_.join();
@@ -501,6 +503,9 @@ void Agent::Handle(const trainctl::v1::SchedulerMessage& message) {
     case trainctl::v1::SchedulerMessage::kPrepullImage:
       Prepull(message.prepull_image());
       break;
+    case trainctl::v1::SchedulerMessage::kDumpStacks:
+      DumpStacksNow(message.dump_stacks());
+      break;
     case trainctl::v1::SchedulerMessage::kRunChecks: {
       spdlog::info("the scheduler asked for a check run");
       absl::MutexLock lock(&mu_);
@@ -536,9 +541,13 @@ void Agent::WorkerLoop() {
     } else if (command.has_stop()) {
       const trainctl::v1::StopReplica& stop = command.stop();
       LogScope scope = LogScope::ForRun(stop.run_id());
-      absl::Status status = runtime_->Stop(stop.run_id(), stop.grace_period_ms(), stop.reason());
-      if (!status.ok())
+      if (!stop.capture_stacks().empty()) {
+        CaptureThenStop(stop);
+      } else if (absl::Status status =
+                     runtime_->Stop(stop.run_id(), stop.grace_period_ms(), stop.reason());
+                 !status.ok()) {
         spdlog::warn("run {}: cannot stop: {}", stop.run_id(), std::string(status.message()));
+      }
     } else if (command.has_notice()) {
       const trainctl::v1::NoticeReplica& notice = command.notice();
       LogScope scope = LogScope::ForRun(notice.run_id());

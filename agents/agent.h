@@ -109,11 +109,18 @@
 #include "agents/report_buffer.h"
 #include "agents/report_journal.h"
 #include "agents/scheduler_link.h"
+#include "agents/stack_capture.h"
 #include "agents/workdir_cache.h"
 #include "common/version.h"
+#include "common/work_queue.h"
 #include "trainctl/v1/agent.grpc.pb.h"
 
 namespace trainctl::agent {
+
+// Stack captures run a few at once (a node's replicas are dumped in parallel when their attempt
+// ends); more wait, up to kMaxStackCaptures, and a stop beyond that goes without stacks.
+inline constexpr int kStackCaptureThreads = 8;
+inline constexpr size_t kMaxStackCaptures = 1024;
 
 class Agent {
  public:
@@ -170,6 +177,9 @@ class Agent {
     // off), looking for new bytes every log_ship_interval (--log-ship-interval).
     bool ship_logs = true;
     absl::Duration log_ship_interval = absl::Milliseconds(200);
+    // How stacks are captured before the stops that ask for it and on request
+    // (StopReplica.capture_stacks, DumpStacks; agent_stacks.cc); a zero timeout captures none.
+    StackCaptureOptions stacks;
     CpuPolicy cpu_policy = CpuPolicy::kNone;
     int min_shared_cpus = 1;
     // Test hook: hold the exit of every run whose status is `delay_exit_status` (0..255; a run
@@ -273,6 +283,14 @@ class Agent {
   std::unique_ptr<ReplicaRuntime> MakeRuntime(ReplicaRuntime::Options runtime_options);
   // Answers a PrepullImage from a thread of its own.
   void Prepull(const trainctl::v1::PrepullImage& request) ABSL_LOCKS_EXCLUDED(mu_);
+  // StopReplica with capture_stacks: captures the run's stacks on stack_captures_, reports them
+  // (journaled, before the run's exit), then stops the run; stops it at once when captures are
+  // off or too many wait (agent_stacks.cc).
+  void CaptureThenStop(const trainctl::v1::StopReplica& stop) ABSL_LOCKS_EXCLUDED(mu_);
+  // Answers a DumpStacks on stack_captures_.
+  void DumpStacksNow(const trainctl::v1::DumpStacks& request) ABSL_LOCKS_EXCLUDED(mu_);
+  // The stacks of the run's processes now, with `reason`.
+  trainctl::v1::ReplicaStacks CaptureRun(const std::string& run_id, const std::string& reason);
   // The settings of the node's containers.
   ContainerSettings ContainerSettingsOf() const;
 
@@ -414,6 +432,9 @@ class Agent {
   // leftover replicas) runs first.
   // The replicas (replica_runtime.h): a ProcessLauncher unless Options::runtime builds another.
   const std::unique_ptr<ReplicaRuntime> runtime_;
+  // Runs stack captures, a few at once, so that none holds up the commands behind it.
+  // Destroyed (finishing what waits) before runtime_, which its captures ask about runs.
+  std::unique_ptr<WorkQueue> stack_captures_;
   // Ships the runs' logs (Options::ship_logs); null when off. Set by the constructor, stopped
   // by Shutdown() and the destructor (before runtime_ goes, which it asks about runs).
   std::unique_ptr<LogShipper> log_shipper_;

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "agents/gpu_inventory.h"
 #include "agents/host_resources.h"
 #include "agents/run_files.h"
@@ -50,6 +51,9 @@ absl::StatusOr<Agent::Options> AgentOptionsFromFlags(const AgentFlags& flags) {
   options.max_log_bytes = flags.max_log_bytes;
   options.ship_logs = !flags.no_log_shipping;
   options.log_ship_interval = flags.log_ship_interval;
+  options.stacks.program = absl::StrSplit(flags.stack_dump_program, ' ', absl::SkipEmpty());
+  options.stacks.timeout = flags.stack_timeout;
+  options.stacks.max_bytes = static_cast<size_t>(flags.stack_max_kb) << 10;
   options.cpu_policy = flags.cpu_policy;
   options.min_shared_cpus = std::max(1, static_cast<int>(std::ceil(flags.reserve_cpu)));
   options.delay_exit_status = flags.delay_exit_status;

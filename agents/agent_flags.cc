@@ -165,6 +165,16 @@ std::vector<FlagGroup> AgentFlagGroups() {
          "logs` then reads only from connected agents (default: false)"},
         {"log-ship-interval", 0, Kind::kValue, "D", "",
          "how often the replicas' new log output is shipped to trainctld (default: 200ms)"},
+        {"stack-dump-program", 0, Kind::kValue, "CMD", "",
+         "the program that prints a process's stacks before trainctl stops a hung replica or the "
+         "replicas of an ending attempt (`trainctl stacks`), with its arguments separated by "
+         "spaces; the pid is added last (default: gdb in batch mode: every thread's native stack "
+         "and, with python3.11-dbg installed, the Python stack)"},
+        {"stack-timeout", 0, Kind::kValue, "D", "",
+         "the longest a replica's stack capture may take (all its processes at once); the stop "
+         "waits for it; 0 captures none (default: 10s)"},
+        {"stack-max-kb", 0, Kind::kValue, "KB", "",
+         "the most text kept of one replica's stacks (default: 256)"},
         {"inject-launch-failures", 0, Kind::kValue, "N", "",
          "testing only: fail the first N launches as the host's fault, -1 for every launch "
          "(default: 0)"},
@@ -443,6 +453,17 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
       {"--health-check-program", text(&flags.checks.health_check_program)},
       {"--startup-script", text(&flags.checks.startup_script)},
       {"--pids-max", whole(&flags.pids_max, 0)},
+      {"--stack-dump-program", text(&flags.stack_dump_program)},
+      {"--stack-timeout", duration(&flags.stack_timeout, true)},
+      {"--stack-max-kb",
+       [&](auto& f, auto& v) -> absl::Status {
+         int64_t kb = 0;
+         if (!absl::SimpleAtoi(v, &kb) || kb < 1 || kb > 65536) {
+           return BadFlagValue(f, "a whole number of KB, 1..65536", v);
+         }
+         flags.stack_max_kb = kb;
+         return absl::OkStatus();
+       }},
       {"--job-tmpfs-size",
        [&](auto& f, auto& v) -> absl::Status {
          TC_ASSIGN_OR_RETURN(flags.job_tmpfs_size, ParseJobTmpfsSize(f, v));

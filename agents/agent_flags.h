@@ -76,6 +76,13 @@ struct AgentFlags {
   bool no_log_shipping = false;
   // --log-ship-interval: how often new log bytes are looked for and shipped.
   absl::Duration log_ship_interval = absl::Milliseconds(200);
+  // --stack-dump-program: the program (and leading arguments, split on spaces) that prints a
+  // process's stacks, given its pid last; empty: gdb (stack_capture.h).
+  std::string stack_dump_program;
+  // --stack-timeout: the longest a replica's stack capture takes; 0: none is captured.
+  absl::Duration stack_timeout = absl::Seconds(10);
+  // --stack-max-kb: the most text kept of one replica's stacks.
+  int64_t stack_max_kb = 256;
   // Test hook: fail the first N launches as host errors; -1: all.
   int inject_launch_failures = 0;
   // Test hook (--inject-exit-report-delay CODE:DURATION): hold the exit report of every run that

@@ -80,6 +80,9 @@ class ContainerRuntime final : public ReplicaRuntime {
   // False while the run's image is pulled or its launch is handed to the launcher; then the
   // launcher's answer.
   bool LogFinal(const std::string& run_id) const override;
+  pid_t ProcessGroupOf(const std::string& run_id) const override {
+    return inner_->ProcessGroupOf(run_id);
+  }
   std::vector<trainctl::v1::KnownRun> KnownRuns() const override;
   int ActiveCount() const override;
   bool WaitUntilIdle(absl::Time deadline) const override;

@@ -154,6 +154,7 @@ class ProcessLauncher final : public ReplicaRuntime {
   // True once the run is kExited, or unknown to this launcher; false while it is launching,
   // running or exiting (its end being reported). Defined in launcher_monitor.cc.
   bool LogFinal(const std::string& run_id) const override ABSL_LOCKS_EXCLUDED(mu_);
+  pid_t ProcessGroupOf(const std::string& run_id) const override ABSL_LOCKS_EXCLUDED(mu_);
 
   // Every process that runs (pid known and exit not yet reported), with running = true.
   std::vector<trainctl::v1::KnownRun> KnownRuns() const override ABSL_LOCKS_EXCLUDED(mu_);

@@ -363,6 +363,13 @@ bool ProcessLauncher::LogFinal(const std::string& run_id) const {
   return it == runs_.end() || it->second.state == RunState::kExited;
 }
 
+pid_t ProcessLauncher::ProcessGroupOf(const std::string& run_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = runs_.find(run_id);
+  if (it == runs_.end() || it->second.state != RunState::kRunning) return 0;
+  return it->second.pid;
+}
+
 void ProcessLauncher::ForgetOldRunsLocked() {
   while (exited_order_.size() > kMaxExitedRuns) {
     runs_.erase(exited_order_.front());

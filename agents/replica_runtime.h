@@ -187,6 +187,10 @@ class ReplicaRuntime {
   // reported. Only meaningful for runs that survived an agent restart once AdoptRecordedRuns
   // returned.
   virtual bool LogFinal(const std::string& run_id) const = 0;
+  // The process group of a run that is running (its replica process's pid, which leads the
+  // group its processes share): whose stacks a capture dumps (stack_capture.h). 0 when the run
+  // is unknown or not running (still launching, stopping, or ended).
+  virtual pid_t ProcessGroupOf(const std::string& run_id) const = 0;
   // Every replica that runs (started, end not yet reported), with running = true.
   virtual std::vector<trainctl::v1::KnownRun> KnownRuns() const = 0;
   // How many runs are being launched or running.

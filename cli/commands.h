@@ -65,5 +65,7 @@ Command VersionCommand();
 Command SecretCommand();
 // commands_usage.cc
 Command UsageCommand();
+// commands_stacks.cc
+Command StacksCommand();
 
 }  // namespace trainctl::cli

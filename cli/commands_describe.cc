@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "cli/describe_view.h"
+#include "cli/stacks_view.h"
 #include "common/time_util.h"
 
 namespace trainctl::cli {
@@ -31,6 +32,20 @@ absl::StatusOr<int> RunDescribe(const ParsedArgs& args, Client& client) {
   });
   if (!status.ok()) return client.ToStatus(status);
   std::cout << RenderEventsSection(response.events(), WallNowMs()) << std::flush;
+  // Where the replicas were when they were last stopped, if stacks were kept. Best effort: a
+  // viewer may not read them, and an older trainctld has none.
+  v1::GetStacksRequest stacks_request;
+  stacks_request.set_job_id(job.id());
+  stacks_request.set_summary_only(true);
+  v1::GetStacksResponse stacks;
+  if (client
+          .Unary([&](grpc::ClientContext* context) {
+            return client.stub().GetStacks(context, stacks_request, &stacks);
+          })
+          .ok()) {
+    const std::string section = RenderStacksSection(job.id(), stacks);
+    if (!section.empty()) std::cout << "\n" << section << std::flush;
+  }
   return kExitOk;
 }
 
@@ -43,8 +58,9 @@ Command DescribeCommand() {
                    "Shows what get shows, the retry budgets used (re-dispatches after host "
                    "faults too),\nwhat a host fault does (faultTolerance.jobRetryNum), the "
                    "failing replica's last output,\neach replica's moves and note on its last "
-                   "transition, why each attempt ended and\nwhat was decided, and the job's last "
-                   "20 events.",
+                   "transition, why each attempt ended and\nwhat was decided, the job's last "
+                   "20 events, and where its replicas were when they\nwere last stopped "
+                   "(`trainctl stacks`).",
                    {},
                    1,
                    1};

@@ -68,7 +68,7 @@ int Main(int argc, char** argv) {
       LogsCommand(),     CancelCommand(),   ResizeCommand(),   DeleteCommand(),  QueueCommand(),
       QuotaCommand(),    ProjectsCommand(), NodesCommand(),    NodeCommand(),    EventsCommand(),
       ProgressCommand(), AdminCommand(),    WhoAmICommand(),   VersionCommand(), SecretCommand(),
-      UsageCommand()};
+      UsageCommand(),    StacksCommand()};
   const std::vector<FlagSpec> globals = GlobalFlags();
   std::vector<CommandSpec> specs;
   for (const Command& c : commands) specs.push_back(c.spec);

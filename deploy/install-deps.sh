@@ -28,6 +28,8 @@ tests=(
                      # and runs (runc) them
   docker-registry buildah busybox-static  # the image cache's tests: a real registry on loopback
                                           # and tiny busybox images built offline
+  gdb python3.11-dbg  # the agent's stack captures of hung replicas: gdb, and the py-bt of
+                      # Debian's Python (agents/stack_capture.h) and its tests
 )
 case "${1:-}" in
   --build) packages=("${build[@]}") ;;

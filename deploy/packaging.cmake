@@ -112,9 +112,10 @@ that trainctld runs as.")
 
 set(CPACK_DEBIAN_AGENT_PACKAGE_NAME trainctl-agent)
 # Replicas that name a container image: the agent pulls it with skopeo, unpacks it with umoci
-# (agents/image_cache.h) and runs it with runc. Recommended: hosts that run only host processes
-# need none of them.
-set(CPACK_DEBIAN_AGENT_PACKAGE_RECOMMENDS "skopeo, umoci, runc")
+# (agents/image_cache.h) and runs it with runc. gdb (and python3.11-dbg for Python frames) print
+# replicas' stacks before they are stopped (agents/stack_capture.h). Recommended: hosts that run
+# only host processes need no image tools, and a host without gdb captures no stacks.
+set(CPACK_DEBIAN_AGENT_PACKAGE_RECOMMENDS "skopeo, umoci, runc, gdb, python3.11-dbg")
 set(CPACK_DEBIAN_AGENT_PACKAGE_CONTROL_EXTRA
     ${TRAINCTL_DEB_DIR}/trainctl-agent/conffiles ${TRAINCTL_DEB_DIR}/trainctl-agent/postinst
     ${TRAINCTL_DEB_DIR}/trainctl-agent/prerm ${TRAINCTL_DEB_DIR}/trainctl-agent/postrm)

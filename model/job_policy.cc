@@ -63,7 +63,14 @@ RetryPolicy RetryPolicy::FromSpec(const v1::Scheduling& s) {
   if (s.has_preemption_grace_period()) {
     p.preemption_grace_ms = DurationToMs(s.preemption_grace_period());
   }
+  if (s.capture_stacks() != v1::CAPTURE_STACKS_UNSPECIFIED) p.capture_stacks = s.capture_stacks();
   return p;
+}
+
+std::string RetryPolicy::StacksBefore(const std::string& why, bool gang_restart) const {
+  if (capture_stacks == v1::CAPTURE_STACKS_NEVER) return "";
+  if (gang_restart && capture_stacks != v1::CAPTURE_STACKS_ALWAYS) return "";
+  return why;
 }
 
 RetryPolicy RetryPolicy::ForJob(const v1::JobSpec& spec) {

@@ -68,6 +68,13 @@ struct RetryPolicy {
   int64_t min_runtime_ms = 0;
   int preemption_signal = SIGTERM;
   int64_t preemption_grace_ms = 300'000;
+  // scheduling.captureStacks: when the agents capture stacks before a stop (StopReplica).
+  v1::CaptureStacks capture_stacks = v1::CAPTURE_STACKS_AUTO;
+
+  // The StopReplica.capture_stacks of a stop for `why` ("hung", "attempt ended", "gang
+  // restart"): `why`, or "" when captureStacks leaves this stop without a capture (NEVER; a gang
+  // restart's stops unless ALWAYS, so that an in-place restart never waits for stacks).
+  std::string StacksBefore(const std::string& why, bool gang_restart) const;
 
   // REQUIRES: `s` passed ValidateJobSpec and ApplyDefaults.
   static RetryPolicy FromSpec(const v1::Scheduling& s);

@@ -525,6 +525,7 @@ struct Effects {
   std::vector<Event> events;
   // Messages to send after the commit.
   std::vector<Command> commands;
+  std::vector<v1::ReplicaStacks> stacks;  // captured before stops, to keep (Core::StacksCaptured)
   // Projects whose quota row changed.
   std::set<std::string> quotas;
   // Projects given their replica uid (project_uids.h) this turn.
@@ -543,7 +544,7 @@ struct Effects {
     return jobs.empty() && attempts.empty() && runs.empty() && nodes.empty() &&
            deleted_nodes.empty() && events.empty() && commands.empty() && quotas.empty() &&
            project_uids.empty() && usage_ledgers.empty() && usage_hours.empty() &&
-           deleted_jobs.empty();
+           deleted_jobs.empty() && stacks.empty();
   }
 };
 

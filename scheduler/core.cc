@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "common/enum_names.h"
 #include "common/names.h"
+#include "common/run_id.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
 #include "model/model_proto.h"
@@ -360,6 +361,29 @@ void Core::ReplicaProgress(const std::string& node, const v1::ReplicaProgress& p
   const absl::Time t = progress.time_ms() > 0 ? FromMs(progress.time_ms()) : now;
   lifecycle_.Progress(job, r, t, progress.step(), now, fx);
   if (progress.checkpoint()) lifecycle_.Checkpointed(job, t, now, fx);
+}
+
+void Core::StacksCaptured(const std::string& node, const v1::ReplicaStacks& stacks, absl::Time now,
+                          Effects* fx) {
+  const std::optional<RunIdParts> run = SplitRunId(stacks.run_id());
+  const std::string* ran_on = run ? jobs_.NodeOfRun(stacks.run_id()) : nullptr;
+  if (ran_on == nullptr || jobs_.Find(run->job_id) == nullptr) return;
+  if (*ran_on != node) return nodes_.IgnoredReport(node, stacks.run_id(), *ran_on, now, fx);
+  v1::ReplicaStacks& kept = fx->stacks.emplace_back(stacks);
+  kept.set_job_id(run->job_id);
+  kept.set_attempt(run->attempt);
+  kept.set_replica(run->replica_name);
+  kept.set_restart(run->restart);
+  kept.set_node(node);
+  const std::string what = !kept.error().empty()    ? absl::StrCat("none: ", kept.error())
+                           : kept.summary().empty() ? "captured"
+                                                    : absl::StrCat("in ", kept.summary());
+  fx->events.push_back(
+      {absl::ToUnixMillis(now), run->job_id, run->attempt, run->replica_name, node,
+       "StacksCaptured",
+       absl::StrCat("stacks before the stop (", kept.reason(), "): ", what, " (`trainctl stacks ",
+                    run->job_id, " --replica ", run->replica_name, "`)"),
+       ""});
 }
 
 void Core::ImagePull(const std::string& node, const v1::ImagePull& pull, absl::Time now,

@@ -218,6 +218,11 @@ class Core {
   // ignored.
   void ReplicaProgress(const std::string& node, const v1::ReplicaProgress& progress, absl::Time now,
                        Effects* fx);
+  // A run's stacks, captured by its agent before it stopped the run (StopReplica.capture_stacks):
+  // kept with the job (Effects::stacks) and told in a StacksCaptured event. Ignored for a job
+  // the core does not hold (deleted) and for a run launched on another node.
+  void StacksCaptured(const std::string& node, const v1::ReplicaStacks& stacks, absl::Time now,
+                      Effects* fx);
   // How the pull of a launching run's image goes (ImagePulls): the replica's message, an
   // ImagePulling event at the first report and ImagePulled when it is ready. Unknown and stale
   // runs, and runs that are not launching, are ignored.

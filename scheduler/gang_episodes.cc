@@ -186,7 +186,8 @@ std::vector<Replica*> GangEpisodes::Stop(Job* job, const Replica* skip, const st
     if (IsLive(o.state)) {
       life_->SetReplicaState(job, &o, v1::REPLICA_STATE_STOPPING);
       o.message = why;
-      life_->SendStop(*job, o, absl::Milliseconds(job->policy.stop_grace_ms), why, fx);
+      life_->SendStop(*job, o, absl::Milliseconds(job->policy.stop_grace_ms), why, fx,
+                      job->policy.StacksBefore("gang restart", /*gang_restart=*/true));
       AddEvent(fx, now, job, o.name, o.node, "ReplicaStopping",
                absl::StrCat(why, ": stopping it to start every replica together"));
       RecordRun(*job, o, fx);

@@ -164,13 +164,17 @@ void JobLifecycle::End(Job* job, v1::JobState state, const JobError& error,
     fx->attempts.insert({job->id, attempt->number});
   }
   SetJobState(job, state, reason, now, fx);
-  StopLiveReplicas(job, absl::StrCat("job ", EnumShortName(state)), now, fx);
+  // A failed job's last replicas may show why (the others ended it: a peer's failure, a timeout).
+  StopLiveReplicas(job, absl::StrCat("job ", EnumShortName(state)), now, fx,
+                   state == v1::JOB_STATE_FAILED
+                       ? job->policy.StacksBefore("attempt ended", /*gang_restart=*/false)
+                       : "");
   jobs_->RefreshActive(*job);
   queue_->Wake();
 }
 
 void JobLifecycle::StopLiveReplicas(Job* job, const std::string& reason, absl::Time now,
-                                    Effects* fx) {
+                                    Effects* fx, const std::string& capture_stacks) {
   for (Replica& r : job->replicas) {
     if (r.state == v1::REPLICA_STATE_RESTARTING || r.state == v1::REPLICA_STATE_PENDING ||
         r.state == v1::REPLICA_STATE_SETTLING) {
@@ -182,7 +186,7 @@ void JobLifecycle::StopLiveReplicas(Job* job, const std::string& reason, absl::T
     if (!IsLive(r.state)) continue;
     SetReplicaState(job, &r, v1::REPLICA_STATE_STOPPING);
     r.message = reason;
-    SendStop(*job, r, absl::Milliseconds(job->policy.stop_grace_ms), reason, fx);
+    SendStop(*job, r, absl::Milliseconds(job->policy.stop_grace_ms), reason, fx, capture_stacks);
     AddEvent(fx, now, job, r.name, r.node, "ReplicaStopping", reason);
     RecordRun(*job, r, fx);
   }
@@ -490,7 +494,8 @@ void JobLifecycle::Retry(Job* job, const RetryDecision& d, absl::Time now, Effec
   RecordAttemptEnd(job, d, now, fx);
   job->budgets_used = d.budgets_used;
   job->gang_restarting = false;
-  StopLiveReplicas(job, "job retrying", now, fx);
+  StopLiveReplicas(job, "job retrying", now, fx,
+                   job->policy.StacksBefore("attempt ended", /*gang_restart=*/false));
   elastic_.RestoreWorld(job);
   const absl::Time next = now + d.delay;
   job->next_attempt_time = next;
@@ -572,8 +577,9 @@ void JobLifecycle::SendLaunch(const Job& job, const Replica& r, const GangView& 
 }
 
 void JobLifecycle::SendStop(const Job& job, const Replica& r, absl::Duration grace,
-                            const std::string& reason, Effects* fx) {
-  fx->commands.push_back({r.node, StopMessage(job.RunIdOf(r), grace, reason)});
+                            const std::string& reason, Effects* fx,
+                            const std::string& capture_stacks) {
+  fx->commands.push_back({r.node, StopMessage(job.RunIdOf(r), grace, reason, capture_stacks)});
 }
 
 }  // namespace trainctl::sched

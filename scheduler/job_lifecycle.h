@@ -190,7 +190,9 @@ class JobLifecycle : private LifecycleOps {
   void SetJobState(Job* job, v1::JobState state, const std::string& reason, absl::Time now,
                    Effects* fx);
 
-  void StopLiveReplicas(Job* job, const std::string& reason, absl::Time now, Effects* fx);
+  // With `capture_stacks` (StopReplica.capture_stacks), their agents capture stacks first.
+  void StopLiveReplicas(Job* job, const std::string& reason, absl::Time now, Effects* fx,
+                        const std::string& capture_stacks = "");
   void MaybeFinishCancel(Job* job, absl::Time now, Effects* fx) override;
   void MaybeMarkRunning(Job* job, absl::Time now, Effects* fx);
   void Restart(Job* job, Replica* r, const RetryDecision& d, absl::Time now, Effects* fx);
@@ -215,7 +217,7 @@ class JobLifecycle : private LifecycleOps {
   // The same with `view` (GangViewOf the job now), for launching many replicas of one job.
   void SendLaunch(const Job& job, const Replica& r, const GangView& view, Effects* fx);
   void SendStop(const Job& job, const Replica& r, absl::Duration grace, const std::string& reason,
-                Effects* fx) override;
+                Effects* fx, const std::string& capture_stacks = "") override;
 
   // Routed to ReplicaMoves::PlaceMoved.
   void PlaceMoved(Job* job, Replica* r, absl::Time now, Effects* fx, bool new_run) override;

@@ -85,7 +85,8 @@ void JobLifecycle::Tick(absl::Time now, Effects* fx) {
           SetReplicaState(job, &r, v1::REPLICA_STATE_STOPPING);
           r.message = absl::StrCat("hung: no progress since ", When(*last));
           SendStop(*job, r, absl::Milliseconds(policy.stop_grace_ms),
-                   "hung: no progress within hangTimeout", fx);
+                   "hung: no progress within hangTimeout", fx,
+                   policy.StacksBefore("hung", /*gang_restart=*/false));
           AddEvent(fx, now, job, r.name, r.node, "ReplicaStopping",
                    absl::StrCat("no progress since ", When(*last),
                                 " (hangTimeout): stopping it to restart it"));

@@ -73,6 +73,11 @@ class JobTable {
 
   // Remembers where a run was launched.
   void NoteRun(const std::string& run_id, const std::string& node) { run_nodes_[run_id] = node; }
+  // The node a run was launched on; nullptr for a run this table does not know.
+  const std::string* NodeOfRun(const std::string& run_id) const {
+    auto it = run_nodes_.find(run_id);
+    return it == run_nodes_.end() ? nullptr : &it->second;
+  }
 
   // Where the log of (job, replica, attempt, restart) lives: its node and run id. attempt 0 means
   // the current attempt; restart < 0 the latest run of that attempt.

@@ -272,6 +272,10 @@ absl::Status ValidateScheduling(const v1::JobSpec& spec) {
     return Invalid("scheduling.restartScope",
                    absl::StrCat("must be GANG or REPLICA, got ", s.restart_scope()));
   }
+  if (!v1::CaptureStacks_IsValid(s.capture_stacks())) {
+    return Invalid("scheduling.captureStacks",
+                   absl::StrCat("must be AUTO, ALWAYS or NEVER, got ", s.capture_stacks()));
+  }
   TC_RETURN_IF_ERROR(ValidateDuration("scheduling.settleWindow", s.settle_window(), 60));
   TC_RETURN_IF_ERROR(ValidateDuration("scheduling.queueTimeout", s.queue_timeout(), 366LL * 86400));
   TC_RETURN_IF_ERROR(ValidatePreemption(s));
@@ -434,6 +438,9 @@ void ApplyDefaults(v1::JobSpec* spec) {
     int replicas = 0;
     for (const v1::WorkerPool& p : spec->worker_pools()) replicas += p.replica_count();
     s->set_restart_scope(replicas > 1 ? v1::RESTART_SCOPE_GANG : v1::RESTART_SCOPE_REPLICA);
+  }
+  if (s->capture_stacks() == v1::CAPTURE_STACKS_UNSPECIFIED) {
+    s->set_capture_stacks(v1::CAPTURE_STACKS_AUTO);
   }
   if (!s->has_preemptible()) s->set_preemptible(true);
   if (!s->has_min_runtime()) *s->mutable_min_runtime() = MsToDuration(0);

@@ -252,8 +252,9 @@ v1::SchedulerMessage NoticeMessage(const std::string& run_id, const std::string&
 }
 
 v1::SchedulerMessage StopMessage(const std::string& run_id, absl::Duration grace,
-                                 const std::string& reason) {
+                                 const std::string& reason, const std::string& capture_stacks) {
   v1::SchedulerMessage msg;
+  msg.mutable_stop()->set_capture_stacks(capture_stacks);
   msg.mutable_stop()->set_run_id(run_id);
   msg.mutable_stop()->set_grace_period_ms(static_cast<int32_t>(absl::ToInt64Milliseconds(grace)));
   msg.mutable_stop()->set_reason(reason);

@@ -79,7 +79,7 @@ v1::LaunchReplica BuildLaunch(const Job& job, int replica_index,
 // The command that stops a run: SIGTERM to its process group, `grace`, then SIGKILL. The agent
 // gets the grace in whole milliseconds.
 v1::SchedulerMessage StopMessage(const std::string& run_id, absl::Duration grace,
-                                 const std::string& reason);
+                                 const std::string& reason, const std::string& capture_stacks = "");
 
 // The notice a running replica gets before it is stopped (agents write it to the file at
 // TRAINCTL_PREEMPTION_NOTICE, then send `signal`; 0 sends none): `kind` is "preemption", "drain"

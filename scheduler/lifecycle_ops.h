@@ -36,9 +36,11 @@ class LifecycleOps {
   virtual void Redispatch(Job* job, const RetryDecision& d, absl::Time now, Effects* fx) = 0;
   // A CANCELLING job whose replicas all stopped ends CANCELLED; nothing for any other job.
   virtual void MaybeFinishCancel(Job* job, absl::Time now, Effects* fx) = 0;
-  // Asks `r`'s agent to stop its run within `grace`.
+  // Asks `r`'s agent to stop its run within `grace`; with `capture_stacks` (the reason, see
+  // RetryPolicy::StacksBefore) it captures the run's stacks first.
   virtual void SendStop(const Job& job, const Replica& r, absl::Duration grace,
-                        const std::string& reason, Effects* fx) = 0;
+                        const std::string& reason, Effects* fx,
+                        const std::string& capture_stacks = "") = 0;
   // Marks `r` STARTING on its node and sends the launch; moves it when its node no longer keeps
   // replicas.
   virtual void LaunchOnItsNode(Job* job, Replica* r, absl::Time now, Effects* fx) = 0;

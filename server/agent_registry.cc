@@ -135,24 +135,40 @@ void AgentRegistry::CompleteLog(const v1::LogData& data) {
   }
 }
 
+template <typename Request, typename Callback>
+std::shared_ptr<AgentChannel> AgentRegistry::Track(
+    const std::string& node, Request* req, std::chrono::steady_clock::time_point deadline,
+    Callback* done, std::map<uint64_t, PendingAnswer<Callback>>* pending) {
+  absl::MutexLock lock(&mu_);
+  auto it = channels_.find(node);
+  if (it == channels_.end()) return nullptr;
+  req->set_request_id(next_request_id_++);
+  (*pending)[req->request_id()] = {node, deadline, std::move(*done)};
+  return it->second.channel;
+}
+
+template <typename Answer, typename Callback>
+void AgentRegistry::Complete(const Answer& answer,
+                             std::map<uint64_t, PendingAnswer<Callback>>* pending) {
+  Callback done;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = pending->find(answer.request_id());
+    if (it == pending->end()) return;  // expired already
+    done = std::move(it->second.done);
+    pending->erase(it);
+  }
+  done(answer);
+}
+
 void AgentRegistry::RequestPrepull(const std::string& node, v1::PrepullImage req,
                                    std::chrono::steady_clock::time_point deadline,
                                    PrepullCallback done) {
-  std::shared_ptr<AgentChannel> ch;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = channels_.find(node);
-    if (it != channels_.end()) {
-      ch = it->second.channel;
-      req.set_request_id(next_request_id_++);
-      pending_prepulls_[req.request_id()] = {node, deadline, std::move(done)};
-    }
-  }
+  std::shared_ptr<AgentChannel> ch = Track(node, &req, deadline, &done, &pending_prepulls_);
   if (!ch) {
     v1::ImagePrepulled answer;
     answer.set_error("not connected");
-    done(answer);
-    return;
+    return done(answer);
   }
   v1::SchedulerMessage msg;
   *msg.mutable_prepull_image() = std::move(req);
@@ -160,20 +176,51 @@ void AgentRegistry::RequestPrepull(const std::string& node, v1::PrepullImage req
 }
 
 void AgentRegistry::CompletePrepull(const v1::ImagePrepulled& answer) {
-  PrepullCallback done;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = pending_prepulls_.find(answer.request_id());
-    if (it == pending_prepulls_.end()) return;  // expired already
-    done = std::move(it->second.done);
-    pending_prepulls_.erase(it);
+  Complete(answer, &pending_prepulls_);
+}
+
+void AgentRegistry::RequestStacks(const std::string& node, v1::DumpStacks req,
+                                  std::chrono::steady_clock::time_point deadline,
+                                  StacksCallback done) {
+  std::shared_ptr<AgentChannel> ch = Track(node, &req, deadline, &done, &pending_stacks_);
+  if (!ch) {
+    v1::StacksReport answer;
+    answer.mutable_stacks()->set_run_id(req.run_id());
+    answer.mutable_stacks()->set_error(absl::StrCat("node ", node, " is not connected"));
+    return done(answer);
   }
-  done(answer);
+  v1::SchedulerMessage msg;
+  *msg.mutable_dump_stacks() = std::move(req);
+  ch->Send(msg);
+}
+
+void AgentRegistry::CompleteStacks(const v1::StacksReport& answer) {
+  Complete(answer, &pending_stacks_);
+}
+
+template <typename Callback>
+std::vector<std::pair<std::string, Callback>> AgentRegistry::TakeUnanswered(
+    std::map<uint64_t, PendingAnswer<Callback>>* pending,
+    std::chrono::steady_clock::time_point now) {
+  std::vector<std::pair<std::string, Callback>> out;
+  for (auto it = pending->begin(); it != pending->end();) {
+    const bool gone = channels_.count(it->second.node) == 0;
+    if (gone || now >= it->second.deadline) {
+      out.push_back(
+          {gone ? "its agent disconnected before it answered" : "no answer before the deadline",
+           std::move(it->second.done)});
+      it = pending->erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return out;
 }
 
 void AgentRegistry::ExpireRequests() {
   std::vector<std::pair<std::string, LogCallback>> expired;
   std::vector<std::pair<std::string, PrepullCallback>> unanswered;
+  std::vector<std::pair<std::string, StacksCallback>> no_stacks;
   {
     absl::MutexLock lock(&mu_);
     const auto now = std::chrono::steady_clock::now();
@@ -186,17 +233,8 @@ void AgentRegistry::ExpireRequests() {
         ++it;
       }
     }
-    for (auto it = pending_prepulls_.begin(); it != pending_prepulls_.end();) {
-      const bool gone = channels_.count(it->second.node) == 0;
-      if (gone || now >= it->second.deadline) {
-        unanswered.push_back(
-            {gone ? "its agent disconnected before it answered" : "no answer before the deadline",
-             std::move(it->second.done)});
-        it = pending_prepulls_.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    unanswered = TakeUnanswered(&pending_prepulls_, now);
+    no_stacks = TakeUnanswered(&pending_stacks_, now);
   }
   for (auto& [node, done] : expired) {
     done(absl::UnavailableError(
@@ -205,6 +243,11 @@ void AgentRegistry::ExpireRequests() {
   for (auto& [why, done] : unanswered) {
     v1::ImagePrepulled answer;
     answer.set_error(why);
+    done(answer);
+  }
+  for (auto& [why, done] : no_stacks) {
+    v1::StacksReport answer;
+    answer.mutable_stacks()->set_error(why);
     done(answer);
   }
 }

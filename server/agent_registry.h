@@ -7,7 +7,8 @@
 // (two missed heartbeats); any other claim is refused, so a rogue client cannot unseat a live
 // agent and stop its replicas. Log reads are requests on the agent's stream answered by LogData;
 // each waits at most kLogReadTimeout. Image prepulls (`trainctl node prepull`) are requests
-// answered by ImagePrepulled; each waits until the deadline its caller gives.
+// answered by ImagePrepulled, stack captures (`trainctl stacks --now`) requests answered by a
+// StacksReport; each waits until the deadline its caller gives.
 //
 // Thread-safety: every method may be called from any thread. No callback (a channel's Send or
 // Close, a LogCallback) runs with the registry's lock held, so they may call back into it.
@@ -44,6 +45,7 @@ class AgentRegistry {
   using LogCallback = std::function<void(absl::StatusOr<v1::LogData>)>;
   // The agent's answer to a prepull, or one made here: `error` set when it did not answer.
   using PrepullCallback = std::function<void(const v1::ImagePrepulled&)>;
+  using StacksCallback = std::function<void(const v1::StacksReport&)>;
   static constexpr std::chrono::seconds kLogReadTimeout{10};
 
   // `takeover_after`: how long a connected node's stream must have been silent before a stream
@@ -87,6 +89,15 @@ class AgentRegistry {
       ABSL_LOCKS_EXCLUDED(mu_);
   // Completes the request ImagePrepulled answers, if it still waits.
   void CompletePrepull(const v1::ImagePrepulled& answer) ABSL_LOCKS_EXCLUDED(mu_);
+  // Asks `node` to capture a running replica's stacks now (DumpStacks, its request id set here);
+  // `done` runs exactly once, on some thread, with the agent's StacksReport, or with one whose
+  // stacks.error says why there is none (not connected, no answer before `deadline`, the agent
+  // disconnected).
+  void RequestStacks(const std::string& node, v1::DumpStacks req,
+                     std::chrono::steady_clock::time_point deadline, StacksCallback done)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Completes the request a StacksReport answers, if it still waits.
+  void CompleteStacks(const v1::StacksReport& answer) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Fails log reads older than kLogReadTimeout, prepulls past their deadline, and both when
   // their node went away. The reconcile loop calls it after every turn.
@@ -99,11 +110,33 @@ class AgentRegistry {
     LogCallback done;
   };
 
-  struct PendingPrepull {
+  // A request answered by its node's agent by a deadline: a prepull or a stack capture.
+  template <typename Callback>
+  struct PendingAnswer {
     std::string node;
     std::chrono::steady_clock::time_point deadline;
-    PrepullCallback done;
+    Callback done;
   };
+  using PendingPrepull = PendingAnswer<PrepullCallback>;
+  using PendingStacks = PendingAnswer<StacksCallback>;
+
+  // Files `req` (its request id set here) in `pending` with `done` (moved) when `node` is
+  // connected, and returns the node's stream; null (and `done` untouched) when it is not.
+  template <typename Request, typename Callback>
+  std::shared_ptr<AgentChannel> Track(const std::string& node, Request* req,
+                                      std::chrono::steady_clock::time_point deadline,
+                                      Callback* done,
+                                      std::map<uint64_t, PendingAnswer<Callback>>* pending)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Runs the callback `answer` completes, if its request still waits in `pending`.
+  template <typename Answer, typename Callback>
+  void Complete(const Answer& answer, std::map<uint64_t, PendingAnswer<Callback>>* pending)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Removes from `pending` the requests past their deadline or whose node went away, with why.
+  template <typename Callback>
+  std::vector<std::pair<std::string, Callback>> TakeUnanswered(
+      std::map<uint64_t, PendingAnswer<Callback>>* pending,
+      std::chrono::steady_clock::time_point now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // A node's stream, the agent process behind it, and when it was last heard from.
   struct Stream {
@@ -117,6 +150,7 @@ class AgentRegistry {
   std::map<std::string, Stream> channels_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, PendingLog> pending_logs_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, PendingPrepull> pending_prepulls_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, PendingStacks> pending_stacks_ ABSL_GUARDED_BY(mu_);
   // Log reads and prepulls draw their request ids from it.
   uint64_t next_request_id_ ABSL_GUARDED_BY(mu_) = 1;
 };

@@ -303,6 +303,15 @@ class AgentSession : public Reactor {
       case v1::AgentMessage::kImagePrepulled:
         registry_->CompletePrepull(m.image_prepulled());
         break;
+      case v1::AgentMessage::kStacks:
+        if (m.stacks().request_id() != 0) {
+          registry_->CompleteStacks(m.stacks());  // `trainctl stacks --now`
+        } else {
+          PostReport(seq, [node = node_, stacks = m.stacks().stacks()](Turn& t) {
+            t.core.StacksCaptured(node, stacks, t.now, t.fx);
+          });
+        }
+        break;
       case v1::AgentMessage::MSG_NOT_SET:
         break;
     }

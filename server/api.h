@@ -116,6 +116,8 @@ class Api {
                                                    std::shared_ptr<JobWatcher> watcher);
   void ReadLogs(const CallContext& call, const v1::ReadLogsRequest& req,
                 Reply<v1::ReadLogsResponse> done);
+  void GetStacks(const CallContext& call, const v1::GetStacksRequest& req,
+                 Reply<v1::GetStacksResponse> done);
   void ReportProgress(const CallContext& call, const v1::ReportProgressRequest& req,
                       Reply<v1::ReportProgressResponse> done);
 
@@ -232,6 +234,9 @@ class Api {
   // away meanwhile is read from the copy.
   void RequestLog(const std::string& node, const std::string& run_id, bool finished,
                   const v1::ReadLogsRequest& r, Reply<v1::ReadLogsResponse> done);
+  // GetStacks with `now`: asks the agents of the job's running replicas (api_stacks.cc).
+  void StacksNow(const Caller& caller, const v1::GetStacksRequest& req,
+                 Reply<v1::GetStacksResponse> done);
   // Runs `read` on log_readers_, or answers RESOURCE_EXHAUSTED when too many wait.
   void OnLogReader(std::function<void()> read, const Reply<v1::ReadLogsResponse>& done);
   // Authorizes, runs `op` in a loop turn (its events name the caller) and replies with its node

@@ -68,6 +68,7 @@ const std::vector<RouteInfo>& Routes() {
       {Route::kDeleteJob, "trainctl.v1.JobService/DeleteJob", Permission::kDeleteJobs},
       {Route::kWatchJob, "trainctl.v1.JobService/WatchJob", Permission::kRead},
       {Route::kReadLogs, "trainctl.v1.JobService/ReadLogs", Permission::kReadLogs},
+      {Route::kGetStacks, "trainctl.v1.JobService/GetStacks", Permission::kReadLogs},
       {Route::kReportProgress, "trainctl.v1.JobService/ReportProgress",
        Permission::kReportProgress},
       {Route::kGetQuota, "trainctl.v1.QuotaService/GetQuota", Permission::kRead},

@@ -63,6 +63,7 @@ enum class Route {
   kDeleteJob,
   kWatchJob,
   kReadLogs,
+  kGetStacks,
   kReportProgress,
   kGetQuota,
   kSetQuota,

@@ -157,6 +157,12 @@ grpc::ServerWriteReactor<v1::Job>* JobServiceImpl::WatchJob(grpc::CallbackServer
   return w.get();
 }
 
+grpc::ServerUnaryReactor* JobServiceImpl::GetStacks(grpc::CallbackServerContext* ctx,
+                                                    const v1::GetStacksRequest* req,
+                                                    v1::GetStacksResponse* resp) {
+  return Unary(api_, &Api::GetStacks, ctx, req, resp);
+}
+
 grpc::ServerUnaryReactor* JobServiceImpl::ReadLogs(grpc::CallbackServerContext* ctx,
                                                    const v1::ReadLogsRequest* req,
                                                    v1::ReadLogsResponse* resp) {

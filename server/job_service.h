@@ -22,6 +22,7 @@ class JobServiceImpl final : public DiagnosingService<v1::JobService> {
     Diagnose("DeleteJob", &JobServiceImpl::DeleteJob);
     Diagnose("WatchJob", &JobServiceImpl::WatchJob);
     Diagnose("ReadLogs", &JobServiceImpl::ReadLogs);
+    Diagnose("GetStacks", &JobServiceImpl::GetStacks);
     Diagnose("ReportProgress", &JobServiceImpl::ReportProgress);
   }
   grpc::ServerUnaryReactor* CreateJob(grpc::CallbackServerContext* ctx,
@@ -43,6 +44,9 @@ class JobServiceImpl final : public DiagnosingService<v1::JobService> {
   grpc::ServerUnaryReactor* ReadLogs(grpc::CallbackServerContext* ctx,
                                      const v1::ReadLogsRequest* req,
                                      v1::ReadLogsResponse* resp) override;
+  grpc::ServerUnaryReactor* GetStacks(grpc::CallbackServerContext* ctx,
+                                      const v1::GetStacksRequest* req,
+                                      v1::GetStacksResponse* resp) override;
   grpc::ServerUnaryReactor* ReportProgress(grpc::CallbackServerContext* ctx,
                                            const v1::ReportProgressRequest* req,
                                            v1::ReportProgressResponse* resp) override;

@@ -170,6 +170,7 @@ void ReconcileLoop::RunTurn(std::vector<Item> items) {
     }
   }
   batch.runs = std::move(fx.runs);
+  batch.stacks = std::move(fx.stacks);
   for (const std::string& name : fx.nodes) batch.nodes.push_back(*core_->FindNode(name));
   batch.deleted_nodes = std::move(fx.deleted_nodes);
   batch.events = std::move(fx.events);

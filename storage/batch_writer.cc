@@ -168,10 +168,20 @@ absl::Status WriteBatch(Cache& cache, const BatchSql& sql, Batch& batch) {
               batch.workdir_uses, [](auto& st, const WorkdirUse& u) {
                 return st.Run({u.project, u.digest, u.job_id, u.add_ms});
               }));
+  TC_RETURN_IF_ERROR(RunEach(
+      cache,
+      "INSERT INTO replica_stacks (run_id, job_id, attempt, replica, capture_ms, data) VALUES "
+      "(?,?,?,?,?,?) ON CONFLICT(run_id) DO UPDATE SET capture_ms=excluded.capture_ms, "
+      "data=excluded.data",
+      batch.stacks, [](auto& st, const v1::ReplicaStacks& s) {
+        return st.Run({s.run_id(), s.job_id(), int64_t{s.attempt()}, s.replica(),
+                       TimestampToMs(s.capture_time()), Blob{s.SerializeAsString()}});
+      }));
   // Last: rows this turn wrote for a job it then deleted go too.
   for (const char* sql :
        {"DELETE FROM events WHERE job_id = ?", "DELETE FROM replica_runs WHERE job_id = ?",
-        "DELETE FROM attempts WHERE job_id = ?", "DELETE FROM jobs WHERE id = ?"}) {
+        "DELETE FROM replica_stacks WHERE job_id = ?", "DELETE FROM attempts WHERE job_id = ?",
+        "DELETE FROM jobs WHERE id = ?"}) {
     TC_RETURN_IF_ERROR(RunEach(cache, sql, batch.deleted_jobs,
                                [](auto& st, const std::string& id) { return st.Run({id}); }));
   }

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "model/model.h"
 #include "storage/job_rows.h"
+#include "storage/stacks_rows.h"
 #include "storage/usage_rows.h"
 #include "trainctl/v1/job.pb.h"
 
@@ -67,6 +68,9 @@ class JobArchive {
 
   // The hourly usage rows `q` asks for, summed per key (ReadUsage, usage_rows.h).
   virtual absl::StatusOr<std::vector<sched::UsageHour>> ListUsage(const UsageQuery& q) = 0;
+
+  // The stacks captured before the stops of one attempt of a job (ReadStacks, stacks_rows.h).
+  virtual absl::StatusOr<StacksOfAttempt> ListStacks(const StacksQuery& q) = 0;
 
   // Where the log of (job, replica, attempt, restart) lives, like Core::LocateRun for a job the
   // core no longer holds: attempt 0 means the job's last attempt, restart < 0 the latest run of

@@ -76,6 +76,12 @@ absl::StatusOr<std::vector<sched::UsageHour>> PgJobArchive::ListUsage(const Usag
   return ReadUsage(cache_, q);
 }
 
+absl::StatusOr<StacksOfAttempt> PgJobArchive::ListStacks(const StacksQuery& q) {
+  absl::MutexLock lock(&mu_);
+  TC_RETURN_IF_ERROR(conn_->EnsureConnected());
+  return ReadStacks(cache_, q);
+}
+
 absl::StatusOr<RunLocation> PgJobArchive::LocateRun(const std::string& job_id,
                                                     const std::string& replica, int32_t attempt,
                                                     int32_t restart) {

@@ -247,6 +247,18 @@ inline constexpr const char* kPgMigrations[] = {
       PRIMARY KEY (hour_ms, project, creator, node, labels)
     );
     )sql",
+    // 18 -> 19: the stacks captured before stops (schema.h).
+    R"sql(
+    CREATE TABLE IF NOT EXISTS replica_stacks (
+      run_id     TEXT COLLATE "C" PRIMARY KEY,
+      job_id     TEXT COLLATE "C" NOT NULL,
+      attempt    BIGINT NOT NULL,
+      replica    TEXT COLLATE "C" NOT NULL,
+      capture_ms BIGINT NOT NULL,
+      data       BYTEA NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS stacks_by_job ON replica_stacks(job_id, attempt);
+    )sql",
 };
 
 // The SQLSTATE of trainctl_fence's error: this trainctld's lease epoch is no longer current.

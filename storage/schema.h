@@ -236,6 +236,19 @@ inline constexpr const char* kMigrations[] = {
       PRIMARY KEY (hour_ms, project, creator, node, labels)
     );
     )sql",
+    // 18 -> 19: the stacks agents captured before stopping runs (`trainctl stacks`), one row per
+    // run, deleted with their job.
+    R"sql(
+    CREATE TABLE IF NOT EXISTS replica_stacks (
+      run_id     TEXT PRIMARY KEY,         -- job/attempt/replica/restart
+      job_id     TEXT NOT NULL,
+      attempt    INTEGER NOT NULL,
+      replica    TEXT NOT NULL,
+      capture_ms INTEGER NOT NULL,
+      data       BLOB NOT NULL             -- trainctl.v1.ReplicaStacks
+    );
+    CREATE INDEX IF NOT EXISTS stacks_by_job ON replica_stacks(job_id, attempt);
+    )sql",
 };
 
 }  // namespace trainctl::storage

@@ -73,6 +73,11 @@ absl::StatusOr<std::vector<sched::UsageHour>> SqliteJobArchive::ListUsage(const 
   return ReadUsage(cache_, q);
 }
 
+absl::StatusOr<StacksOfAttempt> SqliteJobArchive::ListStacks(const StacksQuery& q) {
+  absl::MutexLock lock(&mu_);
+  return ReadStacks(cache_, q);
+}
+
 absl::StatusOr<RunLocation> SqliteJobArchive::LocateRun(const std::string& job_id,
                                                         const std::string& replica, int32_t attempt,
                                                         int32_t restart) {

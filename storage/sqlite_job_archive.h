@@ -42,6 +42,8 @@ class SqliteJobArchive final : public JobArchive {
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::vector<sched::UsageHour>> ListUsage(const UsageQuery& q) override
       ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<StacksOfAttempt> ListStacks(const StacksQuery& q) override
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<RunLocation> LocateRun(const std::string& job_id, const std::string& replica,
                                         int32_t attempt, int32_t restart) override
       ABSL_LOCKS_EXCLUDED(mu_);

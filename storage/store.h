@@ -119,7 +119,10 @@ struct Batch {
   std::vector<WorkdirUse> workdir_uses;
   // Token rows to upsert, keyed by their id.
   std::vector<TokenRow> tokens;
-  // Jobs to delete with their attempts, runs and events (after everything above is written).
+  // Stacks captured before stops, to insert (a run's capture replaces an earlier one).
+  std::vector<v1::ReplicaStacks> stacks;
+  // Jobs to delete with their attempts, runs, stacks and events (after everything above is
+  // written).
   std::vector<std::string> deleted_jobs;
 
   bool empty() const {
@@ -127,7 +130,7 @@ struct Batch {
            deleted_nodes.empty() && events.empty() && quotas.empty() && project_uids.empty() &&
            project_usage.empty() && usage_hours.empty() && expire_usage_before_ms <= 0 &&
            secrets.empty() && deleted_secrets.empty() && workdir_uses.empty() && tokens.empty() &&
-           deleted_jobs.empty();
+           stacks.empty() && deleted_jobs.empty();
   }
 };
 
@@ -140,7 +143,7 @@ struct EndedJob {
 class Store {
  public:
   // The schema version this build writes.
-  static constexpr int kSchemaVersion = 18;
+  static constexpr int kSchemaVersion = 19;
 
   virtual ~Store() = default;
 

@@ -316,6 +316,11 @@ std::vector<Route> MakeRoutes() {
              "application/json", {}, &PrepullImage),
       Unary("GET", "/v1/events", "trainctl.v1.ClusterService/ListEvents", "",
             "The event log, oldest first.", &Api::ListEvents),
+      Unary("GET", "/v1/jobs/{jobId}/stacks", "trainctl.v1.JobService/GetStacks", "",
+            "The stacks of the job's replicas captured before they were stopped (hung, or their "
+            "attempt ended), of ?attempt (default: the latest with any); with ?now=true captured "
+            "from its running replicas now.",
+            &Api::GetStacks),
       Unary("GET", "/v1/usage", "trainctl.v1.UsageService/GetUsage", "",
             "Who used what: allocated GPU-, CPU- and memory-seconds, runs, wall time and queue "
             "wait, summed by ?by=project|user|node|label:KEY over the hours that overlap "

@@ -57,6 +57,7 @@ class RecordingRuntime final : public ReplicaRuntime {
     data.set_complete(true);
     return data;
   }
+  pid_t ProcessGroupOf(const std::string&) const override { return 0; }
   bool LogFinal(const std::string& run_id) const override {
     absl::MutexLock lock(&mu_);
     return running_.count(run_id) == 0;

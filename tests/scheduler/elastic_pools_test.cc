@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "scheduler/elastic.h"
 #include "scheduler/job_validation.h"
 #include "tests/scheduler/fake_lifecycle_ops.h"
 #include "tests/scheduler/test_util.h"

@@ -34,8 +34,9 @@ class FakeLifecycleOps : public LifecycleOps {
   }
   void MaybeFinishCancel(Job*, absl::Time, Effects*) override { ++finish_cancels; }
   void SendStop(const Job&, const Replica& r, absl::Duration grace, const std::string& reason,
-                Effects*) override {
+                Effects*, const std::string& capture_stacks) override {
     stops.push_back({r.name, grace, reason});
+    stacks_before.push_back(capture_stacks);
     stopped.push_back(r.name);
   }
   void LaunchOnItsNode(Job*, Replica* r, absl::Time, Effects*) override {
@@ -60,6 +61,8 @@ class FakeLifecycleOps : public LifecycleOps {
   std::vector<Stop> stops;
   // The replicas of `stops`, in order.
   std::vector<std::string> stopped;
+  // The StopReplica.capture_stacks of each stop, in order.
+  std::vector<std::string> stacks_before;
   std::vector<std::string> launched;
   std::vector<std::pair<std::string, bool>> moved;
   // (replica, room) of each WaitForRoom.

@@ -1,6 +1,7 @@
 // Which stream owns a node's name: a second stream takes a connected node over only from the
 // same agent process, or once the first has been silent for the takeover time. And image
-// prepulls: sent with fresh request ids, matched to their answers, failed at their deadline.
+// prepulls and stack captures: sent with fresh request ids, matched to their answers, failed at
+// their deadline.
 #include "server/agent_registry.h"
 
 #include <catch2/catch.hpp>
@@ -124,6 +125,42 @@ TEST_CASE("prepulls: answered by request id, else failed at the deadline or disc
   registry.ExpireRequests();
   CHECK(answers["node-a"].error() == "its agent disconnected before it answered");
   CHECK(answers.size() == 4);
+}
+
+TEST_CASE("stack captures: answered by request id, else failed at the deadline or disconnect",
+          "[agent_registry]") {
+  AgentRegistry registry(std::chrono::hours(1));
+  auto a = std::make_shared<FakeChannel>();
+  REQUIRE(registry.Attach("node-a", a, "instance-a").ok());
+  std::map<std::string, v1::StacksReport> answers;
+  auto answer_to = [&answers](const std::string& key) {
+    return [&answers, key](const v1::StacksReport& r) {
+      CHECK(answers.count(key) == 0);  // exactly once
+      answers[key] = r;
+    };
+  };
+  v1::DumpStacks req;
+  req.set_run_id("j-1/1/chief-0/0");
+  const auto now = std::chrono::steady_clock::now();
+  registry.RequestStacks("node-b", req, now + std::chrono::hours(1), answer_to("away"));
+  CHECK(answers["away"].stacks().error() == "node node-b is not connected");
+  CHECK(answers["away"].stacks().run_id() == "j-1/1/chief-0/0");
+  registry.RequestStacks("node-a", req, now + std::chrono::hours(1), answer_to("first"));
+  REQUIRE(a->last.has_dump_stacks());
+  CHECK(a->last.dump_stacks().run_id() == "j-1/1/chief-0/0");
+  const uint64_t first_id = a->last.dump_stacks().request_id();
+  registry.RequestStacks("node-a", req, now - std::chrono::seconds(1), answer_to("late"));
+  CHECK(a->last.dump_stacks().request_id() != first_id);
+
+  v1::StacksReport done;
+  done.set_request_id(first_id);
+  done.mutable_stacks()->set_summary("load_batch (train.py:3)");
+  registry.CompleteStacks(done);
+  CHECK(answers["first"].stacks().summary() == "load_batch (train.py:3)");
+  registry.CompleteStacks(done);  // a repeated answer is dropped
+  registry.ExpireRequests();
+  CHECK(answers["late"].stacks().error() == "no answer before the deadline");
+  CHECK(answers.size() == 3);
 }
 
 }  // namespace

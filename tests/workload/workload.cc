@@ -19,6 +19,13 @@
 
 extern char** environ;
 
+// --hang: a hung replica, as the stack capture's tests (stack_capture_test.cc) find it: this
+// function on its main thread's stack, inside libc's pause(). Not inlined and with C linkage, so
+// that gdb names it as it is spelled here.
+extern "C" __attribute__((noinline)) void trainctl_workload_wait_for_peer() {
+  while (true) pause();
+}
+
 namespace {
 
 const char kUsage[] =
@@ -63,6 +70,8 @@ const char kUsage[] =
     "                        no longer ends the process\n"
     "  --trap-term           on SIGTERM print \"got SIGTERM\" and exit 0\n"
     "  --ignore-term         ignore SIGTERM\n"
+    "  --hang                block forever in trainctl_workload_wait_for_peer() (pause() in a\n"
+    "                        loop): a hung replica whose stack names that function\n"
     "  --flood MIB FILE      write MIB MiB to stdout as fast as it can, in 128-byte lines that\n"
     "                        start with the wall-clock time (ns) of their write, then write\n"
     "                        \"BYTES NANOSECONDS\" (how long the writes took) to FILE\n";
@@ -388,6 +397,9 @@ int main(int argc, char** argv) {
       signal(SIGTERM, OnTerm);
     } else if (flag == "--ignore-term") {
       signal(SIGTERM, SIG_IGN);
+    } else if (flag == "--hang") {
+      std::fflush(nullptr);
+      trainctl_workload_wait_for_peer();
     } else {
       Die("unknown flag " + flag + "\n" + kUsage);
     }
