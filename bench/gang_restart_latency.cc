@@ -4,7 +4,8 @@
 // the later of the two replicas' start n+1, minus crash n (CLOCK_REALTIME timestamps the replicas
 // write). (2) The cost of the settle window on a real user error: time from a worker's exit 1 to
 // its job FAILED, for a GANG job (the settle window, 3s by default, then the decision) and for the
-// same job with restartScope REPLICA (decided at once).
+// same job with restartScope REPLICA (decided at once). (1) is measured again with
+// scheduling.captureStacks ALWAYS, which captures the survivor's stacks before stopping it.
 //
 //   build/bin/bench_gang_restart_latency                         # 20 crashes, 5 user errors each
 //   TRAINCTL_BENCH_SAMPLES=50 build/bin/bench_gang_restart_latency
@@ -54,8 +55,8 @@ int Samples(int fallback) {
   return env != nullptr ? std::max(1, atoi(env)) : fallback;
 }
 
-TEST_CASE("a rank's crash -> the whole gang running again", "[bench]") {
-  const int samples = Samples(20);
+// The restart latencies of `samples` gang restarts under scheduling.captureStacks `capture`.
+std::vector<double> GangRestarts(int samples, const std::string& capture) {
   MiniCluster c(2);
   std::string id = c.Submit(c.Spec(absl::StrCat(R"(
 displayName: gang
@@ -69,6 +70,8 @@ workerPools:
 scheduling:
   restartScope: GANG
   stopGracePeriod: 5s
+  captureStacks: )",
+                                                capture, R"(
   maxReplicaRestarts: )",
                                                 samples + 1, R"(
   restartBackoff: {initial: 0s}
@@ -87,7 +90,15 @@ scheduling:
     ms.push_back((std::max(chief[i + 1], worker[i + 1]) - crashes[i]) / 1e6);
   }
   Cancel(c, id);
-  Print("crash -> every replica of a 2-replica gang running again (two agents)", ms);
+  return ms;
+}
+
+TEST_CASE("a rank's crash -> the whole gang running again", "[bench]") {
+  const int samples = Samples(20);
+  Print("crash -> every replica of a 2-replica gang running again (two agents)",
+        GangRestarts(samples, "AUTO"));
+  // With ALWAYS the survivor's stacks are captured (gdb) before it is stopped.
+  Print("the same with captureStacks: ALWAYS", GangRestarts(std::max(1, samples / 4), "ALWAYS"));
 }
 
 TEST_CASE("a real user error -> the job FAILED, with and without the settle window", "[bench]") {
