@@ -206,6 +206,7 @@ std::string ReplicaNoteText(const v1::Replica& replica, int64_t now_ms) {
     const std::string countdown = FormatCountdown(replica.next_start_time(), now_ms);
     if (!countdown.empty()) append(absl::StrCat("restarts ", countdown));
   }
+  if (!replica.straggler().empty()) append(absl::StrCat("straggler: ", replica.straggler()));
   return note;
 }
 

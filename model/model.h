@@ -168,8 +168,8 @@ struct Replica {
   std::optional<absl::Time> start_time;
   std::optional<absl::Time> end_time;
   std::optional<absl::Time> last_progress_time;
-  // The training step it last reported (ReportProgress.step, the progress file); 0: none.
-  int64_t step = 0;
+  int64_t step = 0;       // the training step it last reported (ReportProgress.step); 0: none
+  std::string straggler;  // why it is judged a straggler now (stragglers.h); "" otherwise
   // In memory only: when a progress report last wrote the job's row. Reports in between change
   // only memory (JobLifecycle::Progress), so a replica reporting every second costs no commit each.
   std::optional<absl::Time> progress_written;

@@ -103,6 +103,7 @@ Replica ReplicaFromProto(const v1::Replica& p) {
   r.charged_restarts = p.charged_restarts();
   r.last_progress_time = OptionalTime(p.has_last_progress_time(), p.last_progress_time());
   r.step = p.step();
+  r.straggler = p.straggler();
   r.next_start_time = OptionalTime(p.has_next_start_time(), p.next_start_time());
   r.oom_killed = p.oom_killed();
   r.moves = p.moves();
@@ -220,6 +221,7 @@ v1::Replica ToProto(const Replica& r) {
   out.set_charged_restarts(r.charged_restarts);
   if (r.last_progress_time) *out.mutable_last_progress_time() = ToProtoTime(*r.last_progress_time);
   out.set_step(r.step);
+  out.set_straggler(r.straggler);
   if (r.next_start_time) *out.mutable_next_start_time() = ToProtoTime(*r.next_start_time);
   out.set_oom_killed(r.oom_killed);
   out.set_moves(r.moves);

@@ -7,7 +7,6 @@
 #include "absl/strings/str_join.h"
 #include "common/enum_names.h"
 #include "common/names.h"
-#include "common/run_id.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
 #include "model/model_proto.h"
@@ -25,7 +24,8 @@ Core::Core(CoreOptions options)
       queue_(options_.default_quota, options_.replica_uid_range, options_.fair_share,
              options_.reservation_after),
       lifecycle_(&jobs_, &nodes_, &queue_, &timers_, options_.skew_tolerance),
-      pulls_(&jobs_) {}
+      pulls_(&jobs_),
+      stragglers_(options_.stragglers) {}
 
 void Core::Restore(std::vector<Job> jobs, std::vector<Node> nodes,
                    const std::vector<ReplicaRun>& runs, std::vector<Quota> quotas) {
@@ -36,6 +36,8 @@ void Core::Restore(std::vector<Job> jobs, std::vector<Node> nodes,
     if (job.checkpoint_root.empty() && !job.checkpoint_dir.empty()) {
       job.checkpoint_root = CheckpointRootOf(job.checkpoint_dir, CheckpointRoots());
     }
+    // Straggler rates live in memory (stragglers.h): judged afresh from new reports.
+    for (Replica& r : job.replicas) r.straggler.clear();
   }
   jobs_.Restore(std::move(jobs), runs);
   for (const auto& [id, job] : jobs_.all()) requests_.Add(job);
@@ -197,6 +199,7 @@ absl::Status Core::ReportProgress(const std::string& job_id, const std::string& 
         absl::StrCat("replica ", replica, " is ", EnumShortName(r->state), ", not RUNNING"));
   }
   lifecycle_.Progress(job, r, now, step, now, fx);
+  if (step > 0) stragglers_.Step(*job, *r, step, now);
   if (checkpoint) lifecycle_.Checkpointed(job, now, now, fx);
   return absl::OkStatus();
 }
@@ -350,50 +353,6 @@ void Core::ReplicaExited(const std::string& node, const v1::ReplicaExited& exite
   lifecycle_.EndRun(job, r, failure, now, fx);
 }
 
-void Core::ReplicaProgress(const std::string& node, const v1::ReplicaProgress& progress,
-                           absl::Time now, Effects* fx) {
-  auto [job, r] = jobs_.CurrentRun(progress.run_id());
-  if (job == nullptr) return;
-  if (r->node != node) {
-    return nodes_.IgnoredReport(node, progress.run_id(), r->node, now, fx);
-  }
-  // The agent's report carries its time in ms since the epoch.
-  const absl::Time t = progress.time_ms() > 0 ? FromMs(progress.time_ms()) : now;
-  lifecycle_.Progress(job, r, t, progress.step(), now, fx);
-  if (progress.checkpoint()) lifecycle_.Checkpointed(job, t, now, fx);
-}
-
-void Core::StacksCaptured(const std::string& node, const v1::ReplicaStacks& stacks, absl::Time now,
-                          Effects* fx) {
-  const std::optional<RunIdParts> run = SplitRunId(stacks.run_id());
-  const std::string* ran_on = run ? jobs_.NodeOfRun(stacks.run_id()) : nullptr;
-  if (ran_on == nullptr || jobs_.Find(run->job_id) == nullptr) return;
-  if (*ran_on != node) return nodes_.IgnoredReport(node, stacks.run_id(), *ran_on, now, fx);
-  v1::ReplicaStacks& kept = fx->stacks.emplace_back(stacks);
-  kept.set_job_id(run->job_id);
-  kept.set_attempt(run->attempt);
-  kept.set_replica(run->replica_name);
-  kept.set_restart(run->restart);
-  kept.set_node(node);
-  const std::string what = !kept.error().empty()    ? absl::StrCat("none: ", kept.error())
-                           : kept.summary().empty() ? "captured"
-                                                    : absl::StrCat("in ", kept.summary());
-  fx->events.push_back(
-      {absl::ToUnixMillis(now), run->job_id, run->attempt, run->replica_name, node,
-       "StacksCaptured",
-       absl::StrCat("stacks before the stop (", kept.reason(), "): ", what, " (`trainctl stacks ",
-                    run->job_id, " --replica ", run->replica_name, "`)"),
-       ""});
-}
-
-void Core::ImagePull(const std::string& node, const v1::ImagePull& pull, absl::Time now,
-                     Effects* fx) {
-  auto [job, r] = jobs_.CurrentRun(pull.run_id());
-  if (job == nullptr) return;
-  if (r->node != node) return nodes_.IgnoredReport(node, pull.run_id(), r->node, now, fx);
-  pulls_.Report(job, r, pull, now, fx);
-}
-
 // --- Time and placement ------------------------------------------------------------------------
 
 void Core::CheckNodes(absl::Time now, Effects* fx) {
@@ -441,6 +400,7 @@ void Core::Tick(absl::Time now, Effects* fx) {
     }
   }
   lifecycle_.Tick(now, fx);
+  stragglers_.Check(&jobs_, now, fx);
 }
 
 size_t Core::Schedule(absl::Time now, Effects* fx) {

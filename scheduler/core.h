@@ -39,6 +39,7 @@
 #include "scheduler/node_registry.h"
 #include "scheduler/queue_state.h"
 #include "scheduler/request_index.h"
+#include "scheduler/stragglers.h"
 #include "scheduler/timers.h"
 
 namespace trainctl::sched {
@@ -73,6 +74,8 @@ struct CoreOptions {
   // How long a gang blocked on capacity waits before the cluster keeps room for it
   // (reservation.h; trainctld --reservation-after); nullopt: never.
   std::optional<absl::Duration> reservation_after = AdmissionQueue::kDefaultReservationAfter;
+  // Which ranks of a gang are stragglers (stragglers.h; --straggler-ratio, --straggler-window).
+  StragglerOptions stragglers;
 };
 
 class Core {
@@ -223,6 +226,10 @@ class Core {
   // the core does not hold (deleted) and for a run launched on another node.
   void StacksCaptured(const std::string& node, const v1::ReplicaStacks& stacks, absl::Time now,
                       Effects* fx);
+  // How many replicas are judged stragglers now, by project (stragglers.h).
+  std::map<std::string, int> StragglersByProject() const {
+    return stragglers_.CountByProject(jobs_);
+  }
   // How the pull of a launching run's image goes (ImagePulls): the replica's message, an
   // ImagePulling event at the first report and ImagePulled when it is ready. Unknown and stale
   // runs, and runs that are not launching, are ignored.
@@ -314,6 +321,7 @@ class Core {
   Timers timers_;
   JobLifecycle lifecycle_;
   ImagePulls pulls_;
+  Stragglers stragglers_;
 };
 
 }  // namespace trainctl::sched

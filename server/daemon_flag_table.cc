@@ -78,6 +78,13 @@ std::vector<FlagGroup> DaemonFlagGroups() {
          "the nodes where it would start soonest are kept for it, and another job starts there "
          "only if its scheduling.timeout ends before then; one job at a time (default 10m; "
          "0s..30d; off: never)"},
+        {"straggler-ratio", 0, Kind::kValue, "R", "",
+         "a rank of a gang whose step rate (the steps its replicas report) stays below R times "
+         "the gang's median for a whole --straggler-window is a straggler: a StragglerDetected "
+         "event names it and its node (default 0.7; 0.05..0.95)"},
+        {"straggler-window", 0, Kind::kValue, "D", "",
+         "over how long step rates are measured, and how long a rank must stay slow "
+         "(default 5m; 1s..24h)"},
         {"job-retention", 0, Kind::kValue, "D", "",
          "jobs that ended longer ago are deleted, with their attempts, runs and events, a few at "
          "a time (default 90d; 0: keep every job; `trainctl delete` deletes one sooner)"},

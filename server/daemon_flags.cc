@@ -313,6 +313,17 @@ absl::StatusOr<DaemonFlags> FromParsed(const ParsedArgs& parsed) {
                                             "a duration between 0s and 30d, e.g. 10m, or off"));
     }
   }
+  if (std::string text = parsed.Get("straggler-ratio"); !text.empty()) {
+    if (!absl::SimpleAtod(text, &f.straggler_ratio) ||
+        !(f.straggler_ratio >= 0.05 && f.straggler_ratio <= 0.95)) {
+      return BadFlagValue("--straggler-ratio", "a number between 0.05 and 0.95, e.g. 0.7", text);
+    }
+  }
+  if (std::string text = parsed.Get("straggler-window"); !text.empty()) {
+    TC_ASSIGN_OR_RETURN(f.straggler_window_ms,
+                        ParseDurationFlag("--straggler-window", text, 1'000, 86'400'000LL,
+                                          "a duration between 1s and 24h, e.g. 5m"));
+  }
   if (std::string text = parsed.Get("job-retention"); !text.empty()) {
     TC_ASSIGN_OR_RETURN(f.job_retention_ms,
                         ParseDurationFlag("--job-retention", text, 0, 3650 * 86'400'000LL,
@@ -478,6 +489,8 @@ std::vector<std::pair<std::string, std::string>> DaemonConfigEntries(const Daemo
                     ",memory=", f.fair_share_memory_weight)},
       {"reservation-after",
        f.reservation_after_ms < 0 ? "off" : FormatDurationExact(f.reservation_after_ms)},
+      {"straggler-ratio", absl::StrCat(f.straggler_ratio)},
+      {"straggler-window", FormatDurationExact(f.straggler_window_ms)},
       {"job-retention", FormatDurationExact(f.job_retention_ms)},
       {"usage-retention", FormatDurationExact(f.usage_retention_ms)},
       {"finished-job-cache", FormatDurationExact(f.finished_job_cache_ms)},

@@ -88,6 +88,9 @@ struct DaemonFlags {
   double fair_share_memory_weight = 1;
   // --reservation-after D|off (0s..30d; default 10m): CoreOptions::reservation_after; -1: off.
   int64_t reservation_after_ms = 600'000;
+  // --straggler-ratio (0.05..0.95) and --straggler-window (1s..24h): CoreOptions::stragglers.
+  double straggler_ratio = 0.7;
+  int64_t straggler_window_ms = 300'000;
   // Terminal jobs that ended longer ago are deleted: 0 (never), or 1s to 3650d.
   int64_t job_retention_ms = 90 * 86'400'000LL;
   // Hourly usage rows older than this are deleted: 0 (never), or 1h to 3650d.

@@ -129,6 +129,11 @@ DaemonMetrics::DaemonMetrics()
           "each second halved every --fair-share-half-life, by resource (gpu, cpu, memory_mb). "
           "Updated at most once a minute.",
           {"project", "resource"})),
+      stragglers_(registry_.AddGauge(
+          "trainctl_stragglers",
+          "Replicas judged stragglers now (their step rate below --straggler-ratio times their "
+          "gang's median for --straggler-window), by project.",
+          {"project"})),
       usage_gpu_(registry_.AddCounter(
           "trainctl_usage_gpu_seconds_total",
           "GPU-seconds allocated to each project's replicas (GPUs held times the seconds held), "
@@ -285,6 +290,17 @@ void DaemonMetrics::OnLogsReceived(int64_t bytes) {
 
 void DaemonMetrics::OnLogsEvicted(int64_t bytes) {
   logs_evicted_.Increment(static_cast<uint64_t>(bytes));
+}
+
+void DaemonMetrics::OnStragglers(const std::map<std::string, int>& by_project) {
+  absl::MutexLock lock(&mu_);
+  for (const std::string& project : straggler_projects_) {
+    if (by_project.count(project) == 0) stragglers_.With({project}).Set(0);
+  }
+  for (const auto& [project, n] : by_project) {
+    straggler_projects_.insert(project);
+    stragglers_.With({project}).Set(n);
+  }
 }
 
 std::shared_ptr<void> DaemonMetrics::ReportInFlight() {

@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,6 +68,9 @@ class DaemonMetrics {
   // trainctld's copy of the replicas' logs took `bytes` from the agents, or evicted them.
   void OnLogsReceived(int64_t bytes);
   void OnLogsEvicted(int64_t bytes);
+  // How many replicas are judged stragglers now, by project (Core::StragglersByProject); a
+  // project that had some and is not named has none.
+  void OnStragglers(const std::map<std::string, int>& by_project) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Every metric, in the text exposition format.
   std::string Expose() const { return registry_.Expose(); }
@@ -91,6 +95,9 @@ class DaemonMetrics {
   metrics::HistogramFamily& preemption_seconds_;
   metrics::GaugeFamily& fair_share_;
   metrics::GaugeFamily& fair_share_usage_;
+  metrics::GaugeFamily& stragglers_;
+  // The projects stragglers_ has a series for.
+  std::set<std::string> straggler_projects_ ABSL_GUARDED_BY(mu_);
   metrics::CounterFamily& usage_gpu_;
   metrics::CounterFamily& usage_cpu_;
   metrics::CounterFamily& usage_memory_;

@@ -143,6 +143,7 @@ void ReconcileLoop::RunTurn(std::vector<Item> items) {
   if (now_ms - last_tick_ms_ >= kTickIntervalMs) {
     core_->Tick(turn.now, &fx);
     last_tick_ms_ = now_ms;
+    if (metrics_ != nullptr) metrics_->OnStragglers(core_->StragglersByProject());
   }
   {
     const auto start = std::chrono::steady_clock::now();

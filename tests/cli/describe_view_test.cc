@@ -420,7 +420,7 @@ TEST_CASE("ReplicaRestartsText notes restarts that were not charged", "[describe
   }
 }
 
-TEST_CASE("ReplicaNoteText says when a restarting replica restarts and why one moves",
+TEST_CASE("ReplicaNoteText says when a restarting replica restarts, why one moves, and a straggler",
           "[describe_view]") {
   struct Row {
     v1::ReplicaState state;
@@ -456,6 +456,13 @@ TEST_CASE("ReplicaNoteText says when a restarting replica restarts and why one m
       *replica.mutable_next_start_time() = MsToTimestamp(row.next_start_ms);
     CHECK(ReplicaNoteText(replica, kNowMs) == row.want);
   }
+  v1::Replica slow;
+  slow.set_state(v1::REPLICA_STATE_RUNNING);
+  slow.set_message("running on node-c");
+  slow.set_straggler("2 steps/s over the last 5m, the gang's median 8 steps/s (below 0.7 of it)");
+  CHECK(ReplicaNoteText(slow, kNowMs) ==
+        "running on node-c; straggler: 2 steps/s over the last 5m, the gang's median 8 steps/s "
+        "(below 0.7 of it)");
 }
 
 TEST_CASE("OutputTailText shows output as a terminal would", "[describe_view]") {
