@@ -183,6 +183,7 @@ std::vector<std::string> ProcessLauncher::AdoptRecordedRuns(const std::set<std::
     if (status.ok() && status->state == ShimStatus::State::kRunning) run.pid = status->pid;
     run.memory_limit_bytes = record.memory_limit_bytes;
     run.checkpoint_dir = record.checkpoint_dir;
+    run.step_pattern = CompileStepPattern(record.progress_pattern);
     run.progress_ms = WallNowMs();
     if (parts.ok()) {
       run.log_path = RunLogPath(options_.work_dir, *parts);
@@ -300,6 +301,7 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
     run.log_path = log_path;
     run.progress_file = progress_file;
     run.checkpoint_dir = launch.checkpoint_dir();
+    run.step_pattern = CompileStepPattern(launch.progress_pattern());
     run.argv0 = launch.argv(0);
     run.working_dir = working_dir;
     // A project's uid is in no user database: its number says who it is.
@@ -371,6 +373,7 @@ void ProcessLauncher::Launch(const trainctl::v1::LaunchReplica& launch) {
   record.memory_limit_bytes = memory_limit_bytes;
   record.checkpoint_dir = launch.checkpoint_dir();
   record.exclusive_cpus = isolation.exclusive_cpus;
+  record.progress_pattern = launch.progress_pattern();
   // Durable before the process exists: an agent that dies from here on leaves a record (and,
   // once the shim runs, its lock) for the next one.
   absl::StatusOr<int> lock = records_.Create(record);

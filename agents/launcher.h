@@ -73,6 +73,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "agents/progress_pattern.h"
 #include "agents/replica_runtime.h"
 #include "agents/run_isolation.h"
 #include "agents/run_records.h"
@@ -196,6 +197,10 @@ class ProcessLauncher final : public ReplicaRuntime {
     std::string progress_file;
     std::string checkpoint_dir;
     int64_t progress_ms = 0;
+    // scheduling.progressPattern, compiled (null: none), and how far its log was read for it
+    // (progress_pattern.h).
+    std::shared_ptr<const re2::RE2> step_pattern;
+    int64_t step_offset = 0;
     // Stop() or StopAll() was called; SIGKILL is due at kill_at.
     bool stopping = false;
     // Stop() was called: the scheduler asked.

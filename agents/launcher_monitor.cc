@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -15,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "agents/launcher.h"
 #include "agents/proc_stats.h"
+#include "agents/progress_pattern.h"
 #include "agents/progress_watch.h"
 #include "agents/run_files.h"
 #include "agents/shim_status.h"
@@ -158,18 +160,45 @@ void ProcessLauncher::EnforceMemoryLimits() {
 
 void ProcessLauncher::ReportProgress() {
   std::vector<ProgressTarget> targets;
+  // Runs with a progress pattern: (run, log, pattern, offset), scanned without mu_.
+  struct StepScan {
+    std::string run_id;
+    std::string log_path;
+    std::shared_ptr<const re2::RE2> pattern;
+    int64_t offset = 0;
+    std::optional<int64_t> step;
+  };
+  std::vector<StepScan> scans;
   {
     absl::MutexLock lock(&mu_);
     for (const std::string& run_id : live_) {
       const Run& run = runs_.at(run_id);
       if (run.state != RunState::kRunning) continue;
       targets.push_back({run_id, run.progress_file, run.checkpoint_dir, run.progress_ms});
+      if (run.step_pattern) {
+        scans.push_back({run_id, run.log_path, run.step_pattern, run.step_offset, std::nullopt});
+      }
     }
   }
   if (targets.empty()) return;
   std::vector<trainctl::v1::ReplicaProgress> reports = CheckProgress(targets);
+  for (StepScan& scan : scans) {
+    scan.step = ScanForStep(scan.log_path, *scan.pattern, &scan.offset);
+    if (!scan.step) continue;
+    // A step the output shows is a sign of progress now; it wins over the progress file's.
+    auto same = std::find_if(reports.begin(), reports.end(),
+                             [&](const auto& p) { return p.run_id() == scan.run_id; });
+    trainctl::v1::ReplicaProgress& p = same != reports.end() ? *same : reports.emplace_back();
+    p.set_run_id(scan.run_id);
+    p.set_time_ms(std::max(p.time_ms(), WallNowMs()));
+    p.set_step(*scan.step);
+  }
   {
     absl::MutexLock lock(&mu_);
+    for (const StepScan& scan : scans) {
+      auto it = runs_.find(scan.run_id);
+      if (it != runs_.end()) it->second.step_offset = scan.offset;
+    }
     for (const trainctl::v1::ReplicaProgress& progress : reports) {
       auto it = runs_.find(progress.run_id());
       if (it != runs_.end()) it->second.progress_ms = progress.time_ms();

@@ -51,10 +51,12 @@ bool LockHeld(const std::string& path) {
 }  // namespace
 
 std::string FormatRunRecord(const RunRecord& record) {
-  // One "key value" line each; the checkpoint dir last, since it is the only free-form value.
+  // One "key value" line each; the checkpoint dir last, since it may hold any character but a
+  // newline (the progress pattern, validated by the scheduler, holds none).
   return absl::StrCat("run_id ", record.run_id, "\nboot_id ", record.boot_id,
                       "\nmemory_limit_bytes ", record.memory_limit_bytes, "\nexclusive_cpus ",
-                      record.exclusive_cpus, "\ncheckpoint_dir ", record.checkpoint_dir, "\n");
+                      record.exclusive_cpus, "\nprogress_pattern ", record.progress_pattern,
+                      "\ncheckpoint_dir ", record.checkpoint_dir, "\n");
 }
 
 absl::StatusOr<RunRecord> ParseRunRecord(const std::string& text) {
@@ -72,6 +74,8 @@ absl::StatusOr<RunRecord> ParseRunRecord(const std::string& text) {
       ok = absl::SimpleAtoi(value, &record.memory_limit_bytes) && record.memory_limit_bytes >= 0;
     } else if (key == "exclusive_cpus") {
       record.exclusive_cpus = std::string(value);
+    } else if (key == "progress_pattern") {
+      record.progress_pattern = std::string(value);
     } else if (key == "checkpoint_dir") {
       record.checkpoint_dir = std::string(value);
     }  // Unknown keys are skipped: a newer agent may add some.

@@ -66,6 +66,8 @@ struct RunRecord {
   std::string checkpoint_dir;
   // Its exclusive CPUs under --cpu-policy static, a CPU list ("2-3"); "" for none.
   std::string exclusive_cpus;
+  // The job's scheduling.progressPattern (one line); "" for none.
+  std::string progress_pattern;
 };
 
 // The text of a record file, and back. ParseRunRecord: INVALID_ARGUMENT for malformed text.

@@ -12,6 +12,7 @@ build=(
   libcpp-httplib-dev  # trainctld's REST API and web console
   libjemalloc-dev  # trainctld's allocator
   libarchive-dev  # job workdir archives: packed by the CLI, unpacked by the agent
+  libre2-dev  # scheduling.progressPattern: validated by trainctld, matched by the agents
   musl-tools  # trainctl-shim's C library (agents/CMakeLists.txt)
   libpq-dev  # the PostgreSQL store's client library (--store)
 )

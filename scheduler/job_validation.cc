@@ -1,5 +1,7 @@
 #include "scheduler/job_validation.h"
 
+#include <re2/re2.h>
+
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -40,6 +42,28 @@ bool IsDeviceVariable(const std::string& key) {
 
 absl::Status Invalid(const std::string& path, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(path, " ", what));
+}
+
+// scheduling.progressPattern: RE2 (linear time, whatever the replicas print) with a group step.
+absl::Status ValidateProgressPattern(const std::string& pattern) {
+  if (pattern.empty()) return absl::OkStatus();
+  constexpr char kPath[] = "scheduling.progressPattern";
+  constexpr char kExample[] = "e.g. 'step (?P<step>\\d+)'";
+  if (pattern.size() > 256 || pattern.find_first_of("\n\r") != std::string::npos) {
+    return Invalid(
+        kPath, absl::StrCat("must be one line of at most 256 characters, got ", pattern.size()));
+  }
+  re2::RE2::Options options;
+  options.set_log_errors(false);
+  const re2::RE2 re(pattern, options);
+  if (!re.ok()) {
+    return Invalid(kPath, absl::StrCat("must be a regular expression (RE2 syntax), ", kExample,
+                                       ": ", re.error()));
+  }
+  if (re.NamedCapturingGroups().count("step") == 0) {
+    return Invalid(kPath, absl::StrCat("must have a group named step, ", kExample));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ValidateResources(const std::string& path, const v1::Resources& r) {
@@ -272,6 +296,7 @@ absl::Status ValidateScheduling(const v1::JobSpec& spec) {
     return Invalid("scheduling.restartScope",
                    absl::StrCat("must be GANG or REPLICA, got ", s.restart_scope()));
   }
+  TC_RETURN_IF_ERROR(ValidateProgressPattern(s.progress_pattern()));
   if (!v1::CaptureStacks_IsValid(s.capture_stacks())) {
     return Invalid("scheduling.captureStacks",
                    absl::StrCat("must be AUTO, ALWAYS or NEVER, got ", s.capture_stacks()));

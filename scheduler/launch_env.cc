@@ -189,6 +189,7 @@ v1::LaunchReplica BuildReplicaLaunch(const Job& job, int replica_index, const Ga
   launch.set_checkpoint_dir(job.checkpoint_dir);
   launch.set_checkpoint_root(job.checkpoint_root);
   launch.set_workdir_digest(job.spec.workdir());
+  launch.set_progress_pattern(job.spec.scheduling().progress_pattern());
   if (pool != nullptr) {
     *launch.mutable_resources() = pool->resources();
     // Its image, if any; the pull secret's value is added just before the launch is sent

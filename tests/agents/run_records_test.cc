@@ -50,7 +50,8 @@ bool ProcessRuns(pid_t pid) {
 }
 
 TEST_CASE("a run record reads back as it was written", "[run_records]") {
-  RunRecord record{"j-1/2/worker-0/3", "boot", 64 << 20, "/ckpt/with space", "2-3"};
+  RunRecord record{"j-1/2/worker-0/3", "boot", 64 << 20,
+                   "/ckpt/with space", "2-3",  "step (?P<step>\\d+) of \\d+"};
   absl::StatusOr<RunRecord> parsed = ParseRunRecord(FormatRunRecord(record));
   REQUIRE(parsed.ok());
   CHECK(parsed->run_id == record.run_id);
@@ -58,6 +59,7 @@ TEST_CASE("a run record reads back as it was written", "[run_records]") {
   CHECK(parsed->memory_limit_bytes == 64 << 20);
   CHECK(parsed->checkpoint_dir == "/ckpt/with space");
   CHECK(parsed->exclusive_cpus == "2-3");
+  CHECK(parsed->progress_pattern == "step (?P<step>\\d+) of \\d+");
   CHECK_FALSE(ParseRunRecord("boot_id x\n").ok());
   CHECK_FALSE(ParseRunRecord("run_id a\nmemory_limit_bytes -1\n").ok());
   CHECK(ParseRunRecord("run_id a\nfuture_key 1\n").ok());
@@ -66,14 +68,15 @@ TEST_CASE("a run record reads back as it was written", "[run_records]") {
 TEST_CASE("Load tells a live shim by its lock and drops directories of no run", "[run_records]") {
   TempDir dir;
   RunRecordStore store(dir.path() + "/runs");
-  absl::StatusOr<int> held = store.Create({"j/1/alive/0", BootId(), 0, "", ""});
+  absl::StatusOr<int> held = store.Create({"j/1/alive/0", BootId(), 0, "", "", ""});
   REQUIRE(held.ok());
-  absl::StatusOr<int> released = store.Create({"j/1/gone/0", BootId(), 0, "", ""});
+  absl::StatusOr<int> released = store.Create({"j/1/gone/0", BootId(), 0, "", "", ""});
   REQUIRE(released.ok());
   close(*released);
   // A second Create of a run whose lock is held is refused: no run starts twice.
-  CHECK(absl::IsFailedPrecondition(store.Create({"j/1/alive/0", BootId(), 0, "", ""}).status()));
-  absl::StatusOr<int> old_boot = store.Create({"j/1/old-boot/0", "another-boot", 0, "", ""});
+  CHECK(
+      absl::IsFailedPrecondition(store.Create({"j/1/alive/0", BootId(), 0, "", "", ""}).status()));
+  absl::StatusOr<int> old_boot = store.Create({"j/1/old-boot/0", "another-boot", 0, "", "", ""});
   REQUIRE(old_boot.ok());
   close(*old_boot);
   REQUIRE(MakeDirs(dir.path() + "/runs/no-record").ok());
@@ -267,7 +270,7 @@ TEST_CASE("a replica whose shim was killed is killed too, and a run never starte
   REQUIRE(WaitUntil([&] { return ShimGone(f.RunDir(launch.run_id())); }));
   // What an agent that died between writing a record and starting the shim leaves.
   RunRecordStore store(f.work_dir() + "/runs");
-  absl::StatusOr<int> lock = store.Create({"j-rec/1/never/0", BootId(), 0, "", ""});
+  absl::StatusOr<int> lock = store.Create({"j-rec/1/never/0", BootId(), 0, "", "", ""});
   REQUIRE(lock.ok());
   close(*lock);
 

@@ -1,7 +1,8 @@
 // Stragglers end to end with real agents: three ranks on three nodes write their training step
 // to $TRAINCTL_PROGRESS_FILE, one at a quarter of the others' rate; with a 4-second
 // --straggler-window trainctld raises StragglerDetected naming that rank and its node, and
-// `describe` shows the note.
+// `describe` shows the note; the same when the ranks only print their steps and the agents read
+// them with scheduling.progressPattern.
 #include <catch2/catch.hpp>
 #include <string>
 
@@ -20,35 +21,82 @@ std::string Pool(const std::string& name, int rate) {
          ")); echo \"{\\\"step\\\": $i}\" > \"$TRAINCTL_PROGRESS_FILE\"; sleep 0.2; done']\n";
 }
 
-TEST_CASE("stragglers: a rank at a quarter of the others' step rate is named with its node",
-          "[integration][stragglers]") {
-  ClusterOptions o;
-  o.agents = 3;
-  o.daemon_args = {"--straggler-window", "4s"};
-  MiniCluster c(o);
-  const std::string id = c.Submit(c.Spec("displayName: stragglers\nworkerPools:\n" +
-                                         Pool("chief", 8) + Pool("fast", 8) + Pool("slow", 2) +
-                                         "scheduling: {placement: {policy: SPREAD}}\n"));
-  const v1::Job running = c.WaitForState(id, v1::JOB_STATE_RUNNING);
+// Submits `spec` (a chief, fast-0 and slow-0) on a 3-agent cluster whose --straggler-window is
+// 4s, and waits until a StragglerDetected event names slow-0 with its node; returns the events'
+// text ("" when none came within 40 s). The job id goes to `id`.
+std::string SlowRankNamed(MiniCluster& c, const std::string& spec, std::string* id) {
+  *id = c.Submit(spec);
+  const v1::Job running = c.WaitForState(*id, v1::JOB_STATE_RUNNING);
   std::string slow_node;
   for (const v1::Replica& r : running.replicas()) {
     if (r.name() == "slow-0") slow_node = r.node();
   }
-  REQUIRE(!slow_node.empty());
-
   CliResult events;
-  CHECK(Eventually(
-      [&] {
-        events = c.Cli({"events", id, "--type", "StragglerDetected"});
-        return absl::StrContains(events.out, "slow-0 on " + slow_node);
-      },
-      std::chrono::seconds(40)));
+  auto named = [&] {
+    events = c.Cli({"events", *id, "--type", "StragglerDetected"});
+    return absl::StrContains(events.out, "slow-0 on " + slow_node);
+  };
+  const bool ok = !slow_node.empty() && Eventually(named, std::chrono::seconds(40));
   INFO(events.out << events.err);
+  CHECK(ok);
   CHECK_FALSE(absl::StrContains(events.out, "chief-0 on"));
   CHECK_FALSE(absl::StrContains(events.out, "fast-0 on"));
+  return ok ? events.out : "";
+}
+
+ClusterOptions ThreeAgents() {
+  ClusterOptions o;
+  o.agents = 3;
+  o.daemon_args = {"--straggler-window", "4s"};
+  return o;
+}
+
+TEST_CASE("stragglers: a rank at a quarter of the others' step rate is named with its node",
+          "[integration][stragglers]") {
+  MiniCluster c(ThreeAgents());
+  std::string id;
+  SlowRankNamed(
+      c,
+      c.Spec("displayName: stragglers\nworkerPools:\n" + Pool("chief", 8) + Pool("fast", 8) +
+             Pool("slow", 2) + "scheduling: {placement: {policy: SPREAD}}\n"),
+      &id);
   CliResult describe = c.Cli({"describe", id});
   CHECK_THAT(describe.out,
              Catch::Contains("straggler:") && Catch::Contains("steps/s over the last 4s"));
+  REQUIRE(c.Cli({"cancel", id}).exit_code == 0);
+  c.WaitForEnd(id);
+}
+
+// A rank of the test workload that trains one step per `step_time` seconds, printing "step S".
+std::string PrintingPool(const std::string& name, const std::string& step_time) {
+  return "- name: " + name +
+         "\n  replicaCount: 1\n  resources: {cpu: 0.1, memoryMb: 32}\n"
+         "  command: [WORKLOAD, --step-time, '" +
+         step_time + "', --train, '1000000']\n";
+}
+
+// The same gang whose ranks only print "step S": the agents read the steps from their output
+// with scheduling.progressPattern.
+TEST_CASE("stragglers: steps read from the replicas' output by progressPattern name the slow rank",
+          "[integration][stragglers]") {
+  MiniCluster c(ThreeAgents());
+  std::string id;
+  SlowRankNamed(
+      c,
+      c.Spec("displayName: printed-steps\nworkerPools:\n" + PrintingPool("chief", "0.02") +
+             PrintingPool("fast", "0.02") + PrintingPool("slow", "0.08") +
+             "scheduling: {progressPattern: '^step (?P<step>\\d+)$'}\n"),
+      &id);
+  // The steps reach the job's view too.
+  CHECK(c.GetJob(id).replicas(0).step() > 0);
+  // A pattern without a step group is refused at submit.
+  CliResult bad = c.Cli({"submit", "-f",
+                         c.WriteFile("bad.yaml", c.Spec("displayName: bad\nworkerPools:\n" +
+                                                        PrintingPool("chief", "0.02") +
+                                                        "scheduling: {progressPattern: 'step "
+                                                        "(\\d+)'}\n"))});
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("scheduling.progressPattern must have a group named step"));
   REQUIRE(c.Cli({"cancel", id}).exit_code == 0);
   c.WaitForEnd(id);
 }
