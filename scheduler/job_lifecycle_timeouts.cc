@@ -10,6 +10,7 @@
 #include "common/time_util.h"
 #include "scheduler/job_lifecycle.h"
 #include "scheduler/retry_engine.h"
+#include "scheduler/stragglers.h"
 
 namespace trainctl::sched {
 
@@ -82,13 +83,16 @@ void JobLifecycle::Tick(absl::Time now, Effects* fx) {
           last = r.last_progress_time;
         }
         if (last && now - *last >= absl::Milliseconds(policy.hang_timeout_ms)) {
+          // In a gang, the rank that stopped advancing first is the likely cause.
+          const std::string first = FirstToStop(*job);
+          const std::string cause = first.empty() ? "" : absl::StrCat(" (", first, ")");
           SetReplicaState(job, &r, v1::REPLICA_STATE_STOPPING);
-          r.message = absl::StrCat("hung: no progress since ", When(*last));
+          r.message = absl::StrCat("hung: no progress since ", When(*last), cause);
           SendStop(*job, r, absl::Milliseconds(policy.stop_grace_ms),
                    "hung: no progress within hangTimeout", fx,
                    policy.StacksBefore("hung", /*gang_restart=*/false));
           AddEvent(fx, now, job, r.name, r.node, "ReplicaStopping",
-                   absl::StrCat("no progress since ", When(*last),
+                   absl::StrCat("no progress since ", When(*last), cause,
                                 " (hangTimeout): stopping it to restart it"));
           Touch(job, now, fx);
         }

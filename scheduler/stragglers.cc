@@ -1,6 +1,8 @@
 // Stragglers (stragglers.h).
 #include "scheduler/stragglers.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -11,6 +13,22 @@ namespace {
 std::string Rate(double steps_per_second) { return absl::StrFormat("%.3g", steps_per_second); }
 
 }  // namespace
+
+std::string FirstToStop(const Job& job) {
+  const Replica* first = nullptr;
+  int64_t highest = 0;
+  for (const Replica& r : job.replicas) {
+    if (r.step <= 0 ||
+        (r.state != v1::REPLICA_STATE_RUNNING && r.state != v1::REPLICA_STATE_STOPPING)) {
+      continue;
+    }
+    highest = std::max(highest, r.step);
+    if (first == nullptr || r.step < first->step) first = &r;
+  }
+  if (first == nullptr || first->step == highest) return "";
+  return absl::StrCat(first->name, " on ", first->node, " stopped advancing first, at step ",
+                      first->step, "; the others reached up to ", highest);
+}
 
 void Stragglers::Step(const Job& job, const Replica& r, int64_t step, absl::Time t) {
   if (job.replicas.size() < 2 || job.state != v1::JOB_STATE_RUNNING || job.attempts.empty() ||

@@ -23,6 +23,12 @@
 
 namespace trainctl::sched {
 
+// For a replica of a gang judged hung: which rank stopped advancing first, by the steps the
+// running ranks last reported ("worker-2 stopped advancing first, at step 1200; the others
+// reached 1250"): in a collective hang every rank stops, and the one that stopped first is the
+// likely cause. "" when the ranks report no steps or all reached the same.
+std::string FirstToStop(const Job& job);
+
 class Stragglers {
  public:
   explicit Stragglers(StragglerOptions options) : options_(options) {}

@@ -1,7 +1,7 @@
 // The core's straggler part (scheduler/stragglers.h) through Core: a 3-rank gang whose worker-1
 // reports steps at a quarter of the others' rate gets a StragglerDetected event naming its node,
 // and a note on the replica, until it catches up (StragglerRecovered); a gang restart drops the
-// notes; a one-replica job is never judged.
+// notes; a one-replica job is never judged; a gang's hang names the rank that stopped first.
 #include <catch2/catch.hpp>
 
 #include "common/time_util.h"
@@ -79,6 +79,37 @@ TEST_CASE("stragglers: a gang restart drops the notes, a single replica is never
   std::map<std::string, int64_t> single;
   Train(one, id, {{"chief-0", 1}}, 400, &single, &alone);
   CHECK_FALSE(HasEvent(alone, "StragglerDetected"));
+}
+
+TEST_CASE("stragglers: a gang's hang names the rank that stopped advancing first") {
+  Fixture f;
+  v1::JobSpec spec = Spec(2);
+  spec.mutable_scheduling()->mutable_hang_timeout()->set_seconds(60);
+  std::string id;
+  std::vector<v1::LaunchReplica> launches = f.SubmitAndPlace(spec, &id);
+  f.StartAll(launches);
+  std::map<std::string, int64_t> steps;
+  Effects fx;
+  // worker-1 stops at step 50 after 10 s; the others go on to step 100, then wait for it.
+  Train(f, id, {{"chief-0", 5}, {"worker-0", 5}, {"worker-1", 5}}, 10, &steps, &fx);
+  Train(f, id, {{"chief-0", 5}, {"worker-0", 5}}, 10, &steps, &fx);
+  Effects hung;
+  f.now += 55'000;  // 60 s after worker-1's last step
+  f.core.Tick(FromMs(f.now), &hung);
+  const std::string node = f.Job(id).replicas(2).node();
+  CHECK(HasEvent(hung, "ReplicaStopping",
+                 "(worker-1 on " + node +
+                     " stopped advancing first, at step 50; the others reached up to 100)"));
+  CHECK_THAT(f.Job(id).replicas(2).message(), Catch::Contains("stopped advancing first"));
+
+  // Ranks that all stopped at the same step name no one.
+  Job same;
+  same.replicas.resize(2);
+  for (Replica& r : same.replicas) {
+    r.state = v1::REPLICA_STATE_RUNNING;
+    r.step = 7;
+  }
+  CHECK(FirstToStop(same).empty());
 }
 
 }  // namespace
