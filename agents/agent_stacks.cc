@@ -42,7 +42,11 @@ void Agent::CaptureThenStop(const trainctl::v1::StopReplica& stop) {
       spdlog::warn("run {}: cannot stop: {}", stop.run_id(), std::string(s.message()));
     }
   };
-  if (options_.stacks.timeout <= absl::ZeroDuration()) return stop_now();
+  // Nothing to capture (captures off; a run still starting, or ended): stop it at once.
+  if (options_.stacks.timeout <= absl::ZeroDuration() ||
+      runtime_->ProcessGroupOf(stop.run_id()) <= 0) {
+    return stop_now();
+  }
   const bool posted = stack_captures_->Post([this, stop, stop_now] {
     {
       LogScope scope = LogScope::ForRun(stop.run_id());
