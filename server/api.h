@@ -206,6 +206,9 @@ class Api {
   absl::Status CheckWorkdir(const v1::JobSpec& spec) const;
   // Authorizer::CheckProject, or OK without an authorizer.
   absl::Status CheckProject(const Caller& caller, Permission p, const std::string& project) const;
+  // Read off the loop: `caller` may read stored job `job_id` with `p` (its project's, and a
+  // replica's token only its own job). NOT_FOUND for a job the database does not hold.
+  absl::Status CheckStoredJob(const Caller& caller, Permission p, const std::string& job_id) const;
   // CheckProject for the project of job `job_id`, held by the core or only in the database (OK
   // when it is unknown: NOT_FOUND follows).
   absl::Status CheckJobProject(Turn& t, const Caller& caller, Permission p,

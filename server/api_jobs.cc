@@ -60,8 +60,7 @@ absl::Status Api::CheckJobProject(Turn& t, const Caller& caller, Permission p,
                                   const std::string& job_id) const {
   if (!caller.job.empty() && caller.job != job_id) {
     return absl::PermissionDeniedError(absl::StrCat("a replica's token (job ", caller.job,
-                                                    ") reports progress for its own job only, not ",
-                                                    job_id));
+                                                    ") reaches its own job only, not ", job_id));
   }
   if (const sched::Job* job = t.core.FindJob(job_id)) {
     return CheckProject(caller, p, job->spec.project());

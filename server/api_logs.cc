@@ -85,21 +85,24 @@ void Api::ReadLogs(const CallContext& call, const v1::ReadLogsRequest& req,
       done);
 }
 
+absl::Status Api::CheckStoredJob(const Caller& caller, Permission p,
+                                 const std::string& job_id) const {
+  if (parts_.archive == nullptr) {
+    return absl::NotFoundError(absl::StrCat("job ", job_id, " not found"));
+  }
+  if (!caller.job.empty() && caller.job != job_id) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("a replica's token (job ", caller.job, ") reads its own job only"));
+  }
+  absl::StatusOr<std::optional<v1::Job>> job = parts_.archive->Get(job_id);
+  if (!job.ok()) return job.status();
+  if (!job->has_value()) return absl::NotFoundError(absl::StrCat("job ", job_id, " not found"));
+  return CheckProject(caller, p, (*job)->project());
+}
+
 void Api::ReadStoredLogs(const Caller& caller, const v1::ReadLogsRequest& r,
                          Reply<v1::ReadLogsResponse> done) {
-  if (parts_.archive == nullptr) {
-    return done(absl::NotFoundError(absl::StrCat("job ", r.job_id(), " not found")));
-  }
-  if (!caller.job.empty() && caller.job != r.job_id()) {
-    return done(absl::PermissionDeniedError(
-        absl::StrCat("a replica's token (job ", caller.job, ") reads its own job only")));
-  }
-  absl::StatusOr<std::optional<v1::Job>> job = parts_.archive->Get(r.job_id());
-  if (!job.ok()) return done(job.status());
-  if (!job->has_value()) {
-    return done(absl::NotFoundError(absl::StrCat("job ", r.job_id(), " not found")));
-  }
-  if (absl::Status allowed = CheckProject(caller, Permission::kReadLogs, (*job)->project());
+  if (absl::Status allowed = CheckStoredJob(caller, Permission::kReadLogs, r.job_id());
       !allowed.ok()) {
     return done(allowed);
   }

@@ -92,12 +92,7 @@ void Api::GetStacks(const CallContext& call, const v1::GetStacksRequest& req,
     return done(absl::UnavailableError("this trainctld keeps no stacks"));
   }
   const bool posted = log_readers_.Post([this, caller = *caller, req, done] {
-    absl::StatusOr<std::optional<v1::Job>> job = parts_.archive->Get(req.job_id());
-    if (!job.ok()) return done(job.status());
-    if (!job->has_value() || (!caller.job.empty() && caller.job != req.job_id())) {
-      return done(absl::NotFoundError(absl::StrCat("job ", req.job_id(), " not found")));
-    }
-    if (absl::Status allowed = CheckProject(caller, Permission::kReadLogs, (*job)->project());
+    if (absl::Status allowed = CheckStoredJob(caller, Permission::kReadLogs, req.job_id());
         !allowed.ok()) {
       return done(allowed);
     }
