@@ -198,6 +198,7 @@ Agent::Agent(Options options)
         "`trainctl logs` reads them only while this agent is connected");
   }
   stack_captures_ = std::make_unique<WorkQueue>(kStackCaptureThreads, kMaxStackCaptures);
+  StartFabricChecks();
   worker_ = std::thread([this] { WorkerLoop(); });
   exit_checker_ = std::thread([this] { ExitCheckLoop(); });
   if (options_.delay_exit_status >= 0) exit_delayer_ = std::thread([this] { DelayedExitLoop(); });
@@ -205,6 +206,7 @@ Agent::Agent(Options options)
 }
 
 Agent::~Agent() {
+  StopFabricChecks();
   if (log_shipper_ != nullptr) log_shipper_->Stop();
   {
     absl::MutexLock lock(&prepull_sink_->mu);
@@ -302,6 +304,7 @@ trainctl::v1::AgentMessage Agent::StartStream() {
   reg.set_agent_version(kVersion);
   reg.set_protocol_version(kAgentProtocolVersion);
   reg.set_agent_instance(instance_);
+  reg.set_fabric_port(fabric_listener_.port());
 
   absl::MutexLock lock(&mu_);
   reg.mutable_config()->insert(check_config_.begin(), check_config_.end());
@@ -505,6 +508,9 @@ void Agent::Handle(const trainctl::v1::SchedulerMessage& message) {
       break;
     case trainctl::v1::SchedulerMessage::kDumpStacks:
       DumpStacksNow(message.dump_stacks());
+      break;
+    case trainctl::v1::SchedulerMessage::kCheckFabric:
+      CheckFabricNow(message.check_fabric());
       break;
     case trainctl::v1::SchedulerMessage::kRunChecks: {
       spdlog::info("the scheduler asked for a check run");

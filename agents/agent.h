@@ -75,7 +75,9 @@
 // and stops in arrival order; one thread runs the periodic checks, one the exit checks and one
 // the fence; the runtime's threads add reports. One more (log_shipper.h; off with
 // Options::ship_logs false) ships the runs' logs on a stream of its own to the scheduler the
-// control stream is registered with.
+// control stream is registered with. The fabric check listener (fabric_check.h) serves other
+// agents' probes on threads of its own, and CheckFabric requests run on fabric_checks_
+// (agent_fabric.cc).
 // Thread-safety: call Run() once, and Shutdown() once, from another thread; every other method from
 // any thread.
 #pragma once
@@ -83,6 +85,7 @@
 #include <grpcpp/client_context.h>
 #include <grpcpp/support/status.h>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -98,6 +101,7 @@
 #include "absl/time/time.h"
 #include "agents/agent_image_flags.h"
 #include "agents/agent_metrics.h"
+#include "agents/fabric_check.h"
 #include "agents/fence_timer.h"
 #include "agents/host_checks.h"
 #include "agents/image_cache.h"
@@ -121,6 +125,14 @@ namespace trainctl::agent {
 // ends); more wait, up to kMaxStackCaptures, and a stop beyond that goes without stacks.
 inline constexpr int kStackCaptureThreads = 8;
 inline constexpr size_t kMaxStackCaptures = 1024;
+// Fabric checks (CheckFabric) run a few at once; more wait, up to kMaxFabricChecks, and one
+// beyond that is answered at once with every probe failed. Each probes up to
+// kFabricProbeThreads targets at once.
+inline constexpr int kFabricCheckThreads = 4;
+inline constexpr size_t kMaxFabricChecks = 64;
+inline constexpr int kFabricProbeThreads = 32;
+// A CheckFabric without a timeout_ms gets this one.
+inline constexpr absl::Duration kDefaultFabricCheckTimeout = absl::Seconds(60);
 
 class Agent {
  public:
@@ -204,6 +216,9 @@ class Agent {
     // Where launches, exits and check runs are counted (--metrics-listen; not owned, must
     // outlive the agent); null: nowhere.
     AgentMetrics* metrics = nullptr;
+    // The fabric check before multi-node gangs (--gang-check-*; agent_fabric.cc): the listener,
+    // started at construction (its port goes in Register.fabric_port), and what is judged.
+    FabricCheckOptions fabric;
   };
 
   // The release this agent reports in its registration (common/version.h).
@@ -289,6 +304,15 @@ class Agent {
   void CaptureThenStop(const trainctl::v1::StopReplica& stop) ABSL_LOCKS_EXCLUDED(mu_);
   // Answers a DumpStacks on stack_captures_.
   void DumpStacksNow(const trainctl::v1::DumpStacks& request) ABSL_LOCKS_EXCLUDED(mu_);
+  // Answers a CheckFabric on fabric_checks_ (agent_fabric.cc): probes every target, then runs
+  // --gang-check-program when asked, and sends one FabricReport (not journaled).
+  void CheckFabricNow(const trainctl::v1::CheckFabric& request) ABSL_LOCKS_EXCLUDED(mu_);
+  // The check itself, on a thread of fabric_checks_.
+  trainctl::v1::FabricReport RunFabricCheck(const trainctl::v1::CheckFabric& request);
+  // Starts fabric_listener_ and fabric_checks_ (constructor); stops them (destructor), killing
+  // a check program still running.
+  void StartFabricChecks();
+  void StopFabricChecks();
   // The stacks of the run's processes now, with `reason`.
   trainctl::v1::ReplicaStacks CaptureRun(const std::string& run_id, const std::string& reason);
   // The settings of the node's containers.
@@ -435,6 +459,13 @@ class Agent {
   // Runs stack captures, a few at once, so that none holds up the commands behind it.
   // Destroyed (finishing what waits) before runtime_, which its captures ask about runs.
   std::unique_ptr<WorkQueue> stack_captures_;
+  // The fabric check listener; its port is 0 when it could not start (logged), and gangs on
+  // this node then start unchecked.
+  FabricListener fabric_listener_;
+  // Runs CheckFabric requests; set by the constructor, reset first by the destructor.
+  std::unique_ptr<WorkQueue> fabric_checks_;
+  // Set by the destructor: running checks give up, and a check program is killed.
+  std::atomic<bool> fabric_cancelled_{false};
   // Ships the runs' logs (Options::ship_logs); null when off. Set by the constructor, stopped
   // by Shutdown() and the destructor (before runtime_ goes, which it asks about runs).
   std::unique_ptr<LogShipper> log_shipper_;

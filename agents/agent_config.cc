@@ -88,6 +88,10 @@ std::vector<std::pair<std::string, std::string>> AgentConfigEntries(const AgentF
       {"health-check-timeout", Ms(f.checks.health_check_timeout)},
       {"startup-script", f.checks.startup_script},
       {"startup-script-timeout", Ms(f.checks.startup_script_timeout)},
+      {"gang-check-port", absl::StrCat(f.gang_check.port)},
+      {"gang-check-program", f.gang_check.program},
+      {"gang-check-min-gbps", absl::StrCat(f.gang_check.min_gbps)},
+      {"gang-check-min-tcp-gbps", absl::StrCat(f.gang_check.min_tcp_gbps)},
   };
   for (auto& entry : ImageConfigEntries(f.images)) entries.push_back(std::move(entry));
   return entries;

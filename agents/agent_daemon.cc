@@ -59,6 +59,7 @@ absl::StatusOr<Agent::Options> AgentOptionsFromFlags(const AgentFlags& flags) {
   options.delay_exit_status = flags.delay_exit_status;
   options.shim_path = flags.shim.empty() ? DefaultShimPath() : flags.shim;
   options.maintenance_file = flags.maintenance_file;
+  options.fabric = flags.gang_check;
   if (access(options.shim_path.c_str(), X_OK) != 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot run the replicas' supervisor ", options.shim_path,

@@ -1,5 +1,5 @@
-// ValidateNodeName, ParseLabels and ResolvePrograms (agent_flags.h): values of trainctl-agent
-// flags.
+// ValidateNodeName, ParseLabels, ResolvePrograms and the --gang-check-* flags (agent_flags.h):
+// values of trainctl-agent flags.
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -7,6 +7,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
+#include <map>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -59,6 +62,59 @@ absl::Status ResolvePrograms(AgentFlags* flags) {
     *path = resolved;
   }
   return absl::OkStatus();
+}
+
+FlagGroup GangCheckFlagGroup() {
+  using Kind = FlagSpec::Kind;
+  return {
+      "Fabric check before a multi-node gang starts (the other agents must reach\n"
+      "--gang-check-port through any firewall):",
+      {{"gang-check-port", 0, Kind::kValue, "N", "",
+        "the TCP port of this agent's fabric check listener, on every address of the host; "
+        "the other agents of a gang connect to it to measure latency and a short bandwidth "
+        "sample; 0 picks a free port at each start, sent to the scheduler (default: 0)"},
+       {"gang-check-program", 0, Kind::kValue, "CMD", "",
+        "a shell command line (/bin/sh -c) run on every node of a multi-node gang before it "
+        "starts, when the job's gangCheck asks for it, with TRAINCTL_CHECK_RANK, "
+        "TRAINCTL_CHECK_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, TRAINCTL_CHECK_NODES and "
+        "TRAINCTL_JOB_ID (e.g. an NCCL all-reduce test); exit 0 passes; a last stdout line "
+        "{\"gbps\": N} reports its bandwidth; killed at the check's deadline "
+        "(default: none)"},
+       {"gang-check-min-gbps", 0, Kind::kValue, "X", "",
+        "the least bandwidth, in Gbit/s, --gang-check-program must report; 0: not judged "
+        "(default: 0)"},
+       {"gang-check-min-tcp-gbps", 0, Kind::kValue, "X", "",
+        "the least bandwidth, in Gbit/s, of the built-in TCP sample to each peer; 0: "
+        "reported, not judged (default: 0)"}}};
+}
+
+std::map<std::string, std::function<absl::Status(const std::string& flag, const std::string& v)>>
+GangCheckFlagSetters(FabricCheckOptions* options) {
+  auto gbps = [](double* out) {
+    return [out](const std::string& f, const std::string& v) -> absl::Status {
+      absl::StatusOr<double> value =
+          ParseNumberFlag(f, v, NumberSign::kNonNegative, "a number of Gbit/s, 0 or more");
+      if (!value.ok()) return value.status();
+      *out = *value;
+      return absl::OkStatus();
+    };
+  };
+  return {
+      {"--gang-check-port",
+       [options](const std::string& f, const std::string& v) -> absl::Status {
+         absl::StatusOr<int> port = ParseWholeNumberFlag<int>(f, v, 0, 65535);
+         if (!port.ok()) return port.status();
+         options->port = *port;
+         return absl::OkStatus();
+       }},
+      {"--gang-check-program",
+       [options](const std::string&, const std::string& v) {
+         options->program = v;
+         return absl::OkStatus();
+       }},
+      {"--gang-check-min-gbps", gbps(&options->min_gbps)},
+      {"--gang-check-min-tcp-gbps", gbps(&options->min_tcp_gbps)},
+  };
 }
 
 }  // namespace trainctl::agent

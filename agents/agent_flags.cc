@@ -206,6 +206,7 @@ std::vector<FlagGroup> AgentFlagGroups() {
          "update\"}: reported to the scheduler as the node's maintenance window, and again at "
          "each heartbeat after it changed (absent or empty: no window)"}}},
       ImageFlagGroup(),
+      GangCheckFlagGroup(),
       {"Host checks (thresholds are this host's; each passes when strictly above):",
        {{"check", 0, Kind::kBool, "", "",
          "run the host check items once, print one \"item ...\" line each and exit 0 if all "
@@ -524,6 +525,9 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
        }},
   };
   for (auto& [name, setter] : ImageFlagSetters(&flags.images)) setters.emplace(name, setter);
+  for (auto& [name, setter] : GangCheckFlagSetters(&flags.gang_check)) {
+    setters.emplace(name, setter);
+  }
   const std::vector<FlagSpec> specs = AllFlags(AgentFlagGroups());
   ParsedArgs parsed;
   absl::Status status = ParseArgs(args, specs, {}, &parsed);

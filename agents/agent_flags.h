@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -18,12 +19,14 @@
 #include "absl/time/time.h"
 #include "agents/agent_image_flags.h"
 #include "agents/cpu_manager.h"
+#include "agents/fabric_check.h"
 #include "agents/host_checks.h"
 #include "agents/job_scratch.h"
 #include "agents/node_checks.h"
 #include "agents/run_cgroup.h"
 #include "agents/run_user.h"
 #include "agents/shim/log_cap.h"
+#include "common/flags.h"
 
 namespace trainctl::agent {
 
@@ -113,6 +116,8 @@ struct AgentFlags {
   NodeCheckConfig checks;
   // Replicas in container images (agent_image_flags.h).
   ImageFlags images;
+  // The fabric check before multi-node gangs start (--gang-check-*; fabric_check.h).
+  FabricCheckOptions gang_check;
 };
 
 // Parses the arguments after the program name, under the config file of --config FILE if given
@@ -140,5 +145,11 @@ absl::Status ValidateNodeName(absl::string_view name);
 
 // Parses "k=v,k=v" (empty text: no labels). Keys must be non-empty and unique.
 absl::StatusOr<std::map<std::string, std::string>> ParseLabels(absl::string_view text);
+
+// The --gang-check-* flags as --help lists them, and their setters ("--gang-check-port" -> ...),
+// writing into `*options`: the port 0..65535, the minimums non-negative numbers of Gbit/s.
+FlagGroup GangCheckFlagGroup();
+std::map<std::string, std::function<absl::Status(const std::string& flag, const std::string& v)>>
+GangCheckFlagSetters(FabricCheckOptions* options);
 
 }  // namespace trainctl::agent

@@ -2,7 +2,7 @@
 // in one process. Each registers a node, heartbeats at the interval trainctld asks for, and
 // answers every launch as an agent would: ReplicaStarted at once, ReplicaExited (code 0) after
 // the duration in the launch's SIM_MS env (default 1 s), and an exit by signal 15 for a stop.
-// Nothing runs.
+// A fabric check (CheckFabric) is answered at once, every probe passed. Nothing runs.
 //
 //   Timers timers;                          // one thread for every agent's heartbeats and exits
 //   Counts counts;                          // what the agents saw, together
@@ -133,6 +133,7 @@ class SimAgent
     trainctl::v1::Register* r = reg.mutable_register_();
     r->set_node(name_);
     r->set_address("127.0.0.1");
+    r->set_fabric_port(1);  // never dialled: checks are answered at once
     r->mutable_capacity()->set_cpu(cpus_);
     r->mutable_capacity()->set_memory_mb(int64_t{cpus_} * 4096);
     *r->mutable_allocatable() = r->capacity();
@@ -258,6 +259,16 @@ class SimAgent
       timers_->After(std::chrono::milliseconds(ms), [this, run_id] { Exit(run_id, 0, 0); });
     } else if (msg.has_stop()) {
       Exit(msg.stop().run_id(), 0, 15);
+    } else if (msg.has_check_fabric()) {
+      trainctl::v1::AgentMessage answer;
+      trainctl::v1::FabricReport* report = answer.mutable_fabric();
+      report->set_request_id(msg.check_fabric().request_id());
+      for (const trainctl::v1::FabricPeer& peer : msg.check_fabric().targets()) {
+        trainctl::v1::FabricProbe* p = report->add_probes();
+        p->set_to(peer.node());
+        p->set_ok(true);
+      }
+      Send(std::move(answer));
     }
   }
 

@@ -38,6 +38,12 @@ std::string RenderJobDescription(const v1::Job& job, int64_t now_ms) {
   if (const std::string elastic = ElasticText(job); !elastic.empty()) {
     fields.emplace_back("Elastic", elastic);
   }
+  if (job.excluded_nodes_size() > 0) {
+    // The nodes scheduling.stragglerAction REPLACE took out of the job's placements.
+    std::vector<std::string> nodes;
+    for (const std::string& n : job.excluded_nodes()) nodes.push_back(n + " (straggler)");
+    fields.emplace_back("Excluded nodes", absl::StrJoin(nodes, ", "));
+  }
   if (job.error().consequences_size() > 0) {
     fields.emplace_back("Consequences", absl::StrJoin(job.error().consequences(), "; "));
   }
@@ -65,7 +71,14 @@ std::string RenderJobDescription(const v1::Job& job, int64_t now_ms) {
         {"ATTEMPT", "GENERATION", "TIME", "CAUSE", "CLASS", "RULE", "CHARGED", "CONSEQUENCES"});
     Table resizes(
         {"ATTEMPT", "GENERATION", "TIME", "POOL", "REPLICAS", "WORLD", "CHANGED", "REASON"});
+    Table fabric({"ATTEMPT", "RESULT", "NODES", "TOOK", "CULPRIT", "SUMMARY"});
     for (const v1::Attempt& a : job.attempts()) {
+      if (a.has_fabric_check()) {
+        const v1::FabricCheck& c = a.fabric_check();
+        fabric.AddRow({absl::StrCat(a.number()), c.result(), absl::StrJoin(c.nodes(), ", "),
+                       c.has_duration() ? FormatDurationExact(DurationToMs(c.duration())) : "",
+                       c.culprit(), c.summary()});
+      }
       attempts.AddRow({absl::StrCat(a.number()), JobStateName(a.state()),
                        FormatTimestamp(a.start_time()), FormatTimestamp(a.end_time()),
                        a.failure_class(), a.matched_rule(), a.replica(), a.node(), a.decision(),
@@ -92,6 +105,10 @@ std::string RenderJobDescription(const v1::Job& job, int64_t now_ms) {
       absl::StrAppend(&out, Section("Gang restarts", gang));
     }
     if (resizes.row_count() > 0) absl::StrAppend(&out, Section("Resizes", resizes));
+    if (fabric.row_count() > 0) {
+      fabric.DropEmptyColumns({"TOOK", "CULPRIT"});
+      absl::StrAppend(&out, Section("Fabric checks", fabric));
+    }
   }
   return out;
 }

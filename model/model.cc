@@ -38,7 +38,7 @@ const v1::WorkerPool* PoolOf(const Job& job, const Replica& r) {
 bool HoldsResources(v1::ReplicaState s) {
   return s == v1::REPLICA_STATE_STARTING || s == v1::REPLICA_STATE_RUNNING ||
          s == v1::REPLICA_STATE_STOPPING || s == v1::REPLICA_STATE_RESTARTING ||
-         s == v1::REPLICA_STATE_SETTLING;
+         s == v1::REPLICA_STATE_SETTLING || s == v1::REPLICA_STATE_CHECKING;
 }
 
 bool IsLive(v1::ReplicaState s) {

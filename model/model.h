@@ -21,7 +21,9 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "common/job_states.h"
+#include "model/decisions.h"
 #include "model/job_policy.h"
+#include "model/tally.h"
 #include "model/usage_ledger.h"
 #include "trainctl/v1/agent.pb.h"
 #include "trainctl/v1/job.pb.h"
@@ -55,46 +57,6 @@ struct Res {
 };
 
 // --- Jobs ----------------------------------------------------------------------------------
-
-// How a failure is classed (the retry engine's table). Stored by name: "TRANSIENT", ...
-enum class FailureClass {
-  kNone,         // no failure (success, or not ended)
-  kTransient,    // transient exit code or signal
-  kUserError,    // any other non-zero exit, or a command that cannot start
-  kOutOfMemory,  // memory limit hit
-  kInternal,     // trainctl's or the host's fault: launch failure, lost run, lost agent
-  kHung,         // no progress within hangTimeout
-  kCapacity,     // no healthy capacity within placementTimeout
-  kDeadline,     // scheduling.timeout or queueTimeout passed
-  kHostFault,    // a host check failed (R16 scenarios 1-3)
-  kMaintenance,  // a drain found no room for a moved replica
-  kPreempted,    // its replicas were taken back for another job or a lender's quota (victims.h)
-};
-
-// What is done about a replica's end or a job's failure. The stored ones (Attempt.decision) are
-// RETRY_JOB, REDISPATCH and FAIL_JOB.
-enum class Decision {
-  kNone,            // no decision (an attempt that did not end by a failure)
-  kContinue,        // a non-primary replica exited 0: the job goes on
-  kSucceedJob,      // the primary exited 0
-  kRestartReplica,  // in place, same node, name and rank
-  kMoveReplica,     // to another node, same name and rank, not charged
-  kRestartGang,     // every replica of a GANG job, in place, charged to the one that failed
-  kRetryJob,        // a new attempt
-  kRedispatch,      // a new attempt on other hosts after a host fault, first in the queue (R17)
-  kFailJob,
-  kPreempt,  // preempted: back to the queue in its own place, charged to no budget
-};
-
-// Why a replica leaves its node.
-enum class MoveCause {
-  kNone,
-  kDrain,            // an operator drains the node (maintenance: charges nothing, ever)
-  kLost,             // the node stopped sending heartbeats
-  kUnhealthy,        // the node failed a periodic check
-  kShutdown,         // the node's agent shut down
-  kNodeUnavailable,  // an in-place restart found its node no longer keeps replicas
-};
 
 // The retry budgets of a job: used (Job) or left (Attempt).
 struct Budgets {
@@ -233,6 +195,9 @@ struct Attempt {
   std::vector<GangRestart> gang_restarts;
   // Elastic pools: every change of a pool's size in this attempt.
   std::vector<Resize> resizes;
+  // The fabric check before its replicas started, when one ran (fabric_checks.h): kept as the
+  // API shows it.
+  std::optional<v1::FabricCheck> fabric_check;
 };
 
 // A preemption of a job (v1::Preemption): who takes its replicas back, why, until when its
@@ -303,6 +268,8 @@ struct Job {
   std::optional<absl::Time> last_checkpoint;
   // How long it waited in the queue after its preemptions: scheduling.timeout does not count it.
   absl::Duration preempted_wait;
+  // Nodes it no longer uses (scheduling.stragglerAction REPLACE), in the order excluded.
+  std::vector<std::string> excluded_nodes;
 
   // The current attempt's number; 0 before the first placement.
   int32_t current_attempt() const { return attempts.empty() ? 0 : attempts.back().number; }
@@ -382,6 +349,9 @@ struct Node {
   std::string name;
   // How replicas on other nodes reach this one (MASTER_ADDR, cluster spec).
   std::string address;
+  // The port of its agent's fabric check listener on that host (Register.fabric_port); 0: none.
+  // In memory only: each registration says it again.
+  int32_t fabric_port = 0;
   Res capacity;
   Res allocatable;
   std::map<std::string, std::string> labels;
@@ -456,58 +426,6 @@ struct Command {
 
   // The message as the agent gets it. Leaves this command empty.
   v1::SchedulerMessage Take() &&;
-};
-
-// What a turn did that trainctld's metrics count (server/metrics_*.h). The core only appends
-// to it, and never reads it.
-struct Tally {
-  // A failure decided: a replica's end that was no success, a stockout, a move without room.
-  struct Failure {
-    FailureClass failure_class = FailureClass::kNone;
-    Decision action = Decision::kNone;
-  };
-  // An attempt started, after its job waited `wait` in the queue (since its submission or its
-  // retry).
-  struct Admission {
-    std::string project;
-    absl::Duration wait;
-  };
-  // A job ran for the first time, `since_create` after its submission.
-  struct FirstRun {
-    std::string project;
-    absl::Duration since_create;
-  };
-  // A job reached a terminal state.
-  struct End {
-    std::string project;
-    v1::JobState state = v1::JOB_STATE_UNSPECIFIED;
-  };
-  // A job of `project` was chosen as a victim: `reason` is "reclaim" (its lender takes back
-  // quota) or "priority" (a higher-priority job of its own project).
-  struct Preempted {
-    std::string project;
-    std::string reason;
-  };
-  // A preemption's attempt ended, `took` after the decision (the notice's grace, cut short by a
-  // checkpoint or the replicas' exits).
-  struct PreemptionEnded {
-    std::string project;
-    absl::Duration took;
-  };
-  std::vector<Failure> failures;
-  std::vector<Admission> admissions;
-  std::vector<FirstRun> first_runs;
-  std::vector<End> ends;
-  std::vector<Preempted> preempted;
-  std::vector<PreemptionEnded> preemption_ends;
-  // A project's fair-share ledger as written this turn, with its share then (fair_share.h).
-  struct FairShareSeen {
-    UsageLedger usage;
-    double share = 0;
-  };
-  std::vector<FairShareSeen> fair_shares;
-  // What each project's replicas used since the last turn, undecayed (usage_rollup.h).
-  std::map<std::string, UsageAdded> usage_added;
 };
 
 // What one turn of the core decided, beyond its own in-memory state: rows to persist and

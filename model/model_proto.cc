@@ -287,6 +287,7 @@ v1::Attempt ToProto(const Attempt& a) {
     p->set_reason(z.reason);
     p->set_world_size(z.world_size);
   }
+  if (a.fabric_check) *out.mutable_fabric_check() = *a.fabric_check;
   return out;
 }
 
@@ -324,6 +325,7 @@ absl::StatusOr<Attempt> AttemptFromProto(const v1::Attempt& p) {
                          z.reason(),
                          z.world_size()});
   }
+  if (p.has_fabric_check()) a.fabric_check = p.fabric_check();
   return a;
 }
 
@@ -370,6 +372,7 @@ v1::Job ToProto(const Job& job) {
         absl::ToInt64Nanoseconds(job.preempted_wait - absl::Seconds(seconds))));
   }
   if (job.last_checkpoint) *out.mutable_last_checkpoint_time() = ToProtoTime(*job.last_checkpoint);
+  for (const std::string& node : job.excluded_nodes) out.add_excluded_nodes(node);
   return out;
 }
 
@@ -426,6 +429,7 @@ absl::StatusOr<Job> JobFromProto(const v1::Job& p) {
   job.preempted_wait =
       absl::Seconds(p.preempted_wait().seconds()) + absl::Nanoseconds(p.preempted_wait().nanos());
   job.last_checkpoint = OptionalTime(p.has_last_checkpoint_time(), p.last_checkpoint_time());
+  job.excluded_nodes.assign(p.excluded_nodes().begin(), p.excluded_nodes().end());
   return job;
 }
 

@@ -15,8 +15,12 @@ constexpr absl::Duration kRetryQueueTimeout = absl::Minutes(30);
 // BEST_EFFORT_FIFO's starvation limit when the quota sets none.
 constexpr absl::Duration kDefaultStarvationLimit = absl::Minutes(10);
 
-// The key of idle_fits_ for a job with placement constraints (shapes' keys start with "s").
-std::string IdleFitKeyOfJob(const std::string& id) { return "j" + id; }
+// The key of idle_fits_ for a job with placement constraints or excluded nodes (shapes' keys
+// start with "s"). Excluded nodes only grow: their number tells an answer from before the last.
+std::string IdleFitKeyOfJob(const Job& job) {
+  return job.excluded_nodes.empty() ? "j" + job.id
+                                    : absl::StrCat("j", job.id, "/", job.excluded_nodes.size());
+}
 
 }  // namespace
 
@@ -78,7 +82,7 @@ void AdmissionQueue::Dequeue(const Job& job) {
   if (std::optional<absl::Time> deadline = DeadlineOf(job)) deadlines_.erase({*deadline, job.id});
   stockout_since_.erase(job.id);
   blocked_since_.erase(job.id);
-  idle_fits_.erase(IdleFitKeyOfJob(job.id));
+  idle_fits_.erase(IdleFitKeyOfJob(job));
   if (reservation_ && reservation_->job_id == job.id) DropReservation();
 }
 
@@ -262,8 +266,9 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
     }
     std::vector<ReplicaDemand> demands;
     for (const Replica& r : job->replicas) demands.push_back(ReplicaDemandOf(r));
-    JobPlacement placed = pipeline.PlaceGang({&job->spec, &demands, ExpectedEnd(job->spec, now),
-                                              MaintenanceCheck::kAvoidFirst, &reserved});
+    JobPlacement placed =
+        pipeline.PlaceGang({&job->spec, &demands, ExpectedEnd(job->spec, now),
+                            MaintenanceCheck::kAvoidFirst, &reserved, &job->excluded_nodes});
     if (!placed.ok()) continue;
     stockout_since_.erase(job->id);
     plan.starts.push_back({job->id, std::move(placed.nodes)});
@@ -321,8 +326,9 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
     if (qe.fits_now) {
       for (const Replica& r : job.replicas) demands.push_back(ReplicaDemandOf(r));
       const std::set<std::string>* off = keep_off(job);
-      const GangRequest request{&job.spec, &demands, ExpectedEnd(job.spec, now),
-                                MaintenanceCheck::kAvoidFirst, off};
+      GangRequest request{&job.spec, &demands, ExpectedEnd(job.spec, now),
+                          MaintenanceCheck::kAvoidFirst, off};
+      request.excluded = &job.excluded_nodes;
       JobPlacement placed = pipeline.PlaceGang(request);
       if (placed.ok()) {  // its places are taken in `free`
         if (reservation_ && reservation_->job_id == job.id) DropReservation();
@@ -340,9 +346,9 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
         advance(project, key);
         continue;
       }
-      if (off == &fenced &&
-          pipeline.CheckGang({&job.spec, &demands, request.expected_end, request.check, &reserved})
-              .ok()) {
+      GangRequest fenced_off = request;
+      fenced_off.reserved = &reserved;
+      if (off == &fenced && pipeline.CheckGang(fenced_off).ok()) {
         // It fits only on the reservation's nodes, and would not end before its job starts.
         set_reason(job, ReservationReason(*reservation_));
         if (quota.queueing_strategy == v1::QUEUEING_STRATEGY_BEST_EFFORT_FIFO) {
@@ -454,8 +460,8 @@ bool AdmissionQueue::FitsIdle(const Job& job, const std::vector<ReplicaDemand>& 
   // Without placement constraints, the answer follows from the demands alone: their resources
   // and ports, exactly (the bits of the cpu count, not a rounding of it). Else it is the job's.
   std::string key;
-  if (HasPlacementConstraints(job.spec)) {
-    key = IdleFitKeyOfJob(job.id);
+  if (HasPlacementConstraints(job.spec) || !job.excluded_nodes.empty()) {
+    key = IdleFitKeyOfJob(job);
   } else {
     key = "s";
     for (const ReplicaDemand& d : demands) {
@@ -468,7 +474,9 @@ bool AdmissionQueue::FitsIdle(const Job& job, const std::vector<ReplicaDemand>& 
   if (unknown) {
     FreeIndex idle(nodes.IdleNodes());
     PlacementPipeline pipeline(&idle, nullptr);  // no windows: the cluster as it could be
-    fit->second = pipeline.CheckGang({&job.spec, &demands}).ok();
+    GangRequest request{&job.spec, &demands};
+    request.excluded = &job.excluded_nodes;
+    fit->second = pipeline.CheckGang(request).ok();
   }
   return fit->second;
 }

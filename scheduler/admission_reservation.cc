@@ -52,8 +52,9 @@ bool AdmissionQueue::Reserve(const Job& job, const std::vector<ReplicaDemand>& d
       (!reservation_->expected_start || now < *reservation_->expected_start)) {
     return true;
   }
-  std::optional<Reservation> made = PlanReservation(
-      job.id, job.spec, demands, free.nodes(), windows, RunningRooms(jobs, now), &reserved, now);
+  std::optional<Reservation> made =
+      PlanReservation(job.id, job.spec, demands, free.nodes(), windows, RunningRooms(jobs, now),
+                      &reserved, now, &job.excluded_nodes);
   if (made) {
     made->shape_version = shape_version;
     if (made->expected_start && *made->expected_start > now) {

@@ -25,7 +25,9 @@ Core::Core(CoreOptions options)
              options_.reservation_after),
       lifecycle_(&jobs_, &nodes_, &queue_, &timers_, options_.skew_tolerance),
       pulls_(&jobs_),
-      stragglers_(options_.stragglers) {}
+      stragglers_(options_.stragglers) {
+  lifecycle_.fabric().set_timeout(options_.fabric_check_timeout);
+}
 
 void Core::Restore(std::vector<Job> jobs, std::vector<Node> nodes,
                    const std::vector<ReplicaRun>& runs, std::vector<Quota> quotas) {
@@ -400,7 +402,9 @@ void Core::Tick(absl::Time now, Effects* fx) {
     }
   }
   lifecycle_.Tick(now, fx);
-  stragglers_.Check(&jobs_, now, fx);
+  stragglers_.Check(&jobs_, now, fx, [&](Job* job, Replica* r, double ratio, bool tell) {
+    return ReplaceStraggler(&lifecycle_, job, r, ratio, tell, now, fx);
+  });
 }
 
 size_t Core::Schedule(absl::Time now, Effects* fx) {

@@ -76,6 +76,9 @@ struct CoreOptions {
   std::optional<absl::Duration> reservation_after = AdmissionQueue::kDefaultReservationAfter;
   // Which ranks of a gang are stragglers (stragglers.h; --straggler-ratio, --straggler-window).
   StragglerOptions stragglers;
+  // How long the agents have to answer a round of a fabric check (fabric_checks.h;
+  // --gang-check-timeout).
+  absl::Duration fabric_check_timeout = absl::Minutes(1);
 };
 
 class Core {
@@ -226,6 +229,13 @@ class Core {
   // the core does not hold (deleted) and for a run launched on another node.
   void StacksCaptured(const std::string& node, const v1::ReplicaStacks& stacks, absl::Time now,
                       Effects* fx);
+  // The fabric checks under way (fabric_checks.h).
+  size_t FabricChecksUnderWay() const { return lifecycle_.fabric().size(); }
+  // An agent's answer to a fabric check (fabric_checks.h). Stale answers are ignored.
+  void FabricReported(const std::string& node, const v1::FabricReport& report, absl::Time now,
+                      Effects* fx) {
+    lifecycle_.fabric().Report(node, report, now, fx);
+  }
   // How many replicas are judged stragglers now, by project (stragglers.h).
   std::map<std::string, int> StragglersByProject() const {
     return stragglers_.CountByProject(jobs_);

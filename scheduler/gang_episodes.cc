@@ -14,6 +14,7 @@
 #include "scheduler/elastic.h"
 #include "scheduler/launch_env.h"
 #include "scheduler/placement.h"
+#include "scheduler/straggler_replace.h"
 
 namespace trainctl::sched {
 namespace {
@@ -241,16 +242,21 @@ void GangEpisodes::MaybeRelaunch(Job* job, absl::Time now, Effects* fx) {
     return;
   }
   // A replica whose node no longer keeps replicas (it failed a check or went away while the gang
-  // stopped) moves first, while the gang still restarts: the move starts the gang again once it
-  // is placed, an elastic pool's replica may wait for room, and a replica that finds none ends
-  // the attempt before anything launches.
+  // stopped), or whose node the job excluded (a straggler's, straggler_replace.h), moves first,
+  // while the gang still restarts: the move starts the gang again once it is placed, an elastic
+  // pool's replica may wait for room, and a replica that finds none ends the attempt before
+  // anything launches.
   for (Replica& r : job->replicas) {
     std::string why_not;
-    if (r.state != v1::REPLICA_STATE_RESTARTING || nodes_->KeepsReplicas(r.node, &why_not)) {
+    if (r.state != v1::REPLICA_STATE_RESTARTING) continue;
+    if (ExcludedFor(*job, r.node, &why_not)) {
+      MarkExcludedMove(&r, why_not);
+    } else if (!nodes_->KeepsReplicas(r.node, &why_not)) {
+      r.move_cause = MoveCause::kNodeUnavailable;
+      r.move_reason = why_not;
+    } else {
       continue;
     }
-    r.move_cause = MoveCause::kNodeUnavailable;
-    r.move_reason = why_not;
     life_->PlaceMoved(job, &r, now, fx, /*new_run=*/false);
     return;
   }
@@ -267,6 +273,8 @@ void GangEpisodes::MaybeRelaunch(Job* job, absl::Time now, Effects* fx) {
   AddEvent(fx, now, job, "", "", "GangStarting",
            absl::StrCat("every replica stopped", cause, ": starting all ", WorldSize(*job),
                         " together as gang generation ", job->gang_generation));
+  // On nodes other than those last checked, the fabric check comes first; it launches them.
+  if (life_->CheckFabricFirst(job, now, fx)) return Touch(job, now, fx);
   for (Replica& r : job->replicas) {
     if (r.state == v1::REPLICA_STATE_REMOVED) continue;
     if (!IsLive(job->state)) break;

@@ -12,6 +12,7 @@
 #include "scheduler/elastic.h"
 #include "scheduler/job_validation.h"
 #include "scheduler/launch_env.h"
+#include "scheduler/straggler_replace.h"
 
 namespace trainctl::sched {
 namespace {
@@ -33,6 +34,7 @@ UsageKey UsageKeyOf(const Job& job, const Replica& r) {
 std::string When(absl::Time t) { return FormatRfc3339(ToMs(t)); }
 
 void JobLifecycle::Restore() {
+  fabric_.Restore();
   for (const auto& [id, job] : jobs_->all()) {
     for (const Replica& r : job.replicas) {
       if (!HoldsResources(r.state)) continue;
@@ -177,7 +179,7 @@ void JobLifecycle::StopLiveReplicas(Job* job, const std::string& reason, absl::T
                                     Effects* fx, const std::string& capture_stacks) {
   for (Replica& r : job->replicas) {
     if (r.state == v1::REPLICA_STATE_RESTARTING || r.state == v1::REPLICA_STATE_PENDING ||
-        r.state == v1::REPLICA_STATE_SETTLING) {
+        r.state == v1::REPLICA_STATE_SETTLING || r.state == v1::REPLICA_STATE_CHECKING) {
       // No process to stop.
       SetReplicaState(job, &r, v1::REPLICA_STATE_STOPPED);
       r.next_start_time.reset();
@@ -237,10 +239,14 @@ void JobLifecycle::StartAttempt(Job* job, const std::vector<std::string>& placed
   attempt.nodes.assign(used_nodes.begin(), used_nodes.end());
   job->attempts.push_back(std::move(attempt));
   fx->attempts.insert({job->id, job->attempts.back().number});
+  // A gang over two or more nodes waits CHECKING for the fabric check first (fabric_checks.h).
+  std::string unchecked;
+  const bool check = fabric_.Wanted(*job, job->attempts.back().nodes, &unchecked);
+  if (!unchecked.empty()) AddEvent(fx, now, job, "", "", "FabricCheckSkipped", unchecked);
   for (size_t i = 0; i < job->replicas.size(); ++i) {
     Replica* r = &job->replicas[i];
     SetNode(*job, r, placed[i]);
-    SetReplicaState(job, r, v1::REPLICA_STATE_STARTING);
+    SetReplicaState(job, r, check ? v1::REPLICA_STATE_CHECKING : v1::REPLICA_STATE_STARTING);
     r->restart_count = 0;
     r->charged_restarts = 0;
     r->exit_code.reset();
@@ -254,7 +260,8 @@ void JobLifecycle::StartAttempt(Job* job, const std::vector<std::string>& placed
     r->moves = 0;
     r->move_cause = MoveCause::kNone;
     r->move_reason.clear();
-    r->message = absl::StrCat("launching on ", r->node);
+    r->message = check ? absl::StrCat("placed on ", r->node, "; waiting for the fabric check")
+                       : absl::StrCat("launching on ", r->node);
   }
   // Fresh ports for the attempt, every replica's before any launch: each cluster spec lists all.
   binding_.RenewPorts(job);
@@ -266,9 +273,11 @@ void JobLifecycle::StartAttempt(Job* job, const std::vector<std::string>& placed
   job->root_cause.reset();
   SetJobState(job, v1::JOB_STATE_PENDING,
               absl::StrCat("attempt ", job->attempts.back().number, " placed on ",
-                           absl::StrJoin(used_nodes, ", "), "; launching ", job->replicas.size(),
-                           " replicas in parallel"),
+                           absl::StrJoin(used_nodes, ", "),
+                           check ? "; checking the fabric between them before " : "; launching ",
+                           job->replicas.size(), " replicas", check ? " start" : " in parallel"),
               now, fx);
+  if (check) return fabric_.Start(job, job->attempts.back().nodes, now, fx);
   const GangView view = GangViewOf(*job, nodes_->nodes());
   for (const Replica& r : job->replicas) {
     RecordRun(*job, r, fx);
@@ -453,6 +462,10 @@ void JobLifecycle::LaunchOnItsNode(Job* job, Replica* r, absl::Time now, Effects
     r->move_reason = why_not;
     PlaceMoved(job, r, now, fx, /*new_run=*/false);
     return;
+  }
+  if (ExcludedFor(*job, r->node, &why_not)) {  // nor one its job excluded: charged to nothing
+    MarkExcludedMove(r, why_not);
+    return PlaceMoved(job, r, now, fx, /*new_run=*/false);
   }
   SetReplicaState(job, r, v1::REPLICA_STATE_STARTING);
   if (r->port == 0) binding_.AllocatePorts(r);  // moved here, or its old ports were taken meanwhile

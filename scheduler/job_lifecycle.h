@@ -14,6 +14,8 @@
 //                   placement pipeline), placing it or re-dispatching the job (replica_moves.h)
 //   ElasticPools    elastic pools: the wait for room, the shrink, the grow-back, ResizeJob
 //                   (elastic_pools.h)
+//   FabricChecks    the check of the fabric between a gang's nodes before its replicas start
+//                   (fabric_checks.h)
 // The parts ask the lifecycle for state changes and launches through LifecycleOps
 // (lifecycle_ops.h); the lifecycle routes the calls of one part that another carries out
 // (PlaceMoved to ReplicaMoves, WaitForRoom and GrowBack to ElasticPools). Its own files:
@@ -34,6 +36,7 @@
 #include "absl/time/time.h"
 #include "scheduler/admission_queue.h"
 #include "scheduler/elastic_pools.h"
+#include "scheduler/fabric_checks.h"
 #include "scheduler/gang_episodes.h"
 #include "scheduler/job_table.h"
 #include "scheduler/launch_env.h"
@@ -63,7 +66,8 @@ class JobLifecycle : private LifecycleOps {
         binding_(&nodes->book()),
         gang_(this, nodes, &binding_, timers, skew),
         moves_(this, jobs, nodes, &gang_),
-        elastic_(this, &moves_, &gang_, &binding_, timers) {}
+        elastic_(this, &moves_, &gang_, &binding_, timers),
+        fabric_(this, jobs, nodes, timers) {}
 
   JobLifecycle(const JobLifecycle&) = delete;
   JobLifecycle& operator=(const JobLifecycle&) = delete;
@@ -179,6 +183,9 @@ class JobLifecycle : private LifecycleOps {
   ReplicaMoves& moves() { return moves_; }
   // The elastic pools' waits, shrinks and grow-backs; see elastic_pools.h.
   ElasticPools& elastic() { return elastic_; }
+  // The fabric checks before multi-node gangs start; see fabric_checks.h.
+  FabricChecks& fabric() { return fabric_; }
+  const FabricChecks& fabric() const { return fabric_; }
 
  private:
   // The only writers of replica state and node, and of job state.
@@ -226,6 +233,10 @@ class JobLifecycle : private LifecycleOps {
   bool WaitForRoom(Job* job, Replica* r, const std::string& room, bool new_run, absl::Time now,
                    Effects* fx) override;
   void GrowBack(Job* job, absl::Time now, Effects* fx) override;
+  // Routed to FabricChecks::CheckRestart.
+  bool CheckFabricFirst(Job* job, absl::Time now, Effects* fx) override {
+    return fabric_.CheckRestart(job, now, fx);
+  }
 
   JobTable* const jobs_;
   NodeRegistry* const nodes_;
@@ -235,6 +246,7 @@ class JobLifecycle : private LifecycleOps {
   GangEpisodes gang_;
   ReplicaMoves moves_;
   ElasticPools elastic_;
+  FabricChecks fabric_;
 };
 
 // How often progress reports may write a job's row: every 30 s, or a quarter of the hang

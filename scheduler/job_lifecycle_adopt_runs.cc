@@ -70,6 +70,8 @@ void JobLifecycle::Reconcile(const v1::Register& reg, absl::Time now, Effects* f
       }
     }
   }
+  // A fabric check's round the agent may have lost with its restart.
+  fabric_.Resend(node, fx);
   queue_->Wake();
 }
 

@@ -37,6 +37,7 @@ absl::Duration ProgressWriteInterval(const RetryPolicy& policy) {
 }
 
 void JobLifecycle::Tick(absl::Time now, Effects* fx) {
+  fabric_.Tick(now, fx);
   for (const std::string& id : jobs_->ActiveIds()) {
     Job* job = jobs_->Find(id);
     if (!IsLive(job->state)) continue;

@@ -301,6 +301,10 @@ absl::Status ValidateScheduling(const v1::JobSpec& spec) {
     return Invalid("scheduling.captureStacks",
                    absl::StrCat("must be AUTO, ALWAYS or NEVER, got ", s.capture_stacks()));
   }
+  if (!v1::StragglerAction_IsValid(s.straggler_action())) {
+    return Invalid("scheduling.stragglerAction",
+                   absl::StrCat("must be REPORT or REPLACE, got ", s.straggler_action()));
+  }
   TC_RETURN_IF_ERROR(ValidateDuration("scheduling.settleWindow", s.settle_window(), 60));
   TC_RETURN_IF_ERROR(ValidateDuration("scheduling.queueTimeout", s.queue_timeout(), 366LL * 86400));
   TC_RETURN_IF_ERROR(ValidatePreemption(s));
@@ -466,6 +470,9 @@ void ApplyDefaults(v1::JobSpec* spec) {
   }
   if (s->capture_stacks() == v1::CAPTURE_STACKS_UNSPECIFIED) {
     s->set_capture_stacks(v1::CAPTURE_STACKS_AUTO);
+  }
+  if (s->straggler_action() == v1::STRAGGLER_ACTION_UNSPECIFIED) {
+    s->set_straggler_action(v1::STRAGGLER_ACTION_REPORT);
   }
   if (!s->has_preemptible()) s->set_preemptible(true);
   if (!s->has_min_runtime()) *s->mutable_min_runtime() = MsToDuration(0);

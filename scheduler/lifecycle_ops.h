@@ -53,6 +53,10 @@ class LifecycleOps {
                            absl::Time now, Effects* fx) = 0;
   // As a gang starts again: adds back every REMOVED replica of an elastic pool there is room for.
   virtual void GrowBack(Job* job, absl::Time now, Effects* fx) = 0;
+  // As a gang starts again on a set of nodes other than the one last checked: its replicas wait
+  // CHECKING for a fabric check first (fabric_checks.h), which launches them when it passes.
+  // False, changing nothing, when no check is wanted: the caller launches them.
+  virtual bool CheckFabricFirst(Job* job, absl::Time now, Effects* fx) = 0;
 };
 
 }  // namespace trainctl::sched

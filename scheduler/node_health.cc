@@ -31,7 +31,7 @@ bool FailingChecks(const NodeStatus& status) {
   const v1::CheckRun* startup = LatestRun(status, "startup");
   if (startup != nullptr && !startup->passed()) return true;
   const v1::CheckRun* newest = nullptr;
-  for (const char* phase : {"periodic", "exit", "preflight"}) {
+  for (const char* phase : {"periodic", "exit", "preflight", "fabric"}) {
     const v1::CheckRun* run = LatestRun(status, phase);
     if (run == nullptr) continue;
     if (newest == nullptr || TimestampToMs(run->time()) >= TimestampToMs(newest->time())) {

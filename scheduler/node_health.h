@@ -13,10 +13,11 @@
 // check ran, UNHEALTHY while its latest checks fail, else HEALTHY.
 //
 // Which check runs count: the latest startup run (the startup script) on its own, since only a
-// rerun of the script can clear it; and the newest of the periodic, exit and preflight runs,
-// since each of those probes the host's items and a later passing run supersedes an earlier
-// failure. An isolation that happens `flap_threshold` times within `flap_window` makes the
-// node flapping: it stays ISOLATED, whatever its checks say, until an operator uncordons it.
+// rerun of the script can clear it; and the newest of the periodic, exit, preflight and fabric
+// runs (a gang's fabric check that blamed the node, fabric_checks.h), since each of those probes
+// the host and a later passing run supersedes an earlier failure. An isolation that happens
+// `flap_threshold` times within `flap_window` makes the node flapping: it stays ISOLATED,
+// whatever its checks say, until an operator uncordons it.
 //
 // Thread-safety: none needed; the functions keep no state.
 #pragma once

@@ -55,6 +55,7 @@ void NodeRegistry::Register(const v1::Register& reg, absl::Time now, Effects* fx
   const bool same_agent = known_before && node.agent_instance == reg.agent_instance();
   node.name = reg.node();
   node.address = reg.address();
+  node.fabric_port = reg.fabric_port();
   node.capacity = Res::FromProto(reg.capacity());
   node.allocatable = Res::FromProto(reg.allocatable());
   node.labels = {reg.labels().begin(), reg.labels().end()};

@@ -75,9 +75,16 @@ JobPlacement PlacementPipeline::OnlyWindowed(const std::set<std::string>& avoid,
 }
 
 JobPlacement PlacementPipeline::Run(const GangRequest& request, bool dry_run) {
-  // Reserved nodes are never used (filter 6); windowed ones are avoided (filter 3).
+  // Reserved and excluded nodes are never used (filters 6 and 7); windowed ones are avoided
+  // (filter 3).
   const std::set<std::string>* reserved =
       request.reserved != nullptr && !request.reserved->empty() ? request.reserved : nullptr;
+  std::set<std::string> never;
+  if (request.excluded != nullptr && !request.excluded->empty()) {
+    never.insert(request.excluded->begin(), request.excluded->end());
+    if (reserved != nullptr) never.insert(reserved->begin(), reserved->end());
+    reserved = &never;
+  }
   std::set<std::string> avoid = AvoidedBy(windows_, request.expected_end);
   if (avoid.empty()) return Attempt(request, reserved, dry_run);
   const std::set<std::string> windowed = avoid;
@@ -107,9 +114,15 @@ ReplicaPlacement PlaceReplica(const FreeIndex& book, const std::vector<NodeWindo
                               const ReplicaRequest& request) {
   ReplicaPlacement out;
   const v1::JobSpec& spec = *request.spec;
-  // Filters 2 and 5 (its pool's selection, its gang's domain) and the node it leaves.
-  const std::vector<char> allowed =
+  // Filters 2 and 5 (its pool's selection, its gang's domain), the node it leaves and its job's
+  // excluded nodes (filter 7).
+  std::vector<char> allowed =
       MoveMask(spec, request.pool, request.domain_of, book.nodes(), request.exclude);
+  if (request.excluded != nullptr) {
+    for (const std::string& node : *request.excluded) {
+      if (const int i = book.IndexOf(node); i >= 0) allowed[i] = 0;
+    }
+  }
   const std::set<std::string> avoid = AvoidedBy(&windows, request.expected_end);
   // Filters 3 and 4, and the policy's score.
   const int best = book.ChooseAmong(request.demand, &allowed, nullptr, Binpacks(spec),

@@ -14,7 +14,10 @@
 //   5. topology domain: packWithin keeps a gang (and a moving replica) inside one domain of a
 //      label (topology.h);
 //   6. reserved: a gang does not take the nodes whose room preemption's victims are freeing for
-//      another job (GangRequest.reserved; admission_queue.h).
+//      another job (GangRequest.reserved; admission_queue.h);
+//   7. excluded: a job never uses the nodes it excluded (Job::excluded_nodes, a straggler's node
+//      under scheduling.stragglerAction REPLACE; straggler_replace.h), for a gang and for one
+//      replica alike (GangRequest.excluded, ReplicaRequest.excluded).
 // Scores, among the nodes that pass:
 //   - spread (most free first) or binpack (least free first), ties by name (FreeIndex order);
 //   - topology: the tightest domain that holds the gang first; preferWithin as few domains as
@@ -82,6 +85,8 @@ struct GangRequest {
   // Nodes it may not use: the room preemption's victims hold for their preemptor (filter 6);
   // nullptr: none.
   const std::set<std::string>* reserved = nullptr;
+  // Nodes the job no longer uses (filter 7, Job::excluded_nodes); nullptr: none.
+  const std::vector<std::string>* excluded = nullptr;
 };
 
 // An allocation a what-if gives back: `demand` held on `node`.
@@ -101,6 +106,8 @@ struct ReplicaRequest {
   ReplicaDemand demand;
   // Never this node (the one it leaves); empty: none.
   std::string exclude;
+  // Nor these (filter 7, its job's Job::excluded_nodes); nullptr: none.
+  const std::vector<std::string>* excluded = nullptr;
   // Windows that start before this are avoided.
   absl::Time expected_end = absl::InfiniteFuture();
 };

@@ -173,6 +173,7 @@ std::optional<AdmissionPlan::Preemption> AdmissionQueue::SearchVictims(
 
   GangRequest request{&job.spec, &demands, ExpectedEnd(job.spec, now),
                       MaintenanceCheck::kAvoidFirst, &reserved};
+  request.excluded = &job.excluded_nodes;  // victims whose room is only there free nothing for it
   auto fits = [&](const std::vector<const VictimCandidate*>& victims) {
     // By quota: the project's own victims give back what they hold.
     ProjectUsage own = usage_of(job.project);

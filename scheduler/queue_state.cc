@@ -24,6 +24,7 @@ QueuedJob QueuedJobOf(const Job& job) {
   }
   q.placement_spec = PlacementSpecOf(job.spec);
   q.timeout = TimeoutClockOf(job);
+  q.excluded_nodes = job.excluded_nodes;
   return q;
 }
 
@@ -44,6 +45,7 @@ QueuedJob QueuedJobOf(const v1::Job& job) {
   }
   q.placement_spec = PlacementSpecOf(job.spec());
   q.timeout = TimeoutClockOf(job);
+  q.excluded_nodes.assign(job.excluded_nodes().begin(), job.excluded_nodes().end());
   return q;
 }
 
@@ -147,8 +149,9 @@ std::vector<v1::Blocker> BlockersOf(const QueueState& state, const QueuedJob& jo
     // (placement_pipeline.h).
     FreeIndex free(state.free);
     PlacementPipeline pipeline(&free, &state.windows);
-    const GangRequest request{job.placement_spec.get(), &job.demands, now + job.expected_duration,
-                              MaintenanceCheck::kShortfallFirst};
+    GangRequest request{job.placement_spec.get(), &job.demands, now + job.expected_duration,
+                        MaintenanceCheck::kShortfallFirst};
+    request.excluded = &job.excluded_nodes;
     JobPlacement placed = pipeline.CheckGang(request);
     if (!placed.ok()) {
       add(BlockerOf(placed.kind), placed.Reason());

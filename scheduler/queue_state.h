@@ -46,6 +46,8 @@ struct QueuedJob {
   std::shared_ptr<const v1::JobSpec> placement_spec = nullptr;
   // Its scheduling.timeout: whether it may start on the reservation's nodes (reservation.h).
   TimeoutClock timeout;
+  // The nodes it no longer uses (Job::excluded_nodes).
+  std::vector<std::string> excluded_nodes;
 };
 
 QueuedJob QueuedJobOf(const Job& job);

@@ -67,6 +67,8 @@ void ReplicaMoves::MoveReplicasOff(const std::string& node, MoveCause cause, con
       if (r.node != node || !HoldsResources(r.state)) continue;
       // Its process is gone already; its failure is decided when its settle window ends.
       if (r.state == v1::REPLICA_STATE_SETTLING) continue;
+      // Not launched: its gang's fabric check ends ABANDONED at the next tick (fabric_checks.h).
+      if (r.state == v1::REPLICA_STATE_CHECKING) continue;
       if (node_gone && r.state != v1::REPLICA_STATE_RESTARTING) {
         nodes_->AddStaleRun(node, job->RunIdOf(r));
       }
@@ -175,6 +177,7 @@ std::string ReplicaMoves::MoveTarget(const Job& job, const Replica& r, const std
   request.domain_of = domain_node == nullptr ? nullptr : &domain_node->labels;
   request.demand = ReplicaDemandOf(r);
   request.exclude = from;
+  request.excluded = &job.excluded_nodes;
   request.expected_end = ExpectedEnd(job.spec, job.start_time, now);
   const ReplicaPlacement to = PlaceReplica(nodes_->FreeBook(), WindowsOf(*nodes_), request);
   if (to.ok()) return to.node;

@@ -58,7 +58,8 @@ std::optional<Reservation> PlanReservation(const std::string& job_id, const v1::
                                            std::vector<NodeFree> free,
                                            const std::vector<NodeWindow>& windows,
                                            std::vector<RunningRoom> running,
-                                           const std::set<std::string>* reserved, absl::Time now) {
+                                           const std::set<std::string>* reserved, absl::Time now,
+                                           const std::vector<std::string>* excluded) {
   // Known ends first, earliest first; unknown ends last, all at once.
   std::stable_sort(running.begin(), running.end(), [](const RunningRoom& a, const RunningRoom& b) {
     if (a.end.has_value() != b.end.has_value()) return a.end.has_value();
@@ -79,8 +80,8 @@ std::optional<Reservation> PlanReservation(const std::string& job_id, const v1::
       // Where the gang would start then, off the nodes whose window begins before it would end
       // (an unknown start avoids every window).
       const absl::Time end = at ? *at + duration : absl::InfiniteFuture();
-      JobPlacement placed =
-          pipeline.CheckGang({&spec, &demands, end, MaintenanceCheck::kAvoidFirst, reserved});
+      JobPlacement placed = pipeline.CheckGang(
+          {&spec, &demands, end, MaintenanceCheck::kAvoidFirst, reserved, excluded});
       if (placed.ok()) {
         Reservation r;
         r.job_id = job_id;

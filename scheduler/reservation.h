@@ -76,13 +76,15 @@ struct RunningRoom {
 // Where the gang of `job_id` (`request`: its spec and demands; expected_end and reserved are set
 // here) would start soonest on `free` (the schedulable nodes, as free now) when `running` give
 // their room back in order of their ends, and when; nullopt when it would not fit even once all
-// of them ended. `reserved` (nullptr: none) are nodes it may not use (preemption's).
+// of them ended. `reserved` (nullptr: none) are nodes it may not use (preemption's), and
+// `excluded` (nullptr: none) those the job no longer uses (Job::excluded_nodes).
 std::optional<Reservation> PlanReservation(const std::string& job_id, const v1::JobSpec& spec,
                                            const std::vector<ReplicaDemand>& demands,
                                            std::vector<NodeFree> free,
                                            const std::vector<NodeWindow>& windows,
                                            std::vector<RunningRoom> running,
-                                           const std::set<std::string>* reserved, absl::Time now);
+                                           const std::set<std::string>* reserved, absl::Time now,
+                                           const std::vector<std::string>* excluded = nullptr);
 
 // Whether a job whose latest end is `latest_end` may start on `reservation`'s nodes: only when
 // it ends by the expected start, both known.

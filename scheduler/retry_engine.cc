@@ -220,6 +220,48 @@ RetryDecision DecideNoRoomForMove(const Job& job, const Replica& r, const std::s
   return Redispatch(job, Start(job), error, /*charged=*/cause != MoveCause::kDrain);
 }
 
+RetryDecision DecideOnFabricCheck(const Job& job, const std::string& culprit,
+                                  const std::string& why, bool failed_before) {
+  JobError error;
+  error.code = absl::StatusCode::kUnavailable;
+  error.reason = FailureClass::kHostFault;
+  error.node = culprit;
+  error.message = culprit.empty()
+                      ? absl::StrCat("The fabric check between the gang's nodes failed: ", why, ".")
+                      : absl::StrCat("Node ", culprit, " failed the fabric check: ", why, ".");
+  if (!culprit.empty() || !failed_before) {
+    RetryDecision d = Redispatch(job, Start(job), error, /*charged=*/true);
+    d.rule = "faultTolerance.gangCheck";
+    return d;
+  }
+  RetryDecision d = Start(job);
+  d.action = Decision::kFailJob;
+  d.failure_class = FailureClass::kHostFault;
+  d.rule = "faultTolerance.gangCheck";
+  d.error = error;
+  d.error.message = absl::StrCat("error,exiting: ", error.message,
+                                 " The previous attempt's check failed too, with no single node to "
+                                 "blame; set faultTolerance.gangCheck to OFF to start unchecked.");
+  d.job_event_type = "JobExiting";
+  d.job_event = d.error.message;
+  return d;
+}
+
+RetryDecision DecideOnFabricAbandoned(const Job& job, const std::string& why) {
+  RetryDecision d = Start(job);
+  d.action = Decision::kRedispatch;
+  d.failure_class = FailureClass::kHostFault;
+  d.rule = "faultTolerance.gangCheck";
+  d.error.code = absl::StatusCode::kUnavailable;
+  d.error.reason = FailureClass::kHostFault;
+  d.error.message = absl::StrCat("The fabric check was abandoned: ", why, ".");
+  d.job_event_type = "JobRedispatched";
+  d.job_event = absl::StrCat(d.error.message,
+                             " Re-dispatching the job on other hosts (not charged); it queues "
+                             "ahead of other jobs.");
+  return d;
+}
+
 RetryDecision DecideOnStockout(const Job& job, const std::string& what) {
   const RetryPolicy& p = job.policy;
   const int used = job.budgets_used.capacity_retries;

@@ -88,6 +88,16 @@ size_t ChooseRootCause(const std::vector<FailureCandidate>& candidates, absl::Du
 RetryDecision DecideNoRoomForMove(const Job& job, const Replica& replica, const std::string& from,
                                   MoveCause cause, const std::string& why, const std::string& room);
 
+// The fabric check before the attempt's replicas started failed (fabric_checks.h): `culprit` is
+// the node blamed ("" when no single node is), `why` says what failed. With a culprit: a
+// re-dispatch charged to faultTolerance.jobRetryNum, as any host fault. Without one: the same
+// re-dispatch, unless the previous attempt's check failed that way too (`failed_before`): then
+// the job fails, listing what failed.
+RetryDecision DecideOnFabricCheck(const Job& job, const std::string& culprit,
+                                  const std::string& why, bool failed_before);
+// A node of the gang left during its fabric check (`why`): a re-dispatch charged to nothing.
+RetryDecision DecideOnFabricAbandoned(const Job& job, const std::string& why);
+
 // The job could not be placed within placementTimeout because the healthy cluster cannot hold
 // it even when idle (`what` it lacks): a capacity retry after a backoff (kRetryJob, delay),
 // or kFailJob when maxCapacityRetries is used up (R8).

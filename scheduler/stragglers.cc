@@ -45,7 +45,7 @@ void Stragglers::Step(const Job& job, const Replica& r, int64_t step, absl::Time
   it->second.watch.Report(r.name, step, t);
 }
 
-void Stragglers::Check(JobTable* jobs, absl::Time now, Effects* fx) {
+void Stragglers::Check(JobTable* jobs, absl::Time now, Effects* fx, const ReplaceFn& replace) {
   for (auto it = jobs_.begin(); it != jobs_.end();) {
     Job* job = jobs->Find(it->first);
     if (job == nullptr || job->state != v1::JOB_STATE_RUNNING || job->attempts.empty() ||
@@ -77,7 +77,10 @@ void Stragglers::Check(JobTable* jobs, absl::Time now, Effects* fx) {
                        r->gpu_devices.empty()
                            ? std::string()
                            : absl::StrCat(" (GPUs ", absl::StrJoin(r->gpu_devices, ","), ")"));
+      w.ratio.erase(r->name);
+      w.told_no_room.erase(r->name);
       if (v.straggling) {
+        w.ratio[r->name] = v.median > 0 ? v.rate / v.median : 0;
         r->straggler = absl::StrCat(
             v.rate == 0 ? "stopped advancing" : absl::StrCat(Rate(v.rate), " steps/s"),
             " over the last ", absl::FormatDuration(options_.window), ", the gang's median ",
@@ -91,6 +94,21 @@ void Stragglers::Check(JobTable* jobs, absl::Time now, Effects* fx) {
       }
       Touch(job, now, fx);
     }
+    if (replace && job->spec.scheduling().straggler_action() == v1::STRAGGLER_ACTION_REPLACE) {
+      Replace(job, &w, replace);
+    }
+  }
+}
+
+void Stragglers::Replace(Job* job, Watched* w, const ReplaceFn& replace) {
+  for (const auto& [name, straggling] : w->watch.straggling()) {
+    Replica* r = job->FindReplica(name);
+    if (!straggling || r == nullptr || r->state != v1::REPLICA_STATE_RUNNING) continue;
+    const auto ratio = w->ratio.find(name);
+    const bool tell = w->told_no_room.count(name) == 0;
+    const ReplaceOutcome done = replace(job, r, ratio == w->ratio.end() ? 0 : ratio->second, tell);
+    if (done == ReplaceOutcome::kReplaced) return;  // the job restarts or moves: judged afresh
+    if (done == ReplaceOutcome::kNoRoom) w->told_no_room.insert(name);
   }
 }
 

@@ -300,6 +300,13 @@ class AgentSession : public Reactor {
         loop_->Post([node, pull](Turn& t) { t.core.ImagePull(node, pull, t.now, t.fx); });
         break;
       }
+      case v1::AgentMessage::kFabric: {
+        // An answer to CheckFabric: not journaled; a lost one counts as none at the deadline.
+        std::string node = node_;
+        v1::FabricReport report = m.fabric();
+        loop_->Post([node, report](Turn& t) { t.core.FabricReported(node, report, t.now, t.fx); });
+        break;
+      }
       case v1::AgentMessage::kImagePrepulled:
         registry_->CompletePrepull(m.image_prepulled());
         break;

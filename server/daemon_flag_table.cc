@@ -85,6 +85,10 @@ std::vector<FlagGroup> DaemonFlagGroups() {
         {"straggler-window", 0, Kind::kValue, "D", "",
          "over how long step rates are measured, and how long a rank must stay slow "
          "(default 5m; 1s..24h)"},
+        {"gang-check-timeout", 0, Kind::kValue, "D", "",
+         "how long the agents of a multi-node gang's nodes have to answer each round of the "
+         "fabric check before its replicas start (faultTolerance.gangCheck); a node that does "
+         "not answer in time fails its probes (default 1m; 1s..1h)"},
         {"job-retention", 0, Kind::kValue, "D", "",
          "jobs that ended longer ago are deleted, with their attempts, runs and events, a few at "
          "a time (default 90d; 0: keep every job; `trainctl delete` deletes one sooner)"},

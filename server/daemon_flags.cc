@@ -324,6 +324,11 @@ absl::StatusOr<DaemonFlags> FromParsed(const ParsedArgs& parsed) {
                         ParseDurationFlag("--straggler-window", text, 1'000, 86'400'000LL,
                                           "a duration between 1s and 24h, e.g. 5m"));
   }
+  if (std::string text = parsed.Get("gang-check-timeout"); !text.empty()) {
+    TC_ASSIGN_OR_RETURN(f.gang_check_timeout_ms,
+                        ParseDurationFlag("--gang-check-timeout", text, 1'000, 3'600'000LL,
+                                          "a duration between 1s and 1h, e.g. 1m"));
+  }
   if (std::string text = parsed.Get("job-retention"); !text.empty()) {
     TC_ASSIGN_OR_RETURN(f.job_retention_ms,
                         ParseDurationFlag("--job-retention", text, 0, 3650 * 86'400'000LL,
@@ -491,6 +496,7 @@ std::vector<std::pair<std::string, std::string>> DaemonConfigEntries(const Daemo
        f.reservation_after_ms < 0 ? "off" : FormatDurationExact(f.reservation_after_ms)},
       {"straggler-ratio", absl::StrCat(f.straggler_ratio)},
       {"straggler-window", FormatDurationExact(f.straggler_window_ms)},
+      {"gang-check-timeout", FormatDurationExact(f.gang_check_timeout_ms)},
       {"job-retention", FormatDurationExact(f.job_retention_ms)},
       {"usage-retention", FormatDurationExact(f.usage_retention_ms)},
       {"finished-job-cache", FormatDurationExact(f.finished_job_cache_ms)},

@@ -91,6 +91,8 @@ struct DaemonFlags {
   // --straggler-ratio (0.05..0.95) and --straggler-window (1s..24h): CoreOptions::stragglers.
   double straggler_ratio = 0.7;
   int64_t straggler_window_ms = 300'000;
+  // --gang-check-timeout (1s..1h): CoreOptions::fabric_check_timeout.
+  int64_t gang_check_timeout_ms = 60'000;
   // Terminal jobs that ended longer ago are deleted: 0 (never), or 1s to 3650d.
   int64_t job_retention_ms = 90 * 86'400'000LL;
   // Hourly usage rows older than this are deleted: 0 (never), or 1h to 3650d.

@@ -32,6 +32,7 @@ DaemonOptions DaemonOptionsFromFlags(const DaemonFlags& flags) {
   core.nodes.ports = flags.port_range;
   core.stragglers.ratio = flags.straggler_ratio;
   core.stragglers.window = absl::Milliseconds(flags.straggler_window_ms);
+  core.fabric_check_timeout = absl::Milliseconds(flags.gang_check_timeout_ms);
   options.job_retention_ms = flags.job_retention_ms;
   options.usage_retention_ms = flags.usage_retention_ms;
   options.finished_job_cache_ms = flags.finished_job_cache_ms;

@@ -118,6 +118,12 @@ DaemonMetrics::DaemonMetrics()
           "exited, a checkpoint was reported, or the grace period ended), by the victim's "
           "project.",
           {"project"}, WaitBuckets())),
+      fabric_check_seconds_(registry_.AddHistogram(
+          "trainctl_fabric_check_seconds",
+          "How long each fabric check before a multi-node gang's start took, by its result: "
+          "PASSED, ISOLATED (a node was blamed and isolated), FAILED (no single node to blame) "
+          "or ABANDONED (a node left during it).",
+          {"result"}, WaitBuckets())),
       fair_share_(registry_.AddGauge(
           "trainctl_project_fair_share",
           "Each project's fair share: its dominant decayed usage over the cluster, divided by its "
@@ -242,6 +248,9 @@ void DaemonMetrics::OnCommitted(const sched::Tally& tally,
   }
   for (const sched::Tally::PreemptionEnded& p : tally.preemption_ends) {
     preemption_seconds_.With({p.project}).Observe(absl::ToDoubleSeconds(p.took));
+  }
+  for (const sched::Tally::FabricCheckEnded& c : tally.fabric_checks) {
+    fabric_check_seconds_.With({c.result}).Observe(absl::ToDoubleSeconds(c.took));
   }
   for (const sched::Tally::FairShareSeen& f : tally.fair_shares) {
     fair_share_.With({f.usage.project}).Set(f.share);

@@ -93,6 +93,7 @@ class DaemonMetrics {
   metrics::HistogramFamily& submit_to_running_;
   metrics::CounterFamily& preemptions_;
   metrics::HistogramFamily& preemption_seconds_;
+  metrics::HistogramFamily& fabric_check_seconds_;
   metrics::GaugeFamily& fair_share_;
   metrics::GaugeFamily& fair_share_usage_;
   metrics::GaugeFamily& stragglers_;

@@ -18,17 +18,6 @@ namespace {
 
 const std::string kExample = std::string(TRAINCTL_SOURCE_DIR) + "/examples/pytorch-ddp";
 
-// Whether /usr/bin/python3 can import torch; WARNs when it cannot. Looks the module up without
-// importing it, which would take a second and a half.
-bool HaveTorch() {
-  static const bool have =
-      std::system(
-          "/usr/bin/python3 -c 'import importlib.util, sys; "
-          "sys.exit(importlib.util.find_spec(\"torch\") is None)' >/dev/null 2>&1") == 0;
-  if (!have) WARN("skipped: /usr/bin/python3 cannot import torch (apt-get install python3-torch)");
-  return have;
-}
-
 // train.py as one chief and `workers` workers, each run with `args` (YAML flow list items).
 std::string DdpJob(int workers, const std::string& args,
                    const std::string& scheduling = "{stopGracePeriod: 2s}") {

@@ -178,6 +178,15 @@ void FillUp(const std::string& path) {
   close(fd);
 }
 
+bool HaveTorch() {
+  static const bool have =
+      std::system(
+          "/usr/bin/python3 -c 'import importlib.util, sys; "
+          "sys.exit(importlib.util.find_spec(\"torch\") is None)' >/dev/null 2>&1") == 0;
+  if (!have) WARN("skipped: /usr/bin/python3 cannot import torch (apt-get install python3-torch)");
+  return have;
+}
+
 bool CanMountTmpfs() {
   char tmpl[] = "/tmp/trainctl-tmpfs-XXXXXX";
   const char* dir = mkdtemp(tmpl);

@@ -139,6 +139,11 @@ struct ClusterOptions {
 // Whether this process may mount a tmpfs (root, or CAP_SYS_ADMIN), as data_dir_tmpfs_mb needs.
 bool CanMountTmpfs();
 
+// Whether /usr/bin/python3 can import torch (Debian's python3-torch), for tests of real PyTorch
+// jobs; WARNs when it cannot, and such a test passes with the warning. Looks the module up
+// without importing it, which would take a second and a half.
+bool HaveTorch();
+
 // Writes zeros to the file `path` until its file system is full (a full data dir).
 void FillUp(const std::string& path);
 

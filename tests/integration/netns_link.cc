@@ -138,11 +138,13 @@ void NetnsLink::Down() { Must({"ip", "link", "set", host_if_, "down"}); }
 
 void NetnsLink::Up() { Must({"ip", "link", "set", host_if_, "up"}); }
 
-void NetnsLink::DropOutgoing() { Drop("output", "daddr"); }
+void NetnsLink::DropOutgoing() { Drop("output", {"ip", "daddr", host_address_}); }
 
-void NetnsLink::DropIncoming() { Drop("input", "saddr"); }
+void NetnsLink::DropIncoming() { Drop("input", {"ip", "saddr", host_address_}); }
 
-void NetnsLink::Drop(const std::string& hook, const std::string& match) {
+void NetnsLink::DropTcpPort(int port) { Drop("input", {"tcp", "dport", absl::StrCat(port)}); }
+
+void NetnsLink::Drop(const std::string& hook, const std::vector<std::string>& rule) {
   const std::vector<std::string> nft = {"ip", "netns", "exec", name_, "nft"};
   auto in_ns = [&](std::vector<std::string> args) {
     args.insert(args.begin(), nft.begin(), nft.end());
@@ -151,7 +153,10 @@ void NetnsLink::Drop(const std::string& hook, const std::string& match) {
   Must(in_ns({"add", "table", "inet", kTable}));
   Must(in_ns({"add", "chain", "inet", kTable, hook,
               absl::StrCat("{ type filter hook ", hook, " priority 0 ; }")}));
-  Must(in_ns({"add", "rule", "inet", kTable, hook, "ip", match, host_address_, "drop"}));
+  std::vector<std::string> add = {"add", "rule", "inet", kTable, hook};
+  add.insert(add.end(), rule.begin(), rule.end());
+  add.push_back("drop");
+  Must(in_ns(add));
 }
 
 void NetnsLink::Heal() {

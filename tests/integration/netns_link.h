@@ -59,12 +59,15 @@ class NetnsLink {
   // rule.
   void DropOutgoing();
   void DropIncoming();
+  // Drops, inside the namespace, every TCP packet to `port` (a listener of a process in it), from
+  // anywhere (other processes of the namespace included). Heal() lifts it.
+  void DropTcpPort(int port);
   void Heal();
 
  private:
-  // A chain on `hook` ("input", "output") of the namespace's table that drops packets whose
-  // `match` ("saddr", "daddr") is the host end.
-  void Drop(const std::string& hook, const std::string& match);
+  // A chain on `hook` ("input", "output") of the namespace's table with a rule that drops packets
+  // matching `rule` (nft words, e.g. {"ip", "saddr", "10.213.0.1"}).
+  void Drop(const std::string& hook, const std::vector<std::string>& rule);
 
   std::string name_;
   std::string host_if_;

@@ -67,6 +67,55 @@ TEST_CASE("stragglers: a rank at a quarter of the others' step rate is named wit
   c.WaitForEnd(id);
 }
 
+// scheduling.stragglerAction REPLACE on four agents, one rank per node: once slow-0 is named, its
+// node is excluded (NodeStraggler), the gang restarts with slow-0 on the fourth node, and the job
+// stays RUNNING; `describe` shows the excluded node. The workload itself is slow, so a later
+// detection on the new node finds no free node left and changes nothing more.
+TEST_CASE("stragglers: REPLACE restarts the gang without the slow rank's node",
+          "[integration][stragglers]") {
+  ClusterOptions o = ThreeAgents();
+  o.agents = 4;
+  MiniCluster c(o);
+  std::string id;
+  SlowRankNamed(c,
+                c.Spec("displayName: stragglers\nworkerPools:\n" + Pool("chief", 8) +
+                       Pool("fast", 8) + Pool("slow", 2) +
+                       "scheduling: {placement: {policy: SPREAD}, stragglerAction: REPLACE}\n"),
+                &id);
+  v1::Job job;
+  auto excluded = [&] {
+    job = c.GetJob(id);
+    return job.excluded_nodes_size() == 1;
+  };
+  REQUIRE(Eventually(excluded, std::chrono::seconds(20)));
+  const std::string slow_node = job.excluded_nodes(0);
+  CliResult events;
+  auto told = [&] {
+    events = c.Cli({"events", "--node", slow_node});
+    return absl::StrContains(events.out, "NodeStraggler") &&
+           absl::StrContains(events.out, "ran replica slow-0 of job " + id);
+  };
+  CHECK(Eventually(told, std::chrono::seconds(20)));
+  INFO(events.out << events.err);
+  // The gang runs again, every replica off the slow node.
+  auto moved = [&] {
+    job = c.GetJob(id);
+    if (job.state() != v1::JOB_STATE_RUNNING || job.gang_restarting()) return false;
+    for (const v1::Replica& r : job.replicas()) {
+      if (r.node() == slow_node || r.state() != v1::REPLICA_STATE_RUNNING) return false;
+    }
+    return true;
+  };
+  CHECK(Eventually(moved, std::chrono::seconds(40)));
+  CHECK(job.state() == v1::JOB_STATE_RUNNING);
+  CHECK(job.attempts_size() == 1);
+  CliResult describe = c.Cli({"describe", id});
+  CHECK_THAT(describe.out,
+             Catch::Contains("Excluded nodes:") && Catch::Contains(slow_node + " (straggler)"));
+  REQUIRE(c.Cli({"cancel", id}).exit_code == 0);
+  c.WaitForEnd(id);
+}
+
 // A rank of the test workload that trains one step per `step_time` seconds, printing "step S".
 std::string PrintingPool(const std::string& name, const std::string& step_time) {
   return "- name: " + name +

@@ -51,6 +51,7 @@ class FakeLifecycleOps : public LifecycleOps {
     return wait_for_room;
   }
   void GrowBack(Job*, absl::Time, Effects*) override { ++grow_backs; }
+  bool CheckFabricFirst(Job*, absl::Time, Effects*) override { return false; }
 
   // What WaitForRoom answers.
   bool wait_for_room = false;

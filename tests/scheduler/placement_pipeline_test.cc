@@ -98,6 +98,7 @@ Verdicts Judge(PipelineCluster& c, Job job, absl::Time now, absl::Time started) 
   move.domain_of = &from->labels;
   move.demand = ReplicaDemandOf(stored->replicas[0]);
   move.exclude = "node-a";
+  move.excluded = &stored->excluded_nodes;
   move.expected_end = ExpectedEnd(stored->spec, started, now);
   ReplicaPlacement moved = PlaceReplica(c.nodes.FreeBook(), windows, move);
   v.move = moved.ok() ? "" : BlockerWord(BlockerOf(moved.kind));
@@ -220,6 +221,57 @@ TEST_CASE("pipeline: admission and blockers word a shortfall off windowed nodes 
   CHECK(blockers.kind == PlacementKind::kCapacity);
   CHECK(admission.missing.find("most free: 4 on node-b") != std::string::npos);
   CHECK(blockers.missing.find("most free: 4 on node-a") != std::string::npos);
+}
+
+TEST_CASE("pipeline: a job's excluded nodes are never used, by any caller") {
+  {
+    PipelineCluster c;
+    Job job = WaitingJob("j", 2, 3);
+    job.excluded_nodes = {"node-b"};
+    Verdicts v = Judge(c, job, kT0, kT0);
+    CHECK(v.admitted_on == std::vector<std::string>{"node-a", "node-c"});
+    CHECK(v.blockers.empty());
+    CHECK(v.move_to == "node-c");  // off node-a, never node-b
+  }
+  {
+    // Three ranks of 3 cpu need three nodes: with node-b excluded, none can start.
+    PipelineCluster c;
+    Job job = WaitingJob("j", 3, 3);
+    job.excluded_nodes = {"node-b"};
+    Verdicts v = Judge(c, job, kT0, kT0);
+    CHECK(v.admitted_on.empty());
+    CHECK(v.admission == "CAPACITY");
+    CHECK(v.blockers == "CAPACITY");
+  }
+  {
+    // Topology: rack r1 without node-b no longer holds a 2-rank gang packed within a rack.
+    PipelineCluster c;
+    Job job = WaitingJob("j", 2, 3);
+    job.spec.mutable_scheduling()->mutable_placement()->set_pack_within("topology.rack");
+    job.excluded_nodes = {"node-b"};
+    Verdicts v = Judge(c, job, kT0, kT0);
+    CHECK(v.admitted_on.empty());
+    CHECK(v.blockers == "TOPOLOGY");
+    CHECK(v.move == "CAPACITY");  // worker-0 off node-a may only go to node-b, its rack's other
+  }
+  // One replica: the pipeline's own request, excluded nodes with the node it leaves.
+  PipelineCluster c;
+  FreeIndex book(c.nodes.FreeNodes());
+  PlacementPipeline pipeline(&book, nullptr);
+  v1::JobSpec spec;
+  const std::vector<std::string> excluded = {"node-b", "node-c"};
+  ReplicaRequest one;
+  one.spec = &spec;
+  one.demand = {"worker-0", {1, 100, 0}, 1};
+  one.exclude = "node-a";
+  one.excluded = &excluded;
+  CHECK(pipeline.PlaceReplica(one).kind == PlacementKind::kCapacity);
+  one.exclude.clear();
+  CHECK(pipeline.PlaceReplica(one).node == "node-a");
+  std::vector<ReplicaDemand> demands = {{"worker-0", {1, 100, 0}, 1}};
+  GangRequest gang{nullptr, &demands};
+  gang.excluded = &excluded;
+  CHECK(pipeline.CheckGang(gang).nodes == std::vector<std::string>{"node-a"});
 }
 
 TEST_CASE("pipeline: CheckGang leaves the book as it was, PlaceGang takes the room") {
