@@ -270,6 +270,13 @@ struct Job {
   absl::Duration preempted_wait;
   // Nodes it no longer uses (scheduling.stragglerAction REPLACE), in the order excluded.
   std::vector<std::string> excluded_nodes;
+  // Held out of admission (HoldJob) by whom, why and since when; not admitted until released.
+  bool held = false;
+  std::string held_by;
+  std::string hold_reason;
+  std::optional<absl::Time> hold_time;
+  // Each of spec.depends_on as it stands (dependencies.h), kept as the API shows it.
+  std::vector<v1::DependencyStatus> dependencies;
 
   // The current attempt's number; 0 before the first placement.
   int32_t current_attempt() const { return attempts.empty() ? 0 : attempts.back().number; }

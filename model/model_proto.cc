@@ -373,6 +373,11 @@ v1::Job ToProto(const Job& job) {
   }
   if (job.last_checkpoint) *out.mutable_last_checkpoint_time() = ToProtoTime(*job.last_checkpoint);
   for (const std::string& node : job.excluded_nodes) out.add_excluded_nodes(node);
+  out.set_held(job.held);
+  out.set_held_by(job.held_by);
+  out.set_hold_reason(job.hold_reason);
+  if (job.hold_time) *out.mutable_hold_time() = ToProtoTime(*job.hold_time);
+  for (const v1::DependencyStatus& d : job.dependencies) *out.add_dependencies() = d;
   return out;
 }
 
@@ -430,6 +435,11 @@ absl::StatusOr<Job> JobFromProto(const v1::Job& p) {
       absl::Seconds(p.preempted_wait().seconds()) + absl::Nanoseconds(p.preempted_wait().nanos());
   job.last_checkpoint = OptionalTime(p.has_last_checkpoint_time(), p.last_checkpoint_time());
   job.excluded_nodes.assign(p.excluded_nodes().begin(), p.excluded_nodes().end());
+  job.held = p.held();
+  job.held_by = p.held_by();
+  job.hold_reason = p.hold_reason();
+  job.hold_time = OptionalTime(p.has_hold_time(), p.hold_time());
+  job.dependencies.assign(p.dependencies().begin(), p.dependencies().end());
   return job;
 }
 

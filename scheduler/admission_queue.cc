@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "model/model_proto.h"
+#include "scheduler/dependencies.h"
 #include "scheduler/maintenance.h"
 #include "scheduler/node_registry.h"
 #include "scheduler/topology.h"
@@ -41,6 +42,7 @@ std::optional<absl::Duration> AdmissionQueue::QueueTimeoutOf(const Job& job) {
 }
 
 std::optional<absl::Time> AdmissionQueue::DeadlineOf(const Job& job) {
+  if (job.held) return std::nullopt;  // its queueTimeout counts from its release (Core::ReleaseJob)
   const std::optional<absl::Duration> timeout = QueueTimeoutOf(job);
   if (!timeout) return std::nullopt;
   return job.queue_time.value_or(job.create_time) + *timeout;
@@ -291,6 +293,12 @@ AdmissionPlan AdmissionQueue::Pass(const JobTable& jobs, NodeRegistry* registry,
       set_reason(job, ReasonText(BlockerKind::kPreempting,
                                  absl::StrCat("waiting for ", absl::StrJoin(it->second, ", "),
                                               " to checkpoint and stop")));
+      advance(project, key);
+      continue;
+    }
+    // Held, or waiting on a dependency: it holds back nobody (dependencies.h).
+    if (const QuietWait wait = WaitsWithoutBlocking(job); !wait.text.empty()) {
+      set_reason(job, wait.text);
       advance(project, key);
       continue;
     }

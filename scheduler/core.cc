@@ -42,7 +42,10 @@ void Core::Restore(std::vector<Job> jobs, std::vector<Node> nodes,
     for (Replica& r : job.replicas) r.straggler.clear();
   }
   jobs_.Restore(std::move(jobs), runs);
-  for (const auto& [id, job] : jobs_.all()) requests_.Add(job);
+  for (const auto& [id, job] : jobs_.all()) {
+    requests_.Add(job);
+    if (job.state == v1::JOB_STATE_QUEUED) dependencies_.Add(job);
+  }
   lifecycle_.Restore();
 }
 
@@ -50,7 +53,8 @@ void Core::Restore(std::vector<Job> jobs, std::vector<Node> nodes,
 
 absl::StatusOr<const Job*> Core::SubmitJob(const v1::JobSpec& spec_in, absl::Time now, Effects* fx,
                                            const std::string& creator,
-                                           const CreateRequestKey& request) {
+                                           const CreateRequestKey& request,
+                                           const std::map<std::string, v1::JobState>& stored_ends) {
   if (absl::Status id = ValidateRequestId(request.id); !id.ok()) return id;
   if (!request.id.empty()) {
     if (const RequestIndex::Entry* seen = requests_.Find(creator, request.id, now)) {
@@ -63,6 +67,8 @@ absl::StatusOr<const Job*> Core::SubmitJob(const v1::JobSpec& spec_in, absl::Tim
   }
   absl::Status valid = ValidateJobSpec(spec_in);
   if (!valid.ok()) return valid;
+  TC_ASSIGN_OR_RETURN(std::vector<v1::DependencyStatus> dependencies,
+                      ResolveDependencies(spec_in, jobs_, stored_ends));
   v1::JobSpec spec = spec_in;
   if (!spec.checkpoint_dir().empty()) {
     std::vector<std::string> roots = options_.checkpoint_allowed_roots;
@@ -92,6 +98,12 @@ absl::StatusOr<const Job*> Core::SubmitJob(const v1::JobSpec& spec_in, absl::Tim
     mutable_job->request_id = request.id;
     mutable_job->request_hash = request.spec_hash;
     requests_.Add(*mutable_job);
+    mutable_job->dependencies = std::move(dependencies);
+    dependencies_.Add(*mutable_job);
+    // A dependency that ended as its condition can never accept: decided at once.
+    if (const v1::DependencyStatus* never = NeverMet(mutable_job->dependencies)) {
+      DependencyNeverMet(mutable_job, *never, now, fx);
+    }
   }
   return job;
 }
@@ -408,6 +420,7 @@ void Core::Tick(absl::Time now, Effects* fx) {
 }
 
 size_t Core::Schedule(absl::Time now, Effects* fx) {
+  SettleDependencies(now, fx);
   return StartAdmitted(PlanAdmissions(now), now, fx);
 }
 
@@ -452,6 +465,7 @@ size_t Core::StartAdmitted(const AdmissionPlan& plan, absl::Time now, Effects* f
   for (const auto& [id, reason] : plan.reasons) {
     lifecycle_.SetQueueReason(jobs_.Find(id), reason, now, fx);
   }
+  SettleDependencies(now, fx);  // jobs this turn ended (a stockout's failure)
   return plan.starts.size();
 }
 

@@ -33,6 +33,7 @@
 #include "absl/time/time.h"
 #include "model/model.h"
 #include "scheduler/admission_queue.h"
+#include "scheduler/dependencies.h"
 #include "scheduler/image_pulls.h"
 #include "scheduler/job_lifecycle.h"
 #include "scheduler/job_table.h"
@@ -127,9 +128,32 @@ class Core {
   // With a request id, a second submit of the same creator and id within 24 hours returns the
   // job the first one created (and changes nothing), or ALREADY_EXISTS when its spec hash
   // differs (see request_index.h).
+  // `stored_ends`: the end states of the jobs spec.depends_on names that the core no longer
+  // holds (read from the store by the caller); a dependency on a job in neither is refused
+  // (INVALID_ARGUMENT naming spec.dependsOn[i].job).
   absl::StatusOr<const Job*> SubmitJob(const v1::JobSpec& spec, absl::Time now, Effects* fx,
                                        const std::string& creator = "",
-                                       const CreateRequestKey& request = {});
+                                       const CreateRequestKey& request = {},
+                                       const std::map<std::string, v1::JobState>& stored_ends = {});
+  // --- Queue operations (core_queue_ops.cc): each an event naming `actor` ---------------------
+  // Holds a QUEUED job out of admission until ReleaseJob; it holds back no job behind it.
+  // NOT_FOUND; FAILED_PRECONDITION for a job not QUEUED or held already; INVALID_ARGUMENT for a
+  // reason over 1024 characters.
+  absl::StatusOr<const Job*> HoldJob(const std::string& id, const std::string& actor,
+                                     const std::string& reason, absl::Time now, Effects* fx);
+  // Lets a held job be admitted; its queueTimeout counts afresh from now. FAILED_PRECONDITION
+  // for a job that is not held.
+  absl::StatusOr<const Job*> ReleaseJob(const std::string& id, const std::string& actor,
+                                        absl::Time now, Effects* fx);
+  // Changes a QUEUED job's priority, queueTimeout and labels (req's set fields), validated as at
+  // submit. FAILED_PRECONDITION naming the job's state otherwise.
+  absl::StatusOr<const Job*> UpdateJob(const v1::UpdateJobRequest& req, const std::string& actor,
+                                       absl::Time now, Effects* fx);
+  // Sends a PENDING or RUNNING job back to the queue as a preemption without a preemptor (the
+  // notice, the grace period, the attempt's end, charged to nothing). FAILED_PRECONDITION
+  // otherwise, or while a preemption of it is under way.
+  absl::StatusOr<const Job*> RequeueJob(const std::string& id, const std::string& actor,
+                                        const std::string& reason, absl::Time now, Effects* fx);
   // Starts cancelling a job: QUEUED jobs end at once, others stop their replicas first
   // (CANCELLING, then CANCELLED when every replica is gone). Terminal jobs are returned as is.
   absl::StatusOr<const Job*> CancelJob(const std::string& id, absl::Time now, Effects* fx);
@@ -259,6 +283,11 @@ class Core {
   // capacity), and the start of what it decided: attempts, replicas, launches and events. Nothing
   // may happen to the core between the two calls.
   AdmissionPlan PlanAdmissions(absl::Time now);
+  // The jobs that ended since the last call tell the jobs waiting on them (dependencies.h); a
+  // waiting job whose condition can never hold ends FAILED under dependencyPolicy FAIL (and
+  // tells its own waiters in turn). Called before each PlanAdmissions, so that a job whose
+  // dependency ended this turn is admitted in its pass (core_queue_ops.cc).
+  void SettleDependencies(absl::Time now, Effects* fx);
   size_t StartAdmitted(const AdmissionPlan& plan, absl::Time now, Effects* fx);
 
   // --- Reads -------------------------------------------------------------------------------
@@ -320,6 +349,8 @@ class Core {
   absl::Status CheckEnded(const std::string& id) const;
   // Every root a checkpoint directory may lie under: the allowed roots and the default's parent.
   std::vector<std::string> CheckpointRoots() const;
+  // `job`'s dependency `d` can never be met: FAILED under dependencyPolicy FAIL, else an event.
+  void DependencyNeverMet(Job* job, const v1::DependencyStatus& d, absl::Time now, Effects* fx);
 
   // Constant after construction.
   const CoreOptions options_;
@@ -332,6 +363,7 @@ class Core {
   JobLifecycle lifecycle_;
   ImagePulls pulls_;
   Stragglers stragglers_;
+  DependencyIndex dependencies_;
 };
 
 }  // namespace trainctl::sched

@@ -85,7 +85,10 @@ void JobLifecycle::SetJobState(Job* job, v1::JobState state, const std::string& 
   job->state = state;
   if (IsAdmitted(from) && !IsAdmitted(state)) queue_->Released(job->project);
   if (!IsAdmitted(from) && IsAdmitted(state)) queue_->Admitted(job->project);
-  if (!IsTerminal(from) && IsTerminal(state)) fx->tally.ends.push_back({job->project, state});
+  if (!IsTerminal(from) && IsTerminal(state)) {
+    fx->tally.ends.push_back({job->project, state});
+    ended_.push_back(job->id);  // its dependents learn of it (Core::SettleDependencies)
+  }
   Touch(job, now, fx);
   AddEvent(fx, now, job, "", "", EventTypeOf(state),
            absl::StrCat(EnumShortName(from), " -> ", EnumShortName(state), ": ", reason));
@@ -565,34 +568,6 @@ void JobLifecycle::MoveReplicasOff(const std::string& node, MoveCause cause, con
   moves_.MoveReplicasOff(node, cause, why, grace, node_gone, now, fx);
   // Moves free room on the node and may queue jobs again.
   queue_->Wake();
-}
-
-void JobLifecycle::SendLaunch(const Job& job, const Replica& r, Effects* fx) {
-  SendLaunch(job, r, GangViewOf(job, nodes_->nodes()), fx);
-}
-
-void JobLifecycle::SendLaunch(const Job& job, const Replica& r, const GangView& view, Effects* fx) {
-  v1::SchedulerMessage msg;
-  *msg.mutable_launch() = BuildReplicaLaunch(job, static_cast<int>(&r - job.replicas.data()), view);
-  // The user is the project quota's as of this launch (see LaunchReplica.run_as_user).
-  msg.mutable_launch()->set_run_as_user(queue_->EffectiveQuota(job.project).run_as_user);
-  // A project's uid is given at its first submit; a job submitted before trainctl gave uids
-  // gets one at its next launch, committed with it. With none left in the range, the launch
-  // carries none and the agent runs it as its --default-run-as-user, else as nobody, as before.
-  if (absl::StatusOr<ProjectUids::Allocation> uid = queue_->uids().Allocate(job.project);
-      uid.ok()) {
-    msg.mutable_launch()->set_project_uid(uid->uid);
-    if (uid->fresh) fx->project_uids.insert(job.project);
-  }
-  jobs_->NoteRun(msg.launch().run_id(), r.node);
-  binding_.NoteRun(r, msg.launch().run_id());
-  fx->commands.push_back({r.node, std::move(msg), PoolLaunchOf(job, r.pool)});
-}
-
-void JobLifecycle::SendStop(const Job& job, const Replica& r, absl::Duration grace,
-                            const std::string& reason, Effects* fx,
-                            const std::string& capture_stacks) {
-  fx->commands.push_back({r.node, StopMessage(job.RunIdOf(r), grace, reason, capture_stacks)});
 }
 
 }  // namespace trainctl::sched

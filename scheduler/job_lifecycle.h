@@ -19,8 +19,8 @@
 // The parts ask the lifecycle for state changes and launches through LifecycleOps
 // (lifecycle_ops.h); the lifecycle routes the calls of one part that another carries out
 // (PlaceMoved to ReplicaMoves, WaitForRoom and GrowBack to ElasticPools). Its own files:
-// job_lifecycle_timeouts.cc (Tick: time limits) and job_lifecycle_adopt_runs.cc (Reconcile: an
-// agent's runs after it registers).
+// job_lifecycle_timeouts.cc (Tick: time limits), job_lifecycle_commands.cc (launches and stops
+// for agents) and job_lifecycle_adopt_runs.cc (Reconcile: an agent's runs after it registers).
 //
 // Replica state and node change only through SetReplicaState and SetNode, job state only through
 // SetJobState: that is what keeps the incremental usage exact. The same two keep what each replica
@@ -31,6 +31,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -147,6 +148,10 @@ class JobLifecycle : private LifecycleOps {
   // scheduling.preemptionGracePeriod to checkpoint and exit. With no replica running, the attempt
   // ends at once.
   void Preempt(Job* job, const Job& by, const std::string& reason, absl::Time now, Effects* fx);
+  // The same with no preemptor (RequeueJob, `reason` saying who asked): the notice, the grace
+  // period, the attempt's end as PREEMPTED, back to the queue in its own place, charged to
+  // nothing. REQUIRES: the job is PENDING or RUNNING and not being preempted.
+  void Requeue(Job* job, const std::string& reason, absl::Time now, Effects* fx);
   // Sends the notice again to the running replicas of a job being preempted (an agent that
   // registers again after a restart of trainctld; the agent delivers each notice once).
   void SendNotices(Job* job, absl::Time now, Effects* fx);
@@ -183,6 +188,8 @@ class JobLifecycle : private LifecycleOps {
   ReplicaMoves& moves() { return moves_; }
   // The elastic pools' waits, shrinks and grow-backs; see elastic_pools.h.
   ElasticPools& elastic() { return elastic_; }
+  // The ids of the jobs that became terminal since the last call, in order.
+  std::vector<std::string> TakeEnded() { return std::exchange(ended_, {}); }
   // The fabric checks before multi-node gangs start; see fabric_checks.h.
   FabricChecks& fabric() { return fabric_; }
   const FabricChecks& fabric() const { return fabric_; }
@@ -218,6 +225,9 @@ class JobLifecycle : private LifecycleOps {
   // Ends the current attempt as PREEMPTED (`why` the grace ended): the replicas still running
   // stop, and the job waits in the queue in its own place, charged to no budget.
   void EndPreemptedAttempt(Job* job, const std::string& why, absl::Time now, Effects* fx);
+  // What Preempt and Requeue share; `by` "" for a requeue.
+  void StartPreemption(Job* job, const std::string& by, const std::string& reason, absl::Time now,
+                       Effects* fx);
   // A move found no room: Retry for kRedispatch, else Fail.
   void Redispatch(Job* job, const RetryDecision& d, absl::Time now, Effects* fx) override;
   void SendLaunch(const Job& job, const Replica& r, Effects* fx);
@@ -247,6 +257,8 @@ class JobLifecycle : private LifecycleOps {
   ReplicaMoves moves_;
   ElasticPools elastic_;
   FabricChecks fabric_;
+  // Jobs that became terminal since the last TakeEnded.
+  std::vector<std::string> ended_;
 };
 
 // How often progress reports may write a job's row: every 30 s, or a quarter of the hang

@@ -20,18 +20,32 @@ bool JobLifecycle::Preempting(const Job& job) {
 
 void JobLifecycle::Preempt(Job* job, const Job& by, const std::string& reason, absl::Time now,
                            Effects* fx) {
+  fx->tally.preempted.push_back(
+      {job->project, by.project == job->project ? "priority" : "reclaim"});
+  StartPreemption(job, by.id, reason, now, fx);
+}
+
+void JobLifecycle::Requeue(Job* job, const std::string& reason, absl::Time now, Effects* fx) {
+  StartPreemption(job, "", reason, now, fx);
+}
+
+// "preempted for job j-2" or, with no preemptor (a requeue), "requeued".
+static std::string PreemptedFor(const Preemption& p) {
+  return p.by.empty() ? "requeued" : absl::StrCat("preempted for job ", p.by);
+}
+
+void JobLifecycle::StartPreemption(Job* job, const std::string& by, const std::string& reason,
+                                   absl::Time now, Effects* fx) {
   Preemption p;
-  p.by = by.id;
+  p.by = by;
   p.reason = reason;
   p.decided = now;
   p.deadline = now + absl::Milliseconds(job->policy.preemption_grace_ms);
   p.attempt = job->current_attempt();
   job->preemption = p;
-  AddEvent(fx, now, job, "", "", "JobPreempting",
-           absl::StrCat("preempted for job ", by.id, ": ", reason,
+  AddEvent(fx, now, job, "", "", by.empty() ? "JobRequeuing" : "JobPreempting",
+           absl::StrCat(by.empty() ? "" : "preempted for job " + by + ": ", reason,
                         "; its replicas may checkpoint until ", When(p.deadline)));
-  fx->tally.preempted.push_back(
-      {job->project, by.project == job->project ? "priority" : "reclaim"});
   SendNotices(job, now, fx);
   Touch(job, now, fx);
   // A replica that never reported its start has no work to save: with none running, the attempt
@@ -71,7 +85,7 @@ void JobLifecycle::PreemptedExit(Job* job, Replica* r, const v1::ReplicaExited& 
   SetReplicaState(job, r, v1::REPLICA_STATE_STOPPED);
   r->message = absl::StrCat("exited after the preemption notice (", DescribeExit(exited), ")");
   AddEvent(fx, now, job, r->name, r->node, "ReplicaStopped",
-           absl::StrCat(r->message, ": the job is being preempted for ", job->preemption->by));
+           absl::StrCat(r->message, ": the job is being ", PreemptedFor(*job->preemption)));
   RecordRun(*job, *r, fx);
   queue_->Wake();
   for (const Replica& other : job->replicas) {
@@ -90,24 +104,24 @@ void JobLifecycle::EndPreemptedAttempt(Job* job, const std::string& why, absl::T
   d.action = Decision::kPreempt;
   d.failure_class = FailureClass::kPreempted;
   d.budgets_used = job->budgets_used;
-  d.error.message = absl::StrCat("preempted for job ", p.by, ": ", p.reason);
+  d.error.message = absl::StrCat(PreemptedFor(p), ": ", p.reason);
   RecordAttemptEnd(job, d, now, fx);
   job->preemptions++;
   job->gang_restarting = false;
   job->root_cause.reset();
-  AddEvent(fx, now, job, "", "", "JobPreempted",
-           absl::StrCat("preempted for job ", p.by, " (", why, "): ", p.reason,
+  AddEvent(fx, now, job, "", "", p.by.empty() ? "JobRequeued" : "JobPreempted",
+           absl::StrCat(PreemptedFor(p), " (", why, "): ", p.reason,
                         "; it waits in the queue in its own place, charged to no budget"));
-  fx->tally.preemption_ends.push_back({job->project, now - p.decided});
-  StopLiveReplicas(job, absl::StrCat("preempted for job ", p.by), now, fx);
+  if (!p.by.empty()) fx->tally.preemption_ends.push_back({job->project, now - p.decided});
+  StopLiveReplicas(job, PreemptedFor(p), now, fx);
   elastic_.RestoreWorld(job);
   job->next_attempt_time.reset();
   job->queue_time = now;
   job->queue_reason =
-      absl::StrCat("PREEMPTED: attempt ", job->attempts.size(), " was preempted for job ", p.by,
+      absl::StrCat("PREEMPTED: attempt ", job->attempts.size(), " was ", PreemptedFor(p),
                    "; the next starts once its replicas have stopped and it fits");
   SetJobState(job, v1::JOB_STATE_QUEUED,
-              absl::StrCat("attempt ", job->attempts.size(), " preempted for job ", p.by), now, fx);
+              absl::StrCat("attempt ", job->attempts.size(), " ", PreemptedFor(p)), now, fx);
   queue_->Enqueue(*job);
   jobs_->RefreshActive(*job);
 }

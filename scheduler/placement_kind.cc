@@ -46,6 +46,10 @@ const char* BlockerWord(BlockerKind kind) {
       return "PREEMPTING";
     case BlockerKind::kReservation:
       return "RESERVATION";
+    case BlockerKind::kHeld:
+      return "HELD";
+    case BlockerKind::kDependency:
+      return "DEPENDENCY";
   }
   return "UNKNOWN";
 }

@@ -39,6 +39,10 @@ enum class BlockerKind {
   kPreempting,
   // The room it fits in is kept for the job that holds the reservation (reservation.h).
   kReservation,
+  // Held by HoldJob until released.
+  kHeld,
+  // Waiting for jobs it depends on (dependencies.h).
+  kDependency,
 };
 
 // The blocker a failed placement is. REQUIRES: kind != kPlaced.

@@ -63,7 +63,8 @@ std::set<std::string> AdmissionQueue::PreemptionsUnderWay(const JobTable& jobs,
     preempting_known_ = true;
     for (const std::string& id : jobs.active()) {
       const Job* job = jobs.Find(id);
-      if (job != nullptr && JobLifecycle::Preempting(*job)) {
+      // A requeue (no preemptor) makes room for nobody in particular.
+      if (job != nullptr && JobLifecycle::Preempting(*job) && !job->preemption->by.empty()) {
         preempting_[job->preemption->by].insert(id);
       }
     }

@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "common/time_util.h"
 #include "model/model_proto.h"
+#include "scheduler/dependencies.h"
 #include "scheduler/placement_pipeline.h"
 #include "scheduler/topology.h"
 
@@ -25,6 +26,9 @@ QueuedJob QueuedJobOf(const Job& job) {
   q.placement_spec = PlacementSpecOf(job.spec);
   q.timeout = TimeoutClockOf(job);
   q.excluded_nodes = job.excluded_nodes;
+  const QuietWait wait = WaitsWithoutBlocking(job);
+  q.quiet_kind = wait.kind;
+  q.quiet = wait.text;
   return q;
 }
 
@@ -46,6 +50,9 @@ QueuedJob QueuedJobOf(const v1::Job& job) {
   q.placement_spec = PlacementSpecOf(job.spec());
   q.timeout = TimeoutClockOf(job);
   q.excluded_nodes.assign(job.excluded_nodes().begin(), job.excluded_nodes().end());
+  const QuietWait wait = WaitsWithoutBlocking(job);
+  q.quiet_kind = wait.kind;
+  q.quiet = wait.text;
   return q;
 }
 
@@ -125,6 +132,7 @@ std::vector<v1::Blocker> BlockersOf(const QueueState& state, const QueuedJob& jo
   auto add = [&out](BlockerKind kind, const std::string& message) {
     out.push_back(MakeBlocker(kind, message));
   };
+  if (!job.quiet.empty()) add(job.quiet_kind, job.quiet);  // held, or waiting on a dependency
   if (job.next_attempt_time && *job.next_attempt_time > now) {
     add(BlockerKind::kBackoff,
         ReasonText(BlockerKind::kBackoff,

@@ -48,6 +48,9 @@ struct QueuedJob {
   TimeoutClock timeout;
   // The nodes it no longer uses (Job::excluded_nodes).
   std::vector<std::string> excluded_nodes;
+  // Held, or waiting on a dependency (dependencies.h): its one blocker, which holds back nobody.
+  BlockerKind quiet_kind = BlockerKind::kHeld;
+  std::string quiet;
 };
 
 QueuedJob QueuedJobOf(const Job& job);

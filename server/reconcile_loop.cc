@@ -148,6 +148,7 @@ void ReconcileLoop::RunTurn(std::vector<Item> items) {
   {
     const auto start = std::chrono::steady_clock::now();
     const double cpu_start = ThreadCpuSeconds();
+    core_->SettleDependencies(turn.now, &fx);
     const sched::AdmissionPlan plan = core_->PlanAdmissions(turn.now);
     const auto decided = std::chrono::steady_clock::now();
     const size_t admitted = core_->StartAdmitted(plan, turn.now, &fx);
