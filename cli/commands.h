@@ -37,6 +37,11 @@ Command ListCommand();
 Command CancelCommand();
 Command ResizeCommand();
 Command DeleteCommand();
+// commands_queue_ops.cc
+Command HoldCommand();
+Command ReleaseCommand();
+Command UpdateCommand();
+Command RequeueCommand();
 // commands_wait.cc
 Command WaitCommand();
 // commands_logs.cc

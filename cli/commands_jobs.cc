@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/job_view.h"
 #include "cli/output.h"
+#include "cli/queue_flags.h"
 #include "cli/retry.h"
 #include "cli/states.h"
 #include "cli/workdir_upload.h"
@@ -46,6 +47,13 @@ absl::StatusOr<int> RunSubmit(const ParsedArgs& args, Client& client) {
   }
   v1::CreateJobRequest request;
   TC_ASSIGN_OR_RETURN(*request.mutable_spec(), ParseJobSpecFile(args.Get("filename")));
+  // --depends-on adds to the dependencies the file lists; --dependency-policy replaces its policy.
+  TC_RETURN_IF_ERROR(AddDependsOn(args.GetAll("depends-on"), request.mutable_spec()));
+  if (args.IsSet("dependency-policy")) {
+    TC_ASSIGN_OR_RETURN(const v1::DependencyPolicy policy,
+                        ParseDependencyPolicy(args.Get("dependency-policy")));
+    request.mutable_spec()->set_dependency_policy(policy);
+  }
   if (args.IsSet("workdir")) {
     TC_ASSIGN_OR_RETURN(
         const int64_t max_mb,
@@ -204,7 +212,12 @@ Command SubmitCommand() {
                      "(.trainctlignore, gitignore syntax, leaves files out)"},
                     {"max-workdir-mb", 0, FlagSpec::Kind::kValue, "N", "",
                      "The most DIR's files may hold, in MiB (default 100; trainctld has its own "
-                     "cap)"}},
+                     "cap)"},
+                    {"depends-on", 0, FlagSpec::Kind::kList, "COND:ID,...", "",
+                     "Wait for other jobs first: afterok:ID (it SUCCEEDED), afternotok:ID (it "
+                     "FAILED), afterany:ID (it ended); repeatable, added to the spec's dependsOn"},
+                    {"dependency-policy", 0, FlagSpec::Kind::kValue, "POLICY", "",
+                     "When a dependency can no longer be met: fail (the default) or keep-waiting"}},
                    0,
                    0};
   return {std::move(spec), &RunSubmit};

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cli/queue_view.h"
 #include "cli/states.h"
 #include "common/signals.h"
 #include "common/time_util.h"
@@ -94,6 +95,8 @@ std::vector<std::pair<std::string, std::string>> JobSummaryFields(const v1::Job&
       {"Error replica", job.error().replica()},
       {"Error node", job.error().node()},
       {"Queue reason", job.queue_reason()},
+      {"Held", HeldText(job, now_ms)},
+      {"Dependencies", DependenciesText(job)},
       {"Next attempt", NextAttemptText(job, now_ms)},
       {"Position", PositionText(job)},
       {"Preempting", PreemptingText(job)},

@@ -26,7 +26,8 @@ std::string RenderJobSummary(const v1::Job& job, int64_t now_ms);
 
 // The summary's fields, in order: id, name, project, priority, state, the error (message, its
 // failure class as "Reason", the replica and node it comes from), the queue reason and, while
-// queued for a retry, when the next attempt may start, a queued job's position (PositionText);
+// queued for a retry, when the next attempt may start, who held it and why (HeldText), its
+// dependencies (DependenciesText), a queued job's position (PositionText);
 // times, the checkpoint directory, the workdir, secretRefs and the pools' images.
 // Fields the job does not have are empty (RenderFields leaves them out).
 std::vector<std::pair<std::string, std::string>> JobSummaryFields(const v1::Job& job,

@@ -64,11 +64,12 @@ int Fail(const absl::Status& status, const std::string& command) {
 
 int Main(int argc, char** argv) {
   const std::vector<Command> commands = {
-      SubmitCommand(),   GetCommand(),      DescribeCommand(), ListCommand(),    WaitCommand(),
-      LogsCommand(),     CancelCommand(),   ResizeCommand(),   DeleteCommand(),  QueueCommand(),
-      QuotaCommand(),    ProjectsCommand(), NodesCommand(),    NodeCommand(),    EventsCommand(),
-      ProgressCommand(), AdminCommand(),    WhoAmICommand(),   VersionCommand(), SecretCommand(),
-      UsageCommand(),    StacksCommand()};
+      SubmitCommand(),   GetCommand(),     DescribeCommand(), ListCommand(),   WaitCommand(),
+      LogsCommand(),     CancelCommand(),  ResizeCommand(),   HoldCommand(),   ReleaseCommand(),
+      UpdateCommand(),   RequeueCommand(), DeleteCommand(),   QueueCommand(),  QuotaCommand(),
+      ProjectsCommand(), NodesCommand(),   NodeCommand(),     EventsCommand(), ProgressCommand(),
+      AdminCommand(),    WhoAmICommand(),  VersionCommand(),  SecretCommand(), UsageCommand(),
+      StacksCommand()};
   const std::vector<FlagSpec> globals = GlobalFlags();
   std::vector<CommandSpec> specs;
   for (const Command& c : commands) specs.push_back(c.spec);

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -120,6 +121,13 @@ class Api {
                  Reply<v1::GetStacksResponse> done);
   void ReportProgress(const CallContext& call, const v1::ReportProgressRequest& req,
                       Reply<v1::ReportProgressResponse> done);
+  // api_queue_ops.cc: a queued job held out of admission and released, a queued job's priority,
+  // queueTimeout or labels changed, a placed job sent back to the queue. Each needs the cancel
+  // permission in the job's project; its events name the caller.
+  void HoldJob(const CallContext& call, const v1::HoldJobRequest& req, Reply<v1::Job> done);
+  void ReleaseJob(const CallContext& call, const v1::ReleaseJobRequest& req, Reply<v1::Job> done);
+  void UpdateJob(const CallContext& call, const v1::UpdateJobRequest& req, Reply<v1::Job> done);
+  void RequeueJob(const CallContext& call, const v1::RequeueJobRequest& req, Reply<v1::Job> done);
 
   // --- QuotaService -------------------------------------------------------------------------
   void GetQuota(const CallContext& call, const v1::GetQuotaRequest& req, Reply<v1::Project> done);
@@ -219,6 +227,18 @@ class Api {
                                                      const sched::CreateRequestKey& key) const;
   // The job as the database has it (redacted); NOT_FOUND when it has none.
   absl::StatusOr<v1::Job> Stored(Turn& t, const std::string& id) const;
+  // For CreateJob, in its turn: the end states of the jobs spec.depends_on names that the core
+  // no longer holds, read from the database (Core::SubmitJob's `stored_ends`). INVALID_ARGUMENT
+  // naming the field for a job the database does not hold either.
+  absl::StatusOr<std::map<std::string, v1::JobState>> StoredDependencyEnds(
+      Turn& t, const v1::JobSpec& spec) const;
+  // The queue operations' common path (api_queue_ops.cc): authorizes `route`, then in a loop
+  // turn checks the cancel permission in the job's project, runs `op` (its events name the
+  // caller) and replies with the job once the turn committed. A job only the database holds (it
+  // ended) is FAILED_PRECONDITION, saying so.
+  void QueueOp(const CallContext& call, Route route, const std::string& id,
+               std::function<absl::StatusOr<const sched::Job*>(Turn&, const std::string& actor)> op,
+               Reply<v1::Job> done);
   // Log reads (api_logs.cc). A job the core no longer holds: its run from the archive, then
   // ServeLog. On log_readers_.
   void ReadStoredLogs(const Caller& caller, const v1::ReadLogsRequest& r,

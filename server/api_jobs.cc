@@ -1,6 +1,8 @@
 // Api: JobService's operations (see api.h).
 
 #include <algorithm>
+#include <map>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/sha256.h"
@@ -94,6 +96,25 @@ absl::StatusOr<std::optional<v1::Job>> Api::FindCreated(Turn& t, const std::stri
   return stored;
 }
 
+absl::StatusOr<std::map<std::string, v1::JobState>> Api::StoredDependencyEnds(
+    Turn& t, const v1::JobSpec& spec) const {
+  std::map<std::string, v1::JobState> ends;
+  for (int i = 0; i < spec.depends_on_size(); ++i) {
+    const std::string& id = spec.depends_on(i).job();
+    // An empty id is the core's validation to refuse; a live job the core decides on itself.
+    if (id.empty() || ends.count(id) > 0 || t.core.FindJob(id) != nullptr) continue;
+    absl::StatusOr<std::optional<v1::Job>> stored = t.store.FindJob(id);
+    if (!stored.ok()) return stored.status();
+    if (!stored->has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "spec.dependsOn[", i, "].job: no job ", id,
+          " (a job may depend only on jobs that exist: submit the job it waits for first)"));
+    }
+    ends[id] = (*stored)->state();
+  }
+  return ends;
+}
+
 void Api::CreateJob(const CallContext& call, const v1::CreateJobRequest& req, Reply<v1::Job> done) {
   absl::StatusOr<Caller> caller = Authorize(call, Route::kCreateJob);
   if (!caller.ok()) return done(caller.status());
@@ -114,9 +135,14 @@ void Api::CreateJob(const CallContext& call, const v1::CreateJobRequest& req, Re
           reply = created.ok() ? **std::move(created) : absl::StatusOr<v1::Job>(created.status());
         } else if (absl::Status refs = CheckSecretRefs(spec); !refs.ok()) {
           reply = refs;
+        } else if (absl::StatusOr<std::map<std::string, v1::JobState>> ends =
+                       StoredDependencyEnds(t, spec);
+                   !ends.ok()) {
+          reply = ends.status();
         } else {
           const size_t first = t.fx->events.size();
-          absl::StatusOr<const sched::Job*> job = t.core.SubmitJob(spec, t.now, t.fx, name, key);
+          absl::StatusOr<const sched::Job*> job =
+              t.core.SubmitJob(spec, t.now, t.fx, name, key, *ends);
           StampActor(t.fx, first, name);
           if (job.ok() && !(*job)->spec.workdir().empty()) {
             t.writes->workdir_uses.push_back(

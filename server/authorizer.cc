@@ -98,6 +98,11 @@ const std::vector<RouteInfo>& Routes() {
       {Route::kUploadWorkdir, "trainctl.v1.WorkdirService/UploadWorkdir", Permission::kSubmit},
       {Route::kGetWorkdir, "trainctl.v1.WorkdirService/GetWorkdir", Permission::kSubmit},
       {Route::kGetUsage, "trainctl.v1.UsageService/GetUsage", Permission::kRead},
+      // The queue operations change a job as a cancel does: the same permission, in its project.
+      {Route::kHoldJob, "trainctl.v1.JobService/HoldJob", Permission::kCancel},
+      {Route::kReleaseJob, "trainctl.v1.JobService/ReleaseJob", Permission::kCancel},
+      {Route::kUpdateJob, "trainctl.v1.JobService/UpdateJob", Permission::kCancel},
+      {Route::kRequeueJob, "trainctl.v1.JobService/RequeueJob", Permission::kCancel},
   };
   return kRoutes;
 }

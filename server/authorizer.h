@@ -91,6 +91,10 @@ enum class Route {
   kUploadWorkdir,
   kGetWorkdir,
   kGetUsage,
+  kHoldJob,
+  kReleaseJob,
+  kUpdateJob,
+  kRequeueJob,
 };
 
 struct RouteInfo {

@@ -139,6 +139,29 @@ grpc::ServerUnaryReactor* JobServiceImpl::ResizeJob(grpc::CallbackServerContext*
   return Unary(api_, &Api::ResizeJob, ctx, req, resp);
 }
 
+grpc::ServerUnaryReactor* JobServiceImpl::HoldJob(grpc::CallbackServerContext* ctx,
+                                                  const v1::HoldJobRequest* req, v1::Job* resp) {
+  return Unary(api_, &Api::HoldJob, ctx, req, resp);
+}
+
+grpc::ServerUnaryReactor* JobServiceImpl::ReleaseJob(grpc::CallbackServerContext* ctx,
+                                                     const v1::ReleaseJobRequest* req,
+                                                     v1::Job* resp) {
+  return Unary(api_, &Api::ReleaseJob, ctx, req, resp);
+}
+
+grpc::ServerUnaryReactor* JobServiceImpl::UpdateJob(grpc::CallbackServerContext* ctx,
+                                                    const v1::UpdateJobRequest* req,
+                                                    v1::Job* resp) {
+  return Unary(api_, &Api::UpdateJob, ctx, req, resp);
+}
+
+grpc::ServerUnaryReactor* JobServiceImpl::RequeueJob(grpc::CallbackServerContext* ctx,
+                                                     const v1::RequeueJobRequest* req,
+                                                     v1::Job* resp) {
+  return Unary(api_, &Api::RequeueJob, ctx, req, resp);
+}
+
 grpc::ServerUnaryReactor* JobServiceImpl::DeleteJob(grpc::CallbackServerContext* ctx,
                                                     const v1::DeleteJobRequest* req,
                                                     v1::DeleteJobResponse* resp) {

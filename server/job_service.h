@@ -24,6 +24,10 @@ class JobServiceImpl final : public DiagnosingService<v1::JobService> {
     Diagnose("ReadLogs", &JobServiceImpl::ReadLogs);
     Diagnose("GetStacks", &JobServiceImpl::GetStacks);
     Diagnose("ReportProgress", &JobServiceImpl::ReportProgress);
+    Diagnose("HoldJob", &JobServiceImpl::HoldJob);
+    Diagnose("ReleaseJob", &JobServiceImpl::ReleaseJob);
+    Diagnose("UpdateJob", &JobServiceImpl::UpdateJob);
+    Diagnose("RequeueJob", &JobServiceImpl::RequeueJob);
   }
   grpc::ServerUnaryReactor* CreateJob(grpc::CallbackServerContext* ctx,
                                       const v1::CreateJobRequest* req, v1::Job* resp) override;
@@ -50,6 +54,14 @@ class JobServiceImpl final : public DiagnosingService<v1::JobService> {
   grpc::ServerUnaryReactor* ReportProgress(grpc::CallbackServerContext* ctx,
                                            const v1::ReportProgressRequest* req,
                                            v1::ReportProgressResponse* resp) override;
+  grpc::ServerUnaryReactor* HoldJob(grpc::CallbackServerContext* ctx, const v1::HoldJobRequest* req,
+                                    v1::Job* resp) override;
+  grpc::ServerUnaryReactor* ReleaseJob(grpc::CallbackServerContext* ctx,
+                                       const v1::ReleaseJobRequest* req, v1::Job* resp) override;
+  grpc::ServerUnaryReactor* UpdateJob(grpc::CallbackServerContext* ctx,
+                                      const v1::UpdateJobRequest* req, v1::Job* resp) override;
+  grpc::ServerUnaryReactor* RequeueJob(grpc::CallbackServerContext* ctx,
+                                       const v1::RequeueJobRequest* req, v1::Job* resp) override;
 
  private:
   Api* const api_;

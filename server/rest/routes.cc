@@ -277,6 +277,20 @@ std::vector<Route> MakeRoutes() {
             "Cancel a job.", &Api::CancelJob),
       Unary("POST", "/v1/jobs/{id}:resize", "trainctl.v1.JobService/ResizeJob", "*",
             "Grow a shrunk elastic job back toward its spec's size.", &Api::ResizeJob),
+      Unary("POST", "/v1/jobs/{id}:hold", "trainctl.v1.JobService/HoldJob", "*",
+            "Keep a queued job from being admitted until it is released; the body may give a "
+            "reason ({\"reason\": ...}).",
+            &Api::HoldJob),
+      Unary("POST", "/v1/jobs/{id}:release", "trainctl.v1.JobService/ReleaseJob", "*",
+            "Let a held job be admitted again.", &Api::ReleaseJob),
+      Unary("PATCH", "/v1/jobs/{id}", "trainctl.v1.JobService/UpdateJob", "*",
+            "Change a queued job's priority, queueTimeout or labels (an UpdateJobRequest: "
+            "{\"priority\", \"queueTimeout\", \"labels\", \"removeLabels\"}).",
+            &Api::UpdateJob),
+      Unary("POST", "/v1/jobs/{id}:requeue", "trainctl.v1.JobService/RequeueJob", "*",
+            "Send a pending or running job back to the queue, as a preemption charged to no "
+            "budget; the body may give a reason ({\"reason\": ...}).",
+            &Api::RequeueJob),
       Unary("DELETE", "/v1/jobs/{id}", "trainctl.v1.JobService/DeleteJob", "",
             "Delete a job that ended, with its attempts, runs and events.", &Api::DeleteJob),
       Custom("GET", "/v1/jobs/{id}:watch", "trainctl.v1.JobService/WatchJob",

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -110,6 +111,66 @@ class FakeJobService final : public v1::JobService::Service {
     return Find(request->id(), job);
   }
 
+  // The queue operations, as trainctld answers them for a job that may change: each records its
+  // request (LastQueueRequest) and returns the job as changed.
+  grpc::Status HoldJob(grpc::ServerContext*, const v1::HoldJobRequest* request,
+                       v1::Job* job) override {
+    absl::MutexLock lock(&mu_);
+    last_queue_request_.reset(request->New());
+    last_queue_request_->CopyFrom(*request);
+    auto it = jobs_.find(request->id());
+    if (it != jobs_.end()) {
+      it->second.set_held(true);
+      it->second.set_held_by("alice");
+      it->second.set_hold_reason(request->reason());
+    }
+    return Find(request->id(), job);
+  }
+
+  grpc::Status ReleaseJob(grpc::ServerContext*, const v1::ReleaseJobRequest* request,
+                          v1::Job* job) override {
+    absl::MutexLock lock(&mu_);
+    last_queue_request_.reset(request->New());
+    last_queue_request_->CopyFrom(*request);
+    auto it = jobs_.find(request->id());
+    if (it != jobs_.end() && !it->second.held()) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          absl::StrCat("job ", request->id(), " is not held"));
+    }
+    if (it != jobs_.end()) it->second.set_held(false);
+    return Find(request->id(), job);
+  }
+
+  grpc::Status UpdateJob(grpc::ServerContext*, const v1::UpdateJobRequest* request,
+                         v1::Job* job) override {
+    absl::MutexLock lock(&mu_);
+    last_queue_request_.reset(request->New());
+    last_queue_request_->CopyFrom(*request);
+    auto it = jobs_.find(request->id());
+    if (it != jobs_.end() && request->has_priority()) it->second.set_priority(request->priority());
+    return Find(request->id(), job);
+  }
+
+  grpc::Status RequeueJob(grpc::ServerContext*, const v1::RequeueJobRequest* request,
+                          v1::Job* job) override {
+    absl::MutexLock lock(&mu_);
+    last_queue_request_.reset(request->New());
+    last_queue_request_->CopyFrom(*request);
+    return Find(request->id(), job);
+  }
+
+  // The last HoldJob, ReleaseJob, UpdateJob or RequeueJob request, copied into `out` when of its
+  // type; false otherwise.
+  bool LastQueueRequest(google::protobuf::Message* out) const {
+    absl::MutexLock lock(&mu_);
+    if (last_queue_request_ == nullptr ||
+        last_queue_request_->GetDescriptor() != out->GetDescriptor()) {
+      return false;
+    }
+    out->CopyFrom(*last_queue_request_);
+    return true;
+  }
+
   grpc::Status WatchJob(grpc::ServerContext* context, const v1::WatchJobRequest* request,
                         grpc::ServerWriter<v1::Job>* writer) override {
     v1::Job job;
@@ -190,6 +251,7 @@ class FakeJobService final : public v1::JobService::Service {
   std::map<std::string, v1::Job> jobs_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int> watch_calls_ ABSL_GUARDED_BY(mu_);
   int created_ ABSL_GUARDED_BY(mu_) = 0;
+  std::unique_ptr<google::protobuf::Message> last_queue_request_ ABSL_GUARDED_BY(mu_);
   v1::ReportProgressRequest last_progress_ ABSL_GUARDED_BY(mu_);
   int growing_calls_ ABSL_GUARDED_BY(mu_) = 0;
 };
@@ -385,6 +447,10 @@ int Fixture::NodeRequests() const { return services_->cluster.NodeRequests(); }
 
 v1::ReportProgressRequest Fixture::LastProgressRequest() const {
   return services_->jobs.LastProgressRequest();
+}
+
+bool Fixture::LastQueueRequest(google::protobuf::Message* request) const {
+  return services_->jobs.LastQueueRequest(request);
 }
 
 v1::SetQuotaRequest Fixture::LastSetQuotaRequest() const {

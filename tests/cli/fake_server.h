@@ -11,6 +11,8 @@
 //     j-retrying (only through GetJob: QUEUED for a retry due 5s after the request, its worker
 //     RESTARTING in 4s), j-waiting (only through GetJob: QUEUED 13th in team-a behind 12 jobs,
 //     held by its quota and the jobs ahead), and the jobs submitted; logs in 5-byte pieces.
+//     HoldJob (held by alice), ReleaseJob, UpdateJob (its priority) and RequeueJob change the job
+//     and record their request (LastQueueRequest).
 //   - ClusterService: node-a (READY), node-b (LOST) and node-c (ISOLATED, flapping, failing its
 //     checks); see fake_nodes.h for them and for what cordon, uncordon and drain answer. Nine
 //     events dated back from the time of each request, oldest first: NodeRegistered (node-a,
@@ -60,6 +62,9 @@ class Fixture {
   int NodeRequests() const;
   // The last ReportProgress request the fake served.
   v1::ReportProgressRequest LastProgressRequest() const;
+  // The last HoldJob, ReleaseJob, UpdateJob or RequeueJob request the fake served, copied into
+  // `request` when of its type; false otherwise.
+  bool LastQueueRequest(google::protobuf::Message* request) const;
   // The last SetQuota request the fake served.
   v1::SetQuotaRequest LastSetQuotaRequest() const;
 

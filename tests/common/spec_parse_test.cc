@@ -169,7 +169,8 @@ TEST_CASE("ParseJobSpec names the field of every error", "[spec_parse]") {
       {"labels: {a: 1, a: 2}\n", "labels[\"a\"]: duplicate key"},
       {"bogus: 1\n",
        "bogus: unknown field; known fields: displayName, project, priority, workerPools, "
-       "scheduling, checkpointDir, labels, faultTolerance, workdir"},
+       "scheduling, checkpointDir, labels, faultTolerance, workdir, dependsOn, "
+       "dependencyPolicy"},
   };
   for (const Case& c : cases) {
     INFO(c.text);

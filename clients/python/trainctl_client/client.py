@@ -7,6 +7,9 @@ and WorkdirService for project secrets and shipped working directories) over gRP
     print(client.logs(job.id, job.replicas[0].name).decode())
     job = client.submit(spec, workdir="./src")     # replicas start in a copy of ./src
     client.set_secret("team-a", "wandb", "...")    # for workerPools[].secretRefs
+    client.hold(job.id, "dataset not ready")       # QUEUED, not admitted until released
+    client.update(job.id, priority=5)              # also queue_timeout, labels, remove_labels
+    client.release(job.id); client.requeue(job.id, "node maintenance")
 
 Specs are dicts in protobuf's JSON mapping (the shape of spec files and of
 `trainctl get -o json`), or JobSpec messages. submit() sends a request id (AIP-155) and retries
@@ -312,6 +315,46 @@ class Client:
         every removed replica there is room for. grpc.RpcError FAILED_PRECONDITION, saying why,
         when it cannot grow now."""
         return self._unary("ResizeJob", job_pb2.ResizeJobRequest(id=job_id), retries)
+
+    def hold(self, job_id, reason="", retries=5):
+        """Keeps a QUEUED job from being admitted until release(); it holds back no job behind
+        it. `reason` (at most 1024 characters) is shown with the job. Returns the job, held.
+        grpc.RpcError FAILED_PRECONDITION for a job that is not QUEUED or is held already."""
+        return self._unary("HoldJob", job_pb2.HoldJobRequest(id=job_id, reason=reason), retries)
+
+    def release(self, job_id, retries=5):
+        """Lets a held job be admitted again; its queueTimeout counts afresh from now. Returns the
+        job. grpc.RpcError FAILED_PRECONDITION for a job that is not held."""
+        return self._unary("ReleaseJob", job_pb2.ReleaseJobRequest(id=job_id), retries)
+
+    def update(self, job_id, priority=None, queue_timeout=None, labels=None, remove_labels=(),
+               retries=5):
+        """Changes a QUEUED job: its priority (-1000..1000), its scheduling.queueTimeout (a
+        datetime.timedelta, or seconds as a number), labels to set (a dict) and label keys to
+        remove. Arguments left at None (or empty) are left unchanged; at least one change is
+        needed (ValueError otherwise). Returns the job as changed. grpc.RpcError
+        FAILED_PRECONDITION for a job that is not QUEUED, INVALID_ARGUMENT naming the field."""
+        request = job_pb2.UpdateJobRequest(id=job_id, labels=dict(labels or {}),
+                                           remove_labels=list(remove_labels or ()))
+        if priority is not None:
+            request.priority = int(priority)
+        if queue_timeout is not None:
+            seconds = (queue_timeout.total_seconds() if hasattr(queue_timeout, "total_seconds")
+                       else float(queue_timeout))
+            request.queue_timeout.FromNanoseconds(int(round(seconds * 1e9)))
+        if (priority is None and queue_timeout is None and not request.labels
+                and not request.remove_labels):
+            raise ValueError("update needs at least one change: priority, queue_timeout, labels "
+                             "or remove_labels")
+        return self._unary("UpdateJob", request, retries)
+
+    def requeue(self, job_id, reason="", retries=5):
+        """Sends a PENDING or RUNNING job back to the queue as a preemption with no preemptor:
+        its replicas get the preemption notice (carrying `reason`) to checkpoint, the attempt
+        ends charged to no budget, and it waits in its own place. Returns the job.
+        grpc.RpcError FAILED_PRECONDITION for a job in another state."""
+        return self._unary("RequeueJob", job_pb2.RequeueJobRequest(id=job_id, reason=reason),
+                           retries)
 
     def delete(self, job_id, retries=5):
         """Deletes a job that ended, with its attempts, runs and events.
