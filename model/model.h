@@ -268,6 +268,9 @@ struct Job {
   std::optional<absl::Time> last_checkpoint;
   // How long it waited in the queue after its preemptions: scheduling.timeout does not count it.
   absl::Duration preempted_wait;
+  // In memory only: of the stacks captured in attempt `first`, how many kept their texts
+  // (Core::StacksCaptured keeps at most kStackTextsPerAttempt, then summaries only).
+  std::pair<int32_t, int32_t> stacks_kept{0, 0};
   // Nodes it no longer uses (scheduling.stragglerAction REPLACE), in the order excluded.
   std::vector<std::string> excluded_nodes;
   // Held out of admission (HoldJob) by whom, why and since when; not admitted until released.

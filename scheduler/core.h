@@ -250,7 +250,10 @@ class Core {
                        Effects* fx);
   // A run's stacks, captured by its agent before it stopped the run (StopReplica.capture_stacks):
   // kept with the job (Effects::stacks) and told in a StacksCaptured event. Ignored for a job
-  // the core does not hold (deleted) and for a run launched on another node.
+  // the core does not hold (deleted) and for a run launched on another node. Of one attempt's
+  // captures, the first kStackTextsPerAttempt keep their texts; later ones keep the summaries
+  // only (truncated), so a large gang's rounds store at most that many texts (256 KiB each).
+  static constexpr int32_t kStackTextsPerAttempt = 64;
   void StacksCaptured(const std::string& node, const v1::ReplicaStacks& stacks, absl::Time now,
                       Effects* fx);
   // The fabric checks under way (fabric_checks.h).

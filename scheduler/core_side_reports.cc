@@ -27,9 +27,20 @@ void Core::StacksCaptured(const std::string& node, const v1::ReplicaStacks& stac
                           Effects* fx) {
   const std::optional<RunIdParts> run = SplitRunId(stacks.run_id());
   const std::string* ran_on = run ? jobs_.NodeOfRun(stacks.run_id()) : nullptr;
-  if (ran_on == nullptr || jobs_.Find(run->job_id) == nullptr) return;
+  Job* job = run ? jobs_.Find(run->job_id) : nullptr;
+  if (ran_on == nullptr || job == nullptr) return;
   if (*ran_on != node) return nodes_.IgnoredReport(node, stacks.run_id(), *ran_on, now, fx);
   v1::ReplicaStacks& kept = fx->stacks.emplace_back(stacks);
+  if (job->stacks_kept.first != run->attempt) job->stacks_kept = {run->attempt, 0};
+  std::string dropped;
+  if (job->stacks_kept.second >= kStackTextsPerAttempt) {
+    for (v1::ProcessStacks& p : *kept.mutable_processes()) p.clear_text();
+    kept.set_truncated(true);
+    dropped = absl::StrCat("; texts dropped: ", kStackTextsPerAttempt, " captures of attempt ",
+                           run->attempt, " kept theirs, the summaries stay");
+  } else {
+    ++job->stacks_kept.second;
+  }
   kept.set_job_id(run->job_id);
   kept.set_attempt(run->attempt);
   kept.set_replica(run->replica_name);
@@ -41,8 +52,8 @@ void Core::StacksCaptured(const std::string& node, const v1::ReplicaStacks& stac
   fx->events.push_back(
       {absl::ToUnixMillis(now), run->job_id, run->attempt, run->replica_name, node,
        "StacksCaptured",
-       absl::StrCat("stacks before the stop (", kept.reason(), "): ", what, " (`trainctl stacks ",
-                    run->job_id, " --replica ", run->replica_name, "`)"),
+       absl::StrCat("stacks before the stop (", kept.reason(), "): ", what, dropped,
+                    " (`trainctl stacks ", run->job_id, " --replica ", run->replica_name, "`)"),
        ""});
 }
 

@@ -110,6 +110,21 @@ TEST_CASE("stacks: a report from the run's node is kept with an event, another n
   CHECK(
       HasEvent(fx, "StacksCaptured", "stacks before the stop (hung): in load_batch (train.py:3)"));
 
+  // An attempt keeps the texts of its first 64 captures; later ones keep their summaries only.
+  for (int i = 1; i < Core::kStackTextsPerAttempt; ++i) {
+    Effects more;
+    f.core.StacksCaptured(node, stacks, FromMs(++f.now), &more);
+    REQUIRE(more.stacks.size() == 1);
+    CHECK(more.stacks[0].processes(0).text() == "Traceback (most recent call first):\n");
+  }
+  Effects capped;
+  f.core.StacksCaptured(node, stacks, FromMs(++f.now), &capped);
+  REQUIRE(capped.stacks.size() == 1);
+  CHECK(capped.stacks[0].processes(0).text().empty());
+  CHECK(capped.stacks[0].truncated());
+  CHECK(capped.stacks[0].summary() == "load_batch (train.py:3)");
+  CHECK(HasEvent(capped, "StacksCaptured", "texts dropped: 64 captures of attempt 1 kept theirs"));
+
   // A malformed or unknown run changes nothing.
   Effects none;
   stacks.set_run_id("nope");
