@@ -1,18 +1,24 @@
-// submit, get, list, cancel and delete: one request each (list: one per page), then print.
+// submit, get, list, cancel and delete: one request each (list: one per page), then print. cancel
+// and delete also take a range of a job array's elements, "ARRAY-[3-5,9]": one request and one
+// line per element (element_range.h).
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <optional>
 #include <random>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "cli/array_view.h"
 #include "cli/commands.h"
+#include "cli/element_range.h"
 #include "cli/job_view.h"
 #include "cli/output.h"
 #include "cli/queue_flags.h"
 #include "cli/retry.h"
 #include "cli/states.h"
 #include "cli/workdir_upload.h"
+#include "common/array_ids.h"
 #include "common/flag_values.h"
 #include "common/spec_parse.h"
 #include "common/status_macros.h"
@@ -45,8 +51,19 @@ absl::StatusOr<int> RunSubmit(const ParsedArgs& args, Client& client) {
     return absl::InvalidArgumentError(
         "submit needs -f FILE: a job spec in YAML or JSON (- reads it from stdin)");
   }
+  // --array is checked before anything is read or sent.
+  std::optional<ArrayShorthand> array;
+  if (args.IsSet("array")) {
+    TC_ASSIGN_OR_RETURN(array, ParseArrayShorthand(args.Get("array")));
+  }
   v1::CreateJobRequest request;
   TC_ASSIGN_OR_RETURN(*request.mutable_spec(), ParseJobSpecFile(args.Get("filename")));
+  // --array replaces the spec's array, if it has one.
+  if (array.has_value()) {
+    v1::ArraySpec* spec = request.mutable_spec()->mutable_array();
+    spec->set_indices(array->indices);
+    spec->set_parallelism(array->parallelism);
+  }
   // --depends-on adds to the dependencies the file lists; --dependency-policy replaces its policy.
   TC_RETURN_IF_ERROR(AddDependsOn(args.GetAll("depends-on"), request.mutable_spec()));
   if (args.IsSet("dependency-policy")) {
@@ -97,7 +114,13 @@ absl::StatusOr<int> RunSubmit(const ParsedArgs& args, Client& client) {
                       << " ms with request id " << request.request_id() << std::endl;
           });
   if (!status.ok()) return client.ToStatus(status);
+  // The id alone on stdout, for scripts (id=$(trainctl submit ...)), an array's too.
   std::cout << job.id() << std::endl;
+  // An array says so, on stderr; the spec sent tells its size if the answer does not.
+  if (request.spec().has_array() || IsArray(job)) {
+    if (!job.spec().has_array()) *job.mutable_spec()->mutable_array() = request.spec().array();
+    std::cerr << ArraySubmittedLine(job) << std::endl;
+  }
   return kExitOk;
 }
 
@@ -122,6 +145,7 @@ absl::StatusOr<int> RunList(const ParsedArgs& args, Client& client) {
   for (v1::JobState state : states) request.add_states(state);
   request.set_project(args.Get("project"));
   request.set_label_selector(args.Get("selector"));
+  request.set_array(args.Get("array"));
   // The table shows no command or env: leave them on the server, however large they are.
   if (format == OutputFormat::kTable) request.set_view(v1::JOB_VIEW_BASIC);
 
@@ -151,15 +175,20 @@ absl::StatusOr<int> RunList(const ParsedArgs& args, Client& client) {
 }
 
 absl::StatusOr<int> RunCancel(const ParsedArgs& args, Client& client) {
-  v1::CancelJobRequest request;
-  request.set_id(args.args()[0]);
-  v1::Job job;
-  grpc::Status status = client.Unary([&](grpc::ClientContext* context) {
-    return client.stub().CancelJob(context, request, &job);
-  });
-  if (!status.ok()) return client.ToStatus(status);
-  std::cout << job.id() << " " << JobStateName(job.state()) << std::endl;
-  return kExitOk;
+  return ForEachJobId(
+      args.args()[0],
+      [&](const std::string& id) -> absl::StatusOr<int> {
+        v1::CancelJobRequest request;
+        request.set_id(id);
+        v1::Job job;
+        grpc::Status status = client.Unary([&](grpc::ClientContext* context) {
+          return client.stub().CancelJob(context, request, &job);
+        });
+        if (!status.ok()) return client.ToStatus(status);
+        std::cout << job.id() << " " << JobStateName(job.state()) << std::endl;
+        return kExitOk;
+      },
+      std::cerr);
 }
 
 absl::StatusOr<int> RunResize(const ParsedArgs& args, Client& client) {
@@ -176,15 +205,20 @@ absl::StatusOr<int> RunResize(const ParsedArgs& args, Client& client) {
 }
 
 absl::StatusOr<int> RunDelete(const ParsedArgs& args, Client& client) {
-  v1::DeleteJobRequest request;
-  request.set_id(args.args()[0]);
-  grpc::ClientContext context;
-  Client::PrepareUnary(&context);
-  v1::DeleteJobResponse response;
-  grpc::Status status = client.stub().DeleteJob(&context, request, &response);
-  if (!status.ok()) return client.ToStatus(status);
-  std::cout << request.id() << " deleted" << std::endl;
-  return kExitOk;
+  return ForEachJobId(
+      args.args()[0],
+      [&](const std::string& id) -> absl::StatusOr<int> {
+        v1::DeleteJobRequest request;
+        request.set_id(id);
+        grpc::ClientContext context;
+        Client::PrepareUnary(&context);
+        v1::DeleteJobResponse response;
+        grpc::Status status = client.stub().DeleteJob(&context, request, &response);
+        if (!status.ok()) return client.ToStatus(status);
+        std::cout << request.id() << " deleted" << std::endl;
+        return kExitOk;
+      },
+      std::cerr);
 }
 
 }  // namespace
@@ -202,7 +236,10 @@ Command SubmitCommand() {
                    "does not get through (trainctld unreachable or restarting) is retried for up\n"
                    "to 60s with the same request id, so it never starts the job twice; pass\n"
                    "--request-id to make retries of the whole command safe too (a pipeline step\n"
-                   "run again within 24h gets the job its first run created).",
+                   "run again within 24h gets the job its first run created).\n"
+                   "--array INDICES[%N] submits a job array: one job per index (id ARRAY-INDEX),\n"
+                   "at most N started at once. The id printed is the array's; stderr says\n"
+                   "\"submitted job array ID (20 elements, at most 3 at once)\".",
                    {{"filename", 'f', FlagSpec::Kind::kValue, "FILE", "",
                      "Job spec file (YAML or JSON); - reads stdin. Required"},
                     {"request-id", 0, FlagSpec::Kind::kValue, "ID", "",
@@ -217,7 +254,10 @@ Command SubmitCommand() {
                      "Wait for other jobs first: afterok:ID (it SUCCEEDED), afternotok:ID (it "
                      "FAILED), afterany:ID (it ended); repeatable, added to the spec's dependsOn"},
                     {"dependency-policy", 0, FlagSpec::Kind::kValue, "POLICY", "",
-                     "When a dependency can no longer be met: fail (the default) or keep-waiting"}},
+                     "When a dependency can no longer be met: fail (the default) or keep-waiting"},
+                    {"array", 0, FlagSpec::Kind::kValue, "INDICES[%N]", "",
+                     "Submit a job array: one job per index, e.g. 0-99, 1,5,9 or 0-99:2 (a step); "
+                     "%N starts at most N at once. Replaces the spec's array"}},
                    0,
                    0};
   return {std::move(spec), &RunSubmit};
@@ -241,6 +281,9 @@ Command ListCommand() {
        {"project", 0, FlagSpec::Kind::kValue, "PROJECT", "", "Only jobs of this project"},
        {"selector", 'l', FlagSpec::Kind::kValue, "KEY=VALUE,...", "",
         "Only jobs whose labels hold every KEY=VALUE given"},
+       {"array", 0, FlagSpec::Kind::kValue, "ID", "",
+        "Only the elements of job array ID, those not started yet first as one row "
+        "(ID-[INDICES])"},
        {"limit", 0, FlagSpec::Kind::kValue, "N", "100", "List at most N jobs"},
        OutputFlag()},
       0,
@@ -252,7 +295,10 @@ Command CancelCommand() {
   CommandSpec spec{"cancel",
                    "ID",
                    "Cancel a job and print its id and state",
-                   "Cancelling is idempotent: a job that already ended is left as it is.",
+                   "Cancelling is idempotent: a job that already ended is left as it is. ID may\n"
+                   "be a job array (every element stops, and no more start), one element\n"
+                   "(ARRAY-7) or a range of elements (ARRAY-[3-5,9], quoted for the shell),\n"
+                   "cancelled one by one: a line each, and errors named by element.",
                    {},
                    1,
                    1};
@@ -282,7 +328,9 @@ Command DeleteCommand() {
       "Delete a job that ended, with its attempts, runs and events",
       "Only a SUCCEEDED, FAILED or CANCELLED job whose replicas have all ended can be\n"
       "deleted; cancel a live job first. trainctld deletes jobs by itself once they\n"
-      "ended longer ago than its --job-retention (default 90d).",
+      "ended longer ago than its --job-retention (default 90d). ID may be a job array\n"
+      "that ended (with its elements), one element (ARRAY-7) or a range of elements\n"
+      "(ARRAY-[3-5,9], quoted for the shell), deleted one by one.",
       {},
       1,
       1};

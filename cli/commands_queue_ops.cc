@@ -1,9 +1,12 @@
 // hold, release, update and requeue: one JobService call each on a job, then one line saying what
 // happened (or the job in JSON/YAML with -o). The server decides whether the job may change
-// (FAILED_PRECONDITION saying why); these commands only check their flags.
+// (FAILED_PRECONDITION saying why); these commands only check their flags. hold and release also
+// take a range of a job array's elements, "ARRAY-[3-5,9]": one call and one line per element
+// (element_range.h).
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/element_range.h"
 #include "cli/output.h"
 #include "cli/queue_flags.h"
 #include "cli/queue_view.h"
@@ -23,30 +26,52 @@ absl::StatusOr<int> PrintResult(OutputFormat format, const v1::Job& job, const s
   return kExitOk;
 }
 
+// Prints the job as -o asks, for one job of several (a range of elements): a YAML document after
+// the first starts with "---", so that the output reads as a stream of documents.
+absl::StatusOr<int> PrintRangeResult(OutputFormat format, const v1::Job& job,
+                                     const std::string& line, bool* first) {
+  if (format == OutputFormat::kYaml && !*first) std::cout << "---\n";
+  *first = false;
+  return PrintResult(format, job, line);
+}
+
 absl::StatusOr<int> RunHold(const ParsedArgs& args, Client& client) {
-  v1::HoldJobRequest request;
-  request.set_id(args.args()[0]);
-  request.set_reason(args.Get("reason"));
   // A bad -o is refused before the job changes.
   TC_ASSIGN_OR_RETURN(const OutputFormat format, ParseOutputFormat(args.Get("output")));
-  v1::Job job;
-  grpc::Status status = client.Unary(
-      [&](grpc::ClientContext* context) { return client.stub().HoldJob(context, request, &job); });
-  if (!status.ok()) return client.ToStatus(status);
-  return PrintResult(format, job, HeldLine(job));
+  bool first = true;
+  return ForEachJobId(
+      args.args()[0],
+      [&](const std::string& id) -> absl::StatusOr<int> {
+        v1::HoldJobRequest request;
+        request.set_id(id);
+        request.set_reason(args.Get("reason"));
+        v1::Job job;
+        grpc::Status status = client.Unary([&](grpc::ClientContext* context) {
+          return client.stub().HoldJob(context, request, &job);
+        });
+        if (!status.ok()) return client.ToStatus(status);
+        return PrintRangeResult(format, job, HeldLine(job), &first);
+      },
+      std::cerr);
 }
 
 absl::StatusOr<int> RunRelease(const ParsedArgs& args, Client& client) {
-  v1::ReleaseJobRequest request;
-  request.set_id(args.args()[0]);
   // A bad -o is refused before the job changes.
   TC_ASSIGN_OR_RETURN(const OutputFormat format, ParseOutputFormat(args.Get("output")));
-  v1::Job job;
-  grpc::Status status = client.Unary([&](grpc::ClientContext* context) {
-    return client.stub().ReleaseJob(context, request, &job);
-  });
-  if (!status.ok()) return client.ToStatus(status);
-  return PrintResult(format, job, ReleasedLine(job));
+  bool first = true;
+  return ForEachJobId(
+      args.args()[0],
+      [&](const std::string& id) -> absl::StatusOr<int> {
+        v1::ReleaseJobRequest request;
+        request.set_id(id);
+        v1::Job job;
+        grpc::Status status = client.Unary([&](grpc::ClientContext* context) {
+          return client.stub().ReleaseJob(context, request, &job);
+        });
+        if (!status.ok()) return client.ToStatus(status);
+        return PrintRangeResult(format, job, ReleasedLine(job), &first);
+      },
+      std::cerr);
 }
 
 absl::StatusOr<int> RunUpdate(const ParsedArgs& args, Client& client) {
@@ -101,7 +126,9 @@ Command HoldCommand() {
       "Keep a queued job from being admitted until it is released",
       "The job stays QUEUED with a HELD blocker and holds back no job behind it,\n"
       "even in a STRICT_FIFO project. Only a QUEUED job can be held; `trainctl\n"
-      "release ID` lets it be admitted again.",
+      "release ID` lets it be admitted again. ID may be a job array (its elements\n"
+      "not started yet, and queued ones, wait), one element (ARRAY-7) or a range of\n"
+      "elements (ARRAY-[3-5,9], quoted for the shell), held one by one.",
       {ReasonFlag("Why, in words (at most 1024 characters); shown with the job"), OutputFlag()},
       1,
       1};
@@ -112,7 +139,9 @@ Command ReleaseCommand() {
   CommandSpec spec{"release",
                    "ID",
                    "Let a held job be admitted again",
-                   "Its scheduling.queueTimeout counts afresh from the release.",
+                   "Its scheduling.queueTimeout counts afresh from the release. ID may be a job\n"
+                   "array, one element (ARRAY-7) or a range of elements (ARRAY-[3-5,9], quoted\n"
+                   "for the shell), released one by one.",
                    {OutputFlag()},
                    1,
                    1};

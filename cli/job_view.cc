@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cli/array_view.h"
 #include "cli/queue_view.h"
 #include "cli/states.h"
 #include "common/signals.h"
@@ -90,6 +91,11 @@ std::vector<std::pair<std::string, std::string>> JobSummaryFields(const v1::Job&
       {"Creator", job.creator()},
       {"Priority", absl::StrCat(job.priority())},
       {"State", JobStateName(job.state())},
+      {"Array", ArrayText(job)},
+      {"Held elements", job.array().held_indices()},
+      {"Cancelled before start", job.array().cancelled_indices()},
+      {"Elements", ArrayElementsHint(job)},
+      {"Element", ElementText(job)},
       {"Error", ErrorText(job.error())},
       {"Reason", job.error().reason()},
       {"Error replica", job.error().replica()},
@@ -219,12 +225,17 @@ std::string RenderJobDetails(const v1::Job& job, int64_t now_ms) {
 }
 
 std::string RenderJobList(const std::vector<v1::Job>& jobs, int64_t now_ms) {
-  Table table({"ID", "NAME", "PROJECT", "STATE", "AGE", "REPLICAS"});
+  Table table({"ID", "NAME", "PROJECT", "STATE", "AGE", "REPLICAS", "ELEMENTS"});
   for (const v1::Job& job : jobs) {
     const int64_t created = TimestampToMs(job.create_time());
+    const bool array = IsArray(job);
+    // An array runs no replicas itself; its elements' counts stand in for them.
     table.AddRow({job.id(), job.display_name(), job.project(), JobStateName(job.state()),
-                  created > 0 ? FormatAge(now_ms - created) : "-", ReplicaSummary(job)});
+                  created > 0 ? FormatAge(now_ms - created) : "-",
+                  array ? "-" : ReplicaSummary(job),
+                  array ? OrDash(ArrayCountsText(job.array())) : ""});
   }
+  table.DropEmptyColumns({"ELEMENTS"});
   return table.Render();
 }
 

@@ -24,11 +24,13 @@ std::string RenderJobDetails(const v1::Job& job, int64_t now_ms);
 // The "Key: value" block `get` and `describe` open with: RenderFields(JobSummaryFields(...)).
 std::string RenderJobSummary(const v1::Job& job, int64_t now_ms);
 
-// The summary's fields, in order: id, name, project, priority, state, the error (message, its
-// failure class as "Reason", the replica and node it comes from), the queue reason and, while
-// queued for a retry, when the next attempt may start, who held it and why (HeldText), its
-// dependencies (DependenciesText), a queued job's position (PositionText);
-// times, the checkpoint directory, the workdir, secretRefs and the pools' images.
+// The summary's fields, in order: id, name, project, priority, state, a job array's counts
+// (ArrayText), its held and cancelled-before-start indices and where its elements are listed
+// (ArrayElementsHint), an element's array (ElementText), the error (message, its failure class
+// as "Reason", the replica and node it comes from), the queue reason and, while queued for a
+// retry, when the next attempt may start, who held it and why (HeldText), its dependencies
+// (DependenciesText), a queued job's position (PositionText); times, the checkpoint directory,
+// the workdir, secretRefs and the pools' images.
 // Fields the job does not have are empty (RenderFields leaves them out).
 std::vector<std::pair<std::string, std::string>> JobSummaryFields(const v1::Job& job,
                                                                   int64_t now_ms);
@@ -62,7 +64,9 @@ std::string FormatCountdown(const google::protobuf::Timestamp& ts, int64_t now_m
 // "2026-11-21T03:44:36Z", or "-" when unset.
 std::string FormatTimestamp(const google::protobuf::Timestamp& ts);
 
-// `list -o table`: ID NAME PROJECT STATE AGE REPLICAS, one row per job.
+// `list -o table`: ID NAME PROJECT STATE AGE REPLICAS, one row per job; when a job array is
+// among them, an ELEMENTS column with each array's counts (ArrayCountsText; "-" for other jobs),
+// and "-" as an array's REPLICAS.
 std::string RenderJobList(const std::vector<v1::Job>& jobs, int64_t now_ms);
 
 // "3/4": replicas RUNNING / all replicas of the current attempt.

@@ -22,6 +22,7 @@
 #include "absl/time/time.h"
 #include "common/job_states.h"
 #include "model/decisions.h"
+#include "model/job_array.h"
 #include "model/job_policy.h"
 #include "model/tally.h"
 #include "model/usage_ledger.h"
@@ -280,6 +281,10 @@ struct Job {
   std::optional<absl::Time> hold_time;
   // Each of spec.depends_on as it stands (dependencies.h), kept as the API shows it.
   std::vector<v1::DependencyStatus> dependencies;
+  // A job array (spec.array set): never runs; its elements are jobs of their own (job_array.h).
+  std::optional<JobArray> array;
+  // An element of a job array.
+  std::optional<ArrayMember> element;
 
   // The current attempt's number; 0 before the first placement.
   int32_t current_attempt() const { return attempts.empty() ? 0 : attempts.back().number; }

@@ -378,6 +378,7 @@ v1::Job ToProto(const Job& job) {
   out.set_hold_reason(job.hold_reason);
   if (job.hold_time) *out.mutable_hold_time() = ToProtoTime(*job.hold_time);
   for (const v1::DependencyStatus& d : job.dependencies) *out.add_dependencies() = d;
+  ArrayFieldsToProto(job.array, job.element, job.state, &out);
   return out;
 }
 
@@ -440,6 +441,7 @@ absl::StatusOr<Job> JobFromProto(const v1::Job& p) {
   job.hold_reason = p.hold_reason();
   job.hold_time = OptionalTime(p.has_hold_time(), p.hold_time());
   job.dependencies.assign(p.dependencies().begin(), p.dependencies().end());
+  TC_RETURN_IF_ERROR(ArrayFieldsFromProto(p, &job.array, &job.element, &job.state));
   return job;
 }
 

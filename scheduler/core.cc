@@ -45,6 +45,7 @@ void Core::Restore(std::vector<Job> jobs, std::vector<Node> nodes,
   for (const auto& [id, job] : jobs_.all()) {
     requests_.Add(job);
     if (job.state == v1::JOB_STATE_QUEUED) dependencies_.Add(job);
+    if (job.array && !IsTerminal(job.state)) open_arrays_.insert(id);
   }
   lifecycle_.Restore();
 }
@@ -101,6 +102,7 @@ absl::StatusOr<const Job*> Core::SubmitJob(const v1::JobSpec& spec_in, absl::Tim
     mutable_job->dependencies = std::move(dependencies);
     dependencies_.Add(*mutable_job);
     // A dependency that ended as its condition can never accept: decided at once.
+    if (mutable_job->spec.has_array()) MakeArray(mutable_job, now, fx);
     if (const v1::DependencyStatus* never = NeverMet(mutable_job->dependencies)) {
       DependencyNeverMet(mutable_job, *never, now, fx);
     }
@@ -116,7 +118,12 @@ std::vector<std::string> Core::CheckpointRoots() const {
 
 absl::StatusOr<const Job*> Core::CancelJob(const std::string& id, absl::Time now, Effects* fx) {
   Job* job = jobs_.Find(id);
+  int32_t index = 0;
+  if (Job* array = job == nullptr ? UnstartedElement(id, &index) : nullptr) {
+    return UnstartedOp(array, index, "cancel", "", now, fx);
+  }
   if (job == nullptr) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+  if (job->array) return CancelArray(job, now, fx);
   lifecycle_.Cancel(job, now, fx);
   return job;
 }
@@ -149,6 +156,13 @@ absl::Status Core::CheckEnded(const std::string& id) const {
 
 absl::Status Core::DeleteJob(const std::string& id, const std::string& why, absl::Time now,
                              Effects* fx) {
+  if (int32_t index = 0; UnstartedElement(id, &index) != nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("element ", id,
+                     " has not started, so it has nothing to delete; `trainctl "
+                     "cancel ",
+                     id, "` keeps it from starting"));
+  }
   if (absl::Status ended = CheckEnded(id); !ended.ok()) return ended;
   const Job* job = jobs_.Find(id);
   if (!why.empty()) {
@@ -524,7 +538,7 @@ std::vector<v1::Node> Core::ListNodes() const {
 
 v1::Job Core::View(const Job& job, absl::Time now) const {
   v1::Job out = ToProto(job);
-  if (job.state == v1::JOB_STATE_QUEUED) {
+  if (job.state == v1::JOB_STATE_QUEUED && !job.array) {
     *out.mutable_queue_status() = QueueStatusOf(*QueueSnapshot(), QueuedJobOf(job), now);
   }
   return out;

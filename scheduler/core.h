@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -354,6 +355,31 @@ class Core {
   std::vector<std::string> CheckpointRoots() const;
   // `job`'s dependency `d` can never be met: FAILED under dependencyPolicy FAIL, else an event.
   void DependencyNeverMet(Job* job, const v1::DependencyStatus& d, absl::Time now, Effects* fx);
+  // The jobs waiting on `id`, which ended as `state`, learn of it.
+  void SettleWaiters(const std::string& id, v1::JobState state, absl::Time now, Effects* fx);
+
+  // --- Job arrays (core_arrays.cc; job_arrays.h) ---------------------------------------------
+
+  // Makes the just-submitted `job` an array: out of the queue, no replicas of its own.
+  void MakeArray(Job* job, absl::Time now, Effects* fx);
+  // Counts the elements this turn changed into their arrays; ends the arrays that are done.
+  void CountArrayElements(absl::Time now, Effects* fx);
+  // Starts the next elements of every open array that has room (parallelism, the start window).
+  void FeedArrays(absl::Time now, Effects* fx);
+  Job* StartElement(Job* array, int32_t index, absl::Time now, Effects* fx);
+  void EndArray(Job* array, absl::Time now, Effects* fx);
+  // The array `id` names an element of, when that element has not started (nullptr otherwise):
+  // its index in `*index`.
+  Job* UnstartedElement(const std::string& id, int32_t* index);
+  // Cancel, hold and release of a whole array, and of an element not started yet (which act on
+  // its array's row and return it).
+  const Job* CancelArray(Job* array, absl::Time now, Effects* fx);
+  absl::StatusOr<const Job*> HoldArray(Job* array, const std::string& actor,
+                                       const std::string& reason, absl::Time now, Effects* fx);
+  absl::StatusOr<const Job*> ReleaseArray(Job* array, const std::string& actor, absl::Time now,
+                                          Effects* fx);
+  absl::StatusOr<const Job*> UnstartedOp(Job* array, int32_t index, const char* op,
+                                         const std::string& actor, absl::Time now, Effects* fx);
 
   // Constant after construction.
   const CoreOptions options_;
@@ -367,6 +393,10 @@ class Core {
   ImagePulls pulls_;
   Stragglers stragglers_;
   DependencyIndex dependencies_;
+  // Arrays that have not ended, and the ends of elements that never started (cancelled), for
+  // the jobs that wait on them.
+  std::set<std::string> open_arrays_;
+  std::vector<std::string> unstarted_ends_;
 };
 
 }  // namespace trainctl::sched

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/array_ids.h"
 #include "common/enum_names.h"
 #include "common/job_states.h"
 #include "common/status_macros.h"
@@ -37,7 +38,12 @@ absl::StatusOr<const Job*> Core::HoldJob(const std::string& id, const std::strin
                                          const std::string& reason, absl::Time now, Effects* fx) {
   TC_RETURN_IF_ERROR(CheckReason(reason));
   Job* job = jobs_.Find(id);
+  int32_t index = 0;
+  if (Job* array = job == nullptr ? UnstartedElement(id, &index) : nullptr) {
+    return UnstartedOp(array, index, "hold", actor, now, fx);
+  }
   if (job == nullptr) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+  if (job->array) return HoldArray(job, actor, reason, now, fx);
   if (job->state != v1::JOB_STATE_QUEUED) return NotQueued(*job, "can be held");
   if (job->held) {
     return absl::FailedPreconditionError(absl::StrCat("job ", id, " is held already",
@@ -61,7 +67,12 @@ absl::StatusOr<const Job*> Core::HoldJob(const std::string& id, const std::strin
 absl::StatusOr<const Job*> Core::ReleaseJob(const std::string& id, const std::string& actor,
                                             absl::Time now, Effects* fx) {
   Job* job = jobs_.Find(id);
+  int32_t index = 0;
+  if (Job* array = job == nullptr ? UnstartedElement(id, &index) : nullptr) {
+    return UnstartedOp(array, index, "release", actor, now, fx);
+  }
   if (job == nullptr) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+  if (job->array) return ReleaseArray(job, actor, now, fx);
   if (!job->held) {
     return absl::FailedPreconditionError(absl::StrCat("job ", id, " is not held"));
   }
@@ -113,11 +124,12 @@ absl::StatusOr<const Job*> Core::UpdateJob(const v1::UpdateJobRequest& req,
   }
   if (absl::Status valid = ValidateJobSpec(spec); !valid.ok()) return valid;
   if (changes.empty()) return job;
-  queue_.Dequeue(*job);
+  // An array is not in the queue: its update reaches the elements that start later.
+  if (!job->array) queue_.Dequeue(*job);
   job->spec = std::move(spec);
   job->priority = job->spec.priority();
   job->policy = RetryPolicy::ForJob(job->spec);
-  queue_.Enqueue(*job);
+  if (!job->array) queue_.Enqueue(*job);
   AddEvent(fx, now, job, "", "", "JobUpdated",
            absl::StrCat("updated", By(actor), ": ", absl::StrJoin(changes, ", ")));
   Touch(job, now, fx);
@@ -130,6 +142,11 @@ absl::StatusOr<const Job*> Core::RequeueJob(const std::string& id, const std::st
   TC_RETURN_IF_ERROR(CheckReason(reason));
   Job* job = jobs_.Find(id);
   if (job == nullptr) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+  if (job->array) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", id, " is a job array, which never runs itself: requeue its elements by id (", id,
+        "-<index>)"));
+  }
   if (!IsLive(job->state)) {
     return absl::FailedPreconditionError(
         absl::StrCat("job ", id, " is ", EnumShortName(job->state),
@@ -146,29 +163,50 @@ absl::StatusOr<const Job*> Core::RequeueJob(const std::string& id, const std::st
 }
 
 void Core::SettleDependencies(absl::Time now, Effects* fx) {
+  // Elements that changed this turn reach their arrays' counts first: an array done now ends
+  // now, and its waiters learn of it below.
+  CountArrayElements(now, fx);
   // Ending a waiting job ends its own waiters' hopes in turn: until nothing more ends.
-  for (std::vector<std::string> ended = lifecycle_.TakeEnded(); !ended.empty();
-       ended = lifecycle_.TakeEnded()) {
+  while (true) {
+    const std::vector<std::string> ended = lifecycle_.TakeEnded();
+    const std::vector<std::string> unstarted = std::exchange(unstarted_ends_, {});
+    if (ended.empty() && unstarted.empty()) break;
     for (const std::string& id : ended) {
       const Job* done = jobs_.Find(id);
       if (done == nullptr) continue;
-      for (const std::string& waiter_id : dependencies_.Take(id)) {
-        Job* waiter = jobs_.Find(waiter_id);
-        if (waiter == nullptr || waiter->state != v1::JOB_STATE_QUEUED) continue;
-        for (v1::DependencyStatus& d : waiter->dependencies) {
-          if (d.job() != id || d.ended() != v1::JOB_STATE_UNSPECIFIED) continue;
-          RecordEnd(&d, done->state);
-          AddEvent(fx, now, waiter, "", "", d.met() ? "DependencyMet" : "DependencyNeverMet",
-                   absl::StrCat("job ", id, " ended ", EnumShortName(done->state),
-                                d.met() ? ": condition met" : ": it can never ",
-                                d.met() ? "" : ConditionVerb(d.condition())));
-        }
-        Touch(waiter, now, fx);
-        queue_.Wake();
-        if (const v1::DependencyStatus* never = NeverMet(waiter->dependencies)) {
-          DependencyNeverMet(waiter, *never, now, fx);
+      SettleWaiters(id, done->state, now, fx);
+      // An array's elements that never started ended with it.
+      if (done->array) {
+        for (int32_t index : done->array->indices) {
+          if (done->array->started.count(index) == 0) {
+            SettleWaiters(ElementIdOf(id, index), v1::JOB_STATE_CANCELLED, now, fx);
+          }
         }
       }
+    }
+    for (const std::string& id : unstarted) {
+      SettleWaiters(id, v1::JOB_STATE_CANCELLED, now, fx);
+    }
+  }
+  FeedArrays(now, fx);
+}
+
+void Core::SettleWaiters(const std::string& id, v1::JobState state, absl::Time now, Effects* fx) {
+  for (const std::string& waiter_id : dependencies_.Take(id)) {
+    Job* waiter = jobs_.Find(waiter_id);
+    if (waiter == nullptr || waiter->state != v1::JOB_STATE_QUEUED) continue;
+    for (v1::DependencyStatus& d : waiter->dependencies) {
+      if (d.job() != id || d.ended() != v1::JOB_STATE_UNSPECIFIED) continue;
+      RecordEnd(&d, state);
+      AddEvent(fx, now, waiter, "", "", d.met() ? "DependencyMet" : "DependencyNeverMet",
+               absl::StrCat("job ", id, " ended ", EnumShortName(state),
+                            d.met() ? ": condition met" : ": it can never ",
+                            d.met() ? "" : ConditionVerb(d.condition())));
+    }
+    Touch(waiter, now, fx);
+    queue_.Wake();
+    if (const v1::DependencyStatus* never = NeverMet(waiter->dependencies)) {
+      DependencyNeverMet(waiter, *never, now, fx);
     }
   }
 }

@@ -2,6 +2,7 @@
 #include "scheduler/dependencies.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/array_ids.h"
 #include "common/enum_names.h"
 #include "common/job_states.h"
 #include "common/status_macros.h"
@@ -14,6 +15,15 @@ namespace {
 v1::DependencyCondition ConditionOf(const v1::DependencyStatus& d) {
   return d.condition() == v1::DEPENDENCY_CONDITION_UNSPECIFIED ? v1::DEPENDENCY_CONDITION_SUCCEEDED
                                                                : d.condition();
+}
+
+// The array `id` names an element of, when that element has not started yet.
+const Job* ArrayOfUnstarted(const JobTable& jobs, const std::string& id) {
+  const std::optional<ElementId> e = ParseElementId(id);
+  if (!e) return nullptr;
+  const Job* array = jobs.Find(e->array);
+  if (array == nullptr || !array->array || !array->array->Contains(e->index)) return nullptr;
+  return array;
 }
 
 }  // namespace
@@ -66,6 +76,9 @@ absl::StatusOr<std::vector<v1::DependencyStatus>> ResolveDependencies(
     } else if (auto stored = stored_ends.find(dep.job()); stored != stored_ends.end()) {
       // A job only the store holds has ended (live jobs are always in the core).
       RecordEnd(&d, stored->second);
+    } else if (const Job* array = ArrayOfUnstarted(jobs, dep.job())) {
+      // An element not started yet: it ends as a job of its own, or cancelled with its array.
+      if (IsTerminal(array->state)) RecordEnd(&d, v1::JOB_STATE_CANCELLED);
     } else {
       return absl::InvalidArgumentError(absl::StrCat(field, ".job: no job ", dep.job()));
     }

@@ -72,7 +72,8 @@ absl::Status CheckInvariants(const Core& core) {
   size_t queued = 0;
   for (const auto& [id, job] : core.jobs()) {
     if (absl::Status s = CheckJob(core, job, &used); !s.ok()) return s;
-    queued += job.state == v1::JOB_STATE_QUEUED ? 1 : 0;
+    // An array stays QUEUED in the core until it ends, and is in no queue (job_arrays.h).
+    queued += job.state == v1::JOB_STATE_QUEUED && !job.array ? 1 : 0;
   }
   for (const auto& [node, res] : used) {
     if (res.cpu < -1e-6 || res.memory_mb < 0 || res.gpus < 0) {

@@ -42,7 +42,8 @@ void JobLifecycle::Restore() {
       queue_->Hold(UsageKeyOf(job, r), r.need);
     }
     if (IsAdmitted(job.state)) queue_->Admitted(job.project);
-    if (job.state == v1::JOB_STATE_QUEUED) queue_->Enqueue(job);
+    // An array never runs (job_arrays.h): its elements are queued, not it.
+    if (job.state == v1::JOB_STATE_QUEUED && !job.array) queue_->Enqueue(job);
   }
   queue_->Wake();
 }
@@ -98,10 +99,10 @@ void JobLifecycle::SetJobState(Job* job, v1::JobState state, const std::string& 
 // --- Jobs --------------------------------------------------------------------------------------
 
 const Job* JobLifecycle::Submit(v1::JobSpec spec, const std::string& checkpoint_root,
-                                absl::Time now, Effects* fx) {
+                                absl::Time now, Effects* fx, const std::string& id) {
   Job job;
   job.create_time = jobs_->NextCreateTime(now);
-  job.id = jobs_->NewId(job.create_time);
+  job.id = id.empty() ? jobs_->NewId(job.create_time) : id;
   job.display_name = spec.display_name();
   job.project = spec.project();
   job.priority = spec.priority();

@@ -80,8 +80,9 @@ class JobLifecycle : private LifecycleOps {
   // --- Jobs ----------------------------------------------------------------------------------
 
   // A new job, QUEUED. REQUIRES: `spec` is valid, with defaults applied.
+  // `id`: the job's id (an array's element); empty: a fresh one.
   const Job* Submit(v1::JobSpec spec, const std::string& checkpoint_root, absl::Time now,
-                    Effects* fx);
+                    Effects* fx, const std::string& id = "");
   // QUEUED jobs end at once; others stop their replicas first (CANCELLING, then CANCELLED).
   void Cancel(Job* job, absl::Time now, Effects* fx);
   // Ends the job in a terminal state, stopping what still runs.

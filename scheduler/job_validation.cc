@@ -19,6 +19,7 @@
 #include "google/protobuf/message.h"
 #include "scheduler/elastic.h"
 #include "scheduler/image_validation.h"
+#include "scheduler/job_arrays.h"
 #include "scheduler/node_selection.h"
 #include "scheduler/retry_engine.h"
 #include "scheduler/topology.h"
@@ -417,6 +418,7 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
                                                " replicas in all, got ", total));
   }
   TC_RETURN_IF_ERROR(ValidateScheduling(spec));
+  TC_RETURN_IF_ERROR(ValidateArraySpec(spec));
   if (!spec.checkpoint_dir().empty()) {
     if (spec.checkpoint_dir()[0] != '/' || spec.checkpoint_dir().size() > 4096 ||
         absl::StrContains(spec.checkpoint_dir(), '\0')) {

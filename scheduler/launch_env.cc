@@ -206,6 +206,11 @@ v1::LaunchReplica BuildReplicaLaunch(const Job& job, int replica_index, const Ga
   env["TRAINCTL_RESTART_COUNT"] = absl::StrCat(r.restart_count);
   env["TRAINCTL_GANG_GENERATION"] = absl::StrCat(job.gang_generation);
   env["TRAINCTL_NODE"] = r.node;
+  if (job.element) {  // an element of a job array (job_arrays.h)
+    env["TRAINCTL_ARRAY_ID"] = job.element->array;
+    env["TRAINCTL_ARRAY_INDEX"] = absl::StrCat(job.element->index);
+    env["TRAINCTL_ARRAY_COUNT"] = absl::StrCat(job.element->count);
+  }
   env["RANK"] = absl::StrCat(r.rank);
   env["WORLD_SIZE"] = absl::StrCat(WorldSize(job));
   env["MASTER_ADDR"] = view.master_addr;

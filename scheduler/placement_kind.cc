@@ -50,6 +50,8 @@ const char* BlockerWord(BlockerKind kind) {
       return "HELD";
     case BlockerKind::kDependency:
       return "DEPENDENCY";
+    case BlockerKind::kArrayLimit:
+      return "ARRAY_LIMIT";
   }
   return "UNKNOWN";
 }

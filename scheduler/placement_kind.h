@@ -43,6 +43,8 @@ enum class BlockerKind {
   kHeld,
   // Waiting for jobs it depends on (dependencies.h).
   kDependency,
+  // An element of a job array waiting while `parallelism` of its elements run (job_arrays.h).
+  kArrayLimit,
 };
 
 // The blocker a failed placement is. REQUIRES: kind != kPlaced.

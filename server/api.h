@@ -62,6 +62,13 @@ struct ApiLimits {
   int64_t max_watches_per_peer = 0;
 };
 
+// The reply of an operation on job `id`: the job the core returned, redacted; for an element
+// of a job array that has not started (the core acts on the array's row and returns the
+// array), that element as read from the array (job_arrays.h). api_arrays.cc.
+absl::StatusOr<v1::Job> ElementReply(const std::string& id,
+                                     const absl::StatusOr<const sched::Job*>& job,
+                                     const SecretRedactor& redactor);
+
 class Api {
  public:
   struct Parts {
@@ -225,6 +232,10 @@ class Api {
   // window): that job (redacted), or ALREADY_EXISTS for another spec; nullopt otherwise.
   absl::StatusOr<std::optional<v1::Job>> FindCreated(Turn& t, const std::string& creator,
                                                      const sched::CreateRequestKey& key) const;
+  // Before a job array is deleted: its elements, held by the core or only stored
+  // (api_arrays.cc). OK for a job that is not an array; FAILED_PRECONDITION for an array that
+  // has not ended.
+  absl::Status DeleteArrayElements(Turn& t, const std::string& id, const std::string& why);
   // The job as the database has it (redacted); NOT_FOUND when it has none.
   absl::StatusOr<v1::Job> Stored(Turn& t, const std::string& id) const;
   // For CreateJob, in its turn: the end states of the jobs spec.depends_on names that the core

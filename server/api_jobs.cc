@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "common/array_ids.h"
 #include "common/sha256.h"
 #include "common/time_util.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -67,6 +68,12 @@ absl::Status Api::CheckJobProject(Turn& t, const Caller& caller, Permission p,
   if (const sched::Job* job = t.core.FindJob(job_id)) {
     return CheckProject(caller, p, job->spec.project());
   }
+  // An element of a job array that has not started: its array's project.
+  if (const std::optional<ElementId> e = ParseElementId(job_id)) {
+    if (const sched::Job* array = t.core.FindJob(e->array); array != nullptr && array->array) {
+      return CheckProject(caller, p, array->spec.project());
+    }
+  }
   absl::StatusOr<std::optional<v1::Job>> stored = t.store.FindJob(job_id);
   if (!stored.ok()) return stored.status();
   // An unknown job is the handler's NOT_FOUND.
@@ -106,6 +113,11 @@ absl::StatusOr<std::map<std::string, v1::JobState>> Api::StoredDependencyEnds(
     absl::StatusOr<std::optional<v1::Job>> stored = t.store.FindJob(id);
     if (!stored.ok()) return stored.status();
     if (!stored->has_value()) {
+      // An element of a job array the core holds, not started yet: the core decides.
+      if (const std::optional<ElementId> e = ParseElementId(id);
+          e && t.core.FindJob(e->array) != nullptr) {
+        continue;
+      }
       return absl::InvalidArgumentError(absl::StrCat(
           "spec.dependsOn[", i, "].job: no job ", id,
           " (a job may depend only on jobs that exist: submit the job it waits for first)"));
@@ -183,7 +195,7 @@ void Api::CancelJob(const CallContext& call, const v1::CancelJobRequest& req, Re
           const size_t first = t.fx->events.size();
           absl::StatusOr<const sched::Job*> job = t.core.CancelJob(id, t.now, t.fx);
           StampActor(t.fx, first, caller.name);
-          reply = JobReply(job, parts_.loop->redactor());
+          reply = ElementReply(id, job, parts_.loop->redactor());
           if (absl::IsNotFound(reply.status())) reply = Stored(t, id);  // ended long ago: as is
         }
         t.after_commit->push_back([reply = std::move(reply), done] { done(reply); });
@@ -225,7 +237,9 @@ void Api::DeleteJob(const CallContext& call, const v1::DeleteJobRequest& req,
         if (deleted.ok()) {
           const size_t first = t.fx->events.size();
           const std::string why = caller.name.empty() ? "at a user's request" : "by " + caller.name;
-          deleted = t.core.DeleteJob(id, why, t.now, t.fx);
+          // A job array goes with its elements (api_arrays.cc).
+          deleted = DeleteArrayElements(t, id, why);
+          if (deleted.ok()) deleted = t.core.DeleteJob(id, why, t.now, t.fx);
           if (absl::IsNotFound(deleted)) {
             // Ended long ago: only the database has it.
             absl::StatusOr<v1::Job> stored = Stored(t, id);

@@ -56,13 +56,7 @@ void Api::QueueOp(const CallContext& call, Route route, const std::string& id,
           const size_t first = t.fx->events.size();
           absl::StatusOr<const sched::Job*> job = op(t, caller.name);
           StampActor(t.fx, first, caller.name);
-          if (job.ok()) {
-            v1::Job view = sched::ToProto(**job);
-            parts_.loop->redactor().Redact(&view);
-            reply = std::move(view);
-          } else {
-            reply = job.status();
-          }
+          reply = ElementReply(id, job, parts_.loop->redactor());
           if (absl::IsNotFound(reply.status())) {
             // The core forgets jobs a while after they end; the database keeps them.
             absl::StatusOr<v1::Job> stored = Stored(t, id);

@@ -1,10 +1,15 @@
 #include "server/job_snapshots.h"
 
+#include <algorithm>
+#include <limits>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/array_ids.h"
 #include "common/time_util.h"
 #include "model/model.h"
+#include "scheduler/job_arrays.h"
 
 namespace trainctl::server {
 namespace {
@@ -59,6 +64,17 @@ void JobSnapshots::Publish(const std::vector<JobPtr>& jobs,
     // Under the lock: a watcher subscribing meanwhile sees this state either in its first
     // snapshot or as this push, never neither. Only a watched job's queue status is computed.
     if (hub_->Watched(job->id())) hub_->Publish(WithQueueStatus(job, queue_.get(), clock_()));
+    // Watchers of an array's elements that have not started see them change with the array
+    // (cancelled before they started, or the array ended).
+    if (job->has_array()) {
+      for (const std::string& id : hub_->WatchedUnder(job->id() + "-")) {
+        const std::optional<ElementId> e = ParseElementId(id);
+        if (!e || e->array != job->id() || jobs_.count(id) != 0) continue;
+        if (std::optional<v1::Job> element = sched::SynthesizeElement(*job, e->index)) {
+          hub_->Publish(*element);
+        }
+      }
+    }
   }
 }
 
@@ -77,6 +93,15 @@ void JobSnapshots::Remove(const std::vector<std::string>& ids) {
 v1::Job JobSnapshots::WithQueueStatus(const JobPtr& job, const sched::QueueState* queue,
                                       int64_t now_ms) {
   v1::Job out = *job;
+  if (job->has_array()) {
+    // An array is in no queue: what keeps its elements not started yet from starting.
+    if (!IsTerminal(job->state()) && job->array().waiting() > 0) {
+      const sched::ArrayWait wait = sched::WaitingBlocker(*job);
+      out.set_queue_reason(wait.text);
+      *out.mutable_queue_status()->add_blockers() = sched::MakeBlocker(wait.kind, wait.text);
+    }
+    return out;
+  }
   if (job->state() == v1::JOB_STATE_QUEUED && queue != nullptr) {
     *out.mutable_queue_status() =
         sched::QueueStatusOf(*queue, sched::QueuedJobOf(*job), sched::FromMs(now_ms));
@@ -140,8 +165,17 @@ absl::StatusOr<v1::Job> JobSnapshots::Get(const std::string& id, int64_t now_ms)
   if (job != nullptr) return WithQueueStatus(job, queue.get(), now_ms);
   absl::StatusOr<std::optional<v1::Job>> stored = FromArchive(id);
   if (!stored.ok()) return stored.status();
-  if (!stored->has_value()) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
-  return **std::move(stored);
+  if (stored->has_value()) return **std::move(stored);
+  // An element of a job array that has not started is read from its array (job_arrays.h).
+  if (const std::optional<ElementId> e = ParseElementId(id)) {
+    absl::StatusOr<v1::Job> array = Get(e->array, now_ms);
+    if (array.ok() && array->has_array()) {
+      if (std::optional<v1::Job> element = sched::SynthesizeElement(*array, e->index)) {
+        return *std::move(element);
+      }
+    }
+  }
+  return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
 }
 
 absl::StatusOr<v1::ListJobsResponse> JobSnapshots::List(const v1::ListJobsRequest& req,
@@ -170,9 +204,46 @@ absl::StatusOr<v1::ListJobsResponse> JobSnapshots::List(const v1::ListJobsReques
     }
     if (IsTerminal(static_cast<v1::JobState>(state))) live_only = false;
   }
-  // Every live job is held: the database has nothing more to show.
-  if (archive_ == nullptr || live_only) return ListHeld(req, size, after, *selector, now_ms);
-  return ListArchived(req, size, after, *selector, now_ms);
+  // `list --array`: on its first page, one row first for the elements not started yet.
+  std::optional<v1::Job> waiting;
+  if (!req.array().empty() && !after) {
+    absl::StatusOr<v1::Job> array = Get(req.array(), now_ms);
+    if (!array.ok()) return array.status();
+    if (!array->has_array()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("array: job ", req.array(), " is not a job array"));
+    }
+    const bool queued_asked =
+        req.states().empty() || std::find(req.states().begin(), req.states().end(),
+                                          v1::JOB_STATE_QUEUED) != req.states().end();
+    if (queued_asked) waiting = sched::WaitingRow(*array);
+  }
+  const int32_t rest = waiting ? size - 1 : size;
+  absl::StatusOr<v1::ListJobsResponse> page;
+  if (rest == 0) {
+    // The waiting row fills the page: the next one starts from the newest element.
+    page = v1::ListJobsResponse();
+    page->set_next_page_token(absl::StrCat(std::numeric_limits<int64_t>::min() / 2, ":", "-"));
+  } else if (archive_ == nullptr || live_only) {
+    // Every live job is held: the database has nothing more to show.
+    page = ListHeld(req, rest, after, *selector, now_ms);
+  } else {
+    page = ListArchived(req, rest, after, *selector, now_ms);
+  }
+  if (!page.ok() || !waiting) return page;
+  v1::ListJobsResponse out;
+  v1::Job* first = out.add_jobs();
+  *first = *std::move(waiting);
+  if (req.view() == v1::JOB_VIEW_BASIC) ToBasic(first);
+  for (v1::Job& job : *page->mutable_jobs()) *out.add_jobs() = std::move(job);
+  out.set_next_page_token(page->next_page_token());
+  return out;
+}
+
+bool JobSnapshots::InArrayFilter(const v1::ListJobsRequest& req, const v1::Job& job) {
+  // Without `array`, elements are left out: their array is one row with their counts.
+  if (req.array().empty()) return !job.has_element();
+  return job.element().array() == req.array();
 }
 
 v1::ListJobsResponse JobSnapshots::ListHeld(
@@ -193,6 +264,7 @@ v1::ListJobsResponse JobSnapshots::ListHeld(
       const JobPtr& job = jobs_.at(it->second);
       if (!states.empty() && states.count(job->state()) == 0) continue;
       if (!req.project().empty() && job->project() != req.project()) continue;
+      if (!InArrayFilter(req, *job)) continue;
       if (!Matches(*job, selector)) continue;
       const size_t bytes = basic ? BasicBytes(*job) : job->ByteSizeLong();
       // A page ends at pageSize jobs, or before it would outgrow kMaxPageBytes (it holds one job
@@ -260,6 +332,7 @@ absl::StatusOr<v1::ListJobsResponse> JobSnapshots::ListArchived(
     }
     // A held job's snapshot may be a turn behind its row: it is shown, so it is what must match.
     if (!states.empty() && states.count(job.state()) == 0) return true;
+    if (!InArrayFilter(req, job)) return true;
     if (!Matches(job, selector)) return true;
     const size_t bytes = basic ? BasicBytes(job) : job.ByteSizeLong();
     if (static_cast<int32_t>(page.size()) == size ||
@@ -311,9 +384,25 @@ absl::Status JobSnapshots::Watch(const std::string& id, std::shared_ptr<JobWatch
   // A job only the archive has ended long ago: its one state is all there is to watch.
   absl::StatusOr<std::optional<v1::Job>> stored = FromArchive(id);
   if (!stored.ok()) return stored.status();
-  if (!stored->has_value()) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
-  watcher->Push(**stored);
-  return absl::OkStatus();
+  if (stored->has_value()) {
+    watcher->Push(**stored);
+    return absl::OkStatus();
+  }
+  // An element of a job array that has not started: as read from its array, then each change
+  // (its start as a job of its own is published under its id).
+  if (const std::optional<ElementId> e = ParseElementId(id)) {
+    absl::MutexLock lock(&mu_);
+    auto it = jobs_.find(e->array);
+    if (it != jobs_.end() && it->second->has_array()) {
+      if (std::optional<v1::Job> element = sched::SynthesizeElement(*it->second, e->index)) {
+        if (watcher->Push(*element) && !IsTerminal(element->state())) {
+          hub_->Subscribe(id, std::move(watcher));
+        }
+        return absl::OkStatus();
+      }
+    }
+  }
+  return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
 }
 
 }  // namespace trainctl::server

@@ -77,7 +77,8 @@ class JobSnapshots {
   static constexpr size_t kMaxPageBytes = size_t{3} << 20;
   static constexpr int32_t kMaxScanRows = 10'000;
 
-  // Newest first, filtered (states, project, label selector) and paged like Core::ListJobs, a
+  // Newest first, filtered (states, project, label selector, array) and paged like
+  // Core::ListJobs, a
   // page ending early rather than grow past kMaxPageBytes (counting the bytes of the view asked
   // for: JOB_VIEW_BASIC leaves out each pool's command, args and env and the attempts).
   // INVALID_ARGUMENT for a page size outside 1..1000, a state that is not one, a token this server
@@ -112,6 +113,9 @@ class JobSnapshots {
       const std::optional<std::pair<int64_t, std::string>>& after,
       const std::vector<std::pair<std::string, std::string>>& selector, int64_t now_ms) const
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether `job` is listed by `req` as far as arrays go: an element of req.array, or, with no
+  // req.array, any job but an element.
+  static bool InArrayFilter(const v1::ListJobsRequest& req, const v1::Job& job);
   // The job from the archive, redacted; nullopt when it has none (or there is no archive).
   absl::StatusOr<std::optional<v1::Job>> FromArchive(const std::string& id) const;
   // `job` with its queue status filled from `queue` when it is QUEUED.

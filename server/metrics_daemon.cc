@@ -193,7 +193,8 @@ void DaemonMetrics::WatchJobs(const JobSnapshots* snapshots) {
         // increment per job; the label texts are made after.
         std::map<std::string, std::array<int64_t, v1::JobState_ARRAYSIZE>, std::less<>> counts;
         snapshots->ForEach([&counts](const v1::Job& job) {
-          if (IsTerminal(job.state())) return;
+          // A job array never runs: its elements are counted, not it.
+          if (IsTerminal(job.state()) || job.has_array()) return;
           auto it = counts.find(job.project());
           if (it == counts.end()) it = counts.emplace(job.project(), decltype(it->second){}).first;
           ++it->second[job.state()];

@@ -9,6 +9,17 @@ void WatchHub::Subscribe(const std::string& job_id, std::shared_ptr<JobWatcher> 
   watchers_.emplace(job_id, std::move(w));
 }
 
+std::vector<std::string> WatchHub::WatchedUnder(const std::string& prefix) {
+  std::vector<std::string> out;
+  absl::MutexLock lock(&mu_);
+  for (auto it = watchers_.lower_bound(prefix);
+       it != watchers_.end() && it->first.compare(0, prefix.size(), prefix) == 0;
+       it = watchers_.upper_bound(it->first)) {
+    out.push_back(it->first);
+  }
+  return out;
+}
+
 void WatchHub::Publish(const v1::Job& job) {
   std::vector<std::shared_ptr<JobWatcher>> targets;
   {

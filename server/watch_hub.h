@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -32,6 +33,8 @@ class WatchHub {
   void Publish(const v1::Job& job) ABSL_LOCKS_EXCLUDED(mu_);
   // Whether anyone watches the job.
   bool Watched(const std::string& job_id) ABSL_LOCKS_EXCLUDED(mu_);
+  // The watched job ids that begin with `prefix` (the elements of a job array: "<array>-").
+  std::vector<std::string> WatchedUnder(const std::string& prefix) ABSL_LOCKS_EXCLUDED(mu_);
   // Closes every watcher (server shutdown).
   void Clear() ABSL_LOCKS_EXCLUDED(mu_);
 

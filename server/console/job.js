@@ -1,19 +1,34 @@
 // job.js: the #/jobs/{id} view of the trainctl web console: one job, kept live by its watch
 // stream (Server-Sent Events, reconnecting until the job is terminal), with its error, spec,
 // replicas, the timeline of their runs (timeline.js), attempts, events, a cancel (or, once it
-// ended, delete) button and the log panel of logs.js. Loaded after app.js, logs.js and
-// timeline.js, whose helpers it takes from window.trainctl; registers window.trainctl.views.job.
+// ended, delete) button and the log panel of logs.js. A job array shows its elements' counts and
+// a paged list of its elements instead of runs; an element links to its array. Loaded after
+// app.js, jobs.js, logs.js and timeline.js, whose helpers it takes from window.trainctl;
+// registers window.trainctl.views.job.
 'use strict';
 
 (function () {
   const tc = window.trainctl;
   const {TERMINAL, h, clear, replaceContent, enumName, jobState, replicaState, badge, parseTime,
          fmtDurationMs, age, orDash, exitText, resourcesText, ApiError, api, sse, enc, showError,
-         clearError, main, sectionTitle} = tc;
+         clearError, main, sectionTitle, isArray, arrayCountsText} = tc;
 
   // Events read for a job page (the newest, oldest first), and the newest of them its table shows.
   const EVENTS_READ = 2000;
   const EVENTS_SHOWN = 500;
+  // Elements of an array listed on a page of its job page.
+  const ELEMENTS_PAGE = 50;
+
+  // "20 elements (indices 0-19, at most 3 at once)", as `trainctl get` shows an array.
+  function arraySizeText(job) {
+    const spec = (job.spec && job.spec.array) || {};
+    const count = (job.array && job.array.count) || 0;
+    const detail = [];
+    if (spec.indices) detail.push('indices ' + spec.indices);
+    if (spec.parallelism) detail.push('at most ' + spec.parallelism + ' at once');
+    return count + (count === 1 ? ' element' : ' elements') +
+           (detail.length ? ' (' + detail.join(', ') + ')' : '');
+  }
 
   // --- #/jobs/{id} -------------------------------------------------------------------------
 
@@ -29,16 +44,20 @@
     const liveBadge = h('span', {className: 'live', testid: 'watch-status'}, 'connecting');
     const logs = tc.logPanel(scope, id);
     const timeline = tc.timelinePanel(scope);
+    const crumbs = h('p', {className: 'crumbs'}, h('a', {href: '#/jobs'}, 'Jobs'), ' / ', id);
+    const elements = elementsPanel();
+    // An array runs nothing itself: its elements take the place of its runs.
+    const runsSection = h('div', {testid: 'job-runs'},
+                          sectionTitle('Replicas'), replicasBox,
+                          sectionTitle('Timeline'), timeline.element,
+                          sectionTitle('Attempts'), attemptsBox,
+                          sectionTitle('Logs'), logs.element);
 
     main.appendChild(h('section', {testid: 'job-view'},
-      h('p', {className: 'crumbs'}, h('a', {href: '#/jobs'}, 'Jobs'), ' / ', id),
-      header, errorBox,
+      crumbs, header, errorBox,
       h('div', {className: 'columns'},
         h('div', {className: 'col-main'},
-          sectionTitle('Replicas'), replicasBox,
-          sectionTitle('Timeline'), timeline.element,
-          sectionTitle('Attempts'), attemptsBox,
-          sectionTitle('Logs'), logs.element,
+          elements.element, runsSection,
           sectionTitle('Events'), eventsBox),
         h('aside', {className: 'col-side'}, sectionTitle('Spec', liveBadge), summary))));
 
@@ -46,6 +65,14 @@
       job = next;
       const state = jobState(job.state);
       document.title = (job.displayName || id) + ' · ' + state + ' · trainctl';
+      // An element's page leads back to its array.
+      if (job.element && job.element.array) {
+        replaceContent(crumbs, h('a', {href: '#/jobs'}, 'Jobs'), ' / ',
+                       h('a', {href: '#/jobs/' + enc(job.element.array), testid: 'job-crumb-array'},
+                         job.element.array), ' / ', id);
+      }
+      runsSection.hidden = isArray(job);
+      elements.update(job);
       replaceContent(header,
         h('h2', null, h('span', {className: 'mono', testid: 'job-id'}, job.id), ' ',
           h('span', {className: 'title', testid: 'job-name'}, job.displayName || '')),
@@ -62,10 +89,13 @@
     }
 
     function cancelControl(state) {
+      const array = isArray(job);
       return confirmedAction({
-        testid: 'job-cancel', label: state === 'CANCELLING' ? 'Cancelling…' : 'Cancel job',
+        testid: 'job-cancel',
+        label: state === 'CANCELLING' ? 'Cancelling…' : array ? 'Cancel array' : 'Cancel job',
         disabled: TERMINAL.has(state) || state === 'CANCELLING',
-        question: 'Stop every replica? ', yes: 'Yes, cancel',
+        question: array ? 'Stop every element and start no more? ' : 'Stop every replica? ',
+        yes: 'Yes, cancel',
         run: async () => {
           render(await api('POST', '/v1/jobs/' + enc(id) + ':cancel', {}));
           clearError();
@@ -75,9 +105,12 @@
     // A job that ended can be deleted (DELETE /v1/jobs/{id}); the page then goes back to the list.
     // trainctld refuses while a replica is still stopping, and says so in the banner.
     function deleteControl() {
+      const array = isArray(job);
       return confirmedAction({
-        testid: 'job-delete', label: 'Delete job', disabled: false,
-        question: 'Delete the job, its attempts and events? ', yes: 'Yes, delete',
+        testid: 'job-delete', label: array ? 'Delete array' : 'Delete job', disabled: false,
+        question: array ? 'Delete the array and its elements, with their attempts and events? ' :
+                          'Delete the job, its attempts and events? ',
+        yes: 'Yes, delete',
         run: async () => {
           await api('DELETE', '/v1/jobs/' + enc(id));
           location.hash = '#/jobs';
@@ -140,8 +173,23 @@
       const labels = Object.entries(spec.labels || {});
       const queue = job.queueStatus;
       const used = job.budgetsUsed || {};
+      const arr = isArray(job) ? (job.array || {}) : null;
+      const el = job.element;
       replaceContent(
           summary, kv([
+            arr ? ['Array', arraySizeText(job)] : null,
+            arr ? ['Elements', h('span', {testid: 'job-array-counts'}, arrayCountsText(arr) || '-')] :
+                  null,
+            arr && arr.heldIndices ? ['Held elements', arr.heldIndices] : null,
+            arr && arr.cancelledIndices ? ['Cancelled before start', arr.cancelledIndices] : null,
+            el && el.array ?
+                [
+                  'Element',
+                  h('span', {testid: 'job-element'}, String(el.index || 0) + ' of array ',
+                    h('a', {href: '#/jobs/' + enc(el.array), testid: 'job-element-array'}, el.array),
+                    el.count ? ' (' + el.count + (el.count === 1 ? ' element)' : ' elements)') : '')
+                ] :
+                null,
             ['Project', orDash(job.project)],
             ['Priority', String(job.priority || 0)],
             job.creator ? ['Creator', job.creator] : null,
@@ -297,6 +345,113 @@
                 (z) => 'gen ' + (z.generation || 0) + ' ' + z.pool + ' ' + (z.fromReplicas || 0) + ' → ' +
                        (z.toReplicas || 0) + ' (' + (z.replicas || []).join(', ') + ')').join('; ')) : null]));
         }))));
+    }
+
+    // An array's elements (GET /v1/jobs?array=ID), newest first, after one row for those not
+    // started yet ("<id>-[7-19]", which has no page of its own); paged with the server's page
+    // tokens, and reloaded when the array changes, at most once a second. Hidden for other jobs.
+    function elementsPanel() {
+      const pages = [''];
+      let pageIndex = 0;
+      let nextToken = '';
+      let lastKey = null;
+      let due = false;
+      let busy = false;
+      const counts = h('p', {testid: 'job-elements-counts'}, '');
+      const body = h('div', {testid: 'job-elements'}, h('p', {className: 'muted'}, 'Loading elements…'));
+      const prevBtn = h('button', {type: 'button', className: 'btn small', testid: 'elements-prev',
+                                   disabled: true}, '‹ Newer');
+      const nextBtn = h('button', {type: 'button', className: 'btn small', testid: 'elements-next',
+                                   disabled: true}, 'Older ›');
+      const pageLabel = h('span', {className: 'muted', testid: 'elements-page'}, '');
+      const element = h('div', {testid: 'job-elements-section', hidden: true},
+                        sectionTitle('Elements'), counts, body,
+                        h('div', {className: 'pager'}, prevBtn, pageLabel, nextBtn));
+
+      async function load() {
+        if (busy) {
+          due = true;
+          return;
+        }
+        busy = true;
+        const q = new URLSearchParams();
+        q.set('array', id);
+        q.set('pageSize', String(ELEMENTS_PAGE));
+        q.set('view', 'JOB_VIEW_BASIC');
+        if (pages[pageIndex]) q.set('pageToken', pages[pageIndex]);
+        const c = scope.controller();
+        try {
+          const resp = await api('GET', '/v1/jobs?' + q.toString(), undefined, c.signal);
+          if (scope.closed) return;
+          const key = JSON.stringify(resp.jobs || []);
+          if (key !== lastKey) renderRows(resp.jobs || []);
+          lastKey = key;
+          nextToken = resp.nextPageToken || '';
+          prevBtn.disabled = pageIndex === 0;
+          nextBtn.disabled = !nextToken;
+          pageLabel.textContent = 'page ' + (pageIndex + 1);
+        } catch (e) {
+          if (!scope.closed && e.name !== 'AbortError') {
+            lastKey = null;
+            replaceContent(body, h('p', {className: 'error-inline', testid: 'elements-error'}, e.message));
+          }
+        } finally {
+          scope.release(c);
+          scope.later(1000, () => {
+            busy = false;
+            if (due) {
+              due = false;
+              load();
+            }
+          });
+        }
+      }
+
+      function renderRows(rows) {
+        if (!rows.length) {
+          replaceContent(body, h('p', {className: 'muted', testid: 'elements-empty'}, 'No elements.'));
+          return;
+        }
+        replaceContent(body, h('table', {className: 'grid', testid: 'elements-table'},
+          h('thead', null, h('tr', null, ['Element', 'Name', 'State', 'Age', 'Replicas'].map((t) => h('th', null, t)))),
+          h('tbody', null, rows.map((e) => {
+            const st = jobState(e.state);
+            const replicas = e.replicas || [];
+            const running = replicas.filter((r) => replicaState(r.state) === 'RUNNING').length;
+            const notStarted = /-\[[^\]]*\]$/.test(e.id || '');
+            return h('tr', {testid: 'element-row-' + e.id, 'data-state': st},
+              h('td', {className: 'mono'}, notStarted ? e.id :
+                h('a', {href: '#/jobs/' + enc(e.id), testid: 'element-link-' + e.id}, e.id)),
+              h('td', null, orDash(e.displayName)),
+              h('td', null, badge(st, st, 'element-state-' + e.id),
+                e.queueReason && st === 'QUEUED' ? h('div', {className: 'note'}, e.queueReason) : null),
+              h('td', null, age(e.createTime, '')),
+              h('td', {className: 'num'}, notStarted ? '-' : running + '/' + replicas.length));
+          }))));
+      }
+
+      prevBtn.addEventListener('click', () => {
+        if (pageIndex > 0) {
+          pageIndex--;
+          load();
+        }
+      });
+      nextBtn.addEventListener('click', () => {
+        if (!nextToken) return;
+        pages.length = pageIndex + 1;
+        pages.push(nextToken);
+        pageIndex++;
+        load();
+      });
+
+      // With every read of the job: shown, and its counts and list brought up to date, for an array.
+      function update(j) {
+        element.hidden = !isArray(j);
+        if (element.hidden) return;
+        counts.textContent = arraySizeText(j) + ': ' + (arrayCountsText(j.array) || 'no counts yet');
+        load();
+      }
+      return {element, update};
     }
 
     // Events: reloaded when the job changes, at most once a second. The timeline reads more of

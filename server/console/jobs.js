@@ -1,13 +1,36 @@
 // jobs.js: the #/jobs view of the trainctl web console: jobs filtered by state and project, paged
 // with the server's page tokens and refreshed every few seconds while auto-refresh is on. The
 // filter outlives the view, so coming back to #/jobs keeps it. Loaded after app.js, whose helpers
-// it takes from window.trainctl; registers window.trainctl.views.jobs.
+// it takes from window.trainctl; registers window.trainctl.views.jobs, and the job-array helpers
+// job.js shares (isArray, arrayCountsText).
 'use strict';
 
 (function () {
   const tc = window.trainctl;
   const {JOBS_REFRESH_MS, JOB_STATES, h, clear, jobState, replicaState, badge, age, orDash, api,
          enc, showError, clearError, main, poll, sectionTitle} = tc;
+
+  // --- Job arrays ------------------------------------------------------------------------
+  // A job array (spec.array) runs no replicas itself: its elements are jobs "<array id>-<index>",
+  // and Job.array counts them by state, as `trainctl list` shows them.
+
+  function isArray(job) {
+    return Boolean(job.array || (job.spec && job.spec.array && !job.element));
+  }
+
+  // "7 waiting (2 held), 3 running, 10 succeeded": the non-zero counts, in state order. The JSON
+  // mapping leaves zero counts out.
+  function arrayCountsText(a) {
+    a = a || {};
+    const parts = [];
+    if (a.waiting) parts.push(a.waiting + ' waiting' + (a.held ? ' (' + a.held + ' held)' : ''));
+    for (const key of ['queued', 'pending', 'running', 'cancelling', 'succeeded', 'failed', 'cancelled']) {
+      if (a[key]) parts.push(a[key] + ' ' + key);
+    }
+    return parts.join(', ');
+  }
+
+  Object.assign(tc, {isArray, arrayCountsText});
 
   // --- #/jobs ------------------------------------------------------------------------------
 
@@ -100,14 +123,18 @@
         const replicas = job.replicas || [];
         const running = replicas.filter((r) => replicaState(r.state) === 'RUNNING').length;
         const href = '#/jobs/' + enc(job.id);
+        // An array: its elements' counts next to its state, and no replicas of its own.
+        const array = isArray(job);
+        const counts = array ? arrayCountsText(job.array) : '';
         tbody.appendChild(h('tr', {testid: 'job-row-' + job.id, 'data-state': state},
           h('td', {className: 'mono'}, h('a', {href, testid: 'job-link-' + job.id}, job.id)),
           h('td', null, h('a', {href, className: 'plain'}, orDash(job.displayName))),
           h('td', null, orDash(job.project)),
           h('td', null, badge(state, state, 'job-state-' + job.id),
+            counts ? h('span', {className: 'note', testid: 'job-array-' + job.id}, ' ' + counts) : null,
             job.queueReason && state === 'QUEUED' ? h('div', {className: 'note'}, job.queueReason) : null),
           h('td', null, age(job.createTime, '')),
-          h('td', {className: 'num'}, running + '/' + replicas.length)));
+          h('td', {className: 'num'}, array ? '-' : running + '/' + replicas.length)));
       }
     }
 

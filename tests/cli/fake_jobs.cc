@@ -1,6 +1,7 @@
 #include "tests/cli/fake_jobs.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/array_ids.h"
 #include "common/time_util.h"
 #include "tests/cli/view_clock.h"
 
@@ -115,6 +116,38 @@ v1::Job WaitingJob(int64_t now_ms) {
   chief->set_name("chief-0");
   chief->set_state(v1::REPLICA_STATE_PENDING);
   return job;
+}
+
+absl::StatusOr<std::vector<v1::Job>> FakeArrayElements(v1::Job* array) {
+  absl::StatusOr<std::vector<int32_t>> indices = ParseArrayIndices(array->spec().array().indices());
+  if (!indices.ok()) return indices.status();
+  const int32_t count = static_cast<int32_t>(indices->size());
+  const int32_t parallelism = array->spec().array().parallelism();
+  array->clear_replicas();
+  array->mutable_array()->set_count(count);
+  array->mutable_array()->set_waiting(count);
+  std::vector<v1::Job> elements;
+  for (int32_t index : *indices) {
+    v1::Job& element = elements.emplace_back();
+    element.set_id(ElementIdOf(array->id(), index));
+    element.set_display_name(absl::StrCat(array->display_name(), "-", index));
+    element.set_project(array->project());
+    element.set_state(v1::JOB_STATE_QUEUED);
+    *element.mutable_spec() = array->spec();
+    element.mutable_spec()->clear_array();
+    element.mutable_element()->set_array(array->id());
+    element.mutable_element()->set_index(index);
+    element.mutable_element()->set_count(count);
+    const std::string reason =
+        parallelism > 0 ? absl::StrCat("ARRAY_LIMIT: 0 of ", parallelism,
+                                       " elements admitted (parallelism ", parallelism, ")")
+                        : "ARRAY_LIMIT: waiting for the array to start it";
+    element.set_queue_reason(reason);
+    v1::Blocker* blocker = element.mutable_queue_status()->add_blockers();
+    blocker->set_kind("ARRAY_LIMIT");
+    blocker->set_message(reason);
+  }
+  return elements;
 }
 
 }  // namespace trainctl::cli

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
+#include "absl/status/statusor.h"
 #include "trainctl/v1/job.pb.h"
 
 namespace trainctl::cli {
@@ -20,5 +22,12 @@ v1::Job RetryingJob(int64_t now_ms);
 // j-waiting: QUEUED in team-a since now_ms - 90s, 13th with 12 jobs ahead (the first 10 listed),
 // held back by its project's GPU quota and by the jobs ahead of it.
 v1::Job WaitingJob(int64_t now_ms);
+
+// A job array as the fake server creates it for a spec with `array`: fills in `array`'s status
+// (every element waiting, none held) and takes away its replicas (an array runs none itself), and
+// returns one QUEUED element job per index, "<array id>-<index>" in index order, Job.element set,
+// each waiting with an ARRAY_LIMIT blocker. INVALID_ARGUMENT, as ParseArrayIndices says, for
+// indices that do not parse. REQUIRES: array->id() and array->spec().array() are set.
+absl::StatusOr<std::vector<v1::Job>> FakeArrayElements(v1::Job* array);
 
 }  // namespace trainctl::cli

@@ -17,6 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/job_states.h"
 #include "common/time_util.h"
 #include "tests/cli/fake_jobs.h"
 #include "tests/cli/fake_nodes.h"
@@ -56,7 +57,8 @@ class FakeJobService final : public v1::JobService::Service {
       }
     }
     absl::MutexLock lock(&mu_);
-    job->set_id(absl::StrCat("j-", ++created_));
+    calls_.push_back("CreateJob");
+    job->set_id(absl::StrCat("j-", created_ + 1));
     job->set_display_name(request->spec().display_name());
     job->set_project(request->spec().project().empty() ? "default" : request->spec().project());
     job->set_state(v1::JOB_STATE_QUEUED);
@@ -64,6 +66,16 @@ class FakeJobService final : public v1::JobService::Service {
     v1::Replica* replica = job->add_replicas();
     replica->set_name("chief-0");
     replica->set_state(v1::REPLICA_STATE_PENDING);
+    // A job array: the array's row and a job per element (fake_jobs.h).
+    if (request->spec().has_array()) {
+      absl::StatusOr<std::vector<v1::Job>> elements = FakeArrayElements(job);
+      if (!elements.ok()) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            std::string(elements.status().message()));
+      }
+      for (v1::Job& element : *elements) jobs_[element.id()] = std::move(element);
+    }
+    ++created_;
     jobs_[job->id()] = *job;
     return grpc::Status::OK;
   }
@@ -83,11 +95,17 @@ class FakeJobService final : public v1::JobService::Service {
   }
 
   // Pages hold at most 2 jobs whatever the page size, so that the client has to follow tokens.
+  // With `array`, only that array's elements; without, every job but array elements.
   grpc::Status ListJobs(grpc::ServerContext*, const v1::ListJobsRequest* request,
                         v1::ListJobsResponse* response) override {
     absl::MutexLock lock(&mu_);
+    last_list_request_ = *request;
     std::vector<const v1::Job*> matching;
     for (const auto& [id, job] : jobs_) {
+      if (request->array().empty() ? job.has_element()
+                                   : job.element().array() != request->array()) {
+        continue;
+      }
       bool state_ok = request->states().empty();
       for (int s : request->states()) state_ok |= s == job.state();
       if (state_ok && (request->project().empty() || request->project() == job.project())) {
@@ -106,9 +124,30 @@ class FakeJobService final : public v1::JobService::Service {
   grpc::Status CancelJob(grpc::ServerContext*, const v1::CancelJobRequest* request,
                          v1::Job* job) override {
     absl::MutexLock lock(&mu_);
+    calls_.push_back("CancelJob " + request->id());
     auto it = jobs_.find(request->id());
     if (it != jobs_.end()) it->second.set_state(v1::JOB_STATE_CANCELLED);
     return Find(request->id(), job);
+  }
+
+  // Deletes a job that ended (an array with its elements); FAILED_PRECONDITION for one that did
+  // not.
+  grpc::Status DeleteJob(grpc::ServerContext*, const v1::DeleteJobRequest* request,
+                         v1::DeleteJobResponse*) override {
+    absl::MutexLock lock(&mu_);
+    calls_.push_back("DeleteJob " + request->id());
+    v1::Job job;
+    if (grpc::Status found = Find(request->id(), &job); !found.ok()) return found;
+    if (!IsTerminal(job.state())) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          absl::StrCat("job ", job.id(), " is ", v1::JobState_Name(job.state()),
+                                       "; only a job that ended can be deleted"));
+    }
+    for (auto it = jobs_.begin(); it != jobs_.end();) {
+      const bool element_of = it->second.element().array() == job.id() && !job.id().empty();
+      it = it->first == job.id() || element_of ? jobs_.erase(it) : std::next(it);
+    }
+    return grpc::Status::OK;
   }
 
   // The queue operations, as trainctld answers them for a job that may change: each records its
@@ -116,6 +155,7 @@ class FakeJobService final : public v1::JobService::Service {
   grpc::Status HoldJob(grpc::ServerContext*, const v1::HoldJobRequest* request,
                        v1::Job* job) override {
     absl::MutexLock lock(&mu_);
+    calls_.push_back("HoldJob " + request->id());
     last_queue_request_.reset(request->New());
     last_queue_request_->CopyFrom(*request);
     auto it = jobs_.find(request->id());
@@ -130,6 +170,7 @@ class FakeJobService final : public v1::JobService::Service {
   grpc::Status ReleaseJob(grpc::ServerContext*, const v1::ReleaseJobRequest* request,
                           v1::Job* job) override {
     absl::MutexLock lock(&mu_);
+    calls_.push_back("ReleaseJob " + request->id());
     last_queue_request_.reset(request->New());
     last_queue_request_->CopyFrom(*request);
     auto it = jobs_.find(request->id());
@@ -237,6 +278,16 @@ class FakeJobService final : public v1::JobService::Service {
     return last_progress_;
   }
 
+  v1::ListJobsRequest LastListRequest() const {
+    absl::MutexLock lock(&mu_);
+    return last_list_request_;
+  }
+
+  std::vector<std::string> JobCalls() const {
+    absl::MutexLock lock(&mu_);
+    return calls_;
+  }
+
  private:
   grpc::Status Find(const std::string& id, v1::Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = jobs_.find(id);
@@ -253,6 +304,9 @@ class FakeJobService final : public v1::JobService::Service {
   int created_ ABSL_GUARDED_BY(mu_) = 0;
   std::unique_ptr<google::protobuf::Message> last_queue_request_ ABSL_GUARDED_BY(mu_);
   v1::ReportProgressRequest last_progress_ ABSL_GUARDED_BY(mu_);
+  v1::ListJobsRequest last_list_request_ ABSL_GUARDED_BY(mu_);
+  // "CreateJob", and "CancelJob ID", "DeleteJob ID", "HoldJob ID", "ReleaseJob ID", in order.
+  std::vector<std::string> calls_ ABSL_GUARDED_BY(mu_);
   int growing_calls_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
@@ -448,6 +502,10 @@ int Fixture::NodeRequests() const { return services_->cluster.NodeRequests(); }
 v1::ReportProgressRequest Fixture::LastProgressRequest() const {
   return services_->jobs.LastProgressRequest();
 }
+
+v1::ListJobsRequest Fixture::LastListRequest() const { return services_->jobs.LastListRequest(); }
+
+std::vector<std::string> Fixture::JobCalls() const { return services_->jobs.JobCalls(); }
 
 bool Fixture::LastQueueRequest(google::protobuf::Message* request) const {
   return services_->jobs.LastQueueRequest(request);

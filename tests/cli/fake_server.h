@@ -12,7 +12,10 @@
 //     RESTARTING in 4s), j-waiting (only through GetJob: QUEUED 13th in team-a behind 12 jobs,
 //     held by its quota and the jobs ahead), and the jobs submitted; logs in 5-byte pieces.
 //     HoldJob (held by alice), ReleaseJob, UpdateJob (its priority) and RequeueJob change the job
-//     and record their request (LastQueueRequest).
+//     and record their request (LastQueueRequest). A spec with `array` makes a job array and a
+//     QUEUED job per element ("<array id>-<index>", fake_jobs.h); ListJobs leaves elements out,
+//     or with `array` lists only that array's. DeleteJob deletes a job that ended (an array with
+//     its elements). JobCalls lists the calls that change jobs, in order.
 //   - ClusterService: node-a (READY), node-b (LOST) and node-c (ISOLATED, flapping, failing its
 //     checks); see fake_nodes.h for them and for what cordon, uncordon and drain answer. Nine
 //     events dated back from the time of each request, oldest first: NodeRegistered (node-a,
@@ -28,6 +31,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "trainctl/v1/job.pb.h"
 
@@ -65,6 +69,11 @@ class Fixture {
   // The last HoldJob, ReleaseJob, UpdateJob or RequeueJob request the fake served, copied into
   // `request` when of its type; false otherwise.
   bool LastQueueRequest(google::protobuf::Message* request) const;
+  // The last ListJobs request the fake served.
+  v1::ListJobsRequest LastListRequest() const;
+  // Every CreateJob ("CreateJob"), CancelJob, DeleteJob, HoldJob and ReleaseJob ("CancelJob ID")
+  // call the fake served, in order.
+  std::vector<std::string> JobCalls() const;
   // The last SetQuota request the fake served.
   v1::SetQuotaRequest LastSetQuotaRequest() const;
 

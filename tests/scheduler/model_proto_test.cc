@@ -32,8 +32,10 @@ std::string DeterministicBytes(const google::protobuf::Message& m) {
 
 TEST_CASE("a job with every field set maps to the model and back unchanged") {
   v1::Job job;
-  // Job.queue_status is computed when read (QueueStatusOf) and never mapped.
-  FillEveryField(&job, {"trainctl.v1.Job.queue_status"});
+  // Job.queue_status is computed when read (QueueStatusOf) and never mapped. A job array's
+  // status is derived from its spec's indices and its index lists (job_arrays_test.cc maps it).
+  FillEveryField(
+      &job, {"trainctl.v1.Job.queue_status", "trainctl.v1.JobSpec.array", "trainctl.v1.Job.array"});
   // Fields that hold an enum's name or value must hold one the model knows.
   job.mutable_error()->set_reason("OUT_OF_MEMORY");
   const char* classes[] = {"TRANSIENT", "HOST_FAULT"};
