@@ -5,6 +5,8 @@
 // --array` its elements, `get` an element not started. Cancelling an array stops its running
 // elements and starts no more. A 10,000-element submit is one request: its time and trainctld's
 // RSS before and after are measured (and printed), and only the started elements are jobs.
+#include <signal.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <fstream>
@@ -63,6 +65,12 @@ TEST_CASE("job arrays: 20 elements, parallelism 3: never more than 3, every inde
           "[integration][arrays]") {
   MiniCluster c(OneAgent());
   const std::string id = c.Submit(ArraySpec(c, "0-19", 3, /*gated=*/false));
+  // A job that needs every element to succeed.
+  const std::string after =
+      c.Submit(c.Spec("displayName: after\nworkerPools:\n- name: chief\n  replicaCount: 1\n"
+                      "  command: [/bin/true]\n  resources: {cpu: 1, memoryMb: 32}\n"
+                      "dependsOn: [{job: " +
+                      id + ", condition: SUCCEEDED}]\n"));
   int most = 0;
   const v1::Job done = c.WaitForJob(
       id,
@@ -105,8 +113,10 @@ TEST_CASE("job arrays: 20 elements, parallelism 3: never more than 3, every inde
     grpc::ClientContext ctx;
     REQUIRE(c.jobs().ListJobs(&ctx, all, &listed).ok());
   }
-  REQUIRE(listed.jobs_size() == 1);
-  CHECK(listed.jobs(0).id() == id);
+  // The array and the job after it; no element.
+  REQUIRE(listed.jobs_size() == 2);
+  for (const v1::Job& j : listed.jobs()) CHECK_FALSE(j.has_element());
+  CHECK(listed.jobs(1).id() == id);
   v1::ListJobsRequest elements;
   elements.set_array(id);
   elements.set_page_size(8);
@@ -125,6 +135,11 @@ TEST_CASE("job arrays: 20 elements, parallelism 3: never more than 3, every inde
   CHECK(ids.size() == 20);
   CHECK(ids.count(id + "-7") == 1);
   CHECK(c.GetJob(id + "-7").state() == v1::JOB_STATE_SUCCEEDED);
+  // The job waiting on the array ran once every element had succeeded.
+  const v1::Job ran = c.WaitForEnd(after);
+  CHECK(ran.state() == v1::JOB_STATE_SUCCEEDED);
+  CHECK(ran.start_time().seconds() * 1000 + ran.start_time().nanos() / 1'000'000 >=
+        done.end_time().seconds() * 1000 + done.end_time().nanos() / 1'000'000);
 }
 
 TEST_CASE("job arrays: an element not started reads as waiting, and cancelling the array stops all",
@@ -150,6 +165,30 @@ TEST_CASE("job arrays: an element not started reads as waiting, and cancelling t
     REQUIRE(resp.jobs_size() == 4);
     CHECK(resp.jobs(0).id() == id + "-[3-19]");
   }
+  // A range of elements held through the CLI: one call each.
+  CliResult hold = c.Cli({"hold", id + "-[10-11]"});
+  INFO(hold.out << hold.err);
+  REQUIRE(hold.exit_code == 0);
+  CHECK(c.GetJob(id + "-11").queue_status().blockers(0).kind() == "HELD");
+  CHECK(c.GetJob(id + "-12").queue_status().blockers(0).kind() == "ARRAY_LIMIT");
+  // Pages of one: the waiting row alone first, then the newest element.
+  {
+    v1::ListJobsRequest req;
+    req.set_array(id);
+    req.set_page_size(1);
+    grpc::ClientContext ctx;
+    v1::ListJobsResponse first;
+    REQUIRE(c.jobs().ListJobs(&ctx, req, &first).ok());
+    REQUIRE(first.jobs_size() == 1);
+    CHECK(first.jobs(0).id() == id + "-[3-19]");
+    REQUIRE_FALSE(first.next_page_token().empty());
+    req.set_page_token(first.next_page_token());
+    grpc::ClientContext ctx2;
+    v1::ListJobsResponse second;
+    REQUIRE(c.jobs().ListJobs(&ctx2, req, &second).ok());
+    REQUIRE(second.jobs_size() == 1);
+    CHECK(second.jobs(0).id() == id + "-2");
+  }
   CliResult cancel = c.Cli({"cancel", id});
   INFO(cancel.out << cancel.err);
   REQUIRE(cancel.exit_code == 0);
@@ -162,6 +201,10 @@ TEST_CASE("job arrays: an element not started reads as waiting, and cancelling t
   }
   CHECK(c.GetJob(id + "-10").state() == v1::JOB_STATE_CANCELLED);
   CHECK(ReadText(c, "ran").empty());
+  // `wait` on an element that never started ends: it was cancelled.
+  CliResult wait = c.Cli({"wait", id + "-15"});
+  INFO(wait.out << wait.err);
+  CHECK(wait.exit_code == 1);
   // Ended: deleted with its elements.
   CliResult del = c.Cli({"delete", id});
   INFO(del.out << del.err);
@@ -171,6 +214,27 @@ TEST_CASE("job arrays: an element not started reads as waiting, and cancelling t
   req.set_id(id + "-1");
   v1::Job gone;
   CHECK(c.jobs().GetJob(&ctx, req, &gone).error_code() == grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_CASE("job arrays: an array goes on across a SIGKILL of trainctld, every index once",
+          "[integration][arrays]") {
+  MiniCluster c(OneAgent());
+  const std::string id = c.Submit(ArraySpec(c, "0-7", 2, /*gated=*/true));
+  c.WaitForJob(id, [](const v1::Job& j) { return j.array().running() == 2; });
+  c.KillDaemon(SIGKILL);
+  c.StartDaemon();
+  CHECK(c.GetJob(id).array().running() + c.GetJob(id).array().pending() == 2);
+  c.WriteFile("go", "");
+  const v1::Job done = c.WaitForJob(
+      id, [](const v1::Job& j) { return j.state() == v1::JOB_STATE_SUCCEEDED; },
+      std::chrono::seconds(90));
+  CHECK(done.array().succeeded() == 8);
+  std::map<std::string, int> seen;
+  for (absl::string_view line : absl::StrSplit(ReadText(c, "ran"), '\n', absl::SkipEmpty())) {
+    seen[std::string(line.substr(0, line.find(' ')))]++;
+  }
+  CHECK(seen.size() == 8);
+  for (const auto& [index, n] : seen) CHECK(n == 1);
 }
 
 TEST_CASE("job arrays: a 10,000-element submit is one request and only started elements are jobs",
