@@ -35,6 +35,12 @@ void Core::MakeArray(Job* job, absl::Time now, Effects* fx) {
   job->array = std::move(array);
   job->queue_reason.clear();
   open_arrays_.insert(job->id);
+  // Its JobQueued event counted the replicas of one element.
+  for (Event& e : fx->events) {
+    if (e.job_id == job->id && e.type == "JobQueued") {
+      e.reason = absl::StrCat("submitted as a job array, project ", job->project);
+    }
+  }
   AddEvent(fx, now, job, "", "", "ArraySubmitted",
            absl::StrCat("job array of ", Elements(job->array->count()), " (indices ",
                         job->spec.array().indices(), "), ",

@@ -81,10 +81,11 @@ ArrayWait WaitingBlocker(const v1::Job& array) {
   const int32_t admitted = s.pending() + s.running() + s.cancelling();
   const int32_t parallelism = array.spec().array().parallelism();
   if (parallelism > 0 && admitted + s.queued() >= parallelism) {
-    w.text = ReasonText(BlockerKind::kArrayLimit,
-                        absl::StrCat(Counted(admitted + s.queued(), "element"), " of array ",
-                                     array.id(), " started and not ended (parallelism ",
-                                     parallelism, "); ", Counted(s.waiting(), "element"), " wait"));
+    w.text = ReasonText(
+        BlockerKind::kArrayLimit,
+        absl::StrCat(Counted(admitted + s.queued(), "element"), " of array ", array.id(),
+                     " started and not ended (parallelism ", parallelism, "); ",
+                     Counted(s.waiting(), "element"), s.waiting() == 1 ? " waits" : " wait"));
     return w;
   }
   w.text = ReasonText(BlockerKind::kArrayLimit,
