@@ -35,8 +35,9 @@ bool JobArray::Contains(int32_t index) const {
   return std::binary_search(indices.begin(), indices.end(), index);
 }
 
-v1::JobState JobArray::ShownState() const {
-  if (done()) return EndState();
+v1::JobState JobArray::ShownState() const { return done() ? EndState() : LiveState(); }
+
+v1::JobState JobArray::LiveState() const {
   if (cancel_requested) return v1::JOB_STATE_CANCELLING;
   if (started.empty()) return v1::JOB_STATE_QUEUED;
   return v1::JOB_STATE_RUNNING;

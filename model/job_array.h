@@ -55,6 +55,8 @@ struct JobArray {
   // The state the API shows: QUEUED until an element started, RUNNING (CANCELLING once
   // cancelled) until every one ended.
   v1::JobState ShownState() const;
+  // ShownState's answer before the end: QUEUED, RUNNING or CANCELLING.
+  v1::JobState LiveState() const;
   // The array's end once done(): FAILED if an element failed, else CANCELLED if one was
   // cancelled, else SUCCEEDED.
   v1::JobState EndState() const;

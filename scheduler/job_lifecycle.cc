@@ -91,8 +91,10 @@ void JobLifecycle::SetJobState(Job* job, v1::JobState state, const std::string& 
     ended_.push_back(job->id);  // its dependents learn of it (Core::SettleDependencies)
   }
   Touch(job, now, fx);
+  // An array is QUEUED in the core until it ends (job_arrays.h): its event names what it showed.
+  const v1::JobState shown = job->array ? job->array->LiveState() : from;
   AddEvent(fx, now, job, "", "", EventTypeOf(state),
-           absl::StrCat(EnumShortName(from), " -> ", EnumShortName(state), ": ", reason));
+           absl::StrCat(EnumShortName(shown), " -> ", EnumShortName(state), ": ", reason));
   jobs_->RefreshActive(*job);
 }
 

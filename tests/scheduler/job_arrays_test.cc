@@ -180,6 +180,7 @@ TEST_CASE("arrays: elements start in order, at most parallelism at once, each wi
   REQUIRE(runs.size() == 10);
   for (const auto& [index, n] : runs) CHECK(n == 1);
   CHECK(f.J(a).state == v1::JOB_STATE_SUCCEEDED);
+  CHECK(HasEvent(step, "JobSucceeded", "RUNNING -> SUCCEEDED: every one of its 10 elements"));
   CHECK(View(f.core, a).array().succeeded() == 10);
   // The job waiting on the array (its elements all succeeded) is met; it is an array itself.
   CHECK(f.J(after).dependencies[0].met());
