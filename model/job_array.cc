@@ -39,8 +39,10 @@ v1::JobState JobArray::ShownState() const { return done() ? EndState() : LiveSta
 
 v1::JobState JobArray::LiveState() const {
   if (cancel_requested) return v1::JOB_STATE_CANCELLING;
-  if (started.empty()) return v1::JOB_STATE_QUEUED;
-  return v1::JOB_STATE_RUNNING;
+  // RUNNING once an element was admitted: one is admitted now, or one ended.
+  const int32_t ended = In(v1::JOB_STATE_SUCCEEDED) + In(v1::JOB_STATE_FAILED) +
+                        In(v1::JOB_STATE_CANCELLED) + static_cast<int32_t>(cancelled.size());
+  return admitted() > 0 || ended > 0 ? v1::JOB_STATE_RUNNING : v1::JOB_STATE_QUEUED;
 }
 
 v1::JobState JobArray::EndState() const {

@@ -52,8 +52,8 @@ struct JobArray {
   }
   // Every element ended (or was cancelled before it started).
   bool done() const { return waiting() == 0 && live() == 0; }
-  // The state the API shows: QUEUED until an element started, RUNNING (CANCELLING once
-  // cancelled) until every one ended.
+  // The state the API shows: QUEUED until an element is admitted (or ends), RUNNING
+  // (CANCELLING once cancelled) until every one ended.
   v1::JobState ShownState() const;
   // ShownState's answer before the end: QUEUED, RUNNING or CANCELLING.
   v1::JobState LiveState() const;
