@@ -170,7 +170,7 @@ TEST_CASE("ParseJobSpec names the field of every error", "[spec_parse]") {
       {"bogus: 1\n",
        "bogus: unknown field; known fields: displayName, project, priority, workerPools, "
        "scheduling, checkpointDir, labels, faultTolerance, workdir, dependsOn, "
-       "dependencyPolicy"},
+       "dependencyPolicy, array"},
   };
   for (const Case& c : cases) {
     INFO(c.text);
