@@ -101,8 +101,8 @@ absl::StatusOr<const Job*> Core::SubmitJob(const v1::JobSpec& spec_in, absl::Tim
     requests_.Add(*mutable_job);
     mutable_job->dependencies = std::move(dependencies);
     dependencies_.Add(*mutable_job);
-    // A dependency that ended as its condition can never accept: decided at once.
     if (mutable_job->spec.has_array()) MakeArray(mutable_job, now, fx);
+    // A dependency that ended as its condition can never accept: decided at once.
     if (const v1::DependencyStatus* never = NeverMet(mutable_job->dependencies)) {
       DependencyNeverMet(mutable_job, *never, now, fx);
     }

@@ -391,13 +391,31 @@ absl::Status JobSnapshots::Watch(const std::string& id, std::shared_ptr<JobWatch
   // An element of a job array that has not started: as read from its array, then each change
   // (its start as a job of its own is published under its id).
   if (const std::optional<ElementId> e = ParseElementId(id)) {
-    absl::MutexLock lock(&mu_);
-    auto it = jobs_.find(e->array);
-    if (it != jobs_.end() && it->second->has_array()) {
-      if (std::optional<v1::Job> element = sched::SynthesizeElement(*it->second, e->index)) {
-        if (watcher->Push(*element) && !IsTerminal(element->state())) {
+    {
+      absl::MutexLock lock(&mu_);
+      // It started meanwhile: a job of its own.
+      if (auto own = jobs_.find(id); own != jobs_.end()) {
+        if (watcher->Push(WithQueueStatus(own->second, queue_.get(), clock_())) &&
+            !IsTerminal(own->second->state())) {
           hub_->Subscribe(id, std::move(watcher));
         }
+        return absl::OkStatus();
+      }
+      auto it = jobs_.find(e->array);
+      if (it != jobs_.end() && it->second->has_array()) {
+        if (std::optional<v1::Job> element = sched::SynthesizeElement(*it->second, e->index)) {
+          if (watcher->Push(*element) && !IsTerminal(element->state())) {
+            hub_->Subscribe(id, std::move(watcher));
+          }
+          return absl::OkStatus();
+        }
+      }
+    }
+    // An array only the archive holds has ended: its element's one state.
+    absl::StatusOr<std::optional<v1::Job>> array = FromArchive(e->array);
+    if (array.ok() && array->has_value() && (*array)->has_array()) {
+      if (std::optional<v1::Job> element = sched::SynthesizeElement(**array, e->index)) {
+        watcher->Push(*element);
         return absl::OkStatus();
       }
     }
