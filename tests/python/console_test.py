@@ -401,6 +401,32 @@ def check_timeline(b, base):
     b.screenshot("timeline.png")
 
 
+def check_array_page(b, base):
+    """A job array of 3 elements: its page counts them and lists them, an element links back."""
+    spec = dict(JOB_SPEC, displayName="console-sweep", array={"indices": "0-2", "parallelism": 1})
+    spec["workerPools"] = [dict(JOB_SPEC["workerPools"][0], command=["/bin/true"])]
+    status, array = rest(base, "POST", "/v1/jobs", {"spec": spec})
+    check(status == 200 and isinstance(array, dict) and array.get("id"),
+          f"POST /v1/jobs (an array) answered {status}: {array}")
+    array_id = array["id"]
+    check(eventually(lambda: rest(base, "GET", f"/v1/jobs/{array_id}")[1].get("state") ==
+                     "JOB_STATE_SUCCEEDED", timeout=JOB_DEADLINE),
+          f"array {array_id} did not succeed: {rest(base, 'GET', f'/v1/jobs/{array_id}')[1]}")
+    b.open(f"{base}/#/jobs/{array_id}")
+    b.wait(f"the page of array {array_id}", lambda: b.text("job-id") == array_id or b.banner())
+    b.expect_no_banner(f"#/jobs/{array_id}")
+    b.wait("the array's counts", lambda: "3 succeeded" in (b.text("job-array-counts") or ""),
+           last=lambda: b.text("job-array-counts"))
+    b.wait("its elements listed", lambda: all(f"{array_id}-{i}" in (b.text("job-elements") or "")
+                                              for i in range(3)),
+           last=lambda: b.text("job-elements"))
+    b.open(f"{base}/#/jobs/{array_id}-1")
+    b.wait(f"the page of element {array_id}-1", lambda: b.text("job-element-array") == array_id
+           or b.banner(), last=lambda: b.text("job-element"))
+    b.expect_no_banner(f"#/jobs/{array_id}-1")
+    b.screenshot("array.png")
+
+
 def check_job_delete(b, base, job_id):
     """Deletes the job that ended from its page: the page goes back to the list, which no longer
     shows it, and trainctld no longer knows it."""
@@ -565,6 +591,7 @@ def main():
                                   ("#/projects", check_projects_page, (browser, base)),
                                   ("preemption", check_preemption, (browser, base, cluster)),
                                   ("#/usage", check_usage_page, (browser, base, "default")),
+                                  ("a job array's page", check_array_page, (browser, base)),
                                   ("deleting the job", check_job_delete,
                                    (browser, base, job_id))):
             fn(*fn_args)
