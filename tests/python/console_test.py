@@ -6,20 +6,18 @@
 It starts a MiniCluster (trainctld with its HTTP port, and two trainctl-agents on loopback),
 submits a short job through the REST API, then in the browser:
   1. #/jobs: waits until the job's row shows SUCCEEDED;
-  2. #/jobs/{id}: checks the job's state, its replica's row, at least one event row, and the
-     replica's log, which holds what the job printed ("hello");
-  2b. the timeline of a second job, whose replica exits 3 once and is restarted in place: its
-     row shows two run bars, the first failed (USER_ERROR), the second succeeded;
+  2. #/jobs/{id}: the job's state, its replica's row, an event row, its log ("hello");
+  2b. a second job's timeline (exit 3, restarted in place): two run bars, failed then succeeded;
   3. #/nodes: drains node-1 with its Drain button (a reason typed inline, then confirmed), and
      waits until the page shows it DRAINING or CORDONED and GET /v1/nodes/node-1 says so too;
   4. #/queue and #/projects: each renders its table (or its empty note) and no error banner;
-  5. #/usage: the project of the first job (it held CPU for 2 s) has a row with CPU-hours above
-     zero and at least one bar in the chart (console_usage.py).
+  5. #/usage: the first job's project shows CPU-hours above zero and a chart bar (console_usage.py);
+  6. a job array's page: its counts, its elements, an element's link back (console_arrays.py).
 The console must log no JavaScript error, and no refusal by trainctld's Content-Security-Policy,
 on the way.
 
 Every page's screenshot goes to --artifacts (jobs.png, job.png, timeline.png, nodes.png,
-queue.png, projects.png, usage.png); after a failure also failure.png, the page's source
+queue.png, projects.png, usage.png, array.png); after a failure also failure.png, the page's source
 (page.html), the browser's console log (console.log) and the cluster's daemon logs.
 
 Exit status: 0 when everything passed; 77 (ctest's SKIP_RETURN_CODE) when Chromium
@@ -45,6 +43,7 @@ sys.path.insert(0, HERE)
 
 from minicluster import MiniCluster, eventually  # noqa: E402  pylint: disable=wrong-import-position
 from console_usage import check_usage_page  # noqa: E402  pylint: disable=wrong-import-position
+from console_arrays import check_array_page  # noqa: E402  pylint: disable=wrong-import-position
 
 EXIT_SKIP = 77
 CHROMIUM = "/usr/bin/chromium"
@@ -401,32 +400,6 @@ def check_timeline(b, base):
     b.screenshot("timeline.png")
 
 
-def check_array_page(b, base):
-    """A job array of 3 elements: its page counts them and lists them, an element links back."""
-    spec = dict(JOB_SPEC, displayName="console-sweep", array={"indices": "0-2", "parallelism": 1})
-    spec["workerPools"] = [dict(JOB_SPEC["workerPools"][0], command=["/bin/true"])]
-    status, array = rest(base, "POST", "/v1/jobs", {"spec": spec})
-    check(status == 200 and isinstance(array, dict) and array.get("id"),
-          f"POST /v1/jobs (an array) answered {status}: {array}")
-    array_id = array["id"]
-    check(eventually(lambda: rest(base, "GET", f"/v1/jobs/{array_id}")[1].get("state") ==
-                     "JOB_STATE_SUCCEEDED", timeout=JOB_DEADLINE),
-          f"array {array_id} did not succeed: {rest(base, 'GET', f'/v1/jobs/{array_id}')[1]}")
-    b.open(f"{base}/#/jobs/{array_id}")
-    b.wait(f"the page of array {array_id}", lambda: b.text("job-id") == array_id or b.banner())
-    b.expect_no_banner(f"#/jobs/{array_id}")
-    b.wait("the array's counts", lambda: "3 succeeded" in (b.text("job-array-counts") or ""),
-           last=lambda: b.text("job-array-counts"))
-    b.wait("its elements listed", lambda: all(f"{array_id}-{i}" in (b.text("job-elements") or "")
-                                              for i in range(3)),
-           last=lambda: b.text("job-elements"))
-    b.open(f"{base}/#/jobs/{array_id}-1")
-    b.wait(f"the page of element {array_id}-1", lambda: b.text("job-element-array") == array_id
-           or b.banner(), last=lambda: b.text("job-element"))
-    b.expect_no_banner(f"#/jobs/{array_id}-1")
-    b.screenshot("array.png")
-
-
 def check_job_delete(b, base, job_id):
     """Deletes the job that ended from its page: the page goes back to the list, which no longer
     shows it, and trainctld no longer knows it."""
@@ -591,7 +564,7 @@ def main():
                                   ("#/projects", check_projects_page, (browser, base)),
                                   ("preemption", check_preemption, (browser, base, cluster)),
                                   ("#/usage", check_usage_page, (browser, base, "default")),
-                                  ("a job array's page", check_array_page, (browser, base)),
+                                  ("a job array's page", check_array_page, (browser, base, rest)),
                                   ("deleting the job", check_job_delete,
                                    (browser, base, job_id))):
             fn(*fn_args)
