@@ -120,7 +120,7 @@ absl::StatusOr<const Job*> Core::CancelJob(const std::string& id, absl::Time now
   Job* job = jobs_.Find(id);
   int32_t index = 0;
   if (Job* array = job == nullptr ? UnstartedElement(id, &index) : nullptr) {
-    return UnstartedOp(array, index, "cancel", "", now, fx);
+    return UnstartedOp(array, index, UnstartedAction::kCancel, "", now, fx);
   }
   if (job == nullptr) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
   if (job->array) return CancelArray(job, now, fx);

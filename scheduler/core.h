@@ -378,7 +378,8 @@ class Core {
                                        const std::string& reason, absl::Time now, Effects* fx);
   absl::StatusOr<const Job*> ReleaseArray(Job* array, const std::string& actor, absl::Time now,
                                           Effects* fx);
-  absl::StatusOr<const Job*> UnstartedOp(Job* array, int32_t index, const char* op,
+  enum class UnstartedAction { kCancel, kHold, kRelease };
+  absl::StatusOr<const Job*> UnstartedOp(Job* array, int32_t index, UnstartedAction op,
                                          const std::string& actor, absl::Time now, Effects* fx);
 
   // Constant after construction.

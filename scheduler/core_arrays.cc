@@ -231,13 +231,12 @@ absl::StatusOr<const Job*> Core::ReleaseArray(Job* array, const std::string& act
   return array;
 }
 
-absl::StatusOr<const Job*> Core::UnstartedOp(Job* array, int32_t index, const char* op,
+absl::StatusOr<const Job*> Core::UnstartedOp(Job* array, int32_t index, UnstartedAction op,
                                              const std::string& actor, absl::Time now,
                                              Effects* fx) {
   JobArray& arr = *array->array;
   const std::string id = ElementIdOf(array->id, index);
-  const std::string op_name = op;
-  if (op_name == "cancel") {
+  if (op == UnstartedAction::kCancel) {
     if (arr.cancelled.insert(index).second) {
       arr.held.erase(index);
       unstarted_ends_.push_back(id);
@@ -252,7 +251,7 @@ absl::StatusOr<const Job*> Core::UnstartedOp(Job* array, int32_t index, const ch
     return absl::FailedPreconditionError(
         absl::StrCat("element ", id, " was cancelled before it started"));
   }
-  if (op_name == "hold") {
+  if (op == UnstartedAction::kHold) {
     if (!arr.held.insert(index).second) {
       return absl::FailedPreconditionError(absl::StrCat("element ", id, " is held already"));
     }

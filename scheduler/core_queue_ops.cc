@@ -40,7 +40,7 @@ absl::StatusOr<const Job*> Core::HoldJob(const std::string& id, const std::strin
   Job* job = jobs_.Find(id);
   int32_t index = 0;
   if (Job* array = job == nullptr ? UnstartedElement(id, &index) : nullptr) {
-    return UnstartedOp(array, index, "hold", actor, now, fx);
+    return UnstartedOp(array, index, UnstartedAction::kHold, actor, now, fx);
   }
   if (job == nullptr) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
   if (job->array) return HoldArray(job, actor, reason, now, fx);
@@ -69,7 +69,7 @@ absl::StatusOr<const Job*> Core::ReleaseJob(const std::string& id, const std::st
   Job* job = jobs_.Find(id);
   int32_t index = 0;
   if (Job* array = job == nullptr ? UnstartedElement(id, &index) : nullptr) {
-    return UnstartedOp(array, index, "release", actor, now, fx);
+    return UnstartedOp(array, index, UnstartedAction::kRelease, actor, now, fx);
   }
   if (job == nullptr) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
   if (job->array) return ReleaseArray(job, actor, now, fx);
